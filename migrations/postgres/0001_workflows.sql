@@ -1,0 +1,44 @@
+-- Workflows, their step checkpoints, and worker leases. Times are milliseconds since the Unix
+-- epoch; values (inputs, outputs) are JSON text, kept byte for byte so a re-recorded step can be
+-- compared with the original.
+CREATE TABLE workflows (
+    workflow_id       TEXT PRIMARY KEY,
+    workflow_name     TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    queue_name        TEXT NOT NULL,
+    app_version       TEXT,
+    input             TEXT NOT NULL,
+    output            TEXT,
+    failure           TEXT,
+    created_at        BIGINT NOT NULL,
+    updated_at        BIGINT NOT NULL,
+    recovery_attempts BIGINT NOT NULL DEFAULT 0,
+    epoch             BIGINT NOT NULL DEFAULT 0,
+    worker_id         TEXT
+);
+
+-- Dispatch takes the oldest ENQUEUED workflows of a queue.
+CREATE INDEX workflows_enqueued ON workflows (queue_name, created_at, workflow_id) WHERE status = 'ENQUEUED';
+-- Recovery finds the workflows a worker owns.
+CREATE INDEX workflows_running ON workflows (worker_id) WHERE status = 'PENDING';
+-- Listing is newest first.
+CREATE INDEX workflows_created ON workflows (created_at, workflow_id);
+
+CREATE TABLE steps (
+    workflow_id TEXT NOT NULL REFERENCES workflows (workflow_id) ON DELETE CASCADE,
+    step_id     BIGINT NOT NULL,
+    name        TEXT NOT NULL,
+    output      TEXT,
+    failure     TEXT,
+    attempts    BIGINT NOT NULL,
+    epoch       BIGINT NOT NULL,
+    recorded_at BIGINT NOT NULL,
+    PRIMARY KEY (workflow_id, step_id)
+);
+
+-- A worker's lease: while it lasts, the workflows the worker owns are not recovered.
+CREATE TABLE workers (
+    worker_id        TEXT PRIMARY KEY,
+    lease_expires_at BIGINT NOT NULL,
+    updated_at       BIGINT NOT NULL
+);

@@ -1,0 +1,334 @@
+//! The storage contract: everything the engine asks of a database, in the engine's own terms.
+//!
+//! No driver types and no SQL cross this boundary. Two implementations live beside it —
+//! [`sqlite::SqliteStore`] (the embedded default) and [`postgres::PostgresStore`] (production,
+//! shared by any number of server replicas) — and one conformance suite ([`conformance`]) runs
+//! the same cases against both.
+//!
+//! Time is passed in by the caller as milliseconds since the Unix epoch, so the engine's clock
+//! can be injected and every time-based decision (lease expiry, recovery) tested without waiting.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+#[doc(hidden)]
+pub mod conformance;
+pub mod postgres;
+mod rows;
+pub mod sqlite;
+
+/// Milliseconds since the Unix epoch.
+pub type Millis = i64;
+
+/// Lifecycle of a workflow, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkflowStatus {
+    Enqueued,
+    Delayed,
+    Pending,
+    Success,
+    Error,
+    Cancelled,
+    MaxRecoveryAttemptsExceeded,
+}
+
+impl WorkflowStatus {
+    pub const ALL: [WorkflowStatus; 7] = [
+        WorkflowStatus::Enqueued,
+        WorkflowStatus::Delayed,
+        WorkflowStatus::Pending,
+        WorkflowStatus::Success,
+        WorkflowStatus::Error,
+        WorkflowStatus::Cancelled,
+        WorkflowStatus::MaxRecoveryAttemptsExceeded,
+    ];
+
+    /// The name stored in the database and shown to operators.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkflowStatus::Enqueued => "ENQUEUED",
+            WorkflowStatus::Delayed => "DELAYED",
+            WorkflowStatus::Pending => "PENDING",
+            WorkflowStatus::Success => "SUCCESS",
+            WorkflowStatus::Error => "ERROR",
+            WorkflowStatus::Cancelled => "CANCELLED",
+            WorkflowStatus::MaxRecoveryAttemptsExceeded => "MAX_RECOVERY_ATTEMPTS_EXCEEDED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<WorkflowStatus> {
+        WorkflowStatus::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Finished for good (until an operator resumes it).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            WorkflowStatus::Success
+                | WorkflowStatus::Error
+                | WorkflowStatus::Cancelled
+                | WorkflowStatus::MaxRecoveryAttemptsExceeded
+        )
+    }
+}
+
+/// Why a workflow or step failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: String,
+    pub message: String,
+}
+
+/// How a workflow or step ended. Values are JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Output(String),
+    Failure(Failure),
+}
+
+/// A workflow as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowRecord {
+    pub workflow_id: String,
+    pub workflow_name: String,
+    pub status: WorkflowStatus,
+    pub queue_name: String,
+    pub app_version: Option<String>,
+    /// JSON text.
+    pub input: String,
+    /// Set when terminal with an outcome (SUCCESS or ERROR).
+    pub outcome: Option<Outcome>,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    pub recovery_attempts: u32,
+    pub epoch: u64,
+    pub worker_id: Option<String>,
+}
+
+/// What a client asks for when starting a workflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewWorkflow {
+    pub workflow_id: String,
+    pub workflow_name: String,
+    pub queue_name: String,
+    pub app_version: Option<String>,
+    pub input: String,
+}
+
+/// Result of a start: the workflow, and whether this call created it.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub workflow: WorkflowRecord,
+    pub created: bool,
+}
+
+/// A recorded step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRecord {
+    pub step_id: u32,
+    pub name: String,
+    pub outcome: Outcome,
+    pub attempts: u32,
+    pub epoch: u64,
+    pub recorded_at: Millis,
+}
+
+/// A step to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewStep {
+    pub step_id: u32,
+    pub name: String,
+    pub outcome: Outcome,
+    pub attempts: u32,
+}
+
+/// The fencing token a worker's write carries: which dispatch of which workflow it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    pub workflow_id: String,
+    pub epoch: u64,
+}
+
+/// Filters and page position for listing workflows. Newest first, by (created_at, workflow_id).
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub statuses: Vec<WorkflowStatus>,
+    pub workflow_name: Option<String>,
+    pub queue_name: Option<String>,
+    pub created_at_or_after: Option<Millis>,
+    pub created_before: Option<Millis>,
+    /// Continue after this (created_at, workflow_id) position.
+    pub after: Option<(Millis, String)>,
+    pub limit: u32,
+}
+
+/// What a worker can take: the claim's filter.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub worker_id: String,
+    pub app_version: String,
+    pub workflow_names: Vec<String>,
+    pub queues: Vec<String>,
+    pub limit: u32,
+}
+
+/// A workflow dispatched to a worker, with its checkpoints.
+#[derive(Debug, Clone)]
+pub struct ClaimedWorkflow {
+    pub workflow: WorkflowRecord,
+    pub steps: Vec<StepRecord>,
+}
+
+/// Result of recording a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// Written now.
+    New,
+    /// The same step with the same outcome was already recorded (a retried request).
+    AlreadyRecorded,
+}
+
+/// The outcome that stands after a completion.
+#[derive(Debug, Clone)]
+pub struct Completed {
+    pub workflow: WorkflowRecord,
+    /// True when the workflow had already finished and this completion adopted that outcome.
+    pub adopted: bool,
+}
+
+/// What a recovery pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Put back in their queue.
+    pub requeued: Vec<String>,
+    /// Recovered more often than the limit allows: now MAX_RECOVERY_ATTEMPTS_EXCEEDED.
+    pub dead_lettered: Vec<String>,
+}
+
+/// Errors of the storage contract. Messages never carry SQL; `Unavailable` keeps the driver's
+/// text for logs only.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("workflow {0:?} not found")]
+    WorkflowNotFound(String),
+    #[error("workflow {workflow_id:?} already exists as a {existing_name:?} workflow")]
+    WorkflowIdConflict {
+        workflow_id: String,
+        existing_name: String,
+    },
+    /// The write carries an epoch older than the workflow's: another dispatch owns it.
+    #[error("workflow {workflow_id:?} is owned by epoch {current}, not {presented}")]
+    StaleEpoch {
+        workflow_id: String,
+        presented: u64,
+        current: u64,
+    },
+    /// The workflow is not PENDING (cancelled, finished, or back in its queue).
+    #[error("workflow {workflow_id:?} is {status:?}, not running")]
+    NotRunning {
+        workflow_id: String,
+        status: WorkflowStatus,
+    },
+    /// A different step name is recorded at this position.
+    #[error(
+        "step {step_id} of workflow {workflow_id:?} is recorded as {recorded:?}, not {presented:?}"
+    )]
+    NonDeterminism {
+        workflow_id: String,
+        step_id: u32,
+        recorded: String,
+        presented: String,
+    },
+    /// The same step was recorded with a different outcome.
+    #[error(
+        "step {step_id} of workflow {workflow_id:?} is already recorded with a different result"
+    )]
+    StepConflict { workflow_id: String, step_id: u32 },
+    /// The workflow cannot be resumed from its status.
+    #[error("workflow {workflow_id:?} is {status:?}; only CANCELLED or dead-lettered workflows can be resumed")]
+    NotResumable {
+        workflow_id: String,
+        status: WorkflowStatus,
+    },
+    /// The database failed or could not be reached.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Everything the engine needs from a database.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Which backend, for logs: "sqlite" or "postgres".
+    fn backend(&self) -> &'static str;
+
+    /// Insert a workflow ENQUEUED, or return the existing one with the same id. An existing id
+    /// under another workflow name is `WorkflowIdConflict`.
+    async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started>;
+
+    async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>>;
+
+    /// Up to `query.limit` workflows, newest first.
+    async fn list_workflows(&self, query: &ListQuery) -> StoreResult<Vec<WorkflowRecord>>;
+
+    /// Recorded steps in order. `WorkflowNotFound` when the workflow does not exist.
+    async fn list_steps(&self, workflow_id: &str) -> StoreResult<Vec<StepRecord>>;
+
+    /// Take up to `claim.limit` ENQUEUED workflows the worker can run, oldest first: each becomes
+    /// PENDING, owned by the worker, with its epoch raised by one and its app version pinned.
+    /// Concurrent claims never take the same workflow.
+    async fn claim_workflows(
+        &self,
+        claim: &Claim,
+        now: Millis,
+    ) -> StoreResult<Vec<ClaimedWorkflow>>;
+
+    /// Checkpoint a step, fenced: refused unless the workflow is PENDING at exactly this epoch.
+    async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis)
+        -> StoreResult<Recorded>;
+
+    /// Finish a workflow, status-gated: when it is already terminal the recorded outcome stands
+    /// and is returned (`adopted`); otherwise the write is fenced like `record_step`.
+    async fn complete_workflow(
+        &self,
+        fence: &Fence,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<Completed>;
+
+    /// Cancel a workflow that has not finished; a finished one is returned unchanged.
+    async fn cancel_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord>;
+
+    /// Put a CANCELLED or dead-lettered workflow back in its queue, with its recovery count reset.
+    async fn resume_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord>;
+
+    /// Create or extend a worker's lease: its workflows are safe from recovery until `until`.
+    async fn renew_worker_lease(
+        &self,
+        worker_id: &str,
+        until: Millis,
+        now: Millis,
+    ) -> StoreResult<()>;
+
+    /// Take back at once every workflow still owned by this worker (it reconnected, so it dropped
+    /// them). Counts as a recovery, like `recover_expired`.
+    async fn release_worker(
+        &self,
+        worker_id: &str,
+        max_recovery_attempts: u32,
+        now: Millis,
+    ) -> StoreResult<Recovery>;
+
+    /// Take back the PENDING workflows whose worker's lease ended before `now` (or that have no
+    /// live worker at all): each one's recovery count goes up by one and it returns to ENQUEUED,
+    /// or becomes MAX_RECOVERY_ATTEMPTS_EXCEEDED when the count passes the limit.
+    async fn recover_expired(
+        &self,
+        max_recovery_attempts: u32,
+        now: Millis,
+    ) -> StoreResult<Recovery>;
+
+    /// Forget workers whose lease ended before `before` and that own nothing.
+    async fn prune_workers(&self, before: Millis) -> StoreResult<u64>;
+}

@@ -1,0 +1,168 @@
+//! Row shapes shared by both SQL stores, and their conversion into the contract's types.
+//! Both schemas use the same column names and only TEXT / 64-bit integer columns, so one
+//! `FromRow` shape decodes either driver's rows.
+
+use crate::{
+    Failure, Millis, Outcome, StepRecord, StoreError, StoreResult, WorkflowRecord, WorkflowStatus,
+};
+
+/// Columns of `workflows`, in the order [`WorkflowRow`] reads them.
+macro_rules! workflow_columns {
+    () => {
+        "workflow_id, workflow_name, status, queue_name, app_version, input, output, failure, \
+         created_at, updated_at, recovery_attempts, epoch, worker_id"
+    };
+}
+pub(crate) use workflow_columns;
+
+/// Columns of `steps`, in the order [`StepRow`] reads them.
+macro_rules! step_columns {
+    () => {
+        "workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at"
+    };
+}
+pub(crate) use step_columns;
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct WorkflowRow {
+    pub workflow_id: String,
+    pub workflow_name: String,
+    pub status: String,
+    pub queue_name: String,
+    pub app_version: Option<String>,
+    pub input: String,
+    pub output: Option<String>,
+    pub failure: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub recovery_attempts: i64,
+    pub epoch: i64,
+    pub worker_id: Option<String>,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct StepRow {
+    pub workflow_id: String,
+    pub step_id: i64,
+    pub name: String,
+    pub output: Option<String>,
+    pub failure: Option<String>,
+    pub attempts: i64,
+    pub epoch: i64,
+    pub recorded_at: Millis,
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Unavailable(format!("stored row is malformed: {what}"))
+}
+
+fn outcome(output: Option<String>, failure: Option<String>) -> StoreResult<Option<Outcome>> {
+    match (output, failure) {
+        (_, Some(f)) => Ok(Some(Outcome::Failure(
+            serde_json::from_str::<Failure>(&f).map_err(|_| corrupt("failure"))?,
+        ))),
+        (Some(o), None) => Ok(Some(Outcome::Output(o))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Splits an outcome into the (output, failure) column pair.
+pub(crate) fn outcome_columns(outcome: &Outcome) -> (Option<String>, Option<String>) {
+    match outcome {
+        Outcome::Output(o) => (Some(o.clone()), None),
+        Outcome::Failure(f) => (
+            None,
+            Some(serde_json::to_string(f).expect("failure serializes")),
+        ),
+    }
+}
+
+impl TryFrom<WorkflowRow> for WorkflowRecord {
+    type Error = StoreError;
+    fn try_from(r: WorkflowRow) -> StoreResult<Self> {
+        Ok(WorkflowRecord {
+            status: WorkflowStatus::parse(&r.status).ok_or_else(|| corrupt("status"))?,
+            outcome: outcome(r.output, r.failure)?,
+            workflow_id: r.workflow_id,
+            workflow_name: r.workflow_name,
+            queue_name: r.queue_name,
+            app_version: r.app_version,
+            input: r.input,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            recovery_attempts: r.recovery_attempts as u32,
+            epoch: r.epoch as u64,
+            worker_id: r.worker_id,
+        })
+    }
+}
+
+impl TryFrom<StepRow> for StepRecord {
+    type Error = StoreError;
+    fn try_from(r: StepRow) -> StoreResult<Self> {
+        Ok(StepRecord {
+            step_id: r.step_id as u32,
+            name: r.name,
+            outcome: outcome(r.output, r.failure)?
+                .ok_or_else(|| corrupt("step without outcome"))?,
+            attempts: r.attempts as u32,
+            epoch: r.epoch as u64,
+            recorded_at: r.recorded_at,
+        })
+    }
+}
+
+pub(crate) fn workflows(rows: Vec<WorkflowRow>) -> StoreResult<Vec<WorkflowRecord>> {
+    rows.into_iter().map(WorkflowRecord::try_from).collect()
+}
+
+pub(crate) fn steps(rows: Vec<StepRow>) -> StoreResult<Vec<StepRecord>> {
+    rows.into_iter().map(StepRecord::try_from).collect()
+}
+
+/// Why a fenced write was refused, worked out from the workflow's current state.
+pub(crate) fn refusal(
+    workflow_id: &str,
+    current: Option<WorkflowRecord>,
+    presented: u64,
+) -> StoreError {
+    match current {
+        None => StoreError::WorkflowNotFound(workflow_id.to_string()),
+        Some(w) if w.epoch != presented => StoreError::StaleEpoch {
+            workflow_id: workflow_id.to_string(),
+            presented,
+            current: w.epoch,
+        },
+        Some(w) => StoreError::NotRunning {
+            workflow_id: workflow_id.to_string(),
+            status: w.status,
+        },
+    }
+}
+
+/// Compares a step being recorded with the one already at its position.
+pub(crate) fn check_existing_step(
+    workflow_id: &str,
+    existing: &StepRecord,
+    new: &crate::NewStep,
+) -> StoreResult<crate::Recorded> {
+    if existing.name != new.name {
+        return Err(StoreError::NonDeterminism {
+            workflow_id: workflow_id.to_string(),
+            step_id: new.step_id,
+            recorded: existing.name.clone(),
+            presented: new.name.clone(),
+        });
+    }
+    if existing.outcome != new.outcome {
+        return Err(StoreError::StepConflict {
+            workflow_id: workflow_id.to_string(),
+            step_id: new.step_id,
+        });
+    }
+    Ok(crate::Recorded::AlreadyRecorded)
+}
+
+pub(crate) fn db_error(e: sqlx::Error) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}

@@ -1,0 +1,454 @@
+//! The embedded store: one SQLite file in WAL mode.
+//!
+//! SQLite lets one writer in at a time, so writes go through a pool of exactly one connection:
+//! they queue in the process instead of failing with SQLITE_BUSY, and a transaction on it sees
+//! everything before it. Reads use their own small pool and never wait for writers (WAL).
+//! `synchronous = FULL`: a step acknowledged to a worker survives a power cut, not just a crash.
+
+use std::{str::FromStr, time::Duration};
+
+use async_trait::async_trait;
+use sqlx::{
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
+    SqlitePool,
+};
+
+use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
+use crate::*;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+
+pub struct SqliteStore {
+    write: SqlitePool,
+    read: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `url` (`sqlite:path` or `sqlite://path`) and
+    /// applies the embedded migrations.
+    pub async fn open(url: &str) -> StoreResult<SqliteStore> {
+        let path = url
+            .trim_start_matches("sqlite://")
+            .trim_start_matches("sqlite:");
+        if let Some(dir) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| StoreError::Unavailable(format!("cannot create {dir:?}: {e}")))?;
+            }
+        }
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{path}"))
+            .map_err(db_error)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await
+            .map_err(db_error)?;
+        MIGRATOR
+            .run(&write)
+            .await
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let read = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.read_only(true))
+            .await
+            .map_err(db_error)?;
+        Ok(SqliteStore { write, read })
+    }
+
+    async fn workflow_on<'e, E>(exec: E, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>>
+    where
+        E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
+    {
+        let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            workflow_columns!(),
+            " FROM workflows WHERE workflow_id = ?1"
+        ))
+        .bind(workflow_id)
+        .fetch_optional(exec)
+        .await
+        .map_err(db_error)?;
+        row.map(WorkflowRecord::try_from).transpose()
+    }
+}
+
+/// JSON array text, for `IN (SELECT value FROM json_each(?))`.
+fn json_list<T: AsRef<str>>(items: &[T]) -> String {
+    serde_json::to_string(&items.iter().map(|s| s.as_ref()).collect::<Vec<_>>())
+        .expect("strings serialize")
+}
+
+/// Marks the given workflows back in their queue or dead-lettered; shared by both recovery paths.
+const RECOVER_SET: &str = "recovery_attempts = recovery_attempts + 1, \
+    status = CASE WHEN recovery_attempts + 1 > ?1 THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END, \
+    updated_at = ?2";
+
+fn recovery(rows: Vec<(String, String)>) -> Recovery {
+    let mut r = Recovery::default();
+    for (id, status) in rows {
+        if status == "ENQUEUED" {
+            r.requeued.push(id)
+        } else {
+            r.dead_lettered.push(id)
+        }
+    }
+    r.requeued.sort();
+    r.dead_lettered.sort();
+    r
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let inserted = sqlx::query(
+            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, updated_at) \
+             VALUES (?1, ?2, 'ENQUEUED', ?3, ?4, ?5, ?6, ?6) ON CONFLICT (workflow_id) DO NOTHING",
+        )
+        .bind(&new.workflow_id)
+        .bind(&new.workflow_name)
+        .bind(&new.queue_name)
+        .bind(&new.app_version)
+        .bind(&new.input)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?
+        .rows_affected()
+            == 1;
+        let workflow = Self::workflow_on(&mut *tx, &new.workflow_id)
+            .await?
+            .ok_or_else(|| StoreError::WorkflowNotFound(new.workflow_id.clone()))?;
+        tx.commit().await.map_err(db_error)?;
+        if workflow.workflow_name != new.workflow_name {
+            return Err(StoreError::WorkflowIdConflict {
+                workflow_id: new.workflow_id,
+                existing_name: workflow.workflow_name,
+            });
+        }
+        Ok(Started {
+            workflow,
+            created: inserted,
+        })
+    }
+
+    async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
+        Self::workflow_on(&self.read, workflow_id).await
+    }
+
+    async fn list_workflows(&self, q: &ListQuery) -> StoreResult<Vec<WorkflowRecord>> {
+        let statuses = (!q.statuses.is_empty())
+            .then(|| json_list(&q.statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>()));
+        let rows: Vec<WorkflowRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            workflow_columns!(),
+            " FROM workflows WHERE (?1 IS NULL OR status IN (SELECT value FROM json_each(?1))) \
+              AND (?2 IS NULL OR workflow_name = ?2) AND (?3 IS NULL OR queue_name = ?3) \
+              AND (?4 IS NULL OR created_at >= ?4) AND (?5 IS NULL OR created_at < ?5) \
+              AND (?6 IS NULL OR created_at < ?6 OR (created_at = ?6 AND workflow_id < ?7)) \
+              ORDER BY created_at DESC, workflow_id DESC LIMIT ?8"
+        ))
+        .bind(statuses)
+        .bind(&q.workflow_name)
+        .bind(&q.queue_name)
+        .bind(q.created_at_or_after)
+        .bind(q.created_before)
+        .bind(q.after.as_ref().map(|a| a.0))
+        .bind(q.after.as_ref().map(|a| a.1.clone()))
+        .bind(q.limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)?;
+        rows::workflows(rows)
+    }
+
+    async fn list_steps(&self, workflow_id: &str) -> StoreResult<Vec<StepRecord>> {
+        let rows: Vec<StepRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            step_columns!(),
+            " FROM steps WHERE workflow_id = ?1 ORDER BY step_id"
+        ))
+        .bind(workflow_id)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)?;
+        if rows.is_empty() && Self::workflow_on(&self.read, workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        rows::steps(rows)
+    }
+
+    async fn claim_workflows(
+        &self,
+        claim: &Claim,
+        now: Millis,
+    ) -> StoreResult<Vec<ClaimedWorkflow>> {
+        if claim.limit == 0 || claim.workflow_names.is_empty() || claim.queues.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let mut claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'PENDING', worker_id = ?1, epoch = epoch + 1, \
+               app_version = COALESCE(app_version, ?2), updated_at = ?3 \
+             WHERE workflow_id IN (SELECT workflow_id FROM workflows WHERE status = 'ENQUEUED' \
+               AND queue_name IN (SELECT value FROM json_each(?4)) \
+               AND workflow_name IN (SELECT value FROM json_each(?5)) \
+               AND (app_version IS NULL OR app_version = ?2) \
+               ORDER BY created_at, workflow_id LIMIT ?6) \
+             RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(&claim.worker_id)
+        .bind(&claim.app_version)
+        .bind(now)
+        .bind(json_list(&claim.queues))
+        .bind(json_list(&claim.workflow_names))
+        .bind(claim.limit as i64)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        claimed.sort_by(|a, b| (a.created_at, &a.workflow_id).cmp(&(b.created_at, &b.workflow_id)));
+        let ids: Vec<&str> = claimed.iter().map(|w| w.workflow_id.as_str()).collect();
+        let step_rows: Vec<StepRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            step_columns!(),
+            " FROM steps WHERE workflow_id IN (SELECT value FROM json_each(?1)) ORDER BY workflow_id, step_id"
+        ))
+        .bind(json_list(&ids))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        group_steps(rows::workflows(claimed)?, step_rows)
+    }
+
+    async fn record_step(
+        &self,
+        fence: &Fence,
+        step: NewStep,
+        now: Millis,
+    ) -> StoreResult<Recorded> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let current = Self::workflow_on(&mut *tx, &fence.workflow_id).await?;
+        match &current {
+            Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
+            _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+        }
+        let existing: Option<StepRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            step_columns!(),
+            " FROM steps WHERE workflow_id = ?1 AND step_id = ?2"
+        ))
+        .bind(&fence.workflow_id)
+        .bind(step.step_id as i64)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if let Some(existing) = existing {
+            return rows::check_existing_step(
+                &fence.workflow_id,
+                &StepRecord::try_from(existing)?,
+                &step,
+            );
+        }
+        let (output, failure) = rows::outcome_columns(&step.outcome);
+        sqlx::query(
+            "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .bind(&fence.workflow_id)
+        .bind(step.step_id as i64)
+        .bind(&step.name)
+        .bind(output)
+        .bind(failure)
+        .bind(step.attempts as i64)
+        .bind(fence.epoch as i64)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(Recorded::New)
+    }
+
+    async fn complete_workflow(
+        &self,
+        fence: &Fence,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<Completed> {
+        let (output, failure) = rows::outcome_columns(&outcome);
+        let status = match outcome {
+            Outcome::Output(_) => WorkflowStatus::Success,
+            Outcome::Failure(_) => WorkflowStatus::Error,
+        };
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let written: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = ?1, output = ?2, failure = ?3, updated_at = ?4 \
+             WHERE workflow_id = ?5 AND status = 'PENDING' AND epoch = ?6 RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(status.as_str())
+        .bind(output)
+        .bind(failure)
+        .bind(now)
+        .bind(&fence.workflow_id)
+        .bind(fence.epoch as i64)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let result = match written {
+            Some(row) => Ok(Completed {
+                workflow: row.try_into()?,
+                adopted: false,
+            }),
+            None => match Self::workflow_on(&mut *tx, &fence.workflow_id).await? {
+                Some(w) if w.status.is_terminal() => Ok(Completed {
+                    workflow: w,
+                    adopted: true,
+                }),
+                current => Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+            },
+        };
+        tx.commit().await.map_err(db_error)?;
+        result
+    }
+
+    async fn cancel_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        sqlx::query(
+            "UPDATE workflows SET status = 'CANCELLED', updated_at = ?1 WHERE workflow_id = ?2 \
+             AND status IN ('ENQUEUED', 'DELAYED', 'PENDING')",
+        )
+        .bind(now)
+        .bind(workflow_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let w = Self::workflow_on(&mut *tx, workflow_id).await?;
+        tx.commit().await.map_err(db_error)?;
+        w.ok_or_else(|| StoreError::WorkflowNotFound(workflow_id.to_string()))
+    }
+
+    async fn resume_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let resumed: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'ENQUEUED', recovery_attempts = 0, updated_at = ?1 \
+             WHERE workflow_id = ?2 AND status IN ('CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED') RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(now)
+        .bind(workflow_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let result = match resumed {
+            Some(row) => row.try_into(),
+            None => match Self::workflow_on(&mut *tx, workflow_id).await? {
+                None => Err(StoreError::WorkflowNotFound(workflow_id.to_string())),
+                Some(w) => Err(StoreError::NotResumable {
+                    workflow_id: workflow_id.to_string(),
+                    status: w.status,
+                }),
+            },
+        };
+        tx.commit().await.map_err(db_error)?;
+        result
+    }
+
+    async fn renew_worker_lease(
+        &self,
+        worker_id: &str,
+        until: Millis,
+        now: Millis,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO workers (worker_id, lease_expires_at, updated_at) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (worker_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
+        )
+        .bind(worker_id)
+        .bind(until)
+        .bind(now)
+        .execute(&self.write)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn release_worker(
+        &self,
+        worker_id: &str,
+        max_recovery_attempts: u32,
+        now: Millis,
+    ) -> StoreResult<Recovery> {
+        let sql = format!("UPDATE workflows SET {RECOVER_SET} WHERE status = 'PENDING' AND worker_id = ?3 RETURNING workflow_id, status");
+        let rows: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(max_recovery_attempts as i64)
+            .bind(now)
+            .bind(worker_id)
+            .fetch_all(&self.write)
+            .await
+            .map_err(db_error)?;
+        Ok(recovery(rows))
+    }
+
+    async fn recover_expired(
+        &self,
+        max_recovery_attempts: u32,
+        now: Millis,
+    ) -> StoreResult<Recovery> {
+        let sql = format!(
+            "UPDATE workflows SET {RECOVER_SET} WHERE status = 'PENDING' AND NOT EXISTS \
+             (SELECT 1 FROM workers w WHERE w.worker_id = workflows.worker_id AND w.lease_expires_at >= ?2) \
+             RETURNING workflow_id, status"
+        );
+        let rows: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(max_recovery_attempts as i64)
+            .bind(now)
+            .fetch_all(&self.write)
+            .await
+            .map_err(db_error)?;
+        Ok(recovery(rows))
+    }
+
+    async fn prune_workers(&self, before: Millis) -> StoreResult<u64> {
+        let done = sqlx::query(
+            "DELETE FROM workers WHERE lease_expires_at < ?1 AND NOT EXISTS \
+             (SELECT 1 FROM workflows WHERE workflows.worker_id = workers.worker_id AND status = 'PENDING')",
+        )
+        .bind(before)
+        .execute(&self.write)
+        .await
+        .map_err(db_error)?;
+        Ok(done.rows_affected())
+    }
+}
+
+/// Pairs claimed workflows with their steps (which arrive sorted by workflow id, then step id).
+pub(crate) fn group_steps(
+    workflows: Vec<WorkflowRecord>,
+    step_rows: Vec<StepRow>,
+) -> StoreResult<Vec<ClaimedWorkflow>> {
+    let mut by_id: std::collections::HashMap<String, Vec<StepRecord>> =
+        std::collections::HashMap::new();
+    for row in step_rows {
+        let id = row.workflow_id.clone();
+        by_id.entry(id).or_default().push(row.try_into()?);
+    }
+    Ok(workflows
+        .into_iter()
+        .map(|w| {
+            let steps = by_id.remove(&w.workflow_id).unwrap_or_default();
+            ClaimedWorkflow { workflow: w, steps }
+        })
+        .collect())
+}
