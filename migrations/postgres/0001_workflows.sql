@@ -1,8 +1,11 @@
 -- Workflows, their step checkpoints, and worker leases. Times are milliseconds since the Unix
 -- epoch; values (inputs, outputs) are JSON text, kept byte for byte so a re-recorded step can be
 -- compared with the original.
+-- Workflow ids use the "C" (byte order) collation whatever the database's locale: list order and
+-- keyset paging then agree with SQLite and with the engine's own string ordering, and comparisons
+-- are cheaper.
 CREATE TABLE workflows (
-    workflow_id       TEXT PRIMARY KEY,
+    workflow_id       TEXT COLLATE "C" PRIMARY KEY,
     workflow_name     TEXT NOT NULL,
     status            TEXT NOT NULL,
     queue_name        TEXT NOT NULL,
@@ -25,7 +28,7 @@ CREATE INDEX workflows_running ON workflows (worker_id) WHERE status = 'PENDING'
 CREATE INDEX workflows_created ON workflows (created_at, workflow_id);
 
 CREATE TABLE steps (
-    workflow_id TEXT NOT NULL REFERENCES workflows (workflow_id) ON DELETE CASCADE,
+    workflow_id TEXT COLLATE "C" NOT NULL REFERENCES workflows (workflow_id) ON DELETE CASCADE,
     step_id     BIGINT NOT NULL,
     name        TEXT NOT NULL,
     output      TEXT,

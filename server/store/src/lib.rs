@@ -212,10 +212,7 @@ pub enum StoreError {
     #[error("workflow {0:?} not found")]
     WorkflowNotFound(String),
     #[error("workflow {workflow_id:?} already exists as a {existing_name:?} workflow")]
-    WorkflowIdConflict {
-        workflow_id: String,
-        existing_name: String,
-    },
+    WorkflowIdConflict { workflow_id: String, existing_name: String },
     /// The write carries an epoch older than the workflow's: another dispatch owns it.
     #[error("workflow {workflow_id:?} is owned by epoch {current}, not {presented}")]
     StaleEpoch {
@@ -230,9 +227,7 @@ pub enum StoreError {
         status: WorkflowStatus,
     },
     /// A different step name is recorded at this position.
-    #[error(
-        "step {step_id} of workflow {workflow_id:?} is recorded as {recorded:?}, not {presented:?}"
-    )]
+    #[error("step {step_id} of workflow {workflow_id:?} is recorded as {recorded:?}, not {presented:?}")]
     NonDeterminism {
         workflow_id: String,
         step_id: u32,
@@ -240,9 +235,7 @@ pub enum StoreError {
         presented: String,
     },
     /// The same step was recorded with a different outcome.
-    #[error(
-        "step {step_id} of workflow {workflow_id:?} is already recorded with a different result"
-    )]
+    #[error("step {step_id} of workflow {workflow_id:?} is already recorded with a different result")]
     StepConflict { workflow_id: String, step_id: u32 },
     /// The workflow cannot be resumed from its status.
     #[error("workflow {workflow_id:?} is {status:?}; only CANCELLED or dead-lettered workflows can be resumed")]
@@ -278,24 +271,14 @@ pub trait Store: Send + Sync + 'static {
     /// Take up to `claim.limit` ENQUEUED workflows the worker can run, oldest first: each becomes
     /// PENDING, owned by the worker, with its epoch raised by one and its app version pinned.
     /// Concurrent claims never take the same workflow.
-    async fn claim_workflows(
-        &self,
-        claim: &Claim,
-        now: Millis,
-    ) -> StoreResult<Vec<ClaimedWorkflow>>;
+    async fn claim_workflows(&self, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>>;
 
     /// Checkpoint a step, fenced: refused unless the workflow is PENDING at exactly this epoch.
-    async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis)
-        -> StoreResult<Recorded>;
+    async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded>;
 
     /// Finish a workflow, status-gated: when it is already terminal the recorded outcome stands
     /// and is returned (`adopted`); otherwise the write is fenced like `record_step`.
-    async fn complete_workflow(
-        &self,
-        fence: &Fence,
-        outcome: Outcome,
-        now: Millis,
-    ) -> StoreResult<Completed>;
+    async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed>;
 
     /// Cancel a workflow that has not finished; a finished one is returned unchanged.
     async fn cancel_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord>;
@@ -304,30 +287,16 @@ pub trait Store: Send + Sync + 'static {
     async fn resume_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord>;
 
     /// Create or extend a worker's lease: its workflows are safe from recovery until `until`.
-    async fn renew_worker_lease(
-        &self,
-        worker_id: &str,
-        until: Millis,
-        now: Millis,
-    ) -> StoreResult<()>;
+    async fn renew_worker_lease(&self, worker_id: &str, until: Millis, now: Millis) -> StoreResult<()>;
 
     /// Take back at once every workflow still owned by this worker (it reconnected, so it dropped
     /// them). Counts as a recovery, like `recover_expired`.
-    async fn release_worker(
-        &self,
-        worker_id: &str,
-        max_recovery_attempts: u32,
-        now: Millis,
-    ) -> StoreResult<Recovery>;
+    async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
 
     /// Take back the PENDING workflows whose worker's lease ended before `now` (or that have no
     /// live worker at all): each one's recovery count goes up by one and it returns to ENQUEUED,
     /// or becomes MAX_RECOVERY_ATTEMPTS_EXCEEDED when the count passes the limit.
-    async fn recover_expired(
-        &self,
-        max_recovery_attempts: u32,
-        now: Millis,
-    ) -> StoreResult<Recovery>;
+    async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
 
     /// Forget workers whose lease ended before `before` and that own nothing.
     async fn prune_workers(&self, before: Millis) -> StoreResult<u64>;

@@ -1,1 +1,418 @@
-//! placeholder
+//! The production store: PostgreSQL, shared by any number of server replicas.
+//!
+//! Nothing here is serialized in the process: every method is one or a few statements whose
+//! row locks make them safe against other replicas doing the same thing at the same time.
+//! - Claims and recovery pick rows with `FOR UPDATE SKIP LOCKED`, so concurrent callers split
+//!   the work instead of queueing behind each other.
+//! - Fenced writes (`record_step`, `complete_workflow`) are single autocommit statements that
+//!   check status and epoch in their WHERE clause; PostgreSQL re-evaluates that clause on the
+//!   newest row version when it had to wait for a lock, so a write can never slip in next to an
+//!   epoch bump. Only when that statement did nothing do we read to explain why.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::{postgres::PgPoolOptions, PgPool};
+
+use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
+use crate::*;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+/// Connections per store unless told otherwise: enough for the dispatcher, the step hot path
+/// and the client API at once, small enough that several replicas fit in a default server.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 32;
+
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user@host:port/db`) and applies the embedded migrations.
+    pub async fn open(url: &str) -> StoreResult<PostgresStore> {
+        Self::open_with(url, DEFAULT_MAX_CONNECTIONS).await
+    }
+
+    /// Like [`PostgresStore::open`], with at most `max_connections` connections in the pool.
+    pub async fn open_with(url: &str, max_connections: u32) -> StoreResult<PostgresStore> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            // A saturated pool should surface as Unavailable, not hang a request forever.
+            .acquire_timeout(Duration::from_secs(30))
+            .connect(url)
+            .await
+            .map_err(db_error)?;
+        // sqlx holds an advisory lock while migrating, so replicas starting together are safe.
+        MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        Ok(PostgresStore { pool })
+    }
+
+    async fn workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
+        let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            workflow_columns!(),
+            " FROM workflows WHERE workflow_id = $1"
+        ))
+        .bind(workflow_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        row.map(WorkflowRecord::try_from).transpose()
+    }
+
+    async fn step(&self, workflow_id: &str, step_id: u32) -> StoreResult<Option<StepRecord>> {
+        let row: Option<StepRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            step_columns!(),
+            " FROM steps WHERE workflow_id = $1 AND step_id = $2"
+        ))
+        .bind(workflow_id)
+        .bind(step_id as i64)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        row.map(StepRecord::try_from).transpose()
+    }
+
+    /// The fast path of `record_step`: one statement that inserts the step only if the workflow
+    /// is PENDING at this epoch. `FOR SHARE` locks the workflow row for the statement, so a
+    /// concurrent claim or recovery either waits for us or makes the WHERE clause fail on
+    /// re-check. Returns whether a row was written.
+    async fn insert_step_fenced(&self, fence: &Fence, step: &NewStep, now: Millis) -> StoreResult<bool> {
+        let (output, failure) = rows::outcome_columns(&step.outcome);
+        let done = sqlx::query(
+            "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM workflows \
+             WHERE workflow_id = $1 AND status = 'PENDING' AND epoch = $7 FOR SHARE \
+             ON CONFLICT (workflow_id, step_id) DO NOTHING",
+        )
+        .bind(&fence.workflow_id)
+        .bind(step.step_id as i64)
+        .bind(&step.name)
+        .bind(output)
+        .bind(failure)
+        .bind(step.attempts as i64)
+        .bind(fence.epoch as i64)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+/// Same as SQLite's: counts a recovery and requeues or dead-letters. `$1` is the limit, `$2` now.
+const RECOVER_SET: &str = "recovery_attempts = recovery_attempts + 1, \
+    status = CASE WHEN recovery_attempts + 1 > $1 THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END, \
+    updated_at = $2";
+
+#[async_trait]
+impl Store for PostgresStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
+        let inserted: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, updated_at) \
+             VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6) ON CONFLICT (workflow_id) DO NOTHING RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(&new.workflow_id)
+        .bind(&new.workflow_name)
+        .bind(&new.queue_name)
+        .bind(&new.app_version)
+        .bind(&new.input)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        if let Some(row) = inserted {
+            return Ok(Started {
+                workflow: row.try_into()?,
+                created: true,
+            });
+        }
+        // ON CONFLICT waited for any concurrent insert of this id to commit, so the row is
+        // visible to this next statement (read committed takes a fresh snapshot).
+        let workflow = self
+            .workflow(&new.workflow_id)
+            .await?
+            .ok_or_else(|| StoreError::WorkflowNotFound(new.workflow_id.clone()))?;
+        if workflow.workflow_name != new.workflow_name {
+            return Err(StoreError::WorkflowIdConflict {
+                workflow_id: new.workflow_id,
+                existing_name: workflow.workflow_name,
+            });
+        }
+        Ok(Started {
+            workflow,
+            created: false,
+        })
+    }
+
+    async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
+        self.workflow(workflow_id).await
+    }
+
+    async fn list_workflows(&self, q: &ListQuery) -> StoreResult<Vec<WorkflowRecord>> {
+        let statuses: Option<Vec<&str>> =
+            (!q.statuses.is_empty()).then(|| q.statuses.iter().map(|s| s.as_str()).collect());
+        // Typed casts let one prepared statement serve every combination of filters.
+        let rows: Vec<WorkflowRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            workflow_columns!(),
+            " FROM workflows WHERE ($1::text[] IS NULL OR status = ANY($1)) \
+              AND ($2::text IS NULL OR workflow_name = $2) AND ($3::text IS NULL OR queue_name = $3) \
+              AND ($4::bigint IS NULL OR created_at >= $4) AND ($5::bigint IS NULL OR created_at < $5) \
+              AND ($6::bigint IS NULL OR (created_at, workflow_id) < ($6, $7::text)) \
+              ORDER BY created_at DESC, workflow_id DESC LIMIT $8"
+        ))
+        .bind(statuses)
+        .bind(&q.workflow_name)
+        .bind(&q.queue_name)
+        .bind(q.created_at_or_after)
+        .bind(q.created_before)
+        .bind(q.after.as_ref().map(|a| a.0))
+        .bind(q.after.as_ref().map(|a| a.1.as_str()))
+        .bind(q.limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows::workflows(rows)
+    }
+
+    async fn list_steps(&self, workflow_id: &str) -> StoreResult<Vec<StepRecord>> {
+        let rows: Vec<StepRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            step_columns!(),
+            " FROM steps WHERE workflow_id = $1 ORDER BY step_id"
+        ))
+        .bind(workflow_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        if rows.is_empty() && self.workflow(workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        rows::steps(rows)
+    }
+
+    async fn claim_workflows(&self, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>> {
+        if claim.limit == 0 || claim.workflow_names.is_empty() || claim.queues.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        // `= ANY(ARRAY(subquery))` rather than `IN (subquery)`: the ARRAY form is an InitPlan,
+        // run exactly once. With `IN`, the planner may pick a nested-loop semi-join that
+        // re-scans the locking subquery per outer row, and with SKIP LOCKED each re-scan can
+        // see a different set, claiming more than `limit`. The outer status check is a
+        // belt-and-braces re-check on the locked row.
+        let mut claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'PENDING', worker_id = $1, epoch = epoch + 1, \
+               app_version = COALESCE(app_version, $2), updated_at = $3 \
+             WHERE workflow_id = ANY(ARRAY(SELECT workflow_id FROM workflows WHERE status = 'ENQUEUED' \
+               AND queue_name = ANY($4) AND workflow_name = ANY($5) \
+               AND (app_version IS NULL OR app_version = $2) \
+               ORDER BY created_at, workflow_id LIMIT $6 FOR UPDATE SKIP LOCKED)) \
+             AND status = 'ENQUEUED' \
+             RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(&claim.worker_id)
+        .bind(&claim.app_version)
+        .bind(now)
+        .bind(&claim.queues)
+        .bind(&claim.workflow_names)
+        .bind(claim.limit as i64)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if claimed.is_empty() {
+            tx.commit().await.map_err(db_error)?;
+            return Ok(Vec::new());
+        }
+        // RETURNING has no order; the contract says oldest first.
+        claimed.sort_by(|a, b| (a.created_at, &a.workflow_id).cmp(&(b.created_at, &b.workflow_id)));
+        let ids: Vec<&str> = claimed.iter().map(|w| w.workflow_id.as_str()).collect();
+        let step_rows: Vec<StepRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            step_columns!(),
+            " FROM steps WHERE workflow_id = ANY($1) ORDER BY workflow_id, step_id"
+        ))
+        .bind(&ids)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        rows::group_steps(rows::workflows(claimed)?, step_rows)
+    }
+
+    async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
+        if self.insert_step_fenced(fence, &step, now).await? {
+            return Ok(Recorded::New);
+        }
+        // Nothing written: either the fence failed or the step is already there. Steps are
+        // never removed while their workflow runs, and epochs only grow, so these reads explain
+        // the failed insert without a transaction.
+        let current = self.workflow(&fence.workflow_id).await?;
+        match &current {
+            Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
+            _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+        }
+        match self.step(&fence.workflow_id, step.step_id).await? {
+            Some(existing) => rows::check_existing_step(&fence.workflow_id, &existing, &step),
+            None => Err(StoreError::Unavailable(format!(
+                "step {} of workflow {:?} was neither written nor found",
+                step.step_id, fence.workflow_id
+            ))),
+        }
+    }
+
+    async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
+        let (output, failure) = rows::outcome_columns(&outcome);
+        let status = match outcome {
+            Outcome::Output(_) => WorkflowStatus::Success,
+            Outcome::Failure(_) => WorkflowStatus::Error,
+        };
+        let written: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
+             WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(status.as_str())
+        .bind(output)
+        .bind(failure)
+        .bind(now)
+        .bind(&fence.workflow_id)
+        .bind(fence.epoch as i64)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        if let Some(row) = written {
+            return Ok(Completed {
+                workflow: row.try_into()?,
+                adopted: false,
+            });
+        }
+        // Terminal is terminal until an operator resumes, so the outcome read here is the one
+        // that beat us.
+        match self.workflow(&fence.workflow_id).await? {
+            Some(w) if w.status.is_terminal() => Ok(Completed {
+                workflow: w,
+                adopted: true,
+            }),
+            current => Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+        }
+    }
+
+    async fn cancel_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {
+        let cancelled: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'CANCELLED', updated_at = $1 WHERE workflow_id = $2 \
+             AND status IN ('ENQUEUED', 'DELAYED', 'PENDING') RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(now)
+        .bind(workflow_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        match cancelled {
+            Some(row) => row.try_into(),
+            None => self
+                .workflow(workflow_id)
+                .await?
+                .ok_or_else(|| StoreError::WorkflowNotFound(workflow_id.to_string())),
+        }
+    }
+
+    async fn resume_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {
+        let resumed: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'ENQUEUED', recovery_attempts = 0, updated_at = $1 \
+             WHERE workflow_id = $2 AND status IN ('CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED') RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(now)
+        .bind(workflow_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        match resumed {
+            Some(row) => row.try_into(),
+            None => match self.workflow(workflow_id).await? {
+                None => Err(StoreError::WorkflowNotFound(workflow_id.to_string())),
+                Some(w) => Err(StoreError::NotResumable {
+                    workflow_id: workflow_id.to_string(),
+                    status: w.status,
+                }),
+            },
+        }
+    }
+
+    async fn renew_worker_lease(&self, worker_id: &str, until: Millis, now: Millis) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO workers (worker_id, lease_expires_at, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (worker_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
+        )
+        .bind(worker_id)
+        .bind(until)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
+        let sql = format!(
+            "UPDATE workflows SET {RECOVER_SET} WHERE status = 'PENDING' AND worker_id = $3 \
+             RETURNING workflow_id, status"
+        );
+        let rows: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(max_recovery_attempts as i64)
+            .bind(now)
+            .bind(worker_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(rows::recovery(rows))
+    }
+
+    async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
+        // Candidates are locked with SKIP LOCKED so replicas recovering at the same time split
+        // the rows instead of waiting on each other (or on a worker's in-flight step write);
+        // a skipped row is picked up by the next pass. ARRAY(...) runs the subquery once (see
+        // claim_workflows) and the outer status check re-tests the locked row.
+        let sql = format!(
+            "UPDATE workflows SET {RECOVER_SET} \
+             WHERE workflow_id = ANY(ARRAY(SELECT wf.workflow_id FROM workflows wf \
+               WHERE wf.status = 'PENDING' AND NOT EXISTS \
+                 (SELECT 1 FROM workers w WHERE w.worker_id = wf.worker_id AND w.lease_expires_at >= $2) \
+               FOR UPDATE OF wf SKIP LOCKED)) \
+             AND status = 'PENDING' \
+             RETURNING workflow_id, status"
+        );
+        let rows: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(max_recovery_attempts as i64)
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(rows::recovery(rows))
+    }
+
+    async fn prune_workers(&self, before: Millis) -> StoreResult<u64> {
+        let done = sqlx::query(
+            "DELETE FROM workers WHERE lease_expires_at < $1 AND NOT EXISTS \
+             (SELECT 1 FROM workflows WHERE workflows.worker_id = workers.worker_id AND status = 'PENDING')",
+        )
+        .bind(before)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(done.rows_affected())
+    }
+}

@@ -2,9 +2,7 @@
 //! Both schemas use the same column names and only TEXT / 64-bit integer columns, so one
 //! `FromRow` shape decodes either driver's rows.
 
-use crate::{
-    Failure, Millis, Outcome, StepRecord, StoreError, StoreResult, WorkflowRecord, WorkflowStatus,
-};
+use crate::{Failure, Millis, Outcome, StepRecord, StoreError, StoreResult, WorkflowRecord, WorkflowStatus};
 
 /// Columns of `workflows`, in the order [`WorkflowRow`] reads them.
 macro_rules! workflow_columns {
@@ -70,10 +68,7 @@ fn outcome(output: Option<String>, failure: Option<String>) -> StoreResult<Optio
 pub(crate) fn outcome_columns(outcome: &Outcome) -> (Option<String>, Option<String>) {
     match outcome {
         Outcome::Output(o) => (Some(o.clone()), None),
-        Outcome::Failure(f) => (
-            None,
-            Some(serde_json::to_string(f).expect("failure serializes")),
-        ),
+        Outcome::Failure(f) => (None, Some(serde_json::to_string(f).expect("failure serializes"))),
     }
 }
 
@@ -103,8 +98,7 @@ impl TryFrom<StepRow> for StepRecord {
         Ok(StepRecord {
             step_id: r.step_id as u32,
             name: r.name,
-            outcome: outcome(r.output, r.failure)?
-                .ok_or_else(|| corrupt("step without outcome"))?,
+            outcome: outcome(r.output, r.failure)?.ok_or_else(|| corrupt("step without outcome"))?,
             attempts: r.attempts as u32,
             epoch: r.epoch as u64,
             recorded_at: r.recorded_at,
@@ -121,11 +115,7 @@ pub(crate) fn steps(rows: Vec<StepRow>) -> StoreResult<Vec<StepRecord>> {
 }
 
 /// Why a fenced write was refused, worked out from the workflow's current state.
-pub(crate) fn refusal(
-    workflow_id: &str,
-    current: Option<WorkflowRecord>,
-    presented: u64,
-) -> StoreError {
+pub(crate) fn refusal(workflow_id: &str, current: Option<WorkflowRecord>, presented: u64) -> StoreError {
     match current {
         None => StoreError::WorkflowNotFound(workflow_id.to_string()),
         Some(w) if w.epoch != presented => StoreError::StaleEpoch {
@@ -161,6 +151,40 @@ pub(crate) fn check_existing_step(
         });
     }
     Ok(crate::Recorded::AlreadyRecorded)
+}
+
+/// Pairs claimed workflows with their steps (which arrive sorted by workflow id, then step id).
+pub(crate) fn group_steps(
+    workflows: Vec<WorkflowRecord>,
+    step_rows: Vec<StepRow>,
+) -> StoreResult<Vec<crate::ClaimedWorkflow>> {
+    let mut by_id: std::collections::HashMap<String, Vec<StepRecord>> = std::collections::HashMap::new();
+    for row in step_rows {
+        let id = row.workflow_id.clone();
+        by_id.entry(id).or_default().push(row.try_into()?);
+    }
+    Ok(workflows
+        .into_iter()
+        .map(|w| {
+            let steps = by_id.remove(&w.workflow_id).unwrap_or_default();
+            crate::ClaimedWorkflow { workflow: w, steps }
+        })
+        .collect())
+}
+
+/// Sorts the (workflow_id, new status) pairs a recovery returned into what it did.
+pub(crate) fn recovery(rows: Vec<(String, String)>) -> crate::Recovery {
+    let mut r = crate::Recovery::default();
+    for (id, status) in rows {
+        if status == "ENQUEUED" {
+            r.requeued.push(id)
+        } else {
+            r.dead_lettered.push(id)
+        }
+    }
+    r.requeued.sort();
+    r.dead_lettered.sort();
+    r
 }
 
 pub(crate) fn db_error(e: sqlx::Error) -> StoreError {

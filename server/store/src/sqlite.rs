@@ -27,9 +27,7 @@ impl SqliteStore {
     /// Opens (creating if needed) the database at `url` (`sqlite:path` or `sqlite://path`) and
     /// applies the embedded migrations.
     pub async fn open(url: &str) -> StoreResult<SqliteStore> {
-        let path = url
-            .trim_start_matches("sqlite://")
-            .trim_start_matches("sqlite:");
+        let path = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
         if let Some(dir) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent() {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(dir)
@@ -79,28 +77,13 @@ impl SqliteStore {
 
 /// JSON array text, for `IN (SELECT value FROM json_each(?))`.
 fn json_list<T: AsRef<str>>(items: &[T]) -> String {
-    serde_json::to_string(&items.iter().map(|s| s.as_ref()).collect::<Vec<_>>())
-        .expect("strings serialize")
+    serde_json::to_string(&items.iter().map(|s| s.as_ref()).collect::<Vec<_>>()).expect("strings serialize")
 }
 
 /// Marks the given workflows back in their queue or dead-lettered; shared by both recovery paths.
 const RECOVER_SET: &str = "recovery_attempts = recovery_attempts + 1, \
     status = CASE WHEN recovery_attempts + 1 > ?1 THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END, \
     updated_at = ?2";
-
-fn recovery(rows: Vec<(String, String)>) -> Recovery {
-    let mut r = Recovery::default();
-    for (id, status) in rows {
-        if status == "ENQUEUED" {
-            r.requeued.push(id)
-        } else {
-            r.dead_lettered.push(id)
-        }
-    }
-    r.requeued.sort();
-    r.dead_lettered.sort();
-    r
-}
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -146,8 +129,8 @@ impl Store for SqliteStore {
     }
 
     async fn list_workflows(&self, q: &ListQuery) -> StoreResult<Vec<WorkflowRecord>> {
-        let statuses = (!q.statuses.is_empty())
-            .then(|| json_list(&q.statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>()));
+        let statuses =
+            (!q.statuses.is_empty()).then(|| json_list(&q.statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>()));
         let rows: Vec<WorkflowRow> = sqlx::query_as(concat!(
             "SELECT ",
             workflow_columns!(),
@@ -187,11 +170,7 @@ impl Store for SqliteStore {
         rows::steps(rows)
     }
 
-    async fn claim_workflows(
-        &self,
-        claim: &Claim,
-        now: Millis,
-    ) -> StoreResult<Vec<ClaimedWorkflow>> {
+    async fn claim_workflows(&self, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>> {
         if claim.limit == 0 || claim.workflow_names.is_empty() || claim.queues.is_empty() {
             return Ok(Vec::new());
         }
@@ -228,15 +207,10 @@ impl Store for SqliteStore {
         .await
         .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
-        group_steps(rows::workflows(claimed)?, step_rows)
+        rows::group_steps(rows::workflows(claimed)?, step_rows)
     }
 
-    async fn record_step(
-        &self,
-        fence: &Fence,
-        step: NewStep,
-        now: Millis,
-    ) -> StoreResult<Recorded> {
+    async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
         let mut tx = self.write.begin().await.map_err(db_error)?;
         let current = Self::workflow_on(&mut *tx, &fence.workflow_id).await?;
         match &current {
@@ -254,11 +228,7 @@ impl Store for SqliteStore {
         .await
         .map_err(db_error)?;
         if let Some(existing) = existing {
-            return rows::check_existing_step(
-                &fence.workflow_id,
-                &StepRecord::try_from(existing)?,
-                &step,
-            );
+            return rows::check_existing_step(&fence.workflow_id, &StepRecord::try_from(existing)?, &step);
         }
         let (output, failure) = rows::outcome_columns(&step.outcome);
         sqlx::query(
@@ -280,12 +250,7 @@ impl Store for SqliteStore {
         Ok(Recorded::New)
     }
 
-    async fn complete_workflow(
-        &self,
-        fence: &Fence,
-        outcome: Outcome,
-        now: Millis,
-    ) -> StoreResult<Completed> {
+    async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
         let (output, failure) = rows::outcome_columns(&outcome);
         let status = match outcome {
             Outcome::Output(_) => WorkflowStatus::Success,
@@ -365,12 +330,7 @@ impl Store for SqliteStore {
         result
     }
 
-    async fn renew_worker_lease(
-        &self,
-        worker_id: &str,
-        until: Millis,
-        now: Millis,
-    ) -> StoreResult<()> {
+    async fn renew_worker_lease(&self, worker_id: &str, until: Millis, now: Millis) -> StoreResult<()> {
         sqlx::query(
             "INSERT INTO workers (worker_id, lease_expires_at, updated_at) VALUES (?1, ?2, ?3) \
              ON CONFLICT (worker_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
@@ -384,12 +344,7 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn release_worker(
-        &self,
-        worker_id: &str,
-        max_recovery_attempts: u32,
-        now: Millis,
-    ) -> StoreResult<Recovery> {
+    async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         let sql = format!("UPDATE workflows SET {RECOVER_SET} WHERE status = 'PENDING' AND worker_id = ?3 RETURNING workflow_id, status");
         let rows: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(max_recovery_attempts as i64)
@@ -398,14 +353,10 @@ impl Store for SqliteStore {
             .fetch_all(&self.write)
             .await
             .map_err(db_error)?;
-        Ok(recovery(rows))
+        Ok(rows::recovery(rows))
     }
 
-    async fn recover_expired(
-        &self,
-        max_recovery_attempts: u32,
-        now: Millis,
-    ) -> StoreResult<Recovery> {
+    async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         let sql = format!(
             "UPDATE workflows SET {RECOVER_SET} WHERE status = 'PENDING' AND NOT EXISTS \
              (SELECT 1 FROM workers w WHERE w.worker_id = workflows.worker_id AND w.lease_expires_at >= ?2) \
@@ -417,7 +368,7 @@ impl Store for SqliteStore {
             .fetch_all(&self.write)
             .await
             .map_err(db_error)?;
-        Ok(recovery(rows))
+        Ok(rows::recovery(rows))
     }
 
     async fn prune_workers(&self, before: Millis) -> StoreResult<u64> {
@@ -431,24 +382,4 @@ impl Store for SqliteStore {
         .map_err(db_error)?;
         Ok(done.rows_affected())
     }
-}
-
-/// Pairs claimed workflows with their steps (which arrive sorted by workflow id, then step id).
-pub(crate) fn group_steps(
-    workflows: Vec<WorkflowRecord>,
-    step_rows: Vec<StepRow>,
-) -> StoreResult<Vec<ClaimedWorkflow>> {
-    let mut by_id: std::collections::HashMap<String, Vec<StepRecord>> =
-        std::collections::HashMap::new();
-    for row in step_rows {
-        let id = row.workflow_id.clone();
-        by_id.entry(id).or_default().push(row.try_into()?);
-    }
-    Ok(workflows
-        .into_iter()
-        .map(|w| {
-            let steps = by_id.remove(&w.workflow_id).unwrap_or_default();
-            ClaimedWorkflow { workflow: w, steps }
-        })
-        .collect())
 }

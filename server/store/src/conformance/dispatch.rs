@@ -1,0 +1,351 @@
+//! Claims, worker leases, recovery and dead-lettering.
+
+use std::collections::HashSet;
+
+use super::*;
+
+pub async fn claim_filters(s: Arc<dyn Store>) {
+    let s = &*s;
+    let with_version = |id: &str, v: &str| NewWorkflow {
+        app_version: Some(v.into()),
+        ..wf(id, "A", "q")
+    };
+    start(s, wf("a", "A", "q"), T).await; // runnable, unpinned
+    start(s, wf("b", "B", "q"), T + 1).await; // name not served
+    start(s, wf("c", "A", "q2"), T + 2).await; // queue not served
+    start(s, with_version("d", "v2"), T + 3).await; // other app version
+    start(s, with_version("e", V1), T + 4).await; // runnable, pinned to ours
+    start(s, wf("f", "A", "q"), T + 5).await;
+    s.cancel_workflow("f", T + 6).await.unwrap(); // not ENQUEUED
+
+    // A worker serving nothing gets nothing.
+    assert!(s
+        .claim_workflows(&claim("w", &[], &["q"], 9), T + 7)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(s
+        .claim_workflows(&claim("w", &["A"], &[], 9), T + 7)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(s
+        .claim_workflows(&claim("w", &["A"], &["q"], 0), T + 7)
+        .await
+        .unwrap()
+        .is_empty());
+
+    let got = s
+        .claim_workflows(&claim("w1", &["A", "Z"], &["q", "z"], 10), T + 10)
+        .await
+        .unwrap();
+    assert_eq!(ids(&got), ["a", "e"]);
+    for c in &got {
+        let w = &c.workflow;
+        assert_eq!(w.status, WorkflowStatus::Pending);
+        assert_eq!(w.worker_id.as_deref(), Some("w1"));
+        assert_eq!(w.app_version.as_deref(), Some(V1), "NULL version is pinned on claim");
+        assert_eq!((w.epoch, w.updated_at), (1, T + 10));
+        assert!(c.steps.is_empty());
+        assert_eq!(&get(s, &w.workflow_id).await, w);
+    }
+    // Claimed workflows are no longer claimable; the others stay as they were.
+    assert!(s
+        .claim_workflows(&claim("w2", &["A"], &["q"], 10), T + 11)
+        .await
+        .unwrap()
+        .is_empty());
+    for id in ["b", "c", "d"] {
+        let w = get(s, id).await;
+        assert_eq!((w.status, w.epoch), (WorkflowStatus::Enqueued, 0), "{id}");
+    }
+    assert_eq!(get(s, "f").await.status, WorkflowStatus::Cancelled);
+    // Each one is claimable by a worker that matches it.
+    let got = s
+        .claim_workflows(&claim("w3", &["B"], &["q", "q2"], 10), T + 12)
+        .await
+        .unwrap();
+    assert_eq!(ids(&got), ["b"]);
+}
+
+pub async fn claim_limit_and_order(s: Arc<dyn Store>) {
+    let s = &*s;
+    // Ids run against creation order so "oldest first" cannot be satisfied by id order.
+    for (i, id) in ["e", "d", "c", "b", "a"].into_iter().enumerate() {
+        start(s, wf(id, "A", "q"), T + i as i64).await;
+    }
+    let c = |limit| claim("w", &["A"], &["q"], limit);
+    assert_eq!(ids(&s.claim_workflows(&c(2), T + 10).await.unwrap()), ["e", "d"]);
+    assert_eq!(ids(&s.claim_workflows(&c(2), T + 11).await.unwrap()), ["c", "b"]);
+    assert_eq!(ids(&s.claim_workflows(&c(2), T + 12).await.unwrap()), ["a"]);
+    assert!(s.claim_workflows(&c(2), T + 13).await.unwrap().is_empty());
+}
+
+pub async fn claim_raises_epoch_and_returns_steps(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("w", "A", "q"), T).await;
+    start(s, wf("other", "A", "q"), T + 1).await;
+    assert_eq!(claim_one(s, "k1", "A", "w", T + 10).await, 1);
+    // Recorded out of order; read back in order, with their own values.
+    let f = fence("w", 1);
+    s.record_step(&f, step(2, "s2", "\"two\""), T + 12).await.unwrap();
+    s.record_step(&f, step(0, "s0", "0"), T + 13).await.unwrap();
+    let mut failed = step(1, "s1", "");
+    failed.outcome = failure("Boom");
+    failed.attempts = 3;
+    s.record_step(&f, failed.clone(), T + 14).await.unwrap();
+
+    let released = s.release_worker("k1", 5, T + 20).await.unwrap();
+    assert_eq!(released.requeued, ["w"]);
+    let got = s
+        .claim_workflows(&claim("k2", &["A"], &["q"], 1), T + 30)
+        .await
+        .unwrap();
+    assert_eq!(ids(&got), ["w"]);
+    assert_eq!(got[0].workflow.epoch, 2);
+    assert_eq!(got[0].workflow.worker_id.as_deref(), Some("k2"));
+    let steps = &got[0].steps;
+    let summary: Vec<(u32, &str, u64, Millis, u32)> = steps
+        .iter()
+        .map(|s| (s.step_id, s.name.as_str(), s.epoch, s.recorded_at, s.attempts))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (0, "s0", 1, T + 13, 1),
+            (1, "s1", 1, T + 14, 3),
+            (2, "s2", 1, T + 12, 1)
+        ]
+    );
+    assert_eq!(steps[0].outcome, Outcome::Output("0".into()));
+    assert_eq!(steps[1].outcome, failed.outcome);
+    assert_eq!(steps[2].outcome, Outcome::Output("\"two\"".into()));
+    assert_eq!(&s.list_steps("w").await.unwrap(), steps);
+    // The other workflow's claim carries no steps of w's.
+    let other = s
+        .claim_workflows(&claim("k2", &["A"], &["q"], 1), T + 31)
+        .await
+        .unwrap();
+    assert_eq!(ids(&other), ["other"]);
+    assert!(other[0].steps.is_empty());
+}
+
+pub async fn concurrent_claims_take_each_workflow_once(s: Arc<dyn Store>) {
+    const N: usize = 200;
+    for i in 0..N {
+        start(&*s, wf(&format!("w{i:03}"), "A", "q"), T + (i % 7) as i64).await;
+    }
+    let mut tasks = Vec::new();
+    for k in 0..8 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let worker = format!("k{k}");
+            let mut mine = Vec::new();
+            loop {
+                let got = s
+                    .claim_workflows(&claim(&worker, &["A"], &["q"], 3), T + 100)
+                    .await
+                    .unwrap();
+                assert!(got.len() <= 3, "claim returned more than its limit");
+                if got.is_empty() {
+                    return mine;
+                }
+                for c in got {
+                    assert_eq!(c.workflow.worker_id.as_deref(), Some(worker.as_str()));
+                    mine.push((c.workflow.workflow_id, worker.clone()));
+                }
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let unique: HashSet<&str> = all.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(all.len(), N, "claims in total");
+    assert_eq!(unique.len(), N, "distinct workflows claimed");
+    for (id, worker) in &all {
+        let w = get(&*s, id).await;
+        assert_eq!((w.status, w.epoch), (WorkflowStatus::Pending, 1), "{id}");
+        assert_eq!(w.worker_id.as_ref(), Some(worker), "{id}");
+    }
+}
+
+pub async fn fencing_by_lease_expiry(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("w", "A", "q"), T).await;
+    start(s, wf("live", "L", "q"), T).await;
+    start(s, wf("orphan", "O", "q"), T).await;
+    s.renew_worker_lease("A", T + 10_000, T).await.unwrap();
+    s.renew_worker_lease("C", T + 10_000, T).await.unwrap();
+    assert_eq!(claim_one(s, "A", "A", "w", T + 1).await, 1);
+    assert_eq!(claim_one(s, "C", "L", "live", T + 1).await, 1);
+    // Owned by a worker that never took a lease: nothing protects it.
+    assert_eq!(claim_one(s, "nobody", "O", "orphan", T + 1).await, 1);
+
+    // While A's lease lasts, A's workflow is safe.
+    let r = s.recover_expired(5, T + 2).await.unwrap();
+    assert_eq!((r.requeued, r.dead_lettered), (vec!["orphan".to_string()], vec![]));
+    assert_eq!(get(s, "w").await.status, WorkflowStatus::Pending);
+
+    // A goes silent: its lease ends before t, and recovery at t takes the workflow back.
+    let t = T + 2_000;
+    // A lease that ends exactly now still holds ("ended before now" is what expires)...
+    s.renew_worker_lease("A", t, t - 1).await.unwrap();
+    assert_eq!(s.recover_expired(5, t).await.unwrap(), Recovery::default());
+    // ...one millisecond earlier and it does not.
+    s.renew_worker_lease("A", t - 1, t - 1).await.unwrap();
+    let r = s.recover_expired(5, t).await.unwrap();
+    assert_eq!((r.requeued, r.dead_lettered), (vec!["w".to_string()], vec![]));
+    let w = get(s, "w").await;
+    assert_eq!(
+        (w.status, w.recovery_attempts, w.epoch),
+        (WorkflowStatus::Enqueued, 1, 1)
+    );
+    assert_eq!(get(s, "live").await.status, WorkflowStatus::Pending, "live lease kept");
+    // A, unaware, writes while the workflow waits in its queue: refused.
+    assert!(matches!(
+        s.record_step(&fence("w", 1), step(0, "a", "1"), t + 1).await,
+        Err(StoreError::NotRunning {
+            status: WorkflowStatus::Enqueued,
+            ..
+        })
+    ));
+
+    s.renew_worker_lease("B", t + 10_000, t).await.unwrap();
+    assert_eq!(claim_one(s, "B", "A", "w", t + 2).await, 2);
+    let stale = |r| {
+        matches!(
+            r,
+            Err(StoreError::StaleEpoch {
+                presented: 1,
+                current: 2,
+                ..
+            })
+        )
+    };
+    assert!(stale(
+        s.record_step(&fence("w", 1), step(0, "a", "1"), t + 3)
+            .await
+            .map(|_| ())
+    ));
+    assert!(stale(
+        s.complete_workflow(&fence("w", 1), Outcome::Output("\"A\"".into()), t + 3)
+            .await
+            .map(|_| ())
+    ));
+    assert_eq!(
+        s.record_step(&fence("w", 2), step(0, "b", "2"), t + 4).await.unwrap(),
+        Recorded::New
+    );
+    let done = s
+        .complete_workflow(&fence("w", 2), Outcome::Output("\"B\"".into()), t + 5)
+        .await
+        .unwrap();
+    assert!(!done.adopted);
+    assert_eq!(done.workflow.outcome, Some(Outcome::Output("\"B\"".into())));
+    let steps = s.list_steps("w").await.unwrap();
+    assert_eq!(
+        steps.iter().map(|s| (s.name.as_str(), s.epoch)).collect::<Vec<_>>(),
+        [("b", 2)]
+    );
+}
+
+pub async fn recovery_dead_letters_past_limit(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("w", "A", "q"), T).await;
+    // With a limit of 2, recoveries 1 and 2 requeue; the third dead-letters.
+    for attempt in 1..=3u32 {
+        let now = T + 10 * attempt as i64;
+        assert_eq!(claim_one(s, "gone", "A", "w", now).await, attempt as u64);
+        let r = s.recover_expired(2, now + 1).await.unwrap();
+        let w = get(s, "w").await;
+        assert_eq!(w.recovery_attempts, attempt);
+        if attempt <= 2 {
+            assert_eq!((r.requeued, r.dead_lettered), (vec!["w".to_string()], vec![]));
+            assert_eq!(w.status, WorkflowStatus::Enqueued);
+        } else {
+            assert_eq!((r.requeued, r.dead_lettered), (vec![], vec!["w".to_string()]));
+            assert_eq!(w.status, WorkflowStatus::MaxRecoveryAttemptsExceeded);
+        }
+    }
+    assert!(s
+        .claim_workflows(&claim("k", &["A"], &["q"], 5), T + 100)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(s.recover_expired(2, T + 101).await.unwrap(), Recovery::default());
+    // An operator resume gives it a fresh budget.
+    let w = s.resume_workflow("w", T + 102).await.unwrap();
+    assert_eq!((w.status, w.recovery_attempts), (WorkflowStatus::Enqueued, 0));
+    assert_eq!(claim_one(s, "k", "A", "w", T + 103).await, 4);
+}
+
+pub async fn release_worker_takes_back_only_its_own(s: Arc<dyn Store>) {
+    let s = &*s;
+    for (id, name) in [("a1", "A1"), ("a2", "A2"), ("b1", "B1"), ("idle", "I")] {
+        start(s, wf(id, name, "q"), T).await;
+    }
+    s.renew_worker_lease("A", T + 10_000, T).await.unwrap();
+    s.renew_worker_lease("B", T + 10_000, T).await.unwrap();
+    claim_one(s, "A", "A1", "a1", T + 1).await;
+    claim_one(s, "A", "A2", "a2", T + 1).await;
+    claim_one(s, "B", "B1", "b1", T + 1).await;
+    s.complete_workflow(&fence("a2", 1), Outcome::Output("1".into()), T + 2)
+        .await
+        .unwrap();
+
+    // Leases are live: release works regardless, because the worker said it dropped them.
+    let r = s.release_worker("A", 5, T + 3).await.unwrap();
+    assert_eq!((r.requeued, r.dead_lettered), (vec!["a1".to_string()], vec![]));
+    let a1 = get(s, "a1").await;
+    assert_eq!((a1.status, a1.recovery_attempts), (WorkflowStatus::Enqueued, 1));
+    assert_eq!(get(s, "a2").await.status, WorkflowStatus::Success);
+    let b1 = get(s, "b1").await;
+    assert_eq!(
+        (b1.status, b1.worker_id.as_deref()),
+        (WorkflowStatus::Pending, Some("B"))
+    );
+    assert_eq!(get(s, "idle").await.status, WorkflowStatus::Enqueued);
+    assert_eq!(s.release_worker("A", 5, T + 4).await.unwrap(), Recovery::default());
+    assert_eq!(s.release_worker("nobody", 5, T + 4).await.unwrap(), Recovery::default());
+
+    // Releases count toward the same limit as expiry.
+    let r = s.release_worker("B", 0, T + 5).await.unwrap();
+    assert_eq!((r.requeued, r.dead_lettered), (vec![], vec!["b1".to_string()]));
+    assert_eq!(get(s, "b1").await.status, WorkflowStatus::MaxRecoveryAttemptsExceeded);
+}
+
+pub async fn prune_workers_only_idle_expired(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("busy", "B", "q"), T).await;
+    start(s, wf("finished", "F", "q"), T).await;
+    for (worker, until) in [
+        ("old-idle", T - 10),
+        ("old-busy", T - 10),
+        ("old-done", T - 10),
+        ("live", T + 10),
+    ] {
+        s.renew_worker_lease(worker, until, T - 20).await.unwrap();
+    }
+    claim_one(s, "old-busy", "B", "busy", T - 15).await;
+    claim_one(s, "old-done", "F", "finished", T - 15).await;
+    s.complete_workflow(&fence("finished", 1), Outcome::Output("1".into()), T - 12)
+        .await
+        .unwrap();
+
+    // old-idle and old-done go; old-busy still owns a running workflow; live has not expired.
+    assert_eq!(s.prune_workers(T).await.unwrap(), 2);
+    assert_eq!(s.prune_workers(T).await.unwrap(), 0);
+    // Pruning did not touch the busy worker's workflow.
+    let busy = get(s, "busy").await;
+    assert_eq!(
+        (busy.status, busy.worker_id.as_deref()),
+        (WorkflowStatus::Pending, Some("old-busy"))
+    );
+    // Once it owns nothing it goes too, and "live" once its lease has ended.
+    s.recover_expired(5, T).await.unwrap();
+    assert_eq!(s.prune_workers(T).await.unwrap(), 1);
+    assert_eq!(s.prune_workers(T + 11).await.unwrap(), 1);
+    assert_eq!(s.prune_workers(T + 11).await.unwrap(), 0);
+}

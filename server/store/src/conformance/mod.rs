@@ -1,0 +1,144 @@
+//! The store conformance suite: every behaviour the engine relies on, written once against
+//! `dyn Store` and run against each backend, so the two implementations cannot drift apart.
+//!
+//! A backend's test file provides a fixture (a fresh, empty database per case) and expands
+//! [`conformance_tests!`](crate::conformance_tests) into one `#[tokio::test]` per case:
+//!
+//! ```ignore
+//! async fn fresh() -> Option<Fixture> { /* new database */ }
+//! waymark_store::conformance_tests!(fresh);
+//! ```
+//!
+//! Time is injected: every case runs at fixed instants around [`T`], so lease expiry and
+//! recovery are tested without waiting.
+
+use std::{future::Future, pin::Pin, sync::Arc};
+
+use crate::*;
+
+mod dispatch;
+mod steps;
+mod workflows;
+
+pub use dispatch::*;
+pub use steps::*;
+pub use workflows::*;
+
+/// One case's database: the store under test, and how to throw the database away afterwards.
+/// Disposal runs only when the case passed, so a failed case leaves its data to inspect.
+pub struct Fixture {
+    pub store: Arc<dyn Store>,
+    pub dispose: Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+/// Expands every conformance case into a `#[tokio::test]` that gets its store from `$fresh`,
+/// an `async fn() -> Option<Fixture>` (`None` skips the case). A new case must be added to
+/// this list as well as written in one of the submodules.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($fresh:path) => {
+        $crate::conformance_tests!(@each $fresh;
+            start_is_idempotent_on_id,
+            unknown_workflow,
+            list_filters_and_order,
+            list_pages_with_keyset,
+            claim_filters,
+            claim_limit_and_order,
+            claim_raises_epoch_and_returns_steps,
+            concurrent_claims_take_each_workflow_once,
+            record_step_outcomes,
+            racing_records_of_one_step,
+            fenced_writes_race_redispatch,
+            fencing_by_lease_expiry,
+            recovery_dead_letters_past_limit,
+            release_worker_takes_back_only_its_own,
+            completion_is_status_gated,
+            cancel_and_resume,
+            prune_workers_only_idle_expired,
+        );
+    };
+    (@each $fresh:path; $($case:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $case() {
+            let Some(fixture) = $fresh().await else { return };
+            $crate::conformance::$case(fixture.store.clone()).await;
+            drop(fixture.store);
+            fixture.dispose.await;
+        }
+    )*};
+}
+
+/// The instant every case starts at (milliseconds since the Unix epoch).
+pub const T: Millis = 1_700_000_000_000;
+const V1: &str = "v1";
+
+fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
+    NewWorkflow {
+        workflow_id: id.to_string(),
+        workflow_name: name.to_string(),
+        queue_name: queue.to_string(),
+        app_version: None,
+        input: format!(r#"{{"id":"{id}"}}"#),
+    }
+}
+
+fn claim(worker: &str, names: &[&str], queues: &[&str], limit: u32) -> Claim {
+    Claim {
+        worker_id: worker.to_string(),
+        app_version: V1.to_string(),
+        workflow_names: names.iter().map(|s| s.to_string()).collect(),
+        queues: queues.iter().map(|s| s.to_string()).collect(),
+        limit,
+    }
+}
+
+fn step(step_id: u32, name: &str, output: &str) -> NewStep {
+    NewStep {
+        step_id,
+        name: name.to_string(),
+        outcome: Outcome::Output(output.to_string()),
+        attempts: 1,
+    }
+}
+
+fn fence(id: &str, epoch: u64) -> Fence {
+    Fence {
+        workflow_id: id.to_string(),
+        epoch,
+    }
+}
+
+fn failure(kind: &str) -> Outcome {
+    Outcome::Failure(Failure {
+        kind: kind.to_string(),
+        message: format!("{kind} happened"),
+    })
+}
+
+fn ids(claimed: &[ClaimedWorkflow]) -> Vec<&str> {
+    claimed.iter().map(|c| c.workflow.workflow_id.as_str()).collect()
+}
+
+fn list_ids(list: &[WorkflowRecord]) -> Vec<&str> {
+    list.iter().map(|w| w.workflow_id.as_str()).collect()
+}
+
+async fn start(s: &dyn Store, new: NewWorkflow, now: Millis) -> WorkflowRecord {
+    let started = s.start_workflow(new, now).await.expect("start");
+    assert!(started.created);
+    started.workflow
+}
+
+async fn get(s: &dyn Store, id: &str) -> WorkflowRecord {
+    s.get_workflow(id).await.expect("get").expect("exists")
+}
+
+/// Claims exactly the workflow `id` (the only runnable one of its name) for `worker`.
+async fn claim_one(s: &dyn Store, worker: &str, name: &str, id: &str, now: Millis) -> u64 {
+    let got = s
+        .claim_workflows(&claim(worker, &[name], &["q"], 1), now)
+        .await
+        .expect("claim");
+    assert_eq!(ids(&got), [id], "claim by {worker}");
+    got[0].workflow.epoch
+}

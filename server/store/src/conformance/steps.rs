@@ -1,0 +1,169 @@
+//! Step checkpoints: idempotent retries, non-determinism, and fencing under races.
+
+use super::*;
+
+pub async fn record_step_outcomes(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("w", "A", "q"), T).await;
+    start(s, wf("idle", "B", "q"), T).await;
+    let epoch = claim_one(s, "k", "A", "w", T + 1).await;
+    let f = fence("w", epoch);
+    let first = step(0, "fetch", r#"{"n": 1}"#);
+    assert_eq!(s.record_step(&f, first.clone(), T + 2).await.unwrap(), Recorded::New);
+    // A retried request (same step, same outcome) is acknowledged, not written twice.
+    assert_eq!(
+        s.record_step(&f, first.clone(), T + 3).await.unwrap(),
+        Recorded::AlreadyRecorded
+    );
+
+    match s.record_step(&f, step(0, "charge", r#"{"n": 1}"#), T + 4).await {
+        Err(StoreError::NonDeterminism {
+            workflow_id,
+            step_id,
+            recorded,
+            presented,
+        }) => assert_eq!(
+            (workflow_id.as_str(), step_id, recorded.as_str(), presented.as_str()),
+            ("w", 0, "fetch", "charge")
+        ),
+        other => panic!("expected NonDeterminism, got {other:?}"),
+    }
+    // Byte-for-byte comparison: reformatted JSON is a different result.
+    for other in [
+        step(0, "fetch", r#"{"n":1}"#),
+        NewStep {
+            outcome: failure("X"),
+            ..first.clone()
+        },
+    ] {
+        assert!(matches!(
+            s.record_step(&f, other, T + 5).await,
+            Err(StoreError::StepConflict { ref workflow_id, step_id: 0 }) if workflow_id == "w"
+        ));
+    }
+    match s.record_step(&fence("w", epoch + 1), step(1, "s", "1"), T + 6).await {
+        Err(StoreError::StaleEpoch { presented, current, .. }) => assert_eq!((presented, current), (epoch + 1, epoch)),
+        other => panic!("expected StaleEpoch, got {other:?}"),
+    }
+    assert!(matches!(
+        s.record_step(&fence("idle", 0), step(0, "s", "1"), T + 7).await,
+        Err(StoreError::NotRunning {
+            status: WorkflowStatus::Enqueued,
+            ..
+        })
+    ));
+    assert!(matches!(
+        s.record_step(&fence("ghost", 1), step(0, "s", "1"), T + 8).await,
+        Err(StoreError::WorkflowNotFound(id)) if id == "ghost"
+    ));
+
+    // Only the first write stands.
+    let steps = s.list_steps("w").await.unwrap();
+    assert_eq!(steps.len(), 1);
+    let st = &steps[0];
+    assert_eq!(
+        (st.step_id, st.name.as_str(), st.attempts, st.epoch),
+        (0, "fetch", 1, epoch)
+    );
+    assert_eq!((st.outcome.clone(), st.recorded_at), (first.outcome.clone(), T + 2));
+    assert!(s.list_steps("idle").await.unwrap().is_empty());
+
+    // Once finished, even a correctly fenced step is refused.
+    s.complete_workflow(&f, Outcome::Output("null".into()), T + 9)
+        .await
+        .unwrap();
+    assert!(matches!(
+        s.record_step(&f, step(1, "late", "1"), T + 10).await,
+        Err(StoreError::NotRunning {
+            status: WorkflowStatus::Success,
+            ..
+        })
+    ));
+    assert_eq!(s.list_steps("w").await.unwrap().len(), 1);
+}
+
+pub async fn racing_records_of_one_step(s: Arc<dyn Store>) {
+    start(&*s, wf("w", "A", "q"), T).await;
+    let epoch = claim_one(&*s, "k", "A", "w", T + 1).await;
+    // Retries of one request race each other (same outcome), and two diverging writers race
+    // (a different outcome per task): per position exactly one write lands, the identical
+    // retries are acknowledged, and the diverging ones are conflicts.
+    let mut tasks = Vec::new();
+    for task in 0..6u32 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut results = Vec::new();
+            for pos in 0..10u32 {
+                let output = if pos % 2 == 0 {
+                    "\"same\"".to_string()
+                } else {
+                    format!("{task}")
+                };
+                let r = s.record_step(&fence("w", epoch), step(pos, "s", &output), T + 2).await;
+                results.push((pos, r));
+            }
+            results
+        }));
+    }
+    let mut new = [0u32; 10];
+    for t in tasks {
+        for (pos, r) in t.await.unwrap() {
+            match r {
+                Ok(Recorded::New) => new[pos as usize] += 1,
+                Ok(Recorded::AlreadyRecorded) => assert_eq!(pos % 2, 0, "step {pos}"),
+                Err(StoreError::StepConflict { step_id, .. }) => {
+                    assert_eq!((step_id, pos % 2), (pos, 1), "step {pos}")
+                }
+                other => panic!("step {pos}: unexpected {other:?}"),
+            }
+        }
+    }
+    assert_eq!(new, [1; 10], "one write per position");
+    assert_eq!(s.list_steps("w").await.unwrap().len(), 10);
+}
+
+pub async fn fenced_writes_race_redispatch(s: Arc<dyn Store>) {
+    const WRITERS: u32 = 4;
+    start(&*s, wf("w", "A", "q"), T).await;
+    claim_one(&*s, "A", "A", "w", T + 1).await;
+    // Worker A checkpoints from several tasks as fast as it can while the workflow is taken
+    // from it and handed to B. The dispatch B receives must hold every step A managed to
+    // write: a write landing after the epoch bump is a checkpoint B would replay past blindly.
+    // (A race, so a broken fence is caught often rather than always.)
+    let (warm, warmed) = tokio::sync::mpsc::channel(WRITERS as usize);
+    let mut writers = Vec::new();
+    for k in 0..WRITERS {
+        let (s, warm) = (s.clone(), warm.clone());
+        writers.push(tokio::spawn(async move {
+            let mut i = k;
+            for _ in 0..100_000 {
+                match s.record_step(&fence("w", 1), step(i, "a", "1"), T + 2).await {
+                    Ok(Recorded::New) => i += WRITERS,
+                    // Back in the queue: keep trying, so writes are in flight during the claim.
+                    Err(StoreError::NotRunning { .. }) => tokio::task::yield_now().await,
+                    Err(StoreError::StaleEpoch { .. }) => return,
+                    other => panic!("step {i}: unexpected {other:?}"),
+                }
+                if i == k + 5 * WRITERS {
+                    let _ = warm.send(()).await;
+                }
+            }
+            panic!("A was never fenced off");
+        }));
+    }
+    let mut warmed = warmed;
+    for _ in 0..WRITERS {
+        warmed.recv().await.expect("A wrote its first steps");
+    }
+    s.release_worker("A", 5, T + 3).await.unwrap();
+    let got = s.claim_workflows(&claim("B", &["A"], &["q"], 1), T + 4).await.unwrap();
+    for w in writers {
+        w.await.unwrap();
+    }
+    assert_eq!(ids(&got), ["w"]);
+    assert_eq!(got[0].workflow.epoch, 2);
+    let seen: Vec<u32> = got[0].steps.iter().map(|s| s.step_id).collect();
+    let stored: Vec<u32> = s.list_steps("w").await.unwrap().iter().map(|s| s.step_id).collect();
+    assert!(seen.len() >= 5 * WRITERS as usize);
+    assert_eq!(stored, seen, "a stale write landed after the re-dispatch");
+}

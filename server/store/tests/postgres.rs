@@ -1,0 +1,137 @@
+//! The conformance suite against PostgreSQL: each case in its own new database on the server
+//! named by WAYMARK_TEST_POSTGRES_URL (which `integration-tests/with-postgres.sh` provides).
+
+use std::sync::Arc;
+
+use sqlx::{Connection, PgConnection};
+use waymark_store::{conformance::Fixture, postgres::PostgresStore};
+
+const HOW: &str = "run them with `integration-tests/with-postgres.sh cargo test -p waymark-store` \
+                   (or `make test`), or set WAYMARK_SKIP_POSTGRES=1 to skip them";
+
+async fn fresh() -> Option<Fixture> {
+    fresh_database().await.map(|(fixture, _url)| fixture)
+}
+
+/// A fixture on a new database, and that database's URL for tests that poke at it directly.
+async fn fresh_database() -> Option<(Fixture, String)> {
+    let Ok(admin_url) = std::env::var("WAYMARK_TEST_POSTGRES_URL") else {
+        if std::env::var("WAYMARK_SKIP_POSTGRES").as_deref() == Ok("1") {
+            eprintln!("skipped: WAYMARK_SKIP_POSTGRES=1");
+            return None;
+        }
+        panic!("the PostgreSQL tests need WAYMARK_TEST_POSTGRES_URL: {HOW}");
+    };
+    let name = format!("wm_test_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = PgConnection::connect(&admin_url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to WAYMARK_TEST_POSTGRES_URL: {e}"));
+    // The name is generated from hex digits above, so formatting it into SQL is safe.
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .expect("create test database");
+    let url = database_url(&admin_url, &name);
+    let store = PostgresStore::open_with(&url, 16).await.expect("open postgres store");
+    let fixture = Fixture {
+        store: Arc::new(store),
+        dispose: Box::pin(async move {
+            // FORCE ends the store's pooled connections, which may still be idle-open.
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name} WITH (FORCE)")))
+                .execute(&mut admin)
+                .await;
+            let _ = admin.close().await;
+        }),
+    };
+    Some((fixture, url))
+}
+
+/// The admin URL with its database (path) replaced by `db`, keeping any `?options`.
+fn database_url(admin_url: &str, db: &str) -> String {
+    let (base, query) = match admin_url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (admin_url, String::new()),
+    };
+    let authority_start = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[authority_start..].find('/') {
+        Some(slash) => &base[..authority_start + slash],
+        None => base,
+    };
+    format!("{base}/{db}{query}")
+}
+
+waymark_store::conformance_tests!(fresh);
+
+/// PostgreSQL-specific: the step fast path must lock the workflow row (`FOR SHARE`). Without
+/// the lock its snapshot still shows the old PENDING row while a requeue or re-dispatch is
+/// uncommitted, and the stale step lands beside the new dispatch. The conformance race case
+/// rarely hits that window; holding the requeue open here makes it certain.
+#[tokio::test]
+async fn step_write_waits_for_an_uncommitted_requeue() {
+    use std::time::Duration;
+    use waymark_store::{Claim, Fence, NewStep, NewWorkflow, Outcome, StoreError, WorkflowStatus};
+
+    let Some((fixture, url)) = fresh_database().await else {
+        return;
+    };
+    let s = fixture.store.clone();
+    let t = waymark_store::conformance::T;
+    let new = NewWorkflow {
+        workflow_id: "w".into(),
+        workflow_name: "A".into(),
+        queue_name: "q".into(),
+        app_version: None,
+        input: "{}".into(),
+    };
+    s.start_workflow(new, t).await.unwrap();
+    let claim = Claim {
+        worker_id: "A".into(),
+        app_version: "v1".into(),
+        workflow_names: vec!["A".into()],
+        queues: vec!["q".into()],
+        limit: 1,
+    };
+    assert_eq!(s.claim_workflows(&claim, t).await.unwrap().len(), 1);
+
+    // Another replica is requeueing the workflow and has not committed yet.
+    let mut other = PgConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query("UPDATE workflows SET status = 'ENQUEUED' WHERE workflow_id = 'w'")
+        .execute(&mut other)
+        .await
+        .unwrap();
+
+    let write = tokio::spawn({
+        let s = s.clone();
+        async move {
+            let fence = Fence {
+                workflow_id: "w".into(),
+                epoch: 1,
+            };
+            let step = NewStep {
+                step_id: 0,
+                name: "s".into(),
+                outcome: Outcome::Output("1".into()),
+                attempts: 1,
+            };
+            s.record_step(&fence, step, t + 1).await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !write.is_finished(),
+        "the step write did not wait for the requeue's row lock"
+    );
+    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+    match write.await.unwrap() {
+        Err(StoreError::NotRunning {
+            status: WorkflowStatus::Enqueued,
+            ..
+        }) => {}
+        other => panic!("expected NotRunning after the requeue committed, got {other:?}"),
+    }
+    assert!(s.list_steps("w").await.unwrap().is_empty());
+    drop(s);
+    drop(fixture.store);
+    fixture.dispose.await;
+}
