@@ -1,1 +1,242 @@
+//! Test harness for end-to-end tests and the load generator: real `waymark` server processes,
+//! real worker processes, real PostgreSQL databases, and waits on conditions (never on time).
 
+use std::{
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+pub mod side_effects;
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh, empty database for one test. SQLite: a file in a new temp dir. PostgreSQL: a new
+/// database on the server `WAYMARK_TEST_POSTGRES_URL` names (started by
+/// `integration-tests/with-postgres.sh`, which `make test` uses).
+pub struct TestDatabase {
+    pub url: String,
+    pub dir: PathBuf,
+}
+
+impl TestDatabase {
+    /// `None` only when PostgreSQL is asked for, not configured, and `WAYMARK_SKIP_POSTGRES=1`.
+    pub async fn new(backend: Backend) -> Option<TestDatabase> {
+        let dir = std::env::temp_dir().join(format!("waymark-test-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        match backend {
+            Backend::Sqlite => Some(TestDatabase { url: format!("sqlite:{}", dir.join("waymark.db").display()), dir }),
+            Backend::Postgres => {
+                let base = match std::env::var("WAYMARK_TEST_POSTGRES_URL") {
+                    Ok(u) => u,
+                    Err(_) if std::env::var("WAYMARK_SKIP_POSTGRES").as_deref() == Ok("1") => {
+                        eprintln!("skipping: WAYMARK_SKIP_POSTGRES=1");
+                        return None;
+                    }
+                    Err(_) => panic!(
+                        "WAYMARK_TEST_POSTGRES_URL is not set: run PostgreSQL tests through `make test` or \
+                         `integration-tests/with-postgres.sh cargo test` (or set WAYMARK_SKIP_POSTGRES=1 to skip them)"
+                    ),
+                };
+                let name = format!("wm_it_{}", uuid::Uuid::new_v4().simple());
+                use sqlx::Connection;
+                let mut conn = sqlx::PgConnection::connect(&base).await.expect("connect to test PostgreSQL");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.expect("create database");
+                let (prefix, _) = base.rsplit_once('/').expect("postgres url has a database");
+                Some(TestDatabase { url: format!("{prefix}/{name}"), dir })
+            }
+        }
+    }
+}
+
+/// A free TCP port on loopback.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The `waymark` binary: `WAYMARK_BIN`, else next to the test executable's target directory.
+pub fn waymark_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("WAYMARK_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut dir = exe.parent().unwrap().to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let bin = dir.join("waymark");
+    assert!(bin.exists(), "{} not found: build it first with `cargo build -p waymark-server` (make test does)", bin.display());
+    bin
+}
+
+/// Sibling binary of this crate (the test worker, the bench worker).
+pub fn own_bin(name: &str) -> PathBuf {
+    let bin = waymark_bin().with_file_name(name);
+    assert!(bin.exists(), "{} not found: build it with `cargo build -p waymark-integration-tests --bins`", bin.display());
+    bin
+}
+
+/// Polls `check` until it returns `Some`, failing the test with `what` after `deadline`.
+pub async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(start.elapsed() < deadline, "timed out after {deadline:?} waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A `waymark server` process. Killed with SIGKILL when dropped.
+pub struct ServerProcess {
+    pub addr: String,
+    pub port: u16,
+    pub database_url: String,
+    pub log: PathBuf,
+    extra: Vec<String>,
+    child: Option<Child>,
+}
+
+/// Short leases and intervals so recovery happens within a test's patience.
+pub fn fast_recovery_args() -> Vec<String> {
+    ["--worker-lease", "1500ms", "--heartbeat-interval", "200ms", "--recovery-grace", "300ms", "--recovery-interval", "100ms", "--dispatch-poll-interval", "100ms"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+impl ServerProcess {
+    pub async fn start(db: &TestDatabase, extra: &[String]) -> ServerProcess {
+        let port = free_port();
+        let mut s = ServerProcess {
+            addr: format!("http://127.0.0.1:{port}"),
+            port,
+            database_url: db.url.clone(),
+            log: db.dir.join(format!("server-{port}.log")),
+            extra: extra.to_vec(),
+            child: None,
+        };
+        s.restart().await;
+        s
+    }
+
+    /// Starts (again) on the same port and database and waits until it answers.
+    pub async fn restart(&mut self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
+        let child = Command::new(waymark_bin())
+            .arg("server")
+            .args(["--listen", &format!("127.0.0.1:{}", self.port), "--database-url", &self.database_url])
+            .args(&self.extra)
+            .env("WAYMARK_LOG", "info,waymark_server=debug")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn waymark server");
+        self.child = Some(child);
+        let addr = self.addr.clone();
+        let log = self.log.clone();
+        wait_for(&format!("server at {addr} to answer (log: {})", log.display()), Duration::from_secs(60), || {
+            let addr = addr.clone();
+            async move {
+                let c = waymark_sdk::Client::connect(&addr).await.ok()?;
+                match c.get("readiness-probe").await {
+                    Err(e) if e.reason() == Some("WORKFLOW_NOT_FOUND") => Some(()),
+                    _ => None,
+                }
+            }
+        })
+        .await;
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// kill -9.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM, then wait for a clean exit; returns the exit status code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut c = self.child.take()?;
+        signal(c.id(), "TERM");
+        c.wait().ok()?.code()
+    }
+
+    pub async fn client(&self) -> waymark_sdk::Client {
+        waymark_sdk::Client::connect(&self.addr).await.expect("connect client")
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sends a signal by name (KILL, STOP, CONT, TERM) with the system's `kill`.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().map(|s| s.success()).unwrap_or(false);
+    assert!(ok, "kill -{sig} {pid} failed");
+}
+
+/// A test worker process (`waymark-test-worker`). Killed with SIGKILL when dropped.
+pub struct WorkerProcess {
+    child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl WorkerProcess {
+    /// Starts a worker registering workflow `counted`, appending each step's side effect to
+    /// `effects`.
+    pub fn start(server: &str, effects: &Path, capacity: u32, name: &str) -> WorkerProcess {
+        let log = effects.with_file_name(format!("worker-{name}.log"));
+        let err = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        let child = Command::new(own_bin("waymark-test-worker"))
+            .env("WAYMARK_SERVER", server)
+            .env("WAYMARK_SIDE_EFFECTS", effects)
+            .env("WAYMARK_CAPACITY", capacity.to_string())
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .expect("spawn test worker");
+        WorkerProcess { child: Some(child), log }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

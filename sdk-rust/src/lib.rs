@@ -1,1 +1,67 @@
+//! Waymark's Rust SDK: a [`Worker`] that runs durable workflows and their steps, and a
+//! [`Client`] that starts and watches them.
+//!
+//! ```no_run
+//! use waymark_sdk::{Worker, WorkflowContext, WorkflowError};
+//!
+//! async fn greet(ctx: WorkflowContext, name: String) -> Result<String, WorkflowError> {
+//!     let greeting: String = ctx.step("compose", || {
+//!         let name = name.clone();
+//!         async move { Ok::<_, std::io::Error>(format!("Hello, {name}!")) }
+//!     }).await?;
+//!     Ok(greeting)
+//! }
+//!
+//! # async fn run() -> Result<(), waymark_sdk::Error> {
+//! Worker::builder().workflow("greet", greet).build().run().await
+//! # }
+//! ```
+//!
+//! Every program finds the server from `WAYMARK_SERVER` when no address is given, defaulting to
+//! `http://127.0.0.1:7450`.
 
+mod client;
+mod error;
+mod retry;
+mod types;
+mod worker;
+
+pub use client::{Client, ListOptions, StartOptions};
+pub use error::{Error, WorkflowError};
+pub use retry::RetryPolicy;
+pub use types::{Failure, Started, StepInfo, WorkflowInfo, WorkflowStatus};
+pub use worker::{context::WorkflowContext, Worker, WorkerBuilder};
+
+/// Generated wire types, for programs that need the raw contract.
+pub use waymark_proto::v1 as proto;
+
+/// The server address to use when none is given: `WAYMARK_SERVER`, else `http://127.0.0.1:7450`.
+pub fn default_server() -> String {
+    match std::env::var("WAYMARK_SERVER") {
+        Ok(s) if !s.trim().is_empty() => normalize(s.trim()),
+        _ => "http://127.0.0.1:7450".to_string(),
+    }
+}
+
+/// Accepts `host:port` as well as a URL.
+pub(crate) fn normalize(addr: &str) -> String {
+    if addr.contains("://") {
+        addr.to_string()
+    } else {
+        format!("http://{addr}")
+    }
+}
+
+pub(crate) async fn channel(addr: &str) -> Result<tonic::transport::Channel, Error> {
+    let endpoint = tonic::transport::Endpoint::from_shared(normalize(addr))
+        .map_err(|e| Error::Transport(format!("bad server address {addr:?}: {e}")))?
+        .tcp_nodelay(true)
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .http2_keep_alive_interval(std::time::Duration::from_secs(20))
+        .keep_alive_timeout(std::time::Duration::from_secs(60))
+        .keep_alive_while_idle(true);
+    endpoint
+        .connect()
+        .await
+        .map_err(|e| Error::Transport(format!("cannot reach the Waymark server at {addr}: {e}")))
+}

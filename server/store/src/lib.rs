@@ -300,4 +300,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Forget workers whose lease ended before `before` and that own nothing.
     async fn prune_workers(&self, before: Millis) -> StoreResult<u64>;
+
+    /// Remembers that a worker registered these workflow names.
+    async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()>;
+
+    /// Whether any worker ever registered this workflow name.
+    async fn is_workflow_name_known(&self, name: &str) -> StoreResult<bool>;
 }

@@ -404,6 +404,32 @@ impl Store for PostgresStore {
         Ok(rows::recovery(rows))
     }
 
+    async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "INSERT INTO workflow_names (workflow_name, first_seen_at, last_seen_at) \
+             SELECT n, $2, $2 FROM unnest($1::text[]) AS n \
+             ON CONFLICT (workflow_name) DO UPDATE SET last_seen_at = excluded.last_seen_at",
+        )
+        .bind(names)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn is_workflow_name_known(&self, name: &str) -> StoreResult<bool> {
+        let found: Option<i32> = sqlx::query_scalar("SELECT 1 FROM workflow_names WHERE workflow_name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(found.is_some())
+    }
+
     async fn prune_workers(&self, before: Millis) -> StoreResult<u64> {
         let done = sqlx::query(
             "DELETE FROM workers WHERE lease_expires_at < $1 AND NOT EXISTS \

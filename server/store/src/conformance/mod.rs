@@ -55,6 +55,7 @@ macro_rules! conformance_tests {
             completion_is_status_gated,
             cancel_and_resume,
             prune_workers_only_idle_expired,
+            workflow_names_are_remembered,
         );
     };
     (@each $fresh:path; $($case:ident),* $(,)?) => {$(

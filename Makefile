@@ -1,0 +1,46 @@
+# Waymark. `make help` lists the targets.
+SHELL := bash
+CARGO ?= cargo
+BUF_VERSION := 1.75.0
+TOOLS := .tools
+BUF := $(TOOLS)/node_modules/.bin/buf
+
+.PHONY: help run build test test-fast lint proto bench fmt clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+run: ## Start the server on the embedded SQLite database (./.waymark/) at 127.0.0.1:7450
+	$(CARGO) run -p waymark-server --bin waymark -- server
+
+build: ## Build the server, the SDK examples and the test binaries
+	$(CARGO) build --workspace --bins --examples
+
+test: build ## Every test: unit, store conformance and end-to-end, on SQLite and on a throwaway PostgreSQL
+	bash integration-tests/with-postgres.sh $(CARGO) test --workspace
+
+test-fast: build ## Every test except the PostgreSQL ones (no database server needed)
+	WAYMARK_SKIP_POSTGRES=1 $(CARGO) test --workspace
+
+$(BUF):
+	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf@$(BUF_VERSION)
+
+lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors) and buf lint
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	cd proto && ../$(BUF) lint
+
+proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust code is generated at build time)
+	cd proto && ../$(BUF) lint
+	$(CARGO) build -p waymark-proto
+
+bench: ## Load generator on SQLite and PostgreSQL (release build); prints rates and ratios
+	$(CARGO) build --release -p waymark-server -p waymark-integration-tests --bins
+	bash integration-tests/with-postgres.sh target/release/waymark-bench
+
+fmt: ## Format the Rust code
+	$(CARGO) fmt --all
+
+clean: ## Remove build output and local state
+	$(CARGO) clean
+	rm -rf .waymark $(TOOLS)

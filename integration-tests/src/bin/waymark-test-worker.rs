@@ -1,0 +1,73 @@
+//! Worker used by the end-to-end tests. Registers:
+//! - `counted`: input `{"steps": K, "step_ms": M}`; runs K steps, each of which waits M ms and then
+//!   appends its side effect to the file `WAYMARK_SIDE_EFFECTS`; returns K.
+//! - `echo`: returns its input after one step.
+//!
+//! Capacity from `WAYMARK_CAPACITY` (default 100); server from `WAYMARK_SERVER`.
+
+use std::{path::PathBuf, time::Duration};
+
+use serde::Deserialize;
+use waymark_integration_tests::side_effects::{self, Effect};
+use waymark_sdk::{Worker, WorkflowContext, WorkflowError};
+
+#[derive(Deserialize)]
+struct Counted {
+    steps: u32,
+    #[serde(default)]
+    step_ms: u64,
+}
+
+async fn counted(ctx: WorkflowContext, input: Counted) -> Result<u32, WorkflowError> {
+    let log = PathBuf::from(std::env::var("WAYMARK_SIDE_EFFECTS").unwrap_or_else(|_| "/dev/null".into()));
+    for i in 0..input.steps {
+        let (log, ms) = (log.clone(), input.step_ms);
+        let (workflow_id, epoch) = (ctx.workflow_id().to_string(), ctx.epoch());
+        let got: u32 = ctx
+            .step(&format!("step-{i}"), move || {
+                let (log, workflow_id) = (log.clone(), workflow_id.clone());
+                async move {
+                    if ms > 0 {
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                    }
+                    side_effects::append(&log, &Effect { workflow_id, step_id: i, epoch, pid: std::process::id() })
+                        .map_err(|e| e.to_string())?;
+                    Ok::<_, String>(i)
+                }
+            })
+            .await?;
+        if got != i {
+            return Err(WorkflowError::failed("WrongReplay", format!("step {i} replayed as {got}")));
+        }
+    }
+    Ok(input.steps)
+}
+
+async fn echo(ctx: WorkflowContext, input: serde_json::Value) -> Result<serde_json::Value, WorkflowError> {
+    let v = input.clone();
+    ctx.step("echo", move || {
+        let v = v.clone();
+        async move { Ok::<_, String>(v) }
+    })
+    .await
+}
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let capacity = std::env::var("WAYMARK_CAPACITY").ok().and_then(|c| c.parse().ok()).unwrap_or(100);
+    let worker = Worker::builder()
+        .app_version("test-1")
+        .max_concurrent_workflows(capacity)
+        .workflow("counted", counted)
+        .workflow("echo", echo)
+        .build();
+    eprintln!("test worker {} pid {}", worker.worker_id(), std::process::id());
+    if let Err(e) = worker.run().await {
+        eprintln!("worker failed: {e}");
+        std::process::exit(1);
+    }
+}

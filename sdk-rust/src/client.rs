@@ -1,0 +1,138 @@
+//! The client: start workflows and watch them.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use tonic::transport::Channel;
+use waymark_proto::{json, v1, v1::workflow_service_client::WorkflowServiceClient};
+
+use crate::{Error, Started, StepInfo, WorkflowInfo, WorkflowStatus};
+
+/// Options of a start. All optional.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// Makes the start idempotent: starting the same id again returns the existing workflow.
+    pub workflow_id: Option<String>,
+    /// Queue name; "default" when not given.
+    pub queue: Option<String>,
+    /// Pin the workflow to workers of this application version.
+    pub app_version: Option<String>,
+}
+
+impl StartOptions {
+    pub fn id(id: impl Into<String>) -> Self {
+        StartOptions { workflow_id: Some(id.into()), ..Default::default() }
+    }
+}
+
+/// Filters of a list. Newest first.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    pub statuses: Vec<WorkflowStatus>,
+    pub workflow_name: Option<String>,
+    pub queue: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub created_after_ms: Option<i64>,
+    pub created_before_ms: Option<i64>,
+    pub page_size: i32,
+    pub page_token: Option<String>,
+}
+
+fn ts(ms: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp { seconds: ms.div_euclid(1000), nanos: (ms.rem_euclid(1000) * 1_000_000) as i32 }
+}
+
+#[derive(Clone)]
+pub struct Client {
+    rpc: WorkflowServiceClient<Channel>,
+}
+
+impl Client {
+    /// Connects to the server at `addr` (`http://host:port` or `host:port`).
+    pub async fn connect(addr: &str) -> Result<Client, Error> {
+        let channel = crate::channel(addr).await?;
+        Ok(Client { rpc: WorkflowServiceClient::new(channel).max_decoding_message_size(64 * 1024 * 1024) })
+    }
+
+    /// Connects to `WAYMARK_SERVER`, else `http://127.0.0.1:7450`.
+    pub async fn from_env() -> Result<Client, Error> {
+        Self::connect(&crate::default_server()).await
+    }
+
+    /// Starts a workflow with a typed input.
+    pub async fn start<I: Serialize>(&self, workflow_name: &str, input: &I, options: StartOptions) -> Result<Started, Error> {
+        self.start_json(workflow_name, serde_json::to_value(input)?, options).await
+    }
+
+    /// Starts a workflow with a JSON input.
+    pub async fn start_json(&self, workflow_name: &str, input: serde_json::Value, options: StartOptions) -> Result<Started, Error> {
+        let r = self
+            .rpc
+            .clone()
+            .start_workflow(v1::StartWorkflowRequest {
+                workflow_name: workflow_name.to_string(),
+                workflow_id: options.workflow_id.unwrap_or_default(),
+                input: Some(json::to_payload(&input)),
+                queue_name: options.queue.unwrap_or_default(),
+                app_version: options.app_version.unwrap_or_default(),
+            })
+            .await?
+            .into_inner();
+        Ok(Started { workflow: workflow(r.workflow)?, created: r.created })
+    }
+
+    pub async fn get(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
+        let r = self.rpc.clone().get_workflow(v1::GetWorkflowRequest { workflow_id: workflow_id.into() }).await?;
+        workflow(r.into_inner().workflow)
+    }
+
+    /// Waits until the workflow is terminal. With a timeout, gives up after it with a
+    /// `DEADLINE_EXCEEDED` error.
+    pub async fn await_workflow(&self, workflow_id: &str, timeout: Option<Duration>) -> Result<WorkflowInfo, Error> {
+        let mut req = tonic::Request::new(v1::AwaitWorkflowRequest { workflow_id: workflow_id.into() });
+        if let Some(t) = timeout {
+            req.set_timeout(t);
+        }
+        let r = self.rpc.clone().await_workflow(req).await?;
+        workflow(r.into_inner().workflow)
+    }
+
+    /// One page of workflows and the token of the next page (None on the last page).
+    pub async fn list(&self, options: ListOptions) -> Result<(Vec<WorkflowInfo>, Option<String>), Error> {
+        let r = self
+            .rpc
+            .clone()
+            .list_workflows(v1::ListWorkflowsRequest {
+                statuses: options.statuses.iter().map(|s| s.to_wire() as i32).collect(),
+                workflow_name: options.workflow_name.unwrap_or_default(),
+                queue_name: options.queue.unwrap_or_default(),
+                created_after: options.created_after_ms.map(ts),
+                created_before: options.created_before_ms.map(ts),
+                page_size: options.page_size,
+                page_token: options.page_token.unwrap_or_default(),
+            })
+            .await?
+            .into_inner();
+        let next = (!r.next_page_token.is_empty()).then_some(r.next_page_token);
+        Ok((r.workflows.into_iter().map(WorkflowInfo::from).collect(), next))
+    }
+
+    pub async fn steps(&self, workflow_id: &str) -> Result<Vec<StepInfo>, Error> {
+        let r = self.rpc.clone().list_steps(v1::ListStepsRequest { workflow_id: workflow_id.into() }).await?;
+        Ok(r.into_inner().steps.into_iter().map(StepInfo::from).collect())
+    }
+
+    pub async fn cancel(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
+        let r = self.rpc.clone().cancel_workflow(v1::CancelWorkflowRequest { workflow_id: workflow_id.into() }).await?;
+        workflow(r.into_inner().workflow)
+    }
+
+    pub async fn resume(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
+        let r = self.rpc.clone().resume_workflow(v1::ResumeWorkflowRequest { workflow_id: workflow_id.into() }).await?;
+        workflow(r.into_inner().workflow)
+    }
+}
+
+fn workflow(w: Option<v1::Workflow>) -> Result<WorkflowInfo, Error> {
+    w.map(WorkflowInfo::from).ok_or_else(|| Error::Serialization("the server's answer carried no workflow".into()))
+}

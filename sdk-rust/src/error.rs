@@ -1,0 +1,106 @@
+//! Errors: [`Error`] for calls to the server, [`WorkflowError`] for what a workflow or a step
+//! returns.
+
+use tonic_types::StatusExt;
+
+/// A call to the server failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// The server refused the request. `reason` is the stable ErrorInfo reason
+    /// (e.g. `WORKFLOW_NOT_FOUND`); `message` is safe to show.
+    #[error("{message} ({reason})")]
+    Rpc { code: tonic::Code, reason: String, message: String },
+    /// The server could not be reached.
+    #[error("{0}")]
+    Transport(String),
+    /// A value could not be converted to or from JSON.
+    #[error("serialization: {0}")]
+    Serialization(String),
+}
+
+impl Error {
+    /// The ErrorInfo reason when the server refused the request.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Error::Rpc { reason, .. } => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+impl From<tonic::Status> for Error {
+    fn from(s: tonic::Status) -> Self {
+        let reason = s
+            .get_details_error_info()
+            .map(|i| i.reason)
+            .unwrap_or_else(|| format!("{:?}", s.code()).to_uppercase());
+        if s.code() == tonic::Code::Unavailable && reason == "UNAVAILABLE" {
+            return Error::Transport(format!("the Waymark server is unavailable: {}", s.message()));
+        }
+        Error::Rpc { code: s.code(), reason, message: s.message().to_string() }
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Serialization(e.to_string())
+    }
+}
+
+/// Why a workflow stopped. Return it from a workflow function (usually through `?` on a step).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkflowError {
+    /// A step failed for good: its retries were exhausted. Recorded, so a replay fails the same.
+    #[error("step {name:?} failed: {message}")]
+    Step { name: String, message: String },
+    /// The workflow failed for a reason of its own; `kind` is yours to choose.
+    #[error("{kind}: {message}")]
+    Failed { kind: String, message: String },
+    /// The workflow called a different step than its history records at that position.
+    #[error("non-determinism: {0}")]
+    NonDeterminism(String),
+    /// The workflow was cancelled; it stops at its next step.
+    #[error("workflow cancelled")]
+    Cancelled,
+    /// Another dispatch owns the workflow now (this worker was presumed dead); this run stops
+    /// without writing anything.
+    #[error("workflow taken over by another dispatch: {0}")]
+    Fenced(String),
+    /// The stream to the server broke; the server gives the workflow to a worker again.
+    #[error("disconnected from the server")]
+    Disconnected,
+    /// A value could not be converted to or from JSON.
+    #[error("serialization: {0}")]
+    Serialization(String),
+}
+
+impl WorkflowError {
+    /// A failure of the workflow's own, with a kind a program can match.
+    pub fn failed(kind: impl Into<String>, message: impl Into<String>) -> Self {
+        WorkflowError::Failed { kind: kind.into(), message: message.into() }
+    }
+
+    /// True for the errors that end this run without failing the workflow: someone else is
+    /// (or will be) responsible for it.
+    pub fn is_interruption(&self) -> bool {
+        matches!(self, WorkflowError::Cancelled | WorkflowError::Fenced(_) | WorkflowError::Disconnected)
+    }
+
+    pub(crate) fn kind(&self) -> String {
+        match self {
+            WorkflowError::Step { .. } => "StepFailed".into(),
+            WorkflowError::Failed { kind, .. } => kind.clone(),
+            WorkflowError::NonDeterminism(_) => "NonDeterminism".into(),
+            WorkflowError::Serialization(_) => "Serialization".into(),
+            WorkflowError::Cancelled => "Cancelled".into(),
+            WorkflowError::Fenced(_) => "Fenced".into(),
+            WorkflowError::Disconnected => "Disconnected".into(),
+        }
+    }
+}
+
+impl From<serde_json::Error> for WorkflowError {
+    fn from(e: serde_json::Error) -> Self {
+        WorkflowError::Serialization(e.to_string())
+    }
+}

@@ -1,0 +1,180 @@
+//! What the client returns: workflows and steps in plain Rust, with JSON values.
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde_json::Value;
+use waymark_proto::{json, v1};
+
+use crate::Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum WorkflowStatus {
+    Unspecified,
+    Enqueued,
+    Delayed,
+    Pending,
+    Success,
+    Error,
+    Cancelled,
+    MaxRecoveryAttemptsExceeded,
+}
+
+impl WorkflowStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Success | Self::Error | Self::Cancelled | Self::MaxRecoveryAttemptsExceeded)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unspecified => "UNSPECIFIED",
+            Self::Enqueued => "ENQUEUED",
+            Self::Delayed => "DELAYED",
+            Self::Pending => "PENDING",
+            Self::Success => "SUCCESS",
+            Self::Error => "ERROR",
+            Self::Cancelled => "CANCELLED",
+            Self::MaxRecoveryAttemptsExceeded => "MAX_RECOVERY_ATTEMPTS_EXCEEDED",
+        }
+    }
+    /// Parses the names `as_str` gives, case-insensitively.
+    pub fn parse(s: &str) -> Option<Self> {
+        let up = s.to_ascii_uppercase();
+        [
+            Self::Enqueued,
+            Self::Delayed,
+            Self::Pending,
+            Self::Success,
+            Self::Error,
+            Self::Cancelled,
+            Self::MaxRecoveryAttemptsExceeded,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == up)
+    }
+    pub(crate) fn from_wire(n: i32) -> Self {
+        use v1::WorkflowStatus as W;
+        match W::try_from(n).unwrap_or(W::Unspecified) {
+            W::Unspecified => Self::Unspecified,
+            W::Enqueued => Self::Enqueued,
+            W::Delayed => Self::Delayed,
+            W::Pending => Self::Pending,
+            W::Success => Self::Success,
+            W::Error => Self::Error,
+            W::Cancelled => Self::Cancelled,
+            W::MaxRecoveryAttemptsExceeded => Self::MaxRecoveryAttemptsExceeded,
+        }
+    }
+    pub(crate) fn to_wire(self) -> v1::WorkflowStatus {
+        use v1::WorkflowStatus as W;
+        match self {
+            Self::Unspecified => W::Unspecified,
+            Self::Enqueued => W::Enqueued,
+            Self::Delayed => W::Delayed,
+            Self::Pending => W::Pending,
+            Self::Success => W::Success,
+            Self::Error => W::Error,
+            Self::Cancelled => W::Cancelled,
+            Self::MaxRecoveryAttemptsExceeded => W::MaxRecoveryAttemptsExceeded,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: String,
+    pub message: String,
+}
+
+/// A workflow as the server reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowInfo {
+    pub workflow_id: String,
+    pub workflow_name: String,
+    pub status: WorkflowStatus,
+    pub queue_name: String,
+    pub app_version: String,
+    pub input: Value,
+    pub output: Option<Value>,
+    pub failure: Option<Failure>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub recovery_attempts: u32,
+    pub epoch: u64,
+    pub worker_id: String,
+}
+
+impl WorkflowInfo {
+    /// The output as `T`; an error when the workflow has no output (yet, or it failed).
+    pub fn output_as<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        match &self.output {
+            Some(v) => Ok(serde_json::from_value(v.clone())?),
+            None => Err(Error::Serialization(format!("workflow {} has no output; it is {}", self.workflow_id, self.status.as_str()))),
+        }
+    }
+}
+
+/// Result of a start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Started {
+    pub workflow: WorkflowInfo,
+    /// False when the id already existed and the existing workflow was returned.
+    pub created: bool,
+}
+
+/// A recorded step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepInfo {
+    pub step_id: u32,
+    pub name: String,
+    pub output: Option<Value>,
+    pub failure: Option<Failure>,
+    pub attempts: u32,
+    pub epoch: u64,
+    pub recorded_at_ms: i64,
+}
+
+pub(crate) fn ms(ts: Option<&prost_types::Timestamp>) -> i64 {
+    ts.map(|t| t.seconds * 1000 + t.nanos as i64 / 1_000_000).unwrap_or(0)
+}
+
+fn value(p: Option<&v1::Payload>) -> Value {
+    json::from_payload(p).unwrap_or(Value::Null)
+}
+
+fn failure(f: Option<&v1::Failure>) -> Option<Failure> {
+    f.map(|f| Failure { kind: f.kind.clone(), message: f.message.clone() })
+}
+
+impl From<v1::Workflow> for WorkflowInfo {
+    fn from(w: v1::Workflow) -> Self {
+        WorkflowInfo {
+            status: WorkflowStatus::from_wire(w.status),
+            input: value(w.input.as_ref()),
+            output: w.output.as_ref().map(|p| value(Some(p))),
+            failure: failure(w.failure.as_ref()),
+            created_at_ms: ms(w.created_at.as_ref()),
+            updated_at_ms: ms(w.updated_at.as_ref()),
+            recovery_attempts: w.recovery_attempts,
+            epoch: w.epoch,
+            workflow_id: w.workflow_id,
+            workflow_name: w.workflow_name,
+            queue_name: w.queue_name,
+            app_version: w.app_version,
+            worker_id: w.worker_id,
+        }
+    }
+}
+
+impl From<v1::Step> for StepInfo {
+    fn from(s: v1::Step) -> Self {
+        StepInfo {
+            output: s.output.as_ref().map(|p| value(Some(p))),
+            failure: failure(s.failure.as_ref()),
+            recorded_at_ms: ms(s.recorded_at.as_ref()),
+            step_id: s.step_id,
+            name: s.name,
+            attempts: s.attempts,
+            epoch: s.epoch,
+        }
+    }
+}

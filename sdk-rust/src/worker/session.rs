@@ -1,0 +1,171 @@
+//! One stream to the server: hello, credits, heartbeats, dispatches, and request/reply
+//! correlation. When it ends, every workflow it was running is dropped; the server hands them
+//! out again (to this worker when it reconnects, or to another).
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
+use waymark_proto::{
+    json,
+    v1::{self, reply, server_message, worker_message, worker_service_client::WorkerServiceClient, WorkerMessage},
+};
+
+use super::{context::WorkflowContext, WorkerConfig};
+use crate::{Error, WorkflowError};
+
+/// The sending half of a stream, shared by every workflow running on it.
+pub(crate) struct Conn {
+    tx: mpsc::Sender<WorkerMessage>,
+    next_id: AtomicU64,
+    pending: Mutex<HashMap<u64, oneshot::Sender<reply::Result>>>,
+}
+
+impl Conn {
+    /// Sends a request and waits for the server's reply.
+    pub(crate) async fn request(&self, kind: worker_message::Kind) -> Result<reply::Result, WorkflowError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap().insert(id, tx);
+        if self.tx.send(WorkerMessage { request_id: id, kind: Some(kind) }).await.is_err() {
+            self.pending.lock().unwrap().remove(&id);
+            return Err(WorkflowError::Disconnected);
+        }
+        rx.await.map_err(|_| WorkflowError::Disconnected)
+    }
+
+    /// Sends a message that gets no reply.
+    pub(crate) async fn send(&self, kind: worker_message::Kind) -> bool {
+        self.tx.send(WorkerMessage { request_id: 0, kind: Some(kind) }).await.is_ok()
+    }
+
+    fn resolve(&self, r: v1::Reply) {
+        if let (Some(tx), Some(result)) = (self.pending.lock().unwrap().remove(&r.request_id), r.result) {
+            let _ = tx.send(result);
+        }
+    }
+}
+
+/// Workflows running on this stream.
+struct Running {
+    cancelled: Arc<AtomicBool>,
+    task: tokio::task::AbortHandle,
+}
+
+/// Aborts whatever still runs when the stream is left, however it is left.
+struct AbortAll(HashMap<String, Running>);
+
+impl Drop for AbortAll {
+    fn drop(&mut self) {
+        for (_, r) in self.0.drain() {
+            r.task.abort();
+        }
+    }
+}
+
+pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
+    let channel = crate::channel(&config.server).await?;
+    let mut client = WorkerServiceClient::new(channel).max_decoding_message_size(256 * 1024 * 1024);
+    let (tx, rx) = mpsc::channel::<WorkerMessage>(4096);
+    let hello = v1::Hello {
+        worker_id: config.worker_id.clone(),
+        app_name: config.app_name.clone(),
+        app_version: config.app_version.clone(),
+        workflow_names: config.workflows.keys().cloned().collect(),
+        step_names: Vec::new(),
+        queues: config.queues.clone(),
+        sdk: format!("rust/{}", env!("CARGO_PKG_VERSION")),
+    };
+    let _ = tx.send(WorkerMessage { request_id: 0, kind: Some(worker_message::Kind::Hello(hello)) }).await;
+    let mut inbound = client.connect(ReceiverStream::new(rx)).await?.into_inner();
+    let welcome = match inbound.message().await? {
+        Some(v1::ServerMessage { kind: Some(server_message::Kind::Welcome(w)) }) => w,
+        _ => return Err(Error::Transport("the server did not welcome this worker".into())),
+    };
+    tracing::info!(worker_id = %config.worker_id, session = %welcome.session_id, "connected to Waymark");
+    let conn = Arc::new(Conn { tx, next_id: AtomicU64::new(0), pending: Mutex::new(HashMap::new()) });
+    conn.send(worker_message::Kind::Credit(v1::Credit { workflows: config.max_concurrent_workflows })).await;
+
+    let mut heartbeat = tokio::time::interval(Duration::from_millis(welcome.heartbeat_interval_ms.max(100) as u64));
+    let mut running = AbortAll(HashMap::new());
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(String, u64)>();
+    loop {
+        tokio::select! {
+            m = inbound.message() => {
+                let kind = match m {
+                    Ok(Some(v1::ServerMessage { kind: Some(k) })) => k,
+                    Ok(Some(_)) => continue,
+                    Ok(None) => return Err(Error::Transport("the server closed the worker stream".into())),
+                    Err(s) => return Err(s.into()),
+                };
+                match kind {
+                    server_message::Kind::Reply(r) => conn.resolve(r),
+                    server_message::Kind::DispatchWorkflow(d) => {
+                        let id = d.workflow_id.clone();
+                        if let Some(old) = running.0.remove(&id) {
+                            old.task.abort();
+                        }
+                        let r = start(&config, conn.clone(), d, done_tx.clone());
+                        running.0.insert(id, r);
+                    }
+                    server_message::Kind::Cancel(c) => {
+                        if let Some(r) = running.0.get(&c.workflow_id) {
+                            r.cancelled.store(true, Ordering::SeqCst);
+                        }
+                    }
+                    server_message::Kind::Drain(_) => tracing::info!("server is draining; will reconnect when it closes the stream"),
+                    server_message::Kind::Welcome(_) => {}
+                }
+            }
+            _ = heartbeat.tick() => {
+                conn.send(worker_message::Kind::Heartbeat(v1::Heartbeat {})).await;
+            }
+            Some((id, _epoch)) = done_rx.recv() => {
+                running.0.remove(&id);
+                conn.send(worker_message::Kind::Credit(v1::Credit { workflows: 1 })).await;
+            }
+        }
+    }
+}
+
+/// Runs one dispatched workflow on its own task.
+fn start(config: &WorkerConfig, conn: Arc<Conn>, d: v1::DispatchWorkflow, done: mpsc::UnboundedSender<(String, u64)>) -> Running {
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let f = config.workflows.get(&d.workflow_name).cloned();
+    let ctx = WorkflowContext::new(&d, conn.clone(), cancelled.clone());
+    let (workflow_id, epoch) = (d.workflow_id.clone(), d.epoch);
+    let input = json::from_payload(d.input.as_ref());
+    let task = tokio::spawn(async move {
+        let result = match (f, input) {
+            (None, _) => Err(WorkflowError::failed("UnknownWorkflow", format!("this worker has no workflow named {:?}", d.workflow_name))),
+            (_, Err(e)) => Err(WorkflowError::Serialization(e.to_string())),
+            (Some(f), Ok(input)) => f(ctx, input).await,
+        };
+        let outcome = match result {
+            Ok(v) => Some(v1::complete_workflow::Outcome::Output(json::to_payload(&v))),
+            Err(e) if e.is_interruption() => {
+                tracing::info!(%workflow_id, reason = %e, "workflow run stopped");
+                None
+            }
+            Err(e) => Some(v1::complete_workflow::Outcome::Failure(v1::Failure { kind: e.kind(), message: e.to_string() })),
+        };
+        if let Some(outcome) = outcome {
+            let req = v1::CompleteWorkflow { workflow_id: workflow_id.clone(), epoch, outcome: Some(outcome) };
+            match conn.request(worker_message::Kind::CompleteWorkflow(req)).await {
+                Ok(reply::Result::Error(e)) => tracing::info!(%workflow_id, reason = %e.reason, "completion refused: {}", e.message),
+                Ok(_) => {}
+                // The stream broke: this run is abandoned and the server hands the workflow out again.
+                Err(_) => return,
+            }
+        }
+        let _ = done.send((workflow_id, epoch));
+    });
+    Running { cancelled, task: task.abort_handle() }
+}

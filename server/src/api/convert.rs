@@ -1,0 +1,123 @@
+//! Wire types to engine types and back.
+
+use prost_types::Timestamp;
+use tonic::Status;
+use waymark_proto::{json, v1};
+use waymark_store::{Failure, Millis, Outcome, StepRecord, WorkflowRecord, WorkflowStatus};
+
+use super::status::invalid;
+
+pub fn timestamp(ms: Millis) -> Option<Timestamp> {
+    Some(Timestamp { seconds: ms.div_euclid(1000), nanos: (ms.rem_euclid(1000) * 1_000_000) as i32 })
+}
+
+pub fn millis(ts: &Timestamp) -> Millis {
+    ts.seconds * 1000 + (ts.nanos as i64) / 1_000_000
+}
+
+pub fn status_to_wire(s: WorkflowStatus) -> v1::WorkflowStatus {
+    use v1::WorkflowStatus as W;
+    match s {
+        WorkflowStatus::Enqueued => W::Enqueued,
+        WorkflowStatus::Delayed => W::Delayed,
+        WorkflowStatus::Pending => W::Pending,
+        WorkflowStatus::Success => W::Success,
+        WorkflowStatus::Error => W::Error,
+        WorkflowStatus::Cancelled => W::Cancelled,
+        WorkflowStatus::MaxRecoveryAttemptsExceeded => W::MaxRecoveryAttemptsExceeded,
+    }
+}
+
+pub fn status_from_wire(n: i32) -> Result<WorkflowStatus, Status> {
+    use v1::WorkflowStatus as W;
+    Ok(match W::try_from(n).map_err(|_| invalid(format!("unknown workflow status {n}")))? {
+        W::Unspecified => return Err(invalid("status filter must not be WORKFLOW_STATUS_UNSPECIFIED")),
+        W::Enqueued => WorkflowStatus::Enqueued,
+        W::Delayed => WorkflowStatus::Delayed,
+        W::Pending => WorkflowStatus::Pending,
+        W::Success => WorkflowStatus::Success,
+        W::Error => WorkflowStatus::Error,
+        W::Cancelled => WorkflowStatus::Cancelled,
+        W::MaxRecoveryAttemptsExceeded => WorkflowStatus::MaxRecoveryAttemptsExceeded,
+    })
+}
+
+/// Stored JSON text as a wire payload. Stored text was validated on the way in.
+pub fn payload(text: &str) -> Option<v1::Payload> {
+    let value: serde_json::Value = serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
+    Some(json::to_payload(&value))
+}
+
+/// A wire payload as JSON text for the store.
+pub fn payload_text(field: &str, p: Option<&v1::Payload>) -> Result<String, Status> {
+    let value = json::from_payload(p).map_err(|e| invalid(format!("{field}: {e}")))?;
+    Ok(value.to_string())
+}
+
+pub fn failure_to_wire(f: &Failure) -> v1::Failure {
+    v1::Failure { kind: f.kind.clone(), message: f.message.clone() }
+}
+
+pub fn failure_from_wire(f: &v1::Failure) -> Failure {
+    Failure { kind: f.kind.clone(), message: f.message.clone() }
+}
+
+pub fn workflow(w: WorkflowRecord) -> v1::Workflow {
+    let (output, failure) = match &w.outcome {
+        Some(Outcome::Output(o)) => (payload(o), None),
+        Some(Outcome::Failure(f)) => (None, Some(failure_to_wire(f))),
+        None => (None, None),
+    };
+    v1::Workflow {
+        status: status_to_wire(w.status) as i32,
+        input: payload(&w.input),
+        output,
+        failure,
+        created_at: timestamp(w.created_at),
+        updated_at: timestamp(w.updated_at),
+        recovery_attempts: w.recovery_attempts,
+        epoch: w.epoch,
+        worker_id: w.worker_id.unwrap_or_default(),
+        app_version: w.app_version.unwrap_or_default(),
+        workflow_id: w.workflow_id,
+        workflow_name: w.workflow_name,
+        queue_name: w.queue_name,
+    }
+}
+
+pub fn step(s: StepRecord) -> v1::Step {
+    let (output, failure) = match &s.outcome {
+        Outcome::Output(o) => (payload(o), None),
+        Outcome::Failure(f) => (None, Some(failure_to_wire(f))),
+    };
+    v1::Step {
+        step_id: s.step_id,
+        name: s.name,
+        output,
+        failure,
+        attempts: s.attempts,
+        epoch: s.epoch,
+        recorded_at: timestamp(s.recorded_at),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_round_trip_including_before_1970() {
+        for ms in [0, 1, 999, 1_700_000_000_123, -1, -1001] {
+            assert_eq!(millis(&timestamp(ms).unwrap()), ms, "{ms}");
+        }
+    }
+
+    #[test]
+    fn statuses_round_trip_and_unspecified_is_refused() {
+        for s in WorkflowStatus::ALL {
+            assert_eq!(status_from_wire(status_to_wire(s) as i32).unwrap(), s);
+        }
+        assert!(status_from_wire(0).is_err());
+        assert!(status_from_wire(99).is_err());
+    }
+}

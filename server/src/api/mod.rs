@@ -1,0 +1,86 @@
+//! The gRPC surface: tonic services that convert requests, call the [`Engine`], and map errors
+//! to statuses. No decisions are made here.
+
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+
+use tonic::transport::Server;
+use waymark_proto::v1::{worker_service_server::WorkerServiceServer, workflow_service_server::WorkflowServiceServer};
+
+use crate::engine::Engine;
+
+pub mod convert;
+pub mod status;
+pub mod worker_service;
+pub mod workflow_service;
+
+/// Serves every service on `listener` until `shutdown` resolves, then lets in-flight calls end.
+pub async fn serve(
+    engine: Arc<Engine>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), tonic::transport::Error> {
+    // Room above the payload limit for the rest of the message, so an oversized payload gets our
+    // PAYLOAD_TOO_LARGE rather than a transport error.
+    let max_message = engine.config().max_payload_bytes + 1024 * 1024;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(waymark_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .expect("descriptor set is valid");
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(waymark_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .expect("descriptor set is valid");
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<WorkflowServiceServer<workflow_service::WorkflowApi>>().await;
+    health.set_serving::<WorkerServiceServer<worker_service::WorkerApi>>().await;
+
+    let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi { engine: engine.clone() })
+        .max_decoding_message_size(max_message)
+        .max_encoding_message_size(max_message);
+    let workers = WorkerServiceServer::new(worker_service::WorkerApi { engine: engine.clone() })
+        .max_decoding_message_size(max_message)
+        .max_encoding_message_size(max_message * 4);
+
+    let drained = {
+        let engine = engine.clone();
+        async move {
+            shutdown.await;
+            tracing::info!("draining: no new dispatches; in-flight requests finish");
+            health.set_not_serving::<WorkflowServiceServer<workflow_service::WorkflowApi>>().await;
+            engine.begin_shutdown().await;
+        }
+    };
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    Server::builder()
+        .tcp_nodelay(true)
+        .http2_keepalive_interval(Some(Duration::from_secs(20)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(60)))
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(workflows)
+        .add_service(workers)
+        .serve_with_incoming_shutdown(incoming, drained)
+        .await
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn termination() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+pub fn local_addr(l: &tokio::net::TcpListener) -> Option<SocketAddr> {
+    l.local_addr().ok()
+}

@@ -1,0 +1,190 @@
+//! `waymark.v1.WorkerService/Connect`: one task reads the worker's messages and runs each request
+//! on its own task (so many workflows' checkpoints are in flight together); a second task turns
+//! the engine's pushes (dispatch, cancel, drain) into stream messages.
+
+use std::{pin::Pin, sync::Arc, time::Duration};
+
+use tokio::{sync::mpsc, task::JoinSet};
+use tokio_stream::{wrappers::ReceiverStream, Stream};
+use tonic::{Request, Response, Status, Streaming};
+use waymark_proto::v1::{
+    self, reply, server_message, worker_message, worker_service_server::WorkerService, ServerMessage, WorkerMessage,
+};
+use waymark_store::{Completed, Fence, NewStep, Outcome};
+
+use super::{convert, status};
+use crate::engine::{Engine, EngineError, Registration, ToWorker, WorkerSession};
+
+pub struct WorkerApi {
+    pub engine: Arc<Engine>,
+}
+
+type Outbound = mpsc::Sender<Result<ServerMessage, Status>>;
+
+/// How long a new stream may take to say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn msg(kind: server_message::Kind) -> Result<ServerMessage, Status> {
+    Ok(ServerMessage { kind: Some(kind) })
+}
+
+fn reply_error(e: EngineError) -> reply::Result {
+    reply::Result::Error(v1::ReplyError { code: status::code(e.code) as i32, reason: e.reason.to_string(), message: e.message })
+}
+
+fn outcome(output: Option<&v1::Payload>, failure: Option<&v1::Failure>, field: &str) -> Result<Outcome, EngineError> {
+    match failure {
+        Some(f) => Ok(Outcome::Failure(convert::failure_from_wire(f))),
+        None => convert::payload_text(field, output)
+            .map(Outcome::Output)
+            .map_err(|s| EngineError::invalid(s.message().to_string())),
+    }
+}
+
+fn completed(c: Completed) -> v1::WorkflowCompleted {
+    let wire = convert::workflow(c.workflow);
+    v1::WorkflowCompleted { status: wire.status, output: wire.output, failure: wire.failure, adopted: c.adopted }
+}
+
+fn dispatch(w: waymark_store::ClaimedWorkflow) -> server_message::Kind {
+    let wf = w.workflow;
+    server_message::Kind::DispatchWorkflow(v1::DispatchWorkflow {
+        input: convert::payload(&wf.input),
+        steps: w.steps.into_iter().map(convert::step).collect(),
+        app_version: wf.app_version.unwrap_or_default(),
+        recovery_attempts: wf.recovery_attempts,
+        created_at: convert::timestamp(wf.created_at),
+        epoch: wf.epoch,
+        workflow_id: wf.workflow_id,
+        workflow_name: wf.workflow_name,
+    })
+}
+
+async fn handle(engine: Arc<Engine>, session: Arc<WorkerSession>, out: Outbound, request_id: u64, kind: worker_message::Kind) {
+    use worker_message::Kind;
+    let result = match kind {
+        Kind::RecordStep(r) => {
+            let fence = Fence { workflow_id: r.workflow_id, epoch: r.epoch };
+            let (output, failure) = match r.outcome {
+                Some(v1::record_step::Outcome::Output(p)) => (Some(p), None),
+                Some(v1::record_step::Outcome::Failure(f)) => (None, Some(f)),
+                None => (None, None),
+            };
+            match outcome(output.as_ref(), failure.as_ref(), "step output") {
+                Ok(outcome) => {
+                    let step = NewStep { step_id: r.step_id, name: r.name, outcome, attempts: r.attempts.max(1) };
+                    match engine.record_step(&session, fence, step).await {
+                        Ok(_) => reply::Result::StepRecorded(v1::StepRecorded {}),
+                        Err(e) => reply_error(e),
+                    }
+                }
+                Err(e) => reply_error(e),
+            }
+        }
+        Kind::CompleteWorkflow(c) => {
+            let fence = Fence { workflow_id: c.workflow_id, epoch: c.epoch };
+            let (output, failure) = match c.outcome {
+                Some(v1::complete_workflow::Outcome::Output(p)) => (Some(p), None),
+                Some(v1::complete_workflow::Outcome::Failure(f)) => (None, Some(f)),
+                None => (None, None),
+            };
+            match outcome(output.as_ref(), failure.as_ref(), "workflow output") {
+                Ok(outcome) => match engine.complete_workflow(&session, fence, outcome).await {
+                    Ok(c) => reply::Result::WorkflowCompleted(completed(c)),
+                    Err(e) => reply_error(e),
+                },
+                Err(e) => reply_error(e),
+            }
+        }
+        Kind::Heartbeat(_) => {
+            if let Err(e) = engine.heartbeat(&session).await {
+                tracing::warn!(error = %e, "heartbeat not recorded");
+            }
+            return;
+        }
+        Kind::Credit(_) | Kind::Hello(_) => return,
+    };
+    if request_id != 0 {
+        let _ = out.send(msg(server_message::Kind::Reply(v1::Reply { request_id, result: Some(result) }))).await;
+    }
+}
+
+#[tonic::async_trait]
+impl WorkerService for WorkerApi {
+    type ConnectStream = Pin<Box<dyn Stream<Item = Result<ServerMessage, Status>> + Send + 'static>>;
+
+    async fn connect(&self, req: Request<Streaming<WorkerMessage>>) -> Result<Response<Self::ConnectStream>, Status> {
+        let engine = self.engine.clone();
+        let mut inbound = req.into_inner();
+        let hello = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
+            Ok(Ok(Some(WorkerMessage { kind: Some(worker_message::Kind::Hello(h)), .. }))) => h,
+            Ok(Ok(_)) => return Err(status::invalid("the first message on a worker stream must be a hello")),
+            Ok(Err(s)) => return Err(s),
+            Err(_) => return Err(status::invalid("no hello within 10 seconds")),
+        };
+        let registration = Registration {
+            worker_id: hello.worker_id,
+            app_version: hello.app_version,
+            workflow_names: hello.workflow_names,
+            queues: hello.queues,
+        };
+        let (push_tx, mut push_rx) = mpsc::channel::<ToWorker>(1024);
+        let (out, out_rx) = mpsc::channel(4096);
+        let session = engine.attach_worker(registration, push_tx).await.map_err(status::to_status)?;
+        let welcome = v1::Welcome {
+            session_id: session.session_id.to_string(),
+            heartbeat_interval_ms: engine.config().heartbeat_interval.as_millis() as u32,
+            server_version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        let _ = out.send(msg(server_message::Kind::Welcome(welcome))).await;
+
+        // Engine pushes → stream. Ends when the session is dropped everywhere.
+        let push_out = out.clone();
+        tokio::spawn(async move {
+            while let Some(p) = push_rx.recv().await {
+                let kind = match p {
+                    ToWorker::Dispatch(w) => dispatch(*w),
+                    ToWorker::Cancel(id) => server_message::Kind::Cancel(v1::Cancel { workflow_id: id }),
+                    ToWorker::Drain => server_message::Kind::Drain(v1::Drain {}),
+                };
+                if push_out.send(msg(kind)).await.is_err() {
+                    break;
+                }
+            }
+        });
+
+        // Stream → engine.
+        tokio::spawn(async move {
+            let mut tasks = JoinSet::new();
+            let mut shutdown = engine.shutdown_signal();
+            let mut drain_deadline: Option<tokio::time::Instant> = None;
+            loop {
+                if drain_deadline.is_some() && tasks.is_empty() {
+                    break;
+                }
+                tokio::select! {
+                    m = inbound.message() => match m {
+                        Ok(Some(WorkerMessage { request_id, kind: Some(kind) })) => {
+                            if let worker_message::Kind::Credit(c) = &kind {
+                                engine.grant_credits(&session, c.workflows);
+                                continue;
+                            }
+                            tasks.spawn(handle(engine.clone(), session.clone(), out.clone(), request_id, kind));
+                        }
+                        Ok(Some(_)) => {}
+                        Ok(None) | Err(_) => break,
+                    },
+                    Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                    _ = shutdown.wait_for(|v| *v), if drain_deadline.is_none() => {
+                        drain_deadline = Some(tokio::time::Instant::now() + engine.config().drain_timeout);
+                    }
+                    _ = tokio::time::sleep_until(drain_deadline.unwrap_or_else(tokio::time::Instant::now)), if drain_deadline.is_some() => break,
+                }
+            }
+            tasks.shutdown().await;
+            engine.detach_worker(&session).await;
+        });
+
+        Ok(Response::new(Box::pin(ReceiverStream::new(out_rx))))
+    }
+}

@@ -1,0 +1,103 @@
+//! `waymark.v1.WorkflowService`: thin adapter from the wire to [`Engine`]'s client API.
+
+use std::{sync::Arc, time::Duration};
+
+use tonic::{Request, Response, Status};
+use waymark_proto::v1::{self, workflow_service_server::WorkflowService};
+
+use super::{convert, status::to_status};
+use crate::engine::{
+    workflows::{ListRequest, StartRequest},
+    Engine,
+};
+
+pub struct WorkflowApi {
+    pub engine: Arc<Engine>,
+}
+
+/// The caller's deadline, from the `grpc-timeout` header ("<digits><unit>", unit one of
+/// H M S m u n).
+pub fn grpc_timeout<T>(req: &Request<T>) -> Option<Duration> {
+    let raw = req.metadata().get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = raw.split_at(raw.len().checked_sub(1)?);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[tonic::async_trait]
+impl WorkflowService for WorkflowApi {
+    async fn start_workflow(&self, req: Request<v1::StartWorkflowRequest>) -> Result<Response<v1::StartWorkflowResponse>, Status> {
+        let r = req.into_inner();
+        let input = convert::payload_text("input", r.input.as_ref())?;
+        let started = self
+            .engine
+            .start_workflow(StartRequest {
+                workflow_name: r.workflow_name,
+                workflow_id: r.workflow_id,
+                input,
+                queue_name: r.queue_name,
+                app_version: r.app_version,
+            })
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::StartWorkflowResponse { workflow: Some(convert::workflow(started.workflow)), created: started.created }))
+    }
+
+    async fn get_workflow(&self, req: Request<v1::GetWorkflowRequest>) -> Result<Response<v1::GetWorkflowResponse>, Status> {
+        let w = self.engine.get_workflow(&req.into_inner().workflow_id).await.map_err(to_status)?;
+        Ok(Response::new(v1::GetWorkflowResponse { workflow: Some(convert::workflow(w)) }))
+    }
+
+    async fn list_workflows(&self, req: Request<v1::ListWorkflowsRequest>) -> Result<Response<v1::ListWorkflowsResponse>, Status> {
+        let r = req.into_inner();
+        let statuses = r.statuses.iter().map(|s| convert::status_from_wire(*s)).collect::<Result<Vec<_>, _>>()?;
+        let page = self
+            .engine
+            .list_workflows(ListRequest {
+                statuses,
+                workflow_name: r.workflow_name,
+                queue_name: r.queue_name,
+                created_at_or_after: r.created_after.as_ref().map(convert::millis),
+                created_before: r.created_before.as_ref().map(convert::millis),
+                page_size: r.page_size,
+                page_token: r.page_token,
+            })
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::ListWorkflowsResponse {
+            workflows: page.workflows.into_iter().map(convert::workflow).collect(),
+            next_page_token: page.next_page_token,
+        }))
+    }
+
+    async fn await_workflow(&self, req: Request<v1::AwaitWorkflowRequest>) -> Result<Response<v1::AwaitWorkflowResponse>, Status> {
+        // Answer a little before the caller gives up, so it gets our reason rather than a bare
+        // deadline error from its own side.
+        let timeout = grpc_timeout(&req).map(|t| t.saturating_sub(t.min(Duration::from_millis(50)) / 2));
+        let w = self.engine.await_workflow(&req.into_inner().workflow_id, timeout).await.map_err(to_status)?;
+        Ok(Response::new(v1::AwaitWorkflowResponse { workflow: Some(convert::workflow(w)) }))
+    }
+
+    async fn list_steps(&self, req: Request<v1::ListStepsRequest>) -> Result<Response<v1::ListStepsResponse>, Status> {
+        let steps = self.engine.list_steps(&req.into_inner().workflow_id).await.map_err(to_status)?;
+        Ok(Response::new(v1::ListStepsResponse { steps: steps.into_iter().map(convert::step).collect() }))
+    }
+
+    async fn cancel_workflow(&self, req: Request<v1::CancelWorkflowRequest>) -> Result<Response<v1::CancelWorkflowResponse>, Status> {
+        let w = self.engine.cancel_workflow(&req.into_inner().workflow_id).await.map_err(to_status)?;
+        Ok(Response::new(v1::CancelWorkflowResponse { workflow: Some(convert::workflow(w)) }))
+    }
+
+    async fn resume_workflow(&self, req: Request<v1::ResumeWorkflowRequest>) -> Result<Response<v1::ResumeWorkflowResponse>, Status> {
+        let w = self.engine.resume_workflow(&req.into_inner().workflow_id).await.map_err(to_status)?;
+        Ok(Response::new(v1::ResumeWorkflowResponse { workflow: Some(convert::workflow(w)) }))
+    }
+}

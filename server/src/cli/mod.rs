@@ -1,0 +1,102 @@
+//! The `waymark` command line: `waymark server` runs the server; `waymark workflow …` drives one.
+//!
+//! Exit codes: 0 success; 1 the request failed (the message says why, e.g. the workflow does not
+//! exist); 2 bad usage; 3 `await` saw the workflow end without success.
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::server::{parse_duration, ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN};
+
+mod output;
+pub mod workflow;
+
+#[derive(Parser)]
+#[command(name = "waymark", version, about = "Waymark: durable execution for functions in any language")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the server.
+    Server(ServerArgs),
+    /// Start, inspect and control workflows.
+    #[command(subcommand)]
+    Workflow(workflow::WorkflowCommand),
+}
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = DEFAULT_LISTEN, env = "WAYMARK_LISTEN")]
+    pub listen: String,
+    /// `sqlite:<path>` (embedded, the default) or `postgres://user@host:port/db`.
+    #[arg(long, default_value = DEFAULT_DATABASE_URL, env = "WAYMARK_DATABASE_URL")]
+    pub database_url: String,
+    /// A worker silent for this long loses its workflows.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub worker_lease: std::time::Duration,
+    /// Interval at which workers are asked to heartbeat.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub heartbeat_interval: std::time::Duration,
+    /// How long a disconnected worker's workflows wait for it before going back to their queue.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub recovery_grace: std::time::Duration,
+    /// How often to look for workers whose lease ended.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub recovery_interval: std::time::Duration,
+    /// Recoveries after which a workflow is dead-lettered (MAX_RECOVERY_ATTEMPTS_EXCEEDED).
+    #[arg(long, default_value_t = 100)]
+    pub max_recovery_attempts: u32,
+    /// How often to look for work enqueued through other replicas.
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    pub dispatch_poll_interval: std::time::Duration,
+    /// Largest JSON payload accepted, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    pub max_payload_bytes: usize,
+    /// Log format: text or json.
+    #[arg(long, default_value = "text")]
+    pub log_format: String,
+}
+
+impl ServerArgs {
+    pub fn options(&self) -> ServerOptions {
+        ServerOptions {
+            listen: self.listen.clone(),
+            database_url: self.database_url.clone(),
+            engine: crate::engine::EngineConfig {
+                worker_lease: self.worker_lease,
+                heartbeat_interval: self.heartbeat_interval,
+                recovery_grace: self.recovery_grace,
+                recovery_interval: self.recovery_interval,
+                max_recovery_attempts: self.max_recovery_attempts,
+                dispatch_poll_interval: self.dispatch_poll_interval,
+                max_payload_bytes: self.max_payload_bytes,
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// Options every client command takes.
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    /// Server address; `WAYMARK_SERVER` or http://127.0.0.1:7450 when not given.
+    #[arg(long, global = true)]
+    pub server: Option<String>,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// Runs a client command and returns the process exit code.
+pub async fn run_client(cmd: workflow::WorkflowCommand) -> i32 {
+    match workflow::run(cmd).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `waymark workflow …`: the client API from a shell.
+
+use std::time::Duration;
+
+use clap::Subcommand;
+use waymark_sdk::{Client, ListOptions, StartOptions, StepInfo, WorkflowInfo, WorkflowStatus};
+
+use super::{output, ClientArgs};
+use crate::server::parse_duration;
+
+#[derive(Subcommand, Debug)]
+pub enum WorkflowCommand {
+    /// Start a workflow; prints its id.
+    Start {
+        /// Workflow name, as a worker registered it.
+        name: String,
+        /// Input as JSON, e.g. '"Ada"' or '{"n": 3}'.
+        #[arg(long, default_value = "null")]
+        input: String,
+        /// Workflow id (makes the start idempotent); generated when not given.
+        #[arg(long)]
+        id: Option<String>,
+        #[arg(long)]
+        queue: Option<String>,
+        #[arg(long)]
+        app_version: Option<String>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Show one workflow.
+    Get {
+        id: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// List workflows, newest first.
+    List {
+        /// Only this status (repeatable): ENQUEUED, PENDING, SUCCESS, ERROR, CANCELLED, …
+        #[arg(long)]
+        status: Vec<String>,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        queue: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: i32,
+        /// Continue from a previous listing's next page token.
+        #[arg(long)]
+        page_token: Option<String>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Show a workflow's recorded steps.
+    Steps {
+        id: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Wait for a workflow to finish and print its result. Exit code 3 if it did not succeed.
+    Await {
+        id: String,
+        /// Give up after this long (e.g. 30s); waits indefinitely when not given.
+        #[arg(long, value_parser = parse_duration)]
+        timeout: Option<Duration>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Cancel a workflow; it stops at its next step.
+    Cancel {
+        id: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Put a cancelled or dead-lettered workflow back in its queue.
+    Resume {
+        id: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+}
+
+async fn connect(c: &ClientArgs) -> anyhow::Result<Client> {
+    let addr = c.server.clone().unwrap_or_else(waymark_sdk::default_server);
+    Ok(Client::connect(&addr).await?)
+}
+
+fn print_json<T: serde::Serialize>(v: &T) {
+    println!("{}", serde_json::to_string_pretty(v).expect("serializes"));
+}
+
+fn print_workflow(w: &WorkflowInfo) {
+    let mut rows = vec![
+        ("id", w.workflow_id.clone()),
+        ("name", w.workflow_name.clone()),
+        ("status", w.status.as_str().to_string()),
+        ("queue", w.queue_name.clone()),
+        ("app version", if w.app_version.is_empty() { "-".into() } else { w.app_version.clone() }),
+        ("input", w.input.to_string()),
+    ];
+    if let Some(o) = &w.output {
+        rows.push(("output", o.to_string()));
+    }
+    if let Some(f) = &w.failure {
+        rows.push(("failure", format!("{}: {}", f.kind, f.message)));
+    }
+    rows.push(("created", output::time(w.created_at_ms)));
+    rows.push(("updated", output::time(w.updated_at_ms)));
+    rows.push(("recoveries", w.recovery_attempts.to_string()));
+    rows.push(("epoch", w.epoch.to_string()));
+    if !w.worker_id.is_empty() {
+        rows.push(("worker", w.worker_id.clone()));
+    }
+    for (k, v) in rows {
+        println!("{k:<12} {v}");
+    }
+}
+
+fn print_steps(steps: &[StepInfo]) {
+    let rows: Vec<Vec<String>> = steps
+        .iter()
+        .map(|s| {
+            let result = match (&s.output, &s.failure) {
+                (_, Some(f)) => format!("failed: {}", f.message),
+                (Some(o), None) => output::short(o, 60),
+                (None, None) => "null".into(),
+            };
+            vec![s.step_id.to_string(), s.name.clone(), result, s.attempts.to_string(), s.epoch.to_string(), output::time(s.recorded_at_ms)]
+        })
+        .collect();
+    output::table(&["STEP", "NAME", "RESULT", "ATTEMPTS", "EPOCH", "RECORDED"], &rows);
+}
+
+pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
+    match cmd {
+        WorkflowCommand::Start { name, input, id, queue, app_version, client } => {
+            let input: serde_json::Value =
+                serde_json::from_str(&input).map_err(|e| anyhow::anyhow!("--input is not valid JSON: {e}"))?;
+            let started = connect(&client)
+                .await?
+                .start_json(&name, input, StartOptions { workflow_id: id, queue, app_version })
+                .await?;
+            if client.json {
+                print_json(&started);
+            } else {
+                println!("{}", started.workflow.workflow_id);
+            }
+        }
+        WorkflowCommand::Get { id, client } => {
+            let w = connect(&client).await?.get(&id).await?;
+            if client.json {
+                print_json(&w)
+            } else {
+                print_workflow(&w)
+            }
+        }
+        WorkflowCommand::List { status, name, queue, limit, page_token, client } => {
+            let statuses = status
+                .iter()
+                .map(|s| WorkflowStatus::parse(s).ok_or_else(|| anyhow::anyhow!("unknown status {s:?}")))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (workflows, next) = connect(&client)
+                .await?
+                .list(ListOptions { statuses, workflow_name: name, queue, page_size: limit, page_token, ..Default::default() })
+                .await?;
+            if client.json {
+                print_json(&serde_json::json!({ "workflows": workflows, "next_page_token": next }));
+            } else {
+                let rows: Vec<Vec<String>> = workflows
+                    .iter()
+                    .map(|w| {
+                        vec![w.workflow_id.clone(), w.workflow_name.clone(), w.status.as_str().into(), w.queue_name.clone(), output::time(w.created_at_ms)]
+                    })
+                    .collect();
+                output::table(&["ID", "NAME", "STATUS", "QUEUE", "CREATED"], &rows);
+                if let Some(t) = next {
+                    eprintln!("more: --page-token {t}");
+                }
+            }
+        }
+        WorkflowCommand::Steps { id, client } => {
+            let steps = connect(&client).await?.steps(&id).await?;
+            if client.json {
+                print_json(&steps)
+            } else {
+                print_steps(&steps)
+            }
+        }
+        WorkflowCommand::Await { id, timeout, client } => {
+            let w = connect(&client).await?.await_workflow(&id, timeout).await?;
+            if client.json {
+                print_json(&w);
+            } else {
+                match (&w.output, &w.failure) {
+                    (Some(o), _) if w.status == WorkflowStatus::Success => println!("{o}"),
+                    (_, Some(f)) => eprintln!("workflow {} is {}: {}: {}", w.workflow_id, w.status.as_str(), f.kind, f.message),
+                    _ => eprintln!("workflow {} is {}", w.workflow_id, w.status.as_str()),
+                }
+            }
+            if w.status != WorkflowStatus::Success {
+                return Ok(3);
+            }
+        }
+        WorkflowCommand::Cancel { id, client } => {
+            let w = connect(&client).await?.cancel(&id).await?;
+            if client.json {
+                print_json(&w)
+            } else {
+                println!("{} {}", w.workflow_id, w.status.as_str())
+            }
+        }
+        WorkflowCommand::Resume { id, client } => {
+            let w = connect(&client).await?.resume(&id).await?;
+            if client.json {
+                print_json(&w)
+            } else {
+                println!("{} {}", w.workflow_id, w.status.as_str())
+            }
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,41 @@
+//! Engine settings. Every duration here is a policy a deployment may tune; the defaults suit a
+//! single machine.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// A worker that sends nothing for this long loses its lease: its workflows are recovered.
+    pub worker_lease: Duration,
+    /// How often workers are asked to heartbeat (a fraction of the lease).
+    pub heartbeat_interval: Duration,
+    /// After a worker's stream ends, how long its workflows wait for it to come back before they
+    /// return to their queue.
+    pub recovery_grace: Duration,
+    /// How often this replica looks for expired leases.
+    pub recovery_interval: Duration,
+    /// A workflow recovered more often than this is dead-lettered.
+    pub max_recovery_attempts: u32,
+    /// How often the dispatcher looks for work it was not told about (work enqueued through
+    /// another replica).
+    pub dispatch_poll_interval: Duration,
+    /// Largest JSON payload (input, step result, output) in bytes.
+    pub max_payload_bytes: usize,
+    /// How long a draining server waits for in-flight worker requests.
+    pub drain_timeout: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            worker_lease: Duration::from_secs(15),
+            heartbeat_interval: Duration::from_secs(3),
+            recovery_grace: Duration::from_secs(5),
+            recovery_interval: Duration::from_secs(1),
+            max_recovery_attempts: 100,
+            dispatch_poll_interval: Duration::from_millis(500),
+            max_payload_bytes: 4 * 1024 * 1024,
+            drain_timeout: Duration::from_secs(10),
+        }
+    }
+}

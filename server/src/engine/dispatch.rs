@@ -1,0 +1,74 @@
+//! The dispatcher: one task per replica that claims ENQUEUED workflows for the workers attached
+//! here and pushes them down their streams, never more than each worker's credits.
+//!
+//! It wakes when told (a start or resume through this replica, new credits, a recovery) and
+//! otherwise every `dispatch_poll_interval` while some worker has room, to pick up work enqueued
+//! through other replicas.
+
+use std::sync::Arc;
+
+use waymark_store::Claim;
+
+use super::{Engine, ToWorker};
+
+/// Most workflows claimed in one database round trip.
+const MAX_BATCH: u32 = 256;
+
+pub async fn run(engine: Arc<Engine>) {
+    loop {
+        if engine.is_shutting_down() {
+            return;
+        }
+        let more = dispatch_once(&engine).await;
+        if more {
+            continue;
+        }
+        tokio::select! {
+            _ = engine.dispatch_wanted.notified() => {}
+            _ = tokio::time::sleep(engine.config.dispatch_poll_interval) => {}
+        }
+    }
+}
+
+/// One pass over the attached workers. Returns true when a worker's claim came back full, so
+/// there may be more to take at once.
+pub async fn dispatch_once(engine: &Engine) -> bool {
+    let now = engine.now();
+    let lease = Engine::ms(engine.config.worker_lease);
+    let mut more = false;
+    for session in engine.sessions.all() {
+        let credits = session.credits();
+        // A worker that has gone quiet past its lease (stopped, hung) gets nothing new.
+        if credits == 0 || now - session.last_seen() > lease {
+            continue;
+        }
+        let r = &session.registration;
+        let limit = credits.min(MAX_BATCH);
+        let claim = Claim {
+            worker_id: r.worker_id.clone(),
+            app_version: r.app_version.clone(),
+            workflow_names: r.workflow_names.clone(),
+            queues: r.queues.clone(),
+            limit,
+        };
+        let claimed = match engine.store.claim_workflows(&claim, now).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "claim failed; retrying at the next pass");
+                continue;
+            }
+        };
+        if claimed.is_empty() {
+            continue;
+        }
+        more |= claimed.len() as u32 == limit;
+        session.spend(claimed.len() as u32);
+        for w in claimed {
+            tracing::debug!(workflow_id = %w.workflow.workflow_id, epoch = w.workflow.epoch, worker_id = %r.worker_id, "dispatch");
+            // If the stream is gone the workflow stays owned by this worker and is recovered
+            // when its lease ends.
+            session.send(ToWorker::Dispatch(Box::new(w))).await;
+        }
+    }
+    more
+}

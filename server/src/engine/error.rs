@@ -1,0 +1,104 @@
+//! Errors the engine returns to its callers, each with a stable reason and a message that is safe
+//! to show to a person. Internal details (database errors) are logged, never returned.
+
+use waymark_store::{StoreError, WorkflowStatus};
+
+/// Broad category, mapped one to one onto gRPC codes by the API layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidArgument,
+    NotFound,
+    AlreadyExists,
+    FailedPrecondition,
+    Aborted,
+    ResourceExhausted,
+    DeadlineExceeded,
+    Unavailable,
+    Internal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    pub code: ErrorCode,
+    /// Stable, machine-matchable (the ErrorInfo reason).
+    pub reason: &'static str,
+    /// Safe to show.
+    pub message: String,
+}
+
+pub type EngineResult<T> = Result<T, EngineError>;
+
+impl EngineError {
+    pub fn new(code: ErrorCode, reason: &'static str, message: impl Into<String>) -> Self {
+        EngineError { code, reason, message: message.into() }
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidArgument, "INVALID_ARGUMENT", message)
+    }
+    pub fn not_found(workflow_id: &str) -> Self {
+        Self::new(ErrorCode::NotFound, "WORKFLOW_NOT_FOUND", format!("workflow {workflow_id:?} does not exist"))
+    }
+    pub fn shutting_down() -> Self {
+        Self::new(ErrorCode::Unavailable, "SHUTTING_DOWN", "the server is shutting down; retry on another replica")
+    }
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+fn status_name(s: WorkflowStatus) -> &'static str {
+    s.as_str()
+}
+
+impl From<StoreError> for EngineError {
+    fn from(e: StoreError) -> Self {
+        use ErrorCode::*;
+        match e {
+            StoreError::WorkflowNotFound(id) => EngineError::not_found(&id),
+            StoreError::WorkflowIdConflict { workflow_id, existing_name } => EngineError::new(
+                AlreadyExists,
+                "WORKFLOW_ID_CONFLICT",
+                format!("workflow id {workflow_id:?} is already used by a {existing_name:?} workflow"),
+            ),
+            StoreError::StaleEpoch { workflow_id, presented, current } => EngineError::new(
+                Aborted,
+                "STALE_EPOCH",
+                format!("workflow {workflow_id:?} was dispatched again (epoch {current}); this write from epoch {presented} is refused"),
+            ),
+            StoreError::NotRunning { workflow_id, status } => EngineError::new(
+                FailedPrecondition,
+                "WORKFLOW_NOT_RUNNING",
+                format!("workflow {workflow_id:?} is {}, not running", status_name(status)),
+            ),
+            StoreError::NonDeterminism { workflow_id, step_id, recorded, presented } => EngineError::new(
+                FailedPrecondition,
+                "NON_DETERMINISM",
+                format!(
+                    "workflow {workflow_id:?} is not deterministic: step {step_id} was recorded as {recorded:?} but the replay called {presented:?}"
+                ),
+            ),
+            StoreError::StepConflict { workflow_id, step_id } => EngineError::new(
+                AlreadyExists,
+                "STEP_CONFLICT",
+                format!("step {step_id} of workflow {workflow_id:?} is already recorded with a different result"),
+            ),
+            StoreError::NotResumable { workflow_id, status } => EngineError::new(
+                FailedPrecondition,
+                "WORKFLOW_NOT_RESUMABLE",
+                format!(
+                    "workflow {workflow_id:?} is {}; only CANCELLED or MAX_RECOVERY_ATTEMPTS_EXCEEDED workflows can be resumed",
+                    status_name(status)
+                ),
+            ),
+            StoreError::Unavailable(detail) => {
+                tracing::error!(%detail, "store error");
+                EngineError::new(Unavailable, "STORE_UNAVAILABLE", "the database is unavailable; retry later")
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The engine: every decision Waymark makes about workflows, independent of gRPC.
+//!
+//! The API layer converts requests into calls here and errors back into statuses; the engine
+//! talks to the database only through the [`Store`] contract and reads time only from its
+//! [`Clock`], so its decisions can be tested with an in-process store and a manual clock.
+//!
+//! Parts: [`workflows`] (the client API), [`worker`] (what a connected worker asks),
+//! [`dispatch`] (pushing ENQUEUED workflows to workers with credits), [`recovery`] (taking back
+//! workflows from workers whose lease ended).
+
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
+
+use tokio::sync::{broadcast, watch, Notify};
+use waymark_store::Store;
+
+pub mod clock;
+pub mod config;
+pub mod dispatch;
+pub mod error;
+pub mod recovery;
+pub mod sessions;
+pub mod validate;
+pub mod worker;
+pub mod workflows;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::EngineConfig;
+pub use error::{EngineError, EngineResult, ErrorCode};
+pub use sessions::{Registration, ToWorker, WorkerSession};
+
+pub struct Engine {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: EngineConfig,
+    pub(crate) sessions: sessions::Sessions,
+    /// Wakes the dispatcher: new work, new credits, recovered workflows.
+    pub(crate) dispatch_wanted: Notify,
+    /// Ids of workflows that reached a terminal status through this replica, for awaiters.
+    pub(crate) finished: broadcast::Sender<String>,
+    pub(crate) shutting_down: AtomicBool,
+    /// Flips to true once when the replica starts draining.
+    pub(crate) shutdown: watch::Sender<bool>,
+}
+
+impl Engine {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, config: EngineConfig) -> Arc<Engine> {
+        let (finished, _) = broadcast::channel(4096);
+        Arc::new(Engine {
+            store,
+            clock,
+            config,
+            sessions: Default::default(),
+            dispatch_wanted: Notify::new(),
+            finished,
+            shutting_down: AtomicBool::new(false),
+            shutdown: watch::channel(false).0,
+        })
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn backend(&self) -> &'static str {
+        self.store.backend()
+    }
+
+    /// Starts the dispatcher and the recovery loop.
+    pub fn spawn_background(self: &Arc<Self>) -> Vec<tokio::task::JoinHandle<()>> {
+        vec![
+            tokio::spawn(dispatch::run(self.clone())),
+            tokio::spawn(recovery::run(self.clone())),
+        ]
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Stops dispatching and tells every worker to drain. In-flight requests still complete.
+    pub async fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        self.shutdown.send_replace(true);
+        self.dispatch_wanted.notify_one();
+        for s in self.sessions.all() {
+            s.send(ToWorker::Drain).await;
+        }
+    }
+
+    /// Resolves (via `wait_for(|v| *v)`) once the replica starts draining.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    pub(crate) fn now(&self) -> waymark_store::Millis {
+        self.clock.now()
+    }
+
+    pub(crate) fn ms(d: std::time::Duration) -> waymark_store::Millis {
+        d.as_millis() as waymark_store::Millis
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,45 @@
+//! Recovery: takes back the workflows of workers whose lease ended (stream gone past the grace
+//! period, or heartbeats stopped) and puts them back in their queue, counting each recovery.
+//! Runs on every replica; the store makes concurrent passes safe.
+
+use std::sync::Arc;
+
+use super::Engine;
+
+pub async fn run(engine: Arc<Engine>) {
+    let mut ticks = 0u64;
+    let mut shutdown = engine.shutdown_signal();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(engine.config.recovery_interval) => {}
+            _ = shutdown.wait_for(|v| *v) => return,
+        }
+        if engine.is_shutting_down() {
+            return;
+        }
+        recover_once(&engine).await;
+        ticks += 1;
+        if ticks % 60 == 0 {
+            let horizon = engine.now() - 24 * 3600 * 1000;
+            if let Err(e) = engine.store.prune_workers(horizon).await {
+                tracing::warn!(error = %e, "pruning workers failed");
+            }
+        }
+    }
+}
+
+pub async fn recover_once(engine: &Engine) {
+    match engine.store.recover_expired(engine.config.max_recovery_attempts, engine.now()).await {
+        Ok(r) => {
+            if !r.requeued.is_empty() {
+                tracing::info!(count = r.requeued.len(), "recovered workflows from workers whose lease ended");
+                engine.dispatch_wanted.notify_one();
+            }
+            for id in &r.dead_lettered {
+                tracing::warn!(workflow_id = %id, "workflow exceeded its recovery attempts; dead-lettered");
+                let _ = engine.finished.send(id.clone());
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "recovery pass failed"),
+    }
+}

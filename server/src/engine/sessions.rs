@@ -1,0 +1,105 @@
+//! Workers connected to this replica: what each can run, how much room it has (credits), and
+//! the channel to its stream.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+};
+
+use tokio::sync::mpsc;
+use waymark_store::{ClaimedWorkflow, Millis};
+
+/// What the engine sends down a worker's stream (besides replies, which the API layer sends).
+#[derive(Debug)]
+pub enum ToWorker {
+    Dispatch(Box<ClaimedWorkflow>),
+    Cancel(String),
+    Drain,
+}
+
+/// What a worker declared in its hello.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub worker_id: String,
+    pub app_version: String,
+    pub workflow_names: Vec<String>,
+    pub queues: Vec<String>,
+}
+
+/// One worker stream attached to this replica.
+pub struct WorkerSession {
+    pub session_id: u64,
+    pub registration: Registration,
+    /// Workflows the server may still dispatch to this worker.
+    credits: AtomicU32,
+    /// When the worker last said anything (engine clock).
+    last_seen: AtomicI64,
+    outbound: mpsc::Sender<ToWorker>,
+}
+
+impl WorkerSession {
+    pub fn credits(&self) -> u32 {
+        self.credits.load(Ordering::SeqCst)
+    }
+    pub fn grant(&self, n: u32) {
+        self.credits.fetch_add(n, Ordering::SeqCst);
+    }
+    /// Spends `n` credits. Only the dispatcher spends, so this never underflows.
+    pub(crate) fn spend(&self, n: u32) {
+        self.credits.fetch_sub(n, Ordering::SeqCst);
+    }
+    pub fn touch(&self, now: Millis) {
+        self.last_seen.store(now, Ordering::SeqCst);
+    }
+    pub fn last_seen(&self) -> Millis {
+        self.last_seen.load(Ordering::SeqCst)
+    }
+    pub async fn send(&self, msg: ToWorker) -> bool {
+        self.outbound.send(msg).await.is_ok()
+    }
+}
+
+#[derive(Default)]
+pub struct Sessions {
+    next_id: AtomicU64,
+    by_id: Mutex<HashMap<u64, Arc<WorkerSession>>>,
+}
+
+impl Sessions {
+    pub fn attach(&self, registration: Registration, now: Millis, outbound: mpsc::Sender<ToWorker>) -> Arc<WorkerSession> {
+        let session = Arc::new(WorkerSession {
+            session_id: self.next_id.fetch_add(1, Ordering::SeqCst) + 1,
+            registration,
+            credits: AtomicU32::new(0),
+            last_seen: AtomicI64::new(now),
+            outbound,
+        });
+        self.by_id.lock().unwrap().insert(session.session_id, session.clone());
+        session
+    }
+
+    pub fn detach(&self, session_id: u64) {
+        self.by_id.lock().unwrap().remove(&session_id);
+    }
+
+    pub fn all(&self) -> Vec<Arc<WorkerSession>> {
+        self.by_id.lock().unwrap().values().cloned().collect()
+    }
+
+    /// Another live session of the same worker (it reconnected before the old stream was noticed
+    /// as gone).
+    pub fn has_other(&self, worker_id: &str, session_id: u64) -> bool {
+        self.by_id
+            .lock()
+            .unwrap()
+            .values()
+            .any(|s| s.registration.worker_id == worker_id && s.session_id != session_id)
+    }
+
+    pub fn by_worker(&self, worker_id: &str) -> Vec<Arc<WorkerSession>> {
+        self.by_id.lock().unwrap().values().filter(|s| s.registration.worker_id == worker_id).cloned().collect()
+    }
+}

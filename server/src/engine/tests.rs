@@ -1,0 +1,205 @@
+//! Engine decisions, tested in-process: a real SQLite store in a temp file, a manual clock, and
+//! sessions whose streams are plain channels. No network, no waiting on time.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::mpsc;
+use waymark_store::{sqlite::SqliteStore, Fence, NewStep, Outcome, WorkflowStatus};
+
+use super::*;
+use crate::engine::workflows::StartRequest;
+
+const T0: i64 = 1_700_000_000_000;
+
+async fn engine() -> (Arc<Engine>, ManualClock) {
+    let path = std::env::temp_dir().join(format!("waymark-engine-{}.db", uuid::Uuid::new_v4().simple()));
+    let store = SqliteStore::open(&format!("sqlite:{}", path.display())).await.unwrap();
+    let clock = ManualClock::new(T0);
+    let config = EngineConfig {
+        worker_lease: Duration::from_secs(10),
+        recovery_grace: Duration::from_secs(2),
+        max_recovery_attempts: 2,
+        ..Default::default()
+    };
+    (Engine::new(Arc::new(store), Arc::new(clock.clone()), config), clock)
+}
+
+fn registration(worker_id: &str) -> Registration {
+    Registration { worker_id: worker_id.into(), app_version: "v1".into(), workflow_names: vec!["wf".into()], queues: vec![] }
+}
+
+async fn attach(engine: &Engine, worker_id: &str, credits: u32) -> (Arc<WorkerSession>, mpsc::Receiver<ToWorker>) {
+    let (tx, rx) = mpsc::channel(100);
+    let s = engine.attach_worker(registration(worker_id), tx).await.unwrap();
+    engine.grant_credits(&s, credits);
+    (s, rx)
+}
+
+async fn start(engine: &Engine, id: &str) {
+    engine
+        .start_workflow(StartRequest { workflow_name: "wf".into(), workflow_id: id.into(), input: "1".into(), ..Default::default() })
+        .await
+        .unwrap();
+}
+
+fn dispatched(rx: &mut mpsc::Receiver<ToWorker>) -> Vec<waymark_store::ClaimedWorkflow> {
+    let mut out = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        if let ToWorker::Dispatch(w) = m {
+            out.push(*w);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn unknown_workflow_names_are_refused_until_a_worker_registers_them() {
+    let (engine, _) = engine().await;
+    let e = engine
+        .start_workflow(StartRequest { workflow_name: "wf".into(), input: "1".into(), ..Default::default() })
+        .await
+        .unwrap_err();
+    assert_eq!((e.code, e.reason), (ErrorCode::NotFound, "WORKFLOW_NAME_UNKNOWN"));
+    let _s = attach(&engine, "w1", 0).await;
+    start(&engine, "a").await;
+}
+
+#[tokio::test]
+async fn dispatch_never_exceeds_credits() {
+    let (engine, _) = engine().await;
+    let (session, mut rx) = attach(&engine, "w1", 2).await;
+    for i in 0..5 {
+        start(&engine, &format!("wf-{i}")).await;
+    }
+    dispatch::dispatch_once(&engine).await;
+    dispatch::dispatch_once(&engine).await;
+    let got = dispatched(&mut rx);
+    assert_eq!(got.iter().map(|w| w.workflow.workflow_id.as_str()).collect::<Vec<_>>(), ["wf-0", "wf-1"]);
+    assert_eq!(session.credits(), 0);
+    engine.grant_credits(&session, 1);
+    dispatch::dispatch_once(&engine).await;
+    assert_eq!(dispatched(&mut rx).len(), 1);
+}
+
+#[tokio::test]
+async fn a_silent_worker_gets_nothing_new() {
+    let (engine, clock) = engine().await;
+    let (_session, mut rx) = attach(&engine, "w1", 5).await;
+    clock.advance(11_000);
+    start(&engine, "a").await;
+    dispatch::dispatch_once(&engine).await;
+    assert!(dispatched(&mut rx).is_empty());
+}
+
+#[tokio::test]
+async fn detached_worker_loses_its_workflows_after_the_grace_period_and_the_next_dispatch_replays() {
+    let (engine, clock) = engine().await;
+    let (a, mut a_rx) = attach(&engine, "a", 1).await;
+    start(&engine, "wf-1").await;
+    dispatch::dispatch_once(&engine).await;
+    let first = dispatched(&mut a_rx).remove(0);
+    assert_eq!(first.workflow.epoch, 1);
+    let fence = Fence { workflow_id: "wf-1".into(), epoch: 1 };
+    let step = NewStep { step_id: 0, name: "s".into(), outcome: Outcome::Output("7".into()), attempts: 1 };
+    engine.record_step(&a, fence.clone(), step).await.unwrap();
+    engine.detach_worker(&a).await;
+
+    // Within the grace period nothing moves.
+    clock.advance(1_000);
+    recovery::recover_once(&engine).await;
+    assert_eq!(engine.get_workflow("wf-1").await.unwrap().status, WorkflowStatus::Pending);
+
+    clock.advance(1_500);
+    recovery::recover_once(&engine).await;
+    let w = engine.get_workflow("wf-1").await.unwrap();
+    assert_eq!((w.status, w.recovery_attempts), (WorkflowStatus::Enqueued, 1));
+
+    let (_b, mut b_rx) = attach(&engine, "b", 1).await;
+    dispatch::dispatch_once(&engine).await;
+    let again = dispatched(&mut b_rx).remove(0);
+    assert_eq!(again.workflow.epoch, 2);
+    assert_eq!(again.steps.len(), 1, "the replay carries the recorded step");
+
+    // The first owner's writes are refused from now on.
+    let late = NewStep { step_id: 1, name: "t".into(), outcome: Outcome::Output("8".into()), attempts: 1 };
+    assert_eq!(engine.record_step(&a, fence, late).await.unwrap_err().reason, "STALE_EPOCH");
+}
+
+#[tokio::test]
+async fn recovered_too_often_is_dead_lettered() {
+    let (engine, clock) = engine().await;
+    start_with_worker(&engine, "wf-1").await;
+    for round in 1..=3 {
+        let (s, mut rx) = attach(&engine, &format!("w{round}"), 1).await;
+        dispatch::dispatch_once(&engine).await;
+        assert_eq!(dispatched(&mut rx).len(), 1, "round {round}");
+        engine.detach_worker(&s).await;
+        clock.advance(3_000);
+        recovery::recover_once(&engine).await;
+    }
+    let w = engine.get_workflow("wf-1").await.unwrap();
+    assert_eq!((w.status, w.recovery_attempts), (WorkflowStatus::MaxRecoveryAttemptsExceeded, 3));
+    let resumed = engine.resume_workflow("wf-1").await.unwrap();
+    assert_eq!((resumed.status, resumed.recovery_attempts), (WorkflowStatus::Enqueued, 0));
+}
+
+async fn start_with_worker(engine: &Engine, id: &str) {
+    let (s, _rx) = attach(engine, "registrar", 0).await;
+    start(engine, id).await;
+    engine.detach_worker(&s).await;
+}
+
+#[tokio::test]
+async fn a_different_step_at_a_recorded_position_fails_the_workflow() {
+    let (engine, _) = engine().await;
+    let (s, mut rx) = attach(&engine, "w", 1).await;
+    start(&engine, "wf-1").await;
+    dispatch::dispatch_once(&engine).await;
+    assert_eq!(dispatched(&mut rx).len(), 1);
+    let fence = Fence { workflow_id: "wf-1".into(), epoch: 1 };
+    let step = |name: &str| NewStep { step_id: 0, name: name.into(), outcome: Outcome::Output("1".into()), attempts: 1 };
+    engine.record_step(&s, fence.clone(), step("charge")).await.unwrap();
+    let e = engine.record_step(&s, fence, step("refund")).await.unwrap_err();
+    assert_eq!(e.reason, "NON_DETERMINISM");
+    let w = engine.get_workflow("wf-1").await.unwrap();
+    assert_eq!(w.status, WorkflowStatus::Error);
+    match w.outcome {
+        Some(Outcome::Failure(f)) => assert_eq!(f.kind, "NonDeterminism"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn cancel_tells_the_worker_and_later_writes_are_refused() {
+    let (engine, _) = engine().await;
+    let (s, mut rx) = attach(&engine, "w", 1).await;
+    start(&engine, "wf-1").await;
+    dispatch::dispatch_once(&engine).await;
+    assert_eq!(dispatched(&mut rx).len(), 1);
+    let w = engine.cancel_workflow("wf-1").await.unwrap();
+    assert_eq!(w.status, WorkflowStatus::Cancelled);
+    assert!(matches!(rx.try_recv(), Ok(ToWorker::Cancel(id)) if id == "wf-1"));
+    let step = NewStep { step_id: 0, name: "s".into(), outcome: Outcome::Output("1".into()), attempts: 1 };
+    let e = engine.record_step(&s, Fence { workflow_id: "wf-1".into(), epoch: 1 }, step).await.unwrap_err();
+    assert_eq!(e.reason, "WORKFLOW_NOT_RUNNING");
+}
+
+#[tokio::test]
+async fn oversized_and_malformed_requests_are_refused() {
+    let (engine, _) = engine().await;
+    let _s = attach(&engine, "w", 0).await;
+    let big = format!("\"{}\"", "x".repeat(engine.config().max_payload_bytes));
+    let e = engine
+        .start_workflow(StartRequest { workflow_name: "wf".into(), input: big, ..Default::default() })
+        .await
+        .unwrap_err();
+    assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "PAYLOAD_TOO_LARGE"));
+    let e = engine.get_workflow("").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    let e = engine.get_workflow(&"x".repeat(300)).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    let e = engine.list_workflows(workflows::ListRequest { page_size: -1, ..Default::default() }).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    let e = engine.list_workflows(workflows::ListRequest { page_token: "%%".into(), ..Default::default() }).await.unwrap_err();
+    assert_eq!(e.reason, "INVALID_PAGE_TOKEN");
+}

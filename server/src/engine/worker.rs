@@ -1,0 +1,115 @@
+//! What a connected worker asks of the engine: attach, credits, heartbeats, step checkpoints,
+//! completions, and what happens when its stream ends.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use waymark_store::{Completed, Failure, Fence, NewStep, Outcome, Recorded, StoreError};
+
+use super::{validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, Registration, ToWorker, WorkerSession};
+
+impl Engine {
+    /// Attaches a worker's stream. Whatever an earlier stream of the same worker still owned goes
+    /// back to its queue at once: the worker dropped it when that stream broke.
+    pub async fn attach_worker(
+        &self,
+        mut registration: Registration,
+        outbound: mpsc::Sender<ToWorker>,
+    ) -> EngineResult<Arc<WorkerSession>> {
+        if self.is_shutting_down() {
+            return Err(EngineError::shutting_down());
+        }
+        validate::name("worker_id", &registration.worker_id)?;
+        validate::optional_name("app_version", &registration.app_version)?;
+        for n in &registration.workflow_names {
+            validate::name("workflow_names", n)?;
+        }
+        for q in &registration.queues {
+            validate::name("queues", q)?;
+        }
+        if registration.queues.is_empty() {
+            registration.queues.push(DEFAULT_QUEUE.to_string());
+        }
+        let now = self.now();
+        self.store.renew_worker_lease(&registration.worker_id, now + Self::ms(self.config.worker_lease), now).await?;
+        self.store.register_workflow_names(&registration.workflow_names, now).await?;
+        let released = self.store.release_worker(&registration.worker_id, self.config.max_recovery_attempts, now).await?;
+        if !released.requeued.is_empty() || !released.dead_lettered.is_empty() {
+            tracing::info!(worker_id = %registration.worker_id, requeued = released.requeued.len(),
+                dead_lettered = released.dead_lettered.len(), "worker reconnected; took back what its earlier stream held");
+        }
+        let session = self.sessions.attach(registration, now, outbound);
+        tracing::info!(worker_id = %session.registration.worker_id, session = session.session_id,
+            app_version = %session.registration.app_version, workflows = ?session.registration.workflow_names, "worker attached");
+        self.dispatch_wanted.notify_one();
+        Ok(session)
+    }
+
+    /// The stream ended. The worker's workflows stay with it for the recovery grace period (it
+    /// may reconnect), then go back to their queue.
+    pub async fn detach_worker(&self, session: &WorkerSession) {
+        self.sessions.detach(session.session_id);
+        let worker_id = &session.registration.worker_id;
+        tracing::info!(%worker_id, session = session.session_id, "worker detached");
+        if self.sessions.has_other(worker_id, session.session_id) {
+            return;
+        }
+        let now = self.now();
+        if let Err(e) = self.store.renew_worker_lease(worker_id, now + Self::ms(self.config.recovery_grace), now).await {
+            tracing::warn!(%worker_id, error = %e, "could not shorten the lease of a detached worker; it expires on its own");
+        }
+    }
+
+    pub fn grant_credits(&self, session: &WorkerSession, n: u32) {
+        session.touch(self.now());
+        if n > 0 {
+            session.grant(n);
+            self.dispatch_wanted.notify_one();
+        }
+    }
+
+    pub async fn heartbeat(&self, session: &WorkerSession) -> EngineResult<()> {
+        let now = self.now();
+        session.touch(now);
+        self.store
+            .renew_worker_lease(&session.registration.worker_id, now + Self::ms(self.config.worker_lease), now)
+            .await?;
+        Ok(())
+    }
+
+    /// Checkpoints a step. A different step at a recorded position fails the workflow: the code
+    /// that is running is not the code that ran, and carrying on would corrupt its history.
+    pub async fn record_step(&self, session: &WorkerSession, fence: Fence, step: NewStep) -> EngineResult<Recorded> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        validate::name("step name", &step.name)?;
+        if let Outcome::Output(o) = &step.outcome {
+            validate::payload("step output", o, self.config.max_payload_bytes)?;
+        }
+        match self.store.record_step(&fence, step, self.now()).await {
+            Ok(r) => Ok(r),
+            Err(e @ StoreError::NonDeterminism { .. }) => {
+                let err = EngineError::from(e);
+                let failure = Failure { kind: "NonDeterminism".into(), message: err.message.clone() };
+                tracing::warn!(workflow_id = %fence.workflow_id, "{}", err.message);
+                if self.store.complete_workflow(&fence, Outcome::Failure(failure), self.now()).await.is_ok() {
+                    let _ = self.finished.send(fence.workflow_id.clone());
+                }
+                Err(err)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Finishes a workflow; the second finisher adopts the first's outcome.
+    pub async fn complete_workflow(&self, session: &WorkerSession, fence: Fence, outcome: Outcome) -> EngineResult<Completed> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        if let Outcome::Output(o) = &outcome {
+            validate::payload("workflow output", o, self.config.max_payload_bytes)?;
+        }
+        let done = self.store.complete_workflow(&fence, outcome, self.now()).await?;
+        let _ = self.finished.send(fence.workflow_id.clone());
+        Ok(done)
+    }
+}

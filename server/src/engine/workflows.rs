@@ -1,0 +1,214 @@
+//! The client and operator API: start, read, list, await, cancel, resume.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use waymark_store::{ListQuery, Millis, NewWorkflow, StepRecord, WorkflowRecord, WorkflowStatus};
+
+use super::{validate, Engine, EngineError, EngineResult, ErrorCode, ToWorker};
+
+pub const DEFAULT_QUEUE: &str = "default";
+const DEFAULT_PAGE_SIZE: u32 = 100;
+const MAX_PAGE_SIZE: u32 = 1000;
+
+#[derive(Debug, Clone, Default)]
+pub struct StartRequest {
+    pub workflow_name: String,
+    /// Generated when empty.
+    pub workflow_id: String,
+    /// JSON text.
+    pub input: String,
+    pub queue_name: String,
+    pub app_version: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListRequest {
+    pub statuses: Vec<WorkflowStatus>,
+    pub workflow_name: String,
+    pub queue_name: String,
+    pub created_at_or_after: Option<Millis>,
+    pub created_before: Option<Millis>,
+    pub page_size: i32,
+    pub page_token: String,
+}
+
+pub struct Page {
+    pub workflows: Vec<WorkflowRecord>,
+    pub next_page_token: String,
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// Page tokens are opaque to clients: the (created_at, workflow_id) of the last row, encoded.
+fn encode_token(w: &WorkflowRecord) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{}:{}", w.created_at, w.workflow_id))
+}
+
+fn decode_token(token: &str) -> EngineResult<(Millis, String)> {
+    let bad = || EngineError::new(ErrorCode::InvalidArgument, "INVALID_PAGE_TOKEN", "page_token is not one this server issued");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let text = String::from_utf8(raw).map_err(|_| bad())?;
+    let (at, id) = text.split_once(':').ok_or_else(bad)?;
+    Ok((at.parse().map_err(|_| bad())?, id.to_string()))
+}
+
+impl Engine {
+    pub async fn start_workflow(&self, req: StartRequest) -> EngineResult<waymark_store::Started> {
+        if self.is_shutting_down() {
+            return Err(EngineError::shutting_down());
+        }
+        validate::name("workflow_name", &req.workflow_name)?;
+        validate::optional_name("workflow_id", &req.workflow_id)?;
+        validate::optional_name("queue_name", &req.queue_name)?;
+        validate::optional_name("app_version", &req.app_version)?;
+        validate::payload("input", &req.input, self.config.max_payload_bytes)?;
+        if !self.store.is_workflow_name_known(&req.workflow_name).await? {
+            return Err(EngineError::new(
+                ErrorCode::NotFound,
+                "WORKFLOW_NAME_UNKNOWN",
+                format!("no worker has registered a workflow named {:?}; start a worker that registers it first", req.workflow_name),
+            ));
+        }
+        let new = NewWorkflow {
+            workflow_id: non_empty(&req.workflow_id).unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
+            workflow_name: req.workflow_name,
+            queue_name: non_empty(&req.queue_name).unwrap_or_else(|| DEFAULT_QUEUE.to_string()),
+            app_version: non_empty(&req.app_version),
+            input: req.input,
+        };
+        let started = self.store.start_workflow(new, self.now()).await?;
+        if started.created {
+            self.dispatch_wanted.notify_one();
+        }
+        Ok(started)
+    }
+
+    pub async fn get_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {
+        validate::name("workflow_id", workflow_id)?;
+        self.store.get_workflow(workflow_id).await?.ok_or_else(|| EngineError::not_found(workflow_id))
+    }
+
+    pub async fn list_workflows(&self, req: ListRequest) -> EngineResult<Page> {
+        if req.page_size < 0 {
+            return Err(EngineError::invalid("page_size must not be negative"));
+        }
+        let limit = match req.page_size as u32 {
+            0 => DEFAULT_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
+        let after = if req.page_token.is_empty() { None } else { Some(decode_token(&req.page_token)?) };
+        let query = ListQuery {
+            statuses: req.statuses,
+            workflow_name: non_empty(&req.workflow_name),
+            queue_name: non_empty(&req.queue_name),
+            created_at_or_after: req.created_at_or_after,
+            created_before: req.created_before,
+            after,
+            limit: limit + 1,
+        };
+        let mut workflows = self.store.list_workflows(&query).await?;
+        let next_page_token = if workflows.len() > limit as usize {
+            workflows.truncate(limit as usize);
+            workflows.last().map(encode_token).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(Page { workflows, next_page_token })
+    }
+
+    pub async fn list_steps(&self, workflow_id: &str) -> EngineResult<Vec<StepRecord>> {
+        validate::name("workflow_id", workflow_id)?;
+        Ok(self.store.list_steps(workflow_id).await?)
+    }
+
+    /// Waits until the workflow is terminal. Completions through this replica wake the wait at
+    /// once; completions through other replicas are seen at the next poll.
+    pub async fn await_workflow(&self, workflow_id: &str, timeout: Option<Duration>) -> EngineResult<WorkflowRecord> {
+        validate::name("workflow_id", workflow_id)?;
+        let wait = async {
+            let mut finished = self.finished.subscribe();
+            let mut shutdown = self.shutdown_signal();
+            loop {
+                let w = self.get_workflow(workflow_id).await?;
+                if w.status.is_terminal() {
+                    return Ok(w);
+                }
+                let poll = tokio::time::sleep(self.config.dispatch_poll_interval.max(Duration::from_millis(200)));
+                tokio::pin!(poll);
+                loop {
+                    tokio::select! {
+                        _ = &mut poll => break,
+                        _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
+                        got = finished.recv() => match got {
+                            Ok(id) if id == workflow_id => break,
+                            Ok(_) => continue,
+                            Err(_) => break,
+                        },
+                    }
+                }
+            }
+        };
+        match timeout {
+            None => wait.await,
+            Some(t) => tokio::time::timeout(t, wait).await.map_err(|_| {
+                EngineError::new(
+                    ErrorCode::DeadlineExceeded,
+                    "DEADLINE_EXCEEDED",
+                    format!("workflow {workflow_id:?} did not finish before the call's deadline"),
+                )
+            })?,
+        }
+    }
+
+    /// Cancels the workflow and tells the worker running it, if it is attached here. A worker
+    /// attached elsewhere learns at its next write, which is refused.
+    pub async fn cancel_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {
+        validate::name("workflow_id", workflow_id)?;
+        let w = self.store.cancel_workflow(workflow_id, self.now()).await?;
+        if w.status == WorkflowStatus::Cancelled {
+            if let Some(worker) = &w.worker_id {
+                for s in self.sessions.by_worker(worker) {
+                    s.send(ToWorker::Cancel(workflow_id.to_string())).await;
+                }
+            }
+            let _ = self.finished.send(workflow_id.to_string());
+        }
+        Ok(w)
+    }
+
+    pub async fn resume_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {
+        validate::name("workflow_id", workflow_id)?;
+        let w = self.store.resume_workflow(workflow_id, self.now()).await?;
+        self.dispatch_wanted.notify_one();
+        Ok(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_tokens_round_trip_and_garbage_is_refused() {
+        let w = WorkflowRecord {
+            workflow_id: "a:b".into(),
+            workflow_name: "n".into(),
+            status: WorkflowStatus::Enqueued,
+            queue_name: "default".into(),
+            app_version: None,
+            input: "null".into(),
+            outcome: None,
+            created_at: 1234,
+            updated_at: 1234,
+            recovery_attempts: 0,
+            epoch: 0,
+            worker_id: None,
+        };
+        assert_eq!(decode_token(&encode_token(&w)).unwrap(), (1234, "a:b".to_string()));
+        assert_eq!(decode_token("not a token!").unwrap_err().reason, "INVALID_PAGE_TOKEN");
+        assert_eq!(decode_token("eHl6").unwrap_err().reason, "INVALID_PAGE_TOKEN");
+    }
+}

@@ -1,0 +1,12 @@
+//! The Waymark server and CLI.
+//!
+//! - [`engine`]: every decision about workflows, over the store contract and an injected clock.
+//! - [`api`]: tonic services, thin adapters onto the engine.
+//! - [`server`]: start-up: configuration, store, migrations, serving, drain.
+//! - [`cli`]: the `waymark` command line (`server`, `workflow …`).
+//! - The stores live in the `waymark-store` crate (`server/store`).
+
+pub mod api;
+pub mod cli;
+pub mod engine;
+pub mod server;

@@ -1,0 +1,79 @@
+//! `waymark server`: open the store, apply migrations, serve, drain on SIGTERM.
+
+use std::{sync::Arc, time::Duration};
+
+use waymark_store::{postgres::PostgresStore, sqlite::SqliteStore, Store};
+
+use crate::engine::{Engine, EngineConfig, SystemClock};
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7450";
+pub const DEFAULT_DATABASE_URL: &str = "sqlite:.waymark/waymark.db";
+
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub listen: String,
+    pub database_url: String,
+    pub engine: EngineConfig,
+}
+
+/// Opens the store a URL names: `sqlite:<path>` or `postgres://…` / `postgresql://…`.
+pub async fn open_store(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+    if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::open(url).await.map_err(|e| anyhow::anyhow!("cannot open {url}: {e}"))?))
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(PostgresStore::open(url).await.map_err(|e| anyhow::anyhow!("cannot open the PostgreSQL database: {e}"))?))
+    } else {
+        anyhow::bail!("--database-url must start with sqlite: or postgres:// (got {url:?})")
+    }
+}
+
+pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
+    let store = open_store(&opts.database_url).await?;
+    let listener = tokio::net::TcpListener::bind(&opts.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;
+    let engine = Engine::new(store, Arc::new(SystemClock), opts.engine);
+    let background = engine.spawn_background();
+    tracing::info!(listen = %listener.local_addr()?, store = engine.backend(), "waymark server ready");
+    crate::api::serve(engine.clone(), listener, crate::api::termination()).await?;
+    for task in background {
+        task.abort();
+    }
+    tracing::info!("waymark server stopped");
+    Ok(())
+}
+
+/// Parses "250ms", "15s", "2m", "1h" (and a bare number of seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration like 250ms, 15s, 2m or 1h"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?}; use ms, s, m or h")),
+    };
+    if !secs.is_finite() || secs < 0.0 || secs > 10.0 * 365.0 * 86400.0 {
+        return Err(format!("{s:?} is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("15s").unwrap(), Duration::from_secs(15));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("1d").is_err());
+        assert!(parse_duration("").is_err());
+    }
+}
