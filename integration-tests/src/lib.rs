@@ -240,3 +240,20 @@ impl Drop for WorkerProcess {
         self.kill();
     }
 }
+
+/// Waits until a worker has registered `workflow_name` (starts are refused before that).
+pub async fn wait_for_registration(client: &waymark_sdk::Client, workflow_name: &str) {
+    wait_for(&format!("a worker to register {workflow_name:?}"), Duration::from_secs(60), || async {
+        // The client API learns it the way a service would: a start succeeds. The probe is a
+        // zero-step `counted` workflow, harmless to run.
+        match client
+            .start_json(workflow_name, serde_json::json!({"steps": 0}), waymark_sdk::StartOptions::id(format!("registration-probe-{workflow_name}")))
+            .await
+        {
+            Ok(_) => Some(()),
+            Err(e) if e.reason() == Some("WORKFLOW_NAME_UNKNOWN") => None,
+            Err(e) => panic!("unexpected error while waiting for registration: {e}"),
+        }
+    })
+    .await
+}

@@ -12,6 +12,7 @@ use waymark_sdk::{Client, StartOptions, WorkflowStatus};
 const PATIENCE: Duration = Duration::from_secs(180);
 
 async fn start_batch(client: &Client, prefix: &str, n: usize, steps: u32, step_ms: u64) -> Vec<String> {
+    waymark_integration_tests::wait_for_registration(client, "counted").await;
     let mut ids = Vec::new();
     for i in 0..n {
         let id = format!("{prefix}-{i}");
@@ -30,6 +31,16 @@ async fn recorded_steps(client: &Client, ids: &[String]) -> usize {
         n += client.steps(id).await.map(|s| s.len()).unwrap_or(0);
     }
     n
+}
+
+/// Waits until the workflows' steps have run `n` times in all (read from the side-effect log,
+/// which costs no server round trips, so the run is caught mid-way).
+async fn wait_for_effects(log: &std::path::Path, n: usize) {
+    wait_for(&format!("{n} step side effects"), PATIENCE, || {
+        let count = side_effects::read(log).len();
+        async move { (count >= n).then_some(()) }
+    })
+    .await
 }
 
 async fn all_succeeded(client: &Client, ids: &[String], steps: u32) {
@@ -70,12 +81,8 @@ async fn worker_killed_mid_run(backend: Backend) {
     let client = server.client().await;
     let log = db.dir.join("effects.log");
     let mut first = WorkerProcess::start(&server.addr, &log, 50, "first");
-    let ids = start_batch(&client, "kill-worker", 50, 10, 20).await;
-    wait_for("a third of the steps to be recorded", PATIENCE, || {
-        let (c, ids) = (client.clone(), ids.clone());
-        async move { (recorded_steps(&c, &ids).await >= 150).then_some(()) }
-    })
-    .await;
+    let ids = start_batch(&client, "kill-worker", 50, 10, 100).await;
+    wait_for_effects(&log, 150).await;
     first.kill();
     let before = recorded_steps(&client, &ids).await;
     assert!(before < 500, "the worker was killed mid-run ({before} of 500 steps recorded)");
@@ -93,11 +100,7 @@ async fn zombie_worker_is_fenced(backend: Backend) {
     let log = db.dir.join("effects.log");
     let zombie = WorkerProcess::start(&server.addr, &log, 20, "zombie");
     let ids = start_batch(&client, "zombie", 10, 12, 100).await;
-    wait_for("the first worker to record steps", PATIENCE, || {
-        let (c, ids) = (client.clone(), ids.clone());
-        async move { (recorded_steps(&c, &ids).await >= 20).then_some(()) }
-    })
-    .await;
+    wait_for_effects(&log, 20).await;
     signal(zombie.pid(), "STOP");
     let frozen_at: HashMap<String, usize> = {
         let mut m = HashMap::new();
@@ -140,12 +143,8 @@ async fn server_killed_mid_run(backend: Backend) {
     let client = server.client().await;
     let log = db.dir.join("effects.log");
     let _worker = WorkerProcess::start(&server.addr, &log, 50, "worker");
-    let ids = start_batch(&client, "kill-server", 50, 10, 20).await;
-    wait_for("a fifth of the steps to be recorded", PATIENCE, || {
-        let (c, ids) = (client.clone(), ids.clone());
-        async move { (recorded_steps(&c, &ids).await >= 100).then_some(()) }
-    })
-    .await;
+    let ids = start_batch(&client, "kill-server", 50, 10, 100).await;
+    wait_for_effects(&log, 100).await;
     server.kill();
     server.restart().await;
     let client = server.client().await;

@@ -33,6 +33,7 @@ pub struct ListRequest {
     pub page_token: String,
 }
 
+#[derive(Debug)]
 pub struct Page {
     pub workflows: Vec<WorkflowRecord>,
     pub next_page_token: String,
