@@ -2,6 +2,8 @@
 //! - `counted`: input `{"steps": K, "step_ms": M}`; runs K steps, each of which waits M ms and then
 //!   appends its side effect to the file `WAYMARK_SIDE_EFFECTS`; returns K.
 //! - `echo`: returns its input after one step.
+//! - `flaky`: input `{"fail_times": F, "max_attempts": A}`; one step that fails F times, retried
+//!   up to A attempts.
 //!
 //! Capacity from `WAYMARK_CAPACITY` (default 100); server from `WAYMARK_SERVER`.
 
@@ -9,7 +11,7 @@ use std::{path::PathBuf, time::Duration};
 
 use serde::Deserialize;
 use waymark_integration_tests::side_effects::{self, Effect};
-use waymark_sdk::{Worker, WorkflowContext, WorkflowError};
+use waymark_sdk::{RetryPolicy, Worker, WorkflowContext, WorkflowError};
 
 #[derive(Deserialize)]
 struct Counted {
@@ -52,6 +54,31 @@ async fn echo(ctx: WorkflowContext, input: serde_json::Value) -> Result<serde_js
     .await
 }
 
+#[derive(Deserialize)]
+struct Flaky {
+    fail_times: u32,
+    max_attempts: u32,
+}
+
+/// One step that fails its first `fail_times` attempts, retried up to `max_attempts`.
+async fn flaky(ctx: WorkflowContext, input: Flaky) -> Result<u32, WorkflowError> {
+    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let policy = RetryPolicy::attempts(input.max_attempts).with_backoff(Duration::from_millis(10), 2.0, Duration::from_millis(50));
+    ctx.step_with_retry("flaky", policy, move || {
+        let attempts = attempts.clone();
+        let fail_times = input.fail_times;
+        async move {
+            let n = attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            if n <= fail_times {
+                Err(format!("attempt {n} fails"))
+            } else {
+                Ok(n)
+            }
+        }
+    })
+    .await
+}
+
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -64,6 +91,7 @@ async fn main() {
         .max_concurrent_workflows(capacity)
         .workflow("counted", counted)
         .workflow("echo", echo)
+        .workflow("flaky", flaky)
         .build();
     eprintln!("test worker {} pid {}", worker.worker_id(), std::process::id());
     if let Err(e) = worker.run().await {
