@@ -14,10 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let fds = protox::compile(files, ["."])?;
     let out = PathBuf::from(env::var("OUT_DIR")?);
-    std::fs::write(
-        out.join("waymark_descriptor.bin"),
-        prost::Message::encode_to_vec(&fds),
-    )?;
+    std::fs::write(out.join("waymark_descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)

@@ -31,7 +31,10 @@ impl TestDatabase {
         let dir = std::env::temp_dir().join(format!("waymark-test-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
         match backend {
-            Backend::Sqlite => Some(TestDatabase { url: format!("sqlite:{}", dir.join("waymark.db").display()), dir }),
+            Backend::Sqlite => Some(TestDatabase {
+                url: format!("sqlite:{}", dir.join("waymark.db").display()),
+                dir,
+            }),
             Backend::Postgres => {
                 let base = match std::env::var("WAYMARK_TEST_POSTGRES_URL") {
                     Ok(u) => u,
@@ -46,10 +49,18 @@ impl TestDatabase {
                 };
                 let name = format!("wm_it_{}", uuid::Uuid::new_v4().simple());
                 use sqlx::Connection;
-                let mut conn = sqlx::PgConnection::connect(&base).await.expect("connect to test PostgreSQL");
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.expect("create database");
+                let mut conn = sqlx::PgConnection::connect(&base)
+                    .await
+                    .expect("connect to test PostgreSQL");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create database");
                 let (prefix, _) = base.rsplit_once('/').expect("postgres url has a database");
-                Some(TestDatabase { url: format!("{prefix}/{name}"), dir })
+                Some(TestDatabase {
+                    url: format!("{prefix}/{name}"),
+                    dir,
+                })
             }
         }
     }
@@ -71,14 +82,22 @@ pub fn waymark_bin() -> PathBuf {
         dir.pop();
     }
     let bin = dir.join("waymark");
-    assert!(bin.exists(), "{} not found: build it first with `cargo build -p waymark-server` (make test does)", bin.display());
+    assert!(
+        bin.exists(),
+        "{} not found: build it first with `cargo build -p waymark-server` (make test does)",
+        bin.display()
+    );
     bin
 }
 
 /// Sibling binary of this crate (the test worker, the bench worker).
 pub fn own_bin(name: &str) -> PathBuf {
     let bin = waymark_bin().with_file_name(name);
-    assert!(bin.exists(), "{} not found: build it with `cargo build -p waymark-integration-tests --bins`", bin.display());
+    assert!(
+        bin.exists(),
+        "{} not found: build it with `cargo build -p waymark-integration-tests --bins`",
+        bin.display()
+    );
     bin
 }
 
@@ -93,7 +112,10 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(start.elapsed() < deadline, "timed out after {deadline:?} waiting for: {what}");
+        assert!(
+            start.elapsed() < deadline,
+            "timed out after {deadline:?} waiting for: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
@@ -110,10 +132,21 @@ pub struct ServerProcess {
 
 /// Short leases and intervals so recovery happens within a test's patience.
 pub fn fast_recovery_args() -> Vec<String> {
-    ["--worker-lease", "1500ms", "--heartbeat-interval", "200ms", "--recovery-grace", "300ms", "--recovery-interval", "100ms", "--dispatch-poll-interval", "100ms"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    [
+        "--worker-lease",
+        "1500ms",
+        "--heartbeat-interval",
+        "200ms",
+        "--recovery-grace",
+        "300ms",
+        "--recovery-interval",
+        "100ms",
+        "--dispatch-poll-interval",
+        "100ms",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }
 
 impl ServerProcess {
@@ -133,10 +166,19 @@ impl ServerProcess {
 
     /// Starts (again) on the same port and database and waits until it answers.
     pub async fn restart(&mut self) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
         let child = Command::new(waymark_bin())
             .arg("server")
-            .args(["--listen", &format!("127.0.0.1:{}", self.port), "--database-url", &self.database_url])
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+                "--database-url",
+                &self.database_url,
+            ])
             .args(&self.extra)
             .env("WAYMARK_LOG", "info,waymark_server=debug")
             .stdout(Stdio::null())
@@ -146,16 +188,20 @@ impl ServerProcess {
         self.child = Some(child);
         let addr = self.addr.clone();
         let log = self.log.clone();
-        wait_for(&format!("server at {addr} to answer (log: {})", log.display()), Duration::from_secs(60), || {
-            let addr = addr.clone();
-            async move {
-                let c = waymark_sdk::Client::connect(&addr).await.ok()?;
-                match c.get("readiness-probe").await {
-                    Err(e) if e.reason() == Some("WORKFLOW_NOT_FOUND") => Some(()),
-                    _ => None,
+        wait_for(
+            &format!("server at {addr} to answer (log: {})", log.display()),
+            Duration::from_secs(60),
+            || {
+                let addr = addr.clone();
+                async move {
+                    let c = waymark_sdk::Client::connect(&addr).await.ok()?;
+                    match c.get("readiness-probe").await {
+                        Err(e) if e.reason() == Some("WORKFLOW_NOT_FOUND") => Some(()),
+                        _ => None,
+                    }
                 }
-            }
-        })
+            },
+        )
         .await;
     }
 
@@ -191,7 +237,12 @@ impl Drop for ServerProcess {
 
 /// Sends a signal by name (KILL, STOP, CONT, TERM) with the system's `kill`.
 pub fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().map(|s| s.success()).unwrap_or(false);
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
     assert!(ok, "kill -{sig} {pid} failed");
 }
 
@@ -206,7 +257,11 @@ impl WorkerProcess {
     /// `effects`.
     pub fn start(server: &str, effects: &Path, capacity: u32, name: &str) -> WorkerProcess {
         let log = effects.with_file_name(format!("worker-{name}.log"));
-        let err = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        let err = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
         let child = Command::new(own_bin("waymark-test-worker"))
             .env("WAYMARK_SERVER", server)
             .env("WAYMARK_SIDE_EFFECTS", effects)
@@ -216,7 +271,10 @@ impl WorkerProcess {
             .stderr(err)
             .spawn()
             .expect("spawn test worker");
-        WorkerProcess { child: Some(child), log }
+        WorkerProcess {
+            child: Some(child),
+            log,
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -243,17 +301,25 @@ impl Drop for WorkerProcess {
 
 /// Waits until a worker has registered `workflow_name` (starts are refused before that).
 pub async fn wait_for_registration(client: &waymark_sdk::Client, workflow_name: &str) {
-    wait_for(&format!("a worker to register {workflow_name:?}"), Duration::from_secs(60), || async {
-        // The client API learns it the way a service would: a start succeeds. The probe is a
-        // zero-step `counted` workflow, harmless to run.
-        match client
-            .start_json(workflow_name, serde_json::json!({"steps": 0}), waymark_sdk::StartOptions::id(format!("registration-probe-{workflow_name}")))
-            .await
-        {
-            Ok(_) => Some(()),
-            Err(e) if e.reason() == Some("WORKFLOW_NAME_UNKNOWN") => None,
-            Err(e) => panic!("unexpected error while waiting for registration: {e}"),
-        }
-    })
+    wait_for(
+        &format!("a worker to register {workflow_name:?}"),
+        Duration::from_secs(60),
+        || async {
+            // The client API learns it the way a service would: a start succeeds. The probe is a
+            // zero-step `counted` workflow, harmless to run.
+            match client
+                .start_json(
+                    workflow_name,
+                    serde_json::json!({"steps": 0}),
+                    waymark_sdk::StartOptions::id(format!("registration-probe-{workflow_name}")),
+                )
+                .await
+            {
+                Ok(_) => Some(()),
+                Err(e) if e.reason() == Some("WORKFLOW_NAME_UNKNOWN") => None,
+                Err(e) => panic!("unexpected error while waiting for registration: {e}"),
+            }
+        },
+    )
     .await
 }

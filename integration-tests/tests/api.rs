@@ -5,8 +5,8 @@
 use std::{process::Command, time::Duration};
 
 use waymark_integration_tests::{
-    fast_recovery_args, side_effects, wait_for, wait_for_registration, waymark_bin, Backend, ServerProcess, TestDatabase,
-    WorkerProcess,
+    fast_recovery_args, side_effects, wait_for, wait_for_registration, waymark_bin, Backend, ServerProcess,
+    TestDatabase, WorkerProcess,
 };
 use waymark_sdk::{Client, Error, ListOptions, StartOptions, WorkflowStatus};
 
@@ -27,7 +27,12 @@ async fn setup(backend: Backend, extra: &[&str]) -> Option<Setup> {
     let client = server.client().await;
     let worker = WorkerProcess::start(&server.addr, &db.dir.join("effects.log"), 20, "api");
     wait_for_registration(&client, "counted").await;
-    Some(Setup { server, client, db, _worker: worker })
+    Some(Setup {
+        server,
+        client,
+        db,
+        _worker: worker,
+    })
 }
 
 fn reason(e: &Error) -> &str {
@@ -43,45 +48,114 @@ fn assert_safe(e: &Error) {
 
 async fn starts_are_idempotent(backend: Backend) {
     let Some(s) = setup(backend, &[]).await else { return };
-    let first = s.client.start_json("echo", serde_json::json!({"a": 1}), StartOptions::id("order-1")).await.unwrap();
-    let again = s.client.start_json("echo", serde_json::json!({"a": 2}), StartOptions::id("order-1")).await.unwrap();
+    let first = s
+        .client
+        .start_json("echo", serde_json::json!({"a": 1}), StartOptions::id("order-1"))
+        .await
+        .unwrap();
+    let again = s
+        .client
+        .start_json("echo", serde_json::json!({"a": 2}), StartOptions::id("order-1"))
+        .await
+        .unwrap();
     assert!(first.created && !again.created);
-    assert_eq!(again.workflow.input, serde_json::json!({"a": 1}), "the second start returns the first workflow");
+    assert_eq!(
+        again.workflow.input,
+        serde_json::json!({"a": 1}),
+        "the second start returns the first workflow"
+    );
     let done = s.client.await_workflow("order-1", Some(PATIENCE)).await.unwrap();
-    assert_eq!((done.status, done.output), (WorkflowStatus::Success, Some(serde_json::json!({"a": 1}))));
-    let e = s.client.start_json("counted", serde_json::json!({"steps": 1}), StartOptions::id("order-1")).await.unwrap_err();
+    assert_eq!(
+        (done.status, done.output),
+        (WorkflowStatus::Success, Some(serde_json::json!({"a": 1})))
+    );
+    let e = s
+        .client
+        .start_json("counted", serde_json::json!({"steps": 1}), StartOptions::id("order-1"))
+        .await
+        .unwrap_err();
     assert_eq!(reason(&e), "WORKFLOW_ID_CONFLICT");
-    let listed = s.client.list(ListOptions { workflow_name: Some("echo".into()), ..Default::default() }).await.unwrap().0;
+    let listed = s
+        .client
+        .list(ListOptions {
+            workflow_name: Some("echo".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .0;
     assert_eq!(listed.len(), 1);
 }
 
 async fn bad_input_gets_stable_reasons(backend: Backend) {
-    let Some(s) = setup(backend, &["--max-payload-bytes", "1000"]).await else { return };
+    let Some(s) = setup(backend, &["--max-payload-bytes", "1000"]).await else {
+        return;
+    };
     let c = &s.client;
     let cases: Vec<(Result<(), Error>, tonic::Code, &str)> = vec![
-        (c.get("no-such-workflow").await.map(drop), tonic::Code::NotFound, "WORKFLOW_NOT_FOUND"),
-        (c.steps("no-such-workflow").await.map(drop), tonic::Code::NotFound, "WORKFLOW_NOT_FOUND"),
-        (c.cancel("no-such-workflow").await.map(drop), tonic::Code::NotFound, "WORKFLOW_NOT_FOUND"),
-        (c.resume("no-such-workflow").await.map(drop), tonic::Code::NotFound, "WORKFLOW_NOT_FOUND"),
-        (c.get("").await.map(drop), tonic::Code::InvalidArgument, "INVALID_ARGUMENT"),
         (
-            c.start_json("echo", serde_json::json!(1), StartOptions::id("x".repeat(257))).await.map(drop),
+            c.get("no-such-workflow").await.map(drop),
+            tonic::Code::NotFound,
+            "WORKFLOW_NOT_FOUND",
+        ),
+        (
+            c.steps("no-such-workflow").await.map(drop),
+            tonic::Code::NotFound,
+            "WORKFLOW_NOT_FOUND",
+        ),
+        (
+            c.cancel("no-such-workflow").await.map(drop),
+            tonic::Code::NotFound,
+            "WORKFLOW_NOT_FOUND",
+        ),
+        (
+            c.resume("no-such-workflow").await.map(drop),
+            tonic::Code::NotFound,
+            "WORKFLOW_NOT_FOUND",
+        ),
+        (
+            c.get("").await.map(drop),
             tonic::Code::InvalidArgument,
             "INVALID_ARGUMENT",
         ),
         (
-            c.start_json("no-such-name", serde_json::json!(1), StartOptions::default()).await.map(drop),
+            c.start_json("echo", serde_json::json!(1), StartOptions::id("x".repeat(257)))
+                .await
+                .map(drop),
+            tonic::Code::InvalidArgument,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            c.start_json("no-such-name", serde_json::json!(1), StartOptions::default())
+                .await
+                .map(drop),
             tonic::Code::NotFound,
             "WORKFLOW_NAME_UNKNOWN",
         ),
         (
-            c.start_json("echo", serde_json::json!("y".repeat(2000)), StartOptions::default()).await.map(drop),
+            c.start_json("echo", serde_json::json!("y".repeat(2000)), StartOptions::default())
+                .await
+                .map(drop),
             tonic::Code::ResourceExhausted,
             "PAYLOAD_TOO_LARGE",
         ),
-        (c.list(ListOptions { page_size: -1, ..Default::default() }).await.map(drop), tonic::Code::InvalidArgument, "INVALID_ARGUMENT"),
         (
-            c.list(ListOptions { page_token: Some("garbage!".into()), ..Default::default() }).await.map(drop),
+            c.list(ListOptions {
+                page_size: -1,
+                ..Default::default()
+            })
+            .await
+            .map(drop),
+            tonic::Code::InvalidArgument,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            c.list(ListOptions {
+                page_token: Some("garbage!".into()),
+                ..Default::default()
+            })
+            .await
+            .map(drop),
             tonic::Code::InvalidArgument,
             "INVALID_PAGE_TOKEN",
         ),
@@ -89,7 +163,11 @@ async fn bad_input_gets_stable_reasons(backend: Backend) {
     for (i, (result, code, want)) in cases.into_iter().enumerate() {
         let e = result.expect_err(&format!("case {i} must fail"));
         match &e {
-            Error::Rpc { code: got, reason, message } => {
+            Error::Rpc {
+                code: got,
+                reason,
+                message,
+            } => {
                 assert_eq!((*got, reason.as_str()), (code, want), "case {i}: {message}");
                 assert!(!message.is_empty());
             }
@@ -99,7 +177,11 @@ async fn bad_input_gets_stable_reasons(backend: Backend) {
     }
     // A non-finite number cannot be JSON.
     let mut raw = waymark_sdk::proto::workflow_service_client::WorkflowServiceClient::new(
-        tonic::transport::Channel::from_shared(s.server.addr.clone()).unwrap().connect().await.unwrap(),
+        tonic::transport::Channel::from_shared(s.server.addr.clone())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap(),
     );
     let nan = waymark_sdk::proto::Payload {
         content: Some(waymark_sdk::proto::payload::Content::Json(prost_types::Value {
@@ -108,25 +190,60 @@ async fn bad_input_gets_stable_reasons(backend: Backend) {
         encoding: String::new(),
     };
     let e = raw
-        .start_workflow(waymark_sdk::proto::StartWorkflowRequest { workflow_name: "echo".into(), input: Some(nan), ..Default::default() })
+        .start_workflow(waymark_sdk::proto::StartWorkflowRequest {
+            workflow_name: "echo".into(),
+            input: Some(nan),
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     // The server is still fine.
-    assert!(s.client.start_json("echo", serde_json::json!(1), StartOptions::default()).await.is_ok());
+    assert!(s
+        .client
+        .start_json("echo", serde_json::json!(1), StartOptions::default())
+        .await
+        .is_ok());
 }
 
 async fn await_honours_the_deadline(backend: Backend) {
     let Some(s) = setup(backend, &[]).await else { return };
-    s.client.start_json("counted", serde_json::json!({"steps": 1, "step_ms": 60000}), StartOptions::id("slow")).await.unwrap();
-    let e = s.client.await_workflow("slow", Some(Duration::from_millis(300))).await.unwrap_err();
-    assert!(matches!(e, Error::Rpc { code: tonic::Code::DeadlineExceeded, .. }), "{e:?}");
+    s.client
+        .start_json(
+            "counted",
+            serde_json::json!({"steps": 1, "step_ms": 60000}),
+            StartOptions::id("slow"),
+        )
+        .await
+        .unwrap();
+    let e = s
+        .client
+        .await_workflow("slow", Some(Duration::from_millis(300)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Rpc {
+                code: tonic::Code::DeadlineExceeded,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 async fn cancel_stops_at_the_next_step_and_resume_finishes(backend: Backend) {
     let Some(s) = setup(backend, &[]).await else { return };
     let log = s.db.dir.join("effects.log");
-    s.client.start_json("counted", serde_json::json!({"steps": 40, "step_ms": 50}), StartOptions::id("long")).await.unwrap();
+    s.client
+        .start_json(
+            "counted",
+            serde_json::json!({"steps": 40, "step_ms": 50}),
+            StartOptions::id("long"),
+        )
+        .await
+        .unwrap();
     wait_for("two steps to run", PATIENCE, || {
         let n = side_effects::read(&log).len();
         async move { (n >= 2).then_some(()) }
@@ -140,20 +257,40 @@ async fn cancel_stops_at_the_next_step_and_resume_finishes(backend: Backend) {
     let w = s.client.await_workflow("long", Some(PATIENCE)).await.unwrap();
     assert_eq!(w.status, WorkflowStatus::Cancelled);
     let after = s.client.steps("long").await.unwrap().len();
-    assert!(after <= at_cancel, "no step recorded after cancel ({at_cancel} → {after})");
+    assert!(
+        after <= at_cancel,
+        "no step recorded after cancel ({at_cancel} → {after})"
+    );
     assert!(after < 40);
     let resumed = s.client.resume("long").await.unwrap();
     assert_eq!(resumed.status, WorkflowStatus::Enqueued);
     let done = s.client.await_workflow("long", Some(PATIENCE)).await.unwrap();
-    assert_eq!((done.status, done.output), (WorkflowStatus::Success, Some(serde_json::json!(40))));
+    assert_eq!(
+        (done.status, done.output),
+        (WorkflowStatus::Success, Some(serde_json::json!(40)))
+    );
     let e = s.client.resume("long").await.unwrap_err();
     assert_eq!(reason(&e), "WORKFLOW_NOT_RESUMABLE");
 }
 
 async fn step_retries_follow_the_policy(backend: Backend) {
     let Some(s) = setup(backend, &[]).await else { return };
-    s.client.start_json("flaky", serde_json::json!({"fail_times": 2, "max_attempts": 3}), StartOptions::id("flaky-ok")).await.unwrap();
-    s.client.start_json("flaky", serde_json::json!({"fail_times": 5, "max_attempts": 3}), StartOptions::id("flaky-bad")).await.unwrap();
+    s.client
+        .start_json(
+            "flaky",
+            serde_json::json!({"fail_times": 2, "max_attempts": 3}),
+            StartOptions::id("flaky-ok"),
+        )
+        .await
+        .unwrap();
+    s.client
+        .start_json(
+            "flaky",
+            serde_json::json!({"fail_times": 5, "max_attempts": 3}),
+            StartOptions::id("flaky-bad"),
+        )
+        .await
+        .unwrap();
     let ok = s.client.await_workflow("flaky-ok", Some(PATIENCE)).await.unwrap();
     assert_eq!(ok.status, WorkflowStatus::Success);
     assert_eq!(s.client.steps("flaky-ok").await.unwrap()[0].attempts, 3);
@@ -180,14 +317,27 @@ on_both_stores!(
 );
 
 fn cli(server: &ServerProcess, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(waymark_bin()).args(args).env("WAYMARK_SERVER", &server.addr).output().expect("run waymark");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(waymark_bin())
+        .args(args)
+        .env("WAYMARK_SERVER", &server.addr)
+        .output()
+        .expect("run waymark");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_drives_workflows() {
-    let Some(s) = setup(Backend::Sqlite, &[]).await else { return };
-    let (code, out, err) = cli(&s.server, &["workflow", "start", "echo", "--input", r#"{"hello":"world"}"#]);
+    let Some(s) = setup(Backend::Sqlite, &[]).await else {
+        return;
+    };
+    let (code, out, err) = cli(
+        &s.server,
+        &["workflow", "start", "echo", "--input", r#"{"hello":"world"}"#],
+    );
     assert_eq!(code, 0, "{err}");
     let id = out.trim().to_string();
     assert_eq!(out.lines().count(), 1, "start prints only the id: {out:?}");
@@ -199,7 +349,10 @@ async fn cli_drives_workflows() {
     assert_eq!(v["status"], "SUCCESS");
     let (code, out, _) = cli(&s.server, &["workflow", "steps", &id]);
     assert!(code == 0 && out.contains("echo"), "{out}");
-    let (code, out, _) = cli(&s.server, &["workflow", "list", "--status", "success", "--name", "echo"]);
+    let (code, out, _) = cli(
+        &s.server,
+        &["workflow", "list", "--status", "success", "--name", "echo"],
+    );
     assert!(code == 0 && out.contains(&id), "{out}");
     let (code, _, err) = cli(&s.server, &["workflow", "get", "nope"]);
     assert_eq!(code, 1);
@@ -212,23 +365,50 @@ async fn cli_drives_workflows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_reflection_are_on_and_sigterm_drains() {
-    let Some(db) = TestDatabase::new(Backend::Sqlite).await else { return };
+    let Some(db) = TestDatabase::new(Backend::Sqlite).await else {
+        return;
+    };
     let mut server = ServerProcess::start(&db, &[]).await;
-    let channel = tonic::transport::Channel::from_shared(server.addr.clone()).unwrap().connect().await.unwrap();
+    let channel = tonic::transport::Channel::from_shared(server.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
-    let status = health.check(tonic_health::pb::HealthCheckRequest { service: String::new() }).await.unwrap().into_inner();
-    assert_eq!(status.status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+    let status = health
+        .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        status.status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
 
-    use tonic_reflection::pb::v1::{server_reflection_client::ServerReflectionClient, server_reflection_request::MessageRequest, server_reflection_response::MessageResponse, ServerReflectionRequest};
+    use tonic_reflection::pb::v1::{
+        server_reflection_client::ServerReflectionClient, server_reflection_request::MessageRequest,
+        server_reflection_response::MessageResponse, ServerReflectionRequest,
+    };
     let mut reflection = ServerReflectionClient::new(channel);
-    let req = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
-    let mut resp = reflection.server_reflection_info(tokio_stream::iter(vec![req])).await.unwrap().into_inner();
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut resp = reflection
+        .server_reflection_info(tokio_stream::iter(vec![req]))
+        .await
+        .unwrap()
+        .into_inner();
     let listed = resp.message().await.unwrap().unwrap();
     let names: Vec<String> = match listed.message_response {
         Some(MessageResponse::ListServicesResponse(l)) => l.service.into_iter().map(|s| s.name).collect(),
         other => panic!("unexpected {other:?}"),
     };
-    for want in ["waymark.v1.WorkflowService", "waymark.v1.WorkerService", "grpc.health.v1.Health"] {
+    for want in [
+        "waymark.v1.WorkflowService",
+        "waymark.v1.WorkerService",
+        "grpc.health.v1.Health",
+    ] {
         assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
     }
     assert_eq!(server.terminate(), Some(0), "SIGTERM ends the server cleanly");

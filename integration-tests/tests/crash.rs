@@ -17,7 +17,11 @@ async fn start_batch(client: &Client, prefix: &str, n: usize, steps: u32, step_m
     for i in 0..n {
         let id = format!("{prefix}-{i}");
         client
-            .start_json("counted", serde_json::json!({"steps": steps, "step_ms": step_ms}), StartOptions::id(&id))
+            .start_json(
+                "counted",
+                serde_json::json!({"steps": steps, "step_ms": step_ms}),
+                StartOptions::id(&id),
+            )
             .await
             .expect("start");
         ids.push(id);
@@ -55,7 +59,13 @@ async fn all_succeeded(client: &Client, ids: &[String], steps: u32) {
 /// recorded. Extra runs are allowed only under older epochs (a worker that died between doing the
 /// step and recording it), at most one per workflow (the step in flight when it died), unless the
 /// test lets more through (`max_lost_per_workflow`).
-async fn check_exactly_once(client: &Client, ids: &[String], steps: u32, log: &std::path::Path, max_lost_per_workflow: usize) {
+async fn check_exactly_once(
+    client: &Client,
+    ids: &[String],
+    steps: u32,
+    log: &std::path::Path,
+    max_lost_per_workflow: usize,
+) {
     let effects = side_effects::read(log);
     let by_step = side_effects::by_step(&effects);
     let mut lost: HashMap<String, usize> = HashMap::new();
@@ -65,18 +75,31 @@ async fn check_exactly_once(client: &Client, ids: &[String], steps: u32, log: &s
         for s in &recorded {
             let runs = by_step.get(&(id.clone(), s.step_id)).cloned().unwrap_or_default();
             let under_recording_epoch = runs.iter().filter(|e| e.epoch == s.epoch).count();
-            assert_eq!(under_recording_epoch, 1, "{id} step {} ran {under_recording_epoch} times under its recording epoch {}: {runs:?}", s.step_id, s.epoch);
-            assert!(runs.iter().all(|e| e.epoch <= s.epoch), "{id} step {} ran again after it was recorded: {runs:?}", s.step_id);
+            assert_eq!(
+                under_recording_epoch, 1,
+                "{id} step {} ran {under_recording_epoch} times under its recording epoch {}: {runs:?}",
+                s.step_id, s.epoch
+            );
+            assert!(
+                runs.iter().all(|e| e.epoch <= s.epoch),
+                "{id} step {} ran again after it was recorded: {runs:?}",
+                s.step_id
+            );
             *lost.entry(id.clone()).or_default() += runs.len() - 1;
         }
     }
     for (id, n) in lost {
-        assert!(n <= max_lost_per_workflow, "{id}: {n} unrecorded step runs (expected at most {max_lost_per_workflow})");
+        assert!(
+            n <= max_lost_per_workflow,
+            "{id}: {n} unrecorded step runs (expected at most {max_lost_per_workflow})"
+        );
     }
 }
 
 async fn worker_killed_mid_run(backend: Backend) {
-    let Some(db) = TestDatabase::new(backend).await else { return };
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
     let server = ServerProcess::start(&db, &fast_recovery_args()).await;
     let client = server.client().await;
     let log = db.dir.join("effects.log");
@@ -85,16 +108,24 @@ async fn worker_killed_mid_run(backend: Backend) {
     wait_for_effects(&log, 150).await;
     first.kill();
     let before = recorded_steps(&client, &ids).await;
-    assert!(before < 500, "the worker was killed mid-run ({before} of 500 steps recorded)");
+    assert!(
+        before < 500,
+        "the worker was killed mid-run ({before} of 500 steps recorded)"
+    );
     let _second = WorkerProcess::start(&server.addr, &log, 50, "second");
     all_succeeded(&client, &ids, 10).await;
     check_exactly_once(&client, &ids, 10, &log, 1).await;
     let recovered = client.get(&ids[0]).await.unwrap();
-    assert!(recovered.recovery_attempts >= 1, "workflows were recovered: {recovered:?}");
+    assert!(
+        recovered.recovery_attempts >= 1,
+        "workflows were recovered: {recovered:?}"
+    );
 }
 
 async fn zombie_worker_is_fenced(backend: Backend) {
-    let Some(db) = TestDatabase::new(backend).await else { return };
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
     let server = ServerProcess::start(&db, &fast_recovery_args()).await;
     let client = server.client().await;
     let log = db.dir.join("effects.log");
@@ -114,7 +145,16 @@ async fn zombie_worker_is_fenced(backend: Backend) {
     let snapshot: HashMap<String, Vec<(u32, u64)>> = {
         let mut m = HashMap::new();
         for id in &ids {
-            m.insert(id.clone(), client.steps(id).await.unwrap().iter().map(|s| (s.step_id, s.epoch)).collect());
+            m.insert(
+                id.clone(),
+                client
+                    .steps(id)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|s| (s.step_id, s.epoch))
+                    .collect(),
+            );
         }
         m
     };
@@ -126,19 +166,33 @@ async fn zombie_worker_is_fenced(backend: Backend) {
     })
     .await;
     for id in &ids {
-        let steps: Vec<(u32, u64)> = client.steps(id).await.unwrap().iter().map(|s| (s.step_id, s.epoch)).collect();
-        assert_eq!(&steps, &snapshot[id], "{id}: nothing recorded after the successor took over");
+        let steps: Vec<(u32, u64)> = client
+            .steps(id)
+            .await
+            .unwrap()
+            .iter()
+            .map(|s| (s.step_id, s.epoch))
+            .collect();
+        assert_eq!(
+            &steps, &snapshot[id],
+            "{id}: nothing recorded after the successor took over"
+        );
         let zombie_epoch = steps.first().map(|s| s.1).unwrap();
         // Steps after the freeze point were all recorded by a later dispatch.
         for (step_id, epoch) in &steps[frozen_at[id].min(steps.len())..] {
-            assert!(*epoch > zombie_epoch || frozen_at[id] == 0, "{id} step {step_id} recorded by epoch {epoch}");
+            assert!(
+                *epoch > zombie_epoch || frozen_at[id] == 0,
+                "{id} step {step_id} recorded by epoch {epoch}"
+            );
         }
     }
     check_exactly_once(&client, &ids, 12, &log, 2).await;
 }
 
 async fn server_killed_mid_run(backend: Backend) {
-    let Some(db) = TestDatabase::new(backend).await else { return };
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
     let mut server = ServerProcess::start(&db, &fast_recovery_args()).await;
     let client = server.client().await;
     let log = db.dir.join("effects.log");

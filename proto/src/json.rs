@@ -46,10 +46,9 @@ impl std::fmt::Display for PayloadError {
             PayloadError::UnsupportedEncoding(e) => {
                 write!(f, "payload encoding {e:?} is not supported; use JSON")
             }
-            PayloadError::NonFiniteNumber => write!(
-                f,
-                "payload holds a number JSON cannot represent (NaN or infinity)"
-            ),
+            PayloadError::NonFiniteNumber => {
+                write!(f, "payload holds a number JSON cannot represent (NaN or infinity)")
+            }
         }
     }
 }
@@ -80,9 +79,7 @@ pub fn from_value(value: &Value) -> Result<Json, PayloadError> {
         Some(Kind::BoolValue(b)) => Json::Bool(*b),
         Some(Kind::NumberValue(n)) => number(*n)?,
         Some(Kind::StringValue(s)) => Json::String(s.clone()),
-        Some(Kind::ListValue(l)) => {
-            Json::Array(l.values.iter().map(from_value).collect::<Result<_, _>>()?)
-        }
+        Some(Kind::ListValue(l)) => Json::Array(l.values.iter().map(from_value).collect::<Result<_, _>>()?),
         Some(Kind::StructValue(s)) => {
             let mut map = Map::new();
             for (k, v) in &s.fields {

@@ -11,5 +11,4 @@ pub mod v1 {
 pub mod json;
 
 /// Encoded `FileDescriptorSet` of the contract, for gRPC server reflection.
-pub const FILE_DESCRIPTOR_SET: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/waymark_descriptor.bin"));
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/waymark_descriptor.bin"));

@@ -47,7 +47,11 @@ async fn quickstart(ctx: WorkflowContext, name: String) -> Result<String, Workfl
 #[tokio::main]
 async fn main() -> Result<(), waymark_sdk::Error> {
     tracing_subscriber::fmt().with_env_filter("info").init();
-    let worker = Worker::builder().app_name("quickstart").app_version("1").workflow("quickstart", quickstart).build();
+    let worker = Worker::builder()
+        .app_name("quickstart")
+        .app_version("1")
+        .workflow("quickstart", quickstart)
+        .build();
     tracing::info!(server = %waymark_sdk::default_server(), worker_id = worker.worker_id(), "quickstart worker starting");
     worker.run().await
 }

@@ -21,7 +21,10 @@ pub struct StartOptions {
 
 impl StartOptions {
     pub fn id(id: impl Into<String>) -> Self {
-        StartOptions { workflow_id: Some(id.into()), ..Default::default() }
+        StartOptions {
+            workflow_id: Some(id.into()),
+            ..Default::default()
+        }
     }
 }
 
@@ -39,7 +42,10 @@ pub struct ListOptions {
 }
 
 fn ts(ms: i64) -> prost_types::Timestamp {
-    prost_types::Timestamp { seconds: ms.div_euclid(1000), nanos: (ms.rem_euclid(1000) * 1_000_000) as i32 }
+    prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
+    }
 }
 
 #[derive(Clone)]
@@ -51,7 +57,9 @@ impl Client {
     /// Connects to the server at `addr` (`http://host:port` or `host:port`).
     pub async fn connect(addr: &str) -> Result<Client, Error> {
         let channel = crate::channel(addr).await?;
-        Ok(Client { rpc: WorkflowServiceClient::new(channel).max_decoding_message_size(64 * 1024 * 1024) })
+        Ok(Client {
+            rpc: WorkflowServiceClient::new(channel).max_decoding_message_size(64 * 1024 * 1024),
+        })
     }
 
     /// Connects to `WAYMARK_SERVER`, else `http://127.0.0.1:7450`.
@@ -60,12 +68,23 @@ impl Client {
     }
 
     /// Starts a workflow with a typed input.
-    pub async fn start<I: Serialize>(&self, workflow_name: &str, input: &I, options: StartOptions) -> Result<Started, Error> {
-        self.start_json(workflow_name, serde_json::to_value(input)?, options).await
+    pub async fn start<I: Serialize>(
+        &self,
+        workflow_name: &str,
+        input: &I,
+        options: StartOptions,
+    ) -> Result<Started, Error> {
+        self.start_json(workflow_name, serde_json::to_value(input)?, options)
+            .await
     }
 
     /// Starts a workflow with a JSON input.
-    pub async fn start_json(&self, workflow_name: &str, input: serde_json::Value, options: StartOptions) -> Result<Started, Error> {
+    pub async fn start_json(
+        &self,
+        workflow_name: &str,
+        input: serde_json::Value,
+        options: StartOptions,
+    ) -> Result<Started, Error> {
         let r = self
             .rpc
             .clone()
@@ -78,18 +97,29 @@ impl Client {
             })
             .await?
             .into_inner();
-        Ok(Started { workflow: workflow(r.workflow)?, created: r.created })
+        Ok(Started {
+            workflow: workflow(r.workflow)?,
+            created: r.created,
+        })
     }
 
     pub async fn get(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
-        let r = self.rpc.clone().get_workflow(v1::GetWorkflowRequest { workflow_id: workflow_id.into() }).await?;
+        let r = self
+            .rpc
+            .clone()
+            .get_workflow(v1::GetWorkflowRequest {
+                workflow_id: workflow_id.into(),
+            })
+            .await?;
         workflow(r.into_inner().workflow)
     }
 
     /// Waits until the workflow is terminal. With a timeout, gives up after it with a
     /// `DEADLINE_EXCEEDED` error.
     pub async fn await_workflow(&self, workflow_id: &str, timeout: Option<Duration>) -> Result<WorkflowInfo, Error> {
-        let mut req = tonic::Request::new(v1::AwaitWorkflowRequest { workflow_id: workflow_id.into() });
+        let mut req = tonic::Request::new(v1::AwaitWorkflowRequest {
+            workflow_id: workflow_id.into(),
+        });
         if let Some(t) = timeout {
             req.set_timeout(t);
         }
@@ -118,21 +148,40 @@ impl Client {
     }
 
     pub async fn steps(&self, workflow_id: &str) -> Result<Vec<StepInfo>, Error> {
-        let r = self.rpc.clone().list_steps(v1::ListStepsRequest { workflow_id: workflow_id.into() }).await?;
+        let r = self
+            .rpc
+            .clone()
+            .list_steps(v1::ListStepsRequest {
+                workflow_id: workflow_id.into(),
+            })
+            .await?;
         Ok(r.into_inner().steps.into_iter().map(StepInfo::from).collect())
     }
 
     pub async fn cancel(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
-        let r = self.rpc.clone().cancel_workflow(v1::CancelWorkflowRequest { workflow_id: workflow_id.into() }).await?;
+        let r = self
+            .rpc
+            .clone()
+            .cancel_workflow(v1::CancelWorkflowRequest {
+                workflow_id: workflow_id.into(),
+            })
+            .await?;
         workflow(r.into_inner().workflow)
     }
 
     pub async fn resume(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
-        let r = self.rpc.clone().resume_workflow(v1::ResumeWorkflowRequest { workflow_id: workflow_id.into() }).await?;
+        let r = self
+            .rpc
+            .clone()
+            .resume_workflow(v1::ResumeWorkflowRequest {
+                workflow_id: workflow_id.into(),
+            })
+            .await?;
         workflow(r.into_inner().workflow)
     }
 }
 
 fn workflow(w: Option<v1::Workflow>) -> Result<WorkflowInfo, Error> {
-    w.map(WorkflowInfo::from).ok_or_else(|| Error::Serialization("the server's answer carried no workflow".into()))
+    w.map(WorkflowInfo::from)
+        .ok_or_else(|| Error::Serialization("the server's answer carried no workflow".into()))
 }

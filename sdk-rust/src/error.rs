@@ -9,7 +9,11 @@ pub enum Error {
     /// The server refused the request. `reason` is the stable ErrorInfo reason
     /// (e.g. `WORKFLOW_NOT_FOUND`); `message` is safe to show.
     #[error("{message} ({reason})")]
-    Rpc { code: tonic::Code, reason: String, message: String },
+    Rpc {
+        code: tonic::Code,
+        reason: String,
+        message: String,
+    },
     /// The server could not be reached.
     #[error("{0}")]
     Transport(String),
@@ -37,7 +41,11 @@ impl From<tonic::Status> for Error {
         if s.code() == tonic::Code::Unavailable && reason == "UNAVAILABLE" {
             return Error::Transport(format!("the Waymark server is unavailable: {}", s.message()));
         }
-        Error::Rpc { code: s.code(), reason, message: s.message().to_string() }
+        Error::Rpc {
+            code: s.code(),
+            reason,
+            message: s.message().to_string(),
+        }
     }
 }
 
@@ -77,13 +85,19 @@ pub enum WorkflowError {
 impl WorkflowError {
     /// A failure of the workflow's own, with a kind a program can match.
     pub fn failed(kind: impl Into<String>, message: impl Into<String>) -> Self {
-        WorkflowError::Failed { kind: kind.into(), message: message.into() }
+        WorkflowError::Failed {
+            kind: kind.into(),
+            message: message.into(),
+        }
     }
 
     /// True for the errors that end this run without failing the workflow: someone else is
     /// (or will be) responsible for it.
     pub fn is_interruption(&self) -> bool {
-        matches!(self, WorkflowError::Cancelled | WorkflowError::Fenced(_) | WorkflowError::Disconnected)
+        matches!(
+            self,
+            WorkflowError::Cancelled | WorkflowError::Fenced(_) | WorkflowError::Disconnected
+        )
     }
 
     pub(crate) fn kind(&self) -> String {

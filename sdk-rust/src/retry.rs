@@ -17,14 +17,22 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { max_attempts: 1, initial_interval: Duration::from_millis(100), backoff: 2.0, max_interval: Duration::from_secs(30) }
+        RetryPolicy {
+            max_attempts: 1,
+            initial_interval: Duration::from_millis(100),
+            backoff: 2.0,
+            max_interval: Duration::from_secs(30),
+        }
     }
 }
 
 impl RetryPolicy {
     /// `max_attempts` attempts with the default backoff (100 ms, doubling, at most 30 s).
     pub fn attempts(max_attempts: u32) -> Self {
-        RetryPolicy { max_attempts: max_attempts.max(1), ..Default::default() }
+        RetryPolicy {
+            max_attempts: max_attempts.max(1),
+            ..Default::default()
+        }
     }
     pub fn with_backoff(mut self, initial: Duration, factor: f64, max: Duration) -> Self {
         self.initial_interval = initial;

@@ -21,7 +21,10 @@ pub enum WorkflowStatus {
 
 impl WorkflowStatus {
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Success | Self::Error | Self::Cancelled | Self::MaxRecoveryAttemptsExceeded)
+        matches!(
+            self,
+            Self::Success | Self::Error | Self::Cancelled | Self::MaxRecoveryAttemptsExceeded
+        )
     }
     pub fn as_str(self) -> &'static str {
         match self {
@@ -108,7 +111,11 @@ impl WorkflowInfo {
     pub fn output_as<T: DeserializeOwned>(&self) -> Result<T, Error> {
         match &self.output {
             Some(v) => Ok(serde_json::from_value(v.clone())?),
-            None => Err(Error::Serialization(format!("workflow {} has no output; it is {}", self.workflow_id, self.status.as_str()))),
+            None => Err(Error::Serialization(format!(
+                "workflow {} has no output; it is {}",
+                self.workflow_id,
+                self.status.as_str()
+            ))),
         }
     }
 }
@@ -142,7 +149,10 @@ fn value(p: Option<&v1::Payload>) -> Value {
 }
 
 fn failure(f: Option<&v1::Failure>) -> Option<Failure> {
-    f.map(|f| Failure { kind: f.kind.clone(), message: f.message.clone() })
+    f.map(|f| Failure {
+        kind: f.kind.clone(),
+        message: f.message.clone(),
+    })
 }
 
 impl From<v1::Workflow> for WorkflowInfo {

@@ -6,7 +6,9 @@ use waymark_server::cli::{run_client, Cli, Command};
 
 fn init_logging(json: bool) {
     let filter = EnvFilter::try_from_env("WAYMARK_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if json {
         builder.json().init();
     } else {

@@ -19,9 +19,15 @@ pub struct ServerOptions {
 /// Opens the store a URL names: `sqlite:<path>` or `postgres://…` / `postgresql://…`.
 pub async fn open_store(url: &str) -> anyhow::Result<Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
-        Ok(Arc::new(SqliteStore::open(url).await.map_err(|e| anyhow::anyhow!("cannot open {url}: {e}"))?))
+        Ok(Arc::new(
+            SqliteStore::open(url)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot open {url}: {e}"))?,
+        ))
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(PostgresStore::open(url).await.map_err(|e| anyhow::anyhow!("cannot open the PostgreSQL database: {e}"))?))
+        Ok(Arc::new(PostgresStore::open(url).await.map_err(|e| {
+            anyhow::anyhow!("cannot open the PostgreSQL database: {e}")
+        })?))
     } else {
         anyhow::bail!("--database-url must start with sqlite: or postgres:// (got {url:?})")
     }
@@ -48,7 +54,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration like 250ms, 15s, 2m or 1h"))?;
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 250ms, 15s, 2m or 1h"))?;
     let secs = match unit {
         "ms" => n / 1000.0,
         "" | "s" => n,
@@ -56,7 +64,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => n * 3600.0,
         _ => return Err(format!("{s:?}: unknown unit {unit:?}; use ms, s, m or h")),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 10.0 * 365.0 * 86400.0 {
+    if !secs.is_finite() || !(0.0..=10.0 * 365.0 * 86400.0).contains(&secs) {
         return Err(format!("{s:?} is out of range"));
     }
     Ok(Duration::from_secs_f64(secs))

@@ -32,14 +32,25 @@ async fn counted(ctx: WorkflowContext, input: Counted) -> Result<u32, WorkflowEr
                     if ms > 0 {
                         tokio::time::sleep(Duration::from_millis(ms)).await;
                     }
-                    side_effects::append(&log, &Effect { workflow_id, step_id: i, epoch, pid: std::process::id() })
-                        .map_err(|e| e.to_string())?;
+                    side_effects::append(
+                        &log,
+                        &Effect {
+                            workflow_id,
+                            step_id: i,
+                            epoch,
+                            pid: std::process::id(),
+                        },
+                    )
+                    .map_err(|e| e.to_string())?;
                     Ok::<_, String>(i)
                 }
             })
             .await?;
         if got != i {
-            return Err(WorkflowError::failed("WrongReplay", format!("step {i} replayed as {got}")));
+            return Err(WorkflowError::failed(
+                "WrongReplay",
+                format!("step {i} replayed as {got}"),
+            ));
         }
     }
     Ok(input.steps)
@@ -63,7 +74,11 @@ struct Flaky {
 /// One step that fails its first `fail_times` attempts, retried up to `max_attempts`.
 async fn flaky(ctx: WorkflowContext, input: Flaky) -> Result<u32, WorkflowError> {
     let attempts = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let policy = RetryPolicy::attempts(input.max_attempts).with_backoff(Duration::from_millis(10), 2.0, Duration::from_millis(50));
+    let policy = RetryPolicy::attempts(input.max_attempts).with_backoff(
+        Duration::from_millis(10),
+        2.0,
+        Duration::from_millis(50),
+    );
     ctx.step_with_retry("flaky", policy, move || {
         let attempts = attempts.clone();
         let fail_times = input.fail_times;
@@ -85,7 +100,10 @@ async fn main() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let capacity = std::env::var("WAYMARK_CAPACITY").ok().and_then(|c| c.parse().ok()).unwrap_or(100);
+    let capacity = std::env::var("WAYMARK_CAPACITY")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(100);
     let worker = Worker::builder()
         .app_version("test-1")
         .max_concurrent_workflows(capacity)

@@ -71,7 +71,11 @@ impl WorkflowContext {
     /// Runs `f` once as a step named `name` and checkpoints its result before returning it. On
     /// replay the recorded result is returned and `f` is not called. An error from `f` fails
     /// the step (it is not retried; see [`step_with_retry`](Self::step_with_retry)).
-    pub fn step<T, E, F, Fut>(&self, name: &str, f: F) -> impl Future<Output = Result<T, WorkflowError>> + Send + 'static
+    pub fn step<T, E, F, Fut>(
+        &self,
+        name: &str,
+        f: F,
+    ) -> impl Future<Output = Result<T, WorkflowError>> + Send + 'static
     where
         T: Serialize + DeserializeOwned + Send + 'static,
         E: std::fmt::Display + Send + 'static,
@@ -123,7 +127,10 @@ impl WorkflowContext {
             };
             let outcome = match &result {
                 Ok(v) => v1::record_step::Outcome::Output(json::to_payload(&serde_json::to_value(v)?)),
-                Err(message) => v1::record_step::Outcome::Failure(v1::Failure { kind: "StepFailed".into(), message: message.clone() }),
+                Err(message) => v1::record_step::Outcome::Failure(v1::Failure {
+                    kind: "StepFailed".into(),
+                    message: message.clone(),
+                }),
             };
             let req = v1::RecordStep {
                 workflow_id: inner.workflow_id.clone(),
@@ -144,7 +151,12 @@ impl WorkflowContext {
 }
 
 /// The recorded result of a step, or non-determinism when the history has another step there.
-fn replay<T: DeserializeOwned>(workflow_id: &str, step_id: u32, name: &str, rec: &v1::Step) -> Result<T, WorkflowError> {
+fn replay<T: DeserializeOwned>(
+    workflow_id: &str,
+    step_id: u32,
+    name: &str,
+    rec: &v1::Step,
+) -> Result<T, WorkflowError> {
     if rec.name != name {
         return Err(WorkflowError::NonDeterminism(format!(
             "workflow {workflow_id:?} called step {name:?} at position {step_id}, where its history records {:?}",
@@ -152,7 +164,10 @@ fn replay<T: DeserializeOwned>(workflow_id: &str, step_id: u32, name: &str, rec:
         )));
     }
     if let Some(f) = &rec.failure {
-        return Err(WorkflowError::Step { name: name.to_string(), message: f.message.clone() });
+        return Err(WorkflowError::Step {
+            name: name.to_string(),
+            message: f.message.clone(),
+        });
     }
     let value = json::from_payload(rec.output.as_ref()).map_err(|e| WorkflowError::Serialization(e.to_string()))?;
     Ok(serde_json::from_value(value)?)

@@ -14,7 +14,8 @@ mod session;
 use context::WorkflowContext;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-pub(crate) type WorkflowFn = Arc<dyn Fn(WorkflowContext, Value) -> BoxFuture<Result<Value, WorkflowError>> + Send + Sync>;
+pub(crate) type WorkflowFn =
+    Arc<dyn Fn(WorkflowContext, Value) -> BoxFuture<Result<Value, WorkflowError>> + Send + Sync>;
 
 /// Configures a [`Worker`].
 pub struct WorkerBuilder {
@@ -159,8 +160,9 @@ impl WorkerBuilder {
         let erased: WorkflowFn = Arc::new(move |ctx, input| {
             let f = f.clone();
             Box::pin(async move {
-                let input: I = serde_json::from_value(input)
-                    .map_err(|e| WorkflowError::Serialization(format!("workflow input does not match the function's type: {e}")))?;
+                let input: I = serde_json::from_value(input).map_err(|e| {
+                    WorkflowError::Serialization(format!("workflow input does not match the function's type: {e}"))
+                })?;
                 let out = f(ctx, input).await?;
                 Ok(serde_json::to_value(out)?)
             })

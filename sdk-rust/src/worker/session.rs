@@ -34,7 +34,15 @@ impl Conn {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = oneshot::channel();
         self.pending.lock().unwrap().insert(id, tx);
-        if self.tx.send(WorkerMessage { request_id: id, kind: Some(kind) }).await.is_err() {
+        if self
+            .tx
+            .send(WorkerMessage {
+                request_id: id,
+                kind: Some(kind),
+            })
+            .await
+            .is_err()
+        {
             self.pending.lock().unwrap().remove(&id);
             return Err(WorkflowError::Disconnected);
         }
@@ -43,7 +51,13 @@ impl Conn {
 
     /// Sends a message that gets no reply.
     pub(crate) async fn send(&self, kind: worker_message::Kind) -> bool {
-        self.tx.send(WorkerMessage { request_id: 0, kind: Some(kind) }).await.is_ok()
+        self.tx
+            .send(WorkerMessage {
+                request_id: 0,
+                kind: Some(kind),
+            })
+            .await
+            .is_ok()
     }
 
     fn resolve(&self, r: v1::Reply) {
@@ -83,15 +97,29 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
         queues: config.queues.clone(),
         sdk: format!("rust/{}", env!("CARGO_PKG_VERSION")),
     };
-    let _ = tx.send(WorkerMessage { request_id: 0, kind: Some(worker_message::Kind::Hello(hello)) }).await;
+    let _ = tx
+        .send(WorkerMessage {
+            request_id: 0,
+            kind: Some(worker_message::Kind::Hello(hello)),
+        })
+        .await;
     let mut inbound = client.connect(ReceiverStream::new(rx)).await?.into_inner();
     let welcome = match inbound.message().await? {
-        Some(v1::ServerMessage { kind: Some(server_message::Kind::Welcome(w)) }) => w,
+        Some(v1::ServerMessage {
+            kind: Some(server_message::Kind::Welcome(w)),
+        }) => w,
         _ => return Err(Error::Transport("the server did not welcome this worker".into())),
     };
     tracing::info!(worker_id = %config.worker_id, session = %welcome.session_id, "connected to Waymark");
-    let conn = Arc::new(Conn { tx, next_id: AtomicU64::new(0), pending: Mutex::new(HashMap::new()) });
-    conn.send(worker_message::Kind::Credit(v1::Credit { workflows: config.max_concurrent_workflows })).await;
+    let conn = Arc::new(Conn {
+        tx,
+        next_id: AtomicU64::new(0),
+        pending: Mutex::new(HashMap::new()),
+    });
+    conn.send(worker_message::Kind::Credit(v1::Credit {
+        workflows: config.max_concurrent_workflows,
+    }))
+    .await;
 
     let mut heartbeat = tokio::time::interval(Duration::from_millis(welcome.heartbeat_interval_ms.max(100) as u64));
     let mut running = AbortAll(HashMap::new());
@@ -136,7 +164,12 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
 }
 
 /// Runs one dispatched workflow on its own task.
-fn start(config: &WorkerConfig, conn: Arc<Conn>, d: v1::DispatchWorkflow, done: mpsc::UnboundedSender<(String, u64)>) -> Running {
+fn start(
+    config: &WorkerConfig,
+    conn: Arc<Conn>,
+    d: v1::DispatchWorkflow,
+    done: mpsc::UnboundedSender<(String, u64)>,
+) -> Running {
     let cancelled = Arc::new(AtomicBool::new(false));
     let f = config.workflows.get(&d.workflow_name).cloned();
     let ctx = WorkflowContext::new(&d, conn.clone(), cancelled.clone());
@@ -144,7 +177,10 @@ fn start(config: &WorkerConfig, conn: Arc<Conn>, d: v1::DispatchWorkflow, done: 
     let input = json::from_payload(d.input.as_ref());
     let task = tokio::spawn(async move {
         let result = match (f, input) {
-            (None, _) => Err(WorkflowError::failed("UnknownWorkflow", format!("this worker has no workflow named {:?}", d.workflow_name))),
+            (None, _) => Err(WorkflowError::failed(
+                "UnknownWorkflow",
+                format!("this worker has no workflow named {:?}", d.workflow_name),
+            )),
             (_, Err(e)) => Err(WorkflowError::Serialization(e.to_string())),
             (Some(f), Ok(input)) => f(ctx, input).await,
         };
@@ -154,12 +190,21 @@ fn start(config: &WorkerConfig, conn: Arc<Conn>, d: v1::DispatchWorkflow, done: 
                 tracing::info!(%workflow_id, reason = %e, "workflow run stopped");
                 None
             }
-            Err(e) => Some(v1::complete_workflow::Outcome::Failure(v1::Failure { kind: e.kind(), message: e.to_string() })),
+            Err(e) => Some(v1::complete_workflow::Outcome::Failure(v1::Failure {
+                kind: e.kind(),
+                message: e.to_string(),
+            })),
         };
         if let Some(outcome) = outcome {
-            let req = v1::CompleteWorkflow { workflow_id: workflow_id.clone(), epoch, outcome: Some(outcome) };
+            let req = v1::CompleteWorkflow {
+                workflow_id: workflow_id.clone(),
+                epoch,
+                outcome: Some(outcome),
+            };
             match conn.request(worker_message::Kind::CompleteWorkflow(req)).await {
-                Ok(reply::Result::Error(e)) => tracing::info!(%workflow_id, reason = %e.reason, "completion refused: {}", e.message),
+                Ok(reply::Result::Error(e)) => {
+                    tracing::info!(%workflow_id, reason = %e.reason, "completion refused: {}", e.message)
+                }
                 Ok(_) => {}
                 // The stream broke: this run is abandoned and the server hands the workflow out again.
                 Err(_) => return,
@@ -167,5 +212,8 @@ fn start(config: &WorkerConfig, conn: Arc<Conn>, d: v1::DispatchWorkflow, done: 
         }
         let _ = done.send((workflow_id, epoch));
     });
-    Running { cancelled, task: task.abort_handle() }
+    Running {
+        cancelled,
+        task: task.abort_handle(),
+    }
 }

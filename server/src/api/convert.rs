@@ -8,7 +8,10 @@ use waymark_store::{Failure, Millis, Outcome, StepRecord, WorkflowRecord, Workfl
 use super::status::invalid;
 
 pub fn timestamp(ms: Millis) -> Option<Timestamp> {
-    Some(Timestamp { seconds: ms.div_euclid(1000), nanos: (ms.rem_euclid(1000) * 1_000_000) as i32 })
+    Some(Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
+    })
 }
 
 pub fn millis(ts: &Timestamp) -> Millis {
@@ -30,16 +33,18 @@ pub fn status_to_wire(s: WorkflowStatus) -> v1::WorkflowStatus {
 
 pub fn status_from_wire(n: i32) -> Result<WorkflowStatus, Status> {
     use v1::WorkflowStatus as W;
-    Ok(match W::try_from(n).map_err(|_| invalid(format!("unknown workflow status {n}")))? {
-        W::Unspecified => return Err(invalid("status filter must not be WORKFLOW_STATUS_UNSPECIFIED")),
-        W::Enqueued => WorkflowStatus::Enqueued,
-        W::Delayed => WorkflowStatus::Delayed,
-        W::Pending => WorkflowStatus::Pending,
-        W::Success => WorkflowStatus::Success,
-        W::Error => WorkflowStatus::Error,
-        W::Cancelled => WorkflowStatus::Cancelled,
-        W::MaxRecoveryAttemptsExceeded => WorkflowStatus::MaxRecoveryAttemptsExceeded,
-    })
+    Ok(
+        match W::try_from(n).map_err(|_| invalid(format!("unknown workflow status {n}")))? {
+            W::Unspecified => return Err(invalid("status filter must not be WORKFLOW_STATUS_UNSPECIFIED")),
+            W::Enqueued => WorkflowStatus::Enqueued,
+            W::Delayed => WorkflowStatus::Delayed,
+            W::Pending => WorkflowStatus::Pending,
+            W::Success => WorkflowStatus::Success,
+            W::Error => WorkflowStatus::Error,
+            W::Cancelled => WorkflowStatus::Cancelled,
+            W::MaxRecoveryAttemptsExceeded => WorkflowStatus::MaxRecoveryAttemptsExceeded,
+        },
+    )
 }
 
 /// Stored JSON text as a wire payload. Stored text was validated on the way in.
@@ -55,11 +60,17 @@ pub fn payload_text(field: &str, p: Option<&v1::Payload>) -> Result<String, Stat
 }
 
 pub fn failure_to_wire(f: &Failure) -> v1::Failure {
-    v1::Failure { kind: f.kind.clone(), message: f.message.clone() }
+    v1::Failure {
+        kind: f.kind.clone(),
+        message: f.message.clone(),
+    }
 }
 
 pub fn failure_from_wire(f: &v1::Failure) -> Failure {
-    Failure { kind: f.kind.clone(), message: f.message.clone() }
+    Failure {
+        kind: f.kind.clone(),
+        message: f.message.clone(),
+    }
 }
 
 pub fn workflow(w: WorkflowRecord) -> v1::Workflow {

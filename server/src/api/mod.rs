@@ -33,8 +33,12 @@ pub async fn serve(
         .build_v1alpha()
         .expect("descriptor set is valid");
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<WorkflowServiceServer<workflow_service::WorkflowApi>>().await;
-    health.set_serving::<WorkerServiceServer<worker_service::WorkerApi>>().await;
+    health
+        .set_serving::<WorkflowServiceServer<workflow_service::WorkflowApi>>()
+        .await;
+    health
+        .set_serving::<WorkerServiceServer<worker_service::WorkerApi>>()
+        .await;
 
     let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi { engine: engine.clone() })
         .max_decoding_message_size(max_message)
@@ -48,7 +52,9 @@ pub async fn serve(
         async move {
             shutdown.await;
             tracing::info!("draining: no new dispatches; in-flight requests finish");
-            health.set_not_serving::<WorkflowServiceServer<workflow_service::WorkflowApi>>().await;
+            health
+                .set_not_serving::<WorkflowServiceServer<workflow_service::WorkflowApi>>()
+                .await;
             engine.begin_shutdown().await;
         }
     };
@@ -71,7 +77,8 @@ pub async fn termination() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

@@ -25,7 +25,11 @@ pub fn code(c: ErrorCode) -> Code {
 }
 
 pub fn to_status(e: EngineError) -> Status {
-    Status::with_error_details(code(e.code), e.message, ErrorDetails::with_error_info(e.reason, DOMAIN, HashMap::<String, String>::new()))
+    Status::with_error_details(
+        code(e.code),
+        e.message,
+        ErrorDetails::with_error_info(e.reason, DOMAIN, HashMap::<String, String>::new()),
+    )
 }
 
 pub fn invalid(message: impl Into<String>) -> Status {

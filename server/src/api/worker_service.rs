@@ -29,7 +29,11 @@ fn msg(kind: server_message::Kind) -> Result<ServerMessage, Status> {
 }
 
 fn reply_error(e: EngineError) -> reply::Result {
-    reply::Result::Error(v1::ReplyError { code: status::code(e.code) as i32, reason: e.reason.to_string(), message: e.message })
+    reply::Result::Error(v1::ReplyError {
+        code: status::code(e.code) as i32,
+        reason: e.reason.to_string(),
+        message: e.message,
+    })
 }
 
 fn outcome(output: Option<&v1::Payload>, failure: Option<&v1::Failure>, field: &str) -> Result<Outcome, EngineError> {
@@ -43,7 +47,12 @@ fn outcome(output: Option<&v1::Payload>, failure: Option<&v1::Failure>, field: &
 
 fn completed(c: Completed) -> v1::WorkflowCompleted {
     let wire = convert::workflow(c.workflow);
-    v1::WorkflowCompleted { status: wire.status, output: wire.output, failure: wire.failure, adopted: c.adopted }
+    v1::WorkflowCompleted {
+        status: wire.status,
+        output: wire.output,
+        failure: wire.failure,
+        adopted: c.adopted,
+    }
 }
 
 fn dispatch(w: waymark_store::ClaimedWorkflow) -> server_message::Kind {
@@ -60,11 +69,20 @@ fn dispatch(w: waymark_store::ClaimedWorkflow) -> server_message::Kind {
     })
 }
 
-async fn handle(engine: Arc<Engine>, session: Arc<WorkerSession>, out: Outbound, request_id: u64, kind: worker_message::Kind) {
+async fn handle(
+    engine: Arc<Engine>,
+    session: Arc<WorkerSession>,
+    out: Outbound,
+    request_id: u64,
+    kind: worker_message::Kind,
+) {
     use worker_message::Kind;
     let result = match kind {
         Kind::RecordStep(r) => {
-            let fence = Fence { workflow_id: r.workflow_id, epoch: r.epoch };
+            let fence = Fence {
+                workflow_id: r.workflow_id,
+                epoch: r.epoch,
+            };
             let (output, failure) = match r.outcome {
                 Some(v1::record_step::Outcome::Output(p)) => (Some(p), None),
                 Some(v1::record_step::Outcome::Failure(f)) => (None, Some(f)),
@@ -72,7 +90,12 @@ async fn handle(engine: Arc<Engine>, session: Arc<WorkerSession>, out: Outbound,
             };
             match outcome(output.as_ref(), failure.as_ref(), "step output") {
                 Ok(outcome) => {
-                    let step = NewStep { step_id: r.step_id, name: r.name, outcome, attempts: r.attempts.max(1) };
+                    let step = NewStep {
+                        step_id: r.step_id,
+                        name: r.name,
+                        outcome,
+                        attempts: r.attempts.max(1),
+                    };
                     match engine.record_step(&session, fence, step).await {
                         Ok(_) => reply::Result::StepRecorded(v1::StepRecorded {}),
                         Err(e) => reply_error(e),
@@ -82,7 +105,10 @@ async fn handle(engine: Arc<Engine>, session: Arc<WorkerSession>, out: Outbound,
             }
         }
         Kind::CompleteWorkflow(c) => {
-            let fence = Fence { workflow_id: c.workflow_id, epoch: c.epoch };
+            let fence = Fence {
+                workflow_id: c.workflow_id,
+                epoch: c.epoch,
+            };
             let (output, failure) = match c.outcome {
                 Some(v1::complete_workflow::Outcome::Output(p)) => (Some(p), None),
                 Some(v1::complete_workflow::Outcome::Failure(f)) => (None, Some(f)),
@@ -105,7 +131,12 @@ async fn handle(engine: Arc<Engine>, session: Arc<WorkerSession>, out: Outbound,
         Kind::Credit(_) | Kind::Hello(_) => return,
     };
     if request_id != 0 {
-        let _ = out.send(msg(server_message::Kind::Reply(v1::Reply { request_id, result: Some(result) }))).await;
+        let _ = out
+            .send(msg(server_message::Kind::Reply(v1::Reply {
+                request_id,
+                result: Some(result),
+            })))
+            .await;
     }
 }
 
@@ -117,7 +148,10 @@ impl WorkerService for WorkerApi {
         let engine = self.engine.clone();
         let mut inbound = req.into_inner();
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
-            Ok(Ok(Some(WorkerMessage { kind: Some(worker_message::Kind::Hello(h)), .. }))) => h,
+            Ok(Ok(Some(WorkerMessage {
+                kind: Some(worker_message::Kind::Hello(h)),
+                ..
+            }))) => h,
             Ok(Ok(_)) => return Err(status::invalid("the first message on a worker stream must be a hello")),
             Ok(Err(s)) => return Err(s),
             Err(_) => return Err(status::invalid("no hello within 10 seconds")),
@@ -130,7 +164,10 @@ impl WorkerService for WorkerApi {
         };
         let (push_tx, mut push_rx) = mpsc::channel::<ToWorker>(1024);
         let (out, out_rx) = mpsc::channel(4096);
-        let session = engine.attach_worker(registration, push_tx).await.map_err(status::to_status)?;
+        let session = engine
+            .attach_worker(registration, push_tx)
+            .await
+            .map_err(status::to_status)?;
         let welcome = v1::Welcome {
             session_id: session.session_id.to_string(),
             heartbeat_interval_ms: engine.config().heartbeat_interval.as_millis() as u32,

@@ -34,7 +34,10 @@ pub fn grpc_timeout<T>(req: &Request<T>) -> Option<Duration> {
 
 #[tonic::async_trait]
 impl WorkflowService for WorkflowApi {
-    async fn start_workflow(&self, req: Request<v1::StartWorkflowRequest>) -> Result<Response<v1::StartWorkflowResponse>, Status> {
+    async fn start_workflow(
+        &self,
+        req: Request<v1::StartWorkflowRequest>,
+    ) -> Result<Response<v1::StartWorkflowResponse>, Status> {
         let r = req.into_inner();
         let input = convert::payload_text("input", r.input.as_ref())?;
         let started = self
@@ -48,17 +51,36 @@ impl WorkflowService for WorkflowApi {
             })
             .await
             .map_err(to_status)?;
-        Ok(Response::new(v1::StartWorkflowResponse { workflow: Some(convert::workflow(started.workflow)), created: started.created }))
+        Ok(Response::new(v1::StartWorkflowResponse {
+            workflow: Some(convert::workflow(started.workflow)),
+            created: started.created,
+        }))
     }
 
-    async fn get_workflow(&self, req: Request<v1::GetWorkflowRequest>) -> Result<Response<v1::GetWorkflowResponse>, Status> {
-        let w = self.engine.get_workflow(&req.into_inner().workflow_id).await.map_err(to_status)?;
-        Ok(Response::new(v1::GetWorkflowResponse { workflow: Some(convert::workflow(w)) }))
+    async fn get_workflow(
+        &self,
+        req: Request<v1::GetWorkflowRequest>,
+    ) -> Result<Response<v1::GetWorkflowResponse>, Status> {
+        let w = self
+            .engine
+            .get_workflow(&req.into_inner().workflow_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::GetWorkflowResponse {
+            workflow: Some(convert::workflow(w)),
+        }))
     }
 
-    async fn list_workflows(&self, req: Request<v1::ListWorkflowsRequest>) -> Result<Response<v1::ListWorkflowsResponse>, Status> {
+    async fn list_workflows(
+        &self,
+        req: Request<v1::ListWorkflowsRequest>,
+    ) -> Result<Response<v1::ListWorkflowsResponse>, Status> {
         let r = req.into_inner();
-        let statuses = r.statuses.iter().map(|s| convert::status_from_wire(*s)).collect::<Result<Vec<_>, _>>()?;
+        let statuses = r
+            .statuses
+            .iter()
+            .map(|s| convert::status_from_wire(*s))
+            .collect::<Result<Vec<_>, _>>()?;
         let page = self
             .engine
             .list_workflows(ListRequest {
@@ -78,26 +100,59 @@ impl WorkflowService for WorkflowApi {
         }))
     }
 
-    async fn await_workflow(&self, req: Request<v1::AwaitWorkflowRequest>) -> Result<Response<v1::AwaitWorkflowResponse>, Status> {
+    async fn await_workflow(
+        &self,
+        req: Request<v1::AwaitWorkflowRequest>,
+    ) -> Result<Response<v1::AwaitWorkflowResponse>, Status> {
         // Answer a little before the caller gives up, so it gets our reason rather than a bare
         // deadline error from its own side.
         let timeout = grpc_timeout(&req).map(|t| t.saturating_sub(t.min(Duration::from_millis(50)) / 2));
-        let w = self.engine.await_workflow(&req.into_inner().workflow_id, timeout).await.map_err(to_status)?;
-        Ok(Response::new(v1::AwaitWorkflowResponse { workflow: Some(convert::workflow(w)) }))
+        let w = self
+            .engine
+            .await_workflow(&req.into_inner().workflow_id, timeout)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::AwaitWorkflowResponse {
+            workflow: Some(convert::workflow(w)),
+        }))
     }
 
     async fn list_steps(&self, req: Request<v1::ListStepsRequest>) -> Result<Response<v1::ListStepsResponse>, Status> {
-        let steps = self.engine.list_steps(&req.into_inner().workflow_id).await.map_err(to_status)?;
-        Ok(Response::new(v1::ListStepsResponse { steps: steps.into_iter().map(convert::step).collect() }))
+        let steps = self
+            .engine
+            .list_steps(&req.into_inner().workflow_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::ListStepsResponse {
+            steps: steps.into_iter().map(convert::step).collect(),
+        }))
     }
 
-    async fn cancel_workflow(&self, req: Request<v1::CancelWorkflowRequest>) -> Result<Response<v1::CancelWorkflowResponse>, Status> {
-        let w = self.engine.cancel_workflow(&req.into_inner().workflow_id).await.map_err(to_status)?;
-        Ok(Response::new(v1::CancelWorkflowResponse { workflow: Some(convert::workflow(w)) }))
+    async fn cancel_workflow(
+        &self,
+        req: Request<v1::CancelWorkflowRequest>,
+    ) -> Result<Response<v1::CancelWorkflowResponse>, Status> {
+        let w = self
+            .engine
+            .cancel_workflow(&req.into_inner().workflow_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::CancelWorkflowResponse {
+            workflow: Some(convert::workflow(w)),
+        }))
     }
 
-    async fn resume_workflow(&self, req: Request<v1::ResumeWorkflowRequest>) -> Result<Response<v1::ResumeWorkflowResponse>, Status> {
-        let w = self.engine.resume_workflow(&req.into_inner().workflow_id).await.map_err(to_status)?;
-        Ok(Response::new(v1::ResumeWorkflowResponse { workflow: Some(convert::workflow(w)) }))
+    async fn resume_workflow(
+        &self,
+        req: Request<v1::ResumeWorkflowRequest>,
+    ) -> Result<Response<v1::ResumeWorkflowResponse>, Status> {
+        let w = self
+            .engine
+            .resume_workflow(&req.into_inner().workflow_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::ResumeWorkflowResponse {
+            workflow: Some(convert::workflow(w)),
+        }))
     }
 }

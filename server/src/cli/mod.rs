@@ -11,7 +11,11 @@ mod output;
 pub mod workflow;
 
 #[derive(Parser)]
-#[command(name = "waymark", version, about = "Waymark: durable execution for functions in any language")]
+#[command(
+    name = "waymark",
+    version,
+    about = "Waymark: durable execution for functions in any language"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

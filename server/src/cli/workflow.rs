@@ -95,7 +95,14 @@ fn print_workflow(w: &WorkflowInfo) {
         ("name", w.workflow_name.clone()),
         ("status", w.status.as_str().to_string()),
         ("queue", w.queue_name.clone()),
-        ("app version", if w.app_version.is_empty() { "-".into() } else { w.app_version.clone() }),
+        (
+            "app version",
+            if w.app_version.is_empty() {
+                "-".into()
+            } else {
+                w.app_version.clone()
+            },
+        ),
         ("input", w.input.to_string()),
     ];
     if let Some(o) = &w.output {
@@ -125,7 +132,14 @@ fn print_steps(steps: &[StepInfo]) {
                 (Some(o), None) => output::short(o, 60),
                 (None, None) => "null".into(),
             };
-            vec![s.step_id.to_string(), s.name.clone(), result, s.attempts.to_string(), s.epoch.to_string(), output::time(s.recorded_at_ms)]
+            vec![
+                s.step_id.to_string(),
+                s.name.clone(),
+                result,
+                s.attempts.to_string(),
+                s.epoch.to_string(),
+                output::time(s.recorded_at_ms),
+            ]
         })
         .collect();
     output::table(&["STEP", "NAME", "RESULT", "ATTEMPTS", "EPOCH", "RECORDED"], &rows);
@@ -133,12 +147,27 @@ fn print_steps(steps: &[StepInfo]) {
 
 pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
     match cmd {
-        WorkflowCommand::Start { name, input, id, queue, app_version, client } => {
+        WorkflowCommand::Start {
+            name,
+            input,
+            id,
+            queue,
+            app_version,
+            client,
+        } => {
             let input: serde_json::Value =
                 serde_json::from_str(&input).map_err(|e| anyhow::anyhow!("--input is not valid JSON: {e}"))?;
             let started = connect(&client)
                 .await?
-                .start_json(&name, input, StartOptions { workflow_id: id, queue, app_version })
+                .start_json(
+                    &name,
+                    input,
+                    StartOptions {
+                        workflow_id: id,
+                        queue,
+                        app_version,
+                    },
+                )
                 .await?;
             if client.json {
                 print_json(&started);
@@ -154,14 +183,28 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 print_workflow(&w)
             }
         }
-        WorkflowCommand::List { status, name, queue, limit, page_token, client } => {
+        WorkflowCommand::List {
+            status,
+            name,
+            queue,
+            limit,
+            page_token,
+            client,
+        } => {
             let statuses = status
                 .iter()
                 .map(|s| WorkflowStatus::parse(s).ok_or_else(|| anyhow::anyhow!("unknown status {s:?}")))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let (workflows, next) = connect(&client)
                 .await?
-                .list(ListOptions { statuses, workflow_name: name, queue, page_size: limit, page_token, ..Default::default() })
+                .list(ListOptions {
+                    statuses,
+                    workflow_name: name,
+                    queue,
+                    page_size: limit,
+                    page_token,
+                    ..Default::default()
+                })
                 .await?;
             if client.json {
                 print_json(&serde_json::json!({ "workflows": workflows, "next_page_token": next }));
@@ -169,7 +212,13 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 let rows: Vec<Vec<String>> = workflows
                     .iter()
                     .map(|w| {
-                        vec![w.workflow_id.clone(), w.workflow_name.clone(), w.status.as_str().into(), w.queue_name.clone(), output::time(w.created_at_ms)]
+                        vec![
+                            w.workflow_id.clone(),
+                            w.workflow_name.clone(),
+                            w.status.as_str().into(),
+                            w.queue_name.clone(),
+                            output::time(w.created_at_ms),
+                        ]
                     })
                     .collect();
                 output::table(&["ID", "NAME", "STATUS", "QUEUE", "CREATED"], &rows);
@@ -193,7 +242,13 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             } else {
                 match (&w.output, &w.failure) {
                     (Some(o), _) if w.status == WorkflowStatus::Success => println!("{o}"),
-                    (_, Some(f)) => eprintln!("workflow {} is {}: {}: {}", w.workflow_id, w.status.as_str(), f.kind, f.message),
+                    (_, Some(f)) => eprintln!(
+                        "workflow {} is {}: {}: {}",
+                        w.workflow_id,
+                        w.status.as_str(),
+                        f.kind,
+                        f.message
+                    ),
                     _ => eprintln!("workflow {} is {}", w.workflow_id, w.status.as_str()),
                 }
             }

@@ -30,16 +30,28 @@ pub type EngineResult<T> = Result<T, EngineError>;
 
 impl EngineError {
     pub fn new(code: ErrorCode, reason: &'static str, message: impl Into<String>) -> Self {
-        EngineError { code, reason, message: message.into() }
+        EngineError {
+            code,
+            reason,
+            message: message.into(),
+        }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::InvalidArgument, "INVALID_ARGUMENT", message)
     }
     pub fn not_found(workflow_id: &str) -> Self {
-        Self::new(ErrorCode::NotFound, "WORKFLOW_NOT_FOUND", format!("workflow {workflow_id:?} does not exist"))
+        Self::new(
+            ErrorCode::NotFound,
+            "WORKFLOW_NOT_FOUND",
+            format!("workflow {workflow_id:?} does not exist"),
+        )
     }
     pub fn shutting_down() -> Self {
-        Self::new(ErrorCode::Unavailable, "SHUTTING_DOWN", "the server is shutting down; retry on another replica")
+        Self::new(
+            ErrorCode::Unavailable,
+            "SHUTTING_DOWN",
+            "the server is shutting down; retry on another replica",
+        )
     }
 }
 

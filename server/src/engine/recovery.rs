@@ -19,7 +19,7 @@ pub async fn run(engine: Arc<Engine>) {
         }
         recover_once(&engine).await;
         ticks += 1;
-        if ticks % 60 == 0 {
+        if ticks.is_multiple_of(60) {
             let horizon = engine.now() - 24 * 3600 * 1000;
             if let Err(e) = engine.store.prune_workers(horizon).await {
                 tracing::warn!(error = %e, "pruning workers failed");
@@ -29,10 +29,17 @@ pub async fn run(engine: Arc<Engine>) {
 }
 
 pub async fn recover_once(engine: &Engine) {
-    match engine.store.recover_expired(engine.config.max_recovery_attempts, engine.now()).await {
+    match engine
+        .store
+        .recover_expired(engine.config.max_recovery_attempts, engine.now())
+        .await
+    {
         Ok(r) => {
             if !r.requeued.is_empty() {
-                tracing::info!(count = r.requeued.len(), "recovered workflows from workers whose lease ended");
+                tracing::info!(
+                    count = r.requeued.len(),
+                    "recovered workflows from workers whose lease ended"
+                );
                 engine.dispatch_wanted.notify_one();
             }
             for id in &r.dead_lettered {

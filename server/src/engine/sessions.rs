@@ -69,7 +69,12 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    pub fn attach(&self, registration: Registration, now: Millis, outbound: mpsc::Sender<ToWorker>) -> Arc<WorkerSession> {
+    pub fn attach(
+        &self,
+        registration: Registration,
+        now: Millis,
+        outbound: mpsc::Sender<ToWorker>,
+    ) -> Arc<WorkerSession> {
         let session = Arc::new(WorkerSession {
             session_id: self.next_id.fetch_add(1, Ordering::SeqCst) + 1,
             registration,
@@ -100,6 +105,12 @@ impl Sessions {
     }
 
     pub fn by_worker(&self, worker_id: &str) -> Vec<Arc<WorkerSession>> {
-        self.by_id.lock().unwrap().values().filter(|s| s.registration.worker_id == worker_id).cloned().collect()
+        self.by_id
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|s| s.registration.worker_id == worker_id)
+            .cloned()
+            .collect()
     }
 }

@@ -25,7 +25,12 @@ async fn engine() -> (Arc<Engine>, ManualClock) {
 }
 
 fn registration(worker_id: &str) -> Registration {
-    Registration { worker_id: worker_id.into(), app_version: "v1".into(), workflow_names: vec!["wf".into()], queues: vec![] }
+    Registration {
+        worker_id: worker_id.into(),
+        app_version: "v1".into(),
+        workflow_names: vec!["wf".into()],
+        queues: vec![],
+    }
 }
 
 async fn attach(engine: &Engine, worker_id: &str, credits: u32) -> (Arc<WorkerSession>, mpsc::Receiver<ToWorker>) {
@@ -37,7 +42,12 @@ async fn attach(engine: &Engine, worker_id: &str, credits: u32) -> (Arc<WorkerSe
 
 async fn start(engine: &Engine, id: &str) {
     engine
-        .start_workflow(StartRequest { workflow_name: "wf".into(), workflow_id: id.into(), input: "1".into(), ..Default::default() })
+        .start_workflow(StartRequest {
+            workflow_name: "wf".into(),
+            workflow_id: id.into(),
+            input: "1".into(),
+            ..Default::default()
+        })
         .await
         .unwrap();
 }
@@ -56,7 +66,11 @@ fn dispatched(rx: &mut mpsc::Receiver<ToWorker>) -> Vec<waymark_store::ClaimedWo
 async fn unknown_workflow_names_are_refused_until_a_worker_registers_them() {
     let (engine, _) = engine().await;
     let e = engine
-        .start_workflow(StartRequest { workflow_name: "wf".into(), input: "1".into(), ..Default::default() })
+        .start_workflow(StartRequest {
+            workflow_name: "wf".into(),
+            input: "1".into(),
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert_eq!((e.code, e.reason), (ErrorCode::NotFound, "WORKFLOW_NAME_UNKNOWN"));
@@ -74,7 +88,10 @@ async fn dispatch_never_exceeds_credits() {
     dispatch::dispatch_once(&engine).await;
     dispatch::dispatch_once(&engine).await;
     let got = dispatched(&mut rx);
-    assert_eq!(got.iter().map(|w| w.workflow.workflow_id.as_str()).collect::<Vec<_>>(), ["wf-0", "wf-1"]);
+    assert_eq!(
+        got.iter().map(|w| w.workflow.workflow_id.as_str()).collect::<Vec<_>>(),
+        ["wf-0", "wf-1"]
+    );
     assert_eq!(session.credits(), 0);
     engine.grant_credits(&session, 1);
     dispatch::dispatch_once(&engine).await;
@@ -99,15 +116,26 @@ async fn detached_worker_loses_its_workflows_after_the_grace_period_and_the_next
     dispatch::dispatch_once(&engine).await;
     let first = dispatched(&mut a_rx).remove(0);
     assert_eq!(first.workflow.epoch, 1);
-    let fence = Fence { workflow_id: "wf-1".into(), epoch: 1 };
-    let step = NewStep { step_id: 0, name: "s".into(), outcome: Outcome::Output("7".into()), attempts: 1 };
+    let fence = Fence {
+        workflow_id: "wf-1".into(),
+        epoch: 1,
+    };
+    let step = NewStep {
+        step_id: 0,
+        name: "s".into(),
+        outcome: Outcome::Output("7".into()),
+        attempts: 1,
+    };
     engine.record_step(&a, fence.clone(), step).await.unwrap();
     engine.detach_worker(&a).await;
 
     // Within the grace period nothing moves.
     clock.advance(1_000);
     recovery::recover_once(&engine).await;
-    assert_eq!(engine.get_workflow("wf-1").await.unwrap().status, WorkflowStatus::Pending);
+    assert_eq!(
+        engine.get_workflow("wf-1").await.unwrap().status,
+        WorkflowStatus::Pending
+    );
 
     clock.advance(1_500);
     recovery::recover_once(&engine).await;
@@ -121,8 +149,16 @@ async fn detached_worker_loses_its_workflows_after_the_grace_period_and_the_next
     assert_eq!(again.steps.len(), 1, "the replay carries the recorded step");
 
     // The first owner's writes are refused from now on.
-    let late = NewStep { step_id: 1, name: "t".into(), outcome: Outcome::Output("8".into()), attempts: 1 };
-    assert_eq!(engine.record_step(&a, fence, late).await.unwrap_err().reason, "STALE_EPOCH");
+    let late = NewStep {
+        step_id: 1,
+        name: "t".into(),
+        outcome: Outcome::Output("8".into()),
+        attempts: 1,
+    };
+    assert_eq!(
+        engine.record_step(&a, fence, late).await.unwrap_err().reason,
+        "STALE_EPOCH"
+    );
 }
 
 #[tokio::test]
@@ -138,9 +174,15 @@ async fn recovered_too_often_is_dead_lettered() {
         recovery::recover_once(&engine).await;
     }
     let w = engine.get_workflow("wf-1").await.unwrap();
-    assert_eq!((w.status, w.recovery_attempts), (WorkflowStatus::MaxRecoveryAttemptsExceeded, 3));
+    assert_eq!(
+        (w.status, w.recovery_attempts),
+        (WorkflowStatus::MaxRecoveryAttemptsExceeded, 3)
+    );
     let resumed = engine.resume_workflow("wf-1").await.unwrap();
-    assert_eq!((resumed.status, resumed.recovery_attempts), (WorkflowStatus::Enqueued, 0));
+    assert_eq!(
+        (resumed.status, resumed.recovery_attempts),
+        (WorkflowStatus::Enqueued, 0)
+    );
 }
 
 async fn start_with_worker(engine: &Engine, id: &str) {
@@ -156,8 +198,16 @@ async fn a_different_step_at_a_recorded_position_fails_the_workflow() {
     start(&engine, "wf-1").await;
     dispatch::dispatch_once(&engine).await;
     assert_eq!(dispatched(&mut rx).len(), 1);
-    let fence = Fence { workflow_id: "wf-1".into(), epoch: 1 };
-    let step = |name: &str| NewStep { step_id: 0, name: name.into(), outcome: Outcome::Output("1".into()), attempts: 1 };
+    let fence = Fence {
+        workflow_id: "wf-1".into(),
+        epoch: 1,
+    };
+    let step = |name: &str| NewStep {
+        step_id: 0,
+        name: name.into(),
+        outcome: Outcome::Output("1".into()),
+        attempts: 1,
+    };
     engine.record_step(&s, fence.clone(), step("charge")).await.unwrap();
     let e = engine.record_step(&s, fence, step("refund")).await.unwrap_err();
     assert_eq!(e.reason, "NON_DETERMINISM");
@@ -179,8 +229,23 @@ async fn cancel_tells_the_worker_and_later_writes_are_refused() {
     let w = engine.cancel_workflow("wf-1").await.unwrap();
     assert_eq!(w.status, WorkflowStatus::Cancelled);
     assert!(matches!(rx.try_recv(), Ok(ToWorker::Cancel(id)) if id == "wf-1"));
-    let step = NewStep { step_id: 0, name: "s".into(), outcome: Outcome::Output("1".into()), attempts: 1 };
-    let e = engine.record_step(&s, Fence { workflow_id: "wf-1".into(), epoch: 1 }, step).await.unwrap_err();
+    let step = NewStep {
+        step_id: 0,
+        name: "s".into(),
+        outcome: Outcome::Output("1".into()),
+        attempts: 1,
+    };
+    let e = engine
+        .record_step(
+            &s,
+            Fence {
+                workflow_id: "wf-1".into(),
+                epoch: 1,
+            },
+            step,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(e.reason, "WORKFLOW_NOT_RUNNING");
 }
 
@@ -190,7 +255,11 @@ async fn oversized_and_malformed_requests_are_refused() {
     let _s = attach(&engine, "w", 0).await;
     let big = format!("\"{}\"", "x".repeat(engine.config().max_payload_bytes));
     let e = engine
-        .start_workflow(StartRequest { workflow_name: "wf".into(), input: big, ..Default::default() })
+        .start_workflow(StartRequest {
+            workflow_name: "wf".into(),
+            input: big,
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "PAYLOAD_TOO_LARGE"));
@@ -198,8 +267,20 @@ async fn oversized_and_malformed_requests_are_refused() {
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     let e = engine.get_workflow(&"x".repeat(300)).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
-    let e = engine.list_workflows(workflows::ListRequest { page_size: -1, ..Default::default() }).await.unwrap_err();
+    let e = engine
+        .list_workflows(workflows::ListRequest {
+            page_size: -1,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
-    let e = engine.list_workflows(workflows::ListRequest { page_token: "%%".into(), ..Default::default() }).await.unwrap_err();
+    let e = engine
+        .list_workflows(workflows::ListRequest {
+            page_token: "%%".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.reason, "INVALID_PAGE_TOKEN");
 }

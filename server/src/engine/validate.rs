@@ -10,10 +10,14 @@ pub fn name(field: &str, value: &str) -> EngineResult<()> {
         return Err(EngineError::invalid(format!("{field} must not be empty")));
     }
     if value.chars().count() > MAX_ID_LEN {
-        return Err(EngineError::invalid(format!("{field} is longer than {MAX_ID_LEN} characters")));
+        return Err(EngineError::invalid(format!(
+            "{field} is longer than {MAX_ID_LEN} characters"
+        )));
     }
     if value.chars().any(char::is_control) {
-        return Err(EngineError::invalid(format!("{field} must not contain control characters")));
+        return Err(EngineError::invalid(format!(
+            "{field} must not contain control characters"
+        )));
     }
     Ok(())
 }
@@ -47,7 +51,10 @@ mod tests {
     fn names_are_checked() {
         assert!(name("workflow_id", "order-42").is_ok());
         assert_eq!(name("workflow_id", "").unwrap_err().reason, "INVALID_ARGUMENT");
-        assert!(name("workflow_id", &"x".repeat(257)).unwrap_err().message.contains("longer than 256"));
+        assert!(name("workflow_id", &"x".repeat(257))
+            .unwrap_err()
+            .message
+            .contains("longer than 256"));
         assert!(name("workflow_id", &"é".repeat(256)).is_ok());
         assert!(name("workflow_id", "a\nb").is_err());
         assert!(optional_name("queue_name", "").is_ok());

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use waymark_store::{Completed, Failure, Fence, NewStep, Outcome, Recorded, StoreError};
 
-use super::{validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, Registration, ToWorker, WorkerSession};
+use super::{
+    validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, Registration, ToWorker, WorkerSession,
+};
 
 impl Engine {
     /// Attaches a worker's stream. Whatever an earlier stream of the same worker still owned goes
@@ -31,9 +33,16 @@ impl Engine {
             registration.queues.push(DEFAULT_QUEUE.to_string());
         }
         let now = self.now();
-        self.store.renew_worker_lease(&registration.worker_id, now + Self::ms(self.config.worker_lease), now).await?;
-        self.store.register_workflow_names(&registration.workflow_names, now).await?;
-        let released = self.store.release_worker(&registration.worker_id, self.config.max_recovery_attempts, now).await?;
+        self.store
+            .renew_worker_lease(&registration.worker_id, now + Self::ms(self.config.worker_lease), now)
+            .await?;
+        self.store
+            .register_workflow_names(&registration.workflow_names, now)
+            .await?;
+        let released = self
+            .store
+            .release_worker(&registration.worker_id, self.config.max_recovery_attempts, now)
+            .await?;
         if !released.requeued.is_empty() || !released.dead_lettered.is_empty() {
             tracing::info!(worker_id = %registration.worker_id, requeued = released.requeued.len(),
                 dead_lettered = released.dead_lettered.len(), "worker reconnected; took back what its earlier stream held");
@@ -55,7 +64,11 @@ impl Engine {
             return;
         }
         let now = self.now();
-        if let Err(e) = self.store.renew_worker_lease(worker_id, now + Self::ms(self.config.recovery_grace), now).await {
+        if let Err(e) = self
+            .store
+            .renew_worker_lease(worker_id, now + Self::ms(self.config.recovery_grace), now)
+            .await
+        {
             tracing::warn!(%worker_id, error = %e, "could not shorten the lease of a detached worker; it expires on its own");
         }
     }
@@ -72,7 +85,11 @@ impl Engine {
         let now = self.now();
         session.touch(now);
         self.store
-            .renew_worker_lease(&session.registration.worker_id, now + Self::ms(self.config.worker_lease), now)
+            .renew_worker_lease(
+                &session.registration.worker_id,
+                now + Self::ms(self.config.worker_lease),
+                now,
+            )
             .await?;
         Ok(())
     }
@@ -90,9 +107,17 @@ impl Engine {
             Ok(r) => Ok(r),
             Err(e @ StoreError::NonDeterminism { .. }) => {
                 let err = EngineError::from(e);
-                let failure = Failure { kind: "NonDeterminism".into(), message: err.message.clone() };
+                let failure = Failure {
+                    kind: "NonDeterminism".into(),
+                    message: err.message.clone(),
+                };
                 tracing::warn!(workflow_id = %fence.workflow_id, "{}", err.message);
-                if self.store.complete_workflow(&fence, Outcome::Failure(failure), self.now()).await.is_ok() {
+                if self
+                    .store
+                    .complete_workflow(&fence, Outcome::Failure(failure), self.now())
+                    .await
+                    .is_ok()
+                {
                     let _ = self.finished.send(fence.workflow_id.clone());
                 }
                 Err(err)
@@ -102,7 +127,12 @@ impl Engine {
     }
 
     /// Finishes a workflow; the second finisher adopts the first's outcome.
-    pub async fn complete_workflow(&self, session: &WorkerSession, fence: Fence, outcome: Outcome) -> EngineResult<Completed> {
+    pub async fn complete_workflow(
+        &self,
+        session: &WorkerSession,
+        fence: Fence,
+        outcome: Outcome,
+    ) -> EngineResult<Completed> {
         session.touch(self.now());
         validate::name("workflow_id", &fence.workflow_id)?;
         if let Outcome::Output(o) = &outcome {

@@ -49,8 +49,16 @@ fn encode_token(w: &WorkflowRecord) -> String {
 }
 
 fn decode_token(token: &str) -> EngineResult<(Millis, String)> {
-    let bad = || EngineError::new(ErrorCode::InvalidArgument, "INVALID_PAGE_TOKEN", "page_token is not one this server issued");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let bad = || {
+        EngineError::new(
+            ErrorCode::InvalidArgument,
+            "INVALID_PAGE_TOKEN",
+            "page_token is not one this server issued",
+        )
+    };
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
     let text = String::from_utf8(raw).map_err(|_| bad())?;
     let (at, id) = text.split_once(':').ok_or_else(bad)?;
     Ok((at.parse().map_err(|_| bad())?, id.to_string()))
@@ -70,7 +78,10 @@ impl Engine {
             return Err(EngineError::new(
                 ErrorCode::NotFound,
                 "WORKFLOW_NAME_UNKNOWN",
-                format!("no worker has registered a workflow named {:?}; start a worker that registers it first", req.workflow_name),
+                format!(
+                    "no worker has registered a workflow named {:?}; start a worker that registers it first",
+                    req.workflow_name
+                ),
             ));
         }
         let new = NewWorkflow {
@@ -89,7 +100,10 @@ impl Engine {
 
     pub async fn get_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {
         validate::name("workflow_id", workflow_id)?;
-        self.store.get_workflow(workflow_id).await?.ok_or_else(|| EngineError::not_found(workflow_id))
+        self.store
+            .get_workflow(workflow_id)
+            .await?
+            .ok_or_else(|| EngineError::not_found(workflow_id))
     }
 
     pub async fn list_workflows(&self, req: ListRequest) -> EngineResult<Page> {
@@ -100,7 +114,11 @@ impl Engine {
             0 => DEFAULT_PAGE_SIZE,
             n => n.min(MAX_PAGE_SIZE),
         };
-        let after = if req.page_token.is_empty() { None } else { Some(decode_token(&req.page_token)?) };
+        let after = if req.page_token.is_empty() {
+            None
+        } else {
+            Some(decode_token(&req.page_token)?)
+        };
         let query = ListQuery {
             statuses: req.statuses,
             workflow_name: non_empty(&req.workflow_name),
@@ -117,7 +135,10 @@ impl Engine {
         } else {
             String::new()
         };
-        Ok(Page { workflows, next_page_token })
+        Ok(Page {
+            workflows,
+            next_page_token,
+        })
     }
 
     pub async fn list_steps(&self, workflow_id: &str) -> EngineResult<Vec<StepRecord>> {

@@ -301,8 +301,14 @@ pub async fn cancel_and_resume(s: Arc<dyn Store>) {
 pub async fn workflow_names_are_remembered(store: Arc<dyn Store>) {
     assert!(!store.is_workflow_name_known("checkout").await.unwrap());
     store.register_workflow_names(&[], T).await.unwrap();
-    store.register_workflow_names(&["checkout".to_string(), "refund".to_string()], T).await.unwrap();
-    store.register_workflow_names(&["refund".to_string()], T + 1).await.unwrap();
+    store
+        .register_workflow_names(&["checkout".to_string(), "refund".to_string()], T)
+        .await
+        .unwrap();
+    store
+        .register_workflow_names(&["refund".to_string()], T + 1)
+        .await
+        .unwrap();
     assert!(store.is_workflow_name_known("checkout").await.unwrap());
     assert!(store.is_workflow_name_known("refund").await.unwrap());
     assert!(!store.is_workflow_name_known("Checkout").await.unwrap());
