@@ -177,15 +177,22 @@ async fn zombie_worker_is_fenced(backend: Backend) {
             &steps, &snapshot[id],
             "{id}: nothing recorded after the successor took over"
         );
+        // The zombie's checkpoints are a prefix: every step after them came from a later dispatch.
         let zombie_epoch = steps.first().map(|s| s.1).unwrap();
-        // Steps after the freeze point were all recorded by a later dispatch.
-        for (step_id, epoch) in &steps[frozen_at[id].min(steps.len())..] {
+        let last_zombie = steps.iter().filter(|s| s.1 == zombie_epoch).map(|s| s.0).max();
+        let first_successor = steps.iter().filter(|s| s.1 > zombie_epoch).map(|s| s.0).min();
+        if let (Some(z), Some(f)) = (last_zombie, first_successor) {
             assert!(
-                *epoch > zombie_epoch || frozen_at[id] == 0,
-                "{id} step {step_id} recorded by epoch {epoch}"
+                z < f,
+                "{id}: zombie step {z} recorded after successor step {f}: {steps:?}"
             );
         }
+        assert!(steps.iter().all(|s| s.1 >= zombie_epoch));
     }
+    assert!(
+        frozen_at.values().any(|n| *n < 12),
+        "the zombie was frozen mid-run: {frozen_at:?}"
+    );
     check_exactly_once(&client, &ids, 12, &log, 2).await;
 }
 

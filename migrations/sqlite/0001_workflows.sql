@@ -14,13 +14,15 @@ CREATE TABLE workflows (
     updated_at        INTEGER NOT NULL,
     recovery_attempts INTEGER NOT NULL DEFAULT 0,
     epoch             INTEGER NOT NULL DEFAULT 0,
-    worker_id         TEXT
+    worker_id         TEXT,
+    session_id        TEXT
 );
 
 -- Dispatch takes the oldest ENQUEUED workflows of a queue.
 CREATE INDEX workflows_enqueued ON workflows (queue_name, created_at, workflow_id) WHERE status = 'ENQUEUED';
 -- Recovery finds the workflows a worker owns.
 CREATE INDEX workflows_running ON workflows (worker_id) WHERE status = 'PENDING';
+CREATE INDEX workflows_running_session ON workflows (session_id) WHERE status = 'PENDING';
 -- Listing is newest first.
 CREATE INDEX workflows_created ON workflows (created_at, workflow_id);
 
@@ -36,9 +38,12 @@ CREATE TABLE steps (
     PRIMARY KEY (workflow_id, step_id)
 );
 
--- A worker's lease: while it lasts, the workflows the worker owns are not recovered.
-CREATE TABLE workers (
-    worker_id        TEXT PRIMARY KEY NOT NULL,
+-- A worker stream's lease: while it lasts, the workflows dispatched on that stream are not
+-- recovered. Leases belong to streams (sessions), not to worker ids, so a worker that reconnects
+-- elsewhere does not keep a half-open old stream's workflows alive.
+CREATE TABLE worker_sessions (
+    session_id       TEXT PRIMARY KEY NOT NULL,
+    worker_id        TEXT NOT NULL,
     lease_expires_at INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL
 );

@@ -46,6 +46,7 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
         let limit = credits.min(MAX_BATCH);
         let claim = Claim {
             worker_id: r.worker_id.clone(),
+            session_id: session.lease_id.clone(),
             app_version: r.app_version.clone(),
             workflow_names: r.workflow_names.clone(),
             queues: r.queues.clone(),

@@ -21,7 +21,7 @@ pub async fn run(engine: Arc<Engine>) {
         ticks += 1;
         if ticks.is_multiple_of(60) {
             let horizon = engine.now() - 24 * 3600 * 1000;
-            if let Err(e) = engine.store.prune_workers(horizon).await {
+            if let Err(e) = engine.store.prune_sessions(horizon).await {
                 tracing::warn!(error = %e, "pruning workers failed");
             }
         }

@@ -31,7 +31,10 @@ pub struct Registration {
 
 /// One worker stream attached to this replica.
 pub struct WorkerSession {
+    /// Local number, for logs.
     pub session_id: u64,
+    /// Globally unique id of this stream: the key of its lease in the store.
+    pub lease_id: String,
     pub registration: Registration,
     /// Workflows the server may still dispatch to this worker.
     credits: AtomicU32,
@@ -72,11 +75,13 @@ impl Sessions {
     pub fn attach(
         &self,
         registration: Registration,
+        lease_id: String,
         now: Millis,
         outbound: mpsc::Sender<ToWorker>,
     ) -> Arc<WorkerSession> {
         let session = Arc::new(WorkerSession {
             session_id: self.next_id.fetch_add(1, Ordering::SeqCst) + 1,
+            lease_id,
             registration,
             credits: AtomicU32::new(0),
             last_seen: AtomicI64::new(now),
@@ -92,16 +97,6 @@ impl Sessions {
 
     pub fn all(&self) -> Vec<Arc<WorkerSession>> {
         self.by_id.lock().unwrap().values().cloned().collect()
-    }
-
-    /// Another live session of the same worker (it reconnected before the old stream was noticed
-    /// as gone).
-    pub fn has_other(&self, worker_id: &str, session_id: u64) -> bool {
-        self.by_id
-            .lock()
-            .unwrap()
-            .values()
-            .any(|s| s.registration.worker_id == worker_id && s.session_id != session_id)
     }
 
     pub fn by_worker(&self, worker_id: &str) -> Vec<Arc<WorkerSession>> {

@@ -33,8 +33,10 @@ impl Engine {
             registration.queues.push(DEFAULT_QUEUE.to_string());
         }
         let now = self.now();
+        let lease_id = uuid::Uuid::new_v4().to_string();
+        let until = now + Self::ms(self.config.worker_lease);
         self.store
-            .renew_worker_lease(&registration.worker_id, now + Self::ms(self.config.worker_lease), now)
+            .renew_session_lease(&lease_id, &registration.worker_id, until, now)
             .await?;
         self.store
             .register_workflow_names(&registration.workflow_names, now)
@@ -47,26 +49,24 @@ impl Engine {
             tracing::info!(worker_id = %registration.worker_id, requeued = released.requeued.len(),
                 dead_lettered = released.dead_lettered.len(), "worker reconnected; took back what its earlier stream held");
         }
-        let session = self.sessions.attach(registration, now, outbound);
+        let session = self.sessions.attach(registration, lease_id, now, outbound);
         tracing::info!(worker_id = %session.registration.worker_id, session = session.session_id,
             app_version = %session.registration.app_version, workflows = ?session.registration.workflow_names, "worker attached");
         self.dispatch_wanted.notify_one();
         Ok(session)
     }
 
-    /// The stream ended. The worker's workflows stay with it for the recovery grace period (it
-    /// may reconnect), then go back to their queue.
+    /// The stream ended. Its workflows stay with it for the recovery grace period (the worker
+    /// may reconnect and take them back at once), then go back to their queue.
     pub async fn detach_worker(&self, session: &WorkerSession) {
         self.sessions.detach(session.session_id);
         let worker_id = &session.registration.worker_id;
         tracing::info!(%worker_id, session = session.session_id, "worker detached");
-        if self.sessions.has_other(worker_id, session.session_id) {
-            return;
-        }
         let now = self.now();
+        let until = now + Self::ms(self.config.recovery_grace);
         if let Err(e) = self
             .store
-            .renew_worker_lease(worker_id, now + Self::ms(self.config.recovery_grace), now)
+            .renew_session_lease(&session.lease_id, worker_id, until, now)
             .await
         {
             tracing::warn!(%worker_id, error = %e, "could not shorten the lease of a detached worker; it expires on its own");
@@ -84,12 +84,9 @@ impl Engine {
     pub async fn heartbeat(&self, session: &WorkerSession) -> EngineResult<()> {
         let now = self.now();
         session.touch(now);
+        let until = now + Self::ms(self.config.worker_lease);
         self.store
-            .renew_worker_lease(
-                &session.registration.worker_id,
-                now + Self::ms(self.config.worker_lease),
-                now,
-            )
+            .renew_session_lease(&session.lease_id, &session.registration.worker_id, until, now)
             .await?;
         Ok(())
     }

@@ -166,6 +166,8 @@ pub struct ListQuery {
 #[derive(Debug, Clone)]
 pub struct Claim {
     pub worker_id: String,
+    /// The stream the workflows go out on; its lease keeps them from recovery.
+    pub session_id: String,
     pub app_version: String,
     pub workflow_names: Vec<String>,
     pub queues: Vec<String>,
@@ -286,20 +288,27 @@ pub trait Store: Send + Sync + 'static {
     /// Put a CANCELLED or dead-lettered workflow back in its queue, with its recovery count reset.
     async fn resume_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord>;
 
-    /// Create or extend a worker's lease: its workflows are safe from recovery until `until`.
-    async fn renew_worker_lease(&self, worker_id: &str, until: Millis, now: Millis) -> StoreResult<()>;
+    /// Create or extend the lease of one worker stream: the workflows dispatched on it are safe
+    /// from recovery until `until`.
+    async fn renew_session_lease(
+        &self,
+        session_id: &str,
+        worker_id: &str,
+        until: Millis,
+        now: Millis,
+    ) -> StoreResult<()>;
 
     /// Take back at once every workflow still owned by this worker (it reconnected, so it dropped
     /// them). Counts as a recovery, like `recover_expired`.
     async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
 
-    /// Take back the PENDING workflows whose worker's lease ended before `now` (or that have no
-    /// live worker at all): each one's recovery count goes up by one and it returns to ENQUEUED,
+    /// Take back the PENDING workflows whose stream's lease ended before `now` (or that have no
+    /// live stream at all): each one's recovery count goes up by one and it returns to ENQUEUED,
     /// or becomes MAX_RECOVERY_ATTEMPTS_EXCEEDED when the count passes the limit.
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
 
-    /// Forget workers whose lease ended before `before` and that own nothing.
-    async fn prune_workers(&self, before: Millis) -> StoreResult<u64>;
+    /// Forget worker streams whose lease ended before `before` and that own nothing.
+    async fn prune_sessions(&self, before: Millis) -> StoreResult<u64>;
 
     /// Remembers that a worker registered these workflow names.
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()>;

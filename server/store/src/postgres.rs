@@ -212,7 +212,7 @@ impl Store for PostgresStore {
         // see a different set, claiming more than `limit`. The outer status check is a
         // belt-and-braces re-check on the locked row.
         let mut claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
-            "UPDATE workflows SET status = 'PENDING', worker_id = $1, epoch = epoch + 1, \
+            "UPDATE workflows SET status = 'PENDING', worker_id = $1, session_id = $7, epoch = epoch + 1, \
                app_version = COALESCE(app_version, $2), updated_at = $3 \
              WHERE workflow_id = ANY(ARRAY(SELECT workflow_id FROM workflows WHERE status = 'ENQUEUED' \
                AND queue_name = ANY($4) AND workflow_name = ANY($5) \
@@ -228,6 +228,7 @@ impl Store for PostgresStore {
         .bind(&claim.queues)
         .bind(&claim.workflow_names)
         .bind(claim.limit as i64)
+        .bind(&claim.session_id)
         .fetch_all(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -352,14 +353,21 @@ impl Store for PostgresStore {
         }
     }
 
-    async fn renew_worker_lease(&self, worker_id: &str, until: Millis, now: Millis) -> StoreResult<()> {
+    async fn renew_session_lease(
+        &self,
+        session_id: &str,
+        worker_id: &str,
+        until: Millis,
+        now: Millis,
+    ) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO workers (worker_id, lease_expires_at, updated_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (worker_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
+            "INSERT INTO worker_sessions (session_id, worker_id, lease_expires_at, updated_at) VALUES ($1, $4, $2, $3) \
+             ON CONFLICT (session_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
         )
-        .bind(worker_id)
+        .bind(session_id)
         .bind(until)
         .bind(now)
+        .bind(worker_id)
         .execute(&self.pool)
         .await
         .map_err(db_error)?;
@@ -390,7 +398,7 @@ impl Store for PostgresStore {
             "UPDATE workflows SET {RECOVER_SET} \
              WHERE workflow_id = ANY(ARRAY(SELECT wf.workflow_id FROM workflows wf \
                WHERE wf.status = 'PENDING' AND NOT EXISTS \
-                 (SELECT 1 FROM workers w WHERE w.worker_id = wf.worker_id AND w.lease_expires_at >= $2) \
+                 (SELECT 1 FROM worker_sessions w WHERE w.session_id = wf.session_id AND w.lease_expires_at >= $2) \
                FOR UPDATE OF wf SKIP LOCKED)) \
              AND status = 'PENDING' \
              RETURNING workflow_id, status"
@@ -430,10 +438,10 @@ impl Store for PostgresStore {
         Ok(found.is_some())
     }
 
-    async fn prune_workers(&self, before: Millis) -> StoreResult<u64> {
+    async fn prune_sessions(&self, before: Millis) -> StoreResult<u64> {
         let done = sqlx::query(
-            "DELETE FROM workers WHERE lease_expires_at < $1 AND NOT EXISTS \
-             (SELECT 1 FROM workflows WHERE workflows.worker_id = workers.worker_id AND status = 'PENDING')",
+            "DELETE FROM worker_sessions WHERE lease_expires_at < $1 AND NOT EXISTS \
+             (SELECT 1 FROM workflows WHERE workflows.session_id = worker_sessions.session_id AND status = 'PENDING')",
         )
         .bind(before)
         .execute(&self.pool)

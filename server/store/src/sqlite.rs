@@ -176,7 +176,7 @@ impl Store for SqliteStore {
         }
         let mut tx = self.write.begin().await.map_err(db_error)?;
         let mut claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
-            "UPDATE workflows SET status = 'PENDING', worker_id = ?1, epoch = epoch + 1, \
+            "UPDATE workflows SET status = 'PENDING', worker_id = ?1, session_id = ?7, epoch = epoch + 1, \
                app_version = COALESCE(app_version, ?2), updated_at = ?3 \
              WHERE workflow_id IN (SELECT workflow_id FROM workflows WHERE status = 'ENQUEUED' \
                AND queue_name IN (SELECT value FROM json_each(?4)) \
@@ -192,6 +192,7 @@ impl Store for SqliteStore {
         .bind(json_list(&claim.queues))
         .bind(json_list(&claim.workflow_names))
         .bind(claim.limit as i64)
+        .bind(&claim.session_id)
         .fetch_all(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -330,14 +331,21 @@ impl Store for SqliteStore {
         result
     }
 
-    async fn renew_worker_lease(&self, worker_id: &str, until: Millis, now: Millis) -> StoreResult<()> {
+    async fn renew_session_lease(
+        &self,
+        session_id: &str,
+        worker_id: &str,
+        until: Millis,
+        now: Millis,
+    ) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO workers (worker_id, lease_expires_at, updated_at) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (worker_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
+            "INSERT INTO worker_sessions (session_id, worker_id, lease_expires_at, updated_at) VALUES (?1, ?4, ?2, ?3) \
+             ON CONFLICT (session_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
         )
-        .bind(worker_id)
+        .bind(session_id)
         .bind(until)
         .bind(now)
+        .bind(worker_id)
         .execute(&self.write)
         .await
         .map_err(db_error)?;
@@ -359,7 +367,7 @@ impl Store for SqliteStore {
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         let sql = format!(
             "UPDATE workflows SET {RECOVER_SET} WHERE status = 'PENDING' AND NOT EXISTS \
-             (SELECT 1 FROM workers w WHERE w.worker_id = workflows.worker_id AND w.lease_expires_at >= ?2) \
+             (SELECT 1 FROM worker_sessions w WHERE w.session_id = workflows.session_id AND w.lease_expires_at >= ?2) \
              RETURNING workflow_id, status"
         );
         let rows: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -397,10 +405,10 @@ impl Store for SqliteStore {
         Ok(found.is_some())
     }
 
-    async fn prune_workers(&self, before: Millis) -> StoreResult<u64> {
+    async fn prune_sessions(&self, before: Millis) -> StoreResult<u64> {
         let done = sqlx::query(
-            "DELETE FROM workers WHERE lease_expires_at < ?1 AND NOT EXISTS \
-             (SELECT 1 FROM workflows WHERE workflows.worker_id = workers.worker_id AND status = 'PENDING')",
+            "DELETE FROM worker_sessions WHERE lease_expires_at < ?1 AND NOT EXISTS \
+             (SELECT 1 FROM workflows WHERE workflows.session_id = worker_sessions.session_id AND status = 'PENDING')",
         )
         .bind(before)
         .execute(&self.write)

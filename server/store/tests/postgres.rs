@@ -86,6 +86,7 @@ async fn step_write_waits_for_an_uncommitted_requeue() {
     s.start_workflow(new, t).await.unwrap();
     let claim = Claim {
         worker_id: "A".into(),
+        session_id: "A/stream-1".into(),
         app_version: "v1".into(),
         workflow_names: vec!["A".into()],
         queues: vec!["q".into()],
@@ -117,7 +118,18 @@ async fn step_write_waits_for_an_uncommitted_requeue() {
             s.record_step(&fence, step, t + 1).await
         }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Wait until the write either finished or is visibly blocked on a row lock.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let waiting: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+            .fetch_one(&mut other)
+            .await
+            .unwrap();
+        if waiting > 0 || write.is_finished() || std::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(
         !write.is_finished(),
         "the step write did not wait for the requeue's row lock"

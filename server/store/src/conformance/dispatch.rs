@@ -176,8 +176,8 @@ pub async fn fencing_by_lease_expiry(s: Arc<dyn Store>) {
     start(s, wf("w", "A", "q"), T).await;
     start(s, wf("live", "L", "q"), T).await;
     start(s, wf("orphan", "O", "q"), T).await;
-    s.renew_worker_lease("A", T + 10_000, T).await.unwrap();
-    s.renew_worker_lease("C", T + 10_000, T).await.unwrap();
+    s.renew_session_lease(&session("A"), "A", T + 10_000, T).await.unwrap();
+    s.renew_session_lease(&session("C"), "C", T + 10_000, T).await.unwrap();
     assert_eq!(claim_one(s, "A", "A", "w", T + 1).await, 1);
     assert_eq!(claim_one(s, "C", "L", "live", T + 1).await, 1);
     // Owned by a worker that never took a lease: nothing protects it.
@@ -191,10 +191,10 @@ pub async fn fencing_by_lease_expiry(s: Arc<dyn Store>) {
     // A goes silent: its lease ends before t, and recovery at t takes the workflow back.
     let t = T + 2_000;
     // A lease that ends exactly now still holds ("ended before now" is what expires)...
-    s.renew_worker_lease("A", t, t - 1).await.unwrap();
+    s.renew_session_lease(&session("A"), "A", t, t - 1).await.unwrap();
     assert_eq!(s.recover_expired(5, t).await.unwrap(), Recovery::default());
     // ...one millisecond earlier and it does not.
-    s.renew_worker_lease("A", t - 1, t - 1).await.unwrap();
+    s.renew_session_lease(&session("A"), "A", t - 1, t - 1).await.unwrap();
     let r = s.recover_expired(5, t).await.unwrap();
     assert_eq!((r.requeued, r.dead_lettered), (vec!["w".to_string()], vec![]));
     let w = get(s, "w").await;
@@ -212,7 +212,7 @@ pub async fn fencing_by_lease_expiry(s: Arc<dyn Store>) {
         })
     ));
 
-    s.renew_worker_lease("B", t + 10_000, t).await.unwrap();
+    s.renew_session_lease(&session("B"), "B", t + 10_000, t).await.unwrap();
     assert_eq!(claim_one(s, "B", "A", "w", t + 2).await, 2);
     let stale = |r| {
         matches!(
@@ -286,8 +286,8 @@ pub async fn release_worker_takes_back_only_its_own(s: Arc<dyn Store>) {
     for (id, name) in [("a1", "A1"), ("a2", "A2"), ("b1", "B1"), ("idle", "I")] {
         start(s, wf(id, name, "q"), T).await;
     }
-    s.renew_worker_lease("A", T + 10_000, T).await.unwrap();
-    s.renew_worker_lease("B", T + 10_000, T).await.unwrap();
+    s.renew_session_lease(&session("A"), "A", T + 10_000, T).await.unwrap();
+    s.renew_session_lease(&session("B"), "B", T + 10_000, T).await.unwrap();
     claim_one(s, "A", "A1", "a1", T + 1).await;
     claim_one(s, "A", "A2", "a2", T + 1).await;
     claim_one(s, "B", "B1", "b1", T + 1).await;
@@ -316,7 +316,7 @@ pub async fn release_worker_takes_back_only_its_own(s: Arc<dyn Store>) {
     assert_eq!(get(s, "b1").await.status, WorkflowStatus::MaxRecoveryAttemptsExceeded);
 }
 
-pub async fn prune_workers_only_idle_expired(s: Arc<dyn Store>) {
+pub async fn prune_sessions_only_idle_expired(s: Arc<dyn Store>) {
     let s = &*s;
     start(s, wf("busy", "B", "q"), T).await;
     start(s, wf("finished", "F", "q"), T).await;
@@ -326,7 +326,9 @@ pub async fn prune_workers_only_idle_expired(s: Arc<dyn Store>) {
         ("old-done", T - 10),
         ("live", T + 10),
     ] {
-        s.renew_worker_lease(worker, until, T - 20).await.unwrap();
+        s.renew_session_lease(&session(worker), worker, until, T - 20)
+            .await
+            .unwrap();
     }
     claim_one(s, "old-busy", "B", "busy", T - 15).await;
     claim_one(s, "old-done", "F", "finished", T - 15).await;
@@ -335,8 +337,8 @@ pub async fn prune_workers_only_idle_expired(s: Arc<dyn Store>) {
         .unwrap();
 
     // old-idle and old-done go; old-busy still owns a running workflow; live has not expired.
-    assert_eq!(s.prune_workers(T).await.unwrap(), 2);
-    assert_eq!(s.prune_workers(T).await.unwrap(), 0);
+    assert_eq!(s.prune_sessions(T).await.unwrap(), 2);
+    assert_eq!(s.prune_sessions(T).await.unwrap(), 0);
     // Pruning did not touch the busy worker's workflow.
     let busy = get(s, "busy").await;
     assert_eq!(
@@ -345,7 +347,32 @@ pub async fn prune_workers_only_idle_expired(s: Arc<dyn Store>) {
     );
     // Once it owns nothing it goes too, and "live" once its lease has ended.
     s.recover_expired(5, T).await.unwrap();
-    assert_eq!(s.prune_workers(T).await.unwrap(), 1);
-    assert_eq!(s.prune_workers(T + 11).await.unwrap(), 1);
-    assert_eq!(s.prune_workers(T + 11).await.unwrap(), 0);
+    assert_eq!(s.prune_sessions(T).await.unwrap(), 1);
+    assert_eq!(s.prune_sessions(T + 11).await.unwrap(), 1);
+    assert_eq!(s.prune_sessions(T + 11).await.unwrap(), 0);
+}
+
+/// Leases belong to streams: a worker that reconnected on a new stream does not keep alive the
+/// workflows of an old stream that went quiet (half-open, on another replica).
+pub async fn old_stream_workflows_recovered_despite_new_stream(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("w1", "N", "q"), T).await;
+    s.renew_session_lease(&session("A"), "A", T + 10_000, T).await.unwrap();
+    claim_one(s, "A", "N", "w1", T).await;
+    // The old stream goes quiet; the same worker opens a new stream with a fresh lease.
+    s.renew_session_lease(&session("A"), "A", T + 100, T + 1).await.unwrap();
+    s.renew_session_lease("A/stream-2", "A", T + 60_000, T + 1)
+        .await
+        .unwrap();
+    assert!(
+        s.recover_expired(5, T + 100).await.unwrap().requeued.is_empty(),
+        "not before the old lease ends"
+    );
+    let r = s.recover_expired(5, T + 101).await.unwrap();
+    assert_eq!(r.requeued, ["w1"]);
+    // Its new stream takes it again, with a higher epoch.
+    let mut again = claim("A", &["N"], &["q"], 1);
+    again.session_id = "A/stream-2".into();
+    let got = s.claim_workflows(&again, T + 102).await.unwrap();
+    assert_eq!((ids(&got), got[0].workflow.epoch), (vec!["w1"], 2));
 }

@@ -54,7 +54,8 @@ macro_rules! conformance_tests {
             release_worker_takes_back_only_its_own,
             completion_is_status_gated,
             cancel_and_resume,
-            prune_workers_only_idle_expired,
+            prune_sessions_only_idle_expired,
+            old_stream_workflows_recovered_despite_new_stream,
             workflow_names_are_remembered,
         );
     };
@@ -83,9 +84,15 @@ fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
     }
 }
 
+/// The stream a test worker claims on: one per worker unless a case says otherwise.
+fn session(worker: &str) -> String {
+    format!("{worker}/stream-1")
+}
+
 fn claim(worker: &str, names: &[&str], queues: &[&str], limit: u32) -> Claim {
     Claim {
         worker_id: worker.to_string(),
+        session_id: session(worker),
         app_version: V1.to_string(),
         workflow_names: names.iter().map(|s| s.to_string()).collect(),
         queues: queues.iter().map(|s| s.to_string()).collect(),
