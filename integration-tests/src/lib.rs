@@ -256,6 +256,19 @@ impl WorkerProcess {
     /// Starts a worker registering workflow `counted`, appending each step's side effect to
     /// `effects`.
     pub fn start(server: &str, effects: &Path, capacity: u32, name: &str) -> WorkerProcess {
+        Self::start_with_env(server, effects, capacity, name, &[])
+    }
+
+    /// Like `start`, with extra environment: `WAYMARK_APP_VERSION` (default `test-1`) and
+    /// `WAYMARK_TEST_VARIANT=renamed` (the `counted` steps get other names, as after a code
+    /// change that breaks determinism).
+    pub fn start_with_env(
+        server: &str,
+        effects: &Path,
+        capacity: u32,
+        name: &str,
+        env: &[(&str, &str)],
+    ) -> WorkerProcess {
         let log = effects.with_file_name(format!("worker-{name}.log"));
         let err = std::fs::OpenOptions::new()
             .create(true)
@@ -267,6 +280,7 @@ impl WorkerProcess {
             .env("WAYMARK_SIDE_EFFECTS", effects)
             .env("WAYMARK_CAPACITY", capacity.to_string())
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(err)
             .spawn()

@@ -5,7 +5,9 @@
 //! - `flaky`: input `{"fail_times": F, "max_attempts": A}`; one step that fails F times, retried
 //!   up to A attempts.
 //!
-//! Capacity from `WAYMARK_CAPACITY` (default 100); server from `WAYMARK_SERVER`.
+//! Capacity from `WAYMARK_CAPACITY` (default 100); server from `WAYMARK_SERVER`; app version from
+//! `WAYMARK_APP_VERSION` (default `test-1`); `WAYMARK_TEST_VARIANT=renamed` renames the `counted`
+//! steps, so a replay of a workflow begun by the normal variant is non-deterministic.
 
 use std::{path::PathBuf, time::Duration};
 
@@ -22,11 +24,16 @@ struct Counted {
 
 async fn counted(ctx: WorkflowContext, input: Counted) -> Result<u32, WorkflowError> {
     let log = PathBuf::from(std::env::var("WAYMARK_SIDE_EFFECTS").unwrap_or_else(|_| "/dev/null".into()));
+    let prefix = if std::env::var("WAYMARK_TEST_VARIANT").as_deref() == Ok("renamed") {
+        "renamed-step"
+    } else {
+        "step"
+    };
     for i in 0..input.steps {
         let (log, ms) = (log.clone(), input.step_ms);
         let (workflow_id, epoch) = (ctx.workflow_id().to_string(), ctx.epoch());
         let got: u32 = ctx
-            .step(&format!("step-{i}"), move || {
+            .step(&format!("{prefix}-{i}"), move || {
                 let (log, workflow_id) = (log.clone(), workflow_id.clone());
                 async move {
                     if ms > 0 {
@@ -105,7 +112,7 @@ async fn main() {
         .and_then(|c| c.parse().ok())
         .unwrap_or(100);
     let worker = Worker::builder()
-        .app_version("test-1")
+        .app_version(std::env::var("WAYMARK_APP_VERSION").unwrap_or_else(|_| "test-1".into()))
         .max_concurrent_workflows(capacity)
         .workflow("counted", counted)
         .workflow("echo", echo)

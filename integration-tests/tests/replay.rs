@@ -1,0 +1,116 @@
+//! Replay rules with real worker processes, on SQLite and PostgreSQL: a replay that calls other
+//! steps than the history records fails the workflow visibly, and a workflow pinned to one app
+//! version is only ever recovered onto workers of that version.
+
+use std::time::Duration;
+
+use waymark_integration_tests::{
+    fast_recovery_args, side_effects, wait_for, wait_for_registration, Backend, ServerProcess, TestDatabase,
+    WorkerProcess,
+};
+use waymark_sdk::{StartOptions, WorkflowStatus};
+
+const PATIENCE: Duration = Duration::from_secs(120);
+
+async fn wait_for_effects(log: &std::path::Path, n: usize) {
+    wait_for(&format!("{n} side effects"), PATIENCE, || {
+        let count = side_effects::read(log).len();
+        async move { (count >= n).then_some(()) }
+    })
+    .await
+}
+
+async fn changed_code_fails_the_replay(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let client = server.client().await;
+    let log = db.dir.join("effects.log");
+    let mut original = WorkerProcess::start(&server.addr, &log, 5, "original");
+    wait_for_registration(&client, "counted").await;
+    client
+        .start_json(
+            "counted",
+            serde_json::json!({"steps": 50, "step_ms": 50}),
+            StartOptions::id("nd"),
+        )
+        .await
+        .unwrap();
+    wait_for_effects(&log, 3).await;
+    original.kill();
+    let _changed =
+        WorkerProcess::start_with_env(&server.addr, &log, 5, "changed", &[("WAYMARK_TEST_VARIANT", "renamed")]);
+    let w = client.await_workflow("nd", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.status, WorkflowStatus::Error, "{w:?}");
+    let failure = w.failure.expect("failure");
+    assert_eq!(failure.kind, "NonDeterminism");
+    assert!(failure.message.contains("renamed-step-0"), "{}", failure.message);
+    // Nothing from the changed code was recorded.
+    assert!(client
+        .steps("nd")
+        .await
+        .unwrap()
+        .iter()
+        .all(|s| s.name.starts_with("step-")));
+}
+
+async fn recovery_stays_on_the_app_version(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let client = server.client().await;
+    let log = db.dir.join("effects.log");
+    let mut v1 = WorkerProcess::start_with_env(&server.addr, &log, 5, "v1", &[("WAYMARK_APP_VERSION", "v1")]);
+    wait_for_registration(&client, "counted").await;
+    client
+        .start_json(
+            "counted",
+            serde_json::json!({"steps": 20, "step_ms": 50}),
+            StartOptions::id("pinned"),
+        )
+        .await
+        .unwrap();
+    wait_for_effects(&log, 2).await;
+    v1.kill();
+    assert_eq!(client.get("pinned").await.unwrap().app_version, "v1");
+    let _v2 = WorkerProcess::start_with_env(&server.addr, &log, 5, "v2", &[("WAYMARK_APP_VERSION", "v2")]);
+    wait_for("the pinned workflow to be recovered", PATIENCE, || {
+        let c = client.clone();
+        async move {
+            c.get("pinned")
+                .await
+                .ok()
+                .filter(|w| w.status == WorkflowStatus::Enqueued && w.recovery_attempts == 1)
+        }
+    })
+    .await;
+    // A newer, unpinned workflow runs on v2; the older pinned one would have been claimed first
+    // had v2 been allowed to take it.
+    client
+        .start_json("counted", serde_json::json!({"steps": 1}), StartOptions::id("fresh"))
+        .await
+        .unwrap();
+    let fresh = client.await_workflow("fresh", Some(PATIENCE)).await.unwrap();
+    assert_eq!(
+        (fresh.status, fresh.app_version.as_str()),
+        (WorkflowStatus::Success, "v2")
+    );
+    assert_eq!(client.get("pinned").await.unwrap().status, WorkflowStatus::Enqueued);
+    let _v1_again = WorkerProcess::start_with_env(&server.addr, &log, 5, "v1-again", &[("WAYMARK_APP_VERSION", "v1")]);
+    let done = client.await_workflow("pinned", Some(PATIENCE)).await.unwrap();
+    assert_eq!(
+        (done.status, done.output),
+        (WorkflowStatus::Success, Some(serde_json::json!(20)))
+    );
+}
+
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Sqlite).await })* }
+        mod postgres { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Postgres).await })* }
+    };
+}
+
+on_both_stores!(changed_code_fails_the_replay, recovery_stays_on_the_app_version);
