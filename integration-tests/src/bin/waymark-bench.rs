@@ -1,0 +1,506 @@
+//! `waymark-bench`: a load generator, not a test. For each backend (SQLite, then PostgreSQL) it
+//! starts a real `waymark server` process on a fresh database, runs in-process SDK workers, and
+//! measures:
+//!
+//! 1. throughput: W workflows of K trivial steps started at once; wall time from the first start
+//!    until none is left non-terminal;
+//! 2. latency: N sequential one-step workflows, start-to-result, p50/p99;
+//! 3. a raw baseline on the same database: single-row durable inserts, one row per commit, with
+//!    as many concurrent connections as the server's store pool (PostgreSQL 32, SQLite 1 writer).
+//!
+//! ```text
+//! make bench
+//! integration-tests/with-postgres.sh target/release/waymark-bench --workflows 1000 --steps 10
+//! ```
+
+use std::{
+    str::FromStr,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use clap::{Parser, ValueEnum};
+use serde::Deserialize;
+use waymark_integration_tests::{Backend, ServerProcess, TestDatabase};
+use waymark_sdk::{Client, ListOptions, StartOptions, Worker, WorkflowContext, WorkflowError, WorkflowStatus};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Which {
+    Sqlite,
+    Postgres,
+    Both,
+}
+
+#[derive(Parser, Debug)]
+#[command(about = "Waymark load generator: throughput, latency and a raw-insert baseline per backend")]
+struct Args {
+    /// Workflows started at once in the throughput workload.
+    #[arg(long, default_value_t = 1000)]
+    workflows: usize,
+    /// Steps per workflow in the throughput workload.
+    #[arg(long, default_value_t = 10)]
+    steps: u32,
+    /// Which backend(s) to run.
+    #[arg(long, value_enum, default_value_t = Which::Both)]
+    backend: Which,
+    /// Sequential one-step workflows in the latency workload.
+    #[arg(long, default_value_t = 200)]
+    latency_runs: usize,
+    /// Concurrent client tasks starting workflows in the throughput workload.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// In-process workers (each with max_concurrent_workflows = --worker-capacity).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    #[arg(long, default_value_t = 1000)]
+    worker_capacity: u32,
+    /// Rows of the raw baseline on PostgreSQL.
+    #[arg(long, default_value_t = 5000)]
+    raw_rows_postgres: i64,
+    /// Rows of the raw baseline on SQLite.
+    #[arg(long, default_value_t = 2000)]
+    raw_rows_sqlite: i64,
+    /// Give up on the throughput workload after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout_secs: u64,
+}
+
+#[derive(Deserialize)]
+struct BenchInput {
+    steps: u32,
+}
+
+async fn bench(ctx: WorkflowContext, input: BenchInput) -> Result<u32, WorkflowError> {
+    for i in 0..input.steps {
+        let got: u32 = ctx
+            .step(&format!("s{i}"), move || async move { Ok::<_, String>(i) })
+            .await?;
+        if got != i {
+            return Err(WorkflowError::failed(
+                "WrongReplay",
+                format!("step {i} replayed as {got}"),
+            ));
+        }
+    }
+    Ok(input.steps)
+}
+
+async fn one(ctx: WorkflowContext, _input: serde_json::Value) -> Result<u32, WorkflowError> {
+    ctx.step("only", || async { Ok::<_, String>(0u32) }).await
+}
+
+struct Report {
+    backend: &'static str,
+    workflows: usize,
+    steps: u32,
+    starts_s: f64,
+    wall_s: f64,
+    steps_per_s: f64,
+    workflows_per_s: f64,
+    succeeded: usize,
+    p50_ms: f64,
+    p99_ms: f64,
+    mean_ms: f64,
+    latency_runs: usize,
+    raw_rows: i64,
+    raw_conns: u32,
+    raw_per_s: f64,
+}
+
+impl Report {
+    fn ratio(&self) -> f64 {
+        self.steps_per_s / self.raw_per_s
+    }
+
+    fn print_table(&self) {
+        let pg = self.backend == "postgres";
+        let target = |met: bool, what: &str| format!("target {what}: {}", if met { "met" } else { "NOT met" });
+        let row = |metric: &str, value: String, note: &str| println!("{metric:<36} {value:>14}  {note}");
+        println!();
+        println!("== {} ==", self.backend);
+        row("metric", "value".into(), "note");
+        println!("{}", "-".repeat(36 + 1 + 14 + 2 + 30));
+        row(
+            "throughput: workflows x steps",
+            format!("{} x {}", self.workflows, self.steps),
+            "",
+        );
+        row("  all starts acknowledged (s)", format!("{:.3}", self.starts_s), "");
+        row("  wall, first start -> all done (s)", format!("{:.3}", self.wall_s), "");
+        row("  steps/s", format!("{:.1}", self.steps_per_s), "");
+        row("  workflows/s", format!("{:.1}", self.workflows_per_s), "");
+        row("  succeeded", format!("{}/{}", self.succeeded, self.workflows), "");
+        row("latency: sequential 1-step runs", self.latency_runs.to_string(), "");
+        row(
+            "  p50 start -> result (ms)",
+            format!("{:.2}", self.p50_ms),
+            &target(self.p50_ms <= 3.0, "<= 3 ms"),
+        );
+        row("  p99 start -> result (ms)", format!("{:.2}", self.p99_ms), "");
+        row("  mean (ms)", format!("{:.2}", self.mean_ms), "");
+        row(
+            "raw baseline: rows x connections",
+            format!("{} x {}", self.raw_rows, self.raw_conns),
+            "one row per commit",
+        );
+        row("  raw inserts/s", format!("{:.1}", self.raw_per_s), "");
+        let ratio_note = if pg && self.workflows == 1000 && self.steps == 10 {
+            target(self.ratio() >= 0.5, ">= 0.5 (PG, W=1000 K=10)")
+        } else if pg {
+            "target >= 0.5 is defined for W=1000 K=10".to_string()
+        } else {
+            "no target (SQLite)".to_string()
+        };
+        row(
+            "ratio steps/s / raw inserts/s",
+            format!("{:.3}", self.ratio()),
+            &ratio_note,
+        );
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "backend={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} ratio={:.3}",
+            self.backend,
+            self.steps_per_s,
+            self.workflows_per_s,
+            self.p50_ms,
+            self.p99_ms,
+            self.raw_per_s,
+            self.ratio()
+        )
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Retries a zero-step `bench` start until the workers' registration is visible to the server.
+async fn wait_for_workers(client: &Client) -> anyhow::Result<()> {
+    let start = Instant::now();
+    loop {
+        let probe = client
+            .start_json(
+                "bench",
+                serde_json::json!({"steps": 0}),
+                StartOptions::id("bench-registration-probe"),
+            )
+            .await;
+        match probe {
+            Ok(s) => {
+                client
+                    .await_workflow(&s.workflow.workflow_id, Some(Duration::from_secs(60)))
+                    .await?;
+                return Ok(());
+            }
+            Err(e) if e.reason() == Some("WORKFLOW_NAME_UNKNOWN") => {}
+            Err(e) => anyhow::bail!("unexpected error while waiting for workers to register: {e}"),
+        }
+        anyhow::ensure!(
+            start.elapsed() < Duration::from_secs(60),
+            "workers did not register within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// How many `bench` workflows are not terminal yet (0 or 1: a page of one is enough to know).
+async fn any_unfinished(client: &Client) -> anyhow::Result<bool> {
+    let (page, _) = client
+        .list(ListOptions {
+            statuses: vec![
+                WorkflowStatus::Enqueued,
+                WorkflowStatus::Delayed,
+                WorkflowStatus::Pending,
+            ],
+            workflow_name: Some("bench".into()),
+            page_size: 1,
+            ..Default::default()
+        })
+        .await?;
+    Ok(!page.is_empty())
+}
+
+async fn count_status(client: &Client, status: WorkflowStatus) -> anyhow::Result<usize> {
+    let mut n = 0;
+    let mut token = None;
+    loop {
+        let (page, next) = client
+            .list(ListOptions {
+                statuses: vec![status],
+                workflow_name: Some("bench".into()),
+                page_size: 500,
+                page_token: token,
+                ..Default::default()
+            })
+            .await?;
+        n += page.iter().filter(|w| w.workflow_id.starts_with("tp-")).count();
+        match next {
+            Some(t) => token = Some(t),
+            None => return Ok(n),
+        }
+    }
+}
+
+async fn throughput(args: &Args, addr: &str) -> anyhow::Result<(f64, f64, usize)> {
+    let mut clients = Vec::new();
+    for _ in 0..args.clients.clamp(1, 8) {
+        clients.push(Client::connect(addr).await?);
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..args.clients.max(1) {
+        let client = clients[c % clients.len()].clone();
+        let next = next.clone();
+        let (w, k) = (args.workflows, args.steps);
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= w {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                client
+                    .start_json(
+                        "bench",
+                        serde_json::json!({"steps": k}),
+                        StartOptions::id(format!("tp-{i}")),
+                    )
+                    .await?;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let starts = t0.elapsed();
+    let poller = &clients[0];
+    let deadline = Duration::from_secs(args.timeout_secs);
+    while any_unfinished(poller).await? {
+        anyhow::ensure!(
+            t0.elapsed() < deadline,
+            "throughput workload did not finish within {deadline:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let wall = t0.elapsed();
+    let succeeded = count_status(poller, WorkflowStatus::Success).await?;
+    Ok((starts.as_secs_f64(), wall.as_secs_f64(), succeeded))
+}
+
+async fn latency(runs: usize, addr: &str) -> anyhow::Result<Vec<f64>> {
+    let client = Client::connect(addr).await?;
+    // Warm-up, not measured.
+    for i in 0..5 {
+        let s = client
+            .start_json(
+                "one",
+                serde_json::json!(null),
+                StartOptions::id(format!("lat-warm-{i}")),
+            )
+            .await?;
+        client
+            .await_workflow(&s.workflow.workflow_id, Some(Duration::from_secs(60)))
+            .await?;
+    }
+    let mut out = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let t = Instant::now();
+        let s = client
+            .start_json("one", serde_json::json!(null), StartOptions::id(format!("lat-{i}")))
+            .await?;
+        let w = client
+            .await_workflow(&s.workflow.workflow_id, Some(Duration::from_secs(60)))
+            .await?;
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        anyhow::ensure!(
+            w.status == WorkflowStatus::Success,
+            "latency run {i} ended {:?}",
+            w.status
+        );
+        out.push(ms);
+    }
+    out.sort_by(|a, b| a.total_cmp(b));
+    Ok(out)
+}
+
+const PAYLOAD: &str = "bench-raw-payload-0123456789abcdefghijklmnopqrstuvwxyz";
+
+/// Single-row inserts, one per commit (autocommit), `conns` at once. Returns rows/s.
+async fn raw_inserts(backend: Backend, url: &str, rows: i64) -> anyhow::Result<(u32, f64)> {
+    let next = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    match backend {
+        Backend::Postgres => {
+            let conns = 32u32;
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(conns)
+                .min_connections(conns)
+                .connect(url)
+                .await?;
+            sqlx::query("CREATE TABLE bench_raw (id bigint PRIMARY KEY, payload text)")
+                .execute(&pool)
+                .await?;
+            let t0 = Instant::now();
+            let mut tasks = Vec::new();
+            for _ in 0..conns {
+                let (pool, next) = (pool.clone(), next.clone());
+                tasks.push(tokio::spawn(async move {
+                    let mut conn = pool.acquire().await?;
+                    loop {
+                        let id = next.fetch_add(1, Ordering::Relaxed);
+                        if id >= rows {
+                            return Ok::<_, anyhow::Error>(());
+                        }
+                        sqlx::query("INSERT INTO bench_raw (id, payload) VALUES ($1, $2)")
+                            .bind(id)
+                            .bind(PAYLOAD)
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                }));
+            }
+            for t in tasks {
+                t.await??;
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            pool.close().await;
+            Ok((conns, rows as f64 / secs))
+        }
+        Backend::Sqlite => {
+            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+            let path = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+            let options = SqliteConnectOptions::from_str(&format!("sqlite://{path}"))?
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Full)
+                .busy_timeout(Duration::from_secs(30));
+            let pool = SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(options)
+                .await?;
+            sqlx::query("CREATE TABLE bench_raw (id bigint PRIMARY KEY, payload text)")
+                .execute(&pool)
+                .await?;
+            let t0 = Instant::now();
+            for id in 0..rows {
+                sqlx::query("INSERT INTO bench_raw (id, payload) VALUES (?1, ?2)")
+                    .bind(id)
+                    .bind(PAYLOAD)
+                    .execute(&pool)
+                    .await?;
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            pool.close().await;
+            Ok((1, rows as f64 / secs))
+        }
+    }
+}
+
+async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Report>> {
+    let name = match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let Some(db) = TestDatabase::new(backend).await else {
+        eprintln!("[{name}] skipped (no database)");
+        return Ok(None);
+    };
+    eprintln!("[{name}] database {} ; starting server", db.url);
+    let mut server = ServerProcess::start(&db, &[]).await;
+    eprintln!("[{name}] server at {} (log: {})", server.addr, server.log.display());
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut workers = Vec::new();
+    for i in 0..args.workers.max(1) {
+        let worker = Worker::builder()
+            .server(server.addr.clone())
+            .worker_id(format!("bench-worker-{i}"))
+            .app_name("waymark-bench")
+            .app_version("bench-1")
+            .max_concurrent_workflows(args.worker_capacity)
+            .workflow("bench", bench)
+            .workflow("one", one)
+            .build();
+        let mut rx = stop_rx.clone();
+        workers.push(tokio::spawn(worker.run_until(async move {
+            let _ = rx.wait_for(|v| *v).await;
+        })));
+    }
+    let client = server.client().await;
+    wait_for_workers(&client).await?;
+    eprintln!(
+        "[{name}] workers registered; throughput workload {} x {}",
+        args.workflows, args.steps
+    );
+
+    let (starts_s, wall_s, succeeded) = throughput(args, &server.addr).await?;
+    let total_steps = args.workflows as f64 * args.steps as f64;
+    eprintln!(
+        "[{name}] throughput done in {wall_s:.2} s; latency workload {} runs",
+        args.latency_runs
+    );
+
+    let lat = latency(args.latency_runs, &server.addr).await?;
+    let mean = lat.iter().sum::<f64>() / lat.len().max(1) as f64;
+
+    let _ = stop_tx.send(true);
+    for w in workers {
+        let _ = w.await;
+    }
+    // The raw baseline runs on the same database with the server stopped, so neither disturbs
+    // the other.
+    server.terminate();
+    let raw_rows = match backend {
+        Backend::Sqlite => args.raw_rows_sqlite,
+        Backend::Postgres => args.raw_rows_postgres,
+    };
+    eprintln!("[{name}] server stopped; raw baseline {raw_rows} rows");
+    let (raw_conns, raw_per_s) = raw_inserts(backend, &db.url, raw_rows).await?;
+
+    Ok(Some(Report {
+        backend: name,
+        workflows: args.workflows,
+        steps: args.steps,
+        starts_s,
+        wall_s,
+        steps_per_s: total_steps / wall_s,
+        workflows_per_s: args.workflows as f64 / wall_s,
+        succeeded,
+        p50_ms: percentile(&lat, 50.0),
+        p99_ms: percentile(&lat, 99.0),
+        mean_ms: mean,
+        latency_runs: lat.len(),
+        raw_rows,
+        raw_conns,
+        raw_per_s,
+    }))
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let backends: &[Backend] = match args.backend {
+        Which::Sqlite => &[Backend::Sqlite],
+        Which::Postgres => &[Backend::Postgres],
+        Which::Both => &[Backend::Sqlite, Backend::Postgres],
+    };
+    let mut reports = Vec::new();
+    for &b in backends {
+        if let Some(r) = run_backend(&args, b).await? {
+            r.print_table();
+            reports.push(r);
+        }
+    }
+    println!();
+    for r in &reports {
+        println!("{}", r.summary());
+    }
+    Ok(())
+}
