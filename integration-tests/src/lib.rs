@@ -180,7 +180,10 @@ impl ServerProcess {
                 &self.database_url,
             ])
             .args(&self.extra)
-            .env("WAYMARK_LOG", "info,waymark_server=debug")
+            .env(
+                "WAYMARK_LOG",
+                std::env::var("WAYMARK_LOG").unwrap_or_else(|_| "info,waymark_server=debug".into()),
+            )
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

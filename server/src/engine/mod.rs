@@ -40,6 +40,9 @@ pub struct Engine {
     pub(crate) dispatch_wanted: Notify,
     /// Ids of workflows that reached a terminal status through this replica, for awaiters.
     pub(crate) finished: broadcast::Sender<String>,
+    /// Workflow names known to be registered. Names are never forgotten, so a positive answer
+    /// can be cached and starts skip the lookup.
+    pub(crate) known_names: std::sync::RwLock<std::collections::HashSet<String>>,
     pub(crate) shutting_down: AtomicBool,
     /// Flips to true once when the replica starts draining.
     pub(crate) shutdown: watch::Sender<bool>,
@@ -55,6 +58,7 @@ impl Engine {
             sessions: Default::default(),
             dispatch_wanted: Notify::new(),
             finished,
+            known_names: Default::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: watch::channel(false).0,
         })

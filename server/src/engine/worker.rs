@@ -100,8 +100,12 @@ impl Engine {
         if let Outcome::Output(o) = &step.outcome {
             validate::payload("step output", o, self.config.max_payload_bytes)?;
         }
+        let step_id = step.step_id;
         match self.store.record_step(&fence, step, self.now()).await {
-            Ok(r) => Ok(r),
+            Ok(r) => {
+                tracing::debug!(workflow_id = %fence.workflow_id, step_id, "step recorded");
+                Ok(r)
+            }
             Err(e @ StoreError::NonDeterminism { .. }) => {
                 let err = EngineError::from(e);
                 let failure = Failure {
@@ -136,6 +140,7 @@ impl Engine {
             validate::payload("workflow output", o, self.config.max_payload_bytes)?;
         }
         let done = self.store.complete_workflow(&fence, outcome, self.now()).await?;
+        tracing::debug!(workflow_id = %fence.workflow_id, adopted = done.adopted, "complete");
         let _ = self.finished.send(fence.workflow_id.clone());
         Ok(done)
     }

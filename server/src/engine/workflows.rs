@@ -74,7 +74,7 @@ impl Engine {
         validate::optional_name("queue_name", &req.queue_name)?;
         validate::optional_name("app_version", &req.app_version)?;
         validate::payload("input", &req.input, self.config.max_payload_bytes)?;
-        if !self.store.is_workflow_name_known(&req.workflow_name).await? {
+        if !self.is_known_name(&req.workflow_name).await? {
             return Err(EngineError::new(
                 ErrorCode::NotFound,
                 "WORKFLOW_NAME_UNKNOWN",
@@ -92,10 +92,22 @@ impl Engine {
             input: req.input,
         };
         let started = self.store.start_workflow(new, self.now()).await?;
+        tracing::debug!(workflow_id = %started.workflow.workflow_id, created = started.created, "start");
         if started.created {
             self.dispatch_wanted.notify_one();
         }
         Ok(started)
+    }
+
+    async fn is_known_name(&self, name: &str) -> EngineResult<bool> {
+        if self.known_names.read().unwrap().contains(name) {
+            return Ok(true);
+        }
+        let known = self.store.is_workflow_name_known(name).await?;
+        if known {
+            self.known_names.write().unwrap().insert(name.to_string());
+        }
+        Ok(known)
     }
 
     pub async fn get_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {

@@ -11,6 +11,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+mod batch;
 #[doc(hidden)]
 pub mod conformance;
 pub mod postgres;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::{postgres::PgPoolOptions, PgPool};
 
+use crate::batch::Batcher;
 use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
 use crate::*;
 
@@ -25,7 +26,15 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 32;
 
 pub struct PostgresStore {
     pool: PgPool,
+    /// Group commit for step checkpoints, the hot path.
+    steps: Batcher<StepWrite, bool>,
 }
+
+/// Step-writing lanes: batches in flight at once. More lanes than one keep the database busy
+/// while a batch commits; a few suffice because each batch holds everything that queued.
+const STEP_LANES: usize = 4;
+/// Largest batch of step writes in one statement.
+const MAX_STEP_BATCH: usize = 512;
 
 impl PostgresStore {
     /// Connects to `url` (`postgres://user@host:port/db`) and applies the embedded migrations.
@@ -47,7 +56,11 @@ impl PostgresStore {
             .run(&pool)
             .await
             .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        Ok(PostgresStore { pool })
+        let writer = pool.clone();
+        let steps = Batcher::spawn(STEP_LANES, MAX_STEP_BATCH, move |batch| {
+            insert_steps_fenced(writer.clone(), batch)
+        });
+        Ok(PostgresStore { pool, steps })
     }
 
     async fn workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
@@ -82,26 +95,80 @@ impl PostgresStore {
     /// concurrent claim or recovery either waits for us or makes the WHERE clause fail on
     /// re-check. Returns whether a row was written.
     async fn insert_step_fenced(&self, fence: &Fence, step: &NewStep, now: Millis) -> StoreResult<bool> {
-        let (output, failure) = rows::outcome_columns(&step.outcome);
-        let done = sqlx::query(
-            "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM workflows \
-             WHERE workflow_id = $1 AND status = 'PENDING' AND epoch = $7 FOR SHARE \
-             ON CONFLICT (workflow_id, step_id) DO NOTHING",
-        )
-        .bind(&fence.workflow_id)
-        .bind(step.step_id as i64)
-        .bind(&step.name)
-        .bind(output)
-        .bind(failure)
-        .bind(step.attempts as i64)
-        .bind(fence.epoch as i64)
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error)?;
-        Ok(done.rows_affected() == 1)
+        self.steps
+            .submit(StepWrite {
+                workflow_id: fence.workflow_id.clone(),
+                epoch: fence.epoch,
+                step: step.clone(),
+                now,
+            })
+            .await
     }
+}
+
+/// One fenced step insert waiting for its batch.
+struct StepWrite {
+    workflow_id: String,
+    epoch: u64,
+    step: NewStep,
+    now: Millis,
+}
+
+/// Writes a batch of fenced step inserts with one statement (one round trip, one commit) and
+/// says, per request, whether its row went in. A row goes in only if its workflow is PENDING at
+/// the request's epoch; `FOR SHARE OF w` holds those workflow rows until the commit, so a
+/// concurrent recovery or re-dispatch either waits for the batch or makes it re-check and skip
+/// the row. A request whose row did not go in takes the slow path in `record_step`, which
+/// explains why (stale epoch, not running, already recorded, conflict).
+async fn insert_steps_fenced(pool: PgPool, batch: Vec<StepWrite>) -> StoreResult<Vec<bool>> {
+    let n = batch.len();
+    let mut ids = Vec::with_capacity(n);
+    let mut step_ids = Vec::with_capacity(n);
+    let mut names = Vec::with_capacity(n);
+    let mut outputs = Vec::with_capacity(n);
+    let mut failures = Vec::with_capacity(n);
+    let mut attempts = Vec::with_capacity(n);
+    let mut epochs = Vec::with_capacity(n);
+    let mut times = Vec::with_capacity(n);
+    for w in &batch {
+        let (output, failure) = rows::outcome_columns(&w.step.outcome);
+        ids.push(w.workflow_id.clone());
+        step_ids.push(w.step.step_id as i64);
+        names.push(w.step.name.clone());
+        outputs.push(output);
+        failures.push(failure);
+        attempts.push(w.step.attempts as i64);
+        epochs.push(w.epoch as i64);
+        times.push(w.now);
+    }
+    let inserted: Vec<(String, i64)> = sqlx::query_as(
+        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+         SELECT v.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, v.epoch, v.recorded_at \
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[]) \
+           AS v(workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+         JOIN workflows w ON w.workflow_id = v.workflow_id AND w.status = 'PENDING' AND w.epoch = v.epoch \
+         FOR SHARE OF w \
+         ON CONFLICT (workflow_id, step_id) DO NOTHING \
+         RETURNING workflow_id, step_id",
+    )
+    .bind(&ids)
+    .bind(&step_ids)
+    .bind(&names)
+    .bind(&outputs)
+    .bind(&failures)
+    .bind(&attempts)
+    .bind(&epochs)
+    .bind(&times)
+    .fetch_all(&pool)
+    .await
+    .map_err(db_error)?;
+    // Two requests for the same step in one batch: only the first counts as the one written;
+    // the other learns on the slow path whether it matches.
+    let mut fresh: std::collections::HashSet<(String, i64)> = inserted.into_iter().collect();
+    Ok(batch
+        .iter()
+        .map(|w| fresh.remove(&(w.workflow_id.clone(), w.step.step_id as i64)))
+        .collect())
 }
 
 /// Same as SQLite's: counts a recovery and requeues or dead-letters. `$1` is the limit, `$2` now.
@@ -205,7 +272,10 @@ impl Store for PostgresStore {
         if claim.limit == 0 || claim.workflow_names.is_empty() || claim.queues.is_empty() {
             return Ok(Vec::new());
         }
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        // One autocommit statement: the claim is atomic by itself, and a first dispatch (epoch 1)
+        // has no steps to load, so the common case costs one round trip and one commit. Steps
+        // of re-dispatched workflows are read after the claim committed; a late write from an
+        // older epoch cannot land after that (record_step is fenced), so the read is complete.
         // `= ANY(ARRAY(subquery))` rather than `IN (subquery)`: the ARRAY form is an InitPlan,
         // run exactly once. With `IN`, the planner may pick a nested-loop semi-join that
         // re-scans the locking subquery per outer row, and with SKIP LOCKED each re-scan can
@@ -229,26 +299,32 @@ impl Store for PostgresStore {
         .bind(&claim.workflow_names)
         .bind(claim.limit as i64)
         .bind(&claim.session_id)
-        .fetch_all(&mut *tx)
+        .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
         if claimed.is_empty() {
-            tx.commit().await.map_err(db_error)?;
             return Ok(Vec::new());
         }
         // RETURNING has no order; the contract says oldest first.
         claimed.sort_by(|a, b| (a.created_at, &a.workflow_id).cmp(&(b.created_at, &b.workflow_id)));
-        let ids: Vec<&str> = claimed.iter().map(|w| w.workflow_id.as_str()).collect();
-        let step_rows: Vec<StepRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            step_columns!(),
-            " FROM steps WHERE workflow_id = ANY($1) ORDER BY workflow_id, step_id"
-        ))
-        .bind(&ids)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        tx.commit().await.map_err(db_error)?;
+        let replays: Vec<&str> = claimed
+            .iter()
+            .filter(|w| w.epoch > 1)
+            .map(|w| w.workflow_id.as_str())
+            .collect();
+        let step_rows: Vec<StepRow> = if replays.is_empty() {
+            Vec::new()
+        } else {
+            sqlx::query_as(concat!(
+                "SELECT ",
+                step_columns!(),
+                " FROM steps WHERE workflow_id = ANY($1) ORDER BY workflow_id, step_id"
+            ))
+            .bind(&replays)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error)?
+        };
         rows::group_steps(rows::workflows(claimed)?, step_rows)
     }
 

@@ -197,16 +197,25 @@ impl Store for SqliteStore {
         .await
         .map_err(db_error)?;
         claimed.sort_by(|a, b| (a.created_at, &a.workflow_id).cmp(&(b.created_at, &b.workflow_id)));
-        let ids: Vec<&str> = claimed.iter().map(|w| w.workflow_id.as_str()).collect();
-        let step_rows: Vec<StepRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            step_columns!(),
-            " FROM steps WHERE workflow_id IN (SELECT value FROM json_each(?1)) ORDER BY workflow_id, step_id"
-        ))
-        .bind(json_list(&ids))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        // A first dispatch (epoch 1) has no steps yet; only re-dispatches need theirs.
+        let replays: Vec<&str> = claimed
+            .iter()
+            .filter(|w| w.epoch > 1)
+            .map(|w| w.workflow_id.as_str())
+            .collect();
+        let step_rows: Vec<StepRow> = if replays.is_empty() {
+            Vec::new()
+        } else {
+            sqlx::query_as(concat!(
+                "SELECT ",
+                step_columns!(),
+                " FROM steps WHERE workflow_id IN (SELECT value FROM json_each(?1)) ORDER BY workflow_id, step_id"
+            ))
+            .bind(json_list(&replays))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error)?
+        };
         tx.commit().await.map_err(db_error)?;
         rows::group_steps(rows::workflows(claimed)?, step_rows)
     }
