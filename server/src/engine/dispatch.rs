@@ -37,13 +37,15 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
     let lease = Engine::ms(engine.config.worker_lease);
     let mut more = false;
     for session in engine.sessions.all() {
-        let credits = session.credits();
         // A worker that has gone quiet past its lease (stopped, hung) gets nothing new.
-        if credits == 0 || now - session.last_seen() > lease {
+        if session.credits() == 0 || now - session.last_seen() > lease {
+            continue;
+        }
+        let limit = session.reserve(MAX_BATCH);
+        if limit == 0 {
             continue;
         }
         let r = &session.registration;
-        let limit = credits.min(MAX_BATCH);
         let claim = Claim {
             worker_id: r.worker_id.clone(),
             session_id: session.lease_id.clone(),
@@ -55,15 +57,19 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
         let claimed = match engine.store.claim_workflows(&claim, now).await {
             Ok(c) => c,
             Err(e) => {
+                session.grant(limit);
                 tracing::warn!(error = %e, "claim failed; retrying at the next pass");
                 continue;
             }
         };
+        session.grant(limit - claimed.len() as u32);
+        let full = claimed.len() as u32 == limit;
+        more |= full;
+        // A full claim means work is waiting: starts should queue behind it, not jump it.
+        engine.backlog.store(full, std::sync::atomic::Ordering::Relaxed);
         if claimed.is_empty() {
             continue;
         }
-        more |= claimed.len() as u32 == limit;
-        session.spend(claimed.len() as u32);
         for w in claimed {
             tracing::debug!(workflow_id = %w.workflow.workflow_id, epoch = w.workflow.epoch, worker_id = %r.worker_id, "dispatch");
             // If the stream is gone the workflow stays owned by this worker and is recovered

@@ -13,7 +13,7 @@ use std::sync::{
     Arc,
 };
 
-use tokio::sync::{broadcast, watch, Notify};
+use tokio::sync::{watch, Notify};
 use waymark_store::Store;
 
 pub mod clock;
@@ -23,6 +23,7 @@ pub mod error;
 pub mod recovery;
 pub mod sessions;
 pub mod validate;
+pub mod waiters;
 pub mod worker;
 pub mod workflows;
 
@@ -38,11 +39,14 @@ pub struct Engine {
     pub(crate) sessions: sessions::Sessions,
     /// Wakes the dispatcher: new work, new credits, recovered workflows.
     pub(crate) dispatch_wanted: Notify,
-    /// Ids of workflows that reached a terminal status through this replica, for awaiters.
-    pub(crate) finished: broadcast::Sender<String>,
+    /// AwaitWorkflow calls waiting on this replica, woken when a workflow finishes here.
+    pub(crate) waiters: waiters::Waiters,
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
     /// can be cached and starts skip the lookup.
     pub(crate) known_names: std::sync::RwLock<std::collections::HashSet<String>>,
+    /// The dispatcher's last claim came back full, so ENQUEUED work is waiting here. Starts are
+    /// then queued behind it instead of being dispatched directly.
+    pub(crate) backlog: AtomicBool,
     pub(crate) shutting_down: AtomicBool,
     /// Flips to true once when the replica starts draining.
     pub(crate) shutdown: watch::Sender<bool>,
@@ -50,15 +54,15 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, config: EngineConfig) -> Arc<Engine> {
-        let (finished, _) = broadcast::channel(4096);
         Arc::new(Engine {
             store,
             clock,
             config,
             sessions: Default::default(),
             dispatch_wanted: Notify::new(),
-            finished,
+            waiters: Default::default(),
             known_names: Default::default(),
+            backlog: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             shutdown: watch::channel(false).0,
         })

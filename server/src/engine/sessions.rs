@@ -50,9 +50,25 @@ impl WorkerSession {
     pub fn grant(&self, n: u32) {
         self.credits.fetch_add(n, Ordering::SeqCst);
     }
-    /// Spends `n` credits. Only the dispatcher spends, so this never underflows.
-    pub(crate) fn spend(&self, n: u32) {
-        self.credits.fetch_sub(n, Ordering::SeqCst);
+    /// Takes up to `max` credits for a dispatch about to happen; what is not used goes back
+    /// with [`grant`](Self::grant). Atomic, so the dispatcher and direct dispatch at start never
+    /// spend the same credit.
+    pub(crate) fn reserve(&self, max: u32) -> u32 {
+        let mut taken = 0;
+        let _ = self.credits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
+            taken = c.min(max);
+            Some(c - taken)
+        });
+        taken
+    }
+
+    /// Whether this worker can run `workflow_name` from `queue`, pinned to `app_version` (empty:
+    /// not pinned).
+    pub fn serves(&self, workflow_name: &str, queue: &str, app_version: &str) -> bool {
+        let r = &self.registration;
+        r.workflow_names.iter().any(|n| n == workflow_name)
+            && r.queues.iter().any(|q| q == queue)
+            && (app_version.is_empty() || app_version == r.app_version)
     }
     pub fn touch(&self, now: Millis) {
         self.last_seen.store(now, Ordering::SeqCst);

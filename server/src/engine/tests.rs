@@ -284,3 +284,38 @@ async fn oversized_and_malformed_requests_are_refused() {
         .unwrap_err();
     assert_eq!(e.reason, "INVALID_PAGE_TOKEN");
 }
+
+#[tokio::test]
+async fn a_start_goes_straight_to_a_worker_with_room_unless_work_is_queued() {
+    let (engine, clock) = engine().await;
+    let (session, mut rx) = attach(&engine, "w1", 1).await;
+    start(&engine, "first").await;
+    // Dispatched by the start itself: no dispatcher pass needed.
+    let got = dispatched(&mut rx);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        (got[0].workflow.workflow_id.as_str(), got[0].workflow.epoch),
+        ("first", 1)
+    );
+    assert_eq!(
+        engine.get_workflow("first").await.unwrap().status,
+        WorkflowStatus::Pending
+    );
+    assert_eq!(session.credits(), 0);
+    // No room: the next start waits in the queue, and a full claim marks a backlog.
+    clock.advance(1);
+    start(&engine, "second").await;
+    clock.advance(1);
+    start(&engine, "third").await;
+    assert!(dispatched(&mut rx).is_empty());
+    engine.grant_credits(&session, 1);
+    dispatch::dispatch_once(&engine).await;
+    assert_eq!(dispatched(&mut rx)[0].workflow.workflow_id, "second");
+    // With work queued, a new start does not jump ahead even when a credit is free.
+    engine.grant_credits(&session, 1);
+    clock.advance(1);
+    start(&engine, "fourth").await;
+    assert!(dispatched(&mut rx).is_empty());
+    dispatch::dispatch_once(&engine).await;
+    assert_eq!(dispatched(&mut rx)[0].workflow.workflow_id, "third");
+}

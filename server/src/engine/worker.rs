@@ -113,13 +113,12 @@ impl Engine {
                     message: err.message.clone(),
                 };
                 tracing::warn!(workflow_id = %fence.workflow_id, "{}", err.message);
-                if self
+                let failed = self
                     .store
                     .complete_workflow(&fence, Outcome::Failure(failure), self.now())
-                    .await
-                    .is_ok()
-                {
-                    let _ = self.finished.send(fence.workflow_id.clone());
+                    .await;
+                if let Ok(done) = failed {
+                    self.waiters.wake(&fence.workflow_id, Some(Arc::new(done.workflow)));
                 }
                 Err(err)
             }
@@ -141,7 +140,8 @@ impl Engine {
         }
         let done = self.store.complete_workflow(&fence, outcome, self.now()).await?;
         tracing::debug!(workflow_id = %fence.workflow_id, adopted = done.adopted, "complete");
-        let _ = self.finished.send(fence.workflow_id.clone());
+        self.waiters
+            .wake(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
         Ok(done)
     }
 }

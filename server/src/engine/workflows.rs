@@ -3,9 +3,13 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use waymark_store::{ListQuery, Millis, NewWorkflow, StepRecord, WorkflowRecord, WorkflowStatus};
+use std::sync::Arc;
 
-use super::{validate, Engine, EngineError, EngineResult, ErrorCode, ToWorker};
+use waymark_store::{
+    Assignment, ClaimedWorkflow, ListQuery, Millis, NewWorkflow, StepRecord, WorkflowRecord, WorkflowStatus,
+};
+
+use super::{validate, Engine, EngineError, EngineResult, ErrorCode, ToWorker, WorkerSession};
 
 pub const DEFAULT_QUEUE: &str = "default";
 const DEFAULT_PAGE_SIZE: u32 = 100;
@@ -84,19 +88,67 @@ impl Engine {
                 ),
             ));
         }
+        let queue_name = non_empty(&req.queue_name).unwrap_or_else(|| DEFAULT_QUEUE.to_string());
+        let direct = self.direct_dispatch_target(&req.workflow_name, &queue_name, &req.app_version);
         let new = NewWorkflow {
             workflow_id: non_empty(&req.workflow_id).unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
             workflow_name: req.workflow_name,
-            queue_name: non_empty(&req.queue_name).unwrap_or_else(|| DEFAULT_QUEUE.to_string()),
+            queue_name,
             app_version: non_empty(&req.app_version),
             input: req.input,
+            assign: direct.as_ref().map(|s| Assignment {
+                worker_id: s.registration.worker_id.clone(),
+                session_id: s.lease_id.clone(),
+                app_version: s.registration.app_version.clone(),
+            }),
         };
-        let started = self.store.start_workflow(new, self.now()).await?;
-        tracing::debug!(workflow_id = %started.workflow.workflow_id, created = started.created, "start");
-        if started.created {
-            self.dispatch_wanted.notify_one();
+        let started = match self.store.start_workflow(new, self.now()).await {
+            Ok(started) => started,
+            Err(e) => {
+                if let Some(s) = &direct {
+                    s.grant(1);
+                }
+                return Err(e.into());
+            }
+        };
+        tracing::debug!(workflow_id = %started.workflow.workflow_id, created = started.created, direct = direct.is_some(), "start");
+        match (&direct, started.created) {
+            (Some(session), true) => {
+                let claimed = ClaimedWorkflow {
+                    workflow: started.workflow.clone(),
+                    steps: Vec::new(),
+                };
+                // If the stream is gone, the workflow is recovered when its lease ends.
+                session.send(ToWorker::Dispatch(Box::new(claimed))).await;
+            }
+            (Some(session), false) => session.grant(1),
+            (None, true) => self.dispatch_wanted.notify_one(),
+            (None, false) => {}
         }
         Ok(started)
+    }
+
+    /// A worker attached here with room for this workflow right now, with one of its credits
+    /// reserved: the start then dispatches in the same write (no separate claim), which is what
+    /// keeps start-to-result latency low. Not while work is queued here, so starts do not jump
+    /// the queue.
+    fn direct_dispatch_target(
+        &self,
+        workflow_name: &str,
+        queue: &str,
+        app_version: &str,
+    ) -> Option<Arc<WorkerSession>> {
+        if self.is_shutting_down() || self.backlog.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let now = self.now();
+        let lease = Self::ms(self.config.worker_lease);
+        self.sessions.all().into_iter().find(|s| {
+            s.credits() > 0
+                && now - s.last_seen() <= lease
+                && s.serves(workflow_name, queue, app_version)
+                && s.reserve(1) == 1
+        })
     }
 
     async fn is_known_name(&self, name: &str) -> EngineResult<bool> {
@@ -163,24 +215,25 @@ impl Engine {
     pub async fn await_workflow(&self, workflow_id: &str, timeout: Option<Duration>) -> EngineResult<WorkflowRecord> {
         validate::name("workflow_id", workflow_id)?;
         let wait = async {
-            let mut finished = self.finished.subscribe();
             let mut shutdown = self.shutdown_signal();
             loop {
+                let woken = self.waiters.wait(workflow_id);
                 let w = self.get_workflow(workflow_id).await?;
                 if w.status.is_terminal() {
                     return Ok(w);
                 }
+                // Completions through other replicas are not announced here: look again now
+                // and then.
                 let poll = tokio::time::sleep(self.config.dispatch_poll_interval.max(Duration::from_millis(200)));
-                tokio::pin!(poll);
-                loop {
-                    tokio::select! {
-                        _ = &mut poll => break,
-                        _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
-                        got = finished.recv() => match got {
-                            Ok(id) if id == workflow_id => break,
-                            Ok(_) => continue,
-                            Err(_) => break,
-                        },
+                tokio::select! {
+                    _ = poll => {}
+                    _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
+                    got = woken => {
+                        if let Ok(Some(w)) = got {
+                            if w.status.is_terminal() {
+                                return Ok((*w).clone());
+                            }
+                        }
                     }
                 }
             }
@@ -208,7 +261,7 @@ impl Engine {
                     s.send(ToWorker::Cancel(workflow_id.to_string())).await;
                 }
             }
-            let _ = self.finished.send(workflow_id.to_string());
+            self.waiters.wake(workflow_id, Some(std::sync::Arc::new(w.clone())));
         }
         Ok(w)
     }

@@ -114,6 +114,18 @@ pub struct NewWorkflow {
     pub queue_name: String,
     pub app_version: Option<String>,
     pub input: String,
+    /// Dispatch it at once to this worker stream (which has room for it): the workflow is
+    /// inserted PENDING at epoch 1, saving a separate claim. Ignored when the id already exists.
+    pub assign: Option<Assignment>,
+}
+
+/// A worker stream a new workflow is dispatched to as it is inserted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    pub worker_id: String,
+    pub session_id: String,
+    /// The worker's version; pins the workflow when the start did not choose one.
+    pub app_version: String,
 }
 
 /// Result of a start: the workflow, and whether this call created it.
@@ -259,8 +271,9 @@ pub trait Store: Send + Sync + 'static {
     /// Which backend, for logs: "sqlite" or "postgres".
     fn backend(&self) -> &'static str;
 
-    /// Insert a workflow ENQUEUED, or return the existing one with the same id. An existing id
-    /// under another workflow name is `WorkflowIdConflict`.
+    /// Insert a workflow ENQUEUED (or PENDING, dispatched, when `new.assign` is set), or return
+    /// the existing one with the same id untouched. An existing id under another workflow name
+    /// is `WorkflowIdConflict`.
     async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started>;
 
     async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>>;

@@ -183,9 +183,13 @@ impl Store for PostgresStore {
     }
 
     async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
+        let a = new.assign.as_ref();
         let inserted: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, updated_at) \
-             VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6) ON CONFLICT (workflow_id) DO NOTHING RETURNING ",
+            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
+               updated_at, epoch, worker_id, session_id) \
+             VALUES ($1, $2, CASE WHEN $7::text IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, $3, COALESCE($4, $9), $5, $6, $6, \
+               CASE WHEN $7::text IS NULL THEN 0 ELSE 1 END, $7, $8) \
+             ON CONFLICT (workflow_id) DO NOTHING RETURNING ",
             workflow_columns!()
         ))
         .bind(&new.workflow_id)
@@ -194,6 +198,9 @@ impl Store for PostgresStore {
         .bind(&new.app_version)
         .bind(&new.input)
         .bind(now)
+        .bind(a.map(|a| &a.worker_id))
+        .bind(a.map(|a| &a.session_id))
+        .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;

@@ -93,9 +93,13 @@ impl Store for SqliteStore {
 
     async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
         let mut tx = self.write.begin().await.map_err(db_error)?;
+        let a = new.assign.as_ref();
         let inserted = sqlx::query(
-            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, updated_at) \
-             VALUES (?1, ?2, 'ENQUEUED', ?3, ?4, ?5, ?6, ?6) ON CONFLICT (workflow_id) DO NOTHING",
+            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
+               updated_at, epoch, worker_id, session_id) \
+             VALUES (?1, ?2, CASE WHEN ?7 IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, ?3, COALESCE(?4, ?9), ?5, ?6, ?6, \
+               CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8) \
+             ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(&new.workflow_id)
         .bind(&new.workflow_name)
@@ -103,6 +107,9 @@ impl Store for SqliteStore {
         .bind(&new.app_version)
         .bind(&new.input)
         .bind(now)
+        .bind(a.map(|a| &a.worker_id))
+        .bind(a.map(|a| &a.session_id))
+        .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
         .execute(&mut *tx)
         .await
         .map_err(db_error)?

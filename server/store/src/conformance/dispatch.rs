@@ -376,3 +376,78 @@ pub async fn old_stream_workflows_recovered_despite_new_stream(s: Arc<dyn Store>
     let got = s.claim_workflows(&again, T + 102).await.unwrap();
     assert_eq!((ids(&got), got[0].workflow.epoch), (vec!["w1"], 2));
 }
+
+/// A start may dispatch at once: the workflow is inserted PENDING at epoch 1, owned by the
+/// worker stream, pinned to its version; an existing id is returned untouched.
+pub async fn start_with_assignment_dispatches_at_once(s: Arc<dyn Store>) {
+    let s = &*s;
+    let assign = Assignment {
+        worker_id: "A".into(),
+        session_id: session("A"),
+        app_version: V1.into(),
+    };
+    let new = NewWorkflow {
+        assign: Some(assign.clone()),
+        ..wf("direct", "N", "q")
+    };
+    let started = s.start_workflow(new.clone(), T).await.unwrap();
+    let w = &started.workflow;
+    assert!(started.created);
+    assert_eq!(
+        (w.status, w.epoch, w.worker_id.as_deref(), w.app_version.as_deref()),
+        (WorkflowStatus::Pending, 1, Some("A"), Some(V1))
+    );
+    // Fenced like any dispatch: epoch 1 may write.
+    let step = NewStep {
+        step_id: 0,
+        name: "s".into(),
+        outcome: Outcome::Output("1".into()),
+        attempts: 1,
+    };
+    assert_eq!(
+        s.record_step(&fence("direct", 1), step, T + 1).await.unwrap(),
+        Recorded::New
+    );
+    // Starting the same id again, with another assignment, changes nothing.
+    let again = NewWorkflow {
+        assign: Some(Assignment {
+            worker_id: "B".into(),
+            ..assign
+        }),
+        ..new
+    };
+    let second = s.start_workflow(again, T + 2).await.unwrap();
+    assert!(!second.created);
+    assert_eq!(
+        (second.workflow.worker_id.as_deref(), second.workflow.epoch),
+        (Some("A"), 1)
+    );
+    // It is not claimable (not ENQUEUED), and its stream's lease protects it like a claim's.
+    assert!(s
+        .claim_workflows(&claim("B", &["N"], &["q"], 10), T + 3)
+        .await
+        .unwrap()
+        .is_empty());
+    s.renew_session_lease(&session("A"), "A", T + 10, T).await.unwrap();
+    assert!(s.recover_expired(5, T + 5).await.unwrap().requeued.is_empty());
+    assert_eq!(s.recover_expired(5, T + 11).await.unwrap().requeued, ["direct"]);
+    // An explicitly chosen version wins over the worker's.
+    let pinned = NewWorkflow {
+        app_version: Some("v9".into()),
+        assign: Some(Assignment {
+            worker_id: "A".into(),
+            session_id: session("A"),
+            app_version: V1.into(),
+        }),
+        ..wf("pinned", "N", "q")
+    };
+    assert_eq!(
+        s.start_workflow(pinned, T)
+            .await
+            .unwrap()
+            .workflow
+            .app_version
+            .as_deref(),
+        Some("v9")
+    );
+}

@@ -56,6 +56,7 @@ macro_rules! conformance_tests {
             cancel_and_resume,
             prune_sessions_only_idle_expired,
             old_stream_workflows_recovered_despite_new_stream,
+            start_with_assignment_dispatches_at_once,
             workflow_names_are_remembered,
         );
     };
@@ -81,6 +82,7 @@ fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
         queue_name: queue.to_string(),
         app_version: None,
         input: format!(r#"{{"id":"{id}"}}"#),
+        assign: None,
     }
 }
 
