@@ -14,15 +14,9 @@ use std::time::Duration;
 use waymark_sdk::{RetryPolicy, Worker, WorkflowContext, WorkflowError};
 
 async fn quickstart(ctx: WorkflowContext, name: String) -> Result<String, WorkflowError> {
-    // Step 1: tidy the name. A step's closure may run again on retry, so it takes clones.
+    // Step 1: tidy the name. Once recorded, a replay returns the recorded value without running it.
     let who: String = ctx
-        .step("normalize", {
-            let name = name.clone();
-            move || {
-                let name = name.clone();
-                async move { Ok::<_, String>(name.trim().to_string()) }
-            }
-        })
+        .step("normalize", || async { Ok::<_, String>(name.trim().to_string()) })
         .await?;
 
     // Step 2: something slow, retried with backoff if it fails.
@@ -35,9 +29,8 @@ async fn quickstart(ctx: WorkflowContext, name: String) -> Result<String, Workfl
 
     // Step 3: put it together.
     let greeting: String = ctx
-        .step("compose", move || {
-            let (salutation, who) = (salutation.clone(), who.clone());
-            async move { Ok::<_, String>(format!("{salutation}, {who}! Welcome to Waymark.")) }
+        .step("compose", || async {
+            Ok::<_, String>(format!("{salutation}, {who}! Welcome to Waymark."))
         })
         .await?;
     tracing::info!(workflow_id = ctx.workflow_id(), %greeting, "done");

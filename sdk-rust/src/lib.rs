@@ -5,10 +5,8 @@
 //! use waymark_sdk::{Worker, WorkflowContext, WorkflowError};
 //!
 //! async fn greet(ctx: WorkflowContext, name: String) -> Result<String, WorkflowError> {
-//!     let greeting: String = ctx.step("compose", || {
-//!         let name = name.clone();
-//!         async move { Ok::<_, std::io::Error>(format!("Hello, {name}!")) }
-//!     }).await?;
+//!     // The closure may run more than once (retries), and not at all on replay.
+//!     let greeting: String = ctx.step("compose", || async { Ok::<_, std::io::Error>(format!("Hello, {name}!")) }).await?;
 //!     Ok(greeting)
 //! }
 //!

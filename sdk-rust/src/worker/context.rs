@@ -71,16 +71,12 @@ impl WorkflowContext {
     /// Runs `f` once as a step named `name` and checkpoints its result before returning it. On
     /// replay the recorded result is returned and `f` is not called. An error from `f` fails
     /// the step (it is not retried; see [`step_with_retry`](Self::step_with_retry)).
-    pub fn step<T, E, F, Fut>(
-        &self,
-        name: &str,
-        f: F,
-    ) -> impl Future<Output = Result<T, WorkflowError>> + Send + 'static
+    pub fn step<T, E, F, Fut>(&self, name: &str, f: F) -> impl Future<Output = Result<T, WorkflowError>> + Send
     where
-        T: Serialize + DeserializeOwned + Send + 'static,
-        E: std::fmt::Display + Send + 'static,
-        F: Fn() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Serialize + DeserializeOwned + Send,
+        E: std::fmt::Display + Send,
+        F: Fn() -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
     {
         self.step_with_retry(name, RetryPolicy::default(), f)
     }
@@ -91,12 +87,12 @@ impl WorkflowContext {
         name: &str,
         policy: RetryPolicy,
         f: F,
-    ) -> impl Future<Output = Result<T, WorkflowError>> + Send + 'static
+    ) -> impl Future<Output = Result<T, WorkflowError>> + Send
     where
-        T: Serialize + DeserializeOwned + Send + 'static,
-        E: std::fmt::Display + Send + 'static,
-        F: Fn() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Serialize + DeserializeOwned + Send,
+        E: std::fmt::Display + Send,
+        F: Fn() -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
     {
         // The position is taken when the step is called, not when it is awaited, so steps
         // started together still number in call order.

@@ -13,6 +13,7 @@ use sqlx::{
     SqlitePool,
 };
 
+use crate::batch::Batcher;
 use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
 use crate::*;
 
@@ -21,6 +22,75 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqli
 pub struct SqliteStore {
     write: SqlitePool,
     read: SqlitePool,
+    /// Group commit for step checkpoints: concurrent ones share one transaction, so one fsync.
+    steps: Batcher<(Fence, NewStep, Millis), StoreResult<Recorded>>,
+}
+
+/// Largest batch of step checkpoints in one transaction.
+const MAX_STEP_BATCH: usize = 256;
+
+/// Records a batch of steps in one transaction on the single writer connection. Each step is
+/// checked on its own (fence, existing step) and gets its own answer; a refused step does not
+/// affect the others, only a database failure fails the batch.
+async fn record_steps(
+    write: SqlitePool,
+    batch: Vec<(Fence, NewStep, Millis)>,
+) -> StoreResult<Vec<StoreResult<Recorded>>> {
+    let mut tx = write.begin().await.map_err(db_error)?;
+    let mut results = Vec::with_capacity(batch.len());
+    for (fence, step, now) in batch {
+        results.push(record_step_in(&mut tx, &fence, step, now).await);
+    }
+    if results.iter().any(|r| matches!(r, Err(StoreError::Unavailable(_)))) {
+        return Err(StoreError::Unavailable(
+            "a step write failed; the batch was rolled back".into(),
+        ));
+    }
+    tx.commit().await.map_err(db_error)?;
+    Ok(results)
+}
+
+async fn record_step_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    fence: &Fence,
+    step: NewStep,
+    now: Millis,
+) -> StoreResult<Recorded> {
+    let current = SqliteStore::workflow_on(&mut **tx, &fence.workflow_id).await?;
+    match &current {
+        Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
+        _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+    }
+    let existing: Option<StepRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        step_columns!(),
+        " FROM steps WHERE workflow_id = ?1 AND step_id = ?2"
+    ))
+    .bind(&fence.workflow_id)
+    .bind(step.step_id as i64)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    if let Some(existing) = existing {
+        return rows::check_existing_step(&fence.workflow_id, &StepRecord::try_from(existing)?, &step);
+    }
+    let (output, failure) = rows::outcome_columns(&step.outcome);
+    sqlx::query(
+        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )
+    .bind(&fence.workflow_id)
+    .bind(step.step_id as i64)
+    .bind(&step.name)
+    .bind(output)
+    .bind(failure)
+    .bind(step.attempts as i64)
+    .bind(fence.epoch as i64)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    Ok(Recorded::New)
 }
 
 impl SqliteStore {
@@ -55,7 +125,10 @@ impl SqliteStore {
             .connect_with(options.read_only(true))
             .await
             .map_err(db_error)?;
-        Ok(SqliteStore { write, read })
+        // One lane: SQLite has one writer anyway; batches form while the previous one commits.
+        let writer = write.clone();
+        let steps = Batcher::spawn(1, MAX_STEP_BATCH, move |batch| record_steps(writer.clone(), batch));
+        Ok(SqliteStore { write, read, steps })
     }
 
     async fn workflow_on<'e, E>(exec: E, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>>
@@ -228,43 +301,7 @@ impl Store for SqliteStore {
     }
 
     async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
-        let mut tx = self.write.begin().await.map_err(db_error)?;
-        let current = Self::workflow_on(&mut *tx, &fence.workflow_id).await?;
-        match &current {
-            Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
-            _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
-        }
-        let existing: Option<StepRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            step_columns!(),
-            " FROM steps WHERE workflow_id = ?1 AND step_id = ?2"
-        ))
-        .bind(&fence.workflow_id)
-        .bind(step.step_id as i64)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if let Some(existing) = existing {
-            return rows::check_existing_step(&fence.workflow_id, &StepRecord::try_from(existing)?, &step);
-        }
-        let (output, failure) = rows::outcome_columns(&step.outcome);
-        sqlx::query(
-            "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )
-        .bind(&fence.workflow_id)
-        .bind(step.step_id as i64)
-        .bind(&step.name)
-        .bind(output)
-        .bind(failure)
-        .bind(step.attempts as i64)
-        .bind(fence.epoch as i64)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        tx.commit().await.map_err(db_error)?;
-        Ok(Recorded::New)
+        self.steps.submit((fence.clone(), step, now)).await?
     }
 
     async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
