@@ -411,5 +411,32 @@ async fn health_and_reflection_are_on_and_sigterm_drains() {
     ] {
         assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
     }
+    // The older v1alpha reflection API answers too (older grpcurl and tools use it).
+    use tonic_reflection::pb::v1alpha as alpha;
+    let channel = tonic::transport::Channel::from_shared(server.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut old = alpha::server_reflection_client::ServerReflectionClient::new(channel);
+    let req = alpha::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(alpha::server_reflection_request::MessageRequest::FileContainingSymbol(
+            "google.rpc.ErrorInfo".into(),
+        )),
+    };
+    let mut resp = old
+        .server_reflection_info(tokio_stream::iter(vec![req]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = resp.message().await.unwrap().unwrap();
+    assert!(
+        matches!(
+            answer.message_response,
+            Some(alpha::server_reflection_response::MessageResponse::FileDescriptorResponse(_))
+        ),
+        "ErrorInfo is described, so tools can decode error details: {answer:?}"
+    );
     assert_eq!(server.terminate(), Some(0), "SIGTERM ends the server cleanly");
 }
