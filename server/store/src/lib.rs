@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 mod batch;
 #[doc(hidden)]
 pub mod conformance;
+mod messaging;
 pub mod postgres;
 mod rows;
 pub mod sqlite;
@@ -220,6 +221,58 @@ pub struct Recovery {
     pub dead_lettered: Vec<String>,
 }
 
+/// A message to deliver to a workflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// Chosen by the caller (unique).
+    pub message_id: String,
+    /// The receiving workflow.
+    pub workflow_id: String,
+    /// "" is the default topic.
+    pub topic: String,
+    /// JSON text.
+    pub payload: String,
+    /// A second send with the same key to the same workflow is not delivered again.
+    pub idempotency_key: Option<String>,
+}
+
+/// A message as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRecord {
+    pub message_id: String,
+    pub workflow_id: String,
+    pub topic: String,
+    pub payload: String,
+    pub idempotency_key: Option<String>,
+    pub sent_at: Millis,
+    pub consumed_at: Option<Millis>,
+    pub consumed_by_step: Option<u32>,
+}
+
+/// Result of a send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    pub message_id: String,
+    /// The idempotency key was used before: nothing new was delivered, and `message_id` is the
+    /// first send's.
+    pub duplicate: bool,
+}
+
+/// Result of a receive attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Received {
+    /// The oldest unconsumed message (JSON text), now consumed and recorded as the step.
+    Delivered(String),
+    /// Nothing arrived before the deadline; recorded as the step.
+    TimedOut,
+    /// Nothing yet and the deadline is ahead; nothing was written.
+    Waiting,
+}
+
+/// Step names the store records for messaging, so a replay can check it is at the same call.
+pub const SEND_STEP: &str = "waymark.send";
+pub const RECV_STEP: &str = "waymark.recv";
+
 /// Errors of the storage contract. Messages never carry SQL; `Unavailable` keeps the driver's
 /// text for logs only.
 #[derive(Debug, thiserror::Error)]
@@ -323,6 +376,40 @@ pub trait Store: Send + Sync + 'static {
 
     /// Forget worker streams whose lease ended before `before` and that own nothing.
     async fn prune_sessions(&self, before: Millis) -> StoreResult<u64>;
+
+    /// Delivers a message from outside any workflow. `WorkflowNotFound` when the receiver does
+    /// not exist.
+    async fn send_message(&self, message: NewMessage, now: Millis) -> StoreResult<Sent>;
+
+    /// Delivers a message from a workflow, recording the send as its step `step_id` in the same
+    /// transaction (fenced). On replay (the step is already recorded) nothing is sent again and
+    /// the recorded message id is returned.
+    async fn send_message_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        message: NewMessage,
+        now: Millis,
+    ) -> StoreResult<String>;
+
+    /// Takes the oldest unconsumed message of `topic` for the fenced workflow, marking it
+    /// consumed and recording it as step `step_id` in one transaction; past `deadline` with
+    /// nothing to take, records the timeout instead. A recorded step is answered from the
+    /// record. Concurrent receivers never take the same message.
+    async fn recv(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        topic: &str,
+        deadline: Millis,
+        now: Millis,
+    ) -> StoreResult<Received>;
+
+    /// Every message sent to a workflow, oldest first. `WorkflowNotFound` when it does not exist.
+    async fn list_messages(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>>;
+
+    /// Which of these (workflow, topic) pairs have an unconsumed message now.
+    async fn pending_messages(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>>;
 
     /// Remembers that a worker registered these workflow names.
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()>;

@@ -13,6 +13,8 @@ use sqlx::{
     SqlitePool,
 };
 
+mod messages;
+
 use crate::batch::Batcher;
 use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
 use crate::*;
@@ -430,6 +432,39 @@ impl Store for SqliteStore {
             .await
             .map_err(db_error)?;
         Ok(rows::recovery(rows))
+    }
+
+    async fn send_message(&self, message: NewMessage, now: Millis) -> StoreResult<Sent> {
+        self.send_message_impl(message, now).await
+    }
+
+    async fn send_message_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        message: NewMessage,
+        now: Millis,
+    ) -> StoreResult<String> {
+        self.send_message_step_impl(fence, step_id, message, now).await
+    }
+
+    async fn recv(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        topic: &str,
+        deadline: Millis,
+        now: Millis,
+    ) -> StoreResult<Received> {
+        self.recv_impl(fence, step_id, topic, deadline, now).await
+    }
+
+    async fn list_messages(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
+        self.list_messages_impl(workflow_id).await
+    }
+
+    async fn pending_messages(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        self.pending_messages_impl(waits).await
     }
 
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()> {

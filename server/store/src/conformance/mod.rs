@@ -17,10 +17,12 @@ use std::{future::Future, pin::Pin, sync::Arc};
 use crate::*;
 
 mod dispatch;
+mod messages;
 mod steps;
 mod workflows;
 
 pub use dispatch::*;
+pub use messages::*;
 pub use steps::*;
 pub use workflows::*;
 
@@ -57,6 +59,12 @@ macro_rules! conformance_tests {
             prune_sessions_only_idle_expired,
             old_stream_workflows_recovered_despite_new_stream,
             start_with_assignment_dispatches_at_once,
+            send_to_unknown_workflow_is_not_found,
+            recv_takes_oldest_per_topic_and_records_it,
+            sends_with_one_idempotency_key_deliver_once,
+            recv_and_send_steps_are_fenced,
+            send_step_is_recorded_once,
+            concurrent_receivers_take_each_message_once,
             workflow_names_are_remembered,
         );
     };

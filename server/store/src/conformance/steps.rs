@@ -156,7 +156,17 @@ pub async fn fenced_writes_race_redispatch(s: Arc<dyn Store>) {
         warmed.recv().await.expect("A wrote its first steps");
     }
     s.release_worker("A", 5, T + 3).await.unwrap();
-    let got = s.claim_workflows(&claim("B", &["A"], &["q"], 1), T + 4).await.unwrap();
+    // A claim skips rows another transaction holds locked; one of A's in-flight writes may
+    // hold the row for a moment (it locks, re-checks, and finds the workflow requeued), so B
+    // tries again, as the dispatcher's next pass would.
+    let mut got = Vec::new();
+    for _ in 0..10_000 {
+        got = s.claim_workflows(&claim("B", &["A"], &["q"], 1), T + 4).await.unwrap();
+        if !got.is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
     for w in writers {
         w.await.unwrap();
     }

@@ -1,0 +1,203 @@
+//! Messaging cases: sends, receives that consume exactly once, idempotency, fencing.
+
+use super::*;
+
+fn msg(id: &str, to: &str, topic: &str, payload: &str) -> NewMessage {
+    NewMessage {
+        message_id: id.to_string(),
+        workflow_id: to.to_string(),
+        topic: topic.to_string(),
+        payload: payload.to_string(),
+        idempotency_key: None,
+    }
+}
+
+/// A running workflow `id` (epoch 1) to receive on.
+async fn running(s: &dyn Store, id: &str) {
+    start(s, wf(id, "R", "q"), T).await;
+    s.renew_session_lease(&session("A"), "A", T + 60_000, T).await.unwrap();
+    claim_one(s, "A", "R", id, T).await;
+}
+
+pub async fn send_to_unknown_workflow_is_not_found(s: Arc<dyn Store>) {
+    let e = s.send_message(msg("m1", "nobody", "", "1"), T).await.unwrap_err();
+    assert!(matches!(e, StoreError::WorkflowNotFound(id) if id == "nobody"));
+    assert!(matches!(
+        s.list_messages("nobody").await,
+        Err(StoreError::WorkflowNotFound(_))
+    ));
+}
+
+pub async fn recv_takes_oldest_per_topic_and_records_it(s: Arc<dyn Store>) {
+    let s = &*s;
+    running(s, "r").await;
+    s.send_message(msg("m1", "r", "t", r#"{"n":1}"#), T + 1).await.unwrap();
+    s.send_message(msg("m2", "r", "t", "null"), T + 2).await.unwrap();
+    s.send_message(msg("m3", "r", "other", "3"), T + 3).await.unwrap();
+    let f = fence("r", 1);
+    let later = T + 60_000;
+    assert_eq!(
+        s.recv(&f, 0, "t", later, T + 4).await.unwrap(),
+        Received::Delivered(r#"{"n":1}"#.into())
+    );
+    assert_eq!(
+        s.recv(&f, 1, "t", later, T + 5).await.unwrap(),
+        Received::Delivered("null".into())
+    );
+    assert_eq!(s.recv(&f, 2, "t", later, T + 6).await.unwrap(), Received::Waiting);
+    // A replay of a recorded receive gets the same message and consumes nothing more.
+    assert_eq!(
+        s.recv(&f, 0, "t", later, T + 7).await.unwrap(),
+        Received::Delivered(r#"{"n":1}"#.into())
+    );
+    // Past the deadline with nothing to take: the timeout is recorded, and replays as such.
+    assert_eq!(s.recv(&f, 2, "t", T + 8, T + 8).await.unwrap(), Received::TimedOut);
+    s.send_message(msg("m4", "r", "t", "4"), T + 9).await.unwrap();
+    assert_eq!(s.recv(&f, 2, "t", later, T + 10).await.unwrap(), Received::TimedOut);
+    let listed = s.list_messages("r").await.unwrap();
+    let summary: Vec<(&str, Option<u32>)> = listed
+        .iter()
+        .map(|m| (m.message_id.as_str(), m.consumed_by_step))
+        .collect();
+    assert_eq!(summary, [("m1", Some(0)), ("m2", Some(1)), ("m3", None), ("m4", None)]);
+    assert_eq!(listed[0].consumed_at, Some(T + 4));
+    let steps = s.list_steps("r").await.unwrap();
+    assert_eq!(
+        steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        [RECV_STEP, RECV_STEP, RECV_STEP]
+    );
+    // A different step at a recorded receive is non-determinism.
+    s.record_step(&f, step(3, "x", "1"), T + 11).await.unwrap();
+    assert!(matches!(
+        s.recv(&f, 3, "t", later, T + 12).await,
+        Err(StoreError::NonDeterminism { .. })
+    ));
+    assert_eq!(
+        s.pending_messages(&[
+            ("r".into(), "t".into()),
+            ("r".into(), "other".into()),
+            ("r".into(), "none".into())
+        ])
+        .await
+        .unwrap()
+        .len(),
+        2
+    );
+}
+
+pub async fn sends_with_one_idempotency_key_deliver_once(s: Arc<dyn Store>) {
+    let s = &*s;
+    running(s, "r").await;
+    let keyed = |id: &str| NewMessage {
+        idempotency_key: Some("k".into()),
+        ..msg(id, "r", "t", "1")
+    };
+    let first = s.send_message(keyed("m1"), T).await.unwrap();
+    let again = s.send_message(keyed("m2"), T + 1).await.unwrap();
+    assert_eq!((first.duplicate, again.duplicate), (false, true));
+    assert_eq!(again.message_id, "m1");
+    assert_eq!(s.list_messages("r").await.unwrap().len(), 1);
+    // The same key to another workflow is another message.
+    running(s, "r2").await;
+    let other = s
+        .send_message(
+            NewMessage {
+                workflow_id: "r2".into(),
+                ..keyed("m3")
+            },
+            T,
+        )
+        .await
+        .unwrap();
+    assert!(!other.duplicate);
+}
+
+pub async fn recv_and_send_steps_are_fenced(s: Arc<dyn Store>) {
+    let s = &*s;
+    running(s, "r").await;
+    s.send_message(msg("m1", "r", "t", "1"), T).await.unwrap();
+    let stale = s.recv(&fence("r", 7), 0, "t", T + 60_000, T + 1).await.unwrap_err();
+    assert!(matches!(stale, StoreError::StaleEpoch { .. }));
+    let e = s
+        .send_message_step(&fence("r", 7), 0, msg("m2", "r", "t", "2"), T + 1)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::StaleEpoch { .. }));
+    s.cancel_workflow("r", T + 2).await.unwrap();
+    assert!(matches!(
+        s.recv(&fence("r", 1), 0, "t", T + 60_000, T + 3).await,
+        Err(StoreError::NotRunning { .. })
+    ));
+    // Nothing was consumed or sent by the refused calls.
+    let listed = s.list_messages("r").await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].consumed_at, None);
+}
+
+pub async fn send_step_is_recorded_once(s: Arc<dyn Store>) {
+    let s = &*s;
+    running(s, "sender").await;
+    running(s, "receiver").await;
+    let f = fence("sender", 1);
+    let id = s
+        .send_message_step(&f, 0, msg("m1", "receiver", "t", "1"), T)
+        .await
+        .unwrap();
+    assert_eq!(id, "m1");
+    // A replay (a new message id, as a new run would make) sends nothing more.
+    let again = s
+        .send_message_step(&f, 0, msg("m9", "receiver", "t", "1"), T + 1)
+        .await
+        .unwrap();
+    assert_eq!(again, "m1");
+    assert_eq!(s.list_messages("receiver").await.unwrap().len(), 1);
+    let missing = s
+        .send_message_step(&f, 1, msg("m2", "nobody", "t", "1"), T + 2)
+        .await
+        .unwrap_err();
+    assert!(matches!(missing, StoreError::WorkflowNotFound(_)));
+    assert_eq!(
+        s.list_steps("sender").await.unwrap().len(),
+        1,
+        "a failed send records no step"
+    );
+}
+
+/// Many receivers at once (distinct steps of one workflow, as concurrent recv calls or a
+/// zombie and its successor would be): every message is taken exactly once.
+pub async fn concurrent_receivers_take_each_message_once(s: Arc<dyn Store>) {
+    running(&*s, "r").await;
+    for i in 0..40 {
+        s.send_message(msg(&format!("m{i:02}"), "r", "t", &i.to_string()), T + i)
+            .await
+            .unwrap();
+    }
+    let next_step = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (s, next_step) = (s.clone(), next_step.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            loop {
+                let step_id = next_step.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                match s.recv(&fence("r", 1), step_id, "t", T + 60_000, T + 100).await.unwrap() {
+                    Received::Delivered(p) => got.push(p),
+                    Received::Waiting => return got,
+                    Received::TimedOut => panic!("deadline is ahead"),
+                }
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort_by_key(|p| p.parse::<u32>().unwrap());
+    assert_eq!(all, (0..40).map(|i| i.to_string()).collect::<Vec<_>>());
+    assert!(s
+        .list_messages("r")
+        .await
+        .unwrap()
+        .iter()
+        .all(|m| m.consumed_at.is_some()));
+}

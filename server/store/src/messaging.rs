@@ -1,0 +1,124 @@
+//! What both stores record for the messaging steps, and how a recorded step is read back on
+//! replay. A recv step records `{"message": <payload>}` or `null` (timed out), so a message
+//! whose payload is JSON `null` is not mistaken for a timeout; a send step records
+//! `{"message_id": "…"}`.
+
+use crate::{Outcome, Received, StepRecord, StoreError, StoreResult, RECV_STEP, SEND_STEP};
+
+pub(crate) fn recv_output(payload: Option<&str>) -> String {
+    match payload {
+        Some(p) => format!("{{\"message\":{p}}}"),
+        None => "null".to_string(),
+    }
+}
+
+pub(crate) fn send_output(message_id: &str) -> String {
+    serde_json::json!({ "message_id": message_id }).to_string()
+}
+
+fn expect_name(workflow_id: &str, step: &StepRecord, name: &str) -> StoreResult<()> {
+    if step.name != name {
+        return Err(StoreError::NonDeterminism {
+            workflow_id: workflow_id.to_string(),
+            step_id: step.step_id,
+            recorded: step.name.clone(),
+            presented: name.to_string(),
+        });
+    }
+    Ok(())
+}
+
+fn output_json(step: &StepRecord) -> StoreResult<serde_json::Value> {
+    match &step.outcome {
+        Outcome::Output(o) => {
+            serde_json::from_str(o).map_err(|_| StoreError::Unavailable("recorded step is not JSON".into()))
+        }
+        Outcome::Failure(_) => Err(StoreError::Unavailable("messaging step recorded as a failure".into())),
+    }
+}
+
+/// A recorded recv step, as the result it stands for.
+pub(crate) fn replay_recv(workflow_id: &str, step: &StepRecord) -> StoreResult<Received> {
+    expect_name(workflow_id, step, RECV_STEP)?;
+    match output_json(step)? {
+        serde_json::Value::Null => Ok(Received::TimedOut),
+        serde_json::Value::Object(mut m) => {
+            Ok(Received::Delivered(m.remove("message").unwrap_or_default().to_string()))
+        }
+        _ => Err(StoreError::Unavailable("recorded recv step is malformed".into())),
+    }
+}
+
+/// A recorded send step, as the message id it sent.
+pub(crate) fn replay_send(workflow_id: &str, step: &StepRecord) -> StoreResult<String> {
+    expect_name(workflow_id, step, SEND_STEP)?;
+    output_json(step)?
+        .get("message_id")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| StoreError::Unavailable("recorded send step is malformed".into()))
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct MessageRow {
+    pub message_id: String,
+    pub workflow_id: String,
+    pub topic: String,
+    pub payload: String,
+    pub idempotency_key: Option<String>,
+    pub sent_at: i64,
+    pub consumed_at: Option<i64>,
+    pub consumed_by_step: Option<i64>,
+}
+
+impl From<MessageRow> for crate::MessageRecord {
+    fn from(r: MessageRow) -> Self {
+        crate::MessageRecord {
+            message_id: r.message_id,
+            workflow_id: r.workflow_id,
+            topic: r.topic,
+            payload: r.payload,
+            idempotency_key: r.idempotency_key,
+            sent_at: r.sent_at,
+            consumed_at: r.consumed_at,
+            consumed_by_step: r.consumed_by_step.map(|s| s as u32),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(name: &str, output: &str) -> StepRecord {
+        StepRecord {
+            step_id: 3,
+            name: name.into(),
+            outcome: Outcome::Output(output.into()),
+            attempts: 1,
+            epoch: 1,
+            recorded_at: 0,
+        }
+    }
+
+    #[test]
+    fn recv_records_round_trip_and_null_messages_are_not_timeouts() {
+        assert_eq!(
+            replay_recv("w", &step(RECV_STEP, &recv_output(Some("null")))).unwrap(),
+            Received::Delivered("null".into())
+        );
+        assert_eq!(
+            replay_recv("w", &step(RECV_STEP, &recv_output(Some("{\"a\":1}")))).unwrap(),
+            Received::Delivered("{\"a\":1}".into())
+        );
+        assert_eq!(
+            replay_recv("w", &step(RECV_STEP, &recv_output(None))).unwrap(),
+            Received::TimedOut
+        );
+        assert!(matches!(
+            replay_recv("w", &step("other", "null")),
+            Err(StoreError::NonDeterminism { .. })
+        ));
+        assert_eq!(replay_send("w", &step(SEND_STEP, &send_output("m-1"))).unwrap(), "m-1");
+    }
+}

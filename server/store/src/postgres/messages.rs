@@ -1,0 +1,254 @@
+//! Messaging on PostgreSQL. Each operation is one transaction that first locks the receiving
+//! workflow's row `FOR SHARE` (the fence: a concurrent re-dispatch waits for it, or it sees the
+//! new epoch and is refused), and receives take the oldest message `FOR UPDATE SKIP LOCKED`,
+//! so concurrent receivers — a zombie and its successor, or two replicas — never take the same
+//! message.
+
+use sqlx::{PgConnection, Postgres, Transaction};
+
+use super::PostgresStore;
+use crate::messaging::{self, MessageRow};
+use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
+use crate::*;
+
+async fn locked_workflow(conn: &mut PgConnection, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
+    let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        workflow_columns!(),
+        " FROM workflows WHERE workflow_id = $1 FOR SHARE"
+    ))
+    .bind(workflow_id)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    row.map(WorkflowRecord::try_from).transpose()
+}
+
+async fn recorded_step(conn: &mut PgConnection, workflow_id: &str, step_id: u32) -> StoreResult<Option<StepRecord>> {
+    let row: Option<StepRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        step_columns!(),
+        " FROM steps WHERE workflow_id = $1 AND step_id = $2"
+    ))
+    .bind(workflow_id)
+    .bind(step_id as i64)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    row.map(StepRecord::try_from).transpose()
+}
+
+/// Checks the fence (holding the workflow row until commit) and returns the step already
+/// recorded at `step_id`, if any.
+async fn fenced_step(
+    tx: &mut Transaction<'_, Postgres>,
+    fence: &Fence,
+    step_id: u32,
+) -> StoreResult<Option<StepRecord>> {
+    let current = locked_workflow(tx, &fence.workflow_id).await?;
+    match &current {
+        Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
+        _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+    }
+    recorded_step(tx, &fence.workflow_id, step_id).await
+}
+
+/// Records the step unless a concurrent request for the same step got there first (false).
+async fn insert_step(
+    tx: &mut Transaction<'_, Postgres>,
+    fence: &Fence,
+    step_id: u32,
+    name: &str,
+    output: &str,
+    now: Millis,
+) -> StoreResult<bool> {
+    let done = sqlx::query(
+        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+         VALUES ($1, $2, $3, $4, NULL, 1, $5, $6) ON CONFLICT (workflow_id, step_id) DO NOTHING",
+    )
+    .bind(&fence.workflow_id)
+    .bind(step_id as i64)
+    .bind(name)
+    .bind(output)
+    .bind(fence.epoch as i64)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected() == 1)
+}
+
+async fn insert_message(conn: &mut PgConnection, m: &NewMessage, now: Millis) -> StoreResult<Sent> {
+    // KEY SHARE keeps the receiver from being deleted under the insert without blocking its
+    // ordinary updates.
+    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR KEY SHARE")
+        .bind(&m.workflow_id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    if exists.is_none() {
+        return Err(StoreError::WorkflowNotFound(m.workflow_id.clone()));
+    }
+    let inserted = sqlx::query(
+        "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+    )
+    .bind(&m.message_id)
+    .bind(&m.workflow_id)
+    .bind(&m.topic)
+    .bind(&m.payload)
+    .bind(&m.idempotency_key)
+    .bind(now)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?
+    .rows_affected()
+        == 1;
+    if inserted {
+        return Ok(Sent {
+            message_id: m.message_id.clone(),
+            duplicate: false,
+        });
+    }
+    let existing: Option<String> =
+        sqlx::query_scalar("SELECT message_id FROM messages WHERE workflow_id = $1 AND idempotency_key = $2")
+            .bind(&m.workflow_id)
+            .bind(&m.idempotency_key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_error)?;
+    existing
+        .map(|message_id| Sent {
+            message_id,
+            duplicate: true,
+        })
+        .ok_or_else(|| StoreError::Unavailable(format!("message id {:?} is already taken", m.message_id)))
+}
+
+impl PostgresStore {
+    pub(super) async fn send_message_impl(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let sent = insert_message(&mut tx, &m, now).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(sent)
+    }
+
+    pub(super) async fn send_message_step_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        m: NewMessage,
+        now: Millis,
+    ) -> StoreResult<String> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_send(&fence.workflow_id, &done);
+        }
+        let sent = insert_message(&mut tx, &m, now).await?;
+        if !insert_step(
+            &mut tx,
+            fence,
+            step_id,
+            SEND_STEP,
+            &messaging::send_output(&sent.message_id),
+            now,
+        )
+        .await?
+        {
+            // A concurrent request recorded this step first: undo ours, answer with theirs.
+            tx.rollback().await.map_err(db_error)?;
+            return self.replayed(fence, step_id, messaging::replay_send).await;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(sent.message_id)
+    }
+
+    pub(super) async fn recv_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        topic: &str,
+        deadline: Millis,
+        now: Millis,
+    ) -> StoreResult<Received> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_recv(&fence.workflow_id, &done);
+        }
+        let oldest: Option<(i64, String)> = sqlx::query_as(
+            "SELECT seq, payload FROM messages WHERE workflow_id = $1 AND topic = $2 AND consumed_at IS NULL \
+             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(&fence.workflow_id)
+        .bind(topic)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let (received, output) = match oldest {
+            Some((seq, payload)) => {
+                sqlx::query("UPDATE messages SET consumed_at = $1, consumed_by_step = $2 WHERE seq = $3")
+                    .bind(now)
+                    .bind(step_id as i64)
+                    .bind(seq)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                let output = messaging::recv_output(Some(&payload));
+                (Received::Delivered(payload), output)
+            }
+            None if now >= deadline => (Received::TimedOut, messaging::recv_output(None)),
+            None => return Ok(Received::Waiting),
+        };
+        if !insert_step(&mut tx, fence, step_id, RECV_STEP, &output, now).await? {
+            tx.rollback().await.map_err(db_error)?;
+            return self.replayed(fence, step_id, messaging::replay_recv).await;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(received)
+    }
+
+    async fn replayed<T>(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        read: fn(&str, &StepRecord) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let step = recorded_step(&mut conn, &fence.workflow_id, step_id)
+            .await?
+            .ok_or_else(|| StoreError::Unavailable("a concurrently recorded step vanished".into()))?;
+        read(&fence.workflow_id, &step)
+    }
+
+    pub(super) async fn list_messages_impl(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
+        if self.workflow(workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        let rows: Vec<MessageRow> = sqlx::query_as(
+            "SELECT message_id, workflow_id, topic, payload, idempotency_key, sent_at, consumed_at, consumed_by_step \
+             FROM messages WHERE workflow_id = $1 ORDER BY seq",
+        )
+        .bind(workflow_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(rows.into_iter().map(MessageRecord::from).collect())
+    }
+
+    pub(super) async fn pending_messages_impl(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        if waits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (ids, topics): (Vec<&str>, Vec<&str>) = waits.iter().map(|(w, t)| (w.as_str(), t.as_str())).unzip();
+        sqlx::query_as(
+            "SELECT DISTINCT m.workflow_id, m.topic FROM messages m \
+             JOIN unnest($1::text[], $2::text[]) AS w(workflow_id, topic) ON m.workflow_id = w.workflow_id AND m.topic = w.topic \
+             WHERE m.consumed_at IS NULL",
+        )
+        .bind(&ids)
+        .bind(&topics)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)
+    }
+}

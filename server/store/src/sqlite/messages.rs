@@ -1,0 +1,212 @@
+//! Messaging on SQLite: sends, fenced sends recorded as steps, and consuming receives. Each runs
+//! as one transaction on the single writer connection, so "take the oldest message, mark it
+//! consumed, record the step" cannot interleave with another receiver.
+
+use sqlx::{Sqlite, Transaction};
+
+use super::SqliteStore;
+use crate::messaging::{self, MessageRow};
+use crate::rows::{self, db_error, step_columns, StepRow};
+use crate::*;
+
+/// Checks the fence and returns the step already recorded at `step_id`, if any.
+async fn fenced_step(tx: &mut Transaction<'_, Sqlite>, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
+    let current = SqliteStore::workflow_on(&mut **tx, &fence.workflow_id).await?;
+    match &current {
+        Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
+        _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+    }
+    let row: Option<StepRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        step_columns!(),
+        " FROM steps WHERE workflow_id = ?1 AND step_id = ?2"
+    ))
+    .bind(&fence.workflow_id)
+    .bind(step_id as i64)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    row.map(StepRecord::try_from).transpose()
+}
+
+async fn insert_step(
+    tx: &mut Transaction<'_, Sqlite>,
+    fence: &Fence,
+    step_id: u32,
+    name: &str,
+    output: &str,
+    now: Millis,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+         VALUES (?1, ?2, ?3, ?4, NULL, 1, ?5, ?6)",
+    )
+    .bind(&fence.workflow_id)
+    .bind(step_id as i64)
+    .bind(name)
+    .bind(output)
+    .bind(fence.epoch as i64)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// Inserts the message unless its idempotency key was used; returns the stored message id and
+/// whether it was a duplicate. `WorkflowNotFound` when the receiver does not exist.
+async fn insert_message(tx: &mut Transaction<'_, Sqlite>, m: &NewMessage, now: Millis) -> StoreResult<Sent> {
+    if SqliteStore::workflow_on(&mut **tx, &m.workflow_id).await?.is_none() {
+        return Err(StoreError::WorkflowNotFound(m.workflow_id.clone()));
+    }
+    let inserted = sqlx::query(
+        "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+    )
+    .bind(&m.message_id)
+    .bind(&m.workflow_id)
+    .bind(&m.topic)
+    .bind(&m.payload)
+    .bind(&m.idempotency_key)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_error)?
+    .rows_affected()
+        == 1;
+    if inserted {
+        return Ok(Sent {
+            message_id: m.message_id.clone(),
+            duplicate: false,
+        });
+    }
+    let existing: Option<String> =
+        sqlx::query_scalar("SELECT message_id FROM messages WHERE workflow_id = ?1 AND idempotency_key = ?2")
+            .bind(&m.workflow_id)
+            .bind(&m.idempotency_key)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(db_error)?;
+    existing
+        .map(|message_id| Sent {
+            message_id,
+            duplicate: true,
+        })
+        .ok_or_else(|| StoreError::Unavailable(format!("message id {:?} is already taken", m.message_id)))
+}
+
+impl SqliteStore {
+    pub(super) async fn send_message_impl(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let sent = insert_message(&mut tx, &m, now).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(sent)
+    }
+
+    pub(super) async fn send_message_step_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        m: NewMessage,
+        now: Millis,
+    ) -> StoreResult<String> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_send(&fence.workflow_id, &done);
+        }
+        let sent = insert_message(&mut tx, &m, now).await?;
+        insert_step(
+            &mut tx,
+            fence,
+            step_id,
+            SEND_STEP,
+            &messaging::send_output(&sent.message_id),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(sent.message_id)
+    }
+
+    pub(super) async fn recv_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        topic: &str,
+        deadline: Millis,
+        now: Millis,
+    ) -> StoreResult<Received> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_recv(&fence.workflow_id, &done);
+        }
+        let oldest: Option<(i64, String)> = sqlx::query_as(
+            "SELECT seq, payload FROM messages WHERE workflow_id = ?1 AND topic = ?2 AND consumed_at IS NULL ORDER BY seq LIMIT 1",
+        )
+        .bind(&fence.workflow_id)
+        .bind(topic)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let received = match oldest {
+            Some((seq, payload)) => {
+                sqlx::query("UPDATE messages SET consumed_at = ?1, consumed_by_step = ?2 WHERE seq = ?3")
+                    .bind(now)
+                    .bind(step_id as i64)
+                    .bind(seq)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                insert_step(
+                    &mut tx,
+                    fence,
+                    step_id,
+                    RECV_STEP,
+                    &messaging::recv_output(Some(&payload)),
+                    now,
+                )
+                .await?;
+                Received::Delivered(payload)
+            }
+            None if now >= deadline => {
+                insert_step(&mut tx, fence, step_id, RECV_STEP, &messaging::recv_output(None), now).await?;
+                Received::TimedOut
+            }
+            None => Received::Waiting,
+        };
+        tx.commit().await.map_err(db_error)?;
+        Ok(received)
+    }
+
+    pub(super) async fn list_messages_impl(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
+        if Self::workflow_on(&self.read, workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        let rows: Vec<MessageRow> = sqlx::query_as(
+            "SELECT message_id, workflow_id, topic, payload, idempotency_key, sent_at, consumed_at, consumed_by_step \
+             FROM messages WHERE workflow_id = ?1 ORDER BY seq",
+        )
+        .bind(workflow_id)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)?;
+        Ok(rows.into_iter().map(MessageRecord::from).collect())
+    }
+
+    pub(super) async fn pending_messages_impl(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        if waits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pairs =
+            serde_json::to_string(&waits.iter().map(|(w, t)| [w, t]).collect::<Vec<_>>()).expect("strings serialize");
+        sqlx::query_as(
+            "SELECT DISTINCT m.workflow_id, m.topic FROM messages m \
+             JOIN json_each(?1) j ON m.workflow_id = json_extract(j.value, '$[0]') AND m.topic = json_extract(j.value, '$[1]') \
+             WHERE m.consumed_at IS NULL",
+        )
+        .bind(pairs)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)
+    }
+}
