@@ -8,7 +8,10 @@ use std::{
         atomic::{AtomicBool, AtomicU32, Ordering},
         Arc,
     },
+    time::Duration,
 };
+
+use tokio::sync::Notify;
 
 use serde::{de::DeserializeOwned, Serialize};
 use waymark_proto::{
@@ -35,10 +38,16 @@ struct Inner {
     next_step: AtomicU32,
     conn: Arc<Conn>,
     cancelled: Arc<AtomicBool>,
+    wakeup: Arc<Notify>,
 }
 
 impl WorkflowContext {
-    pub(crate) fn new(d: &v1::DispatchWorkflow, conn: Arc<Conn>, cancelled: Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(
+        d: &v1::DispatchWorkflow,
+        conn: Arc<Conn>,
+        cancelled: Arc<AtomicBool>,
+        wakeup: Arc<Notify>,
+    ) -> Self {
         WorkflowContext {
             inner: Arc::new(Inner {
                 workflow_id: d.workflow_id.clone(),
@@ -49,6 +58,7 @@ impl WorkflowContext {
                 next_step: AtomicU32::new(0),
                 conn,
                 cancelled,
+                wakeup,
             }),
         }
     }
@@ -128,20 +138,213 @@ impl WorkflowContext {
                     message: message.clone(),
                 }),
             };
-            let req = v1::RecordStep {
+            inner.record(step_id, &name, outcome, attempt).await?;
+            result.map_err(|message| WorkflowError::Step { name, message })
+        }
+    }
+}
+
+impl Inner {
+    /// Checkpoints a step and waits until the server says it is durable.
+    async fn record(
+        &self,
+        step_id: u32,
+        name: &str,
+        outcome: v1::record_step::Outcome,
+        attempts: u32,
+    ) -> Result<(), WorkflowError> {
+        let req = v1::RecordStep {
+            workflow_id: self.workflow_id.clone(),
+            epoch: self.epoch,
+            step_id,
+            name: name.to_string(),
+            outcome: Some(outcome),
+            attempts,
+        };
+        match self.conn.request(worker_message::Kind::RecordStep(req)).await? {
+            reply::Result::StepRecorded(_) => Ok(()),
+            reply::Result::Error(e) => Err(refused(e)),
+            _ => Err(WorkflowError::Disconnected),
+        }
+    }
+
+    /// The JSON a step recorded under `name` at `step_id`, if recorded (non-determinism if
+    /// another step is recorded there).
+    fn recorded_json(&self, step_id: u32, name: &str) -> Result<Option<serde_json::Value>, WorkflowError> {
+        match self.recorded.get(&step_id) {
+            None => Ok(None),
+            Some(rec) => replay::<serde_json::Value>(&self.workflow_id, step_id, name, rec).map(Some),
+        }
+    }
+
+    fn check_cancelled(&self) -> Result<(), WorkflowError> {
+        if self.cancelled.load(Ordering::SeqCst) {
+            Err(WorkflowError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Waits until `until` (Unix ms, by `clock`'s reckoning at `now`), or a wakeup, or a cancel.
+    async fn wait_until(&self, until_ms: i64, now_ms: i64) -> Result<(), WorkflowError> {
+        let remaining = Duration::from_millis(until_ms.saturating_sub(now_ms).max(0) as u64);
+        tokio::select! {
+            _ = tokio::time::sleep(remaining) => {}
+            _ = self.wakeup.notified() => {}
+        }
+        self.check_cancelled()
+    }
+}
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn json_payload(v: &serde_json::Value) -> v1::record_step::Outcome {
+    v1::record_step::Outcome::Output(json::to_payload(v))
+}
+
+/// Step names the SDKs record for durable waits; every SDK uses the same ones.
+const SLEEP_STEP: &str = "waymark.sleep";
+const RECV_DEADLINE_STEP: &str = "waymark.recv.deadline";
+const RECV_STEP: &str = "waymark.recv";
+const SEND_STEP: &str = "waymark.send";
+
+impl WorkflowContext {
+    /// Sleeps durably: the wake time is recorded as a step, so a workflow recovered mid-sleep
+    /// sleeps only what is left. Cancelling the workflow ends the sleep.
+    pub fn sleep(&self, duration: Duration) -> impl Future<Output = Result<(), WorkflowError>> + Send {
+        let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let inner = self.inner.clone();
+        async move {
+            let wake_at = match inner.recorded_json(step_id, SLEEP_STEP)? {
+                Some(v) => v.get("wake_at_ms").and_then(|w| w.as_i64()).unwrap_or(0),
+                None => {
+                    inner.check_cancelled()?;
+                    let wake_at = unix_ms().saturating_add(duration.as_millis().min(i64::MAX as u128) as i64);
+                    inner
+                        .record(
+                            step_id,
+                            SLEEP_STEP,
+                            json_payload(&serde_json::json!({ "wake_at_ms": wake_at })),
+                            1,
+                        )
+                        .await?;
+                    wake_at
+                }
+            };
+            while unix_ms() < wake_at {
+                inner.wait_until(wake_at, unix_ms()).await?;
+            }
+            Ok(())
+        }
+    }
+
+    /// Sends `message` to workflow `destination` on `topic` ("" is the default topic). Recorded
+    /// as a step: a replay does not send again. Returns the message id.
+    pub fn send<M: Serialize>(
+        &self,
+        destination: &str,
+        topic: &str,
+        message: &M,
+    ) -> impl Future<Output = Result<String, WorkflowError>> + Send {
+        let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let inner = self.inner.clone();
+        let (destination, topic) = (destination.to_string(), topic.to_string());
+        let message = serde_json::to_value(message);
+        async move {
+            if let Some(v) = inner.recorded_json(step_id, SEND_STEP)? {
+                return Ok(v
+                    .get("message_id")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or_default()
+                    .to_string());
+            }
+            inner.check_cancelled()?;
+            let req = v1::SendMessageStep {
                 workflow_id: inner.workflow_id.clone(),
                 epoch: inner.epoch,
                 step_id,
-                name: name.clone(),
-                outcome: Some(outcome),
-                attempts: attempt,
+                destination_id: destination,
+                topic,
+                message: Some(json::to_payload(&message?)),
             };
-            match inner.conn.request(worker_message::Kind::RecordStep(req)).await? {
-                reply::Result::StepRecorded(_) => {}
-                reply::Result::Error(e) => return Err(refused(e)),
-                _ => return Err(WorkflowError::Disconnected),
+            match inner.conn.request(worker_message::Kind::SendMessage(req)).await? {
+                reply::Result::MessageSent(m) => Ok(m.message_id),
+                reply::Result::Error(e) => Err(refused(e)),
+                _ => Err(WorkflowError::Disconnected),
             }
-            result.map_err(|message| WorkflowError::Step { name, message })
+        }
+    }
+
+    /// Takes the oldest message sent to this workflow on `topic` ("" is the default topic),
+    /// waiting up to `timeout` for one; `None` when none came. The deadline is recorded first, so
+    /// a recovered workflow keeps its original timeout, and the message is consumed and recorded
+    /// in one transaction, so it is received exactly once. The server wakes the wait when a
+    /// message arrives; nothing polls.
+    pub fn recv<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Option<T>, WorkflowError>> + Send {
+        let deadline_step = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let recv_step = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let inner = self.inner.clone();
+        let topic = topic.to_string();
+        async move {
+            let deadline_ms = match inner.recorded_json(deadline_step, RECV_DEADLINE_STEP)? {
+                Some(v) => v.get("deadline_ms").and_then(|d| d.as_i64()).unwrap_or(0),
+                None => {
+                    inner.check_cancelled()?;
+                    let deadline = unix_ms().saturating_add(timeout.as_millis().min(i64::MAX as u128) as i64);
+                    inner
+                        .record(
+                            deadline_step,
+                            RECV_DEADLINE_STEP,
+                            json_payload(&serde_json::json!({ "deadline_ms": deadline })),
+                            1,
+                        )
+                        .await?;
+                    deadline
+                }
+            };
+            let message = match inner.recorded_json(recv_step, RECV_STEP)? {
+                Some(serde_json::Value::Null) => None,
+                Some(mut v) => Some(v.get_mut("message").map(serde_json::Value::take).unwrap_or_default()),
+                None => loop {
+                    inner.check_cancelled()?;
+                    let req = v1::Recv {
+                        workflow_id: inner.workflow_id.clone(),
+                        epoch: inner.epoch,
+                        step_id: recv_step,
+                        topic: topic.clone(),
+                        deadline_ms,
+                    };
+                    let r = match inner.conn.request(worker_message::Kind::Recv(req)).await? {
+                        reply::Result::RecvResult(r) => r,
+                        reply::Result::Error(e) => return Err(refused(e)),
+                        _ => return Err(WorkflowError::Disconnected),
+                    };
+                    use v1::recv_result::Outcome as O;
+                    match O::try_from(r.outcome).unwrap_or(O::Unspecified) {
+                        O::Delivered => {
+                            break Some(
+                                json::from_payload(r.message.as_ref())
+                                    .map_err(|e| WorkflowError::Serialization(e.to_string()))?,
+                            )
+                        }
+                        O::TimedOut => break None,
+                        // Wait for a wakeup, or until the deadline by the server's clock.
+                        _ => inner.wait_until(deadline_ms, r.server_now_ms).await?,
+                    }
+                },
+            };
+            message
+                .map(|m| serde_json::from_value(m).map_err(WorkflowError::from))
+                .transpose()
         }
     }
 }

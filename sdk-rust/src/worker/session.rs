@@ -70,6 +70,8 @@ impl Conn {
 /// Workflows running on this stream.
 struct Running {
     cancelled: Arc<AtomicBool>,
+    /// Rung when the server says a wait may be over, and on cancel.
+    wakeup: Arc<tokio::sync::Notify>,
     task: tokio::task::AbortHandle,
 }
 
@@ -146,6 +148,12 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
                     server_message::Kind::Cancel(c) => {
                         if let Some(r) = running.0.get(&c.workflow_id) {
                             r.cancelled.store(true, Ordering::SeqCst);
+                            r.wakeup.notify_one();
+                        }
+                    }
+                    server_message::Kind::Wakeup(w) => {
+                        if let Some(r) = running.0.get(&w.workflow_id) {
+                            r.wakeup.notify_one();
                         }
                     }
                     server_message::Kind::Drain(_) => tracing::info!("server is draining; will reconnect when it closes the stream"),
@@ -171,8 +179,9 @@ fn start(
     done: mpsc::UnboundedSender<(String, u64)>,
 ) -> Running {
     let cancelled = Arc::new(AtomicBool::new(false));
+    let wakeup = Arc::new(tokio::sync::Notify::new());
     let f = config.workflows.get(&d.workflow_name).cloned();
-    let ctx = WorkflowContext::new(&d, conn.clone(), cancelled.clone());
+    let ctx = WorkflowContext::new(&d, conn.clone(), cancelled.clone(), wakeup.clone());
     let (workflow_id, epoch) = (d.workflow_id.clone(), d.epoch);
     let input = json::from_payload(d.input.as_ref());
     let task = tokio::spawn(async move {
@@ -214,6 +223,7 @@ fn start(
     });
     Running {
         cancelled,
+        wakeup,
         task: task.abort_handle(),
     }
 }

@@ -3,7 +3,7 @@
 use prost_types::Timestamp;
 use tonic::Status;
 use waymark_proto::{json, v1};
-use waymark_store::{Failure, Millis, Outcome, StepRecord, WorkflowRecord, WorkflowStatus};
+use waymark_store::{Failure, MessageRecord, Millis, Outcome, StepRecord, WorkflowRecord, WorkflowStatus};
 
 use super::status::invalid;
 
@@ -109,6 +109,20 @@ pub fn step(s: StepRecord) -> v1::Step {
         attempts: s.attempts,
         epoch: s.epoch,
         recorded_at: timestamp(s.recorded_at),
+    }
+}
+
+pub fn message(m: MessageRecord) -> v1::Message {
+    v1::Message {
+        payload: payload(&m.payload),
+        sent_at: timestamp(m.sent_at),
+        consumed_at: m.consumed_at.and_then(timestamp),
+        consumed: m.consumed_at.is_some(),
+        consumed_by_step: m.consumed_by_step.unwrap_or_default(),
+        idempotency_key: m.idempotency_key.unwrap_or_default(),
+        message_id: m.message_id,
+        workflow_id: m.workflow_id,
+        topic: m.topic,
     }
 }
 

@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status, Streaming};
 use waymark_proto::v1::{
     self, reply, server_message, worker_message, worker_service_server::WorkerService, ServerMessage, WorkerMessage,
 };
-use waymark_store::{Completed, Fence, NewStep, Outcome};
+use waymark_store::{Completed, Fence, NewStep, Outcome, Received};
 
 use super::{convert, status};
 use crate::engine::{Engine, EngineError, Registration, ToWorker, WorkerSession};
@@ -122,6 +122,44 @@ async fn handle(
                 Err(e) => reply_error(e),
             }
         }
+        Kind::SendMessage(m) => {
+            let fence = Fence {
+                workflow_id: m.workflow_id,
+                epoch: m.epoch,
+            };
+            match convert::payload_text("message", m.message.as_ref()) {
+                Ok(message) => match engine
+                    .send_message_step(&session, fence, m.step_id, m.destination_id, m.topic, message)
+                    .await
+                {
+                    Ok(message_id) => reply::Result::MessageSent(v1::MessageSent { message_id }),
+                    Err(e) => reply_error(e),
+                },
+                Err(s) => reply_error(EngineError::invalid(s.message().to_string())),
+            }
+        }
+        Kind::Recv(r) => {
+            let fence = Fence {
+                workflow_id: r.workflow_id,
+                epoch: r.epoch,
+            };
+            match engine.recv(&session, fence, r.step_id, r.topic, r.deadline_ms).await {
+                Ok(received) => {
+                    use v1::recv_result::Outcome as O;
+                    let (outcome, message) = match received {
+                        Received::Delivered(p) => (O::Delivered, convert::payload(&p)),
+                        Received::TimedOut => (O::TimedOut, None),
+                        Received::Waiting => (O::Waiting, None),
+                    };
+                    reply::Result::RecvResult(v1::RecvResult {
+                        outcome: outcome as i32,
+                        message,
+                        server_now_ms: engine.now_ms(),
+                    })
+                }
+                Err(e) => reply_error(e),
+            }
+        }
         Kind::Heartbeat(_) => {
             if let Err(e) = engine.heartbeat(&session).await {
                 tracing::warn!(error = %e, "heartbeat not recorded");
@@ -183,6 +221,9 @@ impl WorkerService for WorkerApi {
                     ToWorker::Dispatch(w) => dispatch(*w),
                     ToWorker::Cancel(id) => server_message::Kind::Cancel(v1::Cancel { workflow_id: id }),
                     ToWorker::Drain => server_message::Kind::Drain(v1::Drain {}),
+                    ToWorker::Wakeup { workflow_id, step_id } => {
+                        server_message::Kind::Wakeup(v1::Wakeup { workflow_id, step_id })
+                    }
                 };
                 if push_out.send(msg(kind)).await.is_err() {
                     break;

@@ -7,6 +7,7 @@ use waymark_proto::v1::{self, workflow_service_server::WorkflowService};
 
 use super::{convert, status::to_status};
 use crate::engine::{
+    messages::SendRequest,
     workflows::{ListRequest, StartRequest},
     Engine,
 };
@@ -139,6 +140,42 @@ impl WorkflowService for WorkflowApi {
             .map_err(to_status)?;
         Ok(Response::new(v1::CancelWorkflowResponse {
             workflow: Some(convert::workflow(w)),
+        }))
+    }
+
+    async fn send_message(
+        &self,
+        req: Request<v1::SendMessageRequest>,
+    ) -> Result<Response<v1::SendMessageResponse>, Status> {
+        let r = req.into_inner();
+        let message = convert::payload_text("message", r.message.as_ref())?;
+        let sent = self
+            .engine
+            .send_message(SendRequest {
+                workflow_id: r.workflow_id,
+                topic: r.topic,
+                message,
+                idempotency_key: r.idempotency_key,
+            })
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::SendMessageResponse {
+            message_id: sent.message_id,
+            duplicate: sent.duplicate,
+        }))
+    }
+
+    async fn list_messages(
+        &self,
+        req: Request<v1::ListMessagesRequest>,
+    ) -> Result<Response<v1::ListMessagesResponse>, Status> {
+        let messages = self
+            .engine
+            .list_messages(&req.into_inner().workflow_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::ListMessagesResponse {
+            messages: messages.into_iter().map(convert::message).collect(),
         }))
     }
 

@@ -20,6 +20,7 @@ pub mod clock;
 pub mod config;
 pub mod dispatch;
 pub mod error;
+pub mod messages;
 pub mod recovery;
 pub mod sessions;
 pub mod validate;
@@ -39,6 +40,8 @@ pub struct Engine {
     pub(crate) sessions: sessions::Sessions,
     /// Wakes the dispatcher: new work, new credits, recovered workflows.
     pub(crate) dispatch_wanted: Notify,
+    /// Receives waiting on this replica for a message.
+    pub(crate) recv_waits: messages::RecvWaits,
     /// AwaitWorkflow calls waiting on this replica, woken when a workflow finishes here.
     pub(crate) waiters: waiters::Waiters,
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
@@ -61,6 +64,7 @@ impl Engine {
             sessions: Default::default(),
             dispatch_wanted: Notify::new(),
             waiters: Default::default(),
+            recv_waits: Default::default(),
             known_names: Default::default(),
             backlog: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
@@ -81,6 +85,7 @@ impl Engine {
         vec![
             tokio::spawn(dispatch::run(self.clone())),
             tokio::spawn(recovery::run(self.clone())),
+            tokio::spawn(messages::run_poller(self.clone())),
         ]
     }
 
@@ -101,6 +106,11 @@ impl Engine {
     /// Resolves (via `wait_for(|v| *v)`) once the replica starts draining.
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
         self.shutdown.subscribe()
+    }
+
+    /// The engine's clock, for replies that tell a worker the server's time.
+    pub fn now_ms(&self) -> waymark_store::Millis {
+        self.clock.now()
     }
 
     pub(crate) fn now(&self) -> waymark_store::Millis {

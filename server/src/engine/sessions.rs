@@ -17,6 +17,11 @@ use waymark_store::{ClaimedWorkflow, Millis};
 pub enum ToWorker {
     Dispatch(Box<ClaimedWorkflow>),
     Cancel(String),
+    /// What the workflow's step `step_id` waits for may have happened: ask again.
+    Wakeup {
+        workflow_id: String,
+        step_id: u32,
+    },
     Drain,
 }
 

@@ -1,0 +1,201 @@
+//! Messages: sends from clients and from workflows, and receives that wait.
+//!
+//! A receive that finds nothing registers a wait here — (workflow, topic) → the worker stream
+//! and step waiting — *before* it looks, so a send that lands between the look and the wait
+//! still finds it. A send through this replica wakes the waiter at once; sends through other
+//! replicas are found by [`poll_waits`], one query per interval for all waits of this replica.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, Weak},
+};
+
+use waymark_store::{Fence, MessageRecord, Millis, NewMessage, Received, Sent};
+
+use super::{validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
+
+/// Longest a receive may wait: ten years.
+const MAX_WAIT_MS: Millis = 10 * 366 * 24 * 3600 * 1000;
+
+#[derive(Debug, Clone, Default)]
+pub struct SendRequest {
+    pub workflow_id: String,
+    pub topic: String,
+    /// JSON text.
+    pub message: String,
+    pub idempotency_key: String,
+}
+
+struct Waiter {
+    session: Weak<WorkerSession>,
+    step_id: u32,
+}
+
+/// Receives waiting on this replica, by (workflow, topic).
+#[derive(Default)]
+pub struct RecvWaits {
+    by_key: Mutex<HashMap<(String, String), Waiter>>,
+}
+
+impl RecvWaits {
+    fn register(&self, workflow_id: &str, topic: &str, session: &Arc<WorkerSession>, step_id: u32) {
+        let waiter = Waiter {
+            session: Arc::downgrade(session),
+            step_id,
+        };
+        self.by_key
+            .lock()
+            .unwrap()
+            .insert((workflow_id.to_string(), topic.to_string()), waiter);
+    }
+
+    fn forget(&self, workflow_id: &str, topic: &str, step_id: u32) {
+        let mut map = self.by_key.lock().unwrap();
+        let key = (workflow_id.to_string(), topic.to_string());
+        if map.get(&key).is_some_and(|w| w.step_id == step_id) {
+            map.remove(&key);
+        }
+    }
+
+    fn take(&self, workflow_id: &str, topic: &str) -> Option<(Arc<WorkerSession>, u32)> {
+        let w = self
+            .by_key
+            .lock()
+            .unwrap()
+            .remove(&(workflow_id.to_string(), topic.to_string()))?;
+        Some((w.session.upgrade()?, w.step_id))
+    }
+
+    fn keys(&self) -> Vec<(String, String)> {
+        let mut map = self.by_key.lock().unwrap();
+        map.retain(|_, w| w.session.strong_count() > 0);
+        map.keys().cloned().collect()
+    }
+}
+
+fn validate_message(
+    engine: &Engine,
+    workflow_field: &str,
+    workflow_id: &str,
+    topic: &str,
+    message: &str,
+) -> EngineResult<()> {
+    validate::name(workflow_field, workflow_id)?;
+    validate::optional_name("topic", topic)?;
+    validate::payload("message", message, engine.config.max_payload_bytes)
+}
+
+impl Engine {
+    /// Sends from outside any workflow.
+    pub async fn send_message(&self, req: SendRequest) -> EngineResult<Sent> {
+        validate_message(self, "workflow_id", &req.workflow_id, &req.topic, &req.message)?;
+        validate::optional_name("idempotency_key", &req.idempotency_key)?;
+        let message = NewMessage {
+            message_id: uuid::Uuid::now_v7().to_string(),
+            workflow_id: req.workflow_id,
+            topic: req.topic,
+            payload: req.message,
+            idempotency_key: (!req.idempotency_key.is_empty()).then_some(req.idempotency_key),
+        };
+        let (to, topic) = (message.workflow_id.clone(), message.topic.clone());
+        let sent = self.store.send_message(message, self.now()).await?;
+        self.wake_receiver(&to, &topic).await;
+        Ok(sent)
+    }
+
+    /// Sends from a workflow, recorded as its step.
+    pub async fn send_message_step(
+        &self,
+        session: &WorkerSession,
+        fence: Fence,
+        step_id: u32,
+        destination_id: String,
+        topic: String,
+        message: String,
+    ) -> EngineResult<String> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        validate_message(self, "destination_id", &destination_id, &topic, &message)?;
+        let new = NewMessage {
+            message_id: uuid::Uuid::now_v7().to_string(),
+            workflow_id: destination_id.clone(),
+            topic: topic.clone(),
+            payload: message,
+            idempotency_key: None,
+        };
+        let id = self.store.send_message_step(&fence, step_id, new, self.now()).await?;
+        self.wake_receiver(&destination_id, &topic).await;
+        Ok(id)
+    }
+
+    /// Tries to receive; on `Waiting` the worker is woken when a message may have arrived.
+    pub async fn recv(
+        &self,
+        session: &Arc<WorkerSession>,
+        fence: Fence,
+        step_id: u32,
+        topic: String,
+        deadline: Millis,
+    ) -> EngineResult<Received> {
+        let now = self.now();
+        session.touch(now);
+        validate::name("workflow_id", &fence.workflow_id)?;
+        validate::optional_name("topic", &topic)?;
+        if deadline < 0 || deadline > now + MAX_WAIT_MS {
+            return Err(EngineError::invalid(
+                "recv deadline must be a time between now and ten years from now",
+            ));
+        }
+        self.recv_waits.register(&fence.workflow_id, &topic, session, step_id);
+        let result = self.store.recv(&fence, step_id, &topic, deadline, now).await;
+        if !matches!(result, Ok(Received::Waiting)) {
+            self.recv_waits.forget(&fence.workflow_id, &topic, step_id);
+        }
+        Ok(result?)
+    }
+
+    pub async fn list_messages(&self, workflow_id: &str) -> EngineResult<Vec<MessageRecord>> {
+        validate::name("workflow_id", workflow_id)?;
+        Ok(self.store.list_messages(workflow_id).await?)
+    }
+
+    async fn wake_receiver(&self, workflow_id: &str, topic: &str) {
+        if let Some((session, step_id)) = self.recv_waits.take(workflow_id, topic) {
+            session
+                .send(ToWorker::Wakeup {
+                    workflow_id: workflow_id.to_string(),
+                    step_id,
+                })
+                .await;
+        }
+    }
+}
+
+/// Wakes the receives of this replica whose message arrived through another replica: one
+/// query for all of them.
+pub async fn poll_waits(engine: &Engine) {
+    let keys = engine.recv_waits.keys();
+    if keys.is_empty() {
+        return;
+    }
+    match engine.store.pending_messages(&keys).await {
+        Ok(ready) => {
+            for (workflow_id, topic) in ready {
+                engine.wake_receiver(&workflow_id, &topic).await;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not check waiting receives"),
+    }
+}
+
+/// Runs [`poll_waits`] every `dispatch_poll_interval` until the replica drains.
+pub async fn run_poller(engine: Arc<Engine>) {
+    let mut shutdown = engine.shutdown_signal();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(engine.config.dispatch_poll_interval) => {}
+            _ = shutdown.wait_for(|v| *v) => return,
+        }
+        poll_waits(&engine).await;
+    }
+}
