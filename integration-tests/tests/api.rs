@@ -361,6 +361,62 @@ async fn cli_drives_workflows() {
     assert!(code != 0 && err.contains("not valid JSON"), "{err}");
     let (code, _, err) = cli(&s.server, &["workflow", "list", "--status", "sleepy"]);
     assert!(code != 0 && err.contains("unknown status"), "{err}");
+
+    // Messages: send to a waiting workflow, list what it was sent.
+    let (code, out, err) = cli(
+        &s.server,
+        &[
+            "workflow",
+            "start",
+            "inbox",
+            "--input",
+            r#"{"topic": "t", "timeout_ms": 60000}"#,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let inbox = out.trim().to_string();
+    let (code, sent, err) = cli(
+        &s.server,
+        &[
+            "workflow",
+            "send",
+            &inbox,
+            "--topic",
+            "t",
+            "--message",
+            r#"{"ok": true}"#,
+            "--idempotency-key",
+            "k1",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, again, err) = cli(
+        &s.server,
+        &[
+            "workflow",
+            "send",
+            &inbox,
+            "--topic",
+            "t",
+            "--message",
+            r#"{"ok": true}"#,
+            "--idempotency-key",
+            "k1",
+        ],
+    );
+    assert!(
+        code == 0 && again == sent && err.contains("already sent"),
+        "{again} {err}"
+    );
+    let (code, out, _) = cli(&s.server, &["workflow", "await", &inbox, "--timeout", "60s"]);
+    assert_eq!((code, out.trim()), (0, r#"{"received":[{"ok":true}]}"#));
+    let (code, out, _) = cli(&s.server, &["workflow", "messages", &inbox]);
+    assert!(
+        code == 0 && out.contains(sent.trim()) && out.contains("step 1"),
+        "{out}"
+    );
+    let (code, _, err) = cli(&s.server, &["workflow", "send", "nope", "--message", "1"]);
+    assert!(code == 1 && err.contains("does not exist"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

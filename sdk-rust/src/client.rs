@@ -6,7 +6,7 @@ use serde::Serialize;
 use tonic::transport::Channel;
 use waymark_proto::{json, v1, v1::workflow_service_client::WorkflowServiceClient};
 
-use crate::{Error, Started, StepInfo, WorkflowInfo, WorkflowStatus};
+use crate::{Error, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
 
 /// Options of a start. All optional.
 #[derive(Debug, Clone, Default)]
@@ -167,6 +167,42 @@ impl Client {
             })
             .await?;
         workflow(r.into_inner().workflow)
+    }
+
+    /// Sends a message to a workflow on `topic` ("" is the default topic). With an idempotency
+    /// key, a retried send is delivered once. Returns the message id and whether it was a
+    /// duplicate of an earlier send with the same key.
+    pub async fn send_message<M: Serialize>(
+        &self,
+        workflow_id: &str,
+        topic: &str,
+        message: &M,
+        idempotency_key: Option<&str>,
+    ) -> Result<(String, bool), Error> {
+        let r = self
+            .rpc
+            .clone()
+            .send_message(v1::SendMessageRequest {
+                workflow_id: workflow_id.into(),
+                topic: topic.into(),
+                message: Some(json::to_payload(&serde_json::to_value(message)?)),
+                idempotency_key: idempotency_key.unwrap_or_default().into(),
+            })
+            .await?
+            .into_inner();
+        Ok((r.message_id, r.duplicate))
+    }
+
+    /// Every message sent to a workflow, consumed or not, oldest first.
+    pub async fn messages(&self, workflow_id: &str) -> Result<Vec<MessageInfo>, Error> {
+        let r = self
+            .rpc
+            .clone()
+            .list_messages(v1::ListMessagesRequest {
+                workflow_id: workflow_id.into(),
+            })
+            .await?;
+        Ok(r.into_inner().messages.into_iter().map(MessageInfo::from).collect())
     }
 
     pub async fn resume(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {

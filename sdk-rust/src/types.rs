@@ -140,6 +140,36 @@ pub struct StepInfo {
     pub recorded_at_ms: i64,
 }
 
+/// A message sent to a workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageInfo {
+    pub message_id: String,
+    pub workflow_id: String,
+    pub topic: String,
+    pub payload: Value,
+    pub idempotency_key: String,
+    pub sent_at_ms: i64,
+    pub consumed: bool,
+    pub consumed_at_ms: i64,
+    pub consumed_by_step: u32,
+}
+
+impl From<v1::Message> for MessageInfo {
+    fn from(m: v1::Message) -> Self {
+        MessageInfo {
+            payload: value(m.payload.as_ref()),
+            sent_at_ms: ms(m.sent_at.as_ref()),
+            consumed_at_ms: ms(m.consumed_at.as_ref()),
+            message_id: m.message_id,
+            workflow_id: m.workflow_id,
+            topic: m.topic,
+            idempotency_key: m.idempotency_key,
+            consumed: m.consumed,
+            consumed_by_step: m.consumed_by_step,
+        }
+    }
+}
+
 pub(crate) fn ms(ts: Option<&prost_types::Timestamp>) -> i64 {
     ts.map(|t| t.seconds * 1000 + t.nanos as i64 / 1_000_000).unwrap_or(0)
 }

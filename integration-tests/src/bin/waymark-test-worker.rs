@@ -2,6 +2,10 @@
 //! - `counted`: input `{"steps": K, "step_ms": M}`; runs K steps, each of which waits M ms and then
 //!   appends its side effect to the file `WAYMARK_SIDE_EFFECTS`; returns K.
 //! - `echo`: returns its input after one step.
+//! - `inbox`: input `{"topic": T, "timeout_ms": N, "count": C}`; receives C messages (null on
+//!   timeout) and returns `{"received": [...]}`.
+//! - `napper`: input `{"ms": N}`; sleeps durably, then records and returns the time it woke.
+//! - `courier`: input `{"to": ID, "topic": T, "message": M}`; sends M from inside a workflow.
 //! - `flaky`: input `{"fail_times": F, "max_attempts": A}`; one step that fails F times, retried
 //!   up to A attempts.
 //!
@@ -101,6 +105,59 @@ async fn flaky(ctx: WorkflowContext, input: Flaky) -> Result<u32, WorkflowError>
     .await
 }
 
+#[derive(Deserialize)]
+struct Inbox {
+    #[serde(default)]
+    topic: String,
+    timeout_ms: u64,
+    /// Receive this many messages (default 1).
+    #[serde(default)]
+    count: Option<u32>,
+}
+
+/// Receives `count` messages on `topic`, each waiting up to `timeout_ms`; returns what it got
+/// (`null` for a timeout), and the recorded deadline of the first receive.
+async fn inbox(ctx: WorkflowContext, input: Inbox) -> Result<serde_json::Value, WorkflowError> {
+    let mut got = Vec::new();
+    for _ in 0..input.count.unwrap_or(1) {
+        let m: Option<serde_json::Value> = ctx.recv(&input.topic, Duration::from_millis(input.timeout_ms)).await?;
+        got.push(m.unwrap_or(serde_json::Value::Null));
+    }
+    Ok(serde_json::json!({ "received": got }))
+}
+
+#[derive(Deserialize)]
+struct Nap {
+    ms: u64,
+}
+
+/// Sleeps durably, then returns the time it woke (Unix ms).
+async fn napper(ctx: WorkflowContext, input: Nap) -> Result<i64, WorkflowError> {
+    ctx.sleep(Duration::from_millis(input.ms)).await?;
+    ctx.step("woke", || async {
+        Ok::<_, String>(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64,
+        )
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct Courier {
+    to: String,
+    #[serde(default)]
+    topic: String,
+    message: serde_json::Value,
+}
+
+/// Sends one message from inside a workflow.
+async fn courier(ctx: WorkflowContext, input: Courier) -> Result<String, WorkflowError> {
+    ctx.send(&input.to, &input.topic, &input.message).await
+}
+
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -117,6 +174,9 @@ async fn main() {
         .workflow("counted", counted)
         .workflow("echo", echo)
         .workflow("flaky", flaky)
+        .workflow("inbox", inbox)
+        .workflow("napper", napper)
+        .workflow("courier", courier)
         .build();
     eprintln!("test worker {} pid {}", worker.worker_id(), std::process::id());
     if let Err(e) = worker.run().await {

@@ -31,6 +31,7 @@ pub enum Command {
 }
 
 #[derive(Args, Debug)]
+#[command(args_override_self = true)]
 pub struct ServerArgs {
     /// Address to listen on.
     #[arg(long, default_value = DEFAULT_LISTEN, env = "WAYMARK_LISTEN")]

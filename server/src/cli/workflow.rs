@@ -72,6 +72,27 @@ pub enum WorkflowCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Send a message to a workflow (it takes it with recv). Prints the message id.
+    Send {
+        id: String,
+        /// The message as JSON.
+        #[arg(long)]
+        message: String,
+        /// Topic; the default topic when not given.
+        #[arg(long, default_value = "")]
+        topic: String,
+        /// A retried send with the same key is delivered once.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Show the messages sent to a workflow, consumed or not.
+    Messages {
+        id: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Put a cancelled or dead-lettered workflow back in its queue.
     Resume {
         id: String,
@@ -254,6 +275,58 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             }
             if w.status != WorkflowStatus::Success {
                 return Ok(3);
+            }
+        }
+        WorkflowCommand::Send {
+            id,
+            message,
+            topic,
+            idempotency_key,
+            client,
+        } => {
+            let message: serde_json::Value =
+                serde_json::from_str(&message).map_err(|e| anyhow::anyhow!("--message is not valid JSON: {e}"))?;
+            let (message_id, duplicate) = connect(&client)
+                .await?
+                .send_message(&id, &topic, &message, idempotency_key.as_deref())
+                .await?;
+            if client.json {
+                print_json(&serde_json::json!({ "message_id": message_id, "duplicate": duplicate }));
+            } else {
+                println!("{message_id}");
+                if duplicate {
+                    eprintln!("already sent with this idempotency key; not delivered again");
+                }
+            }
+        }
+        WorkflowCommand::Messages { id, client } => {
+            let messages = connect(&client).await?.messages(&id).await?;
+            if client.json {
+                print_json(&messages);
+            } else {
+                let rows: Vec<Vec<String>> = messages
+                    .iter()
+                    .map(|m| {
+                        let consumed = if m.consumed {
+                            format!("step {}", m.consumed_by_step)
+                        } else {
+                            "-".into()
+                        };
+                        let topic = if m.topic.is_empty() {
+                            "(default)".to_string()
+                        } else {
+                            m.topic.clone()
+                        };
+                        vec![
+                            m.message_id.clone(),
+                            topic,
+                            output::short(&m.payload, 50),
+                            output::time(m.sent_at_ms),
+                            consumed,
+                        ]
+                    })
+                    .collect();
+                output::table(&["ID", "TOPIC", "MESSAGE", "SENT", "CONSUMED BY"], &rows);
             }
         }
         WorkflowCommand::Cancel { id, client } => {

@@ -1,0 +1,292 @@
+//! Durable waits with real processes, on SQLite and PostgreSQL: messages (pushed wakeups,
+//! timeouts, idempotent sends, workflow-to-workflow sends) and durable sleep, including a worker
+//! killed mid-wait.
+
+use std::time::Duration;
+
+use waymark_integration_tests::{
+    fast_recovery_args, wait_for, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
+};
+use waymark_sdk::{Client, Error, StartOptions, WorkflowStatus};
+
+const PATIENCE: Duration = Duration::from_secs(120);
+
+struct Setup {
+    server: ServerProcess,
+    client: Client,
+    db: TestDatabase,
+    worker: WorkerProcess,
+}
+
+async fn setup(backend: Backend, extra: &[&str]) -> Option<Setup> {
+    let db = TestDatabase::new(backend).await?;
+    let mut args = fast_recovery_args();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let server = ServerProcess::start(&db, &args).await;
+    let client = server.client().await;
+    let worker = WorkerProcess::start(&server.addr, &db.dir.join("effects.log"), 20, "waits");
+    wait_for_registration(&client, "counted").await;
+    Some(Setup {
+        server,
+        client,
+        db,
+        worker,
+    })
+}
+
+/// Waits until the workflow has recorded `n` steps (e.g. its recv deadline: it is waiting).
+async fn recorded(client: &Client, id: &str, n: usize) -> Vec<waymark_sdk::StepInfo> {
+    wait_for(&format!("{id} to record {n} steps"), PATIENCE, || async {
+        client.steps(id).await.ok().filter(|s| s.len() >= n)
+    })
+    .await
+}
+
+async fn a_send_wakes_the_waiting_recv(backend: Backend) {
+    // Polling is set to an hour: only the pushed wakeup can deliver in time.
+    let Some(s) = setup(backend, &["--dispatch-poll-interval", "1h"]).await else {
+        return;
+    };
+    s.client
+        .start_json(
+            "inbox",
+            serde_json::json!({"topic": "orders", "timeout_ms": 60_000}),
+            StartOptions::id("in"),
+        )
+        .await
+        .unwrap();
+    recorded(&s.client, "in", 1).await;
+    let (id, duplicate) = s
+        .client
+        .send_message("in", "orders", &serde_json::json!({"sku": 7}), None)
+        .await
+        .unwrap();
+    assert!(!duplicate);
+    let w = s
+        .client
+        .await_workflow("in", Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(w.output, Some(serde_json::json!({"received": [{"sku": 7}]})));
+    let messages = s.client.messages("in").await.unwrap();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(
+        (
+            messages[0].message_id.as_str(),
+            messages[0].consumed,
+            messages[0].consumed_by_step
+        ),
+        (id.as_str(), true, 1)
+    );
+}
+
+async fn recv_times_out_with_nothing(backend: Backend) {
+    let Some(s) = setup(backend, &[]).await else { return };
+    s.client
+        .start_json(
+            "inbox",
+            serde_json::json!({"timeout_ms": 200}),
+            StartOptions::id("quiet"),
+        )
+        .await
+        .unwrap();
+    let w = s.client.await_workflow("quiet", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.output, Some(serde_json::json!({"received": [null]})));
+    // A message on another topic is not taken.
+    s.client
+        .start_json(
+            "inbox",
+            serde_json::json!({"topic": "a", "timeout_ms": 300}),
+            StartOptions::id("topical"),
+        )
+        .await
+        .unwrap();
+    s.client.send_message("topical", "b", &1, None).await.unwrap();
+    let w = s.client.await_workflow("topical", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.output, Some(serde_json::json!({"received": [null]})));
+}
+
+async fn retried_sends_deliver_once(backend: Backend) {
+    let Some(s) = setup(backend, &[]).await else { return };
+    s.client
+        .start_json(
+            "inbox",
+            serde_json::json!({"timeout_ms": 1500, "count": 2}),
+            StartOptions::id("twice"),
+        )
+        .await
+        .unwrap();
+    let (first, d1) = s
+        .client
+        .send_message("twice", "", &"hello", Some("key-1"))
+        .await
+        .unwrap();
+    let (second, d2) = s
+        .client
+        .send_message("twice", "", &"hello", Some("key-1"))
+        .await
+        .unwrap();
+    assert_eq!((first == second, d1, d2), (true, false, true));
+    let w = s.client.await_workflow("twice", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.output, Some(serde_json::json!({"received": ["hello", null]})));
+    let e = s.client.send_message("nobody", "", &1, None).await.unwrap_err();
+    assert!(
+        matches!(&e, Error::Rpc { code: tonic::Code::NotFound, reason, .. } if reason == "WORKFLOW_NOT_FOUND"),
+        "{e:?}"
+    );
+    let e = s
+        .client
+        .send_message("twice", &"t".repeat(300), &1, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::Rpc {
+                code: tonic::Code::InvalidArgument,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+async fn workflows_message_each_other(backend: Backend) {
+    let Some(s) = setup(backend, &[]).await else { return };
+    s.client
+        .start_json(
+            "inbox",
+            serde_json::json!({"topic": "t", "timeout_ms": 60_000}),
+            StartOptions::id("listener"),
+        )
+        .await
+        .unwrap();
+    s.client
+        .start_json(
+            "courier",
+            serde_json::json!({"to": "listener", "topic": "t", "message": [1, 2]}),
+            StartOptions::id("sender"),
+        )
+        .await
+        .unwrap();
+    let sent = s.client.await_workflow("sender", Some(PATIENCE)).await.unwrap();
+    assert_eq!(sent.status, WorkflowStatus::Success);
+    let got = s.client.await_workflow("listener", Some(PATIENCE)).await.unwrap();
+    assert_eq!(got.output, Some(serde_json::json!({"received": [[1, 2]]})));
+    assert_eq!(
+        s.client.messages("listener").await.unwrap()[0].message_id,
+        sent.output.unwrap().as_str().unwrap()
+    );
+}
+
+async fn worker_killed_during_recv_keeps_deadline_and_message(backend: Backend) {
+    let Some(mut s) = setup(backend, &[]).await else { return };
+    s.client
+        .start_json(
+            "inbox",
+            serde_json::json!({"timeout_ms": 60_000}),
+            StartOptions::id("mid"),
+        )
+        .await
+        .unwrap();
+    let before = recorded(&s.client, "mid", 1).await;
+    s.worker.kill();
+    let _successor = WorkerProcess::start(&s.server.addr, &s.db.dir.join("effects.log"), 20, "successor");
+    // Sent while the workflow is between workers: it must wait for the replay, not be lost.
+    s.client.send_message("mid", "", &"late", None).await.unwrap();
+    let w = s.client.await_workflow("mid", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.output, Some(serde_json::json!({"received": ["late"]})));
+    assert!(w.recovery_attempts >= 1);
+    let steps = s.client.steps("mid").await.unwrap();
+    assert_eq!(steps[0], before[0], "the deadline was recorded once and kept");
+    assert_eq!(
+        s.client
+            .messages("mid")
+            .await
+            .unwrap()
+            .iter()
+            .filter(|m| m.consumed)
+            .count(),
+        1
+    );
+}
+
+async fn recovered_recv_times_out_at_its_original_deadline(backend: Backend) {
+    let Some(mut s) = setup(backend, &[]).await else { return };
+    s.client
+        .start_json(
+            "inbox",
+            serde_json::json!({"timeout_ms": 2_000}),
+            StartOptions::id("deadline"),
+        )
+        .await
+        .unwrap();
+    let before = recorded(&s.client, "deadline", 1).await;
+    s.worker.kill();
+    let _successor = WorkerProcess::start(&s.server.addr, &s.db.dir.join("effects.log"), 20, "successor");
+    let w = s.client.await_workflow("deadline", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.output, Some(serde_json::json!({"received": [null]})));
+    let steps = s.client.steps("deadline").await.unwrap();
+    assert_eq!(steps[0], before[0]);
+    let deadline = steps[0].output.as_ref().unwrap()["deadline_ms"].as_i64().unwrap();
+    assert!(
+        steps[1].recorded_at_ms >= deadline,
+        "the timeout is recorded at the original deadline, not before"
+    );
+    assert!(steps[1].epoch > steps[0].epoch, "recorded by the successor");
+}
+
+async fn durable_sleep_survives_a_kill_and_sleeps_only_the_rest(backend: Backend) {
+    let Some(mut s) = setup(backend, &[]).await else { return };
+    const NAP_MS: i64 = 10_000;
+    s.client
+        .start_json("napper", serde_json::json!({"ms": NAP_MS}), StartOptions::id("nap"))
+        .await
+        .unwrap();
+    let sleep = recorded(&s.client, "nap", 1).await.remove(0);
+    let wake_at = sleep.output.as_ref().unwrap()["wake_at_ms"].as_i64().unwrap();
+    // Kill it well into the nap: a replay that restarted the sleep would wake ~6 s late.
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    wait_for("six seconds of the nap to pass", PATIENCE, || async {
+        (now() >= wake_at - 4_000).then_some(())
+    })
+    .await;
+    s.worker.kill();
+    let _successor = WorkerProcess::start(&s.server.addr, &s.db.dir.join("effects.log"), 20, "successor");
+    let w = s.client.await_workflow("nap", Some(PATIENCE)).await.unwrap();
+    let woke = w.output.unwrap().as_i64().unwrap();
+    assert!(woke >= wake_at, "never wakes early");
+    assert!(
+        woke < wake_at + 4_000,
+        "slept only the remainder: woke {} ms after the recorded wake time",
+        woke - wake_at
+    );
+    assert!(w.recovery_attempts >= 1);
+    assert_eq!(
+        s.client.steps("nap").await.unwrap()[0],
+        sleep,
+        "the wake time was recorded once"
+    );
+}
+
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Sqlite).await })* }
+        mod postgres { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Postgres).await })* }
+    };
+}
+
+on_both_stores!(
+    a_send_wakes_the_waiting_recv,
+    recv_times_out_with_nothing,
+    retried_sends_deliver_once,
+    workflows_message_each_other,
+    worker_killed_during_recv_keeps_deadline_and_message,
+    recovered_recv_times_out_at_its_original_deadline,
+    durable_sleep_survives_a_kill_and_sleeps_only_the_rest,
+);
