@@ -274,6 +274,141 @@ async fn durable_sleep_survives_a_kill_and_sleeps_only_the_rest(backend: Backend
     );
 }
 
+async fn events_are_read_by_clients_and_workflows(backend: Backend) {
+    // Polling is set to an hour: only pushed wakeups can deliver in time.
+    let Some(s) = setup(backend, &["--dispatch-poll-interval", "1h"]).await else {
+        return;
+    };
+    let announce =
+        serde_json::json!({"key": "status", "values": ["waiting", "approved"], "gate_ms": 60_000, "linger_ms": 60_000});
+    s.client
+        .start_json("announcer", announce, StartOptions::id("ann"))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.client.get_event("ann", "status", None).await.unwrap(),
+        None,
+        "not set yet"
+    );
+    // A client and a workflow wait for it; the set wakes both.
+    let client_wait = {
+        let c = s.client.clone();
+        tokio::spawn(async move { c.get_event("ann", "status", Some(Duration::from_secs(30))).await })
+    };
+    let watch = serde_json::json!({"target": "ann", "key": "status", "timeout_ms": 60_000});
+    s.client
+        .start_json("watcher", watch, StartOptions::id("reader"))
+        .await
+        .unwrap();
+    recorded(&s.client, "reader", 1).await;
+    s.client.send_message("ann", "go", &true, None).await.unwrap();
+    let seen = client_wait.await.unwrap().unwrap().expect("set within the wait");
+    assert!(seen == "waiting" || seen == "approved", "{seen}");
+    let read = s
+        .client
+        .await_workflow("reader", Some(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .output
+        .unwrap()["value"]
+        .clone();
+    assert!(read == "waiting" || read == "approved", "{read}");
+    let value = wait_for("the last value", PATIENCE, || async {
+        s.client
+            .get_event("ann", "status", None)
+            .await
+            .ok()
+            .flatten()
+            .filter(|v| v == "approved")
+    })
+    .await;
+    assert_eq!(value, "approved");
+    let events = s.client.events("ann").await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        events[0].history.iter().map(|h| h.0.clone()).collect::<Vec<_>>(),
+        ["waiting", "approved"]
+    );
+    // A key never set: not found after the wait. Bad input and unknown workflows are refused.
+    assert_eq!(
+        s.client
+            .get_event("ann", "nothing", Some(Duration::from_millis(200)))
+            .await
+            .unwrap(),
+        None
+    );
+    let e = s.client.get_event("ann", "", None).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Rpc {
+                code: tonic::Code::InvalidArgument,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = s.client.get_event("nobody", "status", None).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Rpc {
+                code: tonic::Code::NotFound,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    // A workflow reading an event of a workflow that does not exist fails, visibly.
+    let lost = serde_json::json!({"target": "nobody", "key": "status", "timeout_ms": 60_000});
+    s.client
+        .start_json("watcher", lost, StartOptions::id("lost"))
+        .await
+        .unwrap();
+    let w = s.client.await_workflow("lost", Some(PATIENCE)).await.unwrap();
+    assert_eq!(
+        (w.status, w.failure.unwrap().kind.as_str()),
+        (WorkflowStatus::Error, "WORKFLOW_NOT_FOUND")
+    );
+    s.client.send_message("ann", "done", &true, None).await.unwrap();
+    assert_eq!(
+        s.client.await_workflow("ann", Some(PATIENCE)).await.unwrap().output,
+        Some(serde_json::json!(2))
+    );
+}
+
+async fn workflow_event_read_times_out_and_is_recorded(backend: Backend) {
+    let Some(s) = setup(backend, &[]).await else { return };
+    s.client
+        .start_json(
+            "announcer",
+            serde_json::json!({"key": "k", "values": [], "gate_ms": 0, "linger_ms": 60_000}),
+            StartOptions::id("quiet"),
+        )
+        .await
+        .unwrap();
+    s.client
+        .start_json(
+            "watcher",
+            serde_json::json!({"target": "quiet", "key": "k", "timeout_ms": 300}),
+            StartOptions::id("reader"),
+        )
+        .await
+        .unwrap();
+    let w = s.client.await_workflow("reader", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.output, Some(serde_json::json!({"value": null})));
+    let names: Vec<String> = s
+        .client
+        .steps("reader")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(names, ["waymark.get_event.deadline", "waymark.get_event"]);
+    s.client.send_message("quiet", "done", &true, None).await.unwrap();
+}
+
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         mod sqlite { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Sqlite).await })* }
@@ -289,4 +424,6 @@ on_both_stores!(
     worker_killed_during_recv_keeps_deadline_and_message,
     recovered_recv_times_out_at_its_original_deadline,
     durable_sleep_survives_a_kill_and_sleeps_only_the_rest,
+    events_are_read_by_clients_and_workflows,
+    workflow_event_read_times_out_and_is_recorded,
 );

@@ -6,7 +6,7 @@ use serde::Serialize;
 use tonic::transport::Channel;
 use waymark_proto::{json, v1, v1::workflow_service_client::WorkflowServiceClient};
 
-use crate::{Error, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
+use crate::{Error, EventInfo, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
 
 /// Options of a start. All optional.
 #[derive(Debug, Clone, Default)]
@@ -203,6 +203,43 @@ impl Client {
             })
             .await?;
         Ok(r.into_inner().messages.into_iter().map(MessageInfo::from).collect())
+    }
+
+    /// The current value of a workflow's event. With a timeout, waits up to that long (at most
+    /// 24 hours) for it to be set. `None` when it is not set (in time).
+    pub async fn get_event(
+        &self,
+        workflow_id: &str,
+        key: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Option<serde_json::Value>, Error> {
+        let mut req = tonic::Request::new(v1::GetEventRequest {
+            workflow_id: workflow_id.into(),
+            key: key.into(),
+            timeout: timeout.map(|t| prost_types::Duration {
+                seconds: t.as_secs() as i64,
+                nanos: t.subsec_nanos() as i32,
+            }),
+        });
+        if let Some(t) = timeout {
+            // Room for the server to answer "not set" itself.
+            req.set_timeout(t + Duration::from_secs(5));
+        }
+        let r = self.rpc.clone().get_event(req).await?.into_inner();
+        Ok(r.found
+            .then(|| json::from_payload(r.value.as_ref()).unwrap_or(serde_json::Value::Null)))
+    }
+
+    /// Every event of a workflow, with the history of its values.
+    pub async fn events(&self, workflow_id: &str) -> Result<Vec<EventInfo>, Error> {
+        let r = self
+            .rpc
+            .clone()
+            .list_events(v1::ListEventsRequest {
+                workflow_id: workflow_id.into(),
+            })
+            .await?;
+        Ok(r.into_inner().events.into_iter().map(EventInfo::from).collect())
     }
 
     pub async fn resume(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {

@@ -27,7 +27,7 @@ mod worker;
 pub use client::{Client, ListOptions, StartOptions};
 pub use error::{Error, WorkflowError};
 pub use retry::RetryPolicy;
-pub use types::{Failure, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
+pub use types::{EventInfo, Failure, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
 pub use worker::{context::WorkflowContext, Worker, WorkerBuilder};
 
 /// Generated wire types, for programs that need the raw contract.

@@ -170,6 +170,31 @@ impl From<v1::Message> for MessageInfo {
     }
 }
 
+/// An event of a workflow: its current value and every value it was set to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventInfo {
+    pub key: String,
+    pub value: Value,
+    pub updated_at_ms: i64,
+    /// (value, step that set it, when), oldest first.
+    pub history: Vec<(Value, u32, i64)>,
+}
+
+impl From<v1::Event> for EventInfo {
+    fn from(e: v1::Event) -> Self {
+        EventInfo {
+            value: value(e.value.as_ref()),
+            updated_at_ms: ms(e.updated_at.as_ref()),
+            history: e
+                .history
+                .iter()
+                .map(|h| (value(h.value.as_ref()), h.step_id, ms(h.set_at.as_ref())))
+                .collect(),
+            key: e.key,
+        }
+    }
+}
+
 pub(crate) fn ms(ts: Option<&prost_types::Timestamp>) -> i64 {
     ts.map(|t| t.seconds * 1000 + t.nanos as i64 / 1_000_000).unwrap_or(0)
 }

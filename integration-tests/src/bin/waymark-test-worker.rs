@@ -6,6 +6,10 @@
 //!   timeout) and returns `{"received": [...]}`.
 //! - `napper`: input `{"ms": N}`; sleeps durably, then records and returns the time it woke.
 //! - `courier`: input `{"to": ID, "topic": T, "message": M}`; sends M from inside a workflow.
+//! - `announcer`: input `{"key": K, "values": [..], "gate_ms": G, "linger_ms": N}`; waits up to G
+//!   ms for a message on topic "go", sets event K to each value, then waits up to N ms for one on
+//!   topic "done".
+//! - `watcher`: input `{"target": ID, "key": K, "timeout_ms": N}`; reads ID's event K, waiting.
 //! - `flaky`: input `{"fail_times": F, "max_attempts": A}`; one step that fails F times, retried
 //!   up to A attempts.
 //!
@@ -158,6 +162,45 @@ async fn courier(ctx: WorkflowContext, input: Courier) -> Result<String, Workflo
     ctx.send(&input.to, &input.topic, &input.message).await
 }
 
+#[derive(Deserialize)]
+struct Announce {
+    key: String,
+    values: Vec<serde_json::Value>,
+    /// First wait this long for a message on topic "go".
+    #[serde(default)]
+    gate_ms: u64,
+    /// Then wait this long for a message on topic "done" before finishing.
+    #[serde(default)]
+    linger_ms: u64,
+}
+
+/// Sets event `key` to each value in turn, then lingers (so readers see it while it runs).
+async fn announcer(ctx: WorkflowContext, input: Announce) -> Result<u32, WorkflowError> {
+    if input.gate_ms > 0 {
+        let _: Option<serde_json::Value> = ctx.recv("go", Duration::from_millis(input.gate_ms)).await?;
+    }
+    for v in &input.values {
+        ctx.set_event(&input.key, v).await?;
+    }
+    let _: Option<serde_json::Value> = ctx.recv("done", Duration::from_millis(input.linger_ms)).await?;
+    Ok(input.values.len() as u32)
+}
+
+#[derive(Deserialize)]
+struct Watch {
+    target: String,
+    key: String,
+    timeout_ms: u64,
+}
+
+/// Reads another workflow's event, waiting for it.
+async fn watcher(ctx: WorkflowContext, input: Watch) -> Result<serde_json::Value, WorkflowError> {
+    let v: Option<serde_json::Value> = ctx
+        .get_event(&input.target, &input.key, Duration::from_millis(input.timeout_ms))
+        .await?;
+    Ok(serde_json::json!({ "value": v }))
+}
+
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -177,6 +220,8 @@ async fn main() {
         .workflow("inbox", inbox)
         .workflow("napper", napper)
         .workflow("courier", courier)
+        .workflow("announcer", announcer)
+        .workflow("watcher", watcher)
         .build();
     eprintln!("test worker {} pid {}", worker.worker_id(), std::process::id());
     if let Err(e) = worker.run().await {

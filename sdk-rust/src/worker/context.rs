@@ -212,6 +212,9 @@ const SLEEP_STEP: &str = "waymark.sleep";
 const RECV_DEADLINE_STEP: &str = "waymark.recv.deadline";
 const RECV_STEP: &str = "waymark.recv";
 const SEND_STEP: &str = "waymark.send";
+const SET_EVENT_STEP: &str = "waymark.set_event";
+const GET_EVENT_DEADLINE_STEP: &str = "waymark.get_event.deadline";
+const GET_EVENT_STEP: &str = "waymark.get_event";
 
 impl WorkflowContext {
     /// Sleeps durably: the wake time is recorded as a step, so a workflow recovered mid-sleep
@@ -290,61 +293,143 @@ impl WorkflowContext {
         topic: &str,
         timeout: Duration,
     ) -> impl Future<Output = Result<Option<T>, WorkflowError>> + Send {
-        let deadline_step = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
-        let recv_step = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
-        let inner = self.inner.clone();
-        let topic = topic.to_string();
+        let steps = (
+            self.inner.next_step.fetch_add(2, Ordering::SeqCst),
+            RECV_DEADLINE_STEP,
+            RECV_STEP,
+            "message",
+        );
+        let (inner, topic) = (self.inner.clone(), topic.to_string());
         async move {
-            let deadline_ms = match inner.recorded_json(deadline_step, RECV_DEADLINE_STEP)? {
-                Some(v) => v.get("deadline_ms").and_then(|d| d.as_i64()).unwrap_or(0),
-                None => {
-                    inner.check_cancelled()?;
-                    let deadline = unix_ms().saturating_add(timeout.as_millis().min(i64::MAX as u128) as i64);
-                    inner
-                        .record(
-                            deadline_step,
-                            RECV_DEADLINE_STEP,
-                            json_payload(&serde_json::json!({ "deadline_ms": deadline })),
-                            1,
-                        )
-                        .await?;
-                    deadline
-                }
+            let request = |step_id, deadline_ms| {
+                worker_message::Kind::Recv(v1::Recv {
+                    workflow_id: inner.workflow_id.clone(),
+                    epoch: inner.epoch,
+                    step_id,
+                    topic: topic.clone(),
+                    deadline_ms,
+                })
             };
-            let message = match inner.recorded_json(recv_step, RECV_STEP)? {
-                Some(serde_json::Value::Null) => None,
-                Some(mut v) => Some(v.get_mut("message").map(serde_json::Value::take).unwrap_or_default()),
-                None => loop {
-                    inner.check_cancelled()?;
-                    let req = v1::Recv {
-                        workflow_id: inner.workflow_id.clone(),
-                        epoch: inner.epoch,
-                        step_id: recv_step,
-                        topic: topic.clone(),
-                        deadline_ms,
-                    };
-                    let r = match inner.conn.request(worker_message::Kind::Recv(req)).await? {
-                        reply::Result::RecvResult(r) => r,
-                        reply::Result::Error(e) => return Err(refused(e)),
-                        _ => return Err(WorkflowError::Disconnected),
-                    };
-                    use v1::recv_result::Outcome as O;
-                    match O::try_from(r.outcome).unwrap_or(O::Unspecified) {
-                        O::Delivered => {
-                            break Some(
-                                json::from_payload(r.message.as_ref())
-                                    .map_err(|e| WorkflowError::Serialization(e.to_string()))?,
-                            )
-                        }
-                        O::TimedOut => break None,
-                        // Wait for a wakeup, or until the deadline by the server's clock.
-                        _ => inner.wait_until(deadline_ms, r.server_now_ms).await?,
-                    }
-                },
-            };
-            message
-                .map(|m| serde_json::from_value(m).map_err(WorkflowError::from))
+            let got = inner.durable_wait(steps, timeout, request).await?;
+            got.map(|m| serde_json::from_value(m).map_err(WorkflowError::from))
                 .transpose()
+        }
+    }
+
+    /// Sets this workflow's event `key` to `value`. The current value, its history and the step
+    /// are written in one transaction; clients and other workflows waiting on it are woken.
+    pub fn set_event<V: Serialize>(
+        &self,
+        key: &str,
+        value: &V,
+    ) -> impl Future<Output = Result<(), WorkflowError>> + Send {
+        let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let (inner, key) = (self.inner.clone(), key.to_string());
+        let value = serde_json::to_value(value);
+        async move {
+            if inner.recorded_json(step_id, SET_EVENT_STEP)?.is_some() {
+                return Ok(());
+            }
+            inner.check_cancelled()?;
+            let req = v1::SetEvent {
+                workflow_id: inner.workflow_id.clone(),
+                epoch: inner.epoch,
+                step_id,
+                key,
+                value: Some(json::to_payload(&value?)),
+            };
+            match inner.conn.request(worker_message::Kind::SetEvent(req)).await? {
+                reply::Result::StepRecorded(_) => Ok(()),
+                reply::Result::Error(e) => Err(refused(e)),
+                _ => Err(WorkflowError::Disconnected),
+            }
+        }
+    }
+
+    /// Reads workflow `workflow_id`'s event `key`, waiting up to `timeout` for it to be set;
+    /// `None` when it was not. Recorded, with its deadline, like [`recv`](Self::recv).
+    pub fn get_event<T: DeserializeOwned>(
+        &self,
+        workflow_id: &str,
+        key: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Option<T>, WorkflowError>> + Send {
+        let steps = (
+            self.inner.next_step.fetch_add(2, Ordering::SeqCst),
+            GET_EVENT_DEADLINE_STEP,
+            GET_EVENT_STEP,
+            "value",
+        );
+        let (inner, target, key) = (self.inner.clone(), workflow_id.to_string(), key.to_string());
+        async move {
+            let request = |step_id, deadline_ms| {
+                worker_message::Kind::GetEvent(v1::GetEventStep {
+                    workflow_id: inner.workflow_id.clone(),
+                    epoch: inner.epoch,
+                    step_id,
+                    target_workflow_id: target.clone(),
+                    key: key.clone(),
+                    deadline_ms,
+                })
+            };
+            let got = inner.durable_wait(steps, timeout, request).await?;
+            got.map(|v| serde_json::from_value(v).map_err(WorkflowError::from))
+                .transpose()
+        }
+    }
+}
+
+impl Inner {
+    /// A wait that takes two step positions: the deadline (recorded first, so a recovery keeps
+    /// it) and the outcome, which the server records. Asks the server, and on WAITING waits for
+    /// its wakeup or the deadline, then asks again.
+    async fn durable_wait(
+        &self,
+        (deadline_step, deadline_name, result_name, field): (u32, &str, &str, &str),
+        timeout: Duration,
+        request: impl Fn(u32, i64) -> worker_message::Kind,
+    ) -> Result<Option<serde_json::Value>, WorkflowError> {
+        let result_step = deadline_step + 1;
+        let deadline_ms = match self.recorded_json(deadline_step, deadline_name)? {
+            Some(v) => v.get("deadline_ms").and_then(|d| d.as_i64()).unwrap_or(0),
+            None => {
+                self.check_cancelled()?;
+                let deadline = unix_ms().saturating_add(timeout.as_millis().min(i64::MAX as u128) as i64);
+                self.record(
+                    deadline_step,
+                    deadline_name,
+                    json_payload(&serde_json::json!({ "deadline_ms": deadline })),
+                    1,
+                )
+                .await?;
+                deadline
+            }
+        };
+        if let Some(recorded) = self.recorded_json(result_step, result_name)? {
+            return Ok(match recorded {
+                serde_json::Value::Null => None,
+                mut v => Some(v.get_mut(field).map(serde_json::Value::take).unwrap_or_default()),
+            });
+        }
+        loop {
+            self.check_cancelled()?;
+            let (outcome, value, server_now) = match self.conn.request(request(result_step, deadline_ms)).await? {
+                reply::Result::RecvResult(r) => (r.outcome, r.message, r.server_now_ms),
+                reply::Result::EventResult(r) => (r.outcome, r.value, r.server_now_ms),
+                reply::Result::Error(e) => return Err(refused(e)),
+                _ => return Err(WorkflowError::Disconnected),
+            };
+            use v1::recv_result::Outcome as O;
+            match O::try_from(outcome).unwrap_or(O::Unspecified) {
+                O::Delivered => {
+                    return Ok(Some(
+                        json::from_payload(value.as_ref()).map_err(|e| WorkflowError::Serialization(e.to_string()))?,
+                    ))
+                }
+                O::TimedOut => return Ok(None),
+                // Wait for a wakeup, or until the deadline by the server's clock.
+                _ => self.wait_until(deadline_ms, server_now).await?,
+            }
         }
     }
 }

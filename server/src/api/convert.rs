@@ -3,7 +3,7 @@
 use prost_types::Timestamp;
 use tonic::Status;
 use waymark_proto::{json, v1};
-use waymark_store::{Failure, MessageRecord, Millis, Outcome, StepRecord, WorkflowRecord, WorkflowStatus};
+use waymark_store::{EventRecord, Failure, MessageRecord, Millis, Outcome, StepRecord, WorkflowRecord, WorkflowStatus};
 
 use super::status::invalid;
 
@@ -123,6 +123,23 @@ pub fn message(m: MessageRecord) -> v1::Message {
         message_id: m.message_id,
         workflow_id: m.workflow_id,
         topic: m.topic,
+    }
+}
+
+pub fn event(e: EventRecord) -> v1::Event {
+    v1::Event {
+        value: payload(&e.value),
+        updated_at: timestamp(e.updated_at),
+        history: e
+            .history
+            .into_iter()
+            .map(|h| v1::EventValue {
+                value: payload(&h.value),
+                step_id: h.step_id,
+                set_at: timestamp(h.set_at),
+            })
+            .collect(),
+        key: e.key,
     }
 }
 

@@ -69,6 +69,16 @@ fn dispatch(w: waymark_store::ClaimedWorkflow) -> server_message::Kind {
     })
 }
 
+/// A wait's result as the wire's outcome and value.
+fn wait_outcome(r: Received) -> (v1::recv_result::Outcome, Option<v1::Payload>) {
+    use v1::recv_result::Outcome as O;
+    match r {
+        Received::Delivered(p) => (O::Delivered, convert::payload(&p)),
+        Received::TimedOut => (O::TimedOut, None),
+        Received::Waiting => (O::Waiting, None),
+    }
+}
+
 async fn handle(
     engine: Arc<Engine>,
     session: Arc<WorkerSession>,
@@ -145,15 +155,43 @@ async fn handle(
             };
             match engine.recv(&session, fence, r.step_id, r.topic, r.deadline_ms).await {
                 Ok(received) => {
-                    use v1::recv_result::Outcome as O;
-                    let (outcome, message) = match received {
-                        Received::Delivered(p) => (O::Delivered, convert::payload(&p)),
-                        Received::TimedOut => (O::TimedOut, None),
-                        Received::Waiting => (O::Waiting, None),
-                    };
+                    let (outcome, message) = wait_outcome(received);
                     reply::Result::RecvResult(v1::RecvResult {
                         outcome: outcome as i32,
                         message,
+                        server_now_ms: engine.now_ms(),
+                    })
+                }
+                Err(e) => reply_error(e),
+            }
+        }
+        Kind::SetEvent(e) => {
+            let fence = Fence {
+                workflow_id: e.workflow_id,
+                epoch: e.epoch,
+            };
+            match convert::payload_text("event value", e.value.as_ref()) {
+                Ok(value) => match engine.set_event(&session, fence, e.step_id, e.key, value).await {
+                    Ok(()) => reply::Result::StepRecorded(v1::StepRecorded {}),
+                    Err(e) => reply_error(e),
+                },
+                Err(s) => reply_error(EngineError::invalid(s.message().to_string())),
+            }
+        }
+        Kind::GetEvent(g) => {
+            let fence = Fence {
+                workflow_id: g.workflow_id,
+                epoch: g.epoch,
+            };
+            match engine
+                .get_event_step(&session, fence, g.step_id, g.target_workflow_id, g.key, g.deadline_ms)
+                .await
+            {
+                Ok(received) => {
+                    let (outcome, value) = wait_outcome(received);
+                    reply::Result::EventResult(v1::EventResult {
+                        outcome: outcome as i32,
+                        value,
                         server_now_ms: engine.now_ms(),
                     })
                 }

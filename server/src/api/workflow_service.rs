@@ -179,6 +179,45 @@ impl WorkflowService for WorkflowApi {
         }))
     }
 
+    async fn get_event(&self, req: Request<v1::GetEventRequest>) -> Result<Response<v1::GetEventResponse>, Status> {
+        let deadline = grpc_timeout(&req);
+        let r = req.into_inner();
+        let mut timeout = match r.timeout {
+            None => Duration::ZERO,
+            Some(d) if d.seconds < 0 || d.nanos < 0 => {
+                return Err(super::status::invalid("timeout must not be negative"))
+            }
+            Some(d) => Duration::new(d.seconds as u64, d.nanos as u32),
+        };
+        if let Some(d) = deadline {
+            // Answer "not found" before the caller's own deadline cuts the call off.
+            timeout = timeout.min(d.saturating_sub(d.min(Duration::from_millis(50)) / 2));
+        }
+        let value = self
+            .engine
+            .get_event(&r.workflow_id, &r.key, timeout)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::GetEventResponse {
+            found: value.is_some(),
+            value: value.and_then(|v| convert::payload(&v)),
+        }))
+    }
+
+    async fn list_events(
+        &self,
+        req: Request<v1::ListEventsRequest>,
+    ) -> Result<Response<v1::ListEventsResponse>, Status> {
+        let events = self
+            .engine
+            .list_events(&req.into_inner().workflow_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::ListEventsResponse {
+            events: events.into_iter().map(convert::event).collect(),
+        }))
+    }
+
     async fn resume_workflow(
         &self,
         req: Request<v1::ResumeWorkflowRequest>,

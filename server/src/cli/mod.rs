@@ -1,7 +1,8 @@
 //! The `waymark` command line: `waymark server` runs the server; `waymark workflow …` drives one.
 //!
 //! Exit codes: 0 success; 1 the request failed (the message says why, e.g. the workflow does not
-//! exist); 2 bad usage; 3 `await` saw the workflow end without success.
+//! exist); 2 bad usage; 3 `await` saw the workflow end without success; 4 `event` found the
+//! event not set.
 
 use clap::{Args, Parser, Subcommand};
 

@@ -93,6 +93,22 @@ pub enum WorkflowCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Show a workflow's events: current values and history.
+    Events {
+        id: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Print the current value of one event. Exit code 4 if it is not set (in time).
+    Event {
+        id: String,
+        key: String,
+        /// Wait up to this long for it to be set (e.g. 30s, at most 24h).
+        #[arg(long, value_parser = parse_duration)]
+        wait: Option<Duration>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Put a cancelled or dead-lettered workflow back in its queue.
     Resume {
         id: String,
@@ -327,6 +343,39 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                     })
                     .collect();
                 output::table(&["ID", "TOPIC", "MESSAGE", "SENT", "CONSUMED BY"], &rows);
+            }
+        }
+        WorkflowCommand::Events { id, client } => {
+            let events = connect(&client).await?.events(&id).await?;
+            if client.json {
+                print_json(&events);
+            } else {
+                let rows: Vec<Vec<String>> = events
+                    .iter()
+                    .map(|e| {
+                        vec![
+                            e.key.clone(),
+                            output::short(&e.value, 50),
+                            output::time(e.updated_at_ms),
+                            e.history.len().to_string(),
+                        ]
+                    })
+                    .collect();
+                output::table(&["KEY", "VALUE", "UPDATED", "TIMES SET"], &rows);
+            }
+        }
+        WorkflowCommand::Event { id, key, wait, client } => {
+            match connect(&client).await?.get_event(&id, &key, wait).await? {
+                Some(v) if client.json => print_json(&serde_json::json!({ "found": true, "value": v })),
+                Some(v) => println!("{v}"),
+                None => {
+                    if client.json {
+                        print_json(&serde_json::json!({ "found": false }));
+                    } else {
+                        eprintln!("event {key:?} of workflow {id} is not set");
+                    }
+                    return Ok(4);
+                }
             }
         }
         WorkflowCommand::Cancel { id, client } => {

@@ -175,16 +175,26 @@ impl Engine {
 /// query for all of them.
 pub async fn poll_waits(engine: &Engine) {
     let keys = engine.recv_waits.keys();
-    if keys.is_empty() {
-        return;
-    }
-    match engine.store.pending_messages(&keys).await {
-        Ok(ready) => {
-            for (workflow_id, topic) in ready {
-                engine.wake_receiver(&workflow_id, &topic).await;
+    if !keys.is_empty() {
+        match engine.store.pending_messages(&keys).await {
+            Ok(ready) => {
+                for (workflow_id, topic) in ready {
+                    engine.wake_receiver(&workflow_id, &topic).await;
+                }
             }
+            Err(e) => tracing::warn!(error = %e, "could not check waiting receives"),
         }
-        Err(e) => tracing::warn!(error = %e, "could not check waiting receives"),
+    }
+    let keys = engine.event_waits.keys();
+    if !keys.is_empty() {
+        match engine.store.events_set(&keys).await {
+            Ok(ready) => {
+                for (workflow_id, key) in ready {
+                    engine.wake_event(&workflow_id, &key).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not check waiting event reads"),
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub mod clock;
 pub mod config;
 pub mod dispatch;
 pub mod error;
+pub mod events;
 pub mod messages;
 pub mod recovery;
 pub mod sessions;
@@ -42,6 +43,8 @@ pub struct Engine {
     pub(crate) dispatch_wanted: Notify,
     /// Receives waiting on this replica for a message.
     pub(crate) recv_waits: messages::RecvWaits,
+    /// Event reads waiting on this replica.
+    pub(crate) event_waits: events::EventWaits,
     /// AwaitWorkflow calls waiting on this replica, woken when a workflow finishes here.
     pub(crate) waiters: waiters::Waiters,
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
@@ -65,6 +68,7 @@ impl Engine {
             dispatch_wanted: Notify::new(),
             waiters: Default::default(),
             recv_waits: Default::default(),
+            event_waits: Default::default(),
             known_names: Default::default(),
             backlog: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),

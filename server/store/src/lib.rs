@@ -269,9 +269,29 @@ pub enum Received {
     Waiting,
 }
 
-/// Step names the store records for messaging, so a replay can check it is at the same call.
+/// An event of a workflow: its current value and the values it was set to, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRecord {
+    pub key: String,
+    /// JSON text.
+    pub value: String,
+    pub updated_at: Millis,
+    pub history: Vec<EventValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventValue {
+    pub value: String,
+    pub step_id: u32,
+    pub set_at: Millis,
+}
+
+/// Step names the store records for messaging and events, so a replay can check it is at the
+/// same call.
 pub const SEND_STEP: &str = "waymark.send";
 pub const RECV_STEP: &str = "waymark.recv";
+pub const SET_EVENT_STEP: &str = "waymark.set_event";
+pub const GET_EVENT_STEP: &str = "waymark.get_event";
 
 /// Errors of the storage contract. Messages never carry SQL; `Unavailable` keeps the driver's
 /// text for logs only.
@@ -410,6 +430,33 @@ pub trait Store: Send + Sync + 'static {
 
     /// Which of these (workflow, topic) pairs have an unconsumed message now.
     async fn pending_messages(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>>;
+
+    /// Sets an event of the fenced workflow: current value, history entry and step `step_id`
+    /// in one transaction. A replay (step recorded) changes nothing.
+    async fn set_event_step(&self, fence: &Fence, step_id: u32, key: &str, value: &str, now: Millis)
+        -> StoreResult<()>;
+
+    /// The current value of an event; `WorkflowNotFound` when the workflow does not exist.
+    async fn get_event(&self, workflow_id: &str, key: &str) -> StoreResult<Option<String>>;
+
+    /// Reads another workflow's event from the fenced workflow and records the outcome as step
+    /// `step_id`: `Delivered(value)` when set, `TimedOut` past `deadline`, else `Waiting`
+    /// (nothing written). A recorded step is answered from the record.
+    async fn get_event_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        target_workflow_id: &str,
+        key: &str,
+        deadline: Millis,
+        now: Millis,
+    ) -> StoreResult<Received>;
+
+    /// Every event of a workflow with its history; `WorkflowNotFound` when it does not exist.
+    async fn list_events(&self, workflow_id: &str) -> StoreResult<Vec<EventRecord>>;
+
+    /// Which of these (workflow, key) events are set now.
+    async fn events_set(&self, keys: &[(String, String)]) -> StoreResult<Vec<(String, String)>>;
 
     /// Remembers that a worker registered these workflow names.
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()>;

@@ -3,7 +3,9 @@
 //! whose payload is JSON `null` is not mistaken for a timeout; a send step records
 //! `{"message_id": "…"}`.
 
-use crate::{Outcome, Received, StepRecord, StoreError, StoreResult, RECV_STEP, SEND_STEP};
+use crate::{
+    Outcome, Received, StepRecord, StoreError, StoreResult, GET_EVENT_STEP, RECV_STEP, SEND_STEP, SET_EVENT_STEP,
+};
 
 pub(crate) fn recv_output(payload: Option<&str>) -> String {
     match payload {
@@ -59,6 +61,33 @@ pub(crate) fn replay_send(workflow_id: &str, step: &StepRecord) -> StoreResult<S
         .ok_or_else(|| StoreError::Unavailable("recorded send step is malformed".into()))
 }
 
+/// What a get_event step records: `{"value": <value>}`, or `null` when it timed out.
+pub(crate) fn get_event_output(value: Option<&str>) -> String {
+    match value {
+        Some(v) => format!("{{\"value\":{v}}}"),
+        None => "null".to_string(),
+    }
+}
+
+pub(crate) fn set_event_output(key: &str) -> String {
+    serde_json::json!({ "key": key }).to_string()
+}
+
+/// A recorded get_event step, as the result it stands for.
+pub(crate) fn replay_get_event(workflow_id: &str, step: &StepRecord) -> StoreResult<Received> {
+    expect_name(workflow_id, step, GET_EVENT_STEP)?;
+    match output_json(step)? {
+        serde_json::Value::Null => Ok(Received::TimedOut),
+        serde_json::Value::Object(mut m) => Ok(Received::Delivered(m.remove("value").unwrap_or_default().to_string())),
+        _ => Err(StoreError::Unavailable("recorded get_event step is malformed".into())),
+    }
+}
+
+/// A recorded set_event step: only its name is checked.
+pub(crate) fn replay_set_event(workflow_id: &str, step: &StepRecord) -> StoreResult<()> {
+    expect_name(workflow_id, step, SET_EVENT_STEP)
+}
+
 #[derive(sqlx::FromRow)]
 pub(crate) struct MessageRow {
     pub message_id: String,
@@ -84,6 +113,44 @@ impl From<MessageRow> for crate::MessageRecord {
             consumed_by_step: r.consumed_by_step.map(|s| s as u32),
         }
     }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct EventRow {
+    pub event_key: String,
+    pub value: String,
+    pub updated_at: i64,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct EventHistoryRow {
+    pub event_key: String,
+    pub value: String,
+    pub step_id: i64,
+    pub set_at: i64,
+}
+
+/// Current values and history rows (both ordered) as event records.
+pub(crate) fn events(current: Vec<EventRow>, history: Vec<EventHistoryRow>) -> Vec<crate::EventRecord> {
+    let mut out: Vec<crate::EventRecord> = current
+        .into_iter()
+        .map(|e| crate::EventRecord {
+            key: e.event_key,
+            value: e.value,
+            updated_at: e.updated_at,
+            history: Vec::new(),
+        })
+        .collect();
+    for h in history {
+        if let Some(e) = out.iter_mut().find(|e| e.key == h.event_key) {
+            e.history.push(crate::EventValue {
+                value: h.value,
+                step_id: h.step_id as u32,
+                set_at: h.set_at,
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

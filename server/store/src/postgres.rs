@@ -14,6 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::{postgres::PgPoolOptions, PgPool};
 
+mod events;
 mod messages;
 
 use crate::batch::Batcher;
@@ -528,6 +529,42 @@ impl Store for PostgresStore {
 
     async fn pending_messages(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
         self.pending_messages_impl(waits).await
+    }
+
+    async fn set_event_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        key: &str,
+        value: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.set_event_step_impl(fence, step_id, key, value, now).await
+    }
+
+    async fn get_event(&self, workflow_id: &str, key: &str) -> StoreResult<Option<String>> {
+        self.get_event_impl(workflow_id, key).await
+    }
+
+    async fn get_event_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        target_workflow_id: &str,
+        key: &str,
+        deadline: Millis,
+        now: Millis,
+    ) -> StoreResult<Received> {
+        self.get_event_step_impl(fence, step_id, target_workflow_id, key, deadline, now)
+            .await
+    }
+
+    async fn list_events(&self, workflow_id: &str) -> StoreResult<Vec<EventRecord>> {
+        self.list_events_impl(workflow_id).await
+    }
+
+    async fn events_set(&self, keys: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        self.events_set_impl(keys).await
     }
 
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()> {

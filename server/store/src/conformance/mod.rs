@@ -17,11 +17,13 @@ use std::{future::Future, pin::Pin, sync::Arc};
 use crate::*;
 
 mod dispatch;
+mod events;
 mod messages;
 mod steps;
 mod workflows;
 
 pub use dispatch::*;
+pub use events::*;
 pub use messages::*;
 pub use steps::*;
 pub use workflows::*;
@@ -65,6 +67,9 @@ macro_rules! conformance_tests {
             recv_and_send_steps_are_fenced,
             send_step_is_recorded_once,
             concurrent_receivers_take_each_message_once,
+            set_event_keeps_value_history_and_step,
+            set_event_is_fenced,
+            get_event_step_waits_then_records,
             workflow_names_are_remembered,
         );
     };

@@ -40,7 +40,7 @@ async fn recorded_step(conn: &mut PgConnection, workflow_id: &str, step_id: u32)
 
 /// Checks the fence (holding the workflow row until commit) and returns the step already
 /// recorded at `step_id`, if any.
-async fn fenced_step(
+pub(super) async fn fenced_step(
     tx: &mut Transaction<'_, Postgres>,
     fence: &Fence,
     step_id: u32,
@@ -54,7 +54,7 @@ async fn fenced_step(
 }
 
 /// Records the step unless a concurrent request for the same step got there first (false).
-async fn insert_step(
+pub(super) async fn insert_step(
     tx: &mut Transaction<'_, Postgres>,
     fence: &Fence,
     step_id: u32,

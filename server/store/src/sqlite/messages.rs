@@ -10,7 +10,11 @@ use crate::rows::{self, db_error, step_columns, StepRow};
 use crate::*;
 
 /// Checks the fence and returns the step already recorded at `step_id`, if any.
-async fn fenced_step(tx: &mut Transaction<'_, Sqlite>, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
+pub(super) async fn fenced_step(
+    tx: &mut Transaction<'_, Sqlite>,
+    fence: &Fence,
+    step_id: u32,
+) -> StoreResult<Option<StepRecord>> {
     let current = SqliteStore::workflow_on(&mut **tx, &fence.workflow_id).await?;
     match &current {
         Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
@@ -29,7 +33,7 @@ async fn fenced_step(tx: &mut Transaction<'_, Sqlite>, fence: &Fence, step_id: u
     row.map(StepRecord::try_from).transpose()
 }
 
-async fn insert_step(
+pub(super) async fn insert_step(
     tx: &mut Transaction<'_, Sqlite>,
     fence: &Fence,
     step_id: u32,

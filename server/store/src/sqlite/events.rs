@@ -1,0 +1,159 @@
+//! Events on SQLite: set (current value + history + step in one transaction), get, and the
+//! recorded get a workflow makes.
+
+use super::messages::{fenced_step, insert_step};
+use super::SqliteStore;
+use crate::messaging::{self, EventHistoryRow, EventRow};
+use crate::rows::db_error;
+use crate::*;
+
+impl SqliteStore {
+    pub(super) async fn set_event_step_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        key: &str,
+        value: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_set_event(&fence.workflow_id, &done);
+        }
+        sqlx::query(
+            "INSERT INTO events (workflow_id, event_key, value, updated_at) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (workflow_id, event_key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(&fence.workflow_id)
+        .bind(key)
+        .bind(value)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        sqlx::query(
+            "INSERT INTO event_history (workflow_id, event_key, value, step_id, set_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .bind(&fence.workflow_id)
+        .bind(key)
+        .bind(value)
+        .bind(step_id as i64)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        insert_step(
+            &mut tx,
+            fence,
+            step_id,
+            SET_EVENT_STEP,
+            &messaging::set_event_output(key),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(db_error)
+    }
+
+    async fn event_value<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
+        exec: E,
+        workflow_id: &str,
+        key: &str,
+    ) -> StoreResult<Option<String>> {
+        sqlx::query_scalar("SELECT value FROM events WHERE workflow_id = ?1 AND event_key = ?2")
+            .bind(workflow_id)
+            .bind(key)
+            .fetch_optional(exec)
+            .await
+            .map_err(db_error)
+    }
+
+    pub(super) async fn get_event_impl(&self, workflow_id: &str, key: &str) -> StoreResult<Option<String>> {
+        if Self::workflow_on(&self.read, workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        Self::event_value(&self.read, workflow_id, key).await
+    }
+
+    pub(super) async fn get_event_step_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        target: &str,
+        key: &str,
+        deadline: Millis,
+        now: Millis,
+    ) -> StoreResult<Received> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_get_event(&fence.workflow_id, &done);
+        }
+        if Self::workflow_on(&mut *tx, target).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(target.to_string()));
+        }
+        let received = match Self::event_value(&mut *tx, target, key).await? {
+            Some(value) => {
+                insert_step(
+                    &mut tx,
+                    fence,
+                    step_id,
+                    GET_EVENT_STEP,
+                    &messaging::get_event_output(Some(&value)),
+                    now,
+                )
+                .await?;
+                Received::Delivered(value)
+            }
+            None if now >= deadline => {
+                insert_step(
+                    &mut tx,
+                    fence,
+                    step_id,
+                    GET_EVENT_STEP,
+                    &messaging::get_event_output(None),
+                    now,
+                )
+                .await?;
+                Received::TimedOut
+            }
+            None => Received::Waiting,
+        };
+        tx.commit().await.map_err(db_error)?;
+        Ok(received)
+    }
+
+    pub(super) async fn list_events_impl(&self, workflow_id: &str) -> StoreResult<Vec<EventRecord>> {
+        if Self::workflow_on(&self.read, workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        let current: Vec<EventRow> =
+            sqlx::query_as("SELECT event_key, value, updated_at FROM events WHERE workflow_id = ?1 ORDER BY event_key")
+                .bind(workflow_id)
+                .fetch_all(&self.read)
+                .await
+                .map_err(db_error)?;
+        let history: Vec<EventHistoryRow> = sqlx::query_as(
+            "SELECT event_key, value, step_id, set_at FROM event_history WHERE workflow_id = ?1 ORDER BY seq",
+        )
+        .bind(workflow_id)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)?;
+        Ok(messaging::events(current, history))
+    }
+
+    pub(super) async fn events_set_impl(&self, keys: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pairs =
+            serde_json::to_string(&keys.iter().map(|(w, k)| [w, k]).collect::<Vec<_>>()).expect("strings serialize");
+        sqlx::query_as(
+            "SELECT e.workflow_id, e.event_key FROM events e \
+             JOIN json_each(?1) j ON e.workflow_id = json_extract(j.value, '$[0]') AND e.event_key = json_extract(j.value, '$[1]')",
+        )
+        .bind(pairs)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)
+    }
+}
