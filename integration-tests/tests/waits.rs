@@ -409,6 +409,67 @@ async fn workflow_event_read_times_out_and_is_recorded(backend: Backend) {
     s.client.send_message("quiet", "done", &true, None).await.unwrap();
 }
 
+async fn streams_are_followed_live(backend: Backend) {
+    use futures::StreamExt;
+    let Some(s) = setup(backend, &["--dispatch-poll-interval", "1h"]).await else {
+        return;
+    };
+    let input = serde_json::json!({"key": "log", "values": ["a", {"b": 2}, 3], "gate_ms": 60_000});
+    s.client
+        .start_json("streamer", input, StartOptions::id("st"))
+        .await
+        .unwrap();
+    // A reader following from the start, before anything is written.
+    let reader = {
+        let c = s.client.clone();
+        tokio::spawn(async move {
+            let items: Vec<_> = c.read_stream("st", "log", 0).await.unwrap().collect().await;
+            items.into_iter().map(|i| i.unwrap()).collect::<Vec<_>>()
+        })
+    };
+    for _ in 0..3 {
+        let before = s.client.steps("st").await.unwrap().len();
+        s.client.send_message("st", "go", &true, None).await.unwrap();
+        recorded(&s.client, "st", before + 3).await;
+    }
+    let got = reader.await.unwrap();
+    assert_eq!(
+        got,
+        [
+            (0, serde_json::json!("a")),
+            (1, serde_json::json!({"b": 2})),
+            (2, serde_json::json!(3))
+        ]
+    );
+    s.client.await_workflow("st", Some(PATIENCE)).await.unwrap();
+    // From an offset, after the fact.
+    let tail: Vec<_> = s.client.read_stream("st", "log", 2).await.unwrap().collect().await;
+    assert_eq!(
+        tail.into_iter().map(|i| i.unwrap().1).collect::<Vec<_>>(),
+        [serde_json::json!(3)]
+    );
+    // A stream never closed ends when its workflow finishes.
+    let open = serde_json::json!({"key": "k", "values": [1], "close": false});
+    s.client
+        .start_json("streamer", open, StartOptions::id("open"))
+        .await
+        .unwrap();
+    let items: Vec<_> = s.client.read_stream("open", "k", 0).await.unwrap().collect().await;
+    assert_eq!(
+        items.into_iter().map(|i| i.unwrap().1).collect::<Vec<_>>(),
+        [serde_json::json!(1)]
+    );
+    // Unknown workflows are not found.
+    match s.client.read_stream("nobody", "k", 0).await {
+        Err(Error::Rpc {
+            code: tonic::Code::NotFound,
+            ..
+        }) => {}
+        Err(other) => panic!("expected NOT_FOUND, got {other:?}"),
+        Ok(_) => panic!("expected NOT_FOUND, got a stream"),
+    }
+}
+
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         mod sqlite { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Sqlite).await })* }
@@ -426,4 +487,5 @@ on_both_stores!(
     durable_sleep_survives_a_kill_and_sleeps_only_the_rest,
     events_are_read_by_clients_and_workflows,
     workflow_event_read_times_out_and_is_recorded,
+    streams_are_followed_live,
 );

@@ -242,6 +242,34 @@ impl Client {
         Ok(r.into_inner().events.into_iter().map(EventInfo::from).collect())
     }
 
+    /// Follows a workflow's stream `key` from offset `from`: yields `(offset, value)` as values
+    /// are written, and ends when the stream is closed or the workflow has finished.
+    pub async fn read_stream(
+        &self,
+        workflow_id: &str,
+        key: &str,
+        from: u64,
+    ) -> Result<impl futures::Stream<Item = Result<(u64, serde_json::Value), Error>> + Send + 'static, Error> {
+        use futures::StreamExt;
+        let stream = self
+            .rpc
+            .clone()
+            .read_stream(v1::ReadStreamRequest {
+                workflow_id: workflow_id.into(),
+                key: key.into(),
+                from_offset: from,
+            })
+            .await?
+            .into_inner();
+        Ok(stream.map(|item| {
+            let item = item?;
+            Ok((
+                item.offset,
+                json::from_payload(item.value.as_ref()).unwrap_or(serde_json::Value::Null),
+            ))
+        }))
+    }
+
     pub async fn resume(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
         let r = self
             .rpc

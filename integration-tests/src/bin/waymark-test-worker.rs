@@ -10,6 +10,8 @@
 //!   ms for a message on topic "go", sets event K to each value, then waits up to N ms for one on
 //!   topic "done".
 //! - `watcher`: input `{"target": ID, "key": K, "timeout_ms": N}`; reads ID's event K, waiting.
+//! - `streamer`: input `{"key": K, "values": [..], "gate_ms": G, "close": true}`; writes each
+//!   value to stream K (after a message on topic "go" when gated), then closes it.
 //! - `flaky`: input `{"fail_times": F, "max_attempts": A}`; one step that fails F times, retried
 //!   up to A attempts.
 //!
@@ -201,6 +203,36 @@ async fn watcher(ctx: WorkflowContext, input: Watch) -> Result<serde_json::Value
     Ok(serde_json::json!({ "value": v }))
 }
 
+#[derive(Deserialize)]
+struct Streamer {
+    key: String,
+    values: Vec<serde_json::Value>,
+    /// Wait for a message on topic "go" (up to this long) before each value.
+    #[serde(default)]
+    gate_ms: u64,
+    #[serde(default = "yes")]
+    close: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Writes each value to stream `key` (each after a "go" message when gated), then closes it.
+async fn streamer(ctx: WorkflowContext, input: Streamer) -> Result<u64, WorkflowError> {
+    let mut last = 0;
+    for v in &input.values {
+        if input.gate_ms > 0 {
+            let _: Option<serde_json::Value> = ctx.recv("go", Duration::from_millis(input.gate_ms)).await?;
+        }
+        last = ctx.write_stream(&input.key, v).await?;
+    }
+    if input.close {
+        ctx.close_stream(&input.key).await?;
+    }
+    Ok(last)
+}
+
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -222,6 +254,7 @@ async fn main() {
         .workflow("courier", courier)
         .workflow("announcer", announcer)
         .workflow("watcher", watcher)
+        .workflow("streamer", streamer)
         .build();
     eprintln!("test worker {} pid {}", worker.worker_id(), std::process::id());
     if let Err(e) = worker.run().await {

@@ -215,6 +215,8 @@ const SEND_STEP: &str = "waymark.send";
 const SET_EVENT_STEP: &str = "waymark.set_event";
 const GET_EVENT_DEADLINE_STEP: &str = "waymark.get_event.deadline";
 const GET_EVENT_STEP: &str = "waymark.get_event";
+const WRITE_STREAM_STEP: &str = "waymark.write_stream";
+const CLOSE_STREAM_STEP: &str = "waymark.close_stream";
 
 impl WorkflowContext {
     /// Sleeps durably: the wake time is recorded as a step, so a workflow recovered mid-sleep
@@ -375,6 +377,55 @@ impl WorkflowContext {
             let got = inner.durable_wait(steps, timeout, request).await?;
             got.map(|v| serde_json::from_value(v).map_err(WorkflowError::from))
                 .transpose()
+        }
+    }
+}
+
+impl WorkflowContext {
+    /// Appends `value` to this workflow's stream `key`; returns its offset. Recorded as a step,
+    /// so a replay does not append again. Readers following the stream get it at once.
+    pub fn write_stream<V: Serialize>(
+        &self,
+        key: &str,
+        value: &V,
+    ) -> impl Future<Output = Result<u64, WorkflowError>> + Send {
+        let value = serde_json::to_value(value).map(|v| Some(json::to_payload(&v)));
+        self.stream_step(key, value, WRITE_STREAM_STEP)
+    }
+
+    /// Closes this workflow's stream `key`: readers end after the values written before it.
+    pub fn close_stream(&self, key: &str) -> impl Future<Output = Result<(), WorkflowError>> + Send {
+        let step = self.stream_step(key, Ok(None), CLOSE_STREAM_STEP);
+        async move { step.await.map(drop) }
+    }
+
+    fn stream_step(
+        &self,
+        key: &str,
+        value: Result<Option<v1::Payload>, serde_json::Error>,
+        name: &'static str,
+    ) -> impl Future<Output = Result<u64, WorkflowError>> + Send {
+        let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let (inner, key) = (self.inner.clone(), key.to_string());
+        async move {
+            if let Some(v) = inner.recorded_json(step_id, name)? {
+                return Ok(v.get("offset").and_then(|o| o.as_u64()).unwrap_or_default());
+            }
+            inner.check_cancelled()?;
+            let value = value?;
+            let req = v1::WriteStream {
+                workflow_id: inner.workflow_id.clone(),
+                epoch: inner.epoch,
+                step_id,
+                key,
+                close: value.is_none(),
+                value,
+            };
+            match inner.conn.request(worker_message::Kind::WriteStream(req)).await? {
+                reply::Result::StreamWritten(w) => Ok(w.offset),
+                reply::Result::Error(e) => Err(refused(e)),
+                _ => Err(WorkflowError::Disconnected),
+            }
         }
     }
 }

@@ -198,6 +198,24 @@ async fn handle(
                 Err(e) => reply_error(e),
             }
         }
+        Kind::WriteStream(w) => {
+            let fence = Fence {
+                workflow_id: w.workflow_id,
+                epoch: w.epoch,
+            };
+            let value = if w.close {
+                Ok(None)
+            } else {
+                convert::payload_text("stream value", w.value.as_ref()).map(Some)
+            };
+            match value {
+                Ok(value) => match engine.write_stream(&session, fence, w.step_id, w.key, value).await {
+                    Ok(offset) => reply::Result::StreamWritten(v1::StreamWritten { offset }),
+                    Err(e) => reply_error(e),
+                },
+                Err(s) => reply_error(EngineError::invalid(s.message().to_string())),
+            }
+        }
         Kind::Heartbeat(_) => {
             if let Err(e) = engine.heartbeat(&session).await {
                 tracing::warn!(error = %e, "heartbeat not recorded");

@@ -8,6 +8,7 @@ use waymark_proto::v1::{self, workflow_service_server::WorkflowService};
 use super::{convert, status::to_status};
 use crate::engine::{
     messages::SendRequest,
+    streams::StreamNext,
     workflows::{ListRequest, StartRequest},
     Engine,
 };
@@ -35,6 +36,53 @@ pub fn grpc_timeout<T>(req: &Request<T>) -> Option<Duration> {
 
 #[tonic::async_trait]
 impl WorkflowService for WorkflowApi {
+    type ReadStreamStream =
+        std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<v1::ReadStreamResponse, Status>> + Send>>;
+
+    async fn read_stream(
+        &self,
+        req: Request<v1::ReadStreamRequest>,
+    ) -> Result<Response<Self::ReadStreamStream>, Status> {
+        let r = req.into_inner();
+        // Answer NOT_FOUND / INVALID_ARGUMENT up front rather than as a broken stream.
+        self.engine.get_workflow(&r.workflow_id).await.map_err(to_status)?;
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let engine = self.engine.clone();
+        tokio::spawn(async move {
+            let mut from = r.from_offset;
+            loop {
+                let next = tokio::select! {
+                    n = engine.next_stream_entries(&r.workflow_id, &r.key, from) => n,
+                    // The reader went away.
+                    _ = tx.closed() => return,
+                };
+                match next {
+                    Ok(StreamNext::Entries(entries)) => {
+                        for e in entries {
+                            if e.closed {
+                                return;
+                            }
+                            from = e.offset + 1;
+                            let item = v1::ReadStreamResponse {
+                                offset: e.offset,
+                                value: e.value.as_deref().and_then(convert::payload),
+                            };
+                            if tx.send(Ok(item)).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Ok(StreamNext::End) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(to_status(e))).await;
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+    }
+
     async fn start_workflow(
         &self,
         req: Request<v1::StartWorkflowRequest>,

@@ -109,6 +109,17 @@ pub enum WorkflowCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Print a workflow's stream, one JSON value a line, following it live until it is closed or
+    /// the workflow finishes.
+    Stream {
+        id: String,
+        key: String,
+        /// First offset to print.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Put a cancelled or dead-lettered workflow back in its queue.
     Resume {
         id: String,
@@ -376,6 +387,20 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                     }
                     return Ok(4);
                 }
+            }
+        }
+        WorkflowCommand::Stream { id, key, from, client } => {
+            use futures::StreamExt;
+            use std::io::Write;
+            let mut values = Box::pin(connect(&client).await?.read_stream(&id, &key, from).await?);
+            while let Some(item) = values.next().await {
+                let (offset, value) = item?;
+                if client.json {
+                    println!("{}", serde_json::json!({ "offset": offset, "value": value }));
+                } else {
+                    println!("{value}");
+                }
+                std::io::stdout().flush()?;
             }
         }
         WorkflowCommand::Cancel { id, client } => {

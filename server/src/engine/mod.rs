@@ -24,6 +24,7 @@ pub mod events;
 pub mod messages;
 pub mod recovery;
 pub mod sessions;
+pub mod streams;
 pub mod validate;
 pub mod waiters;
 pub mod worker;
@@ -45,6 +46,8 @@ pub struct Engine {
     pub(crate) recv_waits: messages::RecvWaits,
     /// Event reads waiting on this replica.
     pub(crate) event_waits: events::EventWaits,
+    /// Stream readers waiting on this replica.
+    pub(crate) stream_waits: streams::StreamWaits,
     /// AwaitWorkflow calls waiting on this replica, woken when a workflow finishes here.
     pub(crate) waiters: waiters::Waiters,
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
@@ -69,6 +72,7 @@ impl Engine {
             waiters: Default::default(),
             recv_waits: Default::default(),
             event_waits: Default::default(),
+            stream_waits: Default::default(),
             known_names: Default::default(),
             backlog: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
@@ -110,6 +114,13 @@ impl Engine {
     /// Resolves (via `wait_for(|v| *v)`) once the replica starts draining.
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
         self.shutdown.subscribe()
+    }
+
+    /// A workflow reached a terminal status through this replica: wake whoever waits on it
+    /// here (awaiters get the record when there is one; stream readers look again).
+    pub(crate) fn announce_finished(&self, workflow_id: &str, record: waiters::Finished) {
+        self.waiters.wake(workflow_id, record);
+        self.stream_waits.wake(workflow_id, None);
     }
 
     /// The engine's clock, for replies that tell a worker the server's time.

@@ -44,7 +44,7 @@ pub async fn recover_once(engine: &Engine) {
             }
             for id in &r.dead_lettered {
                 tracing::warn!(workflow_id = %id, "workflow exceeded its recovery attempts; dead-lettered");
-                engine.waiters.wake(id, None);
+                engine.announce_finished(id, None);
             }
         }
         Err(e) => tracing::warn!(error = %e, "recovery pass failed"),

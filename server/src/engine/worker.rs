@@ -118,7 +118,7 @@ impl Engine {
                     .complete_workflow(&fence, Outcome::Failure(failure), self.now())
                     .await;
                 if let Ok(done) = failed {
-                    self.waiters.wake(&fence.workflow_id, Some(Arc::new(done.workflow)));
+                    self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow)));
                 }
                 Err(err)
             }
@@ -140,8 +140,7 @@ impl Engine {
         }
         let done = self.store.complete_workflow(&fence, outcome, self.now()).await?;
         tracing::debug!(workflow_id = %fence.workflow_id, adopted = done.adopted, "complete");
-        self.waiters
-            .wake(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
+        self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
         Ok(done)
     }
 }

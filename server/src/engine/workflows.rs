@@ -261,7 +261,7 @@ impl Engine {
                     s.send(ToWorker::Cancel(workflow_id.to_string())).await;
                 }
             }
-            self.waiters.wake(workflow_id, Some(std::sync::Arc::new(w.clone())));
+            self.announce_finished(workflow_id, Some(Arc::new(w.clone())));
         }
         Ok(w)
     }

@@ -292,6 +292,17 @@ pub const SEND_STEP: &str = "waymark.send";
 pub const RECV_STEP: &str = "waymark.recv";
 pub const SET_EVENT_STEP: &str = "waymark.set_event";
 pub const GET_EVENT_STEP: &str = "waymark.get_event";
+pub const WRITE_STREAM_STEP: &str = "waymark.write_stream";
+pub const CLOSE_STREAM_STEP: &str = "waymark.close_stream";
+
+/// One entry of a workflow's stream: a value, or the close marker (the last entry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEntry {
+    pub offset: u64,
+    /// JSON text; `None` for the close marker.
+    pub value: Option<String>,
+    pub closed: bool,
+}
 
 /// Errors of the storage contract. Messages never carry SQL; `Unavailable` keeps the driver's
 /// text for logs only.
@@ -457,6 +468,22 @@ pub trait Store: Send + Sync + 'static {
 
     /// Which of these (workflow, key) events are set now.
     async fn events_set(&self, keys: &[(String, String)]) -> StoreResult<Vec<(String, String)>>;
+
+    /// Appends `value` to the fenced workflow's stream `key` (or, with `None`, closes it),
+    /// recorded as step `step_id` in the same transaction; returns the entry's offset. A replay
+    /// (step recorded) returns the recorded offset and writes nothing.
+    async fn write_stream_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        key: &str,
+        value: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<u64>;
+
+    /// Up to `limit` entries of stream `key` from offset `from`, in order.
+    /// `WorkflowNotFound` when the workflow does not exist.
+    async fn read_stream(&self, workflow_id: &str, key: &str, from: u64, limit: u32) -> StoreResult<Vec<StreamEntry>>;
 
     /// Remembers that a worker registered these workflow names.
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()>;

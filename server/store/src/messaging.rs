@@ -7,6 +7,37 @@ use crate::{
     Outcome, Received, StepRecord, StoreError, StoreResult, GET_EVENT_STEP, RECV_STEP, SEND_STEP, SET_EVENT_STEP,
 };
 
+/// What a stream write step records.
+pub(crate) fn stream_output(offset: u64) -> String {
+    serde_json::json!({ "offset": offset }).to_string()
+}
+
+/// A recorded stream write (or close) step, as the offset it wrote.
+pub(crate) fn replay_stream(workflow_id: &str, step: &StepRecord, name: &str) -> StoreResult<u64> {
+    expect_name(workflow_id, step, name)?;
+    output_json(step)?
+        .get("offset")
+        .and_then(|v| v.as_u64())
+        .ok_or_else(|| StoreError::Unavailable("recorded stream step is malformed".into()))
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct StreamRow {
+    pub position: i64,
+    pub value: Option<String>,
+    pub closed: bool,
+}
+
+impl From<StreamRow> for crate::StreamEntry {
+    fn from(r: StreamRow) -> Self {
+        crate::StreamEntry {
+            offset: r.position as u64,
+            value: r.value,
+            closed: r.closed,
+        }
+    }
+}
+
 pub(crate) fn recv_output(payload: Option<&str>) -> String {
     match payload {
         Some(p) => format!("{{\"message\":{p}}}"),

@@ -16,6 +16,7 @@ use sqlx::{postgres::PgPoolOptions, PgPool};
 
 mod events;
 mod messages;
+mod streams;
 
 use crate::batch::Batcher;
 use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
@@ -565,6 +566,21 @@ impl Store for PostgresStore {
 
     async fn events_set(&self, keys: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
         self.events_set_impl(keys).await
+    }
+
+    async fn write_stream_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        key: &str,
+        value: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<u64> {
+        self.write_stream_step_impl(fence, step_id, key, value, now).await
+    }
+
+    async fn read_stream(&self, workflow_id: &str, key: &str, from: u64, limit: u32) -> StoreResult<Vec<StreamEntry>> {
+        self.read_stream_impl(workflow_id, key, from, limit).await
     }
 
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()> {

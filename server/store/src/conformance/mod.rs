@@ -20,12 +20,14 @@ mod dispatch;
 mod events;
 mod messages;
 mod steps;
+mod streams;
 mod workflows;
 
 pub use dispatch::*;
 pub use events::*;
 pub use messages::*;
 pub use steps::*;
+pub use streams::*;
 pub use workflows::*;
 
 /// One case's database: the store under test, and how to throw the database away afterwards.
@@ -70,6 +72,7 @@ macro_rules! conformance_tests {
             set_event_keeps_value_history_and_step,
             set_event_is_fenced,
             get_event_step_waits_then_records,
+            streams_append_in_order_and_close,
             workflow_names_are_remembered,
         );
     };

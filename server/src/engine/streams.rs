@@ -1,0 +1,110 @@
+//! Streams: a workflow appends values under a key (and closes it); readers follow from an
+//! offset as values are written. A reader registers before it reads (no lost wakeups); appends
+//! and completions through this replica wake it at once, others are seen at the next poll.
+
+use std::{collections::HashMap, sync::Mutex, time::Duration};
+
+use tokio::sync::oneshot;
+use waymark_store::{Fence, StreamEntry};
+
+use super::{validate, Engine, EngineError, EngineResult, WorkerSession};
+
+/// Most entries handed to a reader at once.
+const READ_BATCH: u32 = 256;
+
+/// Stream readers waiting on this replica, by (workflow, key).
+#[derive(Default)]
+pub struct StreamWaits {
+    by_key: Mutex<HashMap<(String, String), Vec<oneshot::Sender<()>>>>,
+}
+
+impl StreamWaits {
+    fn add(&self, workflow_id: &str, key: &str) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let mut map = self.by_key.lock().unwrap();
+        let list = map.entry((workflow_id.to_string(), key.to_string())).or_default();
+        list.retain(|w| !w.is_closed());
+        list.push(tx);
+        rx
+    }
+
+    /// Wakes the readers of one stream, or with `key` None of every stream of the workflow.
+    pub(crate) fn wake(&self, workflow_id: &str, key: Option<&str>) {
+        let mut map = self.by_key.lock().unwrap();
+        let keys: Vec<(String, String)> = map
+            .keys()
+            .filter(|(w, k)| w == workflow_id && key.is_none_or(|key| key == k))
+            .cloned()
+            .collect();
+        for k in keys {
+            for tx in map.remove(&k).unwrap_or_default() {
+                let _ = tx.send(());
+            }
+        }
+    }
+}
+
+/// What a reader gets next.
+pub enum StreamNext {
+    Entries(Vec<StreamEntry>),
+    /// Closed, or the workflow finished and everything written was read.
+    End,
+}
+
+impl Engine {
+    /// Appends (`Some`) or closes (`None`) one of the worker's workflow's streams, as its step.
+    pub async fn write_stream(
+        &self,
+        session: &WorkerSession,
+        fence: Fence,
+        step_id: u32,
+        key: String,
+        value: Option<String>,
+    ) -> EngineResult<u64> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        validate::name("key", &key)?;
+        if let Some(v) = &value {
+            validate::payload("stream value", v, self.config.max_payload_bytes)?;
+        }
+        let offset = self
+            .store
+            .write_stream_step(&fence, step_id, &key, value.as_deref(), self.now())
+            .await?;
+        self.stream_waits.wake(&fence.workflow_id, Some(&key));
+        Ok(offset)
+    }
+
+    /// The next entries of a stream from `from`, waiting until there are some, the stream is
+    /// closed, or the workflow has finished.
+    pub async fn next_stream_entries(&self, workflow_id: &str, key: &str, from: u64) -> EngineResult<StreamNext> {
+        validate::name("workflow_id", workflow_id)?;
+        validate::name("key", key)?;
+        let mut shutdown = self.shutdown_signal();
+        loop {
+            let woken = self.stream_waits.add(workflow_id, key);
+            let entries = self.store.read_stream(workflow_id, key, from, READ_BATCH).await?;
+            if entries.first().is_some_and(|e| e.closed) {
+                return Ok(StreamNext::End);
+            }
+            if !entries.is_empty() {
+                return Ok(StreamNext::Entries(entries));
+            }
+            if self.get_workflow(workflow_id).await?.status.is_terminal() {
+                // Anything written before the finish is visible now: read once more.
+                let last = self.store.read_stream(workflow_id, key, from, READ_BATCH).await?;
+                return Ok(if last.is_empty() || last[0].closed {
+                    StreamNext::End
+                } else {
+                    StreamNext::Entries(last)
+                });
+            }
+            let poll = tokio::time::sleep(self.config.dispatch_poll_interval.max(Duration::from_millis(200)));
+            tokio::select! {
+                _ = woken => {}
+                _ = poll => {}
+                _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
+            }
+        }
+    }
+}

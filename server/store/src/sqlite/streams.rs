@@ -1,0 +1,82 @@
+//! Streams on SQLite: appends recorded as steps, and reads from an offset.
+
+use super::messages::{fenced_step, insert_step};
+use super::SqliteStore;
+use crate::messaging::{self, StreamRow};
+use crate::rows::db_error;
+use crate::*;
+
+impl SqliteStore {
+    pub(super) async fn write_stream_step_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        key: &str,
+        value: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<u64> {
+        let name = if value.is_some() {
+            WRITE_STREAM_STEP
+        } else {
+            CLOSE_STREAM_STEP
+        };
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_stream(&fence.workflow_id, &done, name);
+        }
+        // The single writer connection serializes appends, so MAX + 1 cannot race here.
+        let offset: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(position) + 1, 0) FROM streams WHERE workflow_id = ?1 AND stream_key = ?2",
+        )
+        .bind(&fence.workflow_id)
+        .bind(key)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        sqlx::query("INSERT INTO streams (workflow_id, stream_key, position, value, closed, written_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            .bind(&fence.workflow_id)
+            .bind(key)
+            .bind(offset)
+            .bind(value)
+            .bind(value.is_none())
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        insert_step(
+            &mut tx,
+            fence,
+            step_id,
+            name,
+            &messaging::stream_output(offset as u64),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(offset as u64)
+    }
+
+    pub(super) async fn read_stream_impl(
+        &self,
+        workflow_id: &str,
+        key: &str,
+        from: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<StreamEntry>> {
+        if Self::workflow_on(&self.read, workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        let rows: Vec<StreamRow> = sqlx::query_as(
+            "SELECT position, value, closed FROM streams WHERE workflow_id = ?1 AND stream_key = ?2 AND position >= ?3 \
+             ORDER BY position LIMIT ?4",
+        )
+        .bind(workflow_id)
+        .bind(key)
+        .bind(from.min(i64::MAX as u64) as i64)
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)?;
+        Ok(rows.into_iter().map(StreamEntry::from).collect())
+    }
+}
