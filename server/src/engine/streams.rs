@@ -12,10 +12,13 @@ use super::{validate, Engine, EngineError, EngineResult, WorkerSession};
 /// Most entries handed to a reader at once.
 const READ_BATCH: u32 = 256;
 
+/// (workflow, stream key).
+type StreamKey = (String, String);
+
 /// Stream readers waiting on this replica, by (workflow, key).
 #[derive(Default)]
 pub struct StreamWaits {
-    by_key: Mutex<HashMap<(String, String), Vec<oneshot::Sender<()>>>>,
+    by_key: Mutex<HashMap<StreamKey, Vec<oneshot::Sender<()>>>>,
 }
 
 impl StreamWaits {
@@ -31,7 +34,7 @@ impl StreamWaits {
     /// Wakes the readers of one stream, or with `key` None of every stream of the workflow.
     pub(crate) fn wake(&self, workflow_id: &str, key: Option<&str>) {
         let mut map = self.by_key.lock().unwrap();
-        let keys: Vec<(String, String)> = map
+        let keys: Vec<StreamKey> = map
             .keys()
             .filter(|(w, k)| w == workflow_id && key.is_none_or(|key| key == k))
             .cloned()
