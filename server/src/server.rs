@@ -13,11 +13,13 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite:.waymark/waymark.db";
 pub struct ServerOptions {
     pub listen: String,
     pub database_url: String,
+    /// Announce changes to other replicas with PostgreSQL NOTIFY (off: they poll).
+    pub notify: bool,
     pub engine: EngineConfig,
 }
 
 /// Opens the store a URL names: `sqlite:<path>` or `postgres://…` / `postgresql://…`.
-pub async fn open_store(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+pub async fn open_store(url: &str, notify: bool) -> anyhow::Result<Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(
             SqliteStore::open(url)
@@ -25,16 +27,17 @@ pub async fn open_store(url: &str) -> anyhow::Result<Arc<dyn Store>> {
                 .map_err(|e| anyhow::anyhow!("cannot open {url}: {e}"))?,
         ))
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(PostgresStore::open(url).await.map_err(|e| {
-            anyhow::anyhow!("cannot open the PostgreSQL database: {e}")
-        })?))
+        let store = PostgresStore::open(url)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot open the PostgreSQL database: {e}"))?;
+        Ok(Arc::new(store.with_notify(notify)))
     } else {
         anyhow::bail!("--database-url must start with sqlite: or postgres:// (got {url:?})")
     }
 }
 
 pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
-    let store = open_store(&opts.database_url).await?;
+    let store = open_store(&opts.database_url, opts.notify).await?;
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;

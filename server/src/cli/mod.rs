@@ -40,6 +40,11 @@ pub struct ServerArgs {
     /// `sqlite:<path>` (embedded, the default) or `postgres://user@host:port/db`.
     #[arg(long, default_value = DEFAULT_DATABASE_URL, env = "WAYMARK_DATABASE_URL")]
     pub database_url: String,
+    /// Do not use PostgreSQL LISTEN/NOTIFY between replicas (for PostgreSQL-compatible databases
+    /// without it): replicas then find each other's changes by polling, every
+    /// --dispatch-poll-interval.
+    #[arg(long)]
+    pub no_notify: bool,
     /// A worker silent for this long loses its workflows.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub worker_lease: std::time::Duration,
@@ -71,6 +76,7 @@ impl ServerArgs {
         ServerOptions {
             listen: self.listen.clone(),
             database_url: self.database_url.clone(),
+            notify: !self.no_notify,
             engine: crate::engine::EngineConfig {
                 worker_lease: self.worker_lease,
                 heartbeat_interval: self.heartbeat_interval,

@@ -159,7 +159,7 @@ impl Engine {
         Ok(self.store.list_messages(workflow_id).await?)
     }
 
-    async fn wake_receiver(&self, workflow_id: &str, topic: &str) {
+    pub(crate) async fn wake_receiver(&self, workflow_id: &str, topic: &str) {
         if let Some((session, step_id)) = self.recv_waits.take(workflow_id, topic) {
             session
                 .send(ToWorker::Wakeup {

@@ -16,6 +16,7 @@ use std::sync::{
 use tokio::sync::{watch, Notify};
 use waymark_store::Store;
 
+pub mod changes;
 pub mod clock;
 pub mod config;
 pub mod dispatch;
@@ -94,6 +95,7 @@ impl Engine {
             tokio::spawn(dispatch::run(self.clone())),
             tokio::spawn(recovery::run(self.clone())),
             tokio::spawn(messages::run_poller(self.clone())),
+            tokio::spawn(changes::run(self.clone())),
         ]
     }
 

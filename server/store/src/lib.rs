@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 mod batch;
+pub mod changes;
 #[doc(hidden)]
 pub mod conformance;
 mod messaging;
@@ -484,6 +485,10 @@ pub trait Store: Send + Sync + 'static {
     /// Up to `limit` entries of stream `key` from offset `from`, in order.
     /// `WorkflowNotFound` when the workflow does not exist.
     async fn read_stream(&self, workflow_id: &str, key: &str, from: u64, limit: u32) -> StoreResult<Vec<StreamEntry>>;
+
+    /// Changes other replicas commit, as they commit (see [`changes`]). `None` when this
+    /// backend cannot announce them; the engine then polls.
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<changes::Change>>>;
 
     /// Remembers that a worker registered these workflow names.
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()>;

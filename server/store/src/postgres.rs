@@ -30,6 +30,8 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 32;
 
 pub struct PostgresStore {
     pool: PgPool,
+    /// Announce changes to other replicas with NOTIFY (see [`crate::changes`]).
+    notify: bool,
     /// Group commit for step checkpoints, the hot path.
     steps: Batcher<StepWrite, bool>,
 }
@@ -64,7 +66,36 @@ impl PostgresStore {
         let steps = Batcher::spawn(STEP_LANES, MAX_STEP_BATCH, move |batch| {
             insert_steps_fenced(writer.clone(), batch)
         });
-        Ok(PostgresStore { pool, steps })
+        Ok(PostgresStore {
+            pool,
+            notify: true,
+            steps,
+        })
+    }
+
+    /// Switches NOTIFY off, for PostgreSQL-compatible databases without it: replicas then
+    /// learn of each other's changes by polling.
+    pub fn with_notify(mut self, notify: bool) -> Self {
+        self.notify = notify;
+        self
+    }
+
+    /// NOTIFYs the other replicas, inside the caller's transaction when given one (delivered on
+    /// commit).
+    pub(crate) async fn announce<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
+        &self,
+        exec: E,
+        change: crate::changes::Change,
+    ) -> StoreResult<()> {
+        if self.notify {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(crate::changes::CHANNEL)
+                .bind(change.encode())
+                .execute(exec)
+                .await
+                .map_err(db_error)?;
+        }
+        Ok(())
     }
 
     async fn workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
@@ -209,8 +240,12 @@ impl Store for PostgresStore {
         .await
         .map_err(db_error)?;
         if let Some(row) = inserted {
+            let workflow: WorkflowRecord = row.try_into()?;
+            if workflow.status == WorkflowStatus::Enqueued {
+                self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+            }
             return Ok(Started {
-                workflow: row.try_into()?,
+                workflow,
                 created: true,
             });
         }
@@ -380,6 +415,12 @@ impl Store for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
+        if written.is_some() {
+            let change = crate::changes::Change::Finished {
+                workflow_id: fence.workflow_id.clone(),
+            };
+            self.announce(&self.pool, change).await?;
+        }
         if let Some(row) = written {
             return Ok(Completed {
                 workflow: row.try_into()?,
@@ -408,6 +449,12 @@ impl Store for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
+        if cancelled.is_some() {
+            let change = crate::changes::Change::Finished {
+                workflow_id: workflow_id.to_string(),
+            };
+            self.announce(&self.pool, change).await?;
+        }
         match cancelled {
             Some(row) => row.try_into(),
             None => self
@@ -428,6 +475,9 @@ impl Store for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
+        if resumed.is_some() {
+            self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+        }
         match resumed {
             Some(row) => row.try_into(),
             None => match self.workflow(workflow_id).await? {
@@ -473,7 +523,11 @@ impl Store for PostgresStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        Ok(rows::recovery(rows))
+        let recovery = rows::recovery(rows);
+        if !recovery.requeued.is_empty() {
+            self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+        }
+        Ok(recovery)
     }
 
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
@@ -496,7 +550,11 @@ impl Store for PostgresStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        Ok(rows::recovery(rows))
+        let recovery = rows::recovery(rows);
+        if !recovery.requeued.is_empty() {
+            self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+        }
+        Ok(recovery)
     }
 
     async fn send_message(&self, message: NewMessage, now: Millis) -> StoreResult<Sent> {
@@ -581,6 +639,33 @@ impl Store for PostgresStore {
 
     async fn read_stream(&self, workflow_id: &str, key: &str, from: u64, limit: u32) -> StoreResult<Vec<StreamEntry>> {
         self.read_stream_impl(workflow_id, key, from, limit).await
+    }
+
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
+        if !self.notify {
+            return Ok(None);
+        }
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .map_err(db_error)?;
+        listener.listen(crate::changes::CHANNEL).await.map_err(db_error)?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            loop {
+                match listener.recv().await {
+                    Ok(n) => {
+                        if let Some(change) = crate::changes::Change::decode(n.payload()) {
+                            if tx.send(change).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    // Reconnects on the next recv; what was missed meanwhile is found by polling.
+                    Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+                }
+            }
+        });
+        Ok(Some(rx))
     }
 
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()> {

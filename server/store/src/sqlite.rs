@@ -520,6 +520,11 @@ impl Store for SqliteStore {
         self.read_stream_impl(workflow_id, key, from, limit).await
     }
 
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
+        // One process owns the file: everything that happens, happens through this replica.
+        Ok(None)
+    }
+
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()> {
         if names.is_empty() {
             return Ok(());

@@ -51,6 +51,11 @@ impl PostgresStore {
             now,
         )
         .await?;
+        let change = crate::changes::Change::Event {
+            workflow_id: fence.workflow_id.clone(),
+            key: key.to_string(),
+        };
+        self.announce(&mut *tx, change).await?;
         tx.commit().await.map_err(db_error)
     }
 

@@ -7,6 +7,7 @@
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::PostgresStore;
+use crate::changes::Change;
 use crate::messaging::{self, MessageRow};
 use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
 use crate::*;
@@ -129,6 +130,16 @@ impl PostgresStore {
     pub(super) async fn send_message_impl(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let sent = insert_message(&mut tx, &m, now).await?;
+        if !sent.duplicate {
+            self.announce(
+                &mut *tx,
+                Change::Message {
+                    workflow_id: m.workflow_id.clone(),
+                    topic: m.topic.clone(),
+                },
+            )
+            .await?;
+        }
         tx.commit().await.map_err(db_error)?;
         Ok(sent)
     }
@@ -159,6 +170,14 @@ impl PostgresStore {
             tx.rollback().await.map_err(db_error)?;
             return self.replayed(fence, step_id, messaging::replay_send).await;
         }
+        self.announce(
+            &mut *tx,
+            Change::Message {
+                workflow_id: m.workflow_id.clone(),
+                topic: m.topic.clone(),
+            },
+        )
+        .await?;
         tx.commit().await.map_err(db_error)?;
         Ok(sent.message_id)
     }

@@ -80,6 +80,11 @@ impl PostgresStore {
         {
             return Err(StoreError::Unavailable("stream step recorded concurrently".into()));
         }
+        let change = crate::changes::Change::Stream {
+            workflow_id: fence.workflow_id.clone(),
+            key: key.to_string(),
+        };
+        self.announce(&mut *tx, change).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(offset as u64)
     }

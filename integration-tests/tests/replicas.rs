@@ -1,0 +1,69 @@
+//! Several server replicas on one PostgreSQL: a start, a send and an await through one replica
+//! reach a workflow whose worker is attached to another — pushed by LISTEN/NOTIFY, or, with
+//! NOTIFY switched off, found by polling.
+
+use std::time::Duration;
+
+use waymark_integration_tests::{
+    fast_recovery_args, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
+};
+use waymark_sdk::{StartOptions, WorkflowStatus};
+
+async fn cross_replica_round_trip(extra: &[&str]) {
+    let Some(db) = TestDatabase::new(Backend::Postgres).await else {
+        return;
+    };
+    let mut args = fast_recovery_args();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let a = ServerProcess::start(&db, &args).await;
+    let b = ServerProcess::start(&db, &args).await;
+    let _worker = WorkerProcess::start(&a.addr, &db.dir.join("effects.log"), 10, "on-a");
+    let via_b = b.client().await;
+    wait_for_registration(&via_b, "counted").await;
+    // Started through B, run by the worker on A; its message is sent through B.
+    via_b
+        .start_json(
+            "inbox",
+            serde_json::json!({"timeout_ms": 60_000}),
+            StartOptions::id("far"),
+        )
+        .await
+        .unwrap();
+    let waiting = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if via_b.steps("far").await.map(|s| !s.is_empty()).unwrap_or(false) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    });
+    waiting
+        .await
+        .expect("the worker on A took the workflow started through B");
+    via_b.send_message("far", "", &"across", None).await.unwrap();
+    let w = via_b
+        .await_workflow("far", Some(Duration::from_secs(30)))
+        .await
+        .expect("woken across replicas");
+    assert_eq!(
+        (w.status, w.output),
+        (
+            WorkflowStatus::Success,
+            Some(serde_json::json!({"received": ["across"]}))
+        )
+    );
+    assert!(!w.worker_id.is_empty());
+}
+
+/// Polling is set to an hour: only NOTIFY can carry the start, the send and the completion
+/// across in time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_notify_carries_changes_between_replicas() {
+    cross_replica_round_trip(&["--dispatch-poll-interval", "1h"]).await
+}
+
+/// NOTIFY off (as on a PostgreSQL-compatible database without it): polling finds the changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_polling_fallback_without_notify() {
+    cross_replica_round_trip(&["--no-notify", "--dispatch-poll-interval", "200ms"]).await
+}

@@ -1,0 +1,41 @@
+//! Applies changes other replicas announce (PostgreSQL NOTIFY): wakes the waits, awaits and
+//! stream readers of this replica, and the dispatcher. Without announcements the pollers in
+//! [`super::messages`], [`super::dispatch`] and friends find the same changes, later.
+
+use std::sync::Arc;
+
+use waymark_store::changes::Change;
+
+use super::Engine;
+
+pub async fn run(engine: Arc<Engine>) {
+    let mut changes = match engine.store.subscribe().await {
+        Ok(Some(rx)) => rx,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for other replicas' changes; relying on polling");
+            return;
+        }
+    };
+    let mut shutdown = engine.shutdown_signal();
+    loop {
+        let change = tokio::select! {
+            c = changes.recv() => c,
+            _ = shutdown.wait_for(|v| *v) => return,
+        };
+        match change {
+            Some(change) => apply(&engine, change).await,
+            None => return,
+        }
+    }
+}
+
+async fn apply(engine: &Engine, change: Change) {
+    match change {
+        Change::Message { workflow_id, topic } => engine.wake_receiver(&workflow_id, &topic).await,
+        Change::Event { workflow_id, key } => engine.wake_event(&workflow_id, &key).await,
+        Change::Stream { workflow_id, key } => engine.stream_waits.wake(&workflow_id, Some(&key)),
+        Change::Finished { workflow_id } => engine.announce_finished(&workflow_id, None),
+        Change::Enqueued => engine.dispatch_wanted.notify_one(),
+    }
+}
