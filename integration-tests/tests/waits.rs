@@ -470,6 +470,97 @@ async fn streams_are_followed_live(backend: Backend) {
     }
 }
 
+async fn parents_start_and_await_children(backend: Backend) {
+    let Some(s) = setup(backend, &["--dispatch-poll-interval", "1h"]).await else {
+        return;
+    };
+    let input = serde_json::json!({"children": [
+        ["counted", {"steps": 3}],
+        ["echo", {"hi": 1}],
+        ["flaky", {"fail_times": 5, "max_attempts": 1}],
+    ]});
+    s.client
+        .start_json("family", input, StartOptions::id("fam"))
+        .await
+        .unwrap();
+    let w = s
+        .client
+        .await_workflow("fam", Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    assert_eq!(
+        w.output,
+        Some(serde_json::json!([3, {"hi": 1}, {"error": "ChildFailed"}]))
+    );
+    let child = s.client.get("fam/child-0").await.unwrap();
+    assert_eq!(
+        (child.parent_workflow_id.as_str(), child.status),
+        ("fam", WorkflowStatus::Success)
+    );
+    let names: Vec<String> = s
+        .client
+        .steps("fam")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(names.iter().filter(|n| *n == "waymark.start_child").count(), 3);
+    assert_eq!(names.iter().filter(|n| *n == "waymark.await_child").count(), 3);
+}
+
+async fn a_replaying_parent_rejoins_its_child(backend: Backend) {
+    let Some(mut s) = setup(backend, &[]).await else { return };
+    // The child waits for a message, so it is in flight when the parent's worker dies.
+    let input = serde_json::json!({"children": [["inbox", {"timeout_ms": 60_000}]]});
+    s.client
+        .start_json("family", input, StartOptions::id("kin"))
+        .await
+        .unwrap();
+    recorded(&s.client, "kin/child-0", 1).await;
+    s.worker.kill();
+    let _successor = WorkerProcess::start(&s.server.addr, &s.db.dir.join("effects.log"), 20, "successor");
+    wait_for("the parent to be recovered", PATIENCE, || async {
+        s.client
+            .get("kin")
+            .await
+            .ok()
+            .filter(|w| w.recovery_attempts >= 1 && w.status == WorkflowStatus::Pending)
+    })
+    .await;
+    s.client.send_message("kin/child-0", "", &"hello", None).await.unwrap();
+    let w = s.client.await_workflow("kin", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.output, Some(serde_json::json!([{"received": ["hello"]}])));
+    let (children, _) = s
+        .client
+        .list(waymark_sdk::ListOptions {
+            workflow_name: Some("inbox".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(children.len(), 1, "one child, re-joined: {children:?}");
+}
+
+async fn cancelling_a_parent_cascades(backend: Backend) {
+    let Some(s) = setup(backend, &[]).await else { return };
+    let input = serde_json::json!({"children": [["family", {"children": [["inbox", {"timeout_ms": 60_000}]]}]]});
+    s.client
+        .start_json("family", input, StartOptions::id("top"))
+        .await
+        .unwrap();
+    recorded(&s.client, "top/child-0/child-0", 1).await;
+    let top = s.client.cancel_with("top", true).await.unwrap();
+    assert_eq!(top.status, WorkflowStatus::Cancelled);
+    for id in ["top/child-0", "top/child-0/child-0"] {
+        assert_eq!(
+            s.client.get(id).await.unwrap().status,
+            WorkflowStatus::Cancelled,
+            "{id}"
+        );
+    }
+}
+
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         mod sqlite { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Sqlite).await })* }
@@ -488,4 +579,7 @@ on_both_stores!(
     events_are_read_by_clients_and_workflows,
     workflow_event_read_times_out_and_is_recorded,
     streams_are_followed_live,
+    parents_start_and_await_children,
+    a_replaying_parent_rejoins_its_child,
+    cancelling_a_parent_cascades,
 );

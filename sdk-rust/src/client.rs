@@ -158,14 +158,18 @@ impl Client {
         Ok(r.into_inner().steps.into_iter().map(StepInfo::from).collect())
     }
 
+    /// Cancels a workflow; it stops at its next step. Finished workflows are returned as they are.
     pub async fn cancel(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
-        let r = self
-            .rpc
-            .clone()
-            .cancel_workflow(v1::CancelWorkflowRequest {
-                workflow_id: workflow_id.into(),
-            })
-            .await?;
+        self.cancel_with(workflow_id, false).await
+    }
+
+    /// Cancels a workflow and, with `cascade`, its child workflows and theirs.
+    pub async fn cancel_with(&self, workflow_id: &str, cascade: bool) -> Result<WorkflowInfo, Error> {
+        let req = v1::CancelWorkflowRequest {
+            workflow_id: workflow_id.into(),
+            cascade,
+        };
+        let r = self.rpc.clone().cancel_workflow(req).await?;
         workflow(r.into_inner().workflow)
     }
 

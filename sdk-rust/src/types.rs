@@ -53,7 +53,7 @@ impl WorkflowStatus {
         .into_iter()
         .find(|st| st.as_str() == up)
     }
-    pub(crate) fn from_wire(n: i32) -> Self {
+    pub fn from_wire(n: i32) -> Self {
         use v1::WorkflowStatus as W;
         match W::try_from(n).unwrap_or(W::Unspecified) {
             W::Unspecified => Self::Unspecified,
@@ -104,6 +104,8 @@ pub struct WorkflowInfo {
     pub recovery_attempts: u32,
     pub epoch: u64,
     pub worker_id: String,
+    /// The workflow that started this one as its child; empty otherwise.
+    pub parent_workflow_id: String,
 }
 
 impl WorkflowInfo {
@@ -226,6 +228,7 @@ impl From<v1::Workflow> for WorkflowInfo {
             queue_name: w.queue_name,
             app_version: w.app_version,
             worker_id: w.worker_id,
+            parent_workflow_id: w.parent_workflow_id,
         }
     }
 }

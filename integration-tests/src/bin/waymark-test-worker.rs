@@ -12,6 +12,8 @@
 //! - `watcher`: input `{"target": ID, "key": K, "timeout_ms": N}`; reads ID's event K, waiting.
 //! - `streamer`: input `{"key": K, "values": [..], "gate_ms": G, "close": true}`; writes each
 //!   value to stream K (after a message on topic "go" when gated), then closes it.
+//! - `family`: input `{"children": [[NAME, INPUT], ...]}`; starts each child, awaits each, returns
+//!   their outputs (`{"error": KIND}` for a child that did not succeed).
 //! - `flaky`: input `{"fail_times": F, "max_attempts": A}`; one step that fails F times, retried
 //!   up to A attempts.
 //!
@@ -233,6 +235,29 @@ async fn streamer(ctx: WorkflowContext, input: Streamer) -> Result<u64, Workflow
     Ok(last)
 }
 
+#[derive(Deserialize)]
+struct Family {
+    /// Name and input of each child to start.
+    children: Vec<(String, serde_json::Value)>,
+}
+
+/// Starts every child, then awaits each in turn; returns their outputs (or their errors).
+async fn family(ctx: WorkflowContext, input: Family) -> Result<Vec<serde_json::Value>, WorkflowError> {
+    let mut ids = Vec::new();
+    for (name, child_input) in &input.children {
+        ids.push(ctx.start_child(name, child_input, None).await?);
+    }
+    let mut out = Vec::new();
+    for id in &ids {
+        match ctx.await_child::<serde_json::Value>(id).await {
+            Ok(v) => out.push(v),
+            Err(WorkflowError::Failed { kind, .. }) => out.push(serde_json::json!({ "error": kind })),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -255,6 +280,7 @@ async fn main() {
         .workflow("announcer", announcer)
         .workflow("watcher", watcher)
         .workflow("streamer", streamer)
+        .workflow("family", family)
         .build();
     eprintln!("test worker {} pid {}", worker.worker_id(), std::process::id());
     if let Err(e) = worker.run().await {

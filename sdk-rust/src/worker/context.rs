@@ -217,6 +217,8 @@ const GET_EVENT_DEADLINE_STEP: &str = "waymark.get_event.deadline";
 const GET_EVENT_STEP: &str = "waymark.get_event";
 const WRITE_STREAM_STEP: &str = "waymark.write_stream";
 const CLOSE_STREAM_STEP: &str = "waymark.close_stream";
+const START_CHILD_STEP: &str = "waymark.start_child";
+const AWAIT_CHILD_STEP: &str = "waymark.await_child";
 
 impl WorkflowContext {
     /// Sleeps durably: the wake time is recorded as a step, so a workflow recovered mid-sleep
@@ -427,6 +429,123 @@ impl WorkflowContext {
                 _ => Err(WorkflowError::Disconnected),
             }
         }
+    }
+}
+
+impl WorkflowContext {
+    /// Starts a child workflow and returns its id. The child's row and this workflow's record
+    /// of it are written together, so a replay re-joins the same child instead of starting
+    /// another. Its id is `id` when given, else derived from this workflow's id and the step.
+    pub fn start_child<I: Serialize>(
+        &self,
+        workflow_name: &str,
+        input: &I,
+        id: Option<&str>,
+    ) -> impl Future<Output = Result<String, WorkflowError>> + Send {
+        let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let inner = self.inner.clone();
+        let (name, id) = (workflow_name.to_string(), id.unwrap_or_default().to_string());
+        let input = serde_json::to_value(input);
+        async move {
+            if let Some(v) = inner.recorded_json(step_id, START_CHILD_STEP)? {
+                return Ok(v
+                    .get("workflow_id")
+                    .and_then(|w| w.as_str())
+                    .unwrap_or_default()
+                    .to_string());
+            }
+            inner.check_cancelled()?;
+            let req = v1::StartChild {
+                workflow_id: inner.workflow_id.clone(),
+                epoch: inner.epoch,
+                step_id,
+                workflow_name: name,
+                child_workflow_id: id,
+                input: Some(json::to_payload(&input?)),
+                queue_name: String::new(),
+            };
+            match inner.conn.request(worker_message::Kind::StartChild(req)).await? {
+                reply::Result::ChildStarted(c) => Ok(c.child_workflow_id),
+                reply::Result::Error(e) => Err(refused(e)),
+                _ => Err(WorkflowError::Disconnected),
+            }
+        }
+    }
+
+    /// Waits for workflow `child_id` (a child, or any workflow) to finish and returns its output.
+    /// Recorded: a replay gets the same result without waiting. A child that failed, was
+    /// cancelled or dead-lettered is an error of kind `ChildFailed`, `ChildCancelled` or
+    /// `ChildDeadLettered`.
+    pub fn await_child<T: DeserializeOwned>(
+        &self,
+        child_id: &str,
+    ) -> impl Future<Output = Result<T, WorkflowError>> + Send {
+        let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let (inner, child_id) = (self.inner.clone(), child_id.to_string());
+        async move {
+            let outcome = match inner.recorded_json(step_id, AWAIT_CHILD_STEP)? {
+                Some(v) => v,
+                None => loop {
+                    inner.check_cancelled()?;
+                    let req = v1::AwaitChild {
+                        workflow_id: inner.workflow_id.clone(),
+                        epoch: inner.epoch,
+                        step_id,
+                        child_workflow_id: child_id.clone(),
+                    };
+                    let r = match inner.conn.request(worker_message::Kind::AwaitChild(req)).await? {
+                        reply::Result::ChildResult(r) => r,
+                        reply::Result::Error(e) => return Err(refused(e)),
+                        _ => return Err(WorkflowError::Disconnected),
+                    };
+                    if r.outcome == v1::recv_result::Outcome::Delivered as i32 {
+                        break child_json(&r);
+                    }
+                    inner.wait_until(i64::MAX, 0).await?;
+                },
+            };
+            child_result(&child_id, outcome)
+        }
+    }
+}
+
+/// A child result from the wire, in the form await_child steps record.
+fn child_json(r: &v1::ChildResult) -> serde_json::Value {
+    let status = crate::WorkflowStatus::from_wire(r.status);
+    let mut m = serde_json::json!({ "status": status.as_str() });
+    if let Some(o) = &r.output {
+        m["output"] = json::from_payload(Some(o)).unwrap_or_default();
+    }
+    if let Some(f) = &r.failure {
+        m["failure"] = serde_json::json!({ "kind": f.kind, "message": f.message });
+    }
+    m
+}
+
+fn child_result<T: DeserializeOwned>(child_id: &str, mut v: serde_json::Value) -> Result<T, WorkflowError> {
+    let failure = v.get("failure").map(|f| {
+        format!(
+            "{}: {}",
+            f.get("kind").and_then(|k| k.as_str()).unwrap_or(""),
+            f.get("message").and_then(|m| m.as_str()).unwrap_or("")
+        )
+    });
+    match v.get("status").and_then(|s| s.as_str()).unwrap_or_default() {
+        "SUCCESS" => Ok(serde_json::from_value(
+            v.get_mut("output").map(serde_json::Value::take).unwrap_or_default(),
+        )?),
+        "CANCELLED" => Err(WorkflowError::failed(
+            "ChildCancelled",
+            format!("child workflow {child_id} was cancelled"),
+        )),
+        "MAX_RECOVERY_ATTEMPTS_EXCEEDED" => Err(WorkflowError::failed(
+            "ChildDeadLettered",
+            format!("child workflow {child_id} was dead-lettered"),
+        )),
+        _ => Err(WorkflowError::failed(
+            "ChildFailed",
+            format!("child workflow {child_id} failed: {}", failure.unwrap_or_default()),
+        )),
     }
 }
 

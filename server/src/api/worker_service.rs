@@ -13,7 +13,7 @@ use waymark_proto::v1::{
 use waymark_store::{Completed, Fence, NewStep, Outcome, Received};
 
 use super::{convert, status};
-use crate::engine::{Engine, EngineError, Registration, ToWorker, WorkerSession};
+use crate::engine::{children::ChildRequest, Engine, EngineError, Registration, ToWorker, WorkerSession};
 
 pub struct WorkerApi {
     pub engine: Arc<Engine>,
@@ -214,6 +214,50 @@ async fn handle(
                     Err(e) => reply_error(e),
                 },
                 Err(s) => reply_error(EngineError::invalid(s.message().to_string())),
+            }
+        }
+        Kind::StartChild(c) => {
+            let fence = Fence {
+                workflow_id: c.workflow_id,
+                epoch: c.epoch,
+            };
+            match convert::payload_text("child input", c.input.as_ref()) {
+                Ok(input) => {
+                    let req = ChildRequest {
+                        workflow_name: c.workflow_name,
+                        child_workflow_id: c.child_workflow_id,
+                        input,
+                        queue_name: c.queue_name,
+                    };
+                    match engine.start_child(&session, fence, c.step_id, req).await {
+                        Ok(child_workflow_id) => reply::Result::ChildStarted(v1::ChildStarted { child_workflow_id }),
+                        Err(e) => reply_error(e),
+                    }
+                }
+                Err(s) => reply_error(EngineError::invalid(s.message().to_string())),
+            }
+        }
+        Kind::AwaitChild(a) => {
+            let fence = Fence {
+                workflow_id: a.workflow_id,
+                epoch: a.epoch,
+            };
+            use v1::recv_result::Outcome as O;
+            match engine
+                .await_child(&session, fence, a.step_id, a.child_workflow_id)
+                .await
+            {
+                Ok(None) => reply::Result::ChildResult(v1::ChildResult {
+                    outcome: O::Waiting as i32,
+                    ..Default::default()
+                }),
+                Ok(Some(done)) => reply::Result::ChildResult(v1::ChildResult {
+                    outcome: O::Delivered as i32,
+                    status: convert::status_to_wire(done.status) as i32,
+                    output: done.output.as_deref().and_then(convert::payload),
+                    failure: done.failure.as_ref().map(convert::failure_to_wire),
+                }),
+                Err(e) => reply_error(e),
             }
         }
         Kind::Heartbeat(_) => {

@@ -181,9 +181,10 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::CancelWorkflowRequest>,
     ) -> Result<Response<v1::CancelWorkflowResponse>, Status> {
+        let r = req.into_inner();
         let w = self
             .engine
-            .cancel_workflow(&req.into_inner().workflow_id)
+            .cancel_tree(&r.workflow_id, r.cascade)
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::CancelWorkflowResponse {

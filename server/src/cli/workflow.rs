@@ -69,6 +69,9 @@ pub enum WorkflowCommand {
     /// Cancel a workflow; it stops at its next step.
     Cancel {
         id: String,
+        /// Cancel its child workflows too, and theirs.
+        #[arg(long)]
+        cascade: bool,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -403,8 +406,8 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 std::io::stdout().flush()?;
             }
         }
-        WorkflowCommand::Cancel { id, client } => {
-            let w = connect(&client).await?.cancel(&id).await?;
+        WorkflowCommand::Cancel { id, cascade, client } => {
+            let w = connect(&client).await?.cancel_with(&id, cascade).await?;
             if client.json {
                 print_json(&w)
             } else {

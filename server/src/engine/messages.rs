@@ -185,6 +185,17 @@ pub async fn poll_waits(engine: &Engine) {
             Err(e) => tracing::warn!(error = %e, "could not check waiting receives"),
         }
     }
+    let awaited = engine.child_waits.keys();
+    if !awaited.is_empty() {
+        match engine.store.finished_among(&awaited).await {
+            Ok(done) => {
+                for id in done {
+                    engine.announce_finished(&id, None);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not check awaited workflows"),
+        }
+    }
     let keys = engine.event_waits.keys();
     if !keys.is_empty() {
         match engine.store.events_set(&keys).await {

@@ -17,6 +17,7 @@ use tokio::sync::{watch, Notify};
 use waymark_store::Store;
 
 pub mod changes;
+pub mod children;
 pub mod clock;
 pub mod config;
 pub mod dispatch;
@@ -49,6 +50,8 @@ pub struct Engine {
     pub(crate) event_waits: events::EventWaits,
     /// Stream readers waiting on this replica.
     pub(crate) stream_waits: streams::StreamWaits,
+    /// Workflows on this replica waiting for a child to finish.
+    pub(crate) child_waits: children::ChildWaits,
     /// AwaitWorkflow calls waiting on this replica, woken when a workflow finishes here.
     pub(crate) waiters: waiters::Waiters,
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
@@ -74,6 +77,7 @@ impl Engine {
             recv_waits: Default::default(),
             event_waits: Default::default(),
             stream_waits: Default::default(),
+            child_waits: Default::default(),
             known_names: Default::default(),
             backlog: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
@@ -123,6 +127,11 @@ impl Engine {
     pub(crate) fn announce_finished(&self, workflow_id: &str, record: waiters::Finished) {
         self.waiters.wake(workflow_id, record);
         self.stream_waits.wake(workflow_id, None);
+        let (engine_waits, id) = (&self.child_waits, workflow_id.to_string());
+        // Waking sends on worker streams, which may wait; do it off the caller's path.
+        if let Some(waiters) = engine_waits.take_for(&id) {
+            tokio::spawn(waiters);
+        }
     }
 
     /// The engine's clock, for replies that tell a worker the server's time.

@@ -96,6 +96,7 @@ impl Engine {
             queue_name,
             app_version: non_empty(&req.app_version),
             input: req.input,
+            parent_workflow_id: None,
             assign: direct.as_ref().map(|s| Assignment {
                 worker_id: s.registration.worker_id.clone(),
                 session_id: s.lease_id.clone(),
@@ -151,7 +152,7 @@ impl Engine {
         })
     }
 
-    async fn is_known_name(&self, name: &str) -> EngineResult<bool> {
+    pub(crate) async fn is_known_name(&self, name: &str) -> EngineResult<bool> {
         if self.known_names.read().unwrap().contains(name) {
             return Ok(true);
         }
@@ -293,6 +294,7 @@ mod tests {
             recovery_attempts: 0,
             epoch: 0,
             worker_id: None,
+            parent_workflow_id: None,
         };
         assert_eq!(decode_token(&encode_token(&w)).unwrap(), (1234, "a:b".to_string()));
         assert_eq!(decode_token("not a token!").unwrap_err().reason, "INVALID_PAGE_TOKEN");

@@ -106,6 +106,8 @@ pub struct WorkflowRecord {
     pub recovery_attempts: u32,
     pub epoch: u64,
     pub worker_id: Option<String>,
+    /// The workflow that started this one as a child.
+    pub parent_workflow_id: Option<String>,
 }
 
 /// What a client asks for when starting a workflow.
@@ -116,6 +118,8 @@ pub struct NewWorkflow {
     pub queue_name: String,
     pub app_version: Option<String>,
     pub input: String,
+    /// Set for child workflows.
+    pub parent_workflow_id: Option<String>,
     /// Dispatch it at once to this worker stream (which has room for it): the workflow is
     /// inserted PENDING at epoch 1, saving a separate claim. Ignored when the id already exists.
     pub assign: Option<Assignment>,
@@ -295,6 +299,17 @@ pub const SET_EVENT_STEP: &str = "waymark.set_event";
 pub const GET_EVENT_STEP: &str = "waymark.get_event";
 pub const WRITE_STREAM_STEP: &str = "waymark.write_stream";
 pub const CLOSE_STREAM_STEP: &str = "waymark.close_stream";
+pub const START_CHILD_STEP: &str = "waymark.start_child";
+pub const AWAIT_CHILD_STEP: &str = "waymark.await_child";
+
+/// How a child (or any awaited workflow) ended, as the awaiting step recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildOutcome {
+    pub status: WorkflowStatus,
+    /// JSON text, when it succeeded.
+    pub output: Option<String>,
+    pub failure: Option<Failure>,
+}
 
 /// One entry of a workflow's stream: a value, or the close marker (the last entry).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -485,6 +500,34 @@ pub trait Store: Send + Sync + 'static {
     /// Up to `limit` entries of stream `key` from offset `from`, in order.
     /// `WorkflowNotFound` when the workflow does not exist.
     async fn read_stream(&self, workflow_id: &str, key: &str, from: u64, limit: u32) -> StoreResult<Vec<StreamEntry>>;
+
+    /// Starts a child of the fenced workflow, recording it as step `step_id` in the same
+    /// transaction as the child's row. On replay (step recorded) returns the recorded child id
+    /// and starts nothing. A child id already taken by another workflow name is
+    /// `WorkflowIdConflict`; taken by the same name, it is joined.
+    async fn start_child_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        child: NewWorkflow,
+        now: Millis,
+    ) -> StoreResult<String>;
+
+    /// If `child_id` has finished, records its outcome as step `step_id` of the fenced workflow
+    /// and returns it; `None` while it runs. A recorded step is answered from the record.
+    async fn await_child_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        child_id: &str,
+        now: Millis,
+    ) -> StoreResult<Option<ChildOutcome>>;
+
+    /// Ids of the workflows started as children of this one.
+    async fn children(&self, workflow_id: &str) -> StoreResult<Vec<String>>;
+
+    /// Which of these workflows have finished.
+    async fn finished_among(&self, workflow_ids: &[String]) -> StoreResult<Vec<String>>;
 
     /// Changes other replicas commit, as they commit (see [`changes`]). `None` when this
     /// backend cannot announce them; the engine then polls.

@@ -38,6 +38,66 @@ impl From<StreamRow> for crate::StreamEntry {
     }
 }
 
+pub(crate) fn child_started_output(child_id: &str) -> String {
+    serde_json::json!({ "workflow_id": child_id }).to_string()
+}
+
+pub(crate) fn replay_start_child(workflow_id: &str, step: &StepRecord) -> StoreResult<String> {
+    expect_name(workflow_id, step, crate::START_CHILD_STEP)?;
+    output_json(step)?
+        .get("workflow_id")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| StoreError::Unavailable("recorded start_child step is malformed".into()))
+}
+
+/// A finished workflow's outcome, as an awaiting step records it.
+pub(crate) fn child_outcome(w: &crate::WorkflowRecord) -> crate::ChildOutcome {
+    let (output, failure) = match &w.outcome {
+        Some(Outcome::Output(o)) => (Some(o.clone()), None),
+        Some(Outcome::Failure(f)) => (None, Some(f.clone())),
+        None => (None, None),
+    };
+    crate::ChildOutcome {
+        status: w.status,
+        output,
+        failure,
+    }
+}
+
+/// What an await_child step records, in the form every SDK reads on replay:
+/// `{"status": "SUCCESS", "output": <value>}` or `{"status": "ERROR", "failure": {"kind", "message"}}`.
+pub(crate) fn await_child_output(o: &crate::ChildOutcome) -> String {
+    let mut m = serde_json::json!({ "status": o.status.as_str() });
+    if let Some(out) = &o.output {
+        m["output"] = serde_json::from_str(out).unwrap_or(serde_json::Value::Null);
+    }
+    if let Some(f) = &o.failure {
+        m["failure"] = serde_json::json!({ "kind": f.kind, "message": f.message });
+    }
+    m.to_string()
+}
+
+pub(crate) fn replay_await_child(workflow_id: &str, step: &StepRecord) -> StoreResult<crate::ChildOutcome> {
+    expect_name(workflow_id, step, crate::AWAIT_CHILD_STEP)?;
+    let malformed = || StoreError::Unavailable("recorded await_child step is malformed".into());
+    let v = output_json(step)?;
+    let status = v
+        .get("status")
+        .and_then(|s| s.as_str())
+        .and_then(crate::WorkflowStatus::parse)
+        .ok_or_else(malformed)?;
+    let failure = match v.get("failure") {
+        Some(f) => Some(serde_json::from_value::<crate::Failure>(f.clone()).map_err(|_| malformed())?),
+        None => None,
+    };
+    Ok(crate::ChildOutcome {
+        status,
+        output: v.get("output").map(|o| o.to_string()),
+        failure,
+    })
+}
+
 pub(crate) fn recv_output(payload: Option<&str>) -> String {
     match payload {
         Some(p) => format!("{{\"message\":{p}}}"),

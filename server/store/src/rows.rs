@@ -8,7 +8,7 @@ use crate::{Failure, Millis, Outcome, StepRecord, StoreError, StoreResult, Workf
 macro_rules! workflow_columns {
     () => {
         "workflow_id, workflow_name, status, queue_name, app_version, input, output, failure, \
-         created_at, updated_at, recovery_attempts, epoch, worker_id"
+         created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id"
     };
 }
 pub(crate) use workflow_columns;
@@ -36,6 +36,7 @@ pub(crate) struct WorkflowRow {
     pub recovery_attempts: i64,
     pub epoch: i64,
     pub worker_id: Option<String>,
+    pub parent_workflow_id: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -88,6 +89,7 @@ impl TryFrom<WorkflowRow> for WorkflowRecord {
             recovery_attempts: r.recovery_attempts as u32,
             epoch: r.epoch as u64,
             worker_id: r.worker_id,
+            parent_workflow_id: r.parent_workflow_id,
         })
     }
 }

@@ -13,6 +13,7 @@ use sqlx::{
     SqlitePool,
 };
 
+mod children;
 mod events;
 mod messages;
 mod streams;
@@ -173,9 +174,9 @@ impl Store for SqliteStore {
         let a = new.assign.as_ref();
         let inserted = sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, epoch, worker_id, session_id) \
+               updated_at, epoch, worker_id, session_id, parent_workflow_id) \
              VALUES (?1, ?2, CASE WHEN ?7 IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, ?3, COALESCE(?4, ?9), ?5, ?6, ?6, \
-               CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8) \
+               CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8, ?10) \
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(&new.workflow_id)
@@ -187,6 +188,7 @@ impl Store for SqliteStore {
         .bind(a.map(|a| &a.worker_id))
         .bind(a.map(|a| &a.session_id))
         .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
+        .bind(&new.parent_workflow_id)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?
@@ -523,6 +525,34 @@ impl Store for SqliteStore {
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
         // One process owns the file: everything that happens, happens through this replica.
         Ok(None)
+    }
+
+    async fn start_child_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        child: NewWorkflow,
+        now: Millis,
+    ) -> StoreResult<String> {
+        self.start_child_step_impl(fence, step_id, child, now).await
+    }
+
+    async fn await_child_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        child_id: &str,
+        now: Millis,
+    ) -> StoreResult<Option<ChildOutcome>> {
+        self.await_child_step_impl(fence, step_id, child_id, now).await
+    }
+
+    async fn children(&self, workflow_id: &str) -> StoreResult<Vec<String>> {
+        self.children_impl(workflow_id).await
+    }
+
+    async fn finished_among(&self, workflow_ids: &[String]) -> StoreResult<Vec<String>> {
+        self.finished_among_impl(workflow_ids).await
     }
 
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()> {

@@ -82,6 +82,7 @@ async fn step_write_waits_for_an_uncommitted_requeue() {
         queue_name: "q".into(),
         app_version: None,
         input: "{}".into(),
+        parent_workflow_id: None,
         assign: None,
     };
     s.start_workflow(new, t).await.unwrap();

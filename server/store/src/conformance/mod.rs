@@ -16,6 +16,7 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 use crate::*;
 
+mod children;
 mod dispatch;
 mod events;
 mod messages;
@@ -23,6 +24,7 @@ mod steps;
 mod streams;
 mod workflows;
 
+pub use children::*;
 pub use dispatch::*;
 pub use events::*;
 pub use messages::*;
@@ -73,6 +75,7 @@ macro_rules! conformance_tests {
             set_event_is_fenced,
             get_event_step_waits_then_records,
             streams_append_in_order_and_close,
+            children_start_with_their_record_and_rejoin_on_replay,
             workflow_names_are_remembered,
         );
     };
@@ -98,6 +101,7 @@ fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
         queue_name: queue.to_string(),
         app_version: None,
         input: format!(r#"{{"id":"{id}"}}"#),
+        parent_workflow_id: None,
         assign: None,
     }
 }

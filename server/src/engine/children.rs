@@ -1,0 +1,152 @@
+//! Child workflows: started from a workflow (the child's row and the parent's record of it in
+//! one transaction) and awaited (the outcome recorded as the parent's step), with the parent
+//! woken when the child finishes; cancels that cascade level by level.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, Weak},
+};
+
+use waymark_store::{ChildOutcome, Fence, NewWorkflow, WorkflowRecord, WorkflowStatus};
+
+use super::{
+    validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, ErrorCode, ToWorker, WorkerSession,
+};
+
+struct Waiter {
+    session: Weak<WorkerSession>,
+    workflow_id: String,
+    step_id: u32,
+}
+
+/// Workflows on this replica waiting for another to finish, by the awaited id.
+#[derive(Default)]
+pub struct ChildWaits {
+    by_child: Mutex<HashMap<String, Vec<Waiter>>>,
+}
+
+impl ChildWaits {
+    fn add(&self, child_id: &str, waiter: Waiter) {
+        let mut map = self.by_child.lock().unwrap();
+        let list = map.entry(child_id.to_string()).or_default();
+        list.retain(|w| w.session.strong_count() > 0);
+        list.push(waiter);
+    }
+
+    pub(crate) fn keys(&self) -> Vec<String> {
+        self.by_child.lock().unwrap().keys().cloned().collect()
+    }
+
+    /// The wakeups for the workflows waiting for `child_id`, as a future to run.
+    pub(crate) fn take_for(&self, child_id: &str) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        let waiters = self.by_child.lock().unwrap().remove(child_id)?;
+        Some(async move {
+            for w in waiters {
+                if let Some(s) = w.session.upgrade() {
+                    s.send(ToWorker::Wakeup {
+                        workflow_id: w.workflow_id,
+                        step_id: w.step_id,
+                    })
+                    .await;
+                }
+            }
+        })
+    }
+}
+
+/// What the API needs to start a child.
+pub struct ChildRequest {
+    pub workflow_name: String,
+    /// Derived from the parent's id and the step when empty.
+    pub child_workflow_id: String,
+    /// JSON text.
+    pub input: String,
+    pub queue_name: String,
+}
+
+impl Engine {
+    pub async fn start_child(
+        &self,
+        session: &WorkerSession,
+        fence: Fence,
+        step_id: u32,
+        req: ChildRequest,
+    ) -> EngineResult<String> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        validate::name("workflow_name", &req.workflow_name)?;
+        validate::optional_name("child_workflow_id", &req.child_workflow_id)?;
+        validate::optional_name("queue_name", &req.queue_name)?;
+        validate::payload("child input", &req.input, self.config.max_payload_bytes)?;
+        if !self.is_known_name(&req.workflow_name).await? {
+            return Err(EngineError::new(
+                ErrorCode::NotFound,
+                "WORKFLOW_NAME_UNKNOWN",
+                format!("no worker has registered a workflow named {:?}", req.workflow_name),
+            ));
+        }
+        let child_id = if req.child_workflow_id.is_empty() {
+            format!("{}/child-{step_id}", fence.workflow_id)
+        } else {
+            req.child_workflow_id
+        };
+        let child = NewWorkflow {
+            workflow_id: child_id,
+            workflow_name: req.workflow_name,
+            queue_name: if req.queue_name.is_empty() {
+                DEFAULT_QUEUE.to_string()
+            } else {
+                req.queue_name
+            },
+            app_version: None,
+            input: req.input,
+            parent_workflow_id: Some(fence.workflow_id.clone()),
+            assign: None,
+        };
+        let id = self.store.start_child_step(&fence, step_id, child, self.now()).await?;
+        self.dispatch_wanted.notify_one();
+        Ok(id)
+    }
+
+    /// `None` while the child runs (the parent is woken when it finishes).
+    pub async fn await_child(
+        &self,
+        session: &Arc<WorkerSession>,
+        fence: Fence,
+        step_id: u32,
+        child_id: String,
+    ) -> EngineResult<Option<ChildOutcome>> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        validate::name("child_workflow_id", &child_id)?;
+        let waiter = Waiter {
+            session: Arc::downgrade(session),
+            workflow_id: fence.workflow_id.clone(),
+            step_id,
+        };
+        self.child_waits.add(&child_id, waiter);
+        Ok(self
+            .store
+            .await_child_step(&fence, step_id, &child_id, self.now())
+            .await?)
+    }
+
+    /// Cancels a workflow and, with `cascade`, its children and theirs, level by level.
+    pub async fn cancel_tree(&self, workflow_id: &str, cascade: bool) -> EngineResult<WorkflowRecord> {
+        let root = self.cancel_workflow(workflow_id).await?;
+        if cascade {
+            let mut level = self.store.children(workflow_id).await?;
+            while !level.is_empty() {
+                let mut next = Vec::new();
+                for id in level {
+                    let w = self.cancel_workflow(&id).await?;
+                    if w.status == WorkflowStatus::Cancelled {
+                        next.extend(self.store.children(&id).await?);
+                    }
+                }
+                level = next;
+            }
+        }
+        Ok(root)
+    }
+}

@@ -1,0 +1,112 @@
+//! Child workflows on SQLite: the child's row and the parent's record of it in one transaction,
+//! and the recorded wait for a child to finish.
+
+use super::messages::{fenced_step, insert_step};
+use super::SqliteStore;
+use crate::messaging;
+use crate::rows::db_error;
+use crate::*;
+
+impl SqliteStore {
+    pub(super) async fn start_child_step_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        child: NewWorkflow,
+        now: Millis,
+    ) -> StoreResult<String> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_start_child(&fence.workflow_id, &done);
+        }
+        sqlx::query(
+            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, updated_at, \
+               parent_workflow_id) VALUES (?1, ?2, 'ENQUEUED', ?3, ?4, ?5, ?6, ?6, ?7) ON CONFLICT (workflow_id) DO NOTHING",
+        )
+        .bind(&child.workflow_id)
+        .bind(&child.workflow_name)
+        .bind(&child.queue_name)
+        .bind(&child.app_version)
+        .bind(&child.input)
+        .bind(now)
+        .bind(&fence.workflow_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let existing = Self::workflow_on(&mut *tx, &child.workflow_id)
+            .await?
+            .ok_or_else(|| StoreError::WorkflowNotFound(child.workflow_id.clone()))?;
+        if existing.workflow_name != child.workflow_name {
+            return Err(StoreError::WorkflowIdConflict {
+                workflow_id: child.workflow_id,
+                existing_name: existing.workflow_name,
+            });
+        }
+        insert_step(
+            &mut tx,
+            fence,
+            step_id,
+            START_CHILD_STEP,
+            &messaging::child_started_output(&child.workflow_id),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(child.workflow_id)
+    }
+
+    pub(super) async fn await_child_step_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        child_id: &str,
+        now: Millis,
+    ) -> StoreResult<Option<ChildOutcome>> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_await_child(&fence.workflow_id, &done).map(Some);
+        }
+        let child = Self::workflow_on(&mut *tx, child_id)
+            .await?
+            .ok_or_else(|| StoreError::WorkflowNotFound(child_id.to_string()))?;
+        if !child.status.is_terminal() {
+            return Ok(None);
+        }
+        let outcome = messaging::child_outcome(&child);
+        insert_step(
+            &mut tx,
+            fence,
+            step_id,
+            AWAIT_CHILD_STEP,
+            &messaging::await_child_output(&outcome),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(Some(outcome))
+    }
+
+    pub(super) async fn children_impl(&self, workflow_id: &str) -> StoreResult<Vec<String>> {
+        sqlx::query_scalar(
+            "SELECT workflow_id FROM workflows WHERE parent_workflow_id = ?1 ORDER BY created_at, workflow_id",
+        )
+        .bind(workflow_id)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)
+    }
+
+    pub(super) async fn finished_among_impl(&self, ids: &[String]) -> StoreResult<Vec<String>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        sqlx::query_scalar(
+            "SELECT workflow_id FROM workflows WHERE workflow_id IN (SELECT value FROM json_each(?1)) \
+             AND status IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')",
+        )
+        .bind(serde_json::to_string(ids).expect("strings serialize"))
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)
+    }
+}
