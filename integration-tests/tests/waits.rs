@@ -561,6 +561,48 @@ async fn cancelling_a_parent_cascades(backend: Backend) {
     }
 }
 
+async fn a_workflow_past_its_timeout_is_cancelled_with_its_children(backend: Backend) {
+    let Some(s) = setup(backend, &[]).await else { return };
+    let input = serde_json::json!({"children": [["inbox", {"timeout_ms": 60_000}]]});
+    let options = StartOptions {
+        workflow_id: Some("timed".into()),
+        timeout: Some(Duration::from_millis(1500)),
+        ..Default::default()
+    };
+    let started = s.client.start_json("family", input, options).await.unwrap();
+    assert!(started.workflow.deadline_ms > 0);
+    let w = s.client.await_workflow("timed", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.status, WorkflowStatus::Cancelled);
+    let child = s.client.await_workflow("timed/child-0", Some(PATIENCE)).await.unwrap();
+    assert_eq!(
+        (child.status, child.deadline_ms),
+        (WorkflowStatus::Cancelled, w.deadline_ms)
+    );
+    // Absurd timeouts are refused.
+    let e = s
+        .client
+        .start_json(
+            "echo",
+            serde_json::json!(1),
+            StartOptions {
+                timeout: Some(Duration::from_secs(20 * 366 * 86400)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Rpc {
+                code: tonic::Code::InvalidArgument,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         mod sqlite { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Sqlite).await })* }
@@ -582,4 +624,5 @@ on_both_stores!(
     parents_start_and_await_children,
     a_replaying_parent_rejoins_its_child,
     cancelling_a_parent_cascades,
+    a_workflow_past_its_timeout_is_cancelled_with_its_children,
 );

@@ -17,6 +17,8 @@ pub struct StartOptions {
     pub queue: Option<String>,
     /// Pin the workflow to workers of this application version.
     pub app_version: Option<String>,
+    /// Cancel the workflow (and its children) if it has not finished this long after the start.
+    pub timeout: Option<Duration>,
 }
 
 impl StartOptions {
@@ -94,6 +96,10 @@ impl Client {
                 input: Some(json::to_payload(&input)),
                 queue_name: options.queue.unwrap_or_default(),
                 app_version: options.app_version.unwrap_or_default(),
+                timeout: options.timeout.map(|t| prost_types::Duration {
+                    seconds: t.as_secs() as i64,
+                    nanos: t.subsec_nanos() as i32,
+                }),
             })
             .await?
             .into_inner();

@@ -106,6 +106,8 @@ pub struct WorkflowInfo {
     pub worker_id: String,
     /// The workflow that started this one as its child; empty otherwise.
     pub parent_workflow_id: String,
+    /// When it is cancelled if not finished (Unix ms); 0 for none.
+    pub deadline_ms: i64,
 }
 
 impl WorkflowInfo {
@@ -229,6 +231,7 @@ impl From<v1::Workflow> for WorkflowInfo {
             app_version: w.app_version,
             worker_id: w.worker_id,
             parent_workflow_id: w.parent_workflow_id,
+            deadline_ms: ms(w.deadline.as_ref()),
         }
     }
 }

@@ -24,6 +24,9 @@ pub enum WorkflowCommand {
         queue: Option<String>,
         #[arg(long)]
         app_version: Option<String>,
+        /// Cancel it (and its children) if not finished this long after the start, e.g. 10m.
+        #[arg(long, value_parser = parse_duration)]
+        timeout: Option<Duration>,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -204,6 +207,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             id,
             queue,
             app_version,
+            timeout,
             client,
         } => {
             let input: serde_json::Value =
@@ -217,6 +221,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                         workflow_id: id,
                         queue,
                         app_version,
+                        timeout,
                     },
                 )
                 .await?;

@@ -101,6 +101,7 @@ impl Engine {
             app_version: None,
             input: req.input,
             parent_workflow_id: Some(fence.workflow_id.clone()),
+            deadline_at: None,
             assign: None,
         };
         let id = self.store.start_child_step(&fence, step_id, child, self.now()).await?;

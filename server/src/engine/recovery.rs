@@ -18,6 +18,7 @@ pub async fn run(engine: Arc<Engine>) {
             return;
         }
         recover_once(&engine).await;
+        expire_once(&engine).await;
         ticks += 1;
         if ticks.is_multiple_of(60) {
             let horizon = engine.now() - 24 * 3600 * 1000;
@@ -25,6 +26,25 @@ pub async fn run(engine: Arc<Engine>) {
                 tracing::warn!(error = %e, "pruning workers failed");
             }
         }
+    }
+}
+
+/// Cancels the workflows whose deadline passed, and tells their workers.
+pub async fn expire_once(engine: &Engine) {
+    match engine.store.cancel_expired(engine.now()).await {
+        Ok(expired) => {
+            for w in expired {
+                tracing::info!(workflow_id = %w.workflow_id, "deadline passed; workflow cancelled");
+                if let Some(worker) = &w.worker_id {
+                    for s in engine.sessions.by_worker(worker) {
+                        s.send(super::ToWorker::Cancel(w.workflow_id.clone())).await;
+                    }
+                }
+                let id = w.workflow_id.clone();
+                engine.announce_finished(&id, Some(std::sync::Arc::new(w)));
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "deadline pass failed"),
     }
 }
 

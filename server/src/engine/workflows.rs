@@ -24,7 +24,12 @@ pub struct StartRequest {
     pub input: String,
     pub queue_name: String,
     pub app_version: String,
+    /// Cancel it if not finished this many milliseconds after the start.
+    pub timeout_ms: Option<i64>,
 }
+
+/// Longest workflow timeout: ten years.
+const MAX_TIMEOUT_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
 
 #[derive(Debug, Clone, Default)]
 pub struct ListRequest {
@@ -78,6 +83,11 @@ impl Engine {
         validate::optional_name("queue_name", &req.queue_name)?;
         validate::optional_name("app_version", &req.app_version)?;
         validate::payload("input", &req.input, self.config.max_payload_bytes)?;
+        if let Some(t) = req.timeout_ms {
+            if !(1..=MAX_TIMEOUT_MS).contains(&t) {
+                return Err(EngineError::invalid("timeout must be between 1 ms and ten years"));
+            }
+        }
         if !self.is_known_name(&req.workflow_name).await? {
             return Err(EngineError::new(
                 ErrorCode::NotFound,
@@ -97,6 +107,7 @@ impl Engine {
             app_version: non_empty(&req.app_version),
             input: req.input,
             parent_workflow_id: None,
+            deadline_at: req.timeout_ms.map(|t| self.now() + t),
             assign: direct.as_ref().map(|s| Assignment {
                 worker_id: s.registration.worker_id.clone(),
                 session_id: s.lease_id.clone(),
@@ -295,6 +306,7 @@ mod tests {
             epoch: 0,
             worker_id: None,
             parent_workflow_id: None,
+            deadline_at: None,
         };
         assert_eq!(decode_token(&encode_token(&w)).unwrap(), (1234, "a:b".to_string()));
         assert_eq!(decode_token("not a token!").unwrap_err().reason, "INVALID_PAGE_TOKEN");

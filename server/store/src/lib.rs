@@ -108,6 +108,8 @@ pub struct WorkflowRecord {
     pub worker_id: Option<String>,
     /// The workflow that started this one as a child.
     pub parent_workflow_id: Option<String>,
+    /// Cancelled if not finished by then.
+    pub deadline_at: Option<Millis>,
 }
 
 /// What a client asks for when starting a workflow.
@@ -120,6 +122,8 @@ pub struct NewWorkflow {
     pub input: String,
     /// Set for child workflows.
     pub parent_workflow_id: Option<String>,
+    /// Cancel it if it has not finished by then. A child's is capped by its parent's.
+    pub deadline_at: Option<Millis>,
     /// Dispatch it at once to this worker stream (which has room for it): the workflow is
     /// inserted PENDING at epoch 1, saving a separate claim. Ignored when the id already exists.
     pub assign: Option<Assignment>,
@@ -522,6 +526,10 @@ pub trait Store: Send + Sync + 'static {
         child_id: &str,
         now: Millis,
     ) -> StoreResult<Option<ChildOutcome>>;
+
+    /// Cancels every unfinished workflow whose deadline is before `now`; returns them (as
+    /// cancelled, with the worker that was running them).
+    async fn cancel_expired(&self, now: Millis) -> StoreResult<Vec<WorkflowRecord>>;
 
     /// Ids of the workflows started as children of this one.
     async fn children(&self, workflow_id: &str) -> StoreResult<Vec<String>>;

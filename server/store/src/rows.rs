@@ -8,7 +8,7 @@ use crate::{Failure, Millis, Outcome, StepRecord, StoreError, StoreResult, Workf
 macro_rules! workflow_columns {
     () => {
         "workflow_id, workflow_name, status, queue_name, app_version, input, output, failure, \
-         created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id"
+         created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id, deadline_at"
     };
 }
 pub(crate) use workflow_columns;
@@ -37,6 +37,7 @@ pub(crate) struct WorkflowRow {
     pub epoch: i64,
     pub worker_id: Option<String>,
     pub parent_workflow_id: Option<String>,
+    pub deadline_at: Option<i64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -90,6 +91,7 @@ impl TryFrom<WorkflowRow> for WorkflowRecord {
             epoch: r.epoch as u64,
             worker_id: r.worker_id,
             parent_workflow_id: r.parent_workflow_id,
+            deadline_at: r.deadline_at,
         })
     }
 }

@@ -174,9 +174,9 @@ impl Store for SqliteStore {
         let a = new.assign.as_ref();
         let inserted = sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, epoch, worker_id, session_id, parent_workflow_id) \
+               updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at) \
              VALUES (?1, ?2, CASE WHEN ?7 IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, ?3, COALESCE(?4, ?9), ?5, ?6, ?6, \
-               CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8, ?10) \
+               CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8, ?10, ?11) \
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(&new.workflow_id)
@@ -189,6 +189,7 @@ impl Store for SqliteStore {
         .bind(a.map(|a| &a.session_id))
         .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
         .bind(&new.parent_workflow_id)
+        .bind(new.deadline_at)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?
@@ -545,6 +546,19 @@ impl Store for SqliteStore {
         now: Millis,
     ) -> StoreResult<Option<ChildOutcome>> {
         self.await_child_step_impl(fence, step_id, child_id, now).await
+    }
+
+    async fn cancel_expired(&self, now: Millis) -> StoreResult<Vec<WorkflowRecord>> {
+        let rows: Vec<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'CANCELLED', updated_at = ?1 WHERE deadline_at IS NOT NULL AND deadline_at < ?1 \
+             AND status IN ('ENQUEUED', 'DELAYED', 'PENDING') RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(now)
+        .fetch_all(&self.write)
+        .await
+        .map_err(db_error)?;
+        rows::workflows(rows)
     }
 
     async fn children(&self, workflow_id: &str) -> StoreResult<Vec<String>> {

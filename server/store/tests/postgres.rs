@@ -83,6 +83,7 @@ async fn step_write_waits_for_an_uncommitted_requeue() {
         app_version: None,
         input: "{}".into(),
         parent_workflow_id: None,
+        deadline_at: None,
         assign: None,
     };
     s.start_workflow(new, t).await.unwrap();

@@ -76,6 +76,7 @@ macro_rules! conformance_tests {
             get_event_step_waits_then_records,
             streams_append_in_order_and_close,
             children_start_with_their_record_and_rejoin_on_replay,
+            deadlines_cancel_and_children_inherit_them,
             workflow_names_are_remembered,
         );
     };
@@ -102,6 +103,7 @@ fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
         app_version: None,
         input: format!(r#"{{"id":"{id}"}}"#),
         parent_workflow_id: None,
+        deadline_at: None,
         assign: None,
     }
 }

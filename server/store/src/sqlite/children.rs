@@ -21,7 +21,10 @@ impl SqliteStore {
         }
         sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, updated_at, \
-               parent_workflow_id) VALUES (?1, ?2, 'ENQUEUED', ?3, ?4, ?5, ?6, ?6, ?7) ON CONFLICT (workflow_id) DO NOTHING",
+               parent_workflow_id, deadline_at) VALUES (?1, ?2, 'ENQUEUED', ?3, ?4, ?5, ?6, ?6, ?7, \
+               (SELECT CASE WHEN p.deadline_at IS NULL THEN ?8 WHEN ?8 IS NULL THEN p.deadline_at \
+                 WHEN p.deadline_at < ?8 THEN p.deadline_at ELSE ?8 END FROM workflows p WHERE p.workflow_id = ?7)) \
+             ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(&child.workflow_id)
         .bind(&child.workflow_name)
@@ -30,6 +33,7 @@ impl SqliteStore {
         .bind(&child.input)
         .bind(now)
         .bind(&fence.workflow_id)
+        .bind(child.deadline_at)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
