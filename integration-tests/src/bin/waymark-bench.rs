@@ -7,6 +7,12 @@
 //! 2. latency: N sequential one-step workflows, start-to-result, p50/p99;
 //! 3. a raw baseline on the same database: single-row durable inserts, one row per commit, with
 //!    as many concurrent connections as the server's store pool (PostgreSQL 32, SQLite 1 writer).
+//!    It runs last, with the server stopped; the two workloads below run before it, after 2.
+//! 4. send->recv wakeup: N sequential `waiter` workflows, each already blocked in `recv`; time
+//!    from `send_message` until `await_workflow` returns, p50/p99;
+//! 5. idle database load: M `waiter` workflows blocked in `recv` (10 min timeout) and nothing
+//!    else happening; PostgreSQL transactions per second over a 10 s window, read from
+//!    `pg_stat_database` (the bench's own reads subtracted). SQLite has no such counter: n/a.
 //!
 //! ```text
 //! make bench
@@ -66,6 +72,15 @@ struct Args {
     /// Give up on the throughput workload after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout_secs: u64,
+    /// Sequential send->recv wakeups measured.
+    #[arg(long, default_value_t = 200)]
+    wakeup_runs: usize,
+    /// Workflows blocked in `recv` while the idle database load is measured.
+    #[arg(long, default_value_t = 1000)]
+    idle_waiters: usize,
+    /// Length of the idle measurement window, seconds.
+    #[arg(long, default_value_t = 10)]
+    idle_window_secs: u64,
 }
 
 #[derive(Deserialize)]
@@ -92,6 +107,18 @@ async fn one(ctx: WorkflowContext, _input: serde_json::Value) -> Result<u32, Wor
     ctx.step("only", || async { Ok::<_, String>(0u32) }).await
 }
 
+#[derive(Deserialize)]
+struct WaiterInput {
+    timeout_secs: u64,
+}
+
+/// Blocks in `recv` on topic "ping" and returns what came (None on timeout). Its first recorded
+/// step is the recv deadline, so one recorded step means "waiting".
+async fn waiter(ctx: WorkflowContext, input: WaiterInput) -> Result<Option<u64>, WorkflowError> {
+    let m: Option<u64> = ctx.recv("ping", Duration::from_secs(input.timeout_secs)).await?;
+    Ok(m)
+}
+
 struct Report {
     backend: &'static str,
     workflows: usize,
@@ -108,6 +135,16 @@ struct Report {
     raw_rows: i64,
     raw_conns: u32,
     raw_per_s: f64,
+    wakeup_runs: usize,
+    wakeup_p50_ms: f64,
+    wakeup_p99_ms: f64,
+    wakeup_mean_ms: f64,
+    idle_waiters: usize,
+    idle_window_s: f64,
+    /// None on SQLite (no transaction counter).
+    idle_db_tx_per_s: Option<f64>,
+    /// Raw counter delta and the bench's own transactions subtracted from it.
+    idle_db_tx_raw: Option<(i64, i64)>,
 }
 
 impl Report {
@@ -159,18 +196,61 @@ impl Report {
             format!("{:.3}", self.ratio()),
             &ratio_note,
         );
+        row("wakeup: sequential send -> recv", self.wakeup_runs.to_string(), "");
+        let wake_note = if pg {
+            target(self.wakeup_p50_ms <= 2.0, "<= 2 ms (PG)")
+        } else {
+            "target <= 2 ms is defined for PG".to_string()
+        };
+        row(
+            "  p50 send -> workflow done (ms)",
+            format!("{:.2}", self.wakeup_p50_ms),
+            &wake_note,
+        );
+        row(
+            "  p99 send -> workflow done (ms)",
+            format!("{:.2}", self.wakeup_p99_ms),
+            "",
+        );
+        row("  mean (ms)", format!("{:.2}", self.wakeup_mean_ms), "");
+        row(
+            "idle: waiters blocked in recv",
+            self.idle_waiters.to_string(),
+            &format!("window {:.1} s", self.idle_window_s),
+        );
+        match (self.idle_db_tx_per_s, self.idle_db_tx_raw) {
+            (Some(tps), Some((raw, own))) => {
+                row(
+                    "  db transactions/s",
+                    format!("{tps:.2}"),
+                    &target(tps <= 10.0, "<= 10"),
+                );
+                row(
+                    "  counter delta - own reads",
+                    format!("{raw} - {own}"),
+                    "pg_stat_database xact_commit+xact_rollback",
+                );
+            }
+            _ => row("  db transactions/s", "n/a".into(), "SQLite has no transaction counter"),
+        }
     }
 
     fn summary(&self) -> String {
         format!(
-            "backend={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} ratio={:.3}",
+            "backend={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} ratio={:.3} \
+             wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={}",
             self.backend,
             self.steps_per_s,
             self.workflows_per_s,
             self.p50_ms,
             self.p99_ms,
             self.raw_per_s,
-            self.ratio()
+            self.ratio(),
+            self.wakeup_p50_ms,
+            self.wakeup_p99_ms,
+            self.idle_db_tx_per_s
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_else(|| "n/a".into()),
         )
     }
 }
@@ -332,6 +412,205 @@ async fn latency(runs: usize, addr: &str) -> anyhow::Result<Vec<f64>> {
     Ok(out)
 }
 
+/// Polls the workflow's recorded steps until the recv deadline (its first step) is there, i.e.
+/// until it is blocked in `recv`. Not measured.
+async fn wait_until_waiting(client: &Client, id: &str, poll: Duration) -> anyhow::Result<()> {
+    let start = Instant::now();
+    loop {
+        if !client.steps(id).await?.is_empty() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            start.elapsed() < Duration::from_secs(120),
+            "{id} did not record its recv deadline within 120 s"
+        );
+        tokio::time::sleep(poll).await;
+    }
+}
+
+fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// N sequential wakeups: start a `waiter`, wait (unmeasured) until it is blocked in `recv`, then
+/// time `send_message` + `await_workflow`. Sorted, in ms.
+async fn wakeup(runs: usize, addr: &str) -> anyhow::Result<Vec<f64>> {
+    let client = Client::connect(addr).await?;
+    let mut out = Vec::with_capacity(runs);
+    // 5 warm-up runs, not measured.
+    for i in 0..runs + 5 {
+        let id = if i < 5 {
+            format!("wake-warm-{i}")
+        } else {
+            format!("wake-{}", i - 5)
+        };
+        client
+            .start_json(
+                "waiter",
+                serde_json::json!({"timeout_secs": 60}),
+                StartOptions::id(id.clone()),
+            )
+            .await?;
+        wait_until_waiting(&client, &id, Duration::from_millis(2)).await?;
+        // The deadline step is recorded just before the recv request reaches the server: a short
+        // pause makes sure the message wakes a blocked wait rather than being found on arrival.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let sent = unix_micros();
+        let t = Instant::now();
+        client.send_message(&id, "ping", &sent, None).await?;
+        let w = client.await_workflow(&id, Some(Duration::from_secs(60))).await?;
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        anyhow::ensure!(
+            w.status == WorkflowStatus::Success && w.output == Some(serde_json::json!(sent)),
+            "wakeup run {id} ended {:?} with output {:?} (sent {sent})",
+            w.status,
+            w.output
+        );
+        if i >= 5 {
+            out.push(ms);
+        }
+    }
+    out.sort_by(|a, b| a.total_cmp(b));
+    Ok(out)
+}
+
+/// PostgreSQL's transaction counter for the database at `url`, read on a fresh connection with
+/// one simple-protocol query: exactly one transaction of our own, which the snapshot itself does
+/// not include and which is flushed to the counter when the connection closes.
+async fn pg_xacts(url: &str) -> anyhow::Result<i64> {
+    use sqlx::{Connection, Row};
+    let mut conn = sqlx::PgConnection::connect(url).await?;
+    let row = sqlx::raw_sql(
+        "SELECT (xact_commit + xact_rollback)::bigint FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .fetch_one(&mut conn)
+    .await?;
+    let n: i64 = row.try_get(0)?;
+    conn.close().await?;
+    Ok(n)
+}
+
+/// Transactions of our own that `pg_xacts` adds to the counter between two of its reads.
+const OWN_XACTS_PER_READ: i64 = 1;
+
+struct Idle {
+    window_s: f64,
+    /// PostgreSQL only: (transactions/s, raw counter delta, own transactions subtracted).
+    pg: Option<(f64, i64, i64)>,
+}
+
+/// Starts `n` waiters (10 min recv timeout), waits until every one is blocked in `recv`, lets the
+/// server settle, then measures the database's transactions over `window`. Afterwards wakes every
+/// waiter with a message and waits until all have finished.
+async fn idle_load(n: usize, window: Duration, backend: Backend, db_url: &str, addr: &str) -> anyhow::Result<Idle> {
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(Client::connect(addr).await?);
+    }
+    let for_each = |f: fn(Client, String) -> futures::future::BoxFuture<'static, anyhow::Result<()>>| {
+        let next = Arc::new(AtomicUsize::new(0));
+        let mut handles = Vec::new();
+        for c in &clients {
+            let (client, next) = (c.clone(), next.clone());
+            handles.push(tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        return Ok::<_, anyhow::Error>(());
+                    }
+                    f(client.clone(), format!("idle-{i}")).await?;
+                }
+            }));
+        }
+        async move {
+            for h in handles {
+                h.await??;
+            }
+            Ok::<_, anyhow::Error>(())
+        }
+    };
+
+    let t0 = Instant::now();
+    for_each(|client, id| {
+        Box::pin(async move {
+            client
+                .start_json("waiter", serde_json::json!({"timeout_secs": 600}), StartOptions::id(id))
+                .await?;
+            Ok(())
+        })
+    })
+    .await?;
+    for_each(|client, id| Box::pin(async move { wait_until_waiting(&client, &id, Duration::from_millis(50)).await }))
+        .await?;
+    eprintln!(
+        "[idle] {n} waiters blocked in recv after {:.2} s; settling 2 s, then a {:?} window",
+        t0.elapsed().as_secs_f64(),
+        window
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Nothing of ours talks to the server during the window.
+    let before = match backend {
+        Backend::Postgres => Some(pg_xacts(db_url).await?),
+        Backend::Sqlite => None,
+    };
+    let w0 = Instant::now();
+    tokio::time::sleep(window).await;
+    let after = match backend {
+        Backend::Postgres => Some(pg_xacts(db_url).await?),
+        Backend::Sqlite => None,
+    };
+    let window_s = w0.elapsed().as_secs_f64();
+    let pg = match (before, after) {
+        (Some(b), Some(a)) => {
+            let raw = a - b;
+            let own = OWN_XACTS_PER_READ;
+            Some((((raw - own) as f64) / window_s, raw, own))
+        }
+        _ => None,
+    };
+
+    let t1 = Instant::now();
+    for_each(|client, id| {
+        Box::pin(async move {
+            client.send_message(&id, "ping", &unix_micros(), None).await?;
+            Ok(())
+        })
+    })
+    .await?;
+    let poller = &clients[0];
+    loop {
+        let (page, _) = poller
+            .list(ListOptions {
+                statuses: vec![
+                    WorkflowStatus::Enqueued,
+                    WorkflowStatus::Delayed,
+                    WorkflowStatus::Pending,
+                ],
+                workflow_name: Some("waiter".into()),
+                page_size: 1,
+                ..Default::default()
+            })
+            .await?;
+        if page.is_empty() {
+            break;
+        }
+        anyhow::ensure!(
+            t1.elapsed() < Duration::from_secs(120),
+            "idle waiters did not all finish within 120 s of their messages"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "[idle] all {n} waiters woken and finished {:.2} s after the first send",
+        t1.elapsed().as_secs_f64()
+    );
+    Ok(Idle { window_s, pg })
+}
+
 const PAYLOAD: &str = "bench-raw-payload-0123456789abcdefghijklmnopqrstuvwxyz";
 
 /// Single-row inserts, one per commit (autocommit), `conns` at once. Returns rows/s.
@@ -427,6 +706,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
             .max_concurrent_workflows(args.worker_capacity)
             .workflow("bench", bench)
             .workflow("one", one)
+            .workflow("waiter", waiter)
             .build();
         let mut rx = stop_rx.clone();
         workers.push(tokio::spawn(worker.run_until(async move {
@@ -450,6 +730,26 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     let lat = latency(args.latency_runs, &server.addr).await?;
     let mean = lat.iter().sum::<f64>() / lat.len().max(1) as f64;
 
+    eprintln!("[{name}] wakeup workload {} runs", args.wakeup_runs);
+    let wake = wakeup(args.wakeup_runs, &server.addr).await?;
+    let wake_mean = wake.iter().sum::<f64>() / wake.len().max(1) as f64;
+
+    let capacity = args.workers.max(1) * args.worker_capacity as usize;
+    anyhow::ensure!(
+        capacity >= args.idle_waiters,
+        "--idle-waiters {} needs workers x worker-capacity >= it (have {capacity})",
+        args.idle_waiters
+    );
+    eprintln!("[{name}] idle workload: {} waiters", args.idle_waiters);
+    let idle = idle_load(
+        args.idle_waiters,
+        Duration::from_secs(args.idle_window_secs),
+        backend,
+        &db.url,
+        &server.addr,
+    )
+    .await?;
+
     let _ = stop_tx.send(true);
     for w in workers {
         let _ = w.await;
@@ -457,6 +757,17 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     // The raw baseline runs on the same database with the server stopped, so neither disturbs
     // the other.
     server.terminate();
+    if backend == Backend::Postgres {
+        // Check of the own-transaction correction: with the server stopped, two reads 1 s apart
+        // should differ by exactly our own transactions.
+        let a = pg_xacts(&db.url).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let b = pg_xacts(&db.url).await?;
+        eprintln!(
+            "[{name}] counter check, server stopped: delta {} over 1 s (own reads: {OWN_XACTS_PER_READ})",
+            b - a
+        );
+    }
     let raw_rows = match backend {
         Backend::Sqlite => args.raw_rows_sqlite,
         Backend::Postgres => args.raw_rows_postgres,
@@ -480,6 +791,14 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         raw_rows,
         raw_conns,
         raw_per_s,
+        wakeup_runs: wake.len(),
+        wakeup_p50_ms: percentile(&wake, 50.0),
+        wakeup_p99_ms: percentile(&wake, 99.0),
+        wakeup_mean_ms: wake_mean,
+        idle_waiters: args.idle_waiters,
+        idle_window_s: idle.window_s,
+        idle_db_tx_per_s: idle.pg.map(|(tps, _, _)| tps),
+        idle_db_tx_raw: idle.pg.map(|(_, raw, own)| (raw, own)),
     }))
 }
 

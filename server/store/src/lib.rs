@@ -306,6 +306,28 @@ pub const CLOSE_STREAM_STEP: &str = "waymark.close_stream";
 pub const START_CHILD_STEP: &str = "waymark.start_child";
 pub const AWAIT_CHILD_STEP: &str = "waymark.await_child";
 
+/// What a parked workflow waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParkedOn {
+    /// Only its wake time (a durable sleep).
+    Timer,
+    /// A message to it on this topic.
+    Message(String),
+    /// Another workflow's event.
+    Event { workflow_id: String, key: String },
+}
+
+impl ParkedOn {
+    /// The stored form, matched by the write that resolves the wait.
+    pub fn key(&self) -> String {
+        match self {
+            ParkedOn::Timer => "timer".to_string(),
+            ParkedOn::Message(topic) => format!("message\n{topic}"),
+            ParkedOn::Event { workflow_id, key } => format!("event\n{workflow_id}\n{key}"),
+        }
+    }
+}
+
 /// How a child (or any awaited workflow) ended, as the awaiting step recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildOutcome {
@@ -530,6 +552,14 @@ pub trait Store: Send + Sync + 'static {
     /// Cancels every unfinished workflow whose deadline is before `now`; returns them (as
     /// cancelled, with the worker that was running them).
     async fn cancel_expired(&self, now: Millis) -> StoreResult<Vec<WorkflowRecord>>;
+
+    /// Parks the fenced workflow: DELAYED, off its worker, until `wake_at` or until what it
+    /// waits `on` happens (the write that makes it happen puts it back in its queue). Returns
+    /// false, changing nothing, when the wait has already resolved.
+    async fn park(&self, fence: &Fence, wake_at: Millis, on: &ParkedOn, now: Millis) -> StoreResult<bool>;
+
+    /// Puts parked workflows whose wake time has come back in their queue; returns how many.
+    async fn wake_due(&self, now: Millis) -> StoreResult<u64>;
 
     /// Ids of the workflows started as children of this one.
     async fn children(&self, workflow_id: &str) -> StoreResult<Vec<String>>;

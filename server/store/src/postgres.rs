@@ -17,6 +17,7 @@ use sqlx::{postgres::PgPoolOptions, PgPool};
 mod children;
 mod events;
 mod messages;
+mod parking;
 mod streams;
 
 use crate::batch::Batcher;
@@ -711,6 +712,14 @@ impl Store for PostgresStore {
             self.announce(&self.pool, change).await?;
         }
         Ok(cancelled)
+    }
+
+    async fn park(&self, fence: &Fence, wake_at: Millis, on: &ParkedOn, now: Millis) -> StoreResult<bool> {
+        self.park_impl(fence, wake_at, on, now).await
+    }
+
+    async fn wake_due(&self, now: Millis) -> StoreResult<u64> {
+        self.wake_due_impl(now).await
     }
 
     async fn children(&self, workflow_id: &str) -> StoreResult<Vec<String>> {

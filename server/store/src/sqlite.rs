@@ -16,6 +16,7 @@ use sqlx::{
 mod children;
 mod events;
 mod messages;
+mod parking;
 mod streams;
 
 use crate::batch::Batcher;
@@ -559,6 +560,14 @@ impl Store for SqliteStore {
         .await
         .map_err(db_error)?;
         rows::workflows(rows)
+    }
+
+    async fn park(&self, fence: &Fence, wake_at: Millis, on: &ParkedOn, now: Millis) -> StoreResult<bool> {
+        self.park_impl(fence, wake_at, on, now).await
+    }
+
+    async fn wake_due(&self, now: Millis) -> StoreResult<u64> {
+        self.wake_due_impl(now).await
     }
 
     async fn children(&self, workflow_id: &str) -> StoreResult<Vec<String>> {

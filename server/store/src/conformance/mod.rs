@@ -20,6 +20,7 @@ mod children;
 mod dispatch;
 mod events;
 mod messages;
+mod parking;
 mod steps;
 mod streams;
 mod workflows;
@@ -28,6 +29,7 @@ pub use children::*;
 pub use dispatch::*;
 pub use events::*;
 pub use messages::*;
+pub use parking::*;
 pub use steps::*;
 pub use streams::*;
 pub use workflows::*;
@@ -77,6 +79,7 @@ macro_rules! conformance_tests {
             streams_append_in_order_and_close,
             children_start_with_their_record_and_rejoin_on_replay,
             deadlines_cancel_and_children_inherit_them,
+            parked_workflows_wake_when_their_wait_resolves,
             workflow_names_are_remembered,
         );
     };

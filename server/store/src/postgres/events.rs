@@ -51,6 +51,12 @@ impl PostgresStore {
             now,
         )
         .await?;
+        // Workflows parked waiting for this event go back to their queue.
+        let on = ParkedOn::Event {
+            workflow_id: fence.workflow_id.clone(),
+            key: key.to_string(),
+        };
+        super::parking::wake_parked(&mut tx, None, &on, now).await?;
         let change = crate::changes::Change::Event {
             workflow_id: fence.workflow_id.clone(),
             key: key.to_string(),

@@ -106,6 +106,8 @@ async fn insert_message(conn: &mut PgConnection, m: &NewMessage, now: Millis) ->
     .rows_affected()
         == 1;
     if inserted {
+        // A workflow parked waiting for this goes back to its queue.
+        super::parking::wake_parked(conn, Some(&m.workflow_id), &ParkedOn::Message(m.topic.clone()), now).await?;
         return Ok(Sent {
             message_id: m.message_id.clone(),
             duplicate: false,

@@ -51,6 +51,12 @@ impl SqliteStore {
             now,
         )
         .await?;
+        // Workflows parked waiting for this event go back to their queue.
+        let on = ParkedOn::Event {
+            workflow_id: fence.workflow_id.clone(),
+            key: key.to_string(),
+        };
+        super::parking::wake_parked(&mut tx, None, &on, now).await?;
         tx.commit().await.map_err(db_error)
     }
 

@@ -79,6 +79,8 @@ async fn insert_message(tx: &mut Transaction<'_, Sqlite>, m: &NewMessage, now: M
     .rows_affected()
         == 1;
     if inserted {
+        // A workflow parked waiting for this goes back to its queue.
+        super::parking::wake_parked(tx, Some(&m.workflow_id), &ParkedOn::Message(m.topic.clone()), now).await?;
         return Ok(Sent {
             message_id: m.message_id.clone(),
             duplicate: false,

@@ -1,0 +1,98 @@
+//! Parking cases: a waiting workflow leaves its worker and returns to its queue exactly when its
+//! wait resolves.
+
+use super::*;
+
+async fn running(s: &dyn Store, id: &str, now: Millis) {
+    start(s, wf(id, "K", "q"), now).await;
+    s.renew_session_lease(&session("A"), "A", T + 600_000, now)
+        .await
+        .unwrap();
+    claim_one(s, "A", "K", id, now).await;
+}
+
+fn msg(id: &str, to: &str, topic: &str) -> NewMessage {
+    NewMessage {
+        message_id: id.into(),
+        workflow_id: to.into(),
+        topic: topic.into(),
+        payload: "1".into(),
+        idempotency_key: None,
+    }
+}
+
+pub async fn parked_workflows_wake_when_their_wait_resolves(s: Arc<dyn Store>) {
+    let s = &*s;
+    running(s, "m", T).await;
+    let on = ParkedOn::Message("t".into());
+    assert!(s.park(&fence("m", 1), T + 60_000, &on, T + 1).await.unwrap());
+    let w = get(s, "m").await;
+    assert_eq!(w.status, WorkflowStatus::Delayed);
+    // Parked: not claimable, not recovered, whatever happens to its old worker's lease.
+    assert!(s
+        .claim_workflows(&claim("B", &["K"], &["q"], 10), T + 2)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(s.recover_expired(5, T + 700_000).await.unwrap().requeued.is_empty());
+    // A message on another topic changes nothing; one on its topic puts it back in its queue.
+    s.send_message(msg("m1", "m", "other"), T + 3).await.unwrap();
+    assert_eq!(get(s, "m").await.status, WorkflowStatus::Delayed);
+    s.send_message(msg("m2", "m", "t"), T + 4).await.unwrap();
+    assert_eq!(get(s, "m").await.status, WorkflowStatus::Enqueued);
+    let again = s.claim_workflows(&claim("B", &["K"], &["q"], 10), T + 5).await.unwrap();
+    assert_eq!((ids(&again), again[0].workflow.epoch), (vec!["m"], 2));
+
+    // Already resolved: not parked.
+    running(s, "r", T).await;
+    s.send_message(msg("m3", "r", "t"), T + 1).await.unwrap();
+    assert!(!s.park(&fence("r", 1), T + 60_000, &on, T + 2).await.unwrap());
+    assert_eq!(get(s, "r").await.status, WorkflowStatus::Pending);
+
+    // Timers.
+    running(s, "z", T).await;
+    assert!(
+        !s.park(&fence("z", 1), T, &ParkedOn::Timer, T + 1).await.unwrap(),
+        "already due"
+    );
+    assert!(s
+        .park(&fence("z", 1), T + 1_000, &ParkedOn::Timer, T + 2)
+        .await
+        .unwrap());
+    assert_eq!(s.wake_due(T + 999).await.unwrap(), 0);
+    assert_eq!(s.wake_due(T + 1_000).await.unwrap(), 1);
+    assert_eq!(get(s, "z").await.status, WorkflowStatus::Enqueued);
+
+    // Events: the workflow setting it wakes the readers parked on it.
+    running(s, "reader", T).await;
+    running(s, "writer", T).await;
+    let event = ParkedOn::Event {
+        workflow_id: "writer".into(),
+        key: "k".into(),
+    };
+    assert!(s.park(&fence("reader", 1), T + 60_000, &event, T + 1).await.unwrap());
+    s.set_event_step(&fence("writer", 1), 0, "other", "1", T + 2)
+        .await
+        .unwrap();
+    assert_eq!(get(s, "reader").await.status, WorkflowStatus::Delayed);
+    s.set_event_step(&fence("writer", 1), 1, "k", "1", T + 3).await.unwrap();
+    assert_eq!(get(s, "reader").await.status, WorkflowStatus::Enqueued);
+
+    // Fenced, and a parked workflow can be cancelled.
+    running(s, "c", T).await;
+    assert!(matches!(
+        s.park(&fence("c", 9), T + 60_000, &on, T).await,
+        Err(StoreError::StaleEpoch { .. })
+    ));
+    assert!(s.park(&fence("c", 1), T + 60_000, &on, T).await.unwrap());
+    assert_eq!(
+        s.cancel_workflow("c", T + 1).await.unwrap().status,
+        WorkflowStatus::Cancelled
+    );
+    s.send_message(msg("m4", "c", "t"), T + 2).await.unwrap();
+    assert_eq!(
+        get(s, "c").await.status,
+        WorkflowStatus::Cancelled,
+        "a message does not revive a cancelled workflow"
+    );
+}

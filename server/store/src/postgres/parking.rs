@@ -1,0 +1,110 @@
+//! Parking on PostgreSQL: a waiting workflow leaves its worker (status DELAYED) and comes back to
+//! its queue when its wait resolves, on whichever replica resolves it.
+
+use super::messages::fenced_step;
+use super::PostgresStore;
+use crate::rows::db_error;
+use crate::*;
+
+/// Puts back in its queue every workflow parked on `on` (for a message: only `workflow_id`).
+/// Runs inside the transaction of the write that resolves the wait.
+pub(super) async fn wake_parked(
+    tx: &mut sqlx::PgConnection,
+    workflow_id: Option<&str>,
+    on: &ParkedOn,
+    now: Millis,
+) -> StoreResult<u64> {
+    lock_wait_key(tx, on).await?;
+    let done = sqlx::query(
+        "UPDATE workflows SET status = 'ENQUEUED', wake_at = NULL, parked_on = NULL, updated_at = $1 \
+         WHERE status = 'DELAYED' AND parked_on = $2 AND ($3::text IS NULL OR workflow_id = $3)",
+    )
+    .bind(now)
+    .bind(on.key())
+    .bind(workflow_id)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected())
+}
+
+/// Parking and the writes that resolve a wait take turns on the wait's key, so a park never
+/// misses a resolution committed between its check and its update (a lost wakeup).
+async fn lock_wait_key(tx: &mut sqlx::PgConnection, on: &ParkedOn) -> StoreResult<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(on.key())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
+impl PostgresStore {
+    pub(super) async fn park_impl(
+        &self,
+        fence: &Fence,
+        wake_at: Millis,
+        on: &ParkedOn,
+        now: Millis,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        // The fence: the workflow row is held until commit (the step slot itself is unused).
+        fenced_step(&mut tx, fence, u32::MAX).await?;
+        lock_wait_key(&mut tx, on).await?;
+        let resolved = match on {
+            ParkedOn::Timer => wake_at <= now,
+            ParkedOn::Message(topic) => sqlx::query_scalar::<_, i32>(
+                "SELECT 1 FROM messages WHERE workflow_id = $1 AND topic = $2 AND consumed_at IS NULL LIMIT 1",
+            )
+            .bind(&fence.workflow_id)
+            .bind(topic)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?
+            .is_some(),
+            ParkedOn::Event { workflow_id, key } => {
+                sqlx::query_scalar::<_, i32>("SELECT 1 FROM events WHERE workflow_id = $1 AND event_key = $2")
+                    .bind(workflow_id)
+                    .bind(key)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_error)?
+                    .is_some()
+            }
+        };
+        if resolved {
+            return Ok(false);
+        }
+        // A write resolving the wait either committed before the key lock (and was seen above)
+        // or waits for this commit and then finds the workflow parked.
+        sqlx::query(
+            "UPDATE workflows SET status = 'DELAYED', wake_at = $1, parked_on = $2, session_id = NULL, updated_at = $3 \
+             WHERE workflow_id = $4",
+        )
+        .bind(wake_at)
+        .bind(on.key())
+        .bind(now)
+        .bind(&fence.workflow_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(true)
+    }
+
+    pub(super) async fn wake_due_impl(&self, now: Millis) -> StoreResult<u64> {
+        let done = sqlx::query(
+            "UPDATE workflows SET status = 'ENQUEUED', wake_at = NULL, parked_on = NULL, updated_at = $1 \
+             WHERE workflow_id = ANY(ARRAY(SELECT workflow_id FROM workflows WHERE status = 'DELAYED' \
+               AND wake_at IS NOT NULL AND wake_at <= $1 FOR UPDATE SKIP LOCKED)) AND status = 'DELAYED'",
+        )
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        if done.rows_affected() > 0 {
+            self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+        }
+        Ok(done.rows_affected())
+    }
+}
