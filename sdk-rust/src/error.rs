@@ -77,6 +77,10 @@ pub enum WorkflowError {
     /// The stream to the server broke; the server gives the workflow to a worker again.
     #[error("disconnected from the server")]
     Disconnected,
+    /// The workflow was parked: released from this worker while it waits. The server
+    /// dispatches it again when the wait resolves. Not a failure.
+    #[error("workflow parked until its wait resolves")]
+    Parked,
     /// A value could not be converted to or from JSON.
     #[error("serialization: {0}")]
     Serialization(String),
@@ -109,6 +113,7 @@ impl WorkflowError {
             WorkflowError::Cancelled => "Cancelled".into(),
             WorkflowError::Fenced(_) => "Fenced".into(),
             WorkflowError::Disconnected => "Disconnected".into(),
+            WorkflowError::Parked => "Parked".into(),
         }
     }
 }

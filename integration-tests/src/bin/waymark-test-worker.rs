@@ -18,7 +18,8 @@
 //!   up to A attempts.
 //!
 //! Capacity from `WAYMARK_CAPACITY` (default 100); server from `WAYMARK_SERVER`; app version from
-//! `WAYMARK_APP_VERSION` (default `test-1`); `WAYMARK_TEST_VARIANT=renamed` renames the `counted`
+//! `WAYMARK_APP_VERSION` (default `test-1`); waits longer than `WAYMARK_PARK_AFTER_MS` park
+//! (default 60 s; 0 never parks); `WAYMARK_TEST_VARIANT=renamed` renames the `counted`
 //! steps, so a replay of a workflow begun by the normal variant is non-deterministic.
 
 use std::{path::PathBuf, time::Duration};
@@ -271,6 +272,16 @@ async fn main() {
     let worker = Worker::builder()
         .app_version(std::env::var("WAYMARK_APP_VERSION").unwrap_or_else(|_| "test-1".into()))
         .max_concurrent_workflows(capacity)
+        .park_after(
+            match std::env::var("WAYMARK_PARK_AFTER_MS")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+            {
+                Some(0) => None,
+                Some(ms) => Some(Duration::from_millis(ms)),
+                None => Some(Duration::from_secs(60)),
+            },
+        )
         .workflow("counted", counted)
         .workflow("echo", echo)
         .workflow("flaky", flaky)

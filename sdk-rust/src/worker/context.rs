@@ -39,6 +39,7 @@ struct Inner {
     conn: Arc<Conn>,
     cancelled: Arc<AtomicBool>,
     wakeup: Arc<Notify>,
+    park_after: Option<Duration>,
 }
 
 impl WorkflowContext {
@@ -47,6 +48,7 @@ impl WorkflowContext {
         conn: Arc<Conn>,
         cancelled: Arc<AtomicBool>,
         wakeup: Arc<Notify>,
+        park_after: Option<Duration>,
     ) -> Self {
         WorkflowContext {
             inner: Arc::new(Inner {
@@ -59,6 +61,7 @@ impl WorkflowContext {
                 conn,
                 cancelled,
                 wakeup,
+                park_after,
             }),
         }
     }
@@ -177,6 +180,28 @@ impl Inner {
         }
     }
 
+    /// Whether a wait until `until_ms` (by a clock now at `now_ms`) is long enough to park for.
+    fn should_park(&self, until_ms: i64, now_ms: i64) -> bool {
+        self.park_after
+            .is_some_and(|t| until_ms.saturating_sub(now_ms) > t.as_millis() as i64)
+    }
+
+    /// Asks the server to park this workflow; true when it did (the run must end now).
+    async fn park(&self, step_id: u32, wake_at_ms: i64, on: v1::park::On) -> Result<bool, WorkflowError> {
+        let req = v1::Park {
+            workflow_id: self.workflow_id.clone(),
+            epoch: self.epoch,
+            step_id,
+            wake_at_ms,
+            on: Some(on),
+        };
+        match self.conn.request(worker_message::Kind::Park(req)).await? {
+            reply::Result::Parked(p) => Ok(p.parked),
+            reply::Result::Error(e) => Err(refused(e)),
+            _ => Err(WorkflowError::Disconnected),
+        }
+    }
+
     fn check_cancelled(&self) -> Result<(), WorkflowError> {
         if self.cancelled.load(Ordering::SeqCst) {
             Err(WorkflowError::Cancelled)
@@ -243,6 +268,9 @@ impl WorkflowContext {
                     wake_at
                 }
             };
+            if inner.should_park(wake_at, unix_ms()) && inner.park(step_id, wake_at, v1::park::On::Timer(true)).await? {
+                return Err(WorkflowError::Parked);
+            }
             while unix_ms() < wake_at {
                 inner.wait_until(wake_at, unix_ms()).await?;
             }
@@ -314,7 +342,8 @@ impl WorkflowContext {
                     deadline_ms,
                 })
             };
-            let got = inner.durable_wait(steps, timeout, request).await?;
+            let park_on = v1::park::On::Topic(topic.clone());
+            let got = inner.durable_wait(steps, timeout, park_on, request).await?;
             got.map(|m| serde_json::from_value(m).map_err(WorkflowError::from))
                 .transpose()
         }
@@ -376,7 +405,11 @@ impl WorkflowContext {
                     deadline_ms,
                 })
             };
-            let got = inner.durable_wait(steps, timeout, request).await?;
+            let park_on = v1::park::On::Event(v1::EventKey {
+                workflow_id: target.clone(),
+                key: key.clone(),
+            });
+            let got = inner.durable_wait(steps, timeout, park_on, request).await?;
             got.map(|v| serde_json::from_value(v).map_err(WorkflowError::from))
                 .transpose()
         }
@@ -557,6 +590,7 @@ impl Inner {
         &self,
         (deadline_step, deadline_name, result_name, field): (u32, &str, &str, &str),
         timeout: Duration,
+        park_on: v1::park::On,
         request: impl Fn(u32, i64) -> worker_message::Kind,
     ) -> Result<Option<serde_json::Value>, WorkflowError> {
         let result_step = deadline_step + 1;
@@ -598,6 +632,11 @@ impl Inner {
                 }
                 O::TimedOut => return Ok(None),
                 // Wait for a wakeup, or until the deadline by the server's clock.
+                _ if self.should_park(deadline_ms, server_now) => {
+                    if self.park(result_step, deadline_ms, park_on.clone()).await? {
+                        return Err(WorkflowError::Parked);
+                    }
+                }
                 _ => self.wait_until(deadline_ms, server_now).await?,
             }
         }

@@ -25,6 +25,7 @@ pub struct WorkerBuilder {
     app_version: String,
     queues: Vec<String>,
     max_concurrent_workflows: u32,
+    park_after: Option<Duration>,
     workflows: HashMap<String, WorkflowFn>,
 }
 
@@ -40,6 +41,8 @@ pub(crate) struct WorkerConfig {
     pub app_version: String,
     pub queues: Vec<String>,
     pub max_concurrent_workflows: u32,
+    /// Waits longer than this release the workflow from memory (parking).
+    pub park_after: Option<Duration>,
     pub workflows: HashMap<String, WorkflowFn>,
 }
 
@@ -52,6 +55,7 @@ impl Worker {
             app_version: String::new(),
             queues: Vec::new(),
             max_concurrent_workflows: 100,
+            park_after: Some(Duration::from_secs(60)),
             workflows: HashMap::new(),
         }
     }
@@ -147,6 +151,14 @@ impl WorkerBuilder {
         self
     }
 
+    /// A workflow that will wait (sleep, recv, get_event) longer than this is parked: released
+    /// from this worker's memory and its slot, and dispatched again when the wait resolves.
+    /// `None` keeps every waiting workflow in memory. Default: 60 seconds.
+    pub fn park_after(mut self, threshold: Option<Duration>) -> Self {
+        self.park_after = threshold;
+        self
+    }
+
     /// Registers a workflow function under `name`. Input and output are any serde types; they
     /// travel as JSON.
     pub fn workflow<I, O, F, Fut>(mut self, name: impl Into<String>, f: F) -> Self
@@ -180,6 +192,7 @@ impl WorkerBuilder {
                 app_version: self.app_version,
                 queues: self.queues,
                 max_concurrent_workflows: self.max_concurrent_workflows,
+                park_after: self.park_after,
                 workflows: self.workflows,
             }),
         }

@@ -181,7 +181,7 @@ fn start(
     let cancelled = Arc::new(AtomicBool::new(false));
     let wakeup = Arc::new(tokio::sync::Notify::new());
     let f = config.workflows.get(&d.workflow_name).cloned();
-    let ctx = WorkflowContext::new(&d, conn.clone(), cancelled.clone(), wakeup.clone());
+    let ctx = WorkflowContext::new(&d, conn.clone(), cancelled.clone(), wakeup.clone(), config.park_after);
     let (workflow_id, epoch) = (d.workflow_id.clone(), d.epoch);
     let input = json::from_payload(d.input.as_ref());
     let task = tokio::spawn(async move {

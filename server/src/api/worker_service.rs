@@ -260,6 +260,24 @@ async fn handle(
                 Err(e) => reply_error(e),
             }
         }
+        Kind::Park(p) => {
+            let fence = Fence {
+                workflow_id: p.workflow_id,
+                epoch: p.epoch,
+            };
+            let on = match p.on {
+                Some(v1::park::On::Topic(topic)) => waymark_store::ParkedOn::Message(topic),
+                Some(v1::park::On::Event(e)) => waymark_store::ParkedOn::Event {
+                    workflow_id: e.workflow_id,
+                    key: e.key,
+                },
+                Some(v1::park::On::Timer(_)) | None => waymark_store::ParkedOn::Timer,
+            };
+            match engine.park(&session, fence, p.wake_at_ms, on).await {
+                Ok(parked) => reply::Result::Parked(v1::Parked { parked }),
+                Err(e) => reply_error(e),
+            }
+        }
         Kind::Heartbeat(_) => {
             if let Err(e) = engine.heartbeat(&session).await {
                 tracing::warn!(error = %e, "heartbeat not recorded");

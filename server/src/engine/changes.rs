@@ -32,8 +32,15 @@ pub async fn run(engine: Arc<Engine>) {
 
 async fn apply(engine: &Engine, change: Change) {
     match change {
-        Change::Message { workflow_id, topic } => engine.wake_receiver(&workflow_id, &topic).await,
-        Change::Event { workflow_id, key } => engine.wake_event(&workflow_id, &key).await,
+        // Either may also have put a parked workflow back in its queue.
+        Change::Message { workflow_id, topic } => {
+            engine.wake_receiver(&workflow_id, &topic).await;
+            engine.dispatch_wanted.notify_one();
+        }
+        Change::Event { workflow_id, key } => {
+            engine.wake_event(&workflow_id, &key).await;
+            engine.dispatch_wanted.notify_one();
+        }
         Change::Stream { workflow_id, key } => engine.stream_waits.wake(&workflow_id, Some(&key)),
         Change::Finished { workflow_id } => engine.announce_finished(&workflow_id, None),
         Change::Enqueued => engine.dispatch_wanted.notify_one(),

@@ -81,6 +81,8 @@ impl Engine {
             .set_event_step(&fence, step_id, &key, &value, self.now())
             .await?;
         self.wake_event(&fence.workflow_id, &key).await;
+        // Readers parked on it are back in their queue now.
+        self.dispatch_wanted.notify_one();
         Ok(())
     }
 

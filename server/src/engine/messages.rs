@@ -100,6 +100,8 @@ impl Engine {
         let (to, topic) = (message.workflow_id.clone(), message.topic.clone());
         let sent = self.store.send_message(message, self.now()).await?;
         self.wake_receiver(&to, &topic).await;
+        // The receiver may have been parked: it is back in its queue now.
+        self.dispatch_wanted.notify_one();
         Ok(sent)
     }
 
@@ -125,6 +127,7 @@ impl Engine {
         };
         let id = self.store.send_message_step(&fence, step_id, new, self.now()).await?;
         self.wake_receiver(&destination_id, &topic).await;
+        self.dispatch_wanted.notify_one();
         Ok(id)
     }
 

@@ -19,6 +19,7 @@ pub async fn run(engine: Arc<Engine>) {
         }
         recover_once(&engine).await;
         expire_once(&engine).await;
+        wake_parked_once(&engine).await;
         ticks += 1;
         if ticks.is_multiple_of(60) {
             let horizon = engine.now() - 24 * 3600 * 1000;
@@ -26,6 +27,18 @@ pub async fn run(engine: Arc<Engine>) {
                 tracing::warn!(error = %e, "pruning workers failed");
             }
         }
+    }
+}
+
+/// Puts parked workflows whose wake time came back in their queue.
+pub async fn wake_parked_once(engine: &Engine) {
+    match engine.store.wake_due(engine.now()).await {
+        Ok(0) => {}
+        Ok(n) => {
+            tracing::debug!(count = n, "parked workflows due");
+            engine.dispatch_wanted.notify_one();
+        }
+        Err(e) => tracing::warn!(error = %e, "waking parked workflows failed"),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use waymark_store::{Completed, Failure, Fence, NewStep, Outcome, Recorded, StoreError};
+use waymark_store::{Completed, Failure, Fence, NewStep, Outcome, ParkedOn, Recorded, StoreError};
 
 use super::{
     validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, Registration, ToWorker, WorkerSession,
@@ -124,6 +124,32 @@ impl Engine {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Releases a waiting workflow from its worker until its wait resolves. False when it
+    /// already has (the worker keeps it and asks again).
+    pub async fn park(
+        &self,
+        session: &WorkerSession,
+        fence: Fence,
+        wake_at: waymark_store::Millis,
+        on: ParkedOn,
+    ) -> EngineResult<bool> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        match &on {
+            ParkedOn::Timer => {}
+            ParkedOn::Message(topic) => validate::optional_name("topic", topic)?,
+            ParkedOn::Event { workflow_id, key } => {
+                validate::name("event workflow_id", workflow_id)?;
+                validate::name("key", key)?;
+            }
+        }
+        let parked = self.store.park(&fence, wake_at, &on, self.now()).await?;
+        if parked {
+            tracing::debug!(workflow_id = %fence.workflow_id, "parked");
+        }
+        Ok(parked)
     }
 
     /// Finishes a workflow; the second finisher adopts the first's outcome.

@@ -1,0 +1,161 @@
+//! Parking with real processes, on SQLite and PostgreSQL: workflows that wait long are released
+//! from their worker, hold no slot, and come back when their wait resolves.
+
+use std::time::Duration;
+
+use waymark_integration_tests::{
+    fast_recovery_args, wait_for, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
+};
+use waymark_sdk::{Client, ListOptions, StartOptions, WorkflowStatus};
+
+const PATIENCE: Duration = Duration::from_secs(600);
+
+async fn count(client: &Client, status: WorkflowStatus, name: &str) -> usize {
+    let mut n = 0;
+    let mut token = None;
+    loop {
+        let options = ListOptions {
+            statuses: vec![status],
+            workflow_name: Some(name.into()),
+            page_size: 1000,
+            page_token: token,
+            ..Default::default()
+        };
+        let (page, next) = client.list(options).await.expect("list");
+        n += page.len();
+        match next {
+            Some(t) => token = Some(t),
+            None => return n,
+        }
+    }
+}
+
+/// `n` workflows waiting an hour each, served by one worker with room for `capacity`: only
+/// parking lets them all reach their wait. Then a message to each finishes them all.
+async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, capacity: u32) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let client = server.client().await;
+    let _worker = WorkerProcess::start_with_env(
+        &server.addr,
+        &db.dir.join("effects.log"),
+        capacity,
+        "parker",
+        &[("WAYMARK_PARK_AFTER_MS", "100")],
+    );
+    wait_for_registration(&client, "counted").await;
+    use futures::StreamExt;
+    let started: Vec<_> = futures::stream::iter(0..n)
+        .map(|i| {
+            let c = client.clone();
+            async move {
+                c.start_json(
+                    "inbox",
+                    serde_json::json!({"timeout_ms": 3_600_000}),
+                    StartOptions::id(format!("p{i}")),
+                )
+                .await
+            }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    assert!(started.iter().all(|r| r.is_ok()), "every start succeeded");
+    wait_for(&format!("all {n} workflows to park"), PATIENCE, || async {
+        (count(&client, WorkflowStatus::Delayed, "inbox").await == n).then_some(())
+    })
+    .await;
+    let sent: Vec<_> = futures::stream::iter(0..n)
+        .map(|i| {
+            let c = client.clone();
+            async move { c.send_message(&format!("p{i}"), "", &i, None).await }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    assert!(sent.iter().all(|r| r.is_ok()), "every send succeeded");
+    wait_for(&format!("all {n} workflows to finish"), PATIENCE, || async {
+        (count(&client, WorkflowStatus::Success, "inbox").await == n).then_some(())
+    })
+    .await;
+    for i in [0, n / 2, n - 1] {
+        let w = client.get(&format!("p{i}")).await.unwrap();
+        assert_eq!(w.output, Some(serde_json::json!({"received": [i]})), "p{i}");
+        assert!(w.epoch >= 2, "p{i} was dispatched again after parking");
+    }
+}
+
+async fn a_parked_sleep_wakes_on_time(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let client = server.client().await;
+    let _worker = WorkerProcess::start_with_env(
+        &server.addr,
+        &db.dir.join("effects.log"),
+        1,
+        "sleeper",
+        &[("WAYMARK_PARK_AFTER_MS", "100")],
+    );
+    wait_for_registration(&client, "counted").await;
+    client
+        .start_json("napper", serde_json::json!({"ms": 1500}), StartOptions::id("nap"))
+        .await
+        .unwrap();
+    wait_for("the sleeper to park", PATIENCE, || async {
+        client
+            .get("nap")
+            .await
+            .ok()
+            .filter(|w| w.status == WorkflowStatus::Delayed)
+    })
+    .await;
+    // Its slot is free while it sleeps: another workflow runs on the one-slot worker meanwhile.
+    client
+        .start_json("echo", serde_json::json!("meanwhile"), StartOptions::id("other"))
+        .await
+        .unwrap();
+    let other = client.await_workflow("other", Some(PATIENCE)).await.unwrap();
+    assert_eq!(other.status, WorkflowStatus::Success);
+    let nap = client.await_workflow("nap", Some(PATIENCE)).await.unwrap();
+    let steps = client.steps("nap").await.unwrap();
+    let wake_at = steps[0].output.as_ref().unwrap()["wake_at_ms"].as_i64().unwrap();
+    assert!(
+        nap.output.unwrap().as_i64().unwrap() >= wake_at,
+        "woke no earlier than recorded"
+    );
+    assert!(nap.epoch >= 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_parked_workflows_free_their_slots() {
+    many_parked_workflows_share_a_few_slots(Backend::Sqlite, 40, 2).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_parked_workflows_free_their_slots() {
+    many_parked_workflows_share_a_few_slots(Backend::Postgres, 40, 2).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_ten_thousand_parked_workflows_on_ten_slots() {
+    many_parked_workflows_share_a_few_slots(Backend::Sqlite, 10_000, 10).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_ten_thousand_parked_workflows_on_ten_slots() {
+    many_parked_workflows_share_a_few_slots(Backend::Postgres, 10_000, 10).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_parked_sleep_wakes_on_time() {
+    a_parked_sleep_wakes_on_time(Backend::Sqlite).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_parked_sleep_wakes_on_time() {
+    a_parked_sleep_wakes_on_time(Backend::Postgres).await
+}
