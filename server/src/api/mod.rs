@@ -61,7 +61,10 @@ pub async fn serve(
             engine.begin_shutdown().await;
         }
     };
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // Set on every accepted connection: the builder's own tcp_nodelay only applies to listeners
+    // it binds itself. Without it, small stream messages (a reply, then a wakeup) wait out
+    // Nagle's algorithm and delayed ACKs: tens of milliseconds.
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     Server::builder()
         .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
