@@ -17,6 +17,7 @@ pub async fn run(engine: Arc<Engine>) {
             return;
         }
     };
+    engine.changes_live.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut shutdown = engine.shutdown_signal();
     loop {
         let change = tokio::select! {
@@ -25,7 +26,10 @@ pub async fn run(engine: Arc<Engine>) {
         };
         match change {
             Some(change) => apply(&engine, change).await,
-            None => return,
+            None => {
+                engine.changes_live.store(false, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
         }
     }
 }

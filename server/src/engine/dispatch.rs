@@ -25,7 +25,7 @@ pub async fn run(engine: Arc<Engine>) {
         }
         tokio::select! {
             _ = engine.dispatch_wanted.notified() => {}
-            _ = tokio::time::sleep(engine.config.dispatch_poll_interval) => {}
+            _ = tokio::time::sleep(engine.poll_interval()) => {}
         }
     }
 }

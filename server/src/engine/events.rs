@@ -105,7 +105,7 @@ impl Engine {
             if tokio::time::Instant::now() >= give_up {
                 return Ok(None);
             }
-            let poll = tokio::time::Instant::now() + self.config.dispatch_poll_interval.max(Duration::from_millis(200));
+            let poll = tokio::time::Instant::now() + self.poll_interval().max(Duration::from_millis(200));
             tokio::select! {
                 _ = woken => {}
                 _ = tokio::time::sleep_until(poll.min(give_up)) => {}

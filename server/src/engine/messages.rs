@@ -217,7 +217,7 @@ pub async fn run_poller(engine: Arc<Engine>) {
     let mut shutdown = engine.shutdown_signal();
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(engine.config.dispatch_poll_interval) => {}
+            _ = tokio::time::sleep(engine.poll_interval()) => {}
             _ = shutdown.wait_for(|v| *v) => return,
         }
         poll_waits(&engine).await;

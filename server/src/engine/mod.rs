@@ -60,6 +60,9 @@ pub struct Engine {
     /// The dispatcher's last claim came back full, so ENQUEUED work is waiting here. Starts are
     /// then queued behind it instead of being dispatched directly.
     pub(crate) backlog: AtomicBool,
+    /// Other replicas' changes arrive as announcements (PostgreSQL NOTIFY, or a single-process
+    /// store where there are no other replicas): polling is then only a slow safety net.
+    pub(crate) changes_live: AtomicBool,
     pub(crate) shutting_down: AtomicBool,
     /// Flips to true once when the replica starts draining.
     pub(crate) shutdown: watch::Sender<bool>,
@@ -80,6 +83,7 @@ impl Engine {
             child_waits: Default::default(),
             known_names: Default::default(),
             backlog: AtomicBool::new(false),
+            changes_live: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             shutdown: watch::channel(false).0,
         })
@@ -131,6 +135,17 @@ impl Engine {
         // Waking sends on worker streams, which may wait; do it off the caller's path.
         if let Some(waiters) = engine_waits.take_for(&id) {
             tokio::spawn(waiters);
+        }
+    }
+
+    /// How often to look for what other replicas did: the configured interval, or ten times it
+    /// (at least 5 s) while their changes are announced.
+    pub(crate) fn poll_interval(&self) -> std::time::Duration {
+        let base = self.config.dispatch_poll_interval;
+        if self.changes_live.load(Ordering::Relaxed) {
+            (base * 10).max(std::time::Duration::from_secs(5))
+        } else {
+            base
         }
     }
 

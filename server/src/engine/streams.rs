@@ -102,7 +102,7 @@ impl Engine {
                     StreamNext::Entries(last)
                 });
             }
-            let poll = tokio::time::sleep(self.config.dispatch_poll_interval.max(Duration::from_millis(200)));
+            let poll = tokio::time::sleep(self.poll_interval().max(Duration::from_millis(200)));
             tokio::select! {
                 _ = woken => {}
                 _ = poll => {}

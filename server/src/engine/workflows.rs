@@ -236,7 +236,7 @@ impl Engine {
                 }
                 // Completions through other replicas are not announced here: look again now
                 // and then.
-                let poll = tokio::time::sleep(self.config.dispatch_poll_interval.max(Duration::from_millis(200)));
+                let poll = tokio::time::sleep(self.poll_interval().max(Duration::from_millis(200)));
                 tokio::select! {
                     _ = poll => {}
                     _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),

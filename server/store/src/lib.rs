@@ -568,7 +568,8 @@ pub trait Store: Send + Sync + 'static {
     async fn finished_among(&self, workflow_ids: &[String]) -> StoreResult<Vec<String>>;
 
     /// Changes other replicas commit, as they commit (see [`changes`]). `None` when this
-    /// backend cannot announce them; the engine then polls.
+    /// backend cannot announce them; the engine then polls. A single-process backend returns a
+    /// channel that stays silent: there are no other replicas.
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<changes::Change>>>;
 
     /// Remembers that a worker registered these workflow names.

@@ -30,6 +30,8 @@ pub struct SqliteStore {
     read: SqlitePool,
     /// Group commit for step checkpoints: concurrent ones share one transaction, so one fsync.
     steps: Batcher<(Fence, NewStep, Millis), StoreResult<Recorded>>,
+    /// Senders of the change channels handed out; kept so the channels stay open.
+    silent: std::sync::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<crate::changes::Change>>>,
 }
 
 /// Largest batch of step checkpoints in one transaction.
@@ -134,7 +136,12 @@ impl SqliteStore {
         // One lane: SQLite has one writer anyway; batches form while the previous one commits.
         let writer = write.clone();
         let steps = Batcher::spawn(1, MAX_STEP_BATCH, move |batch| record_steps(writer.clone(), batch));
-        Ok(SqliteStore { write, read, steps })
+        Ok(SqliteStore {
+            write,
+            read,
+            steps,
+            silent: Default::default(),
+        })
     }
 
     async fn workflow_on<'e, E>(exec: E, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>>
@@ -525,8 +532,11 @@ impl Store for SqliteStore {
     }
 
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
-        // One process owns the file: everything that happens, happens through this replica.
-        Ok(None)
+        // One process owns the file: every change happens through this replica, so there is
+        // nothing to announce, and nothing to poll for. The channel stays open and silent.
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.silent.lock().unwrap().push(tx);
+        Ok(Some(rx))
     }
 
     async fn start_child_step(
