@@ -30,6 +30,21 @@ async fn count(client: &Client, status: WorkflowStatus, name: &str) -> usize {
     }
 }
 
+/// True when no `inbox` workflow is in any of these statuses.
+async fn none_in(client: &Client, statuses: &[WorkflowStatus]) -> bool {
+    let options = ListOptions {
+        statuses: statuses.to_vec(),
+        workflow_name: Some("inbox".into()),
+        page_size: 1,
+        ..Default::default()
+    };
+    client
+        .list(options)
+        .await
+        .map(|(page, _)| page.is_empty())
+        .unwrap_or(false)
+}
+
 /// `n` workflows waiting an hour each, served by one worker with room for `capacity`: only
 /// parking lets them all reach their wait. Then a message to each finishes them all.
 async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, capacity: u32) {
@@ -63,10 +78,14 @@ async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, cap
         .collect()
         .await;
     assert!(started.iter().all(|r| r.is_ok()), "every start succeeded");
+    // Cheap to poll: none left running or queued means all are parked.
     wait_for(&format!("all {n} workflows to park"), PATIENCE, || async {
-        (count(&client, WorkflowStatus::Delayed, "inbox").await == n).then_some(())
+        none_in(&client, &[WorkflowStatus::Enqueued, WorkflowStatus::Pending])
+            .await
+            .then_some(())
     })
     .await;
+    assert_eq!(count(&client, WorkflowStatus::Delayed, "inbox").await, n);
     let sent: Vec<_> = futures::stream::iter(0..n)
         .map(|i| {
             let c = client.clone();
@@ -77,9 +96,19 @@ async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, cap
         .await;
     assert!(sent.iter().all(|r| r.is_ok()), "every send succeeded");
     wait_for(&format!("all {n} workflows to finish"), PATIENCE, || async {
-        (count(&client, WorkflowStatus::Success, "inbox").await == n).then_some(())
+        none_in(
+            &client,
+            &[
+                WorkflowStatus::Enqueued,
+                WorkflowStatus::Pending,
+                WorkflowStatus::Delayed,
+            ],
+        )
+        .await
+        .then_some(())
     })
     .await;
+    assert_eq!(count(&client, WorkflowStatus::Success, "inbox").await, n);
     for i in [0, n / 2, n - 1] {
         let w = client.get(&format!("p{i}")).await.unwrap();
         assert_eq!(w.output, Some(serde_json::json!({"received": [i]})), "p{i}");
