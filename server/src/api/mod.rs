@@ -1,7 +1,7 @@
 //! The gRPC surface: tonic services that convert requests, call the [`Engine`], and map errors
 //! to statuses. No decisions are made here.
 
-use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use tonic::transport::Server;
 use waymark_proto::v1::{worker_service_server::WorkerServiceServer, workflow_service_server::WorkflowServiceServer};
@@ -92,8 +92,4 @@ pub async fn termination() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
-}
-
-pub fn local_addr(l: &tokio::net::TcpListener) -> Option<SocketAddr> {
-    l.local_addr().ok()
 }
