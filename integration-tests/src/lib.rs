@@ -340,3 +340,40 @@ pub async fn wait_for_registration(client: &waymark_sdk::Client, workflow_name: 
     )
     .await
 }
+
+/// A server on a fresh database with one test worker (capacity 20) registered: what most
+/// end-to-end tests start from.
+pub struct Setup {
+    pub server: ServerProcess,
+    pub client: waymark_sdk::Client,
+    pub db: TestDatabase,
+    pub worker: WorkerProcess,
+}
+
+/// Starts a [`Setup`] with the fast-recovery server flags plus `extra`. `None` when the backend
+/// is skipped (see [`TestDatabase::new`]).
+pub async fn setup(backend: Backend, extra: &[&str]) -> Option<Setup> {
+    let db = TestDatabase::new(backend).await?;
+    let mut args = fast_recovery_args();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let server = ServerProcess::start(&db, &args).await;
+    let client = server.client().await;
+    let worker = WorkerProcess::start(&server.addr, &db.dir.join("effects.log"), 20, "worker");
+    wait_for_registration(&client, "counted").await;
+    Some(Setup {
+        server,
+        client,
+        db,
+        worker,
+    })
+}
+
+/// Expands `async fn case(backend: Backend)` functions into one test per case and store:
+/// `sqlite::case` and `postgres::case`.
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name($crate::Backend::Sqlite).await })* }
+        mod postgres { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name($crate::Backend::Postgres).await })* }
+    };
+}

@@ -4,36 +4,10 @@
 
 use std::{process::Command, time::Duration};
 
-use waymark_integration_tests::{
-    fast_recovery_args, side_effects, wait_for, wait_for_registration, waymark_bin, Backend, ServerProcess,
-    TestDatabase, WorkerProcess,
-};
-use waymark_sdk::{Client, Error, ListOptions, StartOptions, WorkflowStatus};
+use waymark_integration_tests::{setup, side_effects, wait_for, waymark_bin, Backend, ServerProcess, TestDatabase};
+use waymark_sdk::{Error, ListOptions, StartOptions, WorkflowStatus};
 
 const PATIENCE: Duration = Duration::from_secs(120);
-
-struct Setup {
-    server: ServerProcess,
-    client: Client,
-    db: TestDatabase,
-    _worker: WorkerProcess,
-}
-
-async fn setup(backend: Backend, extra: &[&str]) -> Option<Setup> {
-    let db = TestDatabase::new(backend).await?;
-    let mut args = fast_recovery_args();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let server = ServerProcess::start(&db, &args).await;
-    let client = server.client().await;
-    let worker = WorkerProcess::start(&server.addr, &db.dir.join("effects.log"), 20, "api");
-    wait_for_registration(&client, "counted").await;
-    Some(Setup {
-        server,
-        client,
-        db,
-        _worker: worker,
-    })
-}
 
 fn reason(e: &Error) -> &str {
     e.reason().unwrap_or("<no reason>")
@@ -301,14 +275,7 @@ async fn step_retries_follow_the_policy(backend: Backend) {
     assert_eq!((step.attempts, step.failure.is_some()), (3, true));
 }
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Sqlite).await })* }
-        mod postgres { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Postgres).await })* }
-    };
-}
-
-on_both_stores!(
+waymark_integration_tests::on_both_stores!(
     starts_are_idempotent,
     bad_input_gets_stable_reasons,
     await_honours_the_deadline,

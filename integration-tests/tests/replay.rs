@@ -106,11 +106,4 @@ async fn recovery_stays_on_the_app_version(backend: Backend) {
     );
 }
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Sqlite).await })* }
-        mod postgres { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Postgres).await })* }
-    };
-}
-
-on_both_stores!(changed_code_fails_the_replay, recovery_stays_on_the_app_version);
+waymark_integration_tests::on_both_stores!(changed_code_fails_the_replay, recovery_stays_on_the_app_version);

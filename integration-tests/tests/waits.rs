@@ -4,35 +4,10 @@
 
 use std::time::Duration;
 
-use waymark_integration_tests::{
-    fast_recovery_args, wait_for, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
-};
+use waymark_integration_tests::{setup, wait_for, Backend, WorkerProcess};
 use waymark_sdk::{Client, Error, StartOptions, WorkflowStatus};
 
 const PATIENCE: Duration = Duration::from_secs(120);
-
-struct Setup {
-    server: ServerProcess,
-    client: Client,
-    db: TestDatabase,
-    worker: WorkerProcess,
-}
-
-async fn setup(backend: Backend, extra: &[&str]) -> Option<Setup> {
-    let db = TestDatabase::new(backend).await?;
-    let mut args = fast_recovery_args();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let server = ServerProcess::start(&db, &args).await;
-    let client = server.client().await;
-    let worker = WorkerProcess::start(&server.addr, &db.dir.join("effects.log"), 20, "waits");
-    wait_for_registration(&client, "counted").await;
-    Some(Setup {
-        server,
-        client,
-        db,
-        worker,
-    })
-}
 
 /// Waits until the workflow has recorded `n` steps (e.g. its recv deadline: it is waiting).
 async fn recorded(client: &Client, id: &str, n: usize) -> Vec<waymark_sdk::StepInfo> {
@@ -603,14 +578,7 @@ async fn a_workflow_past_its_timeout_is_cancelled_with_its_children(backend: Bac
     );
 }
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Sqlite).await })* }
-        mod postgres { use super::*; $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(Backend::Postgres).await })* }
-    };
-}
-
-on_both_stores!(
+waymark_integration_tests::on_both_stores!(
     a_send_wakes_the_waiting_recv,
     recv_times_out_with_nothing,
     retried_sends_deliver_once,
