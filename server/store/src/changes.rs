@@ -20,6 +20,8 @@ pub enum Change {
     Stream { workflow_id: String, key: String },
     /// `workflow_id` reached a terminal status.
     Finished { workflow_id: String },
+    /// Step `step_id` of `workflow_id` (a remote step's result) was recorded.
+    StepDone { workflow_id: String, step_id: u32 },
     /// Work was enqueued (a start, a resume, a recovery): dispatchers should look.
     Enqueued,
 }
@@ -55,6 +57,10 @@ mod tests {
             },
             Change::Finished {
                 workflow_id: "w".into(),
+            },
+            Change::StepDone {
+                workflow_id: "w".into(),
+                step_id: 3,
             },
             Change::Enqueued,
         ] {

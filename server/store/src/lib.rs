@@ -17,8 +17,14 @@ pub mod changes;
 pub mod conformance;
 mod messaging;
 pub mod postgres;
+mod remote;
 mod rows;
 pub mod sqlite;
+
+pub use remote::{
+    ExpiredSteps, NewStepTask, StepAttempt, StepClaim, StepFinished, StepPolicy, StepTask, WaitTarget, SELECT_STEP,
+    STEP_TIMED_OUT,
+};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
@@ -315,6 +321,8 @@ pub enum ParkedOn {
     Message(String),
     /// Another workflow's event.
     Event { workflow_id: String, key: String },
+    /// The result of its own remote step at this position.
+    Step(u32),
 }
 
 impl ParkedOn {
@@ -324,6 +332,7 @@ impl ParkedOn {
             ParkedOn::Timer => "timer".to_string(),
             ParkedOn::Message(topic) => format!("message\n{topic}"),
             ParkedOn::Event { workflow_id, key } => format!("event\n{workflow_id}\n{key}"),
+            ParkedOn::Step(step_id) => format!("step\n{step_id}"),
         }
     }
 }
@@ -383,6 +392,14 @@ pub enum StoreError {
     NotResumable {
         workflow_id: String,
         status: WorkflowStatus,
+    },
+    /// A remote step's result names an attempt that is no longer running (it timed out and was
+    /// dispatched again, or the step is already done).
+    #[error("attempt {attempt} of step {step_id} of workflow {workflow_id:?} is no longer running")]
+    StepAttemptStale {
+        workflow_id: String,
+        step_id: u32,
+        attempt: u32,
     },
     /// The database failed or could not be reached.
     #[error("database unavailable: {0}")]
@@ -577,4 +594,45 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether any worker ever registered this workflow name.
     async fn is_workflow_name_known(&self, name: &str) -> StoreResult<bool>;
+
+    /// Calls remote step `task` as step `step_id` of the fenced workflow: returns the recorded
+    /// result when there is one; otherwise makes sure the call is queued (once, however often it
+    /// is asked) and returns `None`. A different step at that position is `NonDeterminism`.
+    async fn call_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        task: &NewStepTask,
+        now: Millis,
+    ) -> StoreResult<Option<StepRecord>>;
+
+    /// Takes up to `claim.limit` queued remote step calls that are due and that this worker
+    /// runs, oldest first, starting their next attempt. Concurrent claims never take the same
+    /// call. Calls of finished workflows are not taken.
+    async fn claim_step_tasks(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>>;
+
+    /// Takes a worker's result for a running attempt: a failure with attempts left goes back to
+    /// the queue after its backoff; anything else is recorded as the caller's step, and a
+    /// caller parked on it goes back to its queue. `StepAttemptStale` when the attempt is not
+    /// the one running.
+    async fn finish_step_task(&self, attempt: &StepAttempt, outcome: Outcome, now: Millis)
+        -> StoreResult<StepFinished>;
+
+    /// Fails the running attempts past their start-to-close timeout, or whose worker stream's
+    /// lease ended, as if they had reported a failure; drops the calls of finished workflows.
+    async fn expire_step_tasks(&self, now: Millis) -> StoreResult<ExpiredSteps>;
+
+    /// Which of these (workflow, step) positions are recorded.
+    async fn steps_recorded(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>>;
+
+    /// "Wait for the first of": when any target is done, records the index of the one that
+    /// finished first as step `step_id` of the fenced workflow and returns it; `None` while
+    /// none is. A recorded step is answered from the record.
+    async fn select_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        targets: &[WaitTarget],
+        now: Millis,
+    ) -> StoreResult<Option<u32>>;
 }

@@ -18,6 +18,7 @@ mod children;
 mod events;
 mod messages;
 mod parking;
+mod remote_steps;
 mod streams;
 
 use crate::batch::Batcher;
@@ -766,5 +767,46 @@ impl Store for PostgresStore {
         .await
         .map_err(db_error)?;
         Ok(done.rows_affected())
+    }
+
+    async fn call_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        task: &NewStepTask,
+        now: Millis,
+    ) -> StoreResult<Option<StepRecord>> {
+        self.call_step_impl(fence, step_id, task, now).await
+    }
+
+    async fn claim_step_tasks(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
+        self.claim_step_tasks_impl(claim, now).await
+    }
+
+    async fn finish_step_task(
+        &self,
+        attempt: &StepAttempt,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<StepFinished> {
+        self.finish_step_task_impl(attempt, outcome, now).await
+    }
+
+    async fn expire_step_tasks(&self, now: Millis) -> StoreResult<ExpiredSteps> {
+        self.expire_step_tasks_impl(now).await
+    }
+
+    async fn steps_recorded(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>> {
+        self.steps_recorded_impl(keys).await
+    }
+
+    async fn select_step(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        targets: &[WaitTarget],
+        now: Millis,
+    ) -> StoreResult<Option<u32>> {
+        self.select_step_impl(fence, step_id, targets, now).await
     }
 }

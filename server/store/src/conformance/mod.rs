@@ -21,6 +21,7 @@ mod dispatch;
 mod events;
 mod messages;
 mod parking;
+mod remote_steps;
 mod steps;
 mod streams;
 mod workflows;
@@ -30,6 +31,7 @@ pub use dispatch::*;
 pub use events::*;
 pub use messages::*;
 pub use parking::*;
+pub use remote_steps::*;
 pub use steps::*;
 pub use streams::*;
 pub use workflows::*;
@@ -80,6 +82,11 @@ macro_rules! conformance_tests {
             children_start_with_their_record_and_rejoin_on_replay,
             deadlines_cancel_and_children_inherit_them,
             parked_workflows_wake_when_their_wait_resolves,
+            remote_step_calls_queue_once_and_record_their_result,
+            remote_step_failures_retry_with_backoff_then_record,
+            remote_step_attempts_time_out_and_parked_callers_wake,
+            concurrent_step_claims_take_each_call_once,
+            select_records_the_first_to_finish,
             workflow_names_are_remembered,
         );
     };

@@ -14,7 +14,7 @@ pub(super) async fn wake_parked(
     on: &ParkedOn,
     now: Millis,
 ) -> StoreResult<u64> {
-    lock_wait_key(tx, on).await?;
+    lock_wait_key(tx, workflow_id, on).await?;
     let done = sqlx::query(
         "UPDATE workflows SET status = 'ENQUEUED', wake_at = NULL, parked_on = NULL, updated_at = $1 \
          WHERE status = 'DELAYED' AND parked_on = $2 AND ($3::text IS NULL OR workflow_id = $3)",
@@ -30,9 +30,15 @@ pub(super) async fn wake_parked(
 
 /// Parking and the writes that resolve a wait take turns on the wait's key, so a park never
 /// misses a resolution committed between its check and its update (a lost wakeup).
-async fn lock_wait_key(tx: &mut sqlx::PgConnection, on: &ParkedOn) -> StoreResult<()> {
+/// The key names the waiting workflow too when the resolving write knows it (a message, a
+/// remote step's result), so unrelated workflows do not queue on one lock.
+async fn lock_wait_key(tx: &mut sqlx::PgConnection, workflow_id: Option<&str>, on: &ParkedOn) -> StoreResult<()> {
+    let key = match workflow_id {
+        Some(w) => format!("{w}\n{}", on.key()),
+        None => on.key(),
+    };
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind(on.key())
+        .bind(key)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -50,7 +56,13 @@ impl PostgresStore {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         // The fence: the workflow row is held until commit (the step slot itself is unused).
         fenced_step(&mut tx, fence, u32::MAX).await?;
-        lock_wait_key(&mut tx, on).await?;
+        // Whoever resolves the wait locks the same key: events are set by another workflow,
+        // which does not know who waits; messages and step results name the waiter.
+        let waiter = match on {
+            ParkedOn::Event { .. } => None,
+            _ => Some(fence.workflow_id.as_str()),
+        };
+        lock_wait_key(&mut tx, waiter, on).await?;
         let resolved = match on {
             ParkedOn::Timer => wake_at <= now,
             ParkedOn::Message(topic) => sqlx::query_scalar::<_, i32>(
@@ -66,6 +78,15 @@ impl PostgresStore {
                 sqlx::query_scalar::<_, i32>("SELECT 1 FROM events WHERE workflow_id = $1 AND event_key = $2")
                     .bind(workflow_id)
                     .bind(key)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_error)?
+                    .is_some()
+            }
+            ParkedOn::Step(step_id) => {
+                sqlx::query_scalar::<_, i32>("SELECT 1 FROM steps WHERE workflow_id = $1 AND step_id = $2")
+                    .bind(&fence.workflow_id)
+                    .bind(*step_id as i64)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(db_error)?

@@ -62,6 +62,15 @@ impl SqliteStore {
                     .map_err(db_error)?
                     .is_some()
             }
+            ParkedOn::Step(step_id) => {
+                sqlx::query_scalar::<_, i64>("SELECT 1 FROM steps WHERE workflow_id = ?1 AND step_id = ?2")
+                    .bind(&fence.workflow_id)
+                    .bind(*step_id as i64)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_error)?
+                    .is_some()
+            }
         };
         if resolved {
             return Ok(false);

@@ -1,0 +1,322 @@
+//! Remote steps on PostgreSQL: calls queued as rows, attempts claimed with `FOR UPDATE SKIP
+//! LOCKED` (two replicas never start the same attempt), results recorded as the caller's step in
+//! the transaction that closes the call, with a NOTIFY so the replica holding the caller's
+//! worker wakes it; and "wait for the first of".
+
+use sqlx::{Postgres, Transaction};
+
+use super::messages::{fenced_step, insert_step};
+use super::parking::wake_parked;
+use super::PostgresStore;
+use crate::changes::Change;
+use crate::remote::{self, task_columns, ClaimedRow, Next, TaskRow};
+use crate::rows::{self, db_error};
+use crate::*;
+
+async fn locked_task(
+    tx: &mut Transaction<'_, Postgres>,
+    workflow_id: &str,
+    step_id: u32,
+) -> StoreResult<Option<TaskRow>> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        task_columns!(),
+        " FROM step_tasks WHERE workflow_id = $1 AND step_id = $2 FOR UPDATE"
+    ))
+    .bind(workflow_id)
+    .bind(step_id as i64)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_error)
+}
+
+impl PostgresStore {
+    /// Applies what a finished attempt leads to. True when the result was recorded.
+    async fn apply(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        task: &TaskRow,
+        next: Next,
+        now: Millis,
+    ) -> StoreResult<bool> {
+        match next {
+            Next::Retry { at, failure } => {
+                sqlx::query(
+                    "UPDATE step_tasks SET status = 'QUEUED', available_at = $1, last_failure = $2, worker_id = NULL, \
+                     session_id = NULL, attempt_deadline_at = NULL, updated_at = $3 WHERE workflow_id = $4 AND step_id = $5",
+                )
+                .bind(at)
+                .bind(failure)
+                .bind(now)
+                .bind(&task.workflow_id)
+                .bind(task.step_id)
+                .execute(&mut **tx)
+                .await
+                .map_err(db_error)?;
+                Ok(false)
+            }
+            Next::Close { outcome, attempts } => {
+                let (output, failure) = rows::outcome_columns(&outcome);
+                sqlx::query(
+                    "UPDATE step_tasks SET status = 'DONE', attempt_deadline_at = NULL, updated_at = $1 \
+                     WHERE workflow_id = $2 AND step_id = $3",
+                )
+                .bind(now)
+                .bind(&task.workflow_id)
+                .bind(task.step_id)
+                .execute(&mut **tx)
+                .await
+                .map_err(db_error)?;
+                // Recorded under the caller's current epoch: the caller may have been recovered
+                // since it made the call, and its new run reads this record.
+                sqlx::query(
+                    "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+                     SELECT $1, $2, $3, $4, $5, $6, epoch, $7 FROM workflows WHERE workflow_id = $1 \
+                     ON CONFLICT (workflow_id, step_id) DO NOTHING",
+                )
+                .bind(&task.workflow_id)
+                .bind(task.step_id)
+                .bind(&task.step_name)
+                .bind(output)
+                .bind(failure)
+                .bind(attempts as i64)
+                .bind(now)
+                .execute(&mut **tx)
+                .await
+                .map_err(db_error)?;
+                let on = ParkedOn::Step(task.step_id as u32);
+                if wake_parked(tx, Some(&task.workflow_id), &on, now).await? > 0 {
+                    self.announce(&mut **tx, Change::Enqueued).await?;
+                }
+                let done = Change::StepDone {
+                    workflow_id: task.workflow_id.clone(),
+                    step_id: task.step_id as u32,
+                };
+                self.announce(&mut **tx, done).await?;
+                Ok(true)
+            }
+        }
+    }
+
+    pub(super) async fn call_step_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        task: &NewStepTask,
+        now: Millis,
+    ) -> StoreResult<Option<StepRecord>> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            remote::check_call(&fence.workflow_id, &done, &task.step_name)?;
+            return Ok(Some(done));
+        }
+        let p = &task.policy;
+        let (existing, inserted): (String, bool) = sqlx::query_as(
+            "WITH ins AS (INSERT INTO step_tasks (workflow_id, step_id, step_name, input, status, max_attempts, \
+               initial_backoff_ms, backoff_coefficient, max_backoff_ms, timeout_ms, available_at, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, $10, $10, $10) ON CONFLICT DO NOTHING \
+             RETURNING step_name) \
+             SELECT step_name, true FROM ins UNION ALL \
+             SELECT step_name, false FROM step_tasks WHERE workflow_id = $1 AND step_id = $2 LIMIT 1",
+        )
+        .bind(&fence.workflow_id)
+        .bind(step_id as i64)
+        .bind(&task.step_name)
+        .bind(&task.input)
+        .bind(p.max_attempts as i64)
+        .bind(p.initial_backoff_ms)
+        .bind(p.backoff_coefficient)
+        .bind(p.max_backoff_ms)
+        .bind(p.timeout_ms)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if existing != task.step_name {
+            return Err(StoreError::NonDeterminism {
+                workflow_id: fence.workflow_id.clone(),
+                step_id,
+                recorded: existing,
+                presented: task.step_name.clone(),
+            });
+        }
+        if inserted {
+            self.announce(&mut *tx, Change::Enqueued).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(None)
+    }
+
+    pub(super) async fn claim_step_tasks_impl(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
+        if claim.limit == 0 || claim.step_names.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The locking subquery sits in FROM with a LIMIT, so it runs once (see claim_workflows
+        // for why that matters with SKIP LOCKED); `OF q` keeps the workflow rows unlocked.
+        let claimed: Vec<ClaimedRow> = sqlx::query_as(concat!(
+            "UPDATE step_tasks t SET status = 'RUNNING', attempt = t.attempt + 1, worker_id = $1, session_id = $2, \
+               attempt_deadline_at = $3 + t.timeout_ms, updated_at = $3 \
+             FROM (SELECT q.workflow_id, q.step_id FROM step_tasks q WHERE q.status = 'QUEUED' AND q.available_at <= $3 \
+               AND q.step_name = ANY($4) \
+               AND EXISTS (SELECT 1 FROM workflows w WHERE w.workflow_id = q.workflow_id \
+                 AND w.status IN ('ENQUEUED', 'DELAYED', 'PENDING')) \
+               ORDER BY q.available_at, q.created_at LIMIT $5 FOR UPDATE OF q SKIP LOCKED) c \
+             WHERE t.workflow_id = c.workflow_id AND t.step_id = c.step_id AND t.status = 'QUEUED' \
+             RETURNING ",
+            "t.workflow_id, t.step_id, t.step_name, t.input, t.attempt, t.attempt_deadline_at"
+        ))
+        .bind(&claim.worker_id)
+        .bind(&claim.session_id)
+        .bind(now)
+        .bind(&claim.step_names)
+        .bind(claim.limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(claimed.into_iter().map(StepTask::from).collect())
+    }
+
+    pub(super) async fn finish_step_task_impl(
+        &self,
+        attempt: &StepAttempt,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<StepFinished> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let task = locked_task(&mut tx, &attempt.workflow_id, attempt.step_id)
+            .await?
+            .ok_or_else(|| StoreError::StepAttemptStale {
+                workflow_id: attempt.workflow_id.clone(),
+                step_id: attempt.step_id,
+                attempt: attempt.attempt,
+            })?;
+        if !task.is_running(attempt.attempt) {
+            return Err(task.stale(attempt.attempt));
+        }
+        let next = task.next(outcome, now);
+        let finished = match &next {
+            Next::Retry { at, .. } => StepFinished::Retrying { at: *at },
+            Next::Close { .. } => StepFinished::Recorded,
+        };
+        self.apply(&mut tx, &task, next, now).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(finished)
+    }
+
+    pub(super) async fn expire_step_tasks_impl(&self, now: Millis) -> StoreResult<ExpiredSteps> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        sqlx::query(
+            "UPDATE step_tasks t SET status = 'CANCELLED', updated_at = $1 WHERE t.status IN ('QUEUED', 'RUNNING') \
+             AND NOT EXISTS (SELECT 1 FROM workflows w WHERE w.workflow_id = t.workflow_id \
+               AND w.status IN ('ENQUEUED', 'DELAYED', 'PENDING'))",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let expired: Vec<(String, i64, bool)> = sqlx::query_as(
+            "SELECT t.workflow_id, t.step_id, NOT EXISTS (SELECT 1 FROM worker_sessions s \
+               WHERE s.session_id = t.session_id AND s.lease_expires_at >= $1) \
+             FROM step_tasks t WHERE t.status = 'RUNNING' AND (t.attempt_deadline_at < $1 OR NOT EXISTS \
+              (SELECT 1 FROM worker_sessions s WHERE s.session_id = t.session_id AND s.lease_expires_at >= $1)) \
+             LIMIT 1000 FOR UPDATE OF t SKIP LOCKED",
+        )
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let mut out = ExpiredSteps::default();
+        for (workflow_id, step_id, lost) in expired {
+            let Some(task) = locked_task(&mut tx, &workflow_id, step_id as u32).await? else {
+                continue;
+            };
+            let next = task.next(task.timed_out(lost), now);
+            if let Next::Retry { at, .. } = &next {
+                out.retrying.push(*at);
+            }
+            if self.apply(&mut tx, &task, next, now).await? {
+                out.recorded.push((workflow_id, step_id as u32));
+            }
+        }
+        if !out.retrying.is_empty() {
+            self.announce(&mut *tx, Change::Enqueued).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(out)
+    }
+
+    pub(super) async fn steps_recorded_impl(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = keys.iter().map(|(w, _)| w.as_str()).collect();
+        let steps: Vec<i64> = keys.iter().map(|(_, s)| *s as i64).collect();
+        let found: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT s.workflow_id, s.step_id FROM steps s \
+             JOIN unnest($1::text[], $2::bigint[]) AS k(workflow_id, step_id) \
+               ON s.workflow_id = k.workflow_id AND s.step_id = k.step_id",
+        )
+        .bind(&ids)
+        .bind(&steps)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(found.into_iter().map(|(w, s)| (w, s as u32)).collect())
+    }
+
+    pub(super) async fn select_step_impl(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        targets: &[WaitTarget],
+        now: Millis,
+    ) -> StoreResult<Option<u32>> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return remote::replay_select(&fence.workflow_id, &done).map(Some);
+        }
+        let mut done_at = Vec::with_capacity(targets.len());
+        for target in targets {
+            let at: Option<i64> = match target {
+                WaitTarget::Workflow(id) => {
+                    let row: Option<(String, i64)> =
+                        sqlx::query_as("SELECT status, updated_at FROM workflows WHERE workflow_id = $1")
+                            .bind(id)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(db_error)?;
+                    let (status, at) = row.ok_or_else(|| StoreError::WorkflowNotFound(id.clone()))?;
+                    WorkflowStatus::parse(&status)
+                        .is_some_and(WorkflowStatus::is_terminal)
+                        .then_some(at)
+                }
+                WaitTarget::Step(s) => {
+                    sqlx::query_scalar("SELECT recorded_at FROM steps WHERE workflow_id = $1 AND step_id = $2")
+                        .bind(&fence.workflow_id)
+                        .bind(*s as i64)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db_error)?
+                }
+            };
+            done_at.push(at);
+        }
+        let Some(winner) = remote::first_done(&done_at) else {
+            return Ok(None);
+        };
+        if !insert_step(
+            &mut tx,
+            fence,
+            step_id,
+            SELECT_STEP,
+            &remote::select_output(winner),
+            now,
+        )
+        .await?
+        {
+            return Err(StoreError::Unavailable("select step recorded concurrently".into()));
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(Some(winner))
+    }
+}

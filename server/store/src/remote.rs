@@ -1,0 +1,298 @@
+//! Remote steps in the storage contract: a step a workflow calls by name and some other worker
+//! runs. The call is a row keyed by the caller's step position (so a replaying caller finds it
+//! again), dispatched to workers attempt by attempt, and its final result is recorded as the
+//! caller's step at that position, in the same transaction that closes the row.
+
+use crate::Millis;
+
+/// How a remote step is retried and how long one attempt may run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepPolicy {
+    /// Attempts in all, including the first (at least 1).
+    pub max_attempts: u32,
+    pub initial_backoff_ms: Millis,
+    /// Each retry waits this many times longer than the one before.
+    pub backoff_coefficient: f64,
+    pub max_backoff_ms: Millis,
+    /// Start-to-close timeout of one attempt: past it the attempt counts as failed.
+    pub timeout_ms: Millis,
+}
+
+impl StepPolicy {
+    /// How long to wait before attempt `failed_attempt + 1`.
+    pub fn backoff(&self, failed_attempt: u32) -> Millis {
+        let exp = failed_attempt.saturating_sub(1).min(64) as i32;
+        let raw = self.initial_backoff_ms as f64 * self.backoff_coefficient.max(1.0).powi(exp);
+        (raw.min(self.max_backoff_ms as f64) as Millis).max(0)
+    }
+}
+
+/// A remote step call, as the caller makes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewStepTask {
+    pub step_name: String,
+    /// JSON text.
+    pub input: String,
+    pub policy: StepPolicy,
+}
+
+/// Which worker stream asks for remote steps, and which step names it runs.
+#[derive(Debug, Clone)]
+pub struct StepClaim {
+    pub worker_id: String,
+    pub session_id: String,
+    pub step_names: Vec<String>,
+    pub limit: u32,
+}
+
+/// One attempt of a remote step, dispatched to a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepTask {
+    /// The calling workflow and the step position its result is recorded at.
+    pub workflow_id: String,
+    pub step_id: u32,
+    pub step_name: String,
+    /// JSON text.
+    pub input: String,
+    /// 1 for the first attempt; the result must carry it.
+    pub attempt: u32,
+    /// When this attempt times out.
+    pub deadline_at: Millis,
+}
+
+/// Names an attempt: a result is accepted only for the attempt that is running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepAttempt {
+    pub workflow_id: String,
+    pub step_id: u32,
+    pub attempt: u32,
+}
+
+/// What became of a finished attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepFinished {
+    /// The result (success, or the last failure) is recorded as the caller's step.
+    Recorded,
+    /// It failed and will be dispatched again from `at`.
+    Retrying { at: Millis },
+}
+
+/// What a pass over timed-out attempts did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpiredSteps {
+    /// Out of attempts: the failure is recorded as the caller's step (workflow, step).
+    pub recorded: Vec<(String, u32)>,
+    /// Due again at these times.
+    pub retrying: Vec<Millis>,
+}
+
+/// One thing a "wait for the first of" can wait on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitTarget {
+    /// A workflow (usually a child) reaching a terminal status.
+    Workflow(String),
+    /// A step of the waiting workflow being recorded (a remote step's result).
+    Step(u32),
+}
+
+/// Failure kinds the server records for attempts that did not report back.
+pub const STEP_TIMED_OUT: &str = "StepTimedOut";
+
+/// Step name recorded for "wait for the first of".
+pub const SELECT_STEP: &str = "waymark.select";
+
+/// Columns of `step_tasks` that decide what a finished attempt leads to, in [`TaskRow`] order.
+macro_rules! task_columns {
+    () => {
+        "workflow_id, step_id, step_name, status, attempt, max_attempts, initial_backoff_ms, \
+         backoff_coefficient, max_backoff_ms, timeout_ms"
+    };
+}
+pub(crate) use task_columns;
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct TaskRow {
+    pub workflow_id: String,
+    pub step_id: i64,
+    pub step_name: String,
+    pub status: String,
+    pub attempt: i64,
+    pub max_attempts: i64,
+    pub initial_backoff_ms: i64,
+    pub backoff_coefficient: f64,
+    pub max_backoff_ms: i64,
+    pub timeout_ms: i64,
+}
+
+/// Columns a claim returns, in [`ClaimedRow`] order.
+macro_rules! claimed_columns {
+    () => {
+        "workflow_id, step_id, step_name, input, attempt, attempt_deadline_at"
+    };
+}
+pub(crate) use claimed_columns;
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct ClaimedRow {
+    pub workflow_id: String,
+    pub step_id: i64,
+    pub step_name: String,
+    pub input: String,
+    pub attempt: i64,
+    pub attempt_deadline_at: Option<i64>,
+}
+
+impl From<ClaimedRow> for StepTask {
+    fn from(r: ClaimedRow) -> Self {
+        StepTask {
+            workflow_id: r.workflow_id,
+            step_id: r.step_id as u32,
+            step_name: r.step_name,
+            input: r.input,
+            attempt: r.attempt as u32,
+            deadline_at: r.attempt_deadline_at.unwrap_or_default(),
+        }
+    }
+}
+
+/// What a finished (or expired) attempt leads to; both stores apply it the same way.
+pub(crate) enum Next {
+    /// Back to QUEUED until `at`, remembering the failure.
+    Retry { at: Millis, failure: String },
+    /// DONE, with this outcome recorded as the caller's step.
+    Close { outcome: crate::Outcome, attempts: u32 },
+}
+
+impl TaskRow {
+    pub(crate) fn policy(&self) -> StepPolicy {
+        StepPolicy {
+            max_attempts: self.max_attempts as u32,
+            initial_backoff_ms: self.initial_backoff_ms,
+            backoff_coefficient: self.backoff_coefficient,
+            max_backoff_ms: self.max_backoff_ms,
+            timeout_ms: self.timeout_ms,
+        }
+    }
+
+    /// Whether `attempt` is the attempt running now (its result may be taken).
+    pub(crate) fn is_running(&self, attempt: u32) -> bool {
+        self.status == "RUNNING" && self.attempt == attempt as i64
+    }
+
+    pub(crate) fn next(&self, outcome: crate::Outcome, now: Millis) -> Next {
+        let attempt = self.attempt as u32;
+        match outcome {
+            crate::Outcome::Failure(f) if attempt < self.max_attempts as u32 => Next::Retry {
+                at: now + self.policy().backoff(attempt),
+                failure: serde_json::to_string(&f).expect("failure serializes"),
+            },
+            outcome => Next::Close {
+                outcome,
+                attempts: attempt,
+            },
+        }
+    }
+
+    /// The failure recorded for an attempt that did not report back in time.
+    pub(crate) fn timed_out(&self, worker_lost: bool) -> crate::Outcome {
+        let message = if worker_lost {
+            format!(
+                "attempt {} of step {:?}: the worker running it was lost",
+                self.attempt, self.step_name
+            )
+        } else {
+            format!(
+                "attempt {} of step {:?} did not finish within {} ms",
+                self.attempt, self.step_name, self.timeout_ms
+            )
+        };
+        crate::Outcome::Failure(crate::Failure {
+            kind: STEP_TIMED_OUT.into(),
+            message,
+        })
+    }
+
+    pub(crate) fn stale(&self, attempt: u32) -> crate::StoreError {
+        crate::StoreError::StepAttemptStale {
+            workflow_id: self.workflow_id.clone(),
+            step_id: self.step_id as u32,
+            attempt,
+        }
+    }
+}
+
+/// Picks the winner of a "wait for the first of": among the targets that are done, the one that
+/// finished earliest (ties to the lower index). `done_at[i]` is when target `i` finished.
+pub(crate) fn first_done(done_at: &[Option<Millis>]) -> Option<u32> {
+    done_at
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.map(|t| (t, i)))
+        .min()
+        .map(|(_, i)| i as u32)
+}
+
+/// What a select step records: the winner's index.
+pub(crate) fn select_output(index: u32) -> String {
+    serde_json::json!({ "index": index }).to_string()
+}
+
+pub(crate) fn replay_select(workflow_id: &str, step: &crate::StepRecord) -> crate::StoreResult<u32> {
+    if step.name != SELECT_STEP {
+        return Err(crate::StoreError::NonDeterminism {
+            workflow_id: workflow_id.to_string(),
+            step_id: step.step_id,
+            recorded: step.name.clone(),
+            presented: SELECT_STEP.to_string(),
+        });
+    }
+    match &step.outcome {
+        crate::Outcome::Output(o) => serde_json::from_str::<serde_json::Value>(o)
+            .ok()
+            .and_then(|v| v.get("index").and_then(|i| i.as_u64()))
+            .map(|i| i as u32)
+            .ok_or_else(|| crate::StoreError::Unavailable("recorded select step is malformed".into())),
+        crate::Outcome::Failure(_) => Err(crate::StoreError::Unavailable(
+            "recorded select step is malformed".into(),
+        )),
+    }
+}
+
+/// A recorded step at a remote step's position must be that step.
+pub(crate) fn check_call(workflow_id: &str, step: &crate::StepRecord, step_name: &str) -> crate::StoreResult<()> {
+    if step.name == step_name {
+        Ok(())
+    } else {
+        Err(crate::StoreError::NonDeterminism {
+            workflow_id: workflow_id.to_string(),
+            step_id: step.step_id,
+            recorded: step.name.clone(),
+            presented: step_name.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> StepPolicy {
+        StepPolicy {
+            max_attempts: 5,
+            initial_backoff_ms: 100,
+            backoff_coefficient: 2.0,
+            max_backoff_ms: 1_000,
+            timeout_ms: 1_000,
+        }
+    }
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let p = policy();
+        assert_eq!(p.backoff(1), 100);
+        assert_eq!(p.backoff(2), 200);
+        assert_eq!(p.backoff(3), 400);
+        assert_eq!(p.backoff(5), 1_000);
+        assert_eq!(p.backoff(u32::MAX), 1_000);
+    }
+}
