@@ -28,7 +28,10 @@ pub use client::{Client, ListOptions, StartOptions};
 pub use error::{Error, WorkflowError};
 pub use retry::RetryPolicy;
 pub use types::{EventInfo, Failure, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
-pub use worker::{context::WorkflowContext, Worker, WorkerBuilder};
+pub use worker::{
+    context::{Awaitable, StepHandle, StepOptions, WorkflowContext},
+    Worker, WorkerBuilder,
+};
 
 /// Generated wire types, for programs that need the raw contract.
 pub use waymark_proto::v1 as proto;

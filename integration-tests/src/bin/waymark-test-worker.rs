@@ -17,6 +17,18 @@
 //! - `flaky`: input `{"fail_times": F, "max_attempts": A}`; one step that fails F times, retried
 //!   up to A attempts.
 //!
+//! - `caller`: input `{"step": NAME, "input": V, "max_attempts": A, "timeout_ms": T}`; calls
+//!   remote step NAME and returns its result (`{"error": MESSAGE}` when it failed for good).
+//! - `racer`: input `{"calls": [[NAME, INPUT], ...], "children": [[NAME, INPUT], ...], "all": B}`;
+//!   starts every call and child, waits for the first (or all) and returns
+//!   `{"winner": INDEX}`; the index counts calls first, then children.
+//!
+//! With `WAYMARK_ROLE=steps` it registers remote steps instead (`all`: both):
+//! - `double`: input `{"n": N, "ms": M, "key": K}`; logs a side effect (key K, step N, epoch 0)
+//!   as it starts, waits M ms, logs another (epoch 1) and returns 2N.
+//! - `fail_then`: input `{"key": K, "fail_times": F}`; fails while the side-effect log holds fewer
+//!   than F lines for key K (each attempt logs one), then returns the attempt number.
+//!
 //! Capacity from `WAYMARK_CAPACITY` (default 100); server from `WAYMARK_SERVER`; app version from
 //! `WAYMARK_APP_VERSION` (default `test-1`); waits longer than `WAYMARK_PARK_AFTER_MS` park
 //! (default 60 s; 0 never parks); `WAYMARK_TEST_VARIANT=renamed` renames the `counted`
@@ -26,7 +38,7 @@ use std::{path::PathBuf, time::Duration};
 
 use serde::Deserialize;
 use waymark_integration_tests::side_effects::{self, Effect};
-use waymark_sdk::{RetryPolicy, Worker, WorkflowContext, WorkflowError};
+use waymark_sdk::{Awaitable, RetryPolicy, StepOptions, Worker, WorkflowContext, WorkflowError};
 
 #[derive(Deserialize)]
 struct Counted {
@@ -259,6 +271,114 @@ async fn family(ctx: WorkflowContext, input: Family) -> Result<Vec<serde_json::V
     Ok(out)
 }
 
+fn effects_log() -> PathBuf {
+    PathBuf::from(std::env::var("WAYMARK_SIDE_EFFECTS").unwrap_or_else(|_| "/dev/null".into()))
+}
+
+fn log_effect(key: &str, step_id: u32, epoch: u64) -> Result<(), String> {
+    let e = Effect {
+        workflow_id: key.to_string(),
+        step_id,
+        epoch,
+        pid: std::process::id(),
+    };
+    side_effects::append(&effects_log(), &e).map_err(|e| e.to_string())
+}
+
+#[derive(Deserialize)]
+struct Double {
+    n: i64,
+    #[serde(default)]
+    ms: u64,
+    #[serde(default)]
+    key: String,
+}
+
+async fn double(input: Double) -> Result<i64, String> {
+    log_effect(&input.key, input.n as u32, 0)?;
+    tokio::time::sleep(Duration::from_millis(input.ms)).await;
+    log_effect(&input.key, input.n as u32, 1)?;
+    Ok(input.n * 2)
+}
+
+#[derive(Deserialize)]
+struct FailThen {
+    key: String,
+    fail_times: usize,
+}
+
+async fn fail_then(input: FailThen) -> Result<usize, String> {
+    log_effect(&input.key, 0, 0)?;
+    let attempt = side_effects::read(&effects_log())
+        .iter()
+        .filter(|e| e.workflow_id == input.key)
+        .count();
+    if attempt <= input.fail_times {
+        return Err(format!("planned failure {attempt}"));
+    }
+    Ok(attempt)
+}
+
+#[derive(Deserialize)]
+struct Caller {
+    step: String,
+    input: serde_json::Value,
+    max_attempts: Option<u32>,
+    timeout_ms: Option<u64>,
+}
+
+async fn caller(ctx: WorkflowContext, input: Caller) -> Result<serde_json::Value, WorkflowError> {
+    let mut options = StepOptions::default();
+    if let Some(a) = input.max_attempts {
+        options = options.retry(RetryPolicy::attempts(a).with_backoff(
+            Duration::from_millis(50),
+            2.0,
+            Duration::from_secs(1),
+        ));
+    }
+    if let Some(t) = input.timeout_ms {
+        options = options.timeout(Duration::from_millis(t));
+    }
+    match ctx.call_step(&input.step, &input.input, options).await {
+        Ok(v) => Ok(v),
+        Err(WorkflowError::Step { message, .. }) => Ok(serde_json::json!({ "error": message })),
+        Err(e) => Err(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct Racer {
+    #[serde(default)]
+    calls: Vec<(String, serde_json::Value)>,
+    #[serde(default)]
+    children: Vec<(String, serde_json::Value)>,
+    #[serde(default)]
+    all: bool,
+}
+
+async fn racer(ctx: WorkflowContext, input: Racer) -> Result<serde_json::Value, WorkflowError> {
+    let mut targets: Vec<Awaitable> = Vec::new();
+    for (name, v) in &input.calls {
+        targets.push(ctx.start_step(name, v, StepOptions::default()).await?.into());
+    }
+    for (name, v) in &input.children {
+        targets.push(Awaitable::Workflow(ctx.start_child(name, v, None).await?));
+    }
+    if input.all {
+        ctx.wait_all(&targets).await?;
+        let mut results = Vec::new();
+        for t in &targets {
+            results.push(match t {
+                Awaitable::Step(h) => ctx.step_result::<serde_json::Value>(h).await?,
+                Awaitable::Workflow(id) => ctx.await_child::<serde_json::Value>(id).await?,
+            });
+        }
+        return Ok(serde_json::json!({ "results": results }));
+    }
+    let winner = ctx.wait_first(&targets).await?;
+    Ok(serde_json::json!({ "winner": winner }))
+}
+
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -269,7 +389,8 @@ async fn main() {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or(100);
-    let worker = Worker::builder()
+    let role = std::env::var("WAYMARK_ROLE").unwrap_or_else(|_| "workflows".into());
+    let mut builder = Worker::builder()
         .app_version(std::env::var("WAYMARK_APP_VERSION").unwrap_or_else(|_| "test-1".into()))
         .max_concurrent_workflows(capacity)
         .park_after(
@@ -281,18 +402,26 @@ async fn main() {
                 Some(ms) => Some(Duration::from_millis(ms)),
                 None => Some(Duration::from_secs(60)),
             },
-        )
-        .workflow("counted", counted)
-        .workflow("echo", echo)
-        .workflow("flaky", flaky)
-        .workflow("inbox", inbox)
-        .workflow("napper", napper)
-        .workflow("courier", courier)
-        .workflow("announcer", announcer)
-        .workflow("watcher", watcher)
-        .workflow("streamer", streamer)
-        .workflow("family", family)
-        .build();
+        );
+    if role == "steps" || role == "all" {
+        builder = builder.step("double", double).step("fail_then", fail_then);
+    }
+    if role == "workflows" || role == "all" {
+        builder = builder
+            .workflow("counted", counted)
+            .workflow("echo", echo)
+            .workflow("flaky", flaky)
+            .workflow("inbox", inbox)
+            .workflow("napper", napper)
+            .workflow("courier", courier)
+            .workflow("announcer", announcer)
+            .workflow("watcher", watcher)
+            .workflow("streamer", streamer)
+            .workflow("family", family)
+            .workflow("caller", caller)
+            .workflow("racer", racer);
+    }
+    let worker = builder.build();
     eprintln!("test worker {} pid {}", worker.worker_id(), std::process::id());
     if let Err(e) = worker.run().await {
         eprintln!("worker failed: {e}");

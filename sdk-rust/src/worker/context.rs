@@ -22,6 +22,9 @@ use waymark_proto::{
 use super::session::Conn;
 use crate::{RetryPolicy, WorkflowError};
 
+mod remote;
+pub use remote::{Awaitable, StepHandle, StepOptions};
+
 /// Handle a workflow function uses to run steps. Cheap to clone.
 #[derive(Clone)]
 pub struct WorkflowContext {

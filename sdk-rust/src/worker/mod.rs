@@ -16,6 +16,8 @@ use context::WorkflowContext;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub(crate) type WorkflowFn =
     Arc<dyn Fn(WorkflowContext, Value) -> BoxFuture<Result<Value, WorkflowError>> + Send + Sync>;
+/// A remote step: JSON in, JSON out or an error message.
+pub(crate) type StepFn = Arc<dyn Fn(Value) -> BoxFuture<Result<Value, String>> + Send + Sync>;
 
 /// Configures a [`Worker`].
 pub struct WorkerBuilder {
@@ -27,6 +29,8 @@ pub struct WorkerBuilder {
     max_concurrent_workflows: u32,
     park_after: Option<Duration>,
     workflows: HashMap<String, WorkflowFn>,
+    max_concurrent_steps: u32,
+    steps: HashMap<String, StepFn>,
 }
 
 /// A configured worker; [`Worker::run`] connects and serves until stopped.
@@ -44,6 +48,10 @@ pub(crate) struct WorkerConfig {
     /// Waits longer than this release the workflow from memory (parking).
     pub park_after: Option<Duration>,
     pub workflows: HashMap<String, WorkflowFn>,
+    /// Remote step attempts run at once here.
+    pub max_concurrent_steps: u32,
+    /// Remote steps this worker runs for any workflow that calls them by name.
+    pub steps: HashMap<String, StepFn>,
 }
 
 impl Worker {
@@ -57,6 +65,8 @@ impl Worker {
             max_concurrent_workflows: 100,
             park_after: Some(Duration::from_secs(60)),
             workflows: HashMap::new(),
+            max_concurrent_steps: 16,
+            steps: HashMap::new(),
         }
     }
 
@@ -183,6 +193,37 @@ impl WorkerBuilder {
         self
     }
 
+    /// Registers a remote step under `name`: any workflow, in any language, can call it with
+    /// `call_step(name, …)` and the server dispatches the call here (or to another worker that
+    /// registered it). An error fails the attempt; the caller's retry policy decides what next.
+    pub fn step<I, O, E, F, Fut>(mut self, name: impl Into<String>, f: F) -> Self
+    where
+        I: DeserializeOwned + Send + 'static,
+        O: Serialize + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+        F: Fn(I) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, E>> + Send + 'static,
+    {
+        let f = Arc::new(f);
+        let erased: StepFn = Arc::new(move |input| {
+            let f = f.clone();
+            Box::pin(async move {
+                let input: I = serde_json::from_value(input)
+                    .map_err(|e| format!("step input does not match the function's type: {e}"))?;
+                let out = f(input).await.map_err(|e| e.to_string())?;
+                serde_json::to_value(out).map_err(|e| e.to_string())
+            })
+        });
+        self.steps.insert(name.into(), erased);
+        self
+    }
+
+    /// How many remote step attempts run at once here (the step credits granted). Default 16.
+    pub fn max_concurrent_steps(mut self, n: u32) -> Self {
+        self.max_concurrent_steps = n.max(1);
+        self
+    }
+
     pub fn build(self) -> Worker {
         Worker {
             config: Arc::new(WorkerConfig {
@@ -194,6 +235,8 @@ impl WorkerBuilder {
                 max_concurrent_workflows: self.max_concurrent_workflows,
                 park_after: self.park_after,
                 workflows: self.workflows,
+                max_concurrent_steps: self.max_concurrent_steps,
+                steps: self.steps,
             }),
         }
     }

@@ -95,7 +95,7 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
         app_name: config.app_name.clone(),
         app_version: config.app_version.clone(),
         workflow_names: config.workflows.keys().cloned().collect(),
-        step_names: Vec::new(),
+        step_names: config.steps.keys().cloned().collect(),
         queues: config.queues.clone(),
         sdk: format!("rust/{}", env!("CARGO_PKG_VERSION")),
     };
@@ -118,10 +118,19 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
         next_id: AtomicU64::new(0),
         pending: Mutex::new(HashMap::new()),
     });
+    let step_credits = if config.steps.is_empty() {
+        0
+    } else {
+        config.max_concurrent_steps
+    };
     conn.send(worker_message::Kind::Credit(v1::Credit {
         workflows: config.max_concurrent_workflows,
+        steps: step_credits,
     }))
     .await;
+    // Remote step attempts in flight; dropped (aborted) with the stream, like workflows: the
+    // server times them out and dispatches them again.
+    let mut step_runs = tokio::task::JoinSet::new();
 
     let mut heartbeat = tokio::time::interval(Duration::from_millis(welcome.heartbeat_interval_ms.max(100) as u64));
     let mut running = AbortAll(HashMap::new());
@@ -156,6 +165,9 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
                             r.wakeup.notify_one();
                         }
                     }
+                    server_message::Kind::DispatchStep(d) => {
+                        step_runs.spawn(run_step(config.clone(), conn.clone(), d));
+                    }
                     server_message::Kind::Drain(_) => tracing::info!("server is draining; will reconnect when it closes the stream"),
                     server_message::Kind::Welcome(_) => {}
                 }
@@ -165,7 +177,10 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
             }
             Some((id, _epoch)) = done_rx.recv() => {
                 running.0.remove(&id);
-                conn.send(worker_message::Kind::Credit(v1::Credit { workflows: 1 })).await;
+                conn.send(worker_message::Kind::Credit(v1::Credit { workflows: 1, steps: 0 })).await;
+            }
+            Some(_) = step_runs.join_next(), if !step_runs.is_empty() => {
+                conn.send(worker_message::Kind::Credit(v1::Credit { workflows: 0, steps: 1 })).await;
             }
         }
     }
@@ -226,4 +241,54 @@ fn start(
         wakeup,
         task: task.abort_handle(),
     }
+}
+
+/// Runs one attempt of a remote step and reports its result. An attempt still running at its
+/// deadline is abandoned: the server has failed it already and refuses a late result.
+async fn run_step(config: Arc<WorkerConfig>, conn: Arc<Conn>, d: v1::DispatchStep) {
+    let f = config.steps.get(&d.step_name).cloned();
+    let result = match (f, json::from_payload(d.input.as_ref())) {
+        (None, _) => Err(format!("this worker has no step named {:?}", d.step_name)),
+        (_, Err(e)) => Err(format!("step input is not JSON: {e}")),
+        (Some(f), Ok(input)) => {
+            let left = d
+                .deadline
+                .as_ref()
+                .map(|t| t.seconds * 1000 + t.nanos as i64 / 1_000_000 - unix_ms())
+                .unwrap_or(i64::MAX);
+            match tokio::time::timeout(Duration::from_millis(left.max(0) as u64), f(input)).await {
+                Ok(r) => r,
+                Err(_) => return,
+            }
+        }
+    };
+    let outcome = match result {
+        Ok(v) => v1::step_result::Outcome::Output(json::to_payload(&v)),
+        Err(message) => v1::step_result::Outcome::Failure(v1::Failure {
+            kind: "StepFailed".into(),
+            message,
+        }),
+    };
+    let req = v1::StepResult {
+        workflow_id: d.workflow_id.clone(),
+        step_id: d.step_id,
+        attempt: d.attempt,
+        outcome: Some(outcome),
+    };
+    match conn.request(worker_message::Kind::StepResult(req)).await {
+        Ok(reply::Result::Error(e)) => {
+            tracing::info!(workflow_id = %d.workflow_id, step = %d.step_name, reason = %e.reason, "step result refused: {}", e.message)
+        }
+        Ok(_) => {}
+        Err(_) => {
+            tracing::debug!(workflow_id = %d.workflow_id, step = %d.step_name, "stream broke before the step result was sent")
+        }
+    }
+}
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

@@ -145,6 +145,19 @@ pub fn event(e: EventRecord) -> v1::Event {
     }
 }
 
+/// A wire duration in milliseconds; negative durations are refused.
+pub fn duration_ms(field: &str, d: Option<&prost_types::Duration>) -> Result<Option<Millis>, Status> {
+    match d {
+        None => Ok(None),
+        Some(d) if d.seconds < 0 || d.nanos < 0 => Err(super::status::invalid(format!("{field} must not be negative"))),
+        Some(d) => Ok(Some(
+            d.seconds
+                .saturating_mul(1000)
+                .saturating_add(d.nanos as i64 / 1_000_000),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

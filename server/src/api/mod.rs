@@ -11,6 +11,7 @@ use crate::engine::Engine;
 pub mod convert;
 pub mod status;
 pub mod worker_service;
+mod worker_steps;
 pub mod workflow_service;
 
 /// Serves every service on `listener` until `shutdown` resolves, then lets in-flight calls end.

@@ -12,7 +12,7 @@ use waymark_proto::v1::{
 };
 use waymark_store::{Completed, Fence, NewStep, Outcome, Received};
 
-use super::{convert, status};
+use super::{convert, status, worker_steps};
 use crate::engine::{children::ChildRequest, Engine, EngineError, Registration, ToWorker, WorkerSession};
 
 pub struct WorkerApi {
@@ -271,6 +271,7 @@ async fn handle(
                     workflow_id: e.workflow_id,
                     key: e.key,
                 },
+                Some(v1::park::On::Step(step_id)) => waymark_store::ParkedOn::Step(step_id),
                 Some(v1::park::On::Timer(_)) | None => waymark_store::ParkedOn::Timer,
             };
             match engine.park(&session, fence, p.wake_at_ms, on).await {
@@ -278,6 +279,15 @@ async fn handle(
                 Err(e) => reply_error(e),
             }
         }
+        Kind::CallStep(c) => worker_steps::call_step(&engine, &session, c)
+            .await
+            .unwrap_or_else(reply_error),
+        Kind::StepResult(r) => worker_steps::step_result(&engine, &session, r)
+            .await
+            .unwrap_or_else(reply_error),
+        Kind::Select(s) => worker_steps::select(&engine, &session, s)
+            .await
+            .unwrap_or_else(reply_error),
         Kind::Heartbeat(_) => {
             if let Err(e) = engine.heartbeat(&session).await {
                 tracing::warn!(error = %e, "heartbeat not recorded");
@@ -316,6 +326,7 @@ impl WorkerService for WorkerApi {
             worker_id: hello.worker_id,
             app_version: hello.app_version,
             workflow_names: hello.workflow_names,
+            step_names: hello.step_names,
             queues: hello.queues,
         };
         let (push_tx, mut push_rx) = mpsc::channel::<ToWorker>(1024);
@@ -337,6 +348,7 @@ impl WorkerService for WorkerApi {
             while let Some(p) = push_rx.recv().await {
                 let kind = match p {
                     ToWorker::Dispatch(w) => dispatch(*w),
+                    ToWorker::DispatchStep(t) => worker_steps::dispatch(*t),
                     ToWorker::Cancel(id) => server_message::Kind::Cancel(v1::Cancel { workflow_id: id }),
                     ToWorker::Drain => server_message::Kind::Drain(v1::Drain {}),
                     ToWorker::Wakeup { workflow_id, step_id } => {
@@ -362,7 +374,7 @@ impl WorkerService for WorkerApi {
                     m = inbound.message() => match m {
                         Ok(Some(WorkerMessage { request_id, kind: Some(kind) })) => {
                             if let worker_message::Kind::Credit(c) = &kind {
-                                engine.grant_credits(&session, c.workflows);
+                                engine.grant_credits(&session, c.workflows, c.steps);
                                 continue;
                             }
                             tasks.spawn(handle(engine.clone(), session.clone(), out.clone(), request_id, kind));

@@ -97,17 +97,7 @@ impl WorkflowService for WorkflowApi {
                 input,
                 queue_name: r.queue_name,
                 app_version: r.app_version,
-                timeout_ms: match r.timeout {
-                    None => None,
-                    Some(d) if d.seconds < 0 || d.nanos < 0 => {
-                        return Err(super::status::invalid("timeout must not be negative"))
-                    }
-                    Some(d) => Some(
-                        d.seconds
-                            .saturating_mul(1000)
-                            .saturating_add(d.nanos as i64 / 1_000_000),
-                    ),
-                },
+                timeout_ms: convert::duration_ms("timeout", r.timeout.as_ref())?,
             })
             .await
             .map_err(to_status)?;

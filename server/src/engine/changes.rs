@@ -47,6 +47,7 @@ async fn apply(engine: &Engine, change: Change) {
         }
         Change::Stream { workflow_id, key } => engine.stream_waits.wake(&workflow_id, Some(&key)),
         Change::Finished { workflow_id } => engine.announce_finished(&workflow_id, None),
+        Change::StepDone { workflow_id, step_id } => engine.step_recorded(&workflow_id, step_id).await,
         Change::Enqueued => engine.dispatch_wanted.notify_one(),
     }
 }

@@ -13,10 +13,21 @@ use super::{
     validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, ErrorCode, ToWorker, WorkerSession,
 };
 
-struct Waiter {
+pub(crate) struct Waiter {
     session: Weak<WorkerSession>,
     workflow_id: String,
     step_id: u32,
+}
+
+impl Waiter {
+    /// Step `step_id` of `workflow_id`, running on `session`, waits.
+    pub(crate) fn new(session: &Arc<WorkerSession>, workflow_id: &str, step_id: u32) -> Self {
+        Waiter {
+            session: Arc::downgrade(session),
+            workflow_id: workflow_id.to_string(),
+            step_id,
+        }
+    }
 }
 
 /// Workflows on this replica waiting for another to finish, by the awaited id.
@@ -26,10 +37,13 @@ pub struct ChildWaits {
 }
 
 impl ChildWaits {
-    fn add(&self, child_id: &str, waiter: Waiter) {
+    pub(crate) fn add(&self, child_id: &str, waiter: Waiter) {
         let mut map = self.by_child.lock().unwrap();
         let list = map.entry(child_id.to_string()).or_default();
-        list.retain(|w| w.session.strong_count() > 0);
+        // A workflow asking again (after a wakeup for another target) replaces its old entry.
+        list.retain(|w| {
+            w.session.strong_count() > 0 && !(w.workflow_id == waiter.workflow_id && w.step_id == waiter.step_id)
+        });
         list.push(waiter);
     }
 
@@ -120,12 +134,8 @@ impl Engine {
         session.touch(self.now());
         validate::name("workflow_id", &fence.workflow_id)?;
         validate::name("child_workflow_id", &child_id)?;
-        let waiter = Waiter {
-            session: Arc::downgrade(session),
-            workflow_id: fence.workflow_id.clone(),
-            step_id,
-        };
-        self.child_waits.add(&child_id, waiter);
+        self.child_waits
+            .add(&child_id, Waiter::new(session, &fence.workflow_id, step_id));
         Ok(self
             .store
             .await_child_step(&fence, step_id, &child_id, self.now())

@@ -23,9 +23,14 @@ pub async fn run(engine: Arc<Engine>) {
         if more {
             continue;
         }
+        // Failed remote steps come due at their retry time.
+        let mut wait = engine.poll_interval();
+        if let Some(at) = engine.retry_times.next_after(engine.now()) {
+            wait = wait.min(std::time::Duration::from_millis((at - engine.now()).max(0) as u64));
+        }
         tokio::select! {
             _ = engine.dispatch_wanted.notified() => {}
-            _ = tokio::time::sleep(engine.poll_interval()) => {}
+            _ = tokio::time::sleep(wait) => {}
         }
     }
 }
@@ -38,7 +43,11 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
     let mut more = false;
     for session in engine.sessions.all() {
         // A worker that has gone quiet past its lease (stopped, hung) gets nothing new.
-        if session.credits() == 0 || now - session.last_seen() > lease {
+        if now - session.last_seen() > lease {
+            continue;
+        }
+        engine.dispatch_steps(&session, now).await;
+        if session.credits() == 0 {
             continue;
         }
         let limit = session.reserve(MAX_BATCH);

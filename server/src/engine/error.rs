@@ -107,6 +107,11 @@ impl From<StoreError> for EngineError {
                     status_name(status)
                 ),
             ),
+            StoreError::StepAttemptStale { workflow_id, step_id, attempt } => EngineError::new(
+                FailedPrecondition,
+                "STEP_ATTEMPT_STALE",
+                format!("attempt {attempt} of step {step_id} of workflow {workflow_id:?} is no longer running (it timed out, or the step is done); its result is refused"),
+            ),
             StoreError::Unavailable(detail) => {
                 tracing::error!(%detail, "store error");
                 EngineError::new(Unavailable, "STORE_UNAVAILABLE", "the database is unavailable; retry later")

@@ -199,6 +199,17 @@ pub async fn poll_waits(engine: &Engine) {
             Err(e) => tracing::warn!(error = %e, "could not check awaited workflows"),
         }
     }
+    let keys = engine.step_waits.keys();
+    if !keys.is_empty() {
+        match engine.store.steps_recorded(&keys).await {
+            Ok(done) => {
+                for (workflow_id, step_id) in done {
+                    engine.step_recorded(&workflow_id, step_id).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not check awaited remote steps"),
+        }
+    }
     let keys = engine.event_waits.keys();
     if !keys.is_empty() {
         match engine.store.events_set(&keys).await {

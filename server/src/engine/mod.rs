@@ -25,6 +25,7 @@ pub mod error;
 pub mod events;
 pub mod messages;
 pub mod recovery;
+pub mod remote_steps;
 pub mod sessions;
 pub mod streams;
 pub mod validate;
@@ -52,6 +53,10 @@ pub struct Engine {
     pub(crate) stream_waits: streams::StreamWaits,
     /// Workflows on this replica waiting for a child to finish.
     pub(crate) child_waits: children::ChildWaits,
+    /// Workflows on this replica waiting for a remote step's result (or a wait-for-first).
+    pub(crate) step_waits: remote_steps::StepWaits,
+    /// When failed remote steps are due again, so the dispatcher wakes for them.
+    pub(crate) retry_times: remote_steps::RetryTimes,
     /// AwaitWorkflow calls waiting on this replica, woken when a workflow finishes here.
     pub(crate) waiters: waiters::Waiters,
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
@@ -81,6 +86,8 @@ impl Engine {
             event_waits: Default::default(),
             stream_waits: Default::default(),
             child_waits: Default::default(),
+            step_waits: Default::default(),
+            retry_times: Default::default(),
             known_names: Default::default(),
             backlog: AtomicBool::new(false),
             changes_live: AtomicBool::new(false),

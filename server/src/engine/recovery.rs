@@ -20,6 +20,7 @@ pub async fn run(engine: Arc<Engine>) {
         recover_once(&engine).await;
         expire_once(&engine).await;
         wake_parked_once(&engine).await;
+        engine.expire_steps().await;
         ticks += 1;
         if ticks.is_multiple_of(60) {
             let horizon = engine.now() - 24 * 3600 * 1000;

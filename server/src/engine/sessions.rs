@@ -10,12 +10,14 @@ use std::{
 };
 
 use tokio::sync::mpsc;
-use waymark_store::{ClaimedWorkflow, Millis};
+use waymark_store::{ClaimedWorkflow, Millis, StepTask};
 
 /// What the engine sends down a worker's stream (besides replies, which the API layer sends).
 #[derive(Debug)]
 pub enum ToWorker {
     Dispatch(Box<ClaimedWorkflow>),
+    /// Run an attempt of a remote step.
+    DispatchStep(Box<StepTask>),
     Cancel(String),
     /// What the workflow's step `step_id` waits for may have happened: ask again.
     Wakeup {
@@ -31,6 +33,8 @@ pub struct Registration {
     pub worker_id: String,
     pub app_version: String,
     pub workflow_names: Vec<String>,
+    /// Remote steps it runs.
+    pub step_names: Vec<String>,
     pub queues: Vec<String>,
 }
 
@@ -43,12 +47,21 @@ pub struct WorkerSession {
     pub registration: Registration,
     /// Workflows the server may still dispatch to this worker.
     credits: AtomicU32,
+    /// Remote step attempts the server may still dispatch to this worker.
+    step_credits: AtomicU32,
     /// When the worker last said anything (engine clock).
     last_seen: AtomicI64,
     outbound: mpsc::Sender<ToWorker>,
 }
 
 impl WorkerSession {
+    pub fn grant_steps(&self, n: u32) {
+        self.step_credits.fetch_add(n, Ordering::SeqCst);
+    }
+    /// Like [`reserve`](Self::reserve), for remote step attempts.
+    pub(crate) fn reserve_steps(&self, max: u32) -> u32 {
+        take(&self.step_credits, max)
+    }
     pub fn credits(&self) -> u32 {
         self.credits.load(Ordering::SeqCst)
     }
@@ -59,12 +72,7 @@ impl WorkerSession {
     /// with [`grant`](Self::grant). Atomic, so the dispatcher and direct dispatch at start never
     /// spend the same credit.
     pub(crate) fn reserve(&self, max: u32) -> u32 {
-        let mut taken = 0;
-        let _ = self.credits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
-            taken = c.min(max);
-            Some(c - taken)
-        });
-        taken
+        take(&self.credits, max)
     }
 
     /// Whether this worker can run `workflow_name` from `queue`, pinned to `app_version` (empty:
@@ -86,6 +94,16 @@ impl WorkerSession {
     }
 }
 
+/// Takes up to `max` from a credit counter, atomically.
+fn take(credits: &AtomicU32, max: u32) -> u32 {
+    let mut taken = 0;
+    let _ = credits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
+        taken = c.min(max);
+        Some(c - taken)
+    });
+    taken
+}
+
 #[derive(Default)]
 pub struct Sessions {
     next_id: AtomicU64,
@@ -105,6 +123,7 @@ impl Sessions {
             lease_id,
             registration,
             credits: AtomicU32::new(0),
+            step_credits: AtomicU32::new(0),
             last_seen: AtomicI64::new(now),
             outbound,
         });

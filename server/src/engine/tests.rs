@@ -29,6 +29,7 @@ fn registration(worker_id: &str) -> Registration {
         worker_id: worker_id.into(),
         app_version: "v1".into(),
         workflow_names: vec!["wf".into()],
+        step_names: vec!["double".into()],
         queues: vec![],
     }
 }
@@ -36,7 +37,7 @@ fn registration(worker_id: &str) -> Registration {
 async fn attach(engine: &Engine, worker_id: &str, credits: u32) -> (Arc<WorkerSession>, mpsc::Receiver<ToWorker>) {
     let (tx, rx) = mpsc::channel(100);
     let s = engine.attach_worker(registration(worker_id), tx).await.unwrap();
-    engine.grant_credits(&s, credits);
+    engine.grant_credits(&s, credits, 0);
     (s, rx)
 }
 
@@ -93,7 +94,7 @@ async fn dispatch_never_exceeds_credits() {
         ["wf-0", "wf-1"]
     );
     assert_eq!(session.credits(), 0);
-    engine.grant_credits(&session, 1);
+    engine.grant_credits(&session, 1, 0);
     dispatch::dispatch_once(&engine).await;
     assert_eq!(dispatched(&mut rx).len(), 1);
 }
@@ -308,14 +309,107 @@ async fn a_start_goes_straight_to_a_worker_with_room_unless_work_is_queued() {
     clock.advance(1);
     start(&engine, "third").await;
     assert!(dispatched(&mut rx).is_empty());
-    engine.grant_credits(&session, 1);
+    engine.grant_credits(&session, 1, 0);
     dispatch::dispatch_once(&engine).await;
     assert_eq!(dispatched(&mut rx)[0].workflow.workflow_id, "second");
     // With work queued, a new start does not jump ahead even when a credit is free.
-    engine.grant_credits(&session, 1);
+    engine.grant_credits(&session, 1, 0);
     clock.advance(1);
     start(&engine, "fourth").await;
     assert!(dispatched(&mut rx).is_empty());
     dispatch::dispatch_once(&engine).await;
     assert_eq!(dispatched(&mut rx)[0].workflow.workflow_id, "third");
+}
+
+fn steps_dispatched(rx: &mut mpsc::Receiver<ToWorker>) -> Vec<waymark_store::StepTask> {
+    let mut out = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        if let ToWorker::DispatchStep(t) = m {
+            out.push(*t);
+        }
+    }
+    out
+}
+
+fn wakeups(rx: &mut mpsc::Receiver<ToWorker>) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        if let ToWorker::Wakeup { workflow_id, step_id } = m {
+            out.push((workflow_id, step_id));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_timeout() {
+    use remote_steps::{default_policy, CallRequest};
+    let (engine, clock) = engine().await;
+    let (caller, mut caller_rx) = attach(&engine, "caller", 1).await;
+    start(&engine, "c").await;
+    let epoch = dispatched(&mut caller_rx)[0].workflow.epoch;
+    let (runner, mut runner_rx) = attach(&engine, "runner", 0).await;
+    let call = |n: u32| CallRequest {
+        step_name: "double".into(),
+        input: n.to_string(),
+        policy: waymark_store::StepPolicy {
+            max_attempts: 2,
+            timeout_ms: 1_000,
+            ..default_policy()
+        },
+    };
+    let fence = || Fence {
+        workflow_id: "c".into(),
+        epoch,
+    };
+    for step in 0..3 {
+        assert!(engine
+            .call_step(&caller, fence(), step, call(step))
+            .await
+            .unwrap()
+            .is_none());
+    }
+    // No step credits yet: nothing is dispatched; then only as many as granted.
+    dispatch::dispatch_once(&engine).await;
+    assert!(steps_dispatched(&mut runner_rx).is_empty());
+    engine.grant_credits(&runner, 0, 2);
+    dispatch::dispatch_once(&engine).await;
+    let running = steps_dispatched(&mut runner_rx);
+    assert_eq!(running.iter().map(|t| t.step_id).collect::<Vec<_>>(), [0, 1]);
+    // A result wakes exactly the waiting step, over the caller's stream.
+    let attempt = waymark_store::StepAttempt {
+        workflow_id: "c".into(),
+        step_id: 0,
+        attempt: 1,
+    };
+    engine
+        .finish_step(&runner, attempt, Outcome::Output("0".into()))
+        .await
+        .unwrap();
+    assert_eq!(wakeups(&mut caller_rx), [("c".to_string(), 0)]);
+    let rec = engine.call_step(&caller, fence(), 0, call(0)).await.unwrap().unwrap();
+    assert_eq!(rec.outcome, Outcome::Output("0".into()));
+    // Step 1 outlives its timeout: the timeout pass fails it, and it is dispatched again.
+    clock.advance(1_001);
+    engine.expire_steps().await;
+    clock.advance(2_000);
+    engine.grant_credits(&runner, 0, 2);
+    dispatch::dispatch_once(&engine).await;
+    let mut again: Vec<_> = steps_dispatched(&mut runner_rx)
+        .iter()
+        .map(|t| (t.step_id, t.attempt))
+        .collect();
+    again.sort_unstable();
+    assert_eq!(again, [(1, 2), (2, 1)], "step 1's second attempt, and step 2 at last");
+    // The first attempt's late result is refused.
+    let late = waymark_store::StepAttempt {
+        workflow_id: "c".into(),
+        step_id: 1,
+        attempt: 1,
+    };
+    let e = engine
+        .finish_step(&runner, late, Outcome::Output("1".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason, "STEP_ATTEMPT_STALE");
 }

@@ -26,6 +26,9 @@ impl Engine {
         for n in &registration.workflow_names {
             validate::name("workflow_names", n)?;
         }
+        for n in &registration.step_names {
+            validate::name("step_names", n)?;
+        }
         for q in &registration.queues {
             validate::name("queues", q)?;
         }
@@ -73,10 +76,12 @@ impl Engine {
         }
     }
 
-    pub fn grant_credits(&self, session: &WorkerSession, n: u32) {
+    /// The worker has room for `workflows` more workflows and `steps` more remote step attempts.
+    pub fn grant_credits(&self, session: &WorkerSession, workflows: u32, steps: u32) {
         session.touch(self.now());
-        if n > 0 {
-            session.grant(n);
+        session.grant(workflows);
+        session.grant_steps(steps);
+        if workflows > 0 || steps > 0 {
             self.dispatch_wanted.notify_one();
         }
     }
@@ -138,7 +143,7 @@ impl Engine {
         session.touch(self.now());
         validate::name("workflow_id", &fence.workflow_id)?;
         match &on {
-            ParkedOn::Timer => {}
+            ParkedOn::Timer | ParkedOn::Step(_) => {}
             ParkedOn::Message(topic) => validate::optional_name("topic", topic)?,
             ParkedOn::Event { workflow_id, key } => {
                 validate::name("event workflow_id", workflow_id)?;

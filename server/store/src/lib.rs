@@ -22,8 +22,8 @@ mod rows;
 pub mod sqlite;
 
 pub use remote::{
-    ExpiredSteps, NewStepTask, StepAttempt, StepClaim, StepFinished, StepPolicy, StepTask, WaitTarget, SELECT_STEP,
-    STEP_TIMED_OUT,
+    ExpiredSteps, NewStepTask, StepAttempt, StepClaim, StepFinished, StepPolicy, StepTask, WaitFor, WaitTarget,
+    SELECT_STEP, STEP_TIMED_OUT, WAIT_ALL_STEP,
 };
 
 /// Milliseconds since the Unix epoch.
@@ -625,14 +625,15 @@ pub trait Store: Send + Sync + 'static {
     /// Which of these (workflow, step) positions are recorded.
     async fn steps_recorded(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>>;
 
-    /// "Wait for the first of": when any target is done, records the index of the one that
-    /// finished first as step `step_id` of the fenced workflow and returns it; `None` while
-    /// none is. A recorded step is answered from the record.
+    /// Waits for the first (or all) of `targets`: once decided, records the index of the one
+    /// that finished first (for all: last) as step `step_id` of the fenced workflow and returns
+    /// it; `None` until then. A recorded step is answered from the record.
     async fn select_step(
         &self,
         fence: &Fence,
         step_id: u32,
         targets: &[WaitTarget],
+        mode: WaitFor,
         now: Millis,
     ) -> StoreResult<Option<u32>>;
 }

@@ -100,6 +100,24 @@ pub const STEP_TIMED_OUT: &str = "StepTimedOut";
 
 /// Step name recorded for "wait for the first of".
 pub const SELECT_STEP: &str = "waymark.select";
+/// Step name recorded for "wait for all of".
+pub const WAIT_ALL_STEP: &str = "waymark.wait_all";
+
+/// Whether a wait over several targets ends at the first or after all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitFor {
+    First,
+    All,
+}
+
+impl WaitFor {
+    pub fn step_name(self) -> &'static str {
+        match self {
+            WaitFor::First => SELECT_STEP,
+            WaitFor::All => WAIT_ALL_STEP,
+        }
+    }
+}
 
 /// Columns of `step_tasks` that decide what a finished attempt leads to, in [`TaskRow`] order.
 macro_rules! task_columns {
@@ -221,15 +239,17 @@ impl TaskRow {
     }
 }
 
-/// Picks the winner of a "wait for the first of": among the targets that are done, the one that
-/// finished earliest (ties to the lower index). `done_at[i]` is when target `i` finished.
-pub(crate) fn first_done(done_at: &[Option<Millis>]) -> Option<u32> {
-    done_at
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| t.map(|t| (t, i)))
-        .min()
-        .map(|(_, i)| i as u32)
+/// Decides a wait over several targets, `done_at[i]` being when target `i` finished. First:
+/// among those done, the earliest to finish (ties to the lower index). All: once every one is
+/// done, the last to finish.
+pub(crate) fn decide(mode: WaitFor, done_at: &[Option<Millis>]) -> Option<u32> {
+    let done = done_at.iter().enumerate().filter_map(|(i, t)| t.map(|t| (t, i)));
+    let pick = match mode {
+        WaitFor::First => done.min(),
+        WaitFor::All if done_at.iter().all(Option::is_some) => done.max_by_key(|&(t, i)| (t, std::cmp::Reverse(i))),
+        WaitFor::All => None,
+    };
+    pick.map(|(_, i)| i as u32)
 }
 
 /// What a select step records: the winner's index.
@@ -237,15 +257,8 @@ pub(crate) fn select_output(index: u32) -> String {
     serde_json::json!({ "index": index }).to_string()
 }
 
-pub(crate) fn replay_select(workflow_id: &str, step: &crate::StepRecord) -> crate::StoreResult<u32> {
-    if step.name != SELECT_STEP {
-        return Err(crate::StoreError::NonDeterminism {
-            workflow_id: workflow_id.to_string(),
-            step_id: step.step_id,
-            recorded: step.name.clone(),
-            presented: SELECT_STEP.to_string(),
-        });
-    }
+pub(crate) fn replay_select(workflow_id: &str, step: &crate::StepRecord, mode: WaitFor) -> crate::StoreResult<u32> {
+    check_call(workflow_id, step, mode.step_name())?;
     match &step.outcome {
         crate::Outcome::Output(o) => serde_json::from_str::<serde_json::Value>(o)
             .ok()
@@ -284,6 +297,15 @@ mod tests {
             max_backoff_ms: 1_000,
             timeout_ms: 1_000,
         }
+    }
+
+    #[test]
+    fn first_and_all() {
+        use WaitFor::*;
+        assert_eq!(decide(First, &[None, None]), None);
+        assert_eq!(decide(First, &[Some(5), Some(3), Some(3)]), Some(1));
+        assert_eq!(decide(All, &[Some(5), None]), None);
+        assert_eq!(decide(All, &[Some(5), Some(9), Some(9)]), Some(1));
     }
 
     #[test]

@@ -663,8 +663,9 @@ impl Store for SqliteStore {
         fence: &Fence,
         step_id: u32,
         targets: &[WaitTarget],
+        mode: WaitFor,
         now: Millis,
     ) -> StoreResult<Option<u32>> {
-        self.select_step_impl(fence, step_id, targets, now).await
+        self.select_step_impl(fence, step_id, targets, mode, now).await
     }
 }

@@ -282,7 +282,10 @@ pub async fn select_records_the_first_to_finish(s: Arc<dyn Store>) {
         WaitTarget::Workflow("parent/b".into()),
         WaitTarget::Step(2),
     ];
-    assert_eq!(s.select_step(&f, 3, &targets, T + 3).await.unwrap(), None);
+    assert_eq!(
+        s.select_step(&f, 3, &targets, WaitFor::First, T + 3).await.unwrap(),
+        None
+    );
     // The remote step finishes first, then child b; by the time the parent looks, both are done.
     s.claim_step_tasks(&step_claim("B", &["double"], 1), T + 4)
         .await
@@ -296,7 +299,10 @@ pub async fn select_records_the_first_to_finish(s: Arc<dyn Store>) {
     s.complete_workflow(&fence("parent/b", 1), Outcome::Output("1".into()), T + 7)
         .await
         .unwrap();
-    assert_eq!(s.select_step(&f, 3, &targets, T + 8).await.unwrap(), Some(2));
+    assert_eq!(
+        s.select_step(&f, 3, &targets, WaitFor::First, T + 8).await.unwrap(),
+        Some(2)
+    );
     let recorded = &s.list_steps("parent").await.unwrap()[3];
     assert_eq!((recorded.step_id, recorded.name.as_str()), (3, SELECT_STEP));
     // A replay gets the recorded winner even though more has finished since.
@@ -304,10 +310,24 @@ pub async fn select_records_the_first_to_finish(s: Arc<dyn Store>) {
         .await
         .unwrap();
     let reversed = [WaitTarget::Workflow("parent/a".into()), WaitTarget::Step(2)];
-    assert_eq!(s.select_step(&f, 3, &reversed, T + 10).await.unwrap(), Some(2));
+    assert_eq!(
+        s.select_step(&f, 3, &reversed, WaitFor::First, T + 10).await.unwrap(),
+        Some(2)
+    );
+    // Waiting for all: only once every target is done, and the last to finish is recorded.
+    let all = [
+        WaitTarget::Step(2),
+        WaitTarget::Workflow("parent/a".into()),
+        WaitTarget::Workflow("parent/b".into()),
+    ];
+    assert_eq!(s.select_step(&f, 5, &all, WaitFor::All, T + 12).await.unwrap(), Some(1));
+    assert!(matches!(
+        s.select_step(&f, 5, &all, WaitFor::First, T + 13).await,
+        Err(StoreError::NonDeterminism { .. })
+    ));
     // Waiting on a workflow that does not exist is an error, not an endless wait.
     assert!(matches!(
-        s.select_step(&f, 4, &[WaitTarget::Workflow("nobody".into())], T + 11)
+        s.select_step(&f, 4, &[WaitTarget::Workflow("nobody".into())], WaitFor::First, T + 11)
             .await,
         Err(StoreError::WorkflowNotFound(_))
     ));

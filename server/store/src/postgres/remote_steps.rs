@@ -269,11 +269,12 @@ impl PostgresStore {
         fence: &Fence,
         step_id: u32,
         targets: &[WaitTarget],
+        mode: WaitFor,
         now: Millis,
     ) -> StoreResult<Option<u32>> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return remote::replay_select(&fence.workflow_id, &done).map(Some);
+            return remote::replay_select(&fence.workflow_id, &done, mode).map(Some);
         }
         let mut done_at = Vec::with_capacity(targets.len());
         for target in targets {
@@ -301,14 +302,14 @@ impl PostgresStore {
             };
             done_at.push(at);
         }
-        let Some(winner) = remote::first_done(&done_at) else {
+        let Some(winner) = remote::decide(mode, &done_at) else {
             return Ok(None);
         };
         if !insert_step(
             &mut tx,
             fence,
             step_id,
-            SELECT_STEP,
+            mode.step_name(),
             &remote::select_output(winner),
             now,
         )

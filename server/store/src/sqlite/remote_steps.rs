@@ -247,11 +247,12 @@ impl SqliteStore {
         fence: &Fence,
         step_id: u32,
         targets: &[WaitTarget],
+        mode: WaitFor,
         now: Millis,
     ) -> StoreResult<Option<u32>> {
         let mut tx = self.write.begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return remote::replay_select(&fence.workflow_id, &done).map(Some);
+            return remote::replay_select(&fence.workflow_id, &done, mode).map(Some);
         }
         let mut done_at = Vec::with_capacity(targets.len());
         for target in targets {
@@ -273,14 +274,14 @@ impl SqliteStore {
             };
             done_at.push(at);
         }
-        let Some(winner) = remote::first_done(&done_at) else {
+        let Some(winner) = remote::decide(mode, &done_at) else {
             return Ok(None);
         };
         insert_step(
             &mut tx,
             fence,
             step_id,
-            SELECT_STEP,
+            mode.step_name(),
             &remote::select_output(winner),
             now,
         )

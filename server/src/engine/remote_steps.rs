@@ -1,0 +1,280 @@
+//! Remote steps: a workflow calls a step by name and any worker that registered the name runs
+//! it. The call is queued in the store (once per caller position), dispatched attempt by attempt
+//! to workers with step credits, retried with backoff, failed when an attempt outlives its
+//! timeout, and its result recorded as the caller's step — which wakes the caller, here or (by
+//! NOTIFY) on another replica. Also "wait for the first of", which waits on the same things.
+
+use std::{
+    cmp::Reverse,
+    collections::{BinaryHeap, HashMap},
+    sync::{Arc, Mutex, Weak},
+};
+
+use waymark_store::{
+    Fence, Millis, NewStepTask, Outcome, StepAttempt, StepClaim, StepFinished, StepPolicy, StepRecord, WaitFor,
+    WaitTarget,
+};
+
+use super::{children, validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
+
+/// Most attempts claimed for one worker in one round trip.
+const MAX_BATCH: u32 = 64;
+/// Most targets one "wait for the first of" may name.
+pub const MAX_TARGETS: usize = 1000;
+
+/// Defaults for calls that do not say.
+pub fn default_policy() -> StepPolicy {
+    StepPolicy {
+        max_attempts: 3,
+        initial_backoff_ms: 1_000,
+        backoff_coefficient: 2.0,
+        max_backoff_ms: 60_000,
+        timeout_ms: 5 * 60_000,
+    }
+}
+
+struct Waiter {
+    session: Weak<WorkerSession>,
+    /// The waiting workflow's step that the wakeup is for.
+    step_id: u32,
+}
+
+/// Workflows on this replica waiting for one of their steps to be recorded (a remote step's
+/// result), by (workflow, step).
+#[derive(Default)]
+pub struct StepWaits {
+    by_step: Mutex<HashMap<(String, u32), Vec<Waiter>>>,
+}
+
+impl StepWaits {
+    fn add(&self, workflow_id: &str, step_id: u32, session: &Arc<WorkerSession>, waiting_step: u32) {
+        let mut map = self.by_step.lock().unwrap();
+        let list = map.entry((workflow_id.to_string(), step_id)).or_default();
+        list.retain(|w| w.session.strong_count() > 0 && w.step_id != waiting_step);
+        list.push(Waiter {
+            session: Arc::downgrade(session),
+            step_id: waiting_step,
+        });
+    }
+
+    fn forget(&self, workflow_id: &str, step_id: u32) {
+        self.by_step.lock().unwrap().remove(&(workflow_id.to_string(), step_id));
+    }
+
+    pub(crate) fn keys(&self) -> Vec<(String, u32)> {
+        let mut map = self.by_step.lock().unwrap();
+        map.retain(|_, list| list.iter().any(|w| w.session.strong_count() > 0));
+        map.keys().cloned().collect()
+    }
+
+    fn take(&self, workflow_id: &str, step_id: u32) -> Vec<(Arc<WorkerSession>, u32)> {
+        let list = self.by_step.lock().unwrap().remove(&(workflow_id.to_string(), step_id));
+        list.into_iter()
+            .flatten()
+            .filter_map(|w| Some((w.session.upgrade()?, w.step_id)))
+            .collect()
+    }
+}
+
+/// Retry times this replica knows of: the dispatcher wakes for the earliest.
+#[derive(Default)]
+pub struct RetryTimes {
+    due: Mutex<BinaryHeap<Reverse<Millis>>>,
+}
+
+impl RetryTimes {
+    pub(crate) fn add(&self, at: Millis) {
+        self.due.lock().unwrap().push(Reverse(at));
+    }
+
+    /// The earliest time still ahead of `now`, dropping those that have come.
+    pub(crate) fn next_after(&self, now: Millis) -> Option<Millis> {
+        let mut due = self.due.lock().unwrap();
+        while due.peek().is_some_and(|Reverse(t)| *t <= now) {
+            due.pop();
+        }
+        due.peek().map(|Reverse(t)| *t)
+    }
+}
+
+/// What a workflow asks for when it calls a remote step.
+pub struct CallRequest {
+    pub step_name: String,
+    /// JSON text.
+    pub input: String,
+    pub policy: StepPolicy,
+}
+
+impl Engine {
+    /// Calls (or asks again for) a remote step; `None` while it runs — the caller is woken when
+    /// its result is recorded.
+    pub async fn call_step(
+        &self,
+        session: &Arc<WorkerSession>,
+        fence: Fence,
+        step_id: u32,
+        req: CallRequest,
+    ) -> EngineResult<Option<StepRecord>> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        validate::name("step_name", &req.step_name)?;
+        validate::payload("step input", &req.input, self.config.max_payload_bytes)?;
+        validate_policy(&req.policy)?;
+        self.step_waits.add(&fence.workflow_id, step_id, session, step_id);
+        let task = NewStepTask {
+            step_name: req.step_name,
+            input: req.input,
+            policy: req.policy,
+        };
+        let result = self.store.call_step(&fence, step_id, &task, self.now()).await;
+        if !matches!(result, Ok(None)) {
+            self.step_waits.forget(&fence.workflow_id, step_id);
+        } else {
+            self.dispatch_wanted.notify_one();
+        }
+        Ok(result?)
+    }
+
+    /// A worker's result for an attempt it ran.
+    pub async fn finish_step(
+        &self,
+        session: &WorkerSession,
+        attempt: StepAttempt,
+        outcome: Outcome,
+    ) -> EngineResult<()> {
+        session.touch(self.now());
+        validate::name("workflow_id", &attempt.workflow_id)?;
+        if let Outcome::Output(o) = &outcome {
+            validate::payload("step output", o, self.config.max_payload_bytes)?;
+        }
+        match self.store.finish_step_task(&attempt, outcome, self.now()).await? {
+            StepFinished::Recorded => {
+                tracing::debug!(workflow_id = %attempt.workflow_id, step_id = attempt.step_id, "remote step recorded");
+                self.step_recorded(&attempt.workflow_id, attempt.step_id).await;
+            }
+            StepFinished::Retrying { at } => {
+                tracing::debug!(workflow_id = %attempt.workflow_id, step_id = attempt.step_id, attempt = attempt.attempt, "remote step failed; retrying");
+                self.retry_times.add(at);
+                self.dispatch_wanted.notify_one();
+            }
+        }
+        Ok(())
+    }
+
+    /// A step was recorded (here or on another replica): wake whoever waits on it here. Its
+    /// caller may also have been parked on it, and is back in its queue.
+    pub(crate) async fn step_recorded(&self, workflow_id: &str, step_id: u32) {
+        for (session, waiting_step) in self.step_waits.take(workflow_id, step_id) {
+            session
+                .send(ToWorker::Wakeup {
+                    workflow_id: workflow_id.to_string(),
+                    step_id: waiting_step,
+                })
+                .await;
+        }
+        self.dispatch_wanted.notify_one();
+    }
+
+    /// Waits for the first (or all) of `targets`; `None` until decided (the workflow is woken
+    /// each time one finishes).
+    pub async fn select(
+        &self,
+        session: &Arc<WorkerSession>,
+        fence: Fence,
+        step_id: u32,
+        targets: Vec<WaitTarget>,
+        mode: WaitFor,
+    ) -> EngineResult<Option<u32>> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        if targets.is_empty() || targets.len() > MAX_TARGETS {
+            return Err(EngineError::invalid(format!(
+                "a wait for the first of needs between 1 and {MAX_TARGETS} targets"
+            )));
+        }
+        for t in &targets {
+            match t {
+                WaitTarget::Workflow(id) => {
+                    validate::name("target workflow_id", id)?;
+                    let waiter = children::Waiter::new(session, &fence.workflow_id, step_id);
+                    self.child_waits.add(id, waiter);
+                }
+                WaitTarget::Step(s) => self.step_waits.add(&fence.workflow_id, *s, session, step_id),
+            }
+        }
+        Ok(self
+            .store
+            .select_step(&fence, step_id, &targets, mode, self.now())
+            .await?)
+    }
+
+    /// Claims due attempts for one worker stream that runs remote steps and sends them.
+    pub(crate) async fn dispatch_steps(&self, session: &WorkerSession, now: Millis) {
+        let names = &session.registration.step_names;
+        if names.is_empty() {
+            return;
+        }
+        let limit = session.reserve_steps(MAX_BATCH);
+        if limit == 0 {
+            return;
+        }
+        let claim = StepClaim {
+            worker_id: session.registration.worker_id.clone(),
+            session_id: session.lease_id.clone(),
+            step_names: names.clone(),
+            limit,
+        };
+        let claimed = match self.store.claim_step_tasks(&claim, now).await {
+            Ok(c) => c,
+            Err(e) => {
+                session.grant_steps(limit);
+                tracing::warn!(error = %e, "step claim failed; retrying at the next pass");
+                return;
+            }
+        };
+        session.grant_steps(limit - claimed.len() as u32);
+        for t in claimed {
+            tracing::debug!(workflow_id = %t.workflow_id, step_id = t.step_id, attempt = t.attempt, "dispatch step");
+            // If the stream is gone the attempt times out or is failed when its lease ends.
+            session.send(ToWorker::DispatchStep(Box::new(t))).await;
+        }
+    }
+
+    /// Fails attempts past their timeout or whose worker is gone; wakes the callers whose
+    /// result that recorded.
+    pub(crate) async fn expire_steps(&self) {
+        match self.store.expire_step_tasks(self.now()).await {
+            Ok(expired) => {
+                for at in expired.retrying {
+                    self.retry_times.add(at);
+                }
+                for (workflow_id, step_id) in expired.recorded {
+                    tracing::info!(%workflow_id, step_id, "remote step out of attempts after a timeout");
+                    self.step_recorded(&workflow_id, step_id).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "remote step timeout pass failed"),
+        }
+    }
+}
+
+fn validate_policy(p: &StepPolicy) -> EngineResult<()> {
+    const DAY_MS: Millis = 24 * 3600 * 1000;
+    if !(1..=1000).contains(&p.max_attempts) {
+        return Err(EngineError::invalid("retry max_attempts must be between 1 and 1000"));
+    }
+    if !(1.0..=100.0).contains(&p.backoff_coefficient) {
+        return Err(EngineError::invalid(
+            "retry backoff_coefficient must be between 1.0 and 100.0",
+        ));
+    }
+    if !(0..=DAY_MS).contains(&p.initial_backoff_ms) || !(0..=DAY_MS).contains(&p.max_backoff_ms) {
+        return Err(EngineError::invalid("retry intervals must be between 0 and 24 hours"));
+    }
+    if !(1..=7 * DAY_MS).contains(&p.timeout_ms) {
+        return Err(EngineError::invalid(
+            "a remote step's timeout must be between 1 ms and 7 days",
+        ));
+    }
+    Ok(())
+}
