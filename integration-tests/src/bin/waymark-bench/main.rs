@@ -9,10 +9,12 @@
 //!    as many concurrent connections as the server's store pool (PostgreSQL 32, SQLite 1 writer).
 //!    It runs last, with the server stopped; the two workloads below run before it, after 2.
 //! 4. send->recv wakeup: N sequential `waiter` workflows, each already blocked in `recv`; time
-//!    from `send_message` until `await_workflow` returns, p50/p99;
-//! 5. idle database load: M `waiter` workflows blocked in `recv` (10 min timeout) and nothing
-//!    else happening; PostgreSQL transactions per second over a 10 s window, read from
-//!    `pg_stat_database` (the bench's own reads subtracted). SQLite has no such counter: n/a.
+//!    from just before `send_message` until the workflow's `recv` returns (the workflow reads the
+//!    clock; the workers run in this process), p50/p99; and until `await_workflow` returns;
+//! 5. idle database load: M `waiter` workflows blocked in `recv` (10 min timeout, so they park)
+//!    and nothing else happening; PostgreSQL transactions per second over a 10 s window, read
+//!    from `pg_stat_database` (the bench's own reads subtracted). SQLite has no such counter;
+//! 6. memory: P `sleeper` workflows parked (one-hour durable sleeps); the server's RSS.
 //!
 //! ```text
 //! make bench
@@ -27,6 +29,8 @@ use std::{
     },
     time::{Duration, Instant},
 };
+
+mod parked;
 
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
@@ -81,6 +85,9 @@ struct Args {
     /// Length of the idle measurement window, seconds.
     #[arg(long, default_value_t = 10)]
     idle_window_secs: u64,
+    /// Workflows parked while the server's memory is read (0 skips the workload).
+    #[arg(long, default_value_t = 100_000)]
+    parked: usize,
 }
 
 #[derive(Deserialize)]
@@ -112,11 +119,12 @@ struct WaiterInput {
     timeout_secs: u64,
 }
 
-/// Blocks in `recv` on topic "ping" and returns what came (None on timeout). Its first recorded
-/// step is the recv deadline, so one recorded step means "waiting".
-async fn waiter(ctx: WorkflowContext, input: WaiterInput) -> Result<Option<u64>, WorkflowError> {
+/// Blocks in `recv` on topic "ping" and returns what came with the time it came, in Unix
+/// microseconds (None on timeout). Its first recorded step is the recv deadline, so one recorded
+/// step means "waiting".
+async fn waiter(ctx: WorkflowContext, input: WaiterInput) -> Result<Option<(u64, u64)>, WorkflowError> {
     let m: Option<u64> = ctx.recv("ping", Duration::from_secs(input.timeout_secs)).await?;
-    Ok(m)
+    Ok(m.map(|sent| (sent, unix_micros())))
 }
 
 struct Report {
@@ -139,12 +147,15 @@ struct Report {
     wakeup_p50_ms: f64,
     wakeup_p99_ms: f64,
     wakeup_mean_ms: f64,
+    /// Send until the workflow is done and `await_workflow` has returned.
+    wakeup_done_p50_ms: f64,
     idle_waiters: usize,
     idle_window_s: f64,
     /// None on SQLite (no transaction counter).
     idle_db_tx_per_s: Option<f64>,
     /// Raw counter delta and the bench's own transactions subtracted from it.
     idle_db_tx_raw: Option<(i64, i64)>,
+    parked: Option<parked::Parked>,
 }
 
 impl Report {
@@ -203,16 +214,21 @@ impl Report {
             "target <= 2 ms is defined for PG".to_string()
         };
         row(
-            "  p50 send -> workflow done (ms)",
+            "  p50 send -> recv returns (ms)",
             format!("{:.2}", self.wakeup_p50_ms),
             &wake_note,
         );
         row(
-            "  p99 send -> workflow done (ms)",
+            "  p99 send -> recv returns (ms)",
             format!("{:.2}", self.wakeup_p99_ms),
             "",
         );
         row("  mean (ms)", format!("{:.2}", self.wakeup_mean_ms), "");
+        row(
+            "  p50 send -> awaited done (ms)",
+            format!("{:.2}", self.wakeup_done_p50_ms),
+            "incl. completion and AwaitWorkflow",
+        );
         row(
             "idle: waiters blocked in recv",
             self.idle_waiters.to_string(),
@@ -233,12 +249,29 @@ impl Report {
             }
             _ => row("  db transactions/s", "n/a".into(), "SQLite has no transaction counter"),
         }
+        if let Some(p) = &self.parked {
+            row(
+                "memory: parked workflows",
+                p.workflows.to_string(),
+                &format!("all parked after {:.1} s", p.seconds),
+            );
+            row("  server RSS before (MiB)", format!("{:.1}", p.rss_before_mb), "");
+            row(
+                "  server RSS, all parked (MiB)",
+                format!("{:.1}", p.rss_parked_mb),
+                &if p.workflows >= 100_000 {
+                    target(p.rss_parked_mb <= 500.0, "<= 500 MB at 100k")
+                } else {
+                    "target <= 500 MB is defined for 100k".to_string()
+                },
+            );
+        }
     }
 
     fn summary(&self) -> String {
         format!(
             "backend={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} ratio={:.3} \
-             wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={}",
+             wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={}",
             self.backend,
             self.steps_per_s,
             self.workflows_per_s,
@@ -250,6 +283,10 @@ impl Report {
             self.wakeup_p99_ms,
             self.idle_db_tx_per_s
                 .map(|v| format!("{v:.2}"))
+                .unwrap_or_else(|| "n/a".into()),
+            self.parked
+                .as_ref()
+                .map(|p| format!("{:.1}", p.rss_parked_mb))
                 .unwrap_or_else(|| "n/a".into()),
         )
     }
@@ -436,10 +473,12 @@ fn unix_micros() -> u64 {
 }
 
 /// N sequential wakeups: start a `waiter`, wait (unmeasured) until it is blocked in `recv`, then
-/// time `send_message` + `await_workflow`. Sorted, in ms.
-async fn wakeup(runs: usize, addr: &str) -> anyhow::Result<Vec<f64>> {
+/// send. Returns, sorted, in ms: send until `recv` returned in the workflow, and send until
+/// `await_workflow` returned.
+async fn wakeup(runs: usize, addr: &str) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
     let client = Client::connect(addr).await?;
     let mut out = Vec::with_capacity(runs);
+    let mut done = Vec::with_capacity(runs);
     // 5 warm-up runs, not measured.
     for i in 0..runs + 5 {
         let id = if i < 5 {
@@ -462,19 +501,24 @@ async fn wakeup(runs: usize, addr: &str) -> anyhow::Result<Vec<f64>> {
         let t = Instant::now();
         client.send_message(&id, "ping", &sent, None).await?;
         let w = client.await_workflow(&id, Some(Duration::from_secs(60))).await?;
-        let ms = t.elapsed().as_secs_f64() * 1000.0;
-        anyhow::ensure!(
-            w.status == WorkflowStatus::Success && w.output == Some(serde_json::json!(sent)),
-            "wakeup run {id} ended {:?} with output {:?} (sent {sent})",
-            w.status,
-            w.output
-        );
+        let done_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let got: Option<(u64, u64)> = w.output.clone().and_then(|o| serde_json::from_value(o).ok());
+        let received = match got {
+            Some((s, received)) if w.status == WorkflowStatus::Success && s == sent => received,
+            _ => anyhow::bail!(
+                "wakeup run {id} ended {:?} with output {:?} (sent {sent})",
+                w.status,
+                w.output
+            ),
+        };
         if i >= 5 {
-            out.push(ms);
+            out.push(received.saturating_sub(sent) as f64 / 1000.0);
+            done.push(done_ms);
         }
     }
     out.sort_by(|a, b| a.total_cmp(b));
-    Ok(out)
+    done.sort_by(|a, b| a.total_cmp(b));
+    Ok((out, done))
 }
 
 /// PostgreSQL's transaction counter for the database at `url`, read on a fresh connection with
@@ -545,6 +589,23 @@ async fn idle_load(n: usize, window: Duration, backend: Backend, db_url: &str, a
     .await?;
     for_each(|client, id| Box::pin(async move { wait_until_waiting(&client, &id, Duration::from_millis(50)).await }))
         .await?;
+    // A 10-minute wait is past the workers' park threshold: each waiter parks. Measure only
+    // once all have, so the window sees a settled system rather than the parking itself.
+    loop {
+        let (page, _) = clients[0]
+            .list(ListOptions {
+                statuses: vec![WorkflowStatus::Enqueued, WorkflowStatus::Pending],
+                workflow_name: Some("waiter".into()),
+                page_size: 1,
+                ..Default::default()
+            })
+            .await?;
+        if page.is_empty() {
+            break;
+        }
+        anyhow::ensure!(t0.elapsed() < Duration::from_secs(300), "idle waiters did not all park");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     eprintln!(
         "[idle] {n} waiters blocked in recv after {:.2} s; settling 2 s, then a {:?} window",
         t0.elapsed().as_secs_f64(),
@@ -707,6 +768,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
             .workflow("bench", bench)
             .workflow("one", one)
             .workflow("waiter", waiter)
+            .workflow("sleeper", parked::sleeper)
             .build();
         let mut rx = stop_rx.clone();
         workers.push(tokio::spawn(worker.run_until(async move {
@@ -731,7 +793,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     let mean = lat.iter().sum::<f64>() / lat.len().max(1) as f64;
 
     eprintln!("[{name}] wakeup workload {} runs", args.wakeup_runs);
-    let wake = wakeup(args.wakeup_runs, &server.addr).await?;
+    let (wake, wake_done) = wakeup(args.wakeup_runs, &server.addr).await?;
     let wake_mean = wake.iter().sum::<f64>() / wake.len().max(1) as f64;
 
     let capacity = args.workers.max(1) * args.worker_capacity as usize;
@@ -749,6 +811,18 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         &server.addr,
     )
     .await?;
+
+    let parked = if args.parked > 0 {
+        eprintln!("[{name}] memory workload: {} parked workflows", args.parked);
+        let p = parked::run(args.parked, &server.addr, server.pid()).await?;
+        eprintln!(
+            "[{name}] server RSS {:.1} MiB with {} parked (was {:.1})",
+            p.rss_parked_mb, p.workflows, p.rss_before_mb
+        );
+        Some(p)
+    } else {
+        None
+    };
 
     let _ = stop_tx.send(true);
     for w in workers {
@@ -795,10 +869,12 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         wakeup_p50_ms: percentile(&wake, 50.0),
         wakeup_p99_ms: percentile(&wake, 99.0),
         wakeup_mean_ms: wake_mean,
+        wakeup_done_p50_ms: percentile(&wake_done, 50.0),
         idle_waiters: args.idle_waiters,
         idle_window_s: idle.window_s,
         idle_db_tx_per_s: idle.pg.map(|(tps, _, _)| tps),
         idle_db_tx_raw: idle.pg.map(|(_, raw, own)| (raw, own)),
+        parked,
     }))
 }
 
