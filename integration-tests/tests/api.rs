@@ -66,6 +66,12 @@ async fn bad_input_gets_stable_reasons(backend: Backend) {
         return;
     };
     let c = &s.client;
+    let echo_id = c
+        .start_json("echo", serde_json::json!(1), StartOptions::default())
+        .await
+        .unwrap()
+        .workflow
+        .workflow_id;
     let cases: Vec<(Result<(), Error>, tonic::Code, &str)> = vec![
         (
             c.get("no-such-workflow").await.map(drop),
@@ -112,6 +118,62 @@ async fn bad_input_gets_stable_reasons(backend: Backend) {
                 .map(drop),
             tonic::Code::ResourceExhausted,
             "PAYLOAD_TOO_LARGE",
+        ),
+        (
+            c.send_message("no-such-workflow", "t", &1, None).await.map(drop),
+            tonic::Code::NotFound,
+            "WORKFLOW_NOT_FOUND",
+        ),
+        (
+            c.send_message(&echo_id, "t", &"m".repeat(2000), None).await.map(drop),
+            tonic::Code::ResourceExhausted,
+            "PAYLOAD_TOO_LARGE",
+        ),
+        (
+            c.send_message(&echo_id, &"t".repeat(300), &1, None).await.map(drop),
+            tonic::Code::InvalidArgument,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            c.messages("no-such-workflow").await.map(drop),
+            tonic::Code::NotFound,
+            "WORKFLOW_NOT_FOUND",
+        ),
+        (
+            c.events("no-such-workflow").await.map(drop),
+            tonic::Code::NotFound,
+            "WORKFLOW_NOT_FOUND",
+        ),
+        (
+            c.get_event("no-such-workflow", "k", None).await.map(drop),
+            tonic::Code::NotFound,
+            "WORKFLOW_NOT_FOUND",
+        ),
+        (
+            c.get_event(&echo_id, "k", Some(Duration::from_secs(100 * 24 * 3600)))
+                .await
+                .map(drop),
+            tonic::Code::InvalidArgument,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            c.read_stream("no-such-workflow", "k", 0).await.map(drop),
+            tonic::Code::NotFound,
+            "WORKFLOW_NOT_FOUND",
+        ),
+        (
+            c.start_json(
+                "echo",
+                serde_json::json!(1),
+                StartOptions {
+                    timeout: Some(Duration::from_secs(100 * 366 * 24 * 3600)),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map(drop),
+            tonic::Code::InvalidArgument,
+            "INVALID_ARGUMENT",
         ),
         (
             c.list(ListOptions {
@@ -168,6 +230,27 @@ async fn bad_input_gets_stable_reasons(backend: Backend) {
             workflow_name: "echo".into(),
             input: Some(nan),
             ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    // Negative durations cannot be said through the SDK; on the wire they are refused.
+    let negative = prost_types::Duration { seconds: -1, nanos: 0 };
+    let e = raw
+        .start_workflow(waymark_sdk::proto::StartWorkflowRequest {
+            workflow_name: "echo".into(),
+            input: waymark_sdk::proto::Payload::default().into(),
+            timeout: Some(negative),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let e = raw
+        .get_event(waymark_sdk::proto::GetEventRequest {
+            workflow_id: echo_id.clone(),
+            key: "k".into(),
+            timeout: Some(negative),
         })
         .await
         .unwrap_err();

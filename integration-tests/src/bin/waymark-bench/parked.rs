@@ -53,7 +53,11 @@ pub async fn run(n: usize, addr: &str, server_pid: u32) -> anyhow::Result<Parked
         tasks.push(tokio::spawn(async move {
             for i in (c * per)..((c + 1) * per).min(n) {
                 client
-                    .start_json("sleeper", serde_json::json!(null), StartOptions::id(format!("parked-{i}")))
+                    .start_json(
+                        "sleeper",
+                        serde_json::json!(null),
+                        StartOptions::id(format!("parked-{i}")),
+                    )
                     .await?;
             }
             Ok::<_, anyhow::Error>(())
@@ -62,10 +66,16 @@ pub async fn run(n: usize, addr: &str, server_pid: u32) -> anyhow::Result<Parked
     for t in tasks {
         t.await??;
     }
-    eprintln!("[parked] {n} starts acknowledged after {:.1} s", t0.elapsed().as_secs_f64());
+    eprintln!(
+        "[parked] {n} starts acknowledged after {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
     let client = Client::connect(addr).await?;
     while any_sleeper_in(&client, vec![WorkflowStatus::Enqueued, WorkflowStatus::Pending]).await? {
-        anyhow::ensure!(t0.elapsed() < Duration::from_secs(1800), "sleepers did not all park in 30 min");
+        anyhow::ensure!(
+            t0.elapsed() < Duration::from_secs(1800),
+            "sleepers did not all park in 30 min"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let seconds = t0.elapsed().as_secs_f64();
