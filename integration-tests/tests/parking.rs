@@ -159,6 +159,75 @@ async fn a_parked_sleep_wakes_on_time(backend: Backend) {
     assert!(nap.epoch >= 2);
 }
 
+/// A parent awaiting a child (and a caller awaiting a remote step) that takes long is parked on
+/// a one-slot worker, and comes back when the child finishes / the result is recorded.
+async fn long_awaits_park_and_come_back(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let client = server.client().await;
+    let _worker = WorkerProcess::start_with_env(
+        &server.addr,
+        &db.dir.join("effects.log"),
+        1,
+        "parker",
+        &[("WAYMARK_PARK_AFTER_MS", "100"), ("WAYMARK_ROLE", "all")],
+    );
+    wait_for_registration(&client, "counted").await;
+    let parked = |id: &'static str| {
+        let client = client.clone();
+        async move {
+            wait_for(&format!("{id} to park"), PATIENCE, || async {
+                client
+                    .get(id)
+                    .await
+                    .ok()
+                    .filter(|w| w.status == WorkflowStatus::Delayed)
+            })
+            .await
+        }
+    };
+    // The child waits for a message; with one slot, the parent must have let go for the child to
+    // run at all.
+    client
+        .start_json(
+            "family",
+            serde_json::json!({"children": [["inbox", {"topic": "go", "timeout_ms": 3_600_000}]]}),
+            StartOptions::id("fam"),
+        )
+        .await
+        .unwrap();
+    parked("fam").await;
+    parked("fam/child-0").await;
+    client.send_message("fam/child-0", "go", &"now", None).await.unwrap();
+    let fam = client.await_workflow("fam", Some(PATIENCE)).await.unwrap();
+    assert_eq!(fam.output, Some(serde_json::json!([{"received": ["now"]}])));
+    // A remote step that runs a while (on this same process, whose step credits are apart from
+    // its one workflow slot): the caller parks until the result is recorded.
+    client
+        .start_json(
+            "caller",
+            serde_json::json!({"step": "double", "input": {"n": 4, "ms": 1_500, "key": "p"}}),
+            StartOptions::id("slow-call"),
+        )
+        .await
+        .unwrap();
+    parked("slow-call").await;
+    let call = client.await_workflow("slow-call", Some(PATIENCE)).await.unwrap();
+    assert_eq!(call.output, Some(serde_json::json!(8)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_long_awaits_park_and_come_back() {
+    long_awaits_park_and_come_back(Backend::Sqlite).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_long_awaits_park_and_come_back() {
+    long_awaits_park_and_come_back(Backend::Postgres).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_parked_workflows_free_their_slots() {
     many_parked_workflows_share_a_few_slots(Backend::Sqlite, 40, 2).await

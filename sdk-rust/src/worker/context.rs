@@ -519,6 +519,7 @@ impl WorkflowContext {
         let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
         let (inner, child_id) = (self.inner.clone(), child_id.to_string());
         async move {
+            let waiting_since = unix_ms();
             let outcome = match inner.recorded_json(step_id, AWAIT_CHILD_STEP)? {
                 Some(v) => v,
                 None => loop {
@@ -537,7 +538,20 @@ impl WorkflowContext {
                     if r.outcome == v1::recv_result::Outcome::Delivered as i32 {
                         break child_json(&r);
                     }
-                    inner.wait_until(i64::MAX, 0).await?;
+                    // Parked once it has waited past the threshold: children can run for days.
+                    match inner
+                        .park_after
+                        .map(|t| waiting_since.saturating_add(t.as_millis() as i64))
+                    {
+                        Some(at) if unix_ms() >= at => {
+                            let on = v1::park::On::AwaitedWorkflowId(child_id.clone());
+                            if inner.park(step_id, i64::MAX, on).await? {
+                                return Err(WorkflowError::Parked);
+                            }
+                        }
+                        Some(at) => inner.wait_until(at, unix_ms()).await?,
+                        None => inner.wait_until(i64::MAX, 0).await?,
+                    }
                 },
             };
             child_result(&child_id, outcome)

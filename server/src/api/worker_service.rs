@@ -272,6 +272,7 @@ async fn handle(
                     key: e.key,
                 },
                 Some(v1::park::On::Step(step_id)) => waymark_store::ParkedOn::Step(step_id),
+                Some(v1::park::On::AwaitedWorkflowId(id)) => waymark_store::ParkedOn::Workflow(id),
                 Some(v1::park::On::Timer(_)) | None => waymark_store::ParkedOn::Timer,
             };
             match engine.park(&session, fence, p.wake_at_ms, on).await {

@@ -136,6 +136,8 @@ impl Engine {
     /// A workflow reached a terminal status through this replica: wake whoever waits on it
     /// here (awaiters get the record when there is one; stream readers look again).
     pub(crate) fn announce_finished(&self, workflow_id: &str, record: waiters::Finished) {
+        // A workflow parked awaiting this one is back in its queue.
+        self.dispatch_wanted.notify_one();
         self.waiters.wake(workflow_id, record);
         self.stream_waits.wake(workflow_id, None);
         let (engine_waits, id) = (&self.child_waits, workflow_id.to_string());

@@ -144,6 +144,7 @@ impl Engine {
         validate::name("workflow_id", &fence.workflow_id)?;
         match &on {
             ParkedOn::Timer | ParkedOn::Step(_) => {}
+            ParkedOn::Workflow(id) => validate::name("awaited workflow_id", id)?,
             ParkedOn::Message(topic) => validate::optional_name("topic", topic)?,
             ParkedOn::Event { workflow_id, key } => {
                 validate::name("event workflow_id", workflow_id)?;

@@ -323,6 +323,8 @@ pub enum ParkedOn {
     Event { workflow_id: String, key: String },
     /// The result of its own remote step at this position.
     Step(u32),
+    /// Another workflow (a child) reaching a terminal status.
+    Workflow(String),
 }
 
 impl ParkedOn {
@@ -333,6 +335,8 @@ impl ParkedOn {
             ParkedOn::Message(topic) => format!("message\n{topic}"),
             ParkedOn::Event { workflow_id, key } => format!("event\n{workflow_id}\n{key}"),
             ParkedOn::Step(step_id) => format!("step\n{step_id}"),
+            // Matched by the `workflows_wake_awaiting` trigger of migration 0010.
+            ParkedOn::Workflow(id) => format!("workflow\n{id}"),
         }
     }
 }

@@ -537,6 +537,11 @@ async fn pg_xacts(url: &str) -> anyhow::Result<i64> {
     Ok(n)
 }
 
+/// PostgreSQL (15+) backends report their transaction counts lazily — an idle backend flushes
+/// them up to 10 s later — so the window opens only after the parking burst's counts have
+/// surely landed; otherwise they are counted as idle load.
+const SETTLE: Duration = Duration::from_secs(15);
+
 /// Transactions of our own that `pg_xacts` adds to the counter between two of its reads.
 const OWN_XACTS_PER_READ: i64 = 1;
 
@@ -607,11 +612,11 @@ async fn idle_load(n: usize, window: Duration, backend: Backend, db_url: &str, a
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     eprintln!(
-        "[idle] {n} waiters blocked in recv after {:.2} s; settling 2 s, then a {:?} window",
+        "[idle] {n} waiters parked after {:.2} s; settling {SETTLE:?}, then a {:?} window",
         t0.elapsed().as_secs_f64(),
         window
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(SETTLE).await;
 
     // Nothing of ours talks to the server during the window.
     let before = match backend {
@@ -834,6 +839,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     if backend == Backend::Postgres {
         // Check of the own-transaction correction: with the server stopped, two reads 1 s apart
         // should differ by exactly our own transactions.
+        tokio::time::sleep(SETTLE).await;
         let a = pg_xacts(&db.url).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
         let b = pg_xacts(&db.url).await?;

@@ -82,6 +82,7 @@ macro_rules! conformance_tests {
             children_start_with_their_record_and_rejoin_on_replay,
             deadlines_cancel_and_children_inherit_them,
             parked_workflows_wake_when_their_wait_resolves,
+            parked_parents_wake_when_the_awaited_workflow_finishes,
             remote_step_calls_queue_once_and_record_their_result,
             remote_step_failures_retry_with_backoff_then_record,
             remote_step_attempts_time_out_and_parked_callers_wake,

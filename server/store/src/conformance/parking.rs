@@ -96,3 +96,49 @@ pub async fn parked_workflows_wake_when_their_wait_resolves(s: Arc<dyn Store>) {
         "a message does not revive a cancelled workflow"
     );
 }
+
+pub async fn parked_parents_wake_when_the_awaited_workflow_finishes(s: Arc<dyn Store>) {
+    let s = &*s;
+    // Every way of finishing wakes the parked awaiters: completion, cancel, a passed deadline.
+    for (n, finish) in ["complete", "cancel", "deadline"].into_iter().enumerate() {
+        let (parent, child) = (format!("parent-{finish}"), format!("child-{finish}"));
+        let t = T + n as Millis * 10_000;
+        running(s, &parent, t).await;
+        let c = NewWorkflow {
+            deadline_at: Some(t + 5_000),
+            ..wf(&child, "C", "q")
+        };
+        start(s, c, t).await;
+        let on = ParkedOn::Workflow(child.clone());
+        assert!(s.park(&fence(&parent, 1), Millis::MAX, &on, t + 1).await.unwrap());
+        assert_eq!(get(s, &parent).await.status, WorkflowStatus::Delayed);
+        match finish {
+            "complete" => {
+                claim_one(s, "A", "C", &child, t + 2).await;
+                s.complete_workflow(&fence(&child, 1), Outcome::Output("1".into()), t + 3)
+                    .await
+                    .unwrap();
+            }
+            "cancel" => {
+                s.cancel_workflow(&child, t + 3).await.unwrap();
+            }
+            _ => {
+                assert_eq!(s.cancel_expired(t + 5_001).await.unwrap().len(), 1);
+            }
+        }
+        assert_eq!(get(s, &parent).await.status, WorkflowStatus::Enqueued, "{finish}");
+        // Parking on a workflow that has already finished does not park.
+        claim_one(s, "A", "K", &parent, t + 6_000).await;
+        assert!(!s.park(&fence(&parent, 2), Millis::MAX, &on, t + 6_001).await.unwrap());
+    }
+    assert!(matches!(
+        s.park(
+            &fence("parent-complete", 2),
+            Millis::MAX,
+            &ParkedOn::Workflow("nobody".into()),
+            T + 50_000
+        )
+        .await,
+        Err(StoreError::WorkflowNotFound(_))
+    ));
+}

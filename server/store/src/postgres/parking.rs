@@ -83,6 +83,18 @@ impl PostgresStore {
                     .map_err(db_error)?
                     .is_some()
             }
+            // The row lock holds off a completion until this park commits; the completion's
+            // trigger then finds the workflow parked (or, if it came first, it is seen here).
+            ParkedOn::Workflow(id) => {
+                let status: String =
+                    sqlx::query_scalar("SELECT status FROM workflows WHERE workflow_id = $1 FOR SHARE")
+                        .bind(id)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db_error)?
+                        .ok_or_else(|| StoreError::WorkflowNotFound(id.clone()))?;
+                WorkflowStatus::parse(&status).is_some_and(WorkflowStatus::is_terminal)
+            }
             ParkedOn::Step(step_id) => {
                 sqlx::query_scalar::<_, i32>("SELECT 1 FROM steps WHERE workflow_id = $1 AND step_id = $2")
                     .bind(&fence.workflow_id)

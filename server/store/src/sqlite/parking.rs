@@ -62,6 +62,11 @@ impl SqliteStore {
                     .map_err(db_error)?
                     .is_some()
             }
+            ParkedOn::Workflow(id) => Self::workflow_on(&mut *tx, id)
+                .await?
+                .ok_or_else(|| StoreError::WorkflowNotFound(id.clone()))?
+                .status
+                .is_terminal(),
             ParkedOn::Step(step_id) => {
                 sqlx::query_scalar::<_, i64>("SELECT 1 FROM steps WHERE workflow_id = ?1 AND step_id = ?2")
                     .bind(&fence.workflow_id)
