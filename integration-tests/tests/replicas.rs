@@ -1,11 +1,11 @@
 //! Several server replicas on one PostgreSQL: a start, a send and an await through one replica
 //! reach a workflow whose worker is attached to another — pushed by LISTEN/NOTIFY, or, with
-//! NOTIFY switched off, found by polling.
+//! NOTIFY switched off, found by polling; and a replica killed -9 whose timers another fires.
 
 use std::time::Duration;
 
 use waymark_integration_tests::{
-    fast_recovery_args, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
+    fast_recovery_args, wait_for, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
 };
 use waymark_sdk::{StartOptions, WorkflowStatus};
 
@@ -66,4 +66,46 @@ async fn postgres_notify_carries_changes_between_replicas() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_polling_fallback_without_notify() {
     cross_replica_round_trip(&["--no-notify", "--dispatch-poll-interval", "200ms"]).await
+}
+
+/// Timers live in the database: a workflow parked in a durable sleep through replica A is woken
+/// by replica B after A is killed -9, and finished by the worker attached to B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_surviving_replica_fires_the_timers_of_a_dead_one() {
+    let Some(db) = TestDatabase::new(Backend::Postgres).await else {
+        return;
+    };
+    let args = fast_recovery_args();
+    let mut a = ServerProcess::start(&db, &args).await;
+    let b = ServerProcess::start(&db, &args).await;
+    let park = [("WAYMARK_PARK_AFTER_MS", "100")];
+    let _on_a = WorkerProcess::start_with_env(&a.addr, &db.dir.join("effects.log"), 10, "on-a", &park);
+    let via_a = a.client().await;
+    wait_for_registration(&via_a, "counted").await;
+    via_a
+        .start_json("napper", serde_json::json!({"ms": 3_000}), StartOptions::id("nap"))
+        .await
+        .unwrap();
+    wait_for("the sleeper to park through A", Duration::from_secs(60), || async {
+        via_a
+            .get("nap")
+            .await
+            .ok()
+            .filter(|w| w.status == WorkflowStatus::Delayed)
+    })
+    .await;
+    a.kill();
+    let _on_b = WorkerProcess::start_with_env(&b.addr, &db.dir.join("effects.log"), 10, "on-b", &park);
+    let via_b = b.client().await;
+    let w = via_b
+        .await_workflow("nap", Some(Duration::from_secs(60)))
+        .await
+        .expect("finished through B");
+    assert_eq!(w.status, WorkflowStatus::Success);
+    let steps = via_b.steps("nap").await.unwrap();
+    let wake_at = steps[0].output.as_ref().unwrap()["wake_at_ms"].as_i64().unwrap();
+    assert!(
+        w.output.unwrap().as_i64().unwrap() >= wake_at,
+        "woke no earlier than recorded"
+    );
 }

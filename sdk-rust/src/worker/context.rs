@@ -25,6 +25,10 @@ use crate::{RetryPolicy, WorkflowError};
 mod remote;
 pub use remote::{Awaitable, StepHandle, StepOptions};
 
+/// Receives the server completed on its own (a send found them waiting) and pushed with the
+/// wakeup, by step position.
+pub(crate) type Deliveries = Arc<std::sync::Mutex<HashMap<u32, v1::Payload>>>;
+
 /// Handle a workflow function uses to run steps. Cheap to clone.
 #[derive(Clone)]
 pub struct WorkflowContext {
@@ -42,6 +46,7 @@ struct Inner {
     conn: Arc<Conn>,
     cancelled: Arc<AtomicBool>,
     wakeup: Arc<Notify>,
+    delivered: Deliveries,
     park_after: Option<Duration>,
 }
 
@@ -51,6 +56,7 @@ impl WorkflowContext {
         conn: Arc<Conn>,
         cancelled: Arc<AtomicBool>,
         wakeup: Arc<Notify>,
+        delivered: Deliveries,
         park_after: Option<Duration>,
     ) -> Self {
         WorkflowContext {
@@ -64,6 +70,7 @@ impl WorkflowContext {
                 conn,
                 cancelled,
                 wakeup,
+                delivered,
                 park_after,
             }),
         }
@@ -634,6 +641,12 @@ impl Inner {
         }
         loop {
             self.check_cancelled()?;
+            // The server may have completed the wait itself and sent the answer with the wakeup.
+            if let Some(p) = self.delivered.lock().unwrap().remove(&result_step) {
+                return Ok(Some(
+                    json::from_payload(Some(&p)).map_err(|e| WorkflowError::Serialization(e.to_string()))?,
+                ));
+            }
             let (outcome, value, server_now) = match self.conn.request(request(result_step, deadline_ms)).await? {
                 reply::Result::RecvResult(r) => (r.outcome, r.message, r.server_now_ms),
                 reply::Result::EventResult(r) => (r.outcome, r.value, r.server_now_ms),

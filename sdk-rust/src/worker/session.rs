@@ -72,6 +72,8 @@ struct Running {
     cancelled: Arc<AtomicBool>,
     /// Rung when the server says a wait may be over, and on cancel.
     wakeup: Arc<tokio::sync::Notify>,
+    /// Receives the server completed itself and pushed with their wakeup, by step.
+    delivered: super::context::Deliveries,
     task: tokio::task::AbortHandle,
 }
 
@@ -162,6 +164,9 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
                     }
                     server_message::Kind::Wakeup(w) => {
                         if let Some(r) = running.0.get(&w.workflow_id) {
+                            if let Some(recv) = w.recv.filter(|r| r.outcome == v1::recv_result::Outcome::Delivered as i32) {
+                                r.delivered.lock().unwrap().insert(w.step_id, recv.message.unwrap_or_default());
+                            }
                             r.wakeup.notify_one();
                         }
                     }
@@ -195,8 +200,16 @@ fn start(
 ) -> Running {
     let cancelled = Arc::new(AtomicBool::new(false));
     let wakeup = Arc::new(tokio::sync::Notify::new());
+    let delivered = super::context::Deliveries::default();
     let f = config.workflows.get(&d.workflow_name).cloned();
-    let ctx = WorkflowContext::new(&d, conn.clone(), cancelled.clone(), wakeup.clone(), config.park_after);
+    let ctx = WorkflowContext::new(
+        &d,
+        conn.clone(),
+        cancelled.clone(),
+        wakeup.clone(),
+        delivered.clone(),
+        config.park_after,
+    );
     let (workflow_id, epoch) = (d.workflow_id.clone(), d.epoch);
     let input = json::from_payload(d.input.as_ref());
     let task = tokio::spawn(async move {
@@ -239,6 +252,7 @@ fn start(
     Running {
         cancelled,
         wakeup,
+        delivered,
         task: task.abort_handle(),
     }
 }

@@ -345,6 +345,7 @@ impl WorkerService for WorkerApi {
 
         // Engine pushes → stream. Ends when the session is dropped everywhere.
         let push_out = out.clone();
+        let clock = engine.clone();
         tokio::spawn(async move {
             while let Some(p) = push_rx.recv().await {
                 let kind = match p {
@@ -352,9 +353,24 @@ impl WorkerService for WorkerApi {
                     ToWorker::DispatchStep(t) => worker_steps::dispatch(*t),
                     ToWorker::Cancel(id) => server_message::Kind::Cancel(v1::Cancel { workflow_id: id }),
                     ToWorker::Drain => server_message::Kind::Drain(v1::Drain {}),
-                    ToWorker::Wakeup { workflow_id, step_id } => {
-                        server_message::Kind::Wakeup(v1::Wakeup { workflow_id, step_id })
-                    }
+                    ToWorker::Wakeup { workflow_id, step_id } => server_message::Kind::Wakeup(v1::Wakeup {
+                        workflow_id,
+                        step_id,
+                        recv: None,
+                    }),
+                    ToWorker::Delivered {
+                        workflow_id,
+                        step_id,
+                        message,
+                    } => server_message::Kind::Wakeup(v1::Wakeup {
+                        workflow_id,
+                        step_id,
+                        recv: Some(v1::RecvResult {
+                            outcome: v1::recv_result::Outcome::Delivered as i32,
+                            message: convert::payload(&message),
+                            server_now_ms: clock.now_ms(),
+                        }),
+                    }),
                 };
                 if push_out.send(msg(kind)).await.is_err() {
                     break;

@@ -10,7 +10,7 @@ use std::{
     sync::{Arc, Mutex, Weak},
 };
 
-use waymark_store::{Fence, MessageRecord, Millis, NewMessage, Received, Sent};
+use waymark_store::{Fence, MessageRecord, Millis, NewMessage, Received, RecvWaiter, Sent};
 
 use super::{validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
 
@@ -29,6 +29,10 @@ pub struct SendRequest {
 struct Waiter {
     session: Weak<WorkerSession>,
     step_id: u32,
+    /// The waiting run's fence and deadline, so a send through this replica can complete the
+    /// receive in its own transaction.
+    epoch: u64,
+    deadline: Millis,
 }
 
 /// Receives waiting on this replica, by (workflow, topic).
@@ -38,10 +42,13 @@ pub struct RecvWaits {
 }
 
 impl RecvWaits {
-    fn register(&self, workflow_id: &str, topic: &str, session: &Arc<WorkerSession>, step_id: u32) {
+    fn register(&self, fence: &Fence, topic: &str, session: &Arc<WorkerSession>, step_id: u32, deadline: Millis) {
+        let workflow_id = &fence.workflow_id;
         let waiter = Waiter {
             session: Arc::downgrade(session),
             step_id,
+            epoch: fence.epoch,
+            deadline,
         };
         self.by_key
             .lock()
@@ -55,6 +62,20 @@ impl RecvWaits {
         if map.get(&key).is_some_and(|w| w.step_id == step_id) {
             map.remove(&key);
         }
+    }
+
+    /// The receive waiting here for (workflow, topic), if its worker is still attached.
+    fn peek(&self, workflow_id: &str, topic: &str) -> Option<RecvWaiter> {
+        let map = self.by_key.lock().unwrap();
+        let w = map.get(&(workflow_id.to_string(), topic.to_string()))?;
+        (w.session.strong_count() > 0).then(|| RecvWaiter {
+            fence: Fence {
+                workflow_id: workflow_id.to_string(),
+                epoch: w.epoch,
+            },
+            step_id: w.step_id,
+            deadline: w.deadline,
+        })
     }
 
     fn take(&self, workflow_id: &str, topic: &str) -> Option<(Arc<WorkerSession>, u32)> {
@@ -98,6 +119,26 @@ impl Engine {
             idempotency_key: (!req.idempotency_key.is_empty()).then_some(req.idempotency_key),
         };
         let (to, topic) = (message.workflow_id.clone(), message.topic.clone());
+        // A receive waiting here is completed in the send's own transaction, and its worker gets
+        // the message with the wakeup: one commit and one push between a send and the receive.
+        if let Some(waiter) = self.recv_waits.peek(&to, &topic) {
+            let (sent, delivered) = self.store.send_message_delivering(message, &waiter, self.now()).await?;
+            match delivered {
+                Some(message) => {
+                    if let Some((session, step_id)) = self.recv_waits.take(&to, &topic) {
+                        let delivery = ToWorker::Delivered {
+                            workflow_id: to.clone(),
+                            step_id,
+                            message,
+                        };
+                        session.send(delivery).await;
+                    }
+                }
+                None => self.wake_receiver(&to, &topic).await,
+            }
+            self.dispatch_wanted.notify_one();
+            return Ok(sent);
+        }
         let sent = self.store.send_message(message, self.now()).await?;
         self.wake_receiver(&to, &topic).await;
         // The receiver may have been parked: it is back in its queue now.
@@ -149,7 +190,7 @@ impl Engine {
                 "recv deadline must be a time between now and ten years from now",
             ));
         }
-        self.recv_waits.register(&fence.workflow_id, &topic, session, step_id);
+        self.recv_waits.register(&fence, &topic, session, step_id, deadline);
         let result = self.store.recv(&fence, step_id, &topic, deadline, now).await;
         if !matches!(result, Ok(Received::Waiting)) {
             self.recv_waits.forget(&fence.workflow_id, &topic, step_id);

@@ -24,6 +24,13 @@ pub enum ToWorker {
         workflow_id: String,
         step_id: u32,
     },
+    /// The receive waiting as step `step_id` got `message` (JSON text), already consumed and
+    /// recorded: the worker can go on without asking.
+    Delivered {
+        workflow_id: String,
+        step_id: u32,
+        message: String,
+    },
     Drain,
 }
 

@@ -413,3 +413,40 @@ async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_tim
         .unwrap_err();
     assert_eq!(e.reason, "STEP_ATTEMPT_STALE");
 }
+
+#[tokio::test]
+async fn a_send_hands_the_message_to_the_waiting_receive_with_the_wakeup() {
+    let (engine, _) = engine().await;
+    let (session, mut rx) = attach(&engine, "w1", 1).await;
+    start(&engine, "r").await;
+    let epoch = dispatched(&mut rx)[0].workflow.epoch;
+    let fence = Fence {
+        workflow_id: "r".into(),
+        epoch,
+    };
+    let waiting = engine
+        .recv(&session, fence.clone(), 0, "t".into(), T0 + 60_000)
+        .await
+        .unwrap();
+    assert_eq!(waiting, waymark_store::Received::Waiting);
+    let send = |m: &str| messages::SendRequest {
+        workflow_id: "r".into(),
+        topic: "t".into(),
+        message: m.into(),
+        idempotency_key: String::new(),
+    };
+    engine.send_message(send("\"hi\"")).await.unwrap();
+    match rx.try_recv() {
+        Ok(ToWorker::Delivered {
+            workflow_id,
+            step_id,
+            message,
+        }) => assert_eq!((workflow_id.as_str(), step_id, message.as_str()), ("r", 0, "\"hi\"")),
+        other => panic!("expected the message with the wakeup, got {other:?}"),
+    }
+    // Already recorded: asking again gets the same answer; a second send finds no waiter.
+    let again = engine.recv(&session, fence, 0, "t".into(), T0 + 60_000).await.unwrap();
+    assert_eq!(again, waymark_store::Received::Delivered("\"hi\"".into()));
+    engine.send_message(send("2")).await.unwrap();
+    assert!(rx.try_recv().is_err(), "nothing waits now");
+}

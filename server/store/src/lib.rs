@@ -273,6 +273,15 @@ pub struct Sent {
     pub duplicate: bool,
 }
 
+/// A receive waiting in the server (step `step_id` of the fenced workflow, until `deadline`),
+/// which a send can complete in its own transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecvWaiter {
+    pub fence: Fence,
+    pub step_id: u32,
+    pub deadline: Millis,
+}
+
 /// Result of a receive attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Received {
@@ -474,6 +483,18 @@ pub trait Store: Send + Sync + 'static {
     /// Delivers a message from outside any workflow. `WorkflowNotFound` when the receiver does
     /// not exist.
     async fn send_message(&self, message: NewMessage, now: Millis) -> StoreResult<Sent>;
+
+    /// Like `send_message`, and in the same transaction completes `waiter` — a receive of the
+    /// message's receiver on its topic — when it still waits (fence holds, step unrecorded,
+    /// deadline ahead): the oldest unconsumed message of the topic is consumed and recorded as
+    /// the waiter's step. Returns that message's payload when it did. One commit instead of two
+    /// on the path from a send to the receive it ends.
+    async fn send_message_delivering(
+        &self,
+        message: NewMessage,
+        waiter: &RecvWaiter,
+        now: Millis,
+    ) -> StoreResult<(Sent, Option<String>)>;
 
     /// Delivers a message from a workflow, recording the send as its step `step_id` in the same
     /// transaction (fenced). On replay (the step is already recorded) nothing is sent again and

@@ -452,6 +452,15 @@ impl Store for SqliteStore {
         self.send_message_impl(message, now).await
     }
 
+    async fn send_message_delivering(
+        &self,
+        message: NewMessage,
+        waiter: &RecvWaiter,
+        now: Millis,
+    ) -> StoreResult<(Sent, Option<String>)> {
+        self.send_message_delivering_impl(message, waiter, now).await
+    }
+
     async fn send_message_step(
         &self,
         fence: &Fence,

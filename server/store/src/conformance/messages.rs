@@ -201,3 +201,82 @@ pub async fn concurrent_receivers_take_each_message_once(s: Arc<dyn Store>) {
         .iter()
         .all(|m| m.consumed_at.is_some()));
 }
+
+pub async fn a_send_completes_a_waiting_receive_in_its_transaction(s: Arc<dyn Store>) {
+    let s = &*s;
+    running(s, "r").await;
+    let f = fence("r", 1);
+    let later = T + 60_000;
+    let waiter = |step_id| RecvWaiter {
+        fence: f.clone(),
+        step_id,
+        deadline: later,
+    };
+    assert_eq!(s.recv(&f, 0, "t", later, T + 1).await.unwrap(), Received::Waiting);
+    let (sent, delivered) = s
+        .send_message_delivering(msg("m1", "r", "t", "1"), &waiter(0), T + 2)
+        .await
+        .unwrap();
+    assert_eq!((sent.duplicate, delivered.as_deref()), (false, Some("1")));
+    let m = &s.list_messages("r").await.unwrap()[0];
+    assert_eq!((m.consumed_at, m.consumed_by_step), (Some(T + 2), Some(0)));
+    // The worker asking again gets the recorded receipt.
+    assert_eq!(
+        s.recv(&f, 0, "t", later, T + 3).await.unwrap(),
+        Received::Delivered("1".into())
+    );
+    // An older message on the topic goes first; the new one waits for the next receive.
+    s.send_message(msg("m2", "r", "t", "2"), T + 4).await.unwrap();
+    let (_, delivered) = s
+        .send_message_delivering(msg("m3", "r", "t", "3"), &waiter(1), T + 5)
+        .await
+        .unwrap();
+    assert_eq!(delivered.as_deref(), Some("2"));
+    assert_eq!(
+        s.recv(&f, 2, "t", later, T + 6).await.unwrap(),
+        Received::Delivered("3".into())
+    );
+    // Nothing is delivered to a waiter that moved on: its step is recorded, its deadline passed,
+    // or it is another dispatch's. The message is still sent.
+    let stale = [
+        waiter(2),
+        RecvWaiter {
+            deadline: T + 7,
+            ..waiter(3)
+        },
+        RecvWaiter {
+            fence: fence("r", 7),
+            ..waiter(3)
+        },
+    ];
+    for (i, w) in stale.iter().enumerate() {
+        let (sent, delivered) = s
+            .send_message_delivering(msg(&format!("x{i}"), "r", "t", "9"), w, T + 8)
+            .await
+            .unwrap();
+        assert_eq!((sent.duplicate, delivered), (false, None), "waiter {i}");
+    }
+    let unconsumed = s
+        .list_messages("r")
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.consumed_at.is_none())
+        .count();
+    assert_eq!(unconsumed, 3);
+    assert_eq!(s.list_steps("r").await.unwrap().len(), 3);
+    // A duplicate send (same idempotency key) delivers nothing.
+    let keyed = |id: &str| NewMessage {
+        idempotency_key: Some("k".into()),
+        ..msg(id, "r", "u", "5")
+    };
+    s.send_message(keyed("k1"), T + 9).await.unwrap();
+    let (sent, delivered) = s
+        .send_message_delivering(keyed("k2"), &waiter(3), T + 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        (sent.message_id.as_str(), sent.duplicate, delivered),
+        ("k1", true, None)
+    );
+}

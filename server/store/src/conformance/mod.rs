@@ -75,6 +75,7 @@ macro_rules! conformance_tests {
             recv_and_send_steps_are_fenced,
             send_step_is_recorded_once,
             concurrent_receivers_take_each_message_once,
+            a_send_completes_a_waiting_receive_in_its_transaction,
             set_event_keeps_value_history_and_step,
             set_event_is_fenced,
             get_event_step_waits_then_records,

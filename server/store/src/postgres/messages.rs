@@ -4,7 +4,7 @@
 //! so concurrent receivers — a zombie and its successor, or two replicas — never take the same
 //! message.
 
-use sqlx::{PgConnection, Postgres, Transaction};
+use sqlx::{Acquire, PgConnection, Postgres, Transaction};
 
 use super::PostgresStore;
 use crate::changes::Change;
@@ -196,13 +196,77 @@ impl PostgresStore {
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
             return messaging::replay_recv(&fence.workflow_id, &done);
         }
+        match take_oldest(&mut tx, fence, step_id, topic, deadline, now).await? {
+            Some(Received::Waiting) => Ok(Received::Waiting),
+            Some(received) => {
+                tx.commit().await.map_err(db_error)?;
+                Ok(received)
+            }
+            None => {
+                tx.rollback().await.map_err(db_error)?;
+                self.replayed(fence, step_id, messaging::replay_recv).await
+            }
+        }
+    }
+
+    pub(super) async fn send_message_delivering_impl(
+        &self,
+        m: NewMessage,
+        waiter: &RecvWaiter,
+        now: Millis,
+    ) -> StoreResult<(Sent, Option<String>)> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let sent = insert_message(&mut tx, &m, now).await?;
+        let mut delivered = None;
+        if !sent.duplicate && waiter.deadline > now {
+            // A savepoint: if the waiter moved on (re-dispatched, or its own receive recorded
+            // the step first), the delivery is undone and the send stands alone.
+            let mut sp = (&mut tx).begin().await.map_err(db_error)?;
+            let waiting = matches!(fenced_step(&mut sp, &waiter.fence, waiter.step_id).await, Ok(None));
+            let taken = if waiting {
+                take_oldest(&mut sp, &waiter.fence, waiter.step_id, &m.topic, waiter.deadline, now).await?
+            } else {
+                None
+            };
+            match taken {
+                Some(Received::Delivered(p)) => {
+                    sp.commit().await.map_err(db_error)?;
+                    delivered = Some(p);
+                }
+                _ => sp.rollback().await.map_err(db_error)?,
+            }
+        }
+        if !sent.duplicate && delivered.is_none() {
+            let change = Change::Message {
+                workflow_id: m.workflow_id.clone(),
+                topic: m.topic.clone(),
+            };
+            self.announce(&mut *tx, change).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok((sent, delivered))
+    }
+}
+
+/// Takes the oldest unconsumed message of `topic` for the fenced workflow (fence checked and held,
+/// step not recorded) and records it — or, past `deadline`, the timeout — as step `step_id`.
+/// `None` when a concurrent request recorded the step first: roll back.
+async fn take_oldest(
+    tx: &mut Transaction<'_, Postgres>,
+    fence: &Fence,
+    step_id: u32,
+    topic: &str,
+    deadline: Millis,
+    now: Millis,
+) -> StoreResult<Option<Received>> {
+    {
         let oldest: Option<(i64, String)> = sqlx::query_as(
             "SELECT seq, payload FROM messages WHERE workflow_id = $1 AND topic = $2 AND consumed_at IS NULL \
              ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
         )
         .bind(&fence.workflow_id)
         .bind(topic)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await
         .map_err(db_error)?;
         let (received, output) = match oldest {
@@ -211,23 +275,23 @@ impl PostgresStore {
                     .bind(now)
                     .bind(step_id as i64)
                     .bind(seq)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await
                     .map_err(db_error)?;
                 let output = messaging::recv_output(Some(&payload));
                 (Received::Delivered(payload), output)
             }
             None if now >= deadline => (Received::TimedOut, messaging::recv_output(None)),
-            None => return Ok(Received::Waiting),
+            None => return Ok(Some(Received::Waiting)),
         };
-        if !insert_step(&mut tx, fence, step_id, RECV_STEP, &output, now).await? {
-            tx.rollback().await.map_err(db_error)?;
-            return self.replayed(fence, step_id, messaging::replay_recv).await;
+        if !insert_step(tx, fence, step_id, RECV_STEP, &output, now).await? {
+            return Ok(None);
         }
-        tx.commit().await.map_err(db_error)?;
-        Ok(received)
+        Ok(Some(received))
     }
+}
 
+impl PostgresStore {
     async fn replayed<T>(
         &self,
         fence: &Fence,

@@ -146,12 +146,53 @@ impl SqliteStore {
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
             return messaging::replay_recv(&fence.workflow_id, &done);
         }
+        let received = take_oldest(&mut tx, fence, step_id, topic, deadline, now).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(received)
+    }
+
+    pub(super) async fn send_message_delivering_impl(
+        &self,
+        m: NewMessage,
+        waiter: &RecvWaiter,
+        now: Millis,
+    ) -> StoreResult<(Sent, Option<String>)> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let sent = insert_message(&mut tx, &m, now).await?;
+        let mut delivered = None;
+        // The single writer connection: nothing can record the waiter's step in between.
+        if !sent.duplicate
+            && waiter.deadline > now
+            && matches!(fenced_step(&mut tx, &waiter.fence, waiter.step_id).await, Ok(None))
+        {
+            if let Received::Delivered(p) =
+                take_oldest(&mut tx, &waiter.fence, waiter.step_id, &m.topic, waiter.deadline, now).await?
+            {
+                delivered = Some(p);
+            }
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok((sent, delivered))
+    }
+}
+
+/// Takes the oldest unconsumed message of `topic` for the fenced workflow (fence checked, step
+/// not recorded) and records it — or, past `deadline`, the timeout — as step `step_id`.
+async fn take_oldest(
+    tx: &mut Transaction<'_, Sqlite>,
+    fence: &Fence,
+    step_id: u32,
+    topic: &str,
+    deadline: Millis,
+    now: Millis,
+) -> StoreResult<Received> {
+    {
         let oldest: Option<(i64, String)> = sqlx::query_as(
             "SELECT seq, payload FROM messages WHERE workflow_id = ?1 AND topic = ?2 AND consumed_at IS NULL ORDER BY seq LIMIT 1",
         )
         .bind(&fence.workflow_id)
         .bind(topic)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await
         .map_err(db_error)?;
         let received = match oldest {
@@ -160,11 +201,11 @@ impl SqliteStore {
                     .bind(now)
                     .bind(step_id as i64)
                     .bind(seq)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await
                     .map_err(db_error)?;
                 insert_step(
-                    &mut tx,
+                    tx,
                     fence,
                     step_id,
                     RECV_STEP,
@@ -175,15 +216,16 @@ impl SqliteStore {
                 Received::Delivered(payload)
             }
             None if now >= deadline => {
-                insert_step(&mut tx, fence, step_id, RECV_STEP, &messaging::recv_output(None), now).await?;
+                insert_step(tx, fence, step_id, RECV_STEP, &messaging::recv_output(None), now).await?;
                 Received::TimedOut
             }
             None => Received::Waiting,
         };
-        tx.commit().await.map_err(db_error)?;
         Ok(received)
     }
+}
 
+impl SqliteStore {
     pub(super) async fn list_messages_impl(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
         if Self::workflow_on(&self.read, workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
