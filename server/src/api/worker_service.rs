@@ -275,7 +275,7 @@ async fn handle(
                 Some(v1::park::On::AwaitedWorkflowId(id)) => waymark_store::ParkedOn::Workflow(id),
                 Some(v1::park::On::Timer(_)) | None => waymark_store::ParkedOn::Timer,
             };
-            match engine.park(&session, fence, p.wake_at_ms, on).await {
+            match engine.park(&session, fence, p.step_id, p.wake_at_ms, on).await {
                 Ok(parked) => reply::Result::Parked(v1::Parked { parked }),
                 Err(e) => reply_error(e),
             }

@@ -137,6 +137,7 @@ impl Engine {
         &self,
         session: &WorkerSession,
         fence: Fence,
+        step_id: u32,
         wake_at: waymark_store::Millis,
         on: ParkedOn,
     ) -> EngineResult<bool> {
@@ -151,7 +152,7 @@ impl Engine {
                 validate::name("key", key)?;
             }
         }
-        let parked = self.store.park(&fence, wake_at, &on, self.now()).await?;
+        let parked = self.store.park(&fence, step_id, wake_at, &on, self.now()).await?;
         if parked {
             tracing::debug!(workflow_id = %fence.workflow_id, "parked");
         }

@@ -595,10 +595,13 @@ pub trait Store: Send + Sync + 'static {
     /// cancelled, with the worker that was running them).
     async fn cancel_expired(&self, now: Millis) -> StoreResult<Vec<WorkflowRecord>>;
 
-    /// Parks the fenced workflow: DELAYED, off its worker, until `wake_at` or until what it
-    /// waits `on` happens (the write that makes it happen puts it back in its queue). Returns
-    /// false, changing nothing, when the wait has already resolved.
-    async fn park(&self, fence: &Fence, wake_at: Millis, on: &ParkedOn, now: Millis) -> StoreResult<bool>;
+    /// Parks the fenced workflow, waiting as step `step_id`: DELAYED, off its worker, until
+    /// `wake_at` or until what it waits `on` happens (the write that makes it happen puts it back
+    /// in its queue). Returns false, changing nothing, when the wait has already resolved —
+    /// including when step `step_id` is recorded (a send completed the receive itself); for a
+    /// timer, `step_id` is the sleep's own recorded wake time and is not such a sign.
+    async fn park(&self, fence: &Fence, step_id: u32, wake_at: Millis, on: &ParkedOn, now: Millis)
+        -> StoreResult<bool>;
 
     /// Puts parked workflows whose wake time has come back in their queue; returns how many.
     async fn wake_due(&self, now: Millis) -> StoreResult<u64>;

@@ -724,8 +724,15 @@ impl Store for PostgresStore {
         Ok(cancelled)
     }
 
-    async fn park(&self, fence: &Fence, wake_at: Millis, on: &ParkedOn, now: Millis) -> StoreResult<bool> {
-        self.park_impl(fence, wake_at, on, now).await
+    async fn park(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        wake_at: Millis,
+        on: &ParkedOn,
+        now: Millis,
+    ) -> StoreResult<bool> {
+        self.park_impl(fence, step_id, wake_at, on, now).await
     }
 
     async fn wake_due(&self, now: Millis) -> StoreResult<u64> {

@@ -220,6 +220,9 @@ pub async fn a_send_completes_a_waiting_receive_in_its_transaction(s: Arc<dyn St
     assert_eq!((sent.duplicate, delivered.as_deref()), (false, Some("1")));
     let m = &s.list_messages("r").await.unwrap()[0];
     assert_eq!((m.consumed_at, m.consumed_by_step), (Some(T + 2), Some(0)));
+    // A park racing the delivery (the worker had decided to let go) sees it resolved.
+    let on = ParkedOn::Message("t".into());
+    assert!(!s.park(&f, 0, later, &on, T + 2).await.unwrap());
     // The worker asking again gets the recorded receipt.
     assert_eq!(
         s.recv(&f, 0, "t", later, T + 3).await.unwrap(),

@@ -25,7 +25,7 @@ pub async fn parked_workflows_wake_when_their_wait_resolves(s: Arc<dyn Store>) {
     let s = &*s;
     running(s, "m", T).await;
     let on = ParkedOn::Message("t".into());
-    assert!(s.park(&fence("m", 1), T + 60_000, &on, T + 1).await.unwrap());
+    assert!(s.park(&fence("m", 1), 99, T + 60_000, &on, T + 1).await.unwrap());
     let w = get(s, "m").await;
     assert_eq!(w.status, WorkflowStatus::Delayed);
     // Parked: not claimable, not recovered, whatever happens to its old worker's lease.
@@ -46,17 +46,17 @@ pub async fn parked_workflows_wake_when_their_wait_resolves(s: Arc<dyn Store>) {
     // Already resolved: not parked.
     running(s, "r", T).await;
     s.send_message(msg("m3", "r", "t"), T + 1).await.unwrap();
-    assert!(!s.park(&fence("r", 1), T + 60_000, &on, T + 2).await.unwrap());
+    assert!(!s.park(&fence("r", 1), 99, T + 60_000, &on, T + 2).await.unwrap());
     assert_eq!(get(s, "r").await.status, WorkflowStatus::Pending);
 
     // Timers.
     running(s, "z", T).await;
     assert!(
-        !s.park(&fence("z", 1), T, &ParkedOn::Timer, T + 1).await.unwrap(),
+        !s.park(&fence("z", 1), 99, T, &ParkedOn::Timer, T + 1).await.unwrap(),
         "already due"
     );
     assert!(s
-        .park(&fence("z", 1), T + 1_000, &ParkedOn::Timer, T + 2)
+        .park(&fence("z", 1), 99, T + 1_000, &ParkedOn::Timer, T + 2)
         .await
         .unwrap());
     assert_eq!(s.wake_due(T + 999).await.unwrap(), 0);
@@ -70,7 +70,10 @@ pub async fn parked_workflows_wake_when_their_wait_resolves(s: Arc<dyn Store>) {
         workflow_id: "writer".into(),
         key: "k".into(),
     };
-    assert!(s.park(&fence("reader", 1), T + 60_000, &event, T + 1).await.unwrap());
+    assert!(s
+        .park(&fence("reader", 1), 99, T + 60_000, &event, T + 1)
+        .await
+        .unwrap());
     s.set_event_step(&fence("writer", 1), 0, "other", "1", T + 2)
         .await
         .unwrap();
@@ -81,10 +84,10 @@ pub async fn parked_workflows_wake_when_their_wait_resolves(s: Arc<dyn Store>) {
     // Fenced, and a parked workflow can be cancelled.
     running(s, "c", T).await;
     assert!(matches!(
-        s.park(&fence("c", 9), T + 60_000, &on, T).await,
+        s.park(&fence("c", 9), 99, T + 60_000, &on, T).await,
         Err(StoreError::StaleEpoch { .. })
     ));
-    assert!(s.park(&fence("c", 1), T + 60_000, &on, T).await.unwrap());
+    assert!(s.park(&fence("c", 1), 99, T + 60_000, &on, T).await.unwrap());
     assert_eq!(
         s.cancel_workflow("c", T + 1).await.unwrap().status,
         WorkflowStatus::Cancelled
@@ -110,7 +113,7 @@ pub async fn parked_parents_wake_when_the_awaited_workflow_finishes(s: Arc<dyn S
         };
         start(s, c, t).await;
         let on = ParkedOn::Workflow(child.clone());
-        assert!(s.park(&fence(&parent, 1), Millis::MAX, &on, t + 1).await.unwrap());
+        assert!(s.park(&fence(&parent, 1), 99, Millis::MAX, &on, t + 1).await.unwrap());
         assert_eq!(get(s, &parent).await.status, WorkflowStatus::Delayed);
         match finish {
             "complete" => {
@@ -129,11 +132,15 @@ pub async fn parked_parents_wake_when_the_awaited_workflow_finishes(s: Arc<dyn S
         assert_eq!(get(s, &parent).await.status, WorkflowStatus::Enqueued, "{finish}");
         // Parking on a workflow that has already finished does not park.
         claim_one(s, "A", "K", &parent, t + 6_000).await;
-        assert!(!s.park(&fence(&parent, 2), Millis::MAX, &on, t + 6_001).await.unwrap());
+        assert!(!s
+            .park(&fence(&parent, 2), 99, Millis::MAX, &on, t + 6_001)
+            .await
+            .unwrap());
     }
     assert!(matches!(
         s.park(
             &fence("parent-complete", 2),
+            99,
             Millis::MAX,
             &ParkedOn::Workflow("nobody".into()),
             T + 50_000

@@ -200,7 +200,10 @@ pub async fn remote_step_attempts_time_out_and_parked_callers_wake(s: Arc<dyn St
         2
     );
     // The caller parks on the result, then worker B's lease ends: attempt 2 fails as lost.
-    assert!(s.park(&f, T + 3_600_000, &ParkedOn::Step(0), T + 1_300).await.unwrap());
+    assert!(s
+        .park(&f, 0, T + 3_600_000, &ParkedOn::Step(0), T + 1_300)
+        .await
+        .unwrap());
     s.renew_session_lease(&session("B"), "B", T + 1_400, T + 1_300)
         .await
         .unwrap();
@@ -227,7 +230,10 @@ pub async fn remote_step_attempts_time_out_and_parked_callers_wake(s: Arc<dyn St
     );
     // A parked workflow whose step is already recorded does not park.
     let f2 = fence("caller", claim_one(s, "A", "P", "caller", T + 2_800).await);
-    assert!(!s.park(&f2, T + 3_600_000, &ParkedOn::Step(0), T + 2_900).await.unwrap());
+    assert!(!s
+        .park(&f2, 0, T + 3_600_000, &ParkedOn::Step(0), T + 2_900)
+        .await
+        .unwrap());
     // Calls of a finished workflow are dropped, not dispatched.
     s.call_step(&f2, 1, &call("slow", "1", 3), T + 3_000).await.unwrap();
     s.cancel_workflow("caller", T + 3_100).await.unwrap();

@@ -4,7 +4,7 @@
 //! so concurrent receivers — a zombie and its successor, or two replicas — never take the same
 //! message.
 
-use sqlx::{Acquire, PgConnection, Postgres, Transaction};
+use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::PostgresStore;
 use crate::changes::Change;
@@ -209,34 +209,86 @@ impl PostgresStore {
         }
     }
 
+    /// The send that ends a receive, kept to few round trips because it is the latency between
+    /// them: insert (the foreign key checks the receiver), take the wait key's lock (as every
+    /// send does, so a racing park waits and then finds the step recorded), check the fence and
+    /// the step in one read, take the oldest message in one update, record the step.
     pub(super) async fn send_message_delivering_impl(
         &self,
         m: NewMessage,
         waiter: &RecvWaiter,
         now: Millis,
     ) -> StoreResult<(Sent, Option<String>)> {
+        if waiter.fence.workflow_id != m.workflow_id || waiter.deadline <= now {
+            return Ok((self.send_message_impl(m, now).await?, None));
+        }
         let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let sent = insert_message(&mut tx, &m, now).await?;
+        let inserted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING seq",
+        )
+        .bind(&m.message_id)
+        .bind(&m.workflow_id)
+        .bind(&m.topic)
+        .bind(&m.payload)
+        .bind(&m.idempotency_key)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.code().as_deref() == Some("23503") => {
+                StoreError::WorkflowNotFound(m.workflow_id.clone())
+            }
+            _ => db_error(e),
+        })?;
+        if inserted.is_none() {
+            // A duplicate (idempotency key), or a clash: the plain path explains which.
+            tx.rollback().await.map_err(db_error)?;
+            return Ok((self.send_message_impl(m, now).await?, None));
+        }
+        let on = ParkedOn::Message(m.topic.clone());
+        super::parking::lock_wait_key(&mut tx, Some(&m.workflow_id), &on).await?;
+        let (status, epoch, recorded): (String, i64, bool) = sqlx::query_as(
+            "SELECT w.status, w.epoch, EXISTS (SELECT 1 FROM steps s WHERE s.workflow_id = w.workflow_id AND s.step_id = $2) \
+             FROM workflows w WHERE w.workflow_id = $1 FOR SHARE OF w",
+        )
+        .bind(&m.workflow_id)
+        .bind(waiter.step_id as i64)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let waiting = status == "PENDING" && epoch == waiter.fence.epoch as i64 && !recorded;
         let mut delivered = None;
-        if !sent.duplicate && waiter.deadline > now {
-            // A savepoint: if the waiter moved on (re-dispatched, or its own receive recorded
-            // the step first), the delivery is undone and the send stands alone.
-            let mut sp = (&mut tx).begin().await.map_err(db_error)?;
-            let waiting = matches!(fenced_step(&mut sp, &waiter.fence, waiter.step_id).await, Ok(None));
-            let taken = if waiting {
-                take_oldest(&mut sp, &waiter.fence, waiter.step_id, &m.topic, waiter.deadline, now).await?
-            } else {
-                None
-            };
-            match taken {
-                Some(Received::Delivered(p)) => {
-                    sp.commit().await.map_err(db_error)?;
-                    delivered = Some(p);
+        if waiting {
+            let taken: Option<(i64, String)> = sqlx::query_as(
+                "UPDATE messages SET consumed_at = $1, consumed_by_step = $2 WHERE seq = (SELECT seq FROM messages \
+                 WHERE workflow_id = $3 AND topic = $4 AND consumed_at IS NULL ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) \
+                 RETURNING seq, payload",
+            )
+            .bind(now)
+            .bind(waiter.step_id as i64)
+            .bind(&m.workflow_id)
+            .bind(&m.topic)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+            if let Some((seq, payload)) = taken {
+                let output = messaging::recv_output(Some(&payload));
+                if insert_step(&mut tx, &waiter.fence, waiter.step_id, RECV_STEP, &output, now).await? {
+                    delivered = Some(payload);
+                } else {
+                    // The worker's own receive recorded the step first: give the message back.
+                    sqlx::query("UPDATE messages SET consumed_at = NULL, consumed_by_step = NULL WHERE seq = $1")
+                        .bind(seq)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_error)?;
                 }
-                _ => sp.rollback().await.map_err(db_error)?,
             }
         }
-        if !sent.duplicate && delivered.is_none() {
+        if delivered.is_none() {
+            // Not handed over: wake the receiver if it is parked, and tell the other replicas.
+            super::parking::wake_parked_locked(&mut tx, Some(&m.workflow_id), &on, now).await?;
             let change = Change::Message {
                 workflow_id: m.workflow_id.clone(),
                 topic: m.topic.clone(),
@@ -244,7 +296,13 @@ impl PostgresStore {
             self.announce(&mut *tx, change).await?;
         }
         tx.commit().await.map_err(db_error)?;
-        Ok((sent, delivered))
+        Ok((
+            Sent {
+                message_id: m.message_id,
+                duplicate: false,
+            },
+            delivered,
+        ))
     }
 }
 

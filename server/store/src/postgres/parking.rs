@@ -15,6 +15,16 @@ pub(super) async fn wake_parked(
     now: Millis,
 ) -> StoreResult<u64> {
     lock_wait_key(tx, workflow_id, on).await?;
+    wake_parked_locked(tx, workflow_id, on, now).await
+}
+
+/// [`wake_parked`] for a caller that already holds the wait key's lock.
+pub(super) async fn wake_parked_locked(
+    tx: &mut sqlx::PgConnection,
+    workflow_id: Option<&str>,
+    on: &ParkedOn,
+    now: Millis,
+) -> StoreResult<u64> {
     let done = sqlx::query(
         "UPDATE workflows SET status = 'ENQUEUED', wake_at = NULL, parked_on = NULL, updated_at = $1 \
          WHERE status = 'DELAYED' AND parked_on = $2 AND ($3::text IS NULL OR workflow_id = $3)",
@@ -32,7 +42,11 @@ pub(super) async fn wake_parked(
 /// misses a resolution committed between its check and its update (a lost wakeup).
 /// The key names the waiting workflow too when the resolving write knows it (a message, a
 /// remote step's result), so unrelated workflows do not queue on one lock.
-async fn lock_wait_key(tx: &mut sqlx::PgConnection, workflow_id: Option<&str>, on: &ParkedOn) -> StoreResult<()> {
+pub(super) async fn lock_wait_key(
+    tx: &mut sqlx::PgConnection,
+    workflow_id: Option<&str>,
+    on: &ParkedOn,
+) -> StoreResult<()> {
     let key = match workflow_id {
         Some(w) => format!("{w}\n{}", on.key()),
         None => on.key(),
@@ -49,6 +63,7 @@ impl PostgresStore {
     pub(super) async fn park_impl(
         &self,
         fence: &Fence,
+        step_id: u32,
         wake_at: Millis,
         on: &ParkedOn,
         now: Millis,
@@ -63,6 +78,19 @@ impl PostgresStore {
             _ => Some(fence.workflow_id.as_str()),
         };
         lock_wait_key(&mut tx, waiter, on).await?;
+        // Read after the key lock: a send that completed this wait itself held the lock until
+        // it committed the step.
+        let recorded: Option<i32> = sqlx::query_scalar("SELECT 1 FROM steps WHERE workflow_id = $1 AND step_id = $2")
+            .bind(&fence.workflow_id)
+            .bind(step_id as i64)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        // A durable sleep's step is its wake time, recorded before it parks; for the other waits
+        // a recorded step is the answer.
+        if recorded.is_some() && *on != ParkedOn::Timer {
+            return Ok(false);
+        }
         let resolved = match on {
             ParkedOn::Timer => wake_at <= now,
             ParkedOn::Message(topic) => sqlx::query_scalar::<_, i32>(

@@ -4,7 +4,7 @@
 use sqlx::{Sqlite, Transaction};
 
 use super::SqliteStore;
-use crate::rows::{self, db_error};
+use crate::rows::db_error;
 use crate::*;
 
 /// Puts back in its queue every workflow parked on `on` (for a message: only `workflow_id`).
@@ -32,15 +32,17 @@ impl SqliteStore {
     pub(super) async fn park_impl(
         &self,
         fence: &Fence,
+        step_id: u32,
         wake_at: Millis,
         on: &ParkedOn,
         now: Millis,
     ) -> StoreResult<bool> {
         let mut tx = self.write.begin().await.map_err(db_error)?;
-        let current = Self::workflow_on(&mut *tx, &fence.workflow_id).await?;
-        match &current {
-            Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
-            _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+        // A durable sleep's step is its wake time, recorded before it parks; for the other waits
+        // a recorded step is the answer.
+        let recorded = super::messages::fenced_step(&mut tx, fence, step_id).await?.is_some();
+        if recorded && *on != ParkedOn::Timer {
+            return Ok(false);
         }
         let resolved = match on {
             ParkedOn::Timer => wake_at <= now,
