@@ -109,3 +109,40 @@ async fn postgres_a_surviving_replica_fires_the_timers_of_a_dead_one() {
         "woke no earlier than recorded"
     );
 }
+
+/// A remote step called by a workflow whose worker is on replica A runs on a worker attached only
+/// to replica B, and its result wakes the caller on A. Polling is set to an hour: the call
+/// reaches B's dispatcher, and the result reaches A, by NOTIFY.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_remote_steps_cross_replicas() {
+    let Some(db) = TestDatabase::new(Backend::Postgres).await else {
+        return;
+    };
+    let mut args = fast_recovery_args();
+    args.extend(["--dispatch-poll-interval".to_string(), "1h".to_string()]);
+    let a = ServerProcess::start(&db, &args).await;
+    let b = ServerProcess::start(&db, &args).await;
+    let _callers = WorkerProcess::start(&a.addr, &db.dir.join("effects.log"), 10, "callers-on-a");
+    let _steps = WorkerProcess::start_with_env(
+        &b.addr,
+        &db.dir.join("effects.log"),
+        10,
+        "steps-on-b",
+        &[("WAYMARK_ROLE", "steps")],
+    );
+    let via_a = a.client().await;
+    wait_for_registration(&via_a, "counted").await;
+    via_a
+        .start_json(
+            "caller",
+            serde_json::json!({"step": "double", "input": {"n": 8, "key": "x"}}),
+            StartOptions::id("x"),
+        )
+        .await
+        .unwrap();
+    let w = via_a.await_workflow("x", Some(Duration::from_secs(30))).await.unwrap();
+    assert_eq!(
+        (w.status, w.output),
+        (WorkflowStatus::Success, Some(serde_json::json!(16)))
+    );
+}
