@@ -29,6 +29,11 @@ pub use remote::{Awaitable, StepHandle, StepOptions};
 /// wakeup, by step position.
 pub(crate) type Deliveries = Arc<std::sync::Mutex<HashMap<u32, v1::Payload>>>;
 
+/// Step records held back until the workflow's next request (or its completion, which carries
+/// them): nothing outside the workflow can depend on a step before then, so the last steps of a
+/// run cost no round trip and no commit of their own.
+pub(crate) type Deferred = Arc<std::sync::Mutex<Vec<v1::RecordStep>>>;
+
 /// Handle a workflow function uses to run steps. Cheap to clone.
 #[derive(Clone)]
 pub struct WorkflowContext {
@@ -47,6 +52,7 @@ struct Inner {
     cancelled: Arc<AtomicBool>,
     wakeup: Arc<Notify>,
     delivered: Deliveries,
+    deferred: Deferred,
     park_after: Option<Duration>,
 }
 
@@ -57,6 +63,7 @@ impl WorkflowContext {
         cancelled: Arc<AtomicBool>,
         wakeup: Arc<Notify>,
         delivered: Deliveries,
+        deferred: Deferred,
         park_after: Option<Duration>,
     ) -> Self {
         WorkflowContext {
@@ -71,6 +78,7 @@ impl WorkflowContext {
                 cancelled,
                 wakeup,
                 delivered,
+                deferred,
                 park_after,
             }),
         }
@@ -91,8 +99,10 @@ impl WorkflowContext {
         self.inner.recovery_attempts
     }
 
-    /// Runs `f` once as a step named `name` and checkpoints its result before returning it. On
-    /// replay the recorded result is returned and `f` is not called. An error from `f` fails
+    /// Runs `f` once as a step named `name` and checkpoints its result. The checkpoint is durable
+    /// before anything else the workflow does outside itself — its next step runs, its next
+    /// request to the server, its completion (which carries the last steps' records, saving
+    /// their round trips). On replay the recorded result is returned and `f` is not called. An error from `f` fails
     /// the step (it is not retried; see [`step_with_retry`](Self::step_with_retry)).
     pub fn step<T, E, F, Fut>(&self, name: &str, f: F) -> impl Future<Output = Result<T, WorkflowError>> + Send
     where
@@ -129,6 +139,8 @@ impl WorkflowContext {
             if inner.cancelled.load(Ordering::SeqCst) {
                 return Err(WorkflowError::Cancelled);
             }
+            // This step may depend on the ones before: their records are durable first.
+            inner.flush().await?;
             let mut attempt = 1;
             let result = loop {
                 match f().await {
@@ -151,13 +163,50 @@ impl WorkflowContext {
                     message: message.clone(),
                 }),
             };
-            inner.record(step_id, &name, outcome, attempt).await?;
+            inner.defer(step_id, &name, outcome, attempt);
             result.map_err(|message| WorkflowError::Step { name, message })
         }
     }
 }
 
 impl Inner {
+    /// Sends a request for this workflow, after the step records it holds back.
+    async fn request(&self, kind: worker_message::Kind) -> Result<reply::Result, WorkflowError> {
+        self.flush().await?;
+        self.conn.request(kind).await
+    }
+
+    /// Holds back a step's record until the next request or the completion.
+    fn defer(&self, step_id: u32, name: &str, outcome: v1::record_step::Outcome, attempts: u32) {
+        self.deferred.lock().unwrap().push(v1::RecordStep {
+            workflow_id: self.workflow_id.clone(),
+            epoch: self.epoch,
+            step_id,
+            name: name.to_string(),
+            outcome: Some(outcome),
+            attempts,
+        });
+    }
+
+    /// Makes the held-back step records durable, all at once.
+    async fn flush(&self) -> Result<(), WorkflowError> {
+        let held = std::mem::take(&mut *self.deferred.lock().unwrap());
+        if held.is_empty() {
+            return Ok(());
+        }
+        let sends = held
+            .into_iter()
+            .map(|r| self.conn.request(worker_message::Kind::RecordStep(r)));
+        for reply in futures::future::join_all(sends).await {
+            match reply? {
+                reply::Result::StepRecorded(_) => {}
+                reply::Result::Error(e) => return Err(refused(e)),
+                _ => return Err(WorkflowError::Disconnected),
+            }
+        }
+        Ok(())
+    }
+
     /// Checkpoints a step and waits until the server says it is durable.
     async fn record(
         &self,
@@ -174,7 +223,7 @@ impl Inner {
             outcome: Some(outcome),
             attempts,
         };
-        match self.conn.request(worker_message::Kind::RecordStep(req)).await? {
+        match self.request(worker_message::Kind::RecordStep(req)).await? {
             reply::Result::StepRecorded(_) => Ok(()),
             reply::Result::Error(e) => Err(refused(e)),
             _ => Err(WorkflowError::Disconnected),
@@ -205,7 +254,7 @@ impl Inner {
             wake_at_ms,
             on: Some(on),
         };
-        match self.conn.request(worker_message::Kind::Park(req)).await? {
+        match self.request(worker_message::Kind::Park(req)).await? {
             reply::Result::Parked(p) => Ok(p.parked),
             reply::Result::Error(e) => Err(refused(e)),
             _ => Err(WorkflowError::Disconnected),
@@ -317,7 +366,7 @@ impl WorkflowContext {
                 topic,
                 message: Some(json::to_payload(&message?)),
             };
-            match inner.conn.request(worker_message::Kind::SendMessage(req)).await? {
+            match inner.request(worker_message::Kind::SendMessage(req)).await? {
                 reply::Result::MessageSent(m) => Ok(m.message_id),
                 reply::Result::Error(e) => Err(refused(e)),
                 _ => Err(WorkflowError::Disconnected),
@@ -381,7 +430,7 @@ impl WorkflowContext {
                 key,
                 value: Some(json::to_payload(&value?)),
             };
-            match inner.conn.request(worker_message::Kind::SetEvent(req)).await? {
+            match inner.request(worker_message::Kind::SetEvent(req)).await? {
                 reply::Result::StepRecorded(_) => Ok(()),
                 reply::Result::Error(e) => Err(refused(e)),
                 _ => Err(WorkflowError::Disconnected),
@@ -466,7 +515,7 @@ impl WorkflowContext {
                 close: value.is_none(),
                 value,
             };
-            match inner.conn.request(worker_message::Kind::WriteStream(req)).await? {
+            match inner.request(worker_message::Kind::WriteStream(req)).await? {
                 reply::Result::StreamWritten(w) => Ok(w.offset),
                 reply::Result::Error(e) => Err(refused(e)),
                 _ => Err(WorkflowError::Disconnected),
@@ -507,7 +556,7 @@ impl WorkflowContext {
                 input: Some(json::to_payload(&input?)),
                 queue_name: String::new(),
             };
-            match inner.conn.request(worker_message::Kind::StartChild(req)).await? {
+            match inner.request(worker_message::Kind::StartChild(req)).await? {
                 reply::Result::ChildStarted(c) => Ok(c.child_workflow_id),
                 reply::Result::Error(e) => Err(refused(e)),
                 _ => Err(WorkflowError::Disconnected),
@@ -537,7 +586,7 @@ impl WorkflowContext {
                         step_id,
                         child_workflow_id: child_id.clone(),
                     };
-                    let r = match inner.conn.request(worker_message::Kind::AwaitChild(req)).await? {
+                    let r = match inner.request(worker_message::Kind::AwaitChild(req)).await? {
                         reply::Result::ChildResult(r) => r,
                         reply::Result::Error(e) => return Err(refused(e)),
                         _ => return Err(WorkflowError::Disconnected),
@@ -647,7 +696,7 @@ impl Inner {
                     json::from_payload(Some(&p)).map_err(|e| WorkflowError::Serialization(e.to_string()))?,
                 ));
             }
-            let (outcome, value, server_now) = match self.conn.request(request(result_step, deadline_ms)).await? {
+            let (outcome, value, server_now) = match self.request(request(result_step, deadline_ms)).await? {
                 reply::Result::RecvResult(r) => (r.outcome, r.message, r.server_now_ms),
                 reply::Result::EventResult(r) => (r.outcome, r.value, r.server_now_ms),
                 reply::Result::Error(e) => return Err(refused(e)),

@@ -201,6 +201,7 @@ fn start(
     let cancelled = Arc::new(AtomicBool::new(false));
     let wakeup = Arc::new(tokio::sync::Notify::new());
     let delivered = super::context::Deliveries::default();
+    let deferred = super::context::Deferred::default();
     let f = config.workflows.get(&d.workflow_name).cloned();
     let ctx = WorkflowContext::new(
         &d,
@@ -208,6 +209,7 @@ fn start(
         cancelled.clone(),
         wakeup.clone(),
         delivered.clone(),
+        deferred.clone(),
         config.park_after,
     );
     let (workflow_id, epoch) = (d.workflow_id.clone(), d.epoch);
@@ -232,11 +234,20 @@ fn start(
                 message: e.to_string(),
             })),
         };
+        // The step records the run held back go with the completion, or on their own when the
+        // run stopped without one (cancelled), so no finished step is run again.
+        let held = std::mem::take(&mut *deferred.lock().unwrap());
+        if outcome.is_none() {
+            for r in held.iter().cloned() {
+                let _ = conn.request(worker_message::Kind::RecordStep(r)).await;
+            }
+        }
         if let Some(outcome) = outcome {
             let req = v1::CompleteWorkflow {
                 workflow_id: workflow_id.clone(),
                 epoch,
                 outcome: Some(outcome),
+                steps: held,
             };
             match conn.request(worker_message::Kind::CompleteWorkflow(req)).await {
                 Ok(reply::Result::Error(e)) => {

@@ -45,6 +45,21 @@ fn outcome(output: Option<&v1::Payload>, failure: Option<&v1::Failure>, field: &
     }
 }
 
+/// A step checkpoint from the wire (its fence is taken from the request that carries it).
+fn new_step(r: v1::RecordStep) -> Result<NewStep, EngineError> {
+    let (output, failure) = match r.outcome {
+        Some(v1::record_step::Outcome::Output(p)) => (Some(p), None),
+        Some(v1::record_step::Outcome::Failure(f)) => (None, Some(f)),
+        None => (None, None),
+    };
+    Ok(NewStep {
+        step_id: r.step_id,
+        name: r.name,
+        outcome: outcome(output.as_ref(), failure.as_ref(), "step output")?,
+        attempts: r.attempts.max(1),
+    })
+}
+
 fn completed(c: Completed) -> v1::WorkflowCompleted {
     let wire = convert::workflow(c.workflow);
     v1::WorkflowCompleted {
@@ -88,29 +103,16 @@ async fn handle(
 ) {
     use worker_message::Kind;
     let result = match kind {
-        Kind::RecordStep(r) => {
+        Kind::RecordStep(mut r) => {
             let fence = Fence {
-                workflow_id: r.workflow_id,
+                workflow_id: std::mem::take(&mut r.workflow_id),
                 epoch: r.epoch,
             };
-            let (output, failure) = match r.outcome {
-                Some(v1::record_step::Outcome::Output(p)) => (Some(p), None),
-                Some(v1::record_step::Outcome::Failure(f)) => (None, Some(f)),
-                None => (None, None),
-            };
-            match outcome(output.as_ref(), failure.as_ref(), "step output") {
-                Ok(outcome) => {
-                    let step = NewStep {
-                        step_id: r.step_id,
-                        name: r.name,
-                        outcome,
-                        attempts: r.attempts.max(1),
-                    };
-                    match engine.record_step(&session, fence, step).await {
-                        Ok(_) => reply::Result::StepRecorded(v1::StepRecorded {}),
-                        Err(e) => reply_error(e),
-                    }
-                }
+            match new_step(r) {
+                Ok(step) => match engine.record_step(&session, fence, step).await {
+                    Ok(_) => reply::Result::StepRecorded(v1::StepRecorded {}),
+                    Err(e) => reply_error(e),
+                },
                 Err(e) => reply_error(e),
             }
         }
@@ -124,8 +126,9 @@ async fn handle(
                 Some(v1::complete_workflow::Outcome::Failure(f)) => (None, Some(f)),
                 None => (None, None),
             };
-            match outcome(output.as_ref(), failure.as_ref(), "workflow output") {
-                Ok(outcome) => match engine.complete_workflow(&session, fence, outcome).await {
+            let steps: Result<Vec<NewStep>, EngineError> = c.steps.into_iter().map(new_step).collect();
+            match outcome(output.as_ref(), failure.as_ref(), "workflow output").and_then(|o| Ok((o, steps?))) {
+                Ok((outcome, steps)) => match engine.complete_workflow(&session, fence, steps, outcome).await {
                     Ok(c) => reply::Result::WorkflowCompleted(completed(c)),
                     Err(e) => reply_error(e),
                 },

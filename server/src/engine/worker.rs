@@ -111,24 +111,29 @@ impl Engine {
                 tracing::debug!(workflow_id = %fence.workflow_id, step_id, "step recorded");
                 Ok(r)
             }
-            Err(e @ StoreError::NonDeterminism { .. }) => {
-                let err = EngineError::from(e);
-                let failure = Failure {
-                    kind: "NonDeterminism".into(),
-                    message: err.message.clone(),
-                };
-                tracing::warn!(workflow_id = %fence.workflow_id, "{}", err.message);
-                let failed = self
-                    .store
-                    .complete_workflow(&fence, Outcome::Failure(failure), self.now())
-                    .await;
-                if let Ok(done) = failed {
-                    self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow)));
-                }
-                Err(err)
-            }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(self.refused_step(&fence, e).await),
         }
+    }
+
+    /// A refused step write as the caller's error. Non-determinism also fails the workflow.
+    async fn refused_step(&self, fence: &Fence, e: StoreError) -> EngineError {
+        let nondeterministic = matches!(e, StoreError::NonDeterminism { .. });
+        let err = EngineError::from(e);
+        if nondeterministic {
+            let failure = Failure {
+                kind: "NonDeterminism".into(),
+                message: err.message.clone(),
+            };
+            tracing::warn!(workflow_id = %fence.workflow_id, "{}", err.message);
+            let failed = self
+                .store
+                .complete_workflow(fence, Outcome::Failure(failure), self.now())
+                .await;
+            if let Ok(done) = failed {
+                self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow)));
+            }
+        }
+        err
     }
 
     /// Releases a waiting workflow from its worker until its wait resolves. False when it
@@ -159,11 +164,13 @@ impl Engine {
         Ok(parked)
     }
 
-    /// Finishes a workflow; the second finisher adopts the first's outcome.
+    /// Finishes a workflow, checkpointing `steps` (its last, whose records the worker held
+    /// back) with it; the second finisher adopts the first's outcome.
     pub async fn complete_workflow(
         &self,
         session: &WorkerSession,
         fence: Fence,
+        steps: Vec<NewStep>,
         outcome: Outcome,
     ) -> EngineResult<Completed> {
         session.touch(self.now());
@@ -171,7 +178,16 @@ impl Engine {
         if let Outcome::Output(o) = &outcome {
             validate::payload("workflow output", o, self.config.max_payload_bytes)?;
         }
-        let done = self.store.complete_workflow(&fence, outcome, self.now()).await?;
+        for step in &steps {
+            validate::name("step name", &step.name)?;
+            if let Outcome::Output(o) = &step.outcome {
+                validate::payload("step output", o, self.config.max_payload_bytes)?;
+            }
+        }
+        let done = match self.store.complete_with_steps(&fence, steps, outcome, self.now()).await {
+            Ok(done) => done,
+            Err(e) => return Err(self.refused_step(&fence, e).await),
+        };
         tracing::debug!(workflow_id = %fence.workflow_id, adopted = done.adopted, "complete");
         self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
         Ok(done)

@@ -421,6 +421,25 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Records each step, then completes: the way to `complete_with_steps` one write at a time.
+async fn record_then_complete<S: Store + ?Sized>(
+    store: &S,
+    fence: &Fence,
+    steps: Vec<NewStep>,
+    outcome: Outcome,
+    now: Millis,
+) -> StoreResult<Completed> {
+    for step in steps {
+        match store.record_step(fence, step, now).await {
+            Ok(_) => {}
+            // Finished already (a retried completion): the completion below adopts its outcome.
+            Err(StoreError::NotRunning { .. }) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    store.complete_workflow(fence, outcome, now).await
+}
+
 /// Everything the engine needs from a database.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -451,6 +470,20 @@ pub trait Store: Send + Sync + 'static {
     /// Finish a workflow, status-gated: when it is already terminal the recorded outcome stands
     /// and is returned (`adopted`); otherwise the write is fenced like `record_step`.
     async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed>;
+
+    /// Records `steps` as `record_step` would (fenced; one already recorded the same way is
+    /// fine) and then completes like `complete_workflow`. A backend may do both in one
+    /// transaction; this default does them in turn, which is safe too: a crash in between
+    /// leaves the steps recorded and the workflow to be recovered and replayed.
+    async fn complete_with_steps(
+        &self,
+        fence: &Fence,
+        steps: Vec<NewStep>,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<Completed> {
+        record_then_complete(self, fence, steps, outcome, now).await
+    }
 
     /// Cancel a workflow that has not finished; a finished one is returned unchanged.
     async fn cancel_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord>;

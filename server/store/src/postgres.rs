@@ -144,6 +144,77 @@ impl PostgresStore {
     }
 }
 
+impl PostgresStore {
+    /// One statement, one commit: insert every step and complete, only if the workflow is
+    /// PENDING at this epoch (held `FOR SHARE` for the statement, as the step batch does) and
+    /// every step went in. `None` when nothing was written.
+    async fn complete_with_steps_at_once(
+        &self,
+        fence: &Fence,
+        steps: &[NewStep],
+        outcome: &Outcome,
+        now: Millis,
+    ) -> StoreResult<Option<Completed>> {
+        let (output, failure) = rows::outcome_columns(outcome);
+        let status = match outcome {
+            Outcome::Output(_) => WorkflowStatus::Success,
+            Outcome::Failure(_) => WorkflowStatus::Error,
+        };
+        let finished = crate::changes::Change::Finished {
+            workflow_id: fence.workflow_id.clone(),
+        };
+        let mut step_ids = Vec::with_capacity(steps.len());
+        let (mut names, mut outputs, mut failures, mut attempts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for st in steps {
+            let (o, f) = rows::outcome_columns(&st.outcome);
+            step_ids.push(st.step_id as i64);
+            names.push(st.name.clone());
+            outputs.push(o);
+            failures.push(f);
+            attempts.push(st.attempts as i64);
+        }
+        let written: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "WITH fence AS (SELECT workflow_id FROM workflows WHERE workflow_id = $5 AND status = 'PENDING' \
+               AND epoch = $6 FOR SHARE), \
+             ins AS (INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+               SELECT fence.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, $6, $4 \
+               FROM fence, unnest($7::bigint[], $8::text[], $9::text[], $10::text[], $11::bigint[]) \
+                 AS v(step_id, name, output, failure, attempts) \
+               ON CONFLICT (workflow_id, step_id) DO NOTHING RETURNING 1), \
+             done AS (UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
+             WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 AND (SELECT count(*) FROM ins) = $12 \
+             RETURNING ",
+            workflow_columns!(),
+            ") SELECT done.* FROM done LEFT JOIN LATERAL (SELECT pg_notify($13, $14) WHERE $15) n ON true"
+        ))
+        .bind(status.as_str())
+        .bind(output)
+        .bind(failure)
+        .bind(now)
+        .bind(&fence.workflow_id)
+        .bind(fence.epoch as i64)
+        .bind(&step_ids)
+        .bind(&names)
+        .bind(&outputs)
+        .bind(&failures)
+        .bind(&attempts)
+        .bind(steps.len() as i64)
+        .bind(crate::changes::CHANNEL)
+        .bind(finished.encode())
+        .bind(self.notify)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        let Some(row) = written else {
+            return Ok(None);
+        };
+        Ok(Some(Completed {
+            workflow: row.try_into()?,
+            adopted: false,
+        }))
+    }
+}
+
 /// One fenced step insert waiting for its batch.
 struct StepWrite {
     workflow_id: String,
@@ -400,16 +471,39 @@ impl Store for PostgresStore {
         }
     }
 
+    async fn complete_with_steps(
+        &self,
+        fence: &Fence,
+        steps: Vec<NewStep>,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<Completed> {
+        if steps.is_empty() {
+            return self.complete_workflow(fence, outcome, now).await;
+        }
+        if let Some(done) = self.complete_with_steps_at_once(fence, &steps, &outcome, now).await? {
+            return Ok(done);
+        }
+        // Not all went in at once (a retried completion, a conflict, a lost fence): one by one,
+        // so each refusal is explained.
+        crate::record_then_complete(self, fence, steps, outcome, now).await
+    }
+
     async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
         let (output, failure) = rows::outcome_columns(&outcome);
         let status = match outcome {
             Outcome::Output(_) => WorkflowStatus::Success,
             Outcome::Failure(_) => WorkflowStatus::Error,
         };
+        let finished = crate::changes::Change::Finished {
+            workflow_id: fence.workflow_id.clone(),
+        };
+        // The NOTIFY rides in the same statement (one round trip), sent only if a row changed.
         let written: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
+            "WITH done AS (UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
              WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 RETURNING ",
-            workflow_columns!()
+            workflow_columns!(),
+            ") SELECT done.* FROM done LEFT JOIN LATERAL (SELECT pg_notify($7, $8) WHERE $9) n ON true"
         ))
         .bind(status.as_str())
         .bind(output)
@@ -417,15 +511,12 @@ impl Store for PostgresStore {
         .bind(now)
         .bind(&fence.workflow_id)
         .bind(fence.epoch as i64)
+        .bind(crate::changes::CHANNEL)
+        .bind(finished.encode())
+        .bind(self.notify)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
-        if written.is_some() {
-            let change = crate::changes::Change::Finished {
-                workflow_id: fence.workflow_id.clone(),
-            };
-            self.announce(&self.pool, change).await?;
-        }
         if let Some(row) = written {
             return Ok(Completed {
                 workflow: row.try_into()?,

@@ -90,7 +90,7 @@ impl Inner {
             }),
             timeout: h.options.timeout.map(duration),
         };
-        match self.conn.request(worker_message::Kind::CallStep(req)).await? {
+        match self.request(worker_message::Kind::CallStep(req)).await? {
             reply::Result::CallResult(r) => Ok(r),
             reply::Result::Error(e) => Err(refused(e)),
             _ => Err(WorkflowError::Disconnected),
@@ -117,7 +117,7 @@ impl Inner {
                 targets: targets.clone(),
                 all,
             };
-            let r = match self.conn.request(worker_message::Kind::Select(req)).await? {
+            let r = match self.request(worker_message::Kind::Select(req)).await? {
                 reply::Result::Selected(r) => r,
                 reply::Result::Error(e) => return Err(refused(e)),
                 _ => return Err(WorkflowError::Disconnected),

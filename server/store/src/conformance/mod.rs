@@ -60,6 +60,7 @@ macro_rules! conformance_tests {
             concurrent_claims_take_each_workflow_once,
             record_step_outcomes,
             racing_records_of_one_step,
+            completions_carry_their_last_steps,
             fenced_writes_race_redispatch,
             fencing_by_lease_expiry,
             recovery_dead_letters_past_limit,

@@ -177,3 +177,61 @@ pub async fn fenced_writes_race_redispatch(s: Arc<dyn Store>) {
     assert!(seen.len() >= 5 * WRITERS as usize);
     assert_eq!(stored, seen, "a stale write landed after the re-dispatch");
 }
+
+pub async fn completions_carry_their_last_steps(s: Arc<dyn Store>) {
+    let s = &*s;
+    s.renew_session_lease(&session("A"), "A", T + 60_000, T).await.unwrap();
+    for id in ["c1", "c2", "c3", "c4"] {
+        start(s, wf(id, "W", "q"), T).await;
+        claim_one(s, "A", "W", id, T).await;
+    }
+    let steps = || vec![step(0, "a", "1"), step(1, "b", "2")];
+    // Steps and completion together.
+    let done = s
+        .complete_with_steps(&fence("c1", 1), steps(), Outcome::Output("3".into()), T + 1)
+        .await
+        .unwrap();
+    assert_eq!((done.workflow.status, done.adopted), (WorkflowStatus::Success, false));
+    let recorded = s.list_steps("c1").await.unwrap();
+    assert_eq!(
+        recorded
+            .iter()
+            .map(|r| (r.step_id, r.name.as_str(), r.epoch))
+            .collect::<Vec<_>>(),
+        [(0, "a", 1), (1, "b", 1)]
+    );
+    // A retried completion adopts the outcome and writes nothing.
+    let again = s
+        .complete_with_steps(&fence("c1", 1), steps(), Outcome::Output("other".into()), T + 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.adopted, again.workflow.outcome),
+        (true, Some(Outcome::Output("3".into())))
+    );
+    // Some steps already recorded the same way: the rest go in and it completes.
+    s.record_step(&fence("c2", 1), step(0, "a", "1"), T + 3).await.unwrap();
+    let done = s
+        .complete_with_steps(&fence("c2", 1), steps(), Outcome::Output("3".into()), T + 4)
+        .await
+        .unwrap();
+    assert_eq!(done.workflow.status, WorkflowStatus::Success);
+    assert_eq!(s.list_steps("c2").await.unwrap().len(), 2);
+    // A step recorded differently is a conflict: nothing completes.
+    s.record_step(&fence("c3", 1), step(0, "a", "9"), T + 5).await.unwrap();
+    assert!(matches!(
+        s.complete_with_steps(&fence("c3", 1), steps(), Outcome::Output("3".into()), T + 6)
+            .await,
+        Err(StoreError::StepConflict { .. })
+    ));
+    assert_eq!(get(s, "c3").await.status, WorkflowStatus::Pending);
+    // A stale run writes neither its steps nor its completion.
+    s.release_worker("A", 10, T + 7).await.unwrap();
+    assert!(matches!(
+        s.complete_with_steps(&fence("c4", 1), steps(), Outcome::Output("3".into()), T + 8)
+            .await,
+        Err(StoreError::StaleEpoch { .. }) | Err(StoreError::NotRunning { .. })
+    ));
+    assert!(s.list_steps("c4").await.unwrap().is_empty());
+    assert_eq!(get(s, "c4").await.status, WorkflowStatus::Enqueued);
+}
