@@ -45,22 +45,42 @@ async fn none_in(client: &Client, statuses: &[WorkflowStatus]) -> bool {
         .unwrap_or(false)
 }
 
-/// `n` workflows waiting an hour each, served by one worker with room for `capacity`: only
-/// parking lets them all reach their wait. Then a message to each finishes them all.
-async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, capacity: u32) {
-    let Some(db) = TestDatabase::new(backend).await else {
-        return;
-    };
+/// A server and one worker with room for `capacity` that parks every wait longer than 100 ms
+/// (and registers remote steps too). Keep the result alive for the test: it owns the processes.
+struct Parking {
+    _db: TestDatabase,
+    _server: ServerProcess,
+    client: Client,
+    _worker: WorkerProcess,
+}
+
+async fn parking_worker(backend: Backend, capacity: u32) -> Option<Parking> {
+    let db = TestDatabase::new(backend).await?;
     let server = ServerProcess::start(&db, &fast_recovery_args()).await;
     let client = server.client().await;
-    let _worker = WorkerProcess::start_with_env(
+    let worker = WorkerProcess::start_with_env(
         &server.addr,
         &db.dir.join("effects.log"),
         capacity,
         "parker",
-        &[("WAYMARK_PARK_AFTER_MS", "100")],
+        &[("WAYMARK_PARK_AFTER_MS", "100"), ("WAYMARK_ROLE", "all")],
     );
     wait_for_registration(&client, "counted").await;
+    Some(Parking {
+        _db: db,
+        _server: server,
+        client,
+        _worker: worker,
+    })
+}
+
+/// `n` workflows waiting an hour each, served by one worker with room for `capacity`: only
+/// parking lets them all reach their wait. Then a message to each finishes them all.
+async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, capacity: u32) {
+    let Some(p) = parking_worker(backend, capacity).await else {
+        return;
+    };
+    let client = &p.client;
     use futures::StreamExt;
     let started: Vec<_> = futures::stream::iter(0..n)
         .map(|i| {
@@ -80,12 +100,12 @@ async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, cap
     assert!(started.iter().all(|r| r.is_ok()), "every start succeeded");
     // Cheap to poll: none left running or queued means all are parked.
     wait_for(&format!("all {n} workflows to park"), PATIENCE, || async {
-        none_in(&client, &[WorkflowStatus::Enqueued, WorkflowStatus::Pending])
+        none_in(client, &[WorkflowStatus::Enqueued, WorkflowStatus::Pending])
             .await
             .then_some(())
     })
     .await;
-    assert_eq!(count(&client, WorkflowStatus::Delayed, "inbox").await, n);
+    assert_eq!(count(client, WorkflowStatus::Delayed, "inbox").await, n);
     let sent: Vec<_> = futures::stream::iter(0..n)
         .map(|i| {
             let c = client.clone();
@@ -97,7 +117,7 @@ async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, cap
     assert!(sent.iter().all(|r| r.is_ok()), "every send succeeded");
     wait_for(&format!("all {n} workflows to finish"), PATIENCE, || async {
         none_in(
-            &client,
+            client,
             &[
                 WorkflowStatus::Enqueued,
                 WorkflowStatus::Pending,
@@ -108,7 +128,7 @@ async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, cap
         .then_some(())
     })
     .await;
-    assert_eq!(count(&client, WorkflowStatus::Success, "inbox").await, n);
+    assert_eq!(count(client, WorkflowStatus::Success, "inbox").await, n);
     for i in [0, n / 2, n - 1] {
         let w = client.get(&format!("p{i}")).await.unwrap();
         assert_eq!(w.output, Some(serde_json::json!({"received": [i]})), "p{i}");
@@ -117,19 +137,10 @@ async fn many_parked_workflows_share_a_few_slots(backend: Backend, n: usize, cap
 }
 
 async fn a_parked_sleep_wakes_on_time(backend: Backend) {
-    let Some(db) = TestDatabase::new(backend).await else {
+    let Some(p) = parking_worker(backend, 1).await else {
         return;
     };
-    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
-    let client = server.client().await;
-    let _worker = WorkerProcess::start_with_env(
-        &server.addr,
-        &db.dir.join("effects.log"),
-        1,
-        "sleeper",
-        &[("WAYMARK_PARK_AFTER_MS", "100")],
-    );
-    wait_for_registration(&client, "counted").await;
+    let client = &p.client;
     client
         .start_json("napper", serde_json::json!({"ms": 1500}), StartOptions::id("nap"))
         .await
@@ -162,19 +173,10 @@ async fn a_parked_sleep_wakes_on_time(backend: Backend) {
 /// A parent awaiting a child (and a caller awaiting a remote step) that takes long is parked on
 /// a one-slot worker, and comes back when the child finishes / the result is recorded.
 async fn long_awaits_park_and_come_back(backend: Backend) {
-    let Some(db) = TestDatabase::new(backend).await else {
+    let Some(p) = parking_worker(backend, 1).await else {
         return;
     };
-    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
-    let client = server.client().await;
-    let _worker = WorkerProcess::start_with_env(
-        &server.addr,
-        &db.dir.join("effects.log"),
-        1,
-        "parker",
-        &[("WAYMARK_PARK_AFTER_MS", "100"), ("WAYMARK_ROLE", "all")],
-    );
-    wait_for_registration(&client, "counted").await;
+    let client = &p.client;
     let parked = |id: &'static str| {
         let client = client.clone();
         async move {

@@ -329,21 +329,28 @@ async fn wait_for_workers(client: &Client) -> anyhow::Result<()> {
     }
 }
 
-/// How many `bench` workflows are not terminal yet (0 or 1: a page of one is enough to know).
-async fn any_unfinished(client: &Client) -> anyhow::Result<bool> {
+const UNFINISHED: [WorkflowStatus; 3] = [
+    WorkflowStatus::Enqueued,
+    WorkflowStatus::Delayed,
+    WorkflowStatus::Pending,
+];
+
+/// Whether any `workflow_name` workflow is in one of `statuses` (a page of one is enough).
+async fn any_in(client: &Client, workflow_name: &str, statuses: &[WorkflowStatus]) -> anyhow::Result<bool> {
     let (page, _) = client
         .list(ListOptions {
-            statuses: vec![
-                WorkflowStatus::Enqueued,
-                WorkflowStatus::Delayed,
-                WorkflowStatus::Pending,
-            ],
-            workflow_name: Some("bench".into()),
+            statuses: statuses.to_vec(),
+            workflow_name: Some(workflow_name.into()),
             page_size: 1,
             ..Default::default()
         })
         .await?;
     Ok(!page.is_empty())
+}
+
+/// Whether any `bench` workflow is not terminal yet.
+async fn any_unfinished(client: &Client) -> anyhow::Result<bool> {
+    any_in(client, "bench", &UNFINISHED).await
 }
 
 async fn count_status(client: &Client, status: WorkflowStatus) -> anyhow::Result<usize> {
@@ -596,18 +603,13 @@ async fn idle_load(n: usize, window: Duration, backend: Backend, db_url: &str, a
         .await?;
     // A 10-minute wait is past the workers' park threshold: each waiter parks. Measure only
     // once all have, so the window sees a settled system rather than the parking itself.
-    loop {
-        let (page, _) = clients[0]
-            .list(ListOptions {
-                statuses: vec![WorkflowStatus::Enqueued, WorkflowStatus::Pending],
-                workflow_name: Some("waiter".into()),
-                page_size: 1,
-                ..Default::default()
-            })
-            .await?;
-        if page.is_empty() {
-            break;
-        }
+    while any_in(
+        &clients[0],
+        "waiter",
+        &[WorkflowStatus::Enqueued, WorkflowStatus::Pending],
+    )
+    .await?
+    {
         anyhow::ensure!(t0.elapsed() < Duration::from_secs(300), "idle waiters did not all park");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -648,22 +650,7 @@ async fn idle_load(n: usize, window: Duration, backend: Backend, db_url: &str, a
     })
     .await?;
     let poller = &clients[0];
-    loop {
-        let (page, _) = poller
-            .list(ListOptions {
-                statuses: vec![
-                    WorkflowStatus::Enqueued,
-                    WorkflowStatus::Delayed,
-                    WorkflowStatus::Pending,
-                ],
-                workflow_name: Some("waiter".into()),
-                page_size: 1,
-                ..Default::default()
-            })
-            .await?;
-        if page.is_empty() {
-            break;
-        }
+    while any_in(poller, "waiter", &UNFINISHED).await? {
         anyhow::ensure!(
             t1.elapsed() < Duration::from_secs(120),
             "idle waiters did not all finish within 120 s of their messages"

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use waymark_sdk::{Client, ListOptions, StartOptions, WorkflowContext, WorkflowError, WorkflowStatus};
+use waymark_sdk::{Client, StartOptions, WorkflowContext, WorkflowError, WorkflowStatus};
 
 /// Sleeps an hour: longer than any park threshold, so it parks.
 pub async fn sleeper(ctx: WorkflowContext, _input: serde_json::Value) -> Result<u32, WorkflowError> {
@@ -29,18 +29,6 @@ pub fn rss_mb(pid: u32) -> anyhow::Result<f64> {
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| anyhow::anyhow!("no VmRSS for pid {pid}"))?;
     Ok(kb / 1024.0)
-}
-
-async fn any_sleeper_in(client: &Client, statuses: Vec<WorkflowStatus>) -> anyhow::Result<bool> {
-    let (page, _) = client
-        .list(ListOptions {
-            statuses,
-            workflow_name: Some("sleeper".into()),
-            page_size: 1,
-            ..Default::default()
-        })
-        .await?;
-    Ok(!page.is_empty())
 }
 
 pub async fn run(n: usize, addr: &str, server_pid: u32) -> anyhow::Result<Parked> {
@@ -71,7 +59,7 @@ pub async fn run(n: usize, addr: &str, server_pid: u32) -> anyhow::Result<Parked
         t0.elapsed().as_secs_f64()
     );
     let client = Client::connect(addr).await?;
-    while any_sleeper_in(&client, vec![WorkflowStatus::Enqueued, WorkflowStatus::Pending]).await? {
+    while super::any_in(&client, "sleeper", &[WorkflowStatus::Enqueued, WorkflowStatus::Pending]).await? {
         anyhow::ensure!(
             t0.elapsed() < Duration::from_secs(1800),
             "sleepers did not all park in 30 min"
