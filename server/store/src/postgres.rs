@@ -83,6 +83,28 @@ impl PostgresStore {
         self
     }
 
+    /// NOTIFYs the other replicas from a task of its own, off the caller's path, for a change
+    /// already committed. Not inside the write's transaction on purpose: PostgreSQL serializes
+    /// the commits of transactions that NOTIFY (a global lock held through the WAL flush), which
+    /// on the hot completion path would undo group commit. Lost (the task fails), it is found
+    /// by the other replicas' polling.
+    pub(crate) fn announce_soon(&self, change: crate::changes::Change) {
+        if !self.notify {
+            return;
+        }
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            let sent = sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(crate::changes::CHANNEL)
+                .bind(change.encode())
+                .execute(&pool)
+                .await;
+            if let Err(e) = sent {
+                tracing::warn!(error = %e, "could not announce a change to other replicas; they will poll");
+            }
+        });
+    }
+
     /// NOTIFYs the other replicas, inside the caller's transaction when given one (delivered on
     /// commit).
     pub(crate) async fn announce<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
@@ -180,12 +202,11 @@ impl PostgresStore {
                SELECT fence.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, $6, $4 \
                FROM fence, unnest($7::bigint[], $8::text[], $9::text[], $10::text[], $11::bigint[]) \
                  AS v(step_id, name, output, failure, attempts) \
-               ON CONFLICT (workflow_id, step_id) DO NOTHING RETURNING 1), \
-             done AS (UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
+               ON CONFLICT (workflow_id, step_id) DO NOTHING RETURNING 1) \
+             UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
              WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 AND (SELECT count(*) FROM ins) = $12 \
              RETURNING ",
-            workflow_columns!(),
-            ") SELECT done.* FROM done LEFT JOIN LATERAL (SELECT pg_notify($13, $14) WHERE $15) n ON true"
+            workflow_columns!()
         ))
         .bind(status.as_str())
         .bind(output)
@@ -199,15 +220,13 @@ impl PostgresStore {
         .bind(&failures)
         .bind(&attempts)
         .bind(steps.len() as i64)
-        .bind(crate::changes::CHANNEL)
-        .bind(finished.encode())
-        .bind(self.notify)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
         let Some(row) = written else {
             return Ok(None);
         };
+        self.announce_soon(finished);
         Ok(Some(Completed {
             workflow: row.try_into()?,
             adopted: false,
@@ -498,12 +517,10 @@ impl Store for PostgresStore {
         let finished = crate::changes::Change::Finished {
             workflow_id: fence.workflow_id.clone(),
         };
-        // The NOTIFY rides in the same statement (one round trip), sent only if a row changed.
         let written: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "WITH done AS (UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
+            "UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
              WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 RETURNING ",
-            workflow_columns!(),
-            ") SELECT done.* FROM done LEFT JOIN LATERAL (SELECT pg_notify($7, $8) WHERE $9) n ON true"
+            workflow_columns!()
         ))
         .bind(status.as_str())
         .bind(output)
@@ -511,12 +528,12 @@ impl Store for PostgresStore {
         .bind(now)
         .bind(&fence.workflow_id)
         .bind(fence.epoch as i64)
-        .bind(crate::changes::CHANNEL)
-        .bind(finished.encode())
-        .bind(self.notify)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
+        if written.is_some() {
+            self.announce_soon(finished);
+        }
         if let Some(row) = written {
             return Ok(Completed {
                 workflow: row.try_into()?,

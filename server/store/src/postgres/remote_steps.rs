@@ -191,6 +191,9 @@ impl PostgresStore {
                 attempt: attempt.attempt,
             })?;
         if !task.is_running(attempt.attempt) {
+            // Release the row lock now: a dropped transaction rolls back only when its
+            // connection is next used, and claims skip locked rows meanwhile.
+            tx.rollback().await.map_err(db_error)?;
             return Err(task.stale(attempt.attempt));
         }
         let next = task.next(outcome, now);
