@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 use tonic::transport::Channel;
-use waymark_proto::{json, v1, v1::workflow_service_client::WorkflowServiceClient};
+use waymark_proto::{
+    json, v1,
+    v1::{queue_service_client::QueueServiceClient, workflow_service_client::WorkflowServiceClient},
+};
 
 use crate::{Error, EventInfo, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
 
@@ -53,6 +56,7 @@ fn ts(ms: i64) -> prost_types::Timestamp {
 #[derive(Clone)]
 pub struct Client {
     rpc: WorkflowServiceClient<Channel>,
+    pub(crate) queues: QueueServiceClient<Channel>,
 }
 
 impl Client {
@@ -60,7 +64,8 @@ impl Client {
     pub async fn connect(addr: &str) -> Result<Client, Error> {
         let channel = crate::channel(addr).await?;
         Ok(Client {
-            rpc: WorkflowServiceClient::new(channel).max_decoding_message_size(64 * 1024 * 1024),
+            rpc: WorkflowServiceClient::new(channel.clone()).max_decoding_message_size(64 * 1024 * 1024),
+            queues: QueueServiceClient::new(channel),
         })
     }
 

@@ -20,12 +20,14 @@
 
 mod client;
 mod error;
+mod queues;
 mod retry;
 mod types;
 mod worker;
 
 pub use client::{Client, ListOptions, StartOptions};
 pub use error::{Error, WorkflowError};
+pub use queues::{QueueInfo, QueueLimits, QueueUpdate};
 pub use retry::RetryPolicy;
 pub use types::{EventInfo, Failure, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
 pub use worker::{

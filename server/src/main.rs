@@ -30,7 +30,7 @@ async fn main() {
                 }
             }
         }
-        Command::Workflow(cmd) => run_client(cmd).await,
+        cmd => run_client(cmd).await,
     };
     std::process::exit(code);
 }

@@ -4,11 +4,15 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use tonic::transport::Server;
-use waymark_proto::v1::{worker_service_server::WorkerServiceServer, workflow_service_server::WorkflowServiceServer};
+use waymark_proto::v1::{
+    queue_service_server::QueueServiceServer, worker_service_server::WorkerServiceServer,
+    workflow_service_server::WorkflowServiceServer,
+};
 
 use crate::engine::Engine;
 
 pub mod convert;
+pub mod queue_service;
 pub mod status;
 pub mod worker_service;
 mod worker_steps;
@@ -43,6 +47,9 @@ pub async fn serve(
     health
         .set_serving::<WorkerServiceServer<worker_service::WorkerApi>>()
         .await;
+    health
+        .set_serving::<QueueServiceServer<queue_service::QueueApi>>()
+        .await;
 
     let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi { engine: engine.clone() })
         .max_decoding_message_size(max_message)
@@ -50,6 +57,8 @@ pub async fn serve(
     let workers = WorkerServiceServer::new(worker_service::WorkerApi { engine: engine.clone() })
         .max_decoding_message_size(max_message)
         .max_encoding_message_size(max_message * 4);
+
+    let queues = QueueServiceServer::new(queue_service::QueueApi { engine: engine.clone() });
 
     let drained = {
         let engine = engine.clone();
@@ -75,6 +84,7 @@ pub async fn serve(
         .add_service(reflection_v1alpha)
         .add_service(workflows)
         .add_service(workers)
+        .add_service(queues)
         .serve_with_incoming_shutdown(incoming, drained)
         .await
 }

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::server::{parse_duration, ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN};
 
 mod output;
+pub mod queue;
 pub mod workflow;
 
 #[derive(Parser)]
@@ -29,6 +30,9 @@ pub enum Command {
     /// Start, inspect and control workflows.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
+    /// Create queues and set their limits.
+    #[command(subcommand)]
+    Queue(queue::QueueCommand),
 }
 
 #[derive(Args, Debug)]
@@ -103,8 +107,13 @@ pub struct ClientArgs {
 }
 
 /// Runs a client command and returns the process exit code.
-pub async fn run_client(cmd: workflow::WorkflowCommand) -> i32 {
-    match workflow::run(cmd).await {
+pub async fn run_client(cmd: Command) -> i32 {
+    let result = match cmd {
+        Command::Workflow(cmd) => workflow::run(cmd).await,
+        Command::Queue(cmd) => queue::run(cmd).await,
+        Command::Server(_) => Err(anyhow::anyhow!("`server` is not a client command")),
+    };
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");

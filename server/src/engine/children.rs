@@ -91,6 +91,9 @@ impl Engine {
         validate::name("workflow_name", &req.workflow_name)?;
         validate::optional_name("child_workflow_id", &req.child_workflow_id)?;
         validate::optional_name("queue_name", &req.queue_name)?;
+        if !req.queue_name.is_empty() {
+            self.check_queue(&req.queue_name).await?;
+        }
         validate::payload("child input", &req.input, self.config.max_payload_bytes)?;
         if !self.is_known_name(&req.workflow_name).await? {
             return Err(EngineError::new(

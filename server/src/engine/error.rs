@@ -112,6 +112,12 @@ impl From<StoreError> for EngineError {
                 "STEP_ATTEMPT_STALE",
                 format!("attempt {attempt} of step {step_id} of workflow {workflow_id:?} is no longer running (it timed out, or the step is done); its result is refused"),
             ),
+            StoreError::QueueExists(name) => EngineError::new(
+                AlreadyExists,
+                "QUEUE_EXISTS",
+                format!("queue {name:?} already exists"),
+            ),
+            StoreError::QueueNotFound(name) => super::queues::queue_not_found(&name),
             StoreError::Unavailable(detail) => {
                 tracing::error!(%detail, "store error");
                 EngineError::new(Unavailable, "STORE_UNAVAILABLE", "the database is unavailable; retry later")

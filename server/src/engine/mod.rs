@@ -24,6 +24,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod messages;
+pub mod queues;
 pub mod recovery;
 pub mod remote_steps;
 pub mod sessions;
@@ -62,6 +63,8 @@ pub struct Engine {
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
     /// can be cached and starts skip the lookup.
     pub(crate) known_names: std::sync::RwLock<std::collections::HashSet<String>>,
+    /// Queues known to exist (see `check_queue`).
+    pub(crate) known_queues: std::sync::RwLock<std::collections::HashSet<String>>,
     /// The dispatcher's last claim came back full, so ENQUEUED work is waiting here. Starts are
     /// then queued behind it instead of being dispatched directly.
     pub(crate) backlog: AtomicBool,
@@ -89,6 +92,7 @@ impl Engine {
             step_waits: Default::default(),
             retry_times: Default::default(),
             known_names: Default::default(),
+            known_queues: Default::default(),
             backlog: AtomicBool::new(false),
             changes_live: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),

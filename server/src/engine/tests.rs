@@ -450,3 +450,35 @@ async fn a_send_hands_the_message_to_the_waiting_receive_with_the_wakeup() {
     engine.send_message(send("2")).await.unwrap();
     assert!(rx.try_recv().is_err(), "nothing waits now");
 }
+
+#[tokio::test]
+async fn workers_declare_queues_and_starts_need_an_existing_queue() {
+    let (engine, _) = engine().await;
+    let e = engine
+        .start_workflow(StartRequest {
+            workflow_name: "wf".into(),
+            input: "1".into(),
+            queue_name: "emails".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason, "WORKFLOW_NAME_UNKNOWN");
+    let (tx, _rx) = mpsc::channel(10);
+    let mut r = registration("w1");
+    r.queues = vec!["emails".into()];
+    engine.attach_worker(r, tx).await.unwrap();
+    assert_eq!(
+        engine.get_queue("emails").await.unwrap().limits,
+        waymark_store::QueueLimits::default()
+    );
+    let start = |queue: &str| StartRequest {
+        workflow_name: "wf".into(),
+        input: "1".into(),
+        queue_name: queue.into(),
+        ..Default::default()
+    };
+    engine.start_workflow(start("emails")).await.unwrap();
+    let e = engine.start_workflow(start("nowhere")).await.unwrap_err();
+    assert_eq!((e.code, e.reason), (ErrorCode::NotFound, "QUEUE_NOT_FOUND"));
+}

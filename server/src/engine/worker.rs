@@ -44,6 +44,7 @@ impl Engine {
         self.store
             .register_workflow_names(&registration.workflow_names, now)
             .await?;
+        self.store.ensure_queues(&registration.queues, now).await?;
         let released = self
             .store
             .release_worker(&registration.worker_id, self.config.max_recovery_attempts, now)

@@ -99,6 +99,7 @@ impl Engine {
             ));
         }
         let queue_name = non_empty(&req.queue_name).unwrap_or_else(|| DEFAULT_QUEUE.to_string());
+        self.check_queue(&queue_name).await?;
         let direct = self.direct_dispatch_target(&req.workflow_name, &queue_name, &req.app_version);
         let new = NewWorkflow {
             workflow_id: non_empty(&req.workflow_id).unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),

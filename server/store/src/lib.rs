@@ -17,6 +17,7 @@ pub mod changes;
 pub mod conformance;
 mod messaging;
 pub mod postgres;
+pub mod queues;
 mod remote;
 mod rows;
 pub mod sqlite;
@@ -25,6 +26,8 @@ pub use remote::{
     ExpiredSteps, NewStepTask, StepAttempt, StepClaim, StepFinished, StepPolicy, StepTask, WaitFor, WaitTarget,
     SELECT_STEP, STEP_TIMED_OUT, WAIT_ALL_STEP,
 };
+
+pub use queues::{QueueLimits, QueueRecord, QueueUpdate, RateLimit, DEFAULT_QUEUE};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
@@ -414,6 +417,10 @@ pub enum StoreError {
         step_id: u32,
         attempt: u32,
     },
+    #[error("queue {0:?} already exists")]
+    QueueExists(String),
+    #[error("queue {0:?} does not exist")]
+    QueueNotFound(String),
     /// The database failed or could not be reached.
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -697,4 +704,22 @@ pub trait Store: Send + Sync + 'static {
         mode: WaitFor,
         now: Millis,
     ) -> StoreResult<Option<u32>>;
+
+    /// Creates a queue; `QueueExists` when the name is taken.
+    async fn create_queue(&self, name: &str, limits: &QueueLimits, now: Millis) -> StoreResult<QueueRecord>;
+
+    /// Changes some of a queue's limits, reading and writing the row under its lock;
+    /// `QueueNotFound` when there is no such queue.
+    async fn update_queue(&self, name: &str, update: &QueueUpdate, now: Millis) -> StoreResult<QueueRecord>;
+
+    async fn get_queue(&self, name: &str) -> StoreResult<Option<QueueRecord>>;
+
+    /// Every queue, by name.
+    async fn list_queues(&self) -> StoreResult<Vec<QueueRecord>>;
+
+    /// Removes a queue; false when there was none. Its workflows keep their queue name.
+    async fn delete_queue(&self, name: &str) -> StoreResult<bool>;
+
+    /// Creates, without limits, those of `names` that do not exist (a worker declaring them).
+    async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()>;
 }

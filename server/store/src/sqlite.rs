@@ -17,6 +17,7 @@ mod children;
 mod events;
 mod messages;
 mod parking;
+mod queues;
 mod remote_steps;
 mod streams;
 
@@ -683,5 +684,29 @@ impl Store for SqliteStore {
         now: Millis,
     ) -> StoreResult<Option<u32>> {
         self.select_step_impl(fence, step_id, targets, mode, now).await
+    }
+
+    async fn create_queue(&self, name: &str, limits: &QueueLimits, now: Millis) -> StoreResult<QueueRecord> {
+        self.create_queue_impl(name, limits, now).await
+    }
+
+    async fn update_queue(&self, name: &str, update: &QueueUpdate, now: Millis) -> StoreResult<QueueRecord> {
+        self.update_queue_impl(name, update, now).await
+    }
+
+    async fn get_queue(&self, name: &str) -> StoreResult<Option<QueueRecord>> {
+        self.get_queue_impl(name).await
+    }
+
+    async fn list_queues(&self) -> StoreResult<Vec<QueueRecord>> {
+        self.list_queues_impl().await
+    }
+
+    async fn delete_queue(&self, name: &str) -> StoreResult<bool> {
+        self.delete_queue_impl(name).await
+    }
+
+    async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()> {
+        self.ensure_queues_impl(names, now).await
     }
 }

@@ -21,6 +21,7 @@ mod dispatch;
 mod events;
 mod messages;
 mod parking;
+mod queues;
 mod remote_steps;
 mod steps;
 mod streams;
@@ -31,6 +32,7 @@ pub use dispatch::*;
 pub use events::*;
 pub use messages::*;
 pub use parking::*;
+pub use queues::*;
 pub use remote_steps::*;
 pub use steps::*;
 pub use streams::*;
@@ -91,6 +93,7 @@ macro_rules! conformance_tests {
             concurrent_step_claims_take_each_call_once,
             select_records_the_first_to_finish,
             workflow_names_are_remembered,
+            queues_are_created_changed_and_removed,
         );
     };
     (@each $fresh:path; $($case:ident),* $(,)?) => {$(

@@ -1,0 +1,141 @@
+//! `waymark.v1.QueueService`: queues as server resources. Converts, calls the engine, maps errors.
+
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+use waymark_proto::v1::{self, queue_service_server::QueueService};
+use waymark_store::{QueueLimits, QueueRecord, QueueUpdate, RateLimit};
+
+use super::{convert, status::to_status};
+use crate::engine::Engine;
+
+pub struct QueueApi {
+    pub engine: Arc<Engine>,
+}
+
+fn to_wire(q: QueueRecord) -> v1::Queue {
+    v1::Queue {
+        name: q.name,
+        worker_concurrency: q.limits.worker_concurrency,
+        global_concurrency: q.limits.global_concurrency,
+        rate_limit: q.limits.rate_limit.map(|r| v1::RateLimit {
+            max_starts: r.max_starts,
+            period: Some(prost_types::Duration {
+                seconds: r.period_ms / 1000,
+                nanos: ((r.period_ms % 1000) * 1_000_000) as i32,
+            }),
+        }),
+        partition_concurrency: q.limits.partition_concurrency,
+        created_at: convert::timestamp(q.created_at),
+        updated_at: convert::timestamp(q.updated_at),
+    }
+}
+
+fn rate_from_wire(r: Option<&v1::RateLimit>) -> Result<Option<RateLimit>, Status> {
+    let Some(r) = r else { return Ok(None) };
+    let period_ms = convert::duration_ms("rate limit period", r.period.as_ref())?
+        .ok_or_else(|| super::status::invalid("a rate limit needs a period"))?;
+    Ok(Some(RateLimit {
+        max_starts: r.max_starts,
+        period_ms,
+    }))
+}
+
+fn limits_from_wire(q: &v1::Queue) -> Result<QueueLimits, Status> {
+    Ok(QueueLimits {
+        worker_concurrency: q.worker_concurrency,
+        global_concurrency: q.global_concurrency,
+        rate_limit: rate_from_wire(q.rate_limit.as_ref())?,
+        partition_concurrency: q.partition_concurrency,
+    })
+}
+
+/// The limits an update names (all of them for an empty mask), set from `queue`.
+fn update_from_wire(q: &v1::Queue, mask: Option<&prost_types::FieldMask>) -> Result<QueueUpdate, Status> {
+    let limits = limits_from_wire(q)?;
+    let paths: Vec<&str> = match mask {
+        Some(m) if !m.paths.is_empty() => m.paths.iter().map(String::as_str).collect(),
+        _ => vec![
+            "worker_concurrency",
+            "global_concurrency",
+            "rate_limit",
+            "partition_concurrency",
+        ],
+    };
+    let mut update = QueueUpdate::default();
+    for p in paths {
+        match p {
+            "worker_concurrency" => update.worker_concurrency = Some(limits.worker_concurrency),
+            "global_concurrency" => update.global_concurrency = Some(limits.global_concurrency),
+            "rate_limit" => update.rate_limit = Some(limits.rate_limit),
+            "partition_concurrency" => update.partition_concurrency = Some(limits.partition_concurrency),
+            other => {
+                return Err(super::status::invalid(format!(
+                    "update_mask names {other:?}; a queue's limits are worker_concurrency, global_concurrency, \
+                     rate_limit and partition_concurrency"
+                )))
+            }
+        }
+    }
+    Ok(update)
+}
+
+fn queue_of(q: Option<v1::Queue>) -> Result<v1::Queue, Status> {
+    q.ok_or_else(|| super::status::invalid("the request needs a queue"))
+}
+
+#[tonic::async_trait]
+impl QueueService for QueueApi {
+    async fn create_queue(
+        &self,
+        req: Request<v1::CreateQueueRequest>,
+    ) -> Result<Response<v1::CreateQueueResponse>, Status> {
+        let q = queue_of(req.into_inner().queue)?;
+        let limits = limits_from_wire(&q)?;
+        let created = self.engine.create_queue(&q.name, limits).await.map_err(to_status)?;
+        Ok(Response::new(v1::CreateQueueResponse {
+            queue: Some(to_wire(created)),
+        }))
+    }
+
+    async fn update_queue(
+        &self,
+        req: Request<v1::UpdateQueueRequest>,
+    ) -> Result<Response<v1::UpdateQueueResponse>, Status> {
+        let r = req.into_inner();
+        let q = queue_of(r.queue)?;
+        let update = update_from_wire(&q, r.update_mask.as_ref())?;
+        let updated = self.engine.update_queue(&q.name, update).await.map_err(to_status)?;
+        Ok(Response::new(v1::UpdateQueueResponse {
+            queue: Some(to_wire(updated)),
+        }))
+    }
+
+    async fn get_queue(&self, req: Request<v1::GetQueueRequest>) -> Result<Response<v1::GetQueueResponse>, Status> {
+        let q = self.engine.get_queue(&req.into_inner().name).await.map_err(to_status)?;
+        Ok(Response::new(v1::GetQueueResponse {
+            queue: Some(to_wire(q)),
+        }))
+    }
+
+    async fn list_queues(
+        &self,
+        _req: Request<v1::ListQueuesRequest>,
+    ) -> Result<Response<v1::ListQueuesResponse>, Status> {
+        let queues = self.engine.list_queues().await.map_err(to_status)?;
+        Ok(Response::new(v1::ListQueuesResponse {
+            queues: queues.into_iter().map(to_wire).collect(),
+        }))
+    }
+
+    async fn delete_queue(
+        &self,
+        req: Request<v1::DeleteQueueRequest>,
+    ) -> Result<Response<v1::DeleteQueueResponse>, Status> {
+        self.engine
+            .delete_queue(&req.into_inner().name)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::DeleteQueueResponse {}))
+    }
+}

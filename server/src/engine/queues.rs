@@ -1,0 +1,108 @@
+//! Queues as server resources: created, changed, read and removed by operators; created without
+//! limits when a worker declares one; checked when a workflow is started on one.
+
+use waymark_store::{QueueLimits, QueueRecord, QueueUpdate, RateLimit, DEFAULT_QUEUE};
+
+use super::{validate, Engine, EngineError, EngineResult, ErrorCode};
+
+/// Longest rate-limit window: a day.
+const MAX_RATE_PERIOD_MS: i64 = 24 * 3600 * 1000;
+
+fn limit(field: &str, v: Option<u32>) -> EngineResult<()> {
+    match v {
+        Some(0) => Err(EngineError::invalid(format!(
+            "{field} must be at least 1 (leave it unset for no limit)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn rate(r: Option<RateLimit>) -> EngineResult<()> {
+    match r {
+        Some(r) if r.max_starts == 0 => Err(EngineError::invalid("rate limit max_starts must be at least 1")),
+        Some(r) if !(1..=MAX_RATE_PERIOD_MS).contains(&r.period_ms) => Err(EngineError::invalid(
+            "rate limit period must be between 1 ms and 24 hours",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn validate_limits(l: &QueueLimits) -> EngineResult<()> {
+    limit("worker_concurrency", l.worker_concurrency)?;
+    limit("global_concurrency", l.global_concurrency)?;
+    limit("partition_concurrency", l.partition_concurrency)?;
+    rate(l.rate_limit)
+}
+
+pub(crate) fn queue_not_found(name: &str) -> EngineError {
+    EngineError::new(
+        ErrorCode::NotFound,
+        "QUEUE_NOT_FOUND",
+        format!("queue {name:?} does not exist; create it (waymark queue create) or let a worker declare it"),
+    )
+}
+
+impl Engine {
+    pub async fn create_queue(&self, name: &str, limits: QueueLimits) -> EngineResult<QueueRecord> {
+        validate::name("queue name", name)?;
+        validate_limits(&limits)?;
+        let q = self.store.create_queue(name, &limits, self.now()).await?;
+        self.known_queues.write().unwrap().insert(q.name.clone());
+        Ok(q)
+    }
+
+    pub async fn update_queue(&self, name: &str, update: QueueUpdate) -> EngineResult<QueueRecord> {
+        validate::name("queue name", name)?;
+        for (field, v) in [
+            ("worker_concurrency", update.worker_concurrency),
+            ("global_concurrency", update.global_concurrency),
+            ("partition_concurrency", update.partition_concurrency),
+        ] {
+            limit(field, v.flatten())?;
+        }
+        rate(update.rate_limit.flatten())?;
+        Ok(self.store.update_queue(name, &update, self.now()).await?)
+    }
+
+    pub async fn get_queue(&self, name: &str) -> EngineResult<QueueRecord> {
+        validate::name("queue name", name)?;
+        self.store.get_queue(name).await?.ok_or_else(|| queue_not_found(name))
+    }
+
+    pub async fn list_queues(&self) -> EngineResult<Vec<QueueRecord>> {
+        Ok(self.store.list_queues().await?)
+    }
+
+    pub async fn delete_queue(&self, name: &str) -> EngineResult<()> {
+        validate::name("queue name", name)?;
+        if name == DEFAULT_QUEUE {
+            return Err(EngineError::new(
+                ErrorCode::FailedPrecondition,
+                "QUEUE_PROTECTED",
+                "the default queue cannot be deleted",
+            ));
+        }
+        self.known_queues.write().unwrap().remove(name);
+        if self.store.delete_queue(name).await? {
+            Ok(())
+        } else {
+            Err(queue_not_found(name))
+        }
+    }
+
+    /// Refuses a start on a queue that does not exist. Queues seen to exist are remembered, so
+    /// starts on them cost no read (a queue deleted through another replica is still accepted
+    /// here until this replica restarts; its workflows wait until it is created again).
+    pub(crate) async fn check_queue(&self, name: &str) -> EngineResult<()> {
+        if name == DEFAULT_QUEUE || self.known_queues.read().unwrap().contains(name) {
+            return Ok(());
+        }
+        match self.store.get_queue(name).await? {
+            Some(_) => {
+                self.known_queues.write().unwrap().insert(name.to_string());
+                Ok(())
+            }
+            None => Err(queue_not_found(name)),
+        }
+    }
+}
