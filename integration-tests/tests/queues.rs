@@ -185,6 +185,26 @@ async fn cli_manages_queues() {
     assert!(code == 1 && err.contains("at least 1"), "{err}");
     let (code, _, err) = cli(addr, &["queue", "create", "bad", "--rate-limit", "5"]);
     assert!(code == 2 && err.contains("--rate-period"), "{err}");
+    // A start on it, with a priority (nothing serves the queue: it waits, ENQUEUED).
+    let (code, out, err) = cli(
+        addr,
+        &[
+            "workflow",
+            "start",
+            "echo",
+            "--queue",
+            "emails",
+            "--priority",
+            "-2",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&v["workflow"]["priority"], &v["workflow"]["queue_name"]),
+        (&serde_json::json!(-2), &serde_json::json!("emails"))
+    );
     let (code, _, _) = cli(addr, &["queue", "delete", "emails"]);
     assert_eq!(code, 0);
     let (code, _, err) = cli(addr, &["queue", "get", "emails"]);

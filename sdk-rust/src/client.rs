@@ -22,6 +22,8 @@ pub struct StartOptions {
     pub app_version: Option<String>,
     /// Cancel the workflow (and its children) if it has not finished this long after the start.
     pub timeout: Option<Duration>,
+    /// Lower is dispatched first within the queue; FIFO within a priority. Default 0.
+    pub priority: i32,
 }
 
 impl StartOptions {
@@ -105,6 +107,7 @@ impl Client {
                     seconds: t.as_secs() as i64,
                     nanos: t.subsec_nanos() as i32,
                 }),
+                priority: options.priority,
             })
             .await?
             .into_inner();

@@ -108,6 +108,8 @@ pub struct WorkflowInfo {
     pub parent_workflow_id: String,
     /// When it is cancelled if not finished (Unix ms); 0 for none.
     pub deadline_ms: i64,
+    /// Lower is dispatched first within the queue.
+    pub priority: i32,
 }
 
 impl WorkflowInfo {
@@ -232,6 +234,7 @@ impl From<v1::Workflow> for WorkflowInfo {
             worker_id: w.worker_id,
             parent_workflow_id: w.parent_workflow_id,
             deadline_ms: ms(w.deadline.as_ref()),
+            priority: w.priority,
         }
     }
 }

@@ -91,6 +91,7 @@ pub fn workflow(w: WorkflowRecord) -> v1::Workflow {
         worker_id: w.worker_id.unwrap_or_default(),
         parent_workflow_id: w.parent_workflow_id.unwrap_or_default(),
         deadline: w.deadline_at.and_then(timestamp),
+        priority: w.priority,
         app_version: w.app_version.unwrap_or_default(),
         workflow_id: w.workflow_id,
         workflow_name: w.workflow_name,

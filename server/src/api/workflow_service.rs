@@ -98,6 +98,7 @@ impl WorkflowService for WorkflowApi {
                 queue_name: r.queue_name,
                 app_version: r.app_version,
                 timeout_ms: convert::duration_ms("timeout", r.timeout.as_ref())?,
+                priority: r.priority,
             })
             .await
             .map_err(to_status)?;

@@ -27,6 +27,9 @@ pub enum WorkflowCommand {
         /// Cancel it (and its children) if not finished this long after the start, e.g. 10m.
         #[arg(long, value_parser = parse_duration)]
         timeout: Option<Duration>,
+        /// Lower runs first within the queue (default 0).
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        priority: i32,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -208,6 +211,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             queue,
             app_version,
             timeout,
+            priority,
             client,
         } => {
             let input: serde_json::Value =
@@ -222,6 +226,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                         queue,
                         app_version,
                         timeout,
+                        priority,
                     },
                 )
                 .await?;

@@ -119,6 +119,7 @@ impl Engine {
             input: req.input,
             parent_workflow_id: Some(fence.workflow_id.clone()),
             deadline_at: None,
+            priority: 0,
             assign: None,
         };
         let id = self.store.start_child_step(&fence, step_id, child, self.now()).await?;

@@ -26,6 +26,8 @@ pub struct StartRequest {
     pub app_version: String,
     /// Cancel it if not finished this many milliseconds after the start.
     pub timeout_ms: Option<i64>,
+    /// Lower is dispatched first within the queue.
+    pub priority: i32,
 }
 
 /// Longest workflow timeout: ten years.
@@ -109,6 +111,7 @@ impl Engine {
             input: req.input,
             parent_workflow_id: None,
             deadline_at: req.timeout_ms.map(|t| self.now() + t),
+            priority: req.priority,
             assign: direct.as_ref().map(|s| Assignment {
                 worker_id: s.registration.worker_id.clone(),
                 session_id: s.lease_id.clone(),
@@ -308,6 +311,7 @@ mod tests {
             worker_id: None,
             parent_workflow_id: None,
             deadline_at: None,
+            priority: 0,
         };
         assert_eq!(decode_token(&encode_token(&w)).unwrap(), (1234, "a:b".to_string()));
         assert_eq!(decode_token("not a token!").unwrap_err().reason, "INVALID_PAGE_TOKEN");

@@ -119,6 +119,8 @@ pub struct WorkflowRecord {
     pub parent_workflow_id: Option<String>,
     /// Cancelled if not finished by then.
     pub deadline_at: Option<Millis>,
+    /// Lower is dispatched first within the queue.
+    pub priority: i32,
 }
 
 /// What a client asks for when starting a workflow.
@@ -133,6 +135,8 @@ pub struct NewWorkflow {
     pub parent_workflow_id: Option<String>,
     /// Cancel it if it has not finished by then. A child's is capped by its parent's.
     pub deadline_at: Option<Millis>,
+    /// Lower is dispatched first within the queue; FIFO within a priority.
+    pub priority: i32,
     /// Dispatch it at once to this worker stream (which has room for it): the workflow is
     /// inserted PENDING at epoch 1, saving a separate claim. Ignored when the id already exists.
     pub assign: Option<Assignment>,
@@ -466,7 +470,8 @@ pub trait Store: Send + Sync + 'static {
     /// Recorded steps in order. `WorkflowNotFound` when the workflow does not exist.
     async fn list_steps(&self, workflow_id: &str) -> StoreResult<Vec<StepRecord>>;
 
-    /// Take up to `claim.limit` ENQUEUED workflows the worker can run, oldest first: each becomes
+    /// Take up to `claim.limit` ENQUEUED workflows the worker can run, lowest priority first,
+    /// oldest first within a priority: each becomes
     /// PENDING, owned by the worker, with its epoch raised by one and its app version pinned.
     /// Concurrent claims never take the same workflow.
     async fn claim_workflows(&self, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>>;

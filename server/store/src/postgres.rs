@@ -315,9 +315,9 @@ impl Store for PostgresStore {
         let a = new.assign.as_ref();
         let inserted: Option<WorkflowRow> = sqlx::query_as(concat!(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at) \
+               updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority) \
              VALUES ($1, $2, CASE WHEN $7::text IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, $3, COALESCE($4, $9), $5, $6, $6, \
-               CASE WHEN $7::text IS NULL THEN 0 ELSE 1 END, $7, $8, $10, $11) \
+               CASE WHEN $7::text IS NULL THEN 0 ELSE 1 END, $7, $8, $10, $11, $12) \
              ON CONFLICT (workflow_id) DO NOTHING RETURNING ",
             workflow_columns!()
         ))
@@ -332,6 +332,7 @@ impl Store for PostgresStore {
         .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
         .bind(&new.parent_workflow_id)
         .bind(new.deadline_at)
+        .bind(new.priority as i64)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
@@ -429,7 +430,7 @@ impl Store for PostgresStore {
              WHERE workflow_id = ANY(ARRAY(SELECT workflow_id FROM workflows WHERE status = 'ENQUEUED' \
                AND queue_name = ANY($4) AND workflow_name = ANY($5) \
                AND (app_version IS NULL OR app_version = $2) \
-               ORDER BY created_at, workflow_id LIMIT $6 FOR UPDATE SKIP LOCKED)) \
+               ORDER BY priority, created_at, workflow_id LIMIT $6 FOR UPDATE SKIP LOCKED)) \
              AND status = 'ENQUEUED' \
              RETURNING ",
             workflow_columns!()
@@ -448,7 +449,9 @@ impl Store for PostgresStore {
             return Ok(Vec::new());
         }
         // RETURNING has no order; the contract says oldest first.
-        claimed.sort_by(|a, b| (a.created_at, &a.workflow_id).cmp(&(b.created_at, &b.workflow_id)));
+        claimed.sort_by(|a, b| {
+            (a.priority, a.created_at, &a.workflow_id).cmp(&(b.priority, b.created_at, &b.workflow_id))
+        });
         let replays: Vec<&str> = claimed
             .iter()
             .filter(|w| w.epoch > 1)

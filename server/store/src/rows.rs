@@ -8,7 +8,7 @@ use crate::{Failure, Millis, Outcome, StepRecord, StoreError, StoreResult, Workf
 macro_rules! workflow_columns {
     () => {
         "workflow_id, workflow_name, status, queue_name, app_version, input, output, failure, \
-         created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id, deadline_at"
+         created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id, deadline_at, priority"
     };
 }
 pub(crate) use workflow_columns;
@@ -38,6 +38,7 @@ pub(crate) struct WorkflowRow {
     pub worker_id: Option<String>,
     pub parent_workflow_id: Option<String>,
     pub deadline_at: Option<i64>,
+    pub priority: i64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -92,6 +93,7 @@ impl TryFrom<WorkflowRow> for WorkflowRecord {
             worker_id: r.worker_id,
             parent_workflow_id: r.parent_workflow_id,
             deadline_at: r.deadline_at,
+            priority: r.priority as i32,
         })
     }
 }

@@ -184,9 +184,9 @@ impl Store for SqliteStore {
         let a = new.assign.as_ref();
         let inserted = sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at) \
+               updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority) \
              VALUES (?1, ?2, CASE WHEN ?7 IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, ?3, COALESCE(?4, ?9), ?5, ?6, ?6, \
-               CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8, ?10, ?11) \
+               CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8, ?10, ?11, ?12) \
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(&new.workflow_id)
@@ -200,6 +200,7 @@ impl Store for SqliteStore {
         .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
         .bind(&new.parent_workflow_id)
         .bind(new.deadline_at)
+        .bind(new.priority as i64)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?
@@ -279,7 +280,7 @@ impl Store for SqliteStore {
                AND queue_name IN (SELECT value FROM json_each(?4)) \
                AND workflow_name IN (SELECT value FROM json_each(?5)) \
                AND (app_version IS NULL OR app_version = ?2) \
-               ORDER BY created_at, workflow_id LIMIT ?6) \
+               ORDER BY priority, created_at, workflow_id LIMIT ?6) \
              RETURNING ",
             workflow_columns!()
         ))
@@ -293,7 +294,9 @@ impl Store for SqliteStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(db_error)?;
-        claimed.sort_by(|a, b| (a.created_at, &a.workflow_id).cmp(&(b.created_at, &b.workflow_id)));
+        claimed.sort_by(|a, b| {
+            (a.priority, a.created_at, &a.workflow_id).cmp(&(b.priority, b.created_at, &b.workflow_id))
+        });
         // A first dispatch (epoch 1) has no steps yet; only re-dispatches need theirs.
         let replays: Vec<&str> = claimed
             .iter()

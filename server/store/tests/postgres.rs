@@ -84,6 +84,7 @@ async fn step_write_waits_for_an_uncommitted_requeue() {
         input: "{}".into(),
         parent_workflow_id: None,
         deadline_at: None,
+        priority: 0,
         assign: None,
     };
     s.start_workflow(new, t).await.unwrap();

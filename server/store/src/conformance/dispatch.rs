@@ -451,3 +451,19 @@ pub async fn start_with_assignment_dispatches_at_once(s: Arc<dyn Store>) {
         Some("v9")
     );
 }
+
+pub async fn claims_take_lower_priority_first_then_oldest(s: Arc<dyn Store>) {
+    let s = &*s;
+    for (i, (id, priority)) in [("a", 0), ("b", 5), ("c", -1), ("d", 0)].into_iter().enumerate() {
+        let new = NewWorkflow {
+            priority,
+            ..wf(id, "P", "q")
+        };
+        start(s, new, T + i as Millis).await;
+    }
+    assert_eq!(get(s, "b").await.priority, 5);
+    let first = s.claim_workflows(&claim("A", &["P"], &["q"], 2), T + 10).await.unwrap();
+    assert_eq!(ids(&first), ["c", "a"]);
+    let rest = s.claim_workflows(&claim("A", &["P"], &["q"], 2), T + 11).await.unwrap();
+    assert_eq!(ids(&rest), ["d", "b"]);
+}

@@ -58,6 +58,7 @@ macro_rules! conformance_tests {
             list_pages_with_keyset,
             claim_filters,
             claim_limit_and_order,
+            claims_take_lower_priority_first_then_oldest,
             claim_raises_epoch_and_returns_steps,
             concurrent_claims_take_each_workflow_once,
             record_step_outcomes,
@@ -120,6 +121,7 @@ fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
         input: format!(r#"{{"id":"{id}"}}"#),
         parent_workflow_id: None,
         deadline_at: None,
+        priority: 0,
         assign: None,
     }
 }

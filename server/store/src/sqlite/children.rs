@@ -21,9 +21,9 @@ impl SqliteStore {
         }
         sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, updated_at, \
-               parent_workflow_id, deadline_at) VALUES (?1, ?2, 'ENQUEUED', ?3, ?4, ?5, ?6, ?6, ?7, \
+               parent_workflow_id, deadline_at, priority) VALUES (?1, ?2, 'ENQUEUED', ?3, ?4, ?5, ?6, ?6, ?7, \
                (SELECT CASE WHEN p.deadline_at IS NULL THEN ?8 WHEN ?8 IS NULL THEN p.deadline_at \
-                 WHEN p.deadline_at < ?8 THEN p.deadline_at ELSE ?8 END FROM workflows p WHERE p.workflow_id = ?7)) \
+                 WHEN p.deadline_at < ?8 THEN p.deadline_at ELSE ?8 END FROM workflows p WHERE p.workflow_id = ?7), ?9) \
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(&child.workflow_id)
@@ -34,6 +34,7 @@ impl SqliteStore {
         .bind(now)
         .bind(&fence.workflow_id)
         .bind(child.deadline_at)
+        .bind(child.priority as i64)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
