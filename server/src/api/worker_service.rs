@@ -126,8 +126,8 @@ async fn handle(
                 Some(v1::complete_workflow::Outcome::Failure(f)) => (None, Some(f)),
                 None => (None, None),
             };
-            let steps: Result<Vec<NewStep>, EngineError> = c.steps.into_iter().map(new_step).collect();
-            match outcome(output.as_ref(), failure.as_ref(), "workflow output").and_then(|o| Ok((o, steps?))) {
+            let steps = c.steps.into_iter().map(new_step).collect::<Result<Vec<NewStep>, _>>();
+            match outcome(output.as_ref(), failure.as_ref(), "workflow output").and_then(|o| steps.map(|s| (o, s))) {
                 Ok((outcome, steps)) => match engine.complete_workflow(&session, fence, steps, outcome).await {
                     Ok(c) => reply::Result::WorkflowCompleted(completed(c)),
                     Err(e) => reply_error(e),

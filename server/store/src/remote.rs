@@ -142,6 +142,38 @@ pub(crate) struct TaskRow {
     pub timeout_ms: i64,
 }
 
+/// A running attempt the timeout pass fails, and whether its worker's stream is gone (rather
+/// than the attempt simply too slow).
+#[derive(sqlx::FromRow)]
+pub(crate) struct ExpiredRow {
+    #[sqlx(flatten)]
+    pub task: TaskRow,
+    pub lost: bool,
+}
+
+/// Selects [`ExpiredRow`]s: attempts past their timeout or whose stream's lease ended before `$1`
+/// (the placeholder is rewritten for SQLite).
+macro_rules! expired_select {
+    ($now:literal) => {
+        concat!(
+            "SELECT ",
+            task_columns!(),
+            ", NOT EXISTS (SELECT 1 FROM worker_sessions s WHERE s.session_id = t.session_id \
+               AND s.lease_expires_at >= ",
+            $now,
+            ") AS lost \
+             FROM step_tasks t WHERE t.status = 'RUNNING' AND (t.attempt_deadline_at < ",
+            $now,
+            " OR NOT EXISTS \
+               (SELECT 1 FROM worker_sessions s WHERE s.session_id = t.session_id AND s.lease_expires_at >= ",
+            $now,
+            ")) \
+             LIMIT 1000"
+        )
+    };
+}
+pub(crate) use expired_select;
+
 /// Columns a claim returns, in [`ClaimedRow`] order.
 macro_rules! claimed_columns {
     () => {

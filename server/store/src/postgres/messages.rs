@@ -260,19 +260,8 @@ impl PostgresStore {
         let waiting = status == "PENDING" && epoch == waiter.fence.epoch as i64 && !recorded;
         let mut delivered = None;
         if waiting {
-            let taken: Option<(i64, String)> = sqlx::query_as(
-                "UPDATE messages SET consumed_at = $1, consumed_by_step = $2 WHERE seq = (SELECT seq FROM messages \
-                 WHERE workflow_id = $3 AND topic = $4 AND consumed_at IS NULL ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) \
-                 RETURNING seq, payload",
-            )
-            .bind(now)
-            .bind(waiter.step_id as i64)
-            .bind(&m.workflow_id)
-            .bind(&m.topic)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
-            if let Some((seq, payload)) = taken {
+            if let Some((seq, payload)) = consume_oldest(&mut tx, &m.workflow_id, &m.topic, waiter.step_id, now).await?
+            {
                 let output = messaging::recv_output(Some(&payload));
                 if insert_step(&mut tx, &waiter.fence, waiter.step_id, RECV_STEP, &output, now).await? {
                     delivered = Some(payload);
@@ -306,6 +295,29 @@ impl PostgresStore {
     }
 }
 
+/// Marks the oldest unconsumed message of (workflow, topic) consumed by step `step_id`, in one
+/// statement; concurrent receivers skip the row it locks. Returns its sequence and payload.
+async fn consume_oldest(
+    tx: &mut Transaction<'_, Postgres>,
+    workflow_id: &str,
+    topic: &str,
+    step_id: u32,
+    now: Millis,
+) -> StoreResult<Option<(i64, String)>> {
+    sqlx::query_as(
+        "UPDATE messages SET consumed_at = $1, consumed_by_step = $2 WHERE seq = (SELECT seq FROM messages \
+         WHERE workflow_id = $3 AND topic = $4 AND consumed_at IS NULL ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) \
+         RETURNING seq, payload",
+    )
+    .bind(now)
+    .bind(step_id as i64)
+    .bind(workflow_id)
+    .bind(topic)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_error)
+}
+
 /// Takes the oldest unconsumed message of `topic` for the fenced workflow (fence checked and held,
 /// step not recorded) and records it — or, past `deadline`, the timeout — as step `step_id`.
 /// `None` when a concurrent request recorded the step first: roll back.
@@ -317,36 +329,18 @@ async fn take_oldest(
     deadline: Millis,
     now: Millis,
 ) -> StoreResult<Option<Received>> {
-    {
-        let oldest: Option<(i64, String)> = sqlx::query_as(
-            "SELECT seq, payload FROM messages WHERE workflow_id = $1 AND topic = $2 AND consumed_at IS NULL \
-             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
-        )
-        .bind(&fence.workflow_id)
-        .bind(topic)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_error)?;
-        let (received, output) = match oldest {
-            Some((seq, payload)) => {
-                sqlx::query("UPDATE messages SET consumed_at = $1, consumed_by_step = $2 WHERE seq = $3")
-                    .bind(now)
-                    .bind(step_id as i64)
-                    .bind(seq)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(db_error)?;
-                let output = messaging::recv_output(Some(&payload));
-                (Received::Delivered(payload), output)
-            }
-            None if now >= deadline => (Received::TimedOut, messaging::recv_output(None)),
-            None => return Ok(Some(Received::Waiting)),
-        };
-        if !insert_step(tx, fence, step_id, RECV_STEP, &output, now).await? {
-            return Ok(None);
+    let (received, output) = match consume_oldest(tx, &fence.workflow_id, topic, step_id, now).await? {
+        Some((_, payload)) => {
+            let output = messaging::recv_output(Some(&payload));
+            (Received::Delivered(payload), output)
         }
-        Ok(Some(received))
+        None if now >= deadline => (Received::TimedOut, messaging::recv_output(None)),
+        None => return Ok(Some(Received::Waiting)),
+    };
+    if !insert_step(tx, fence, step_id, RECV_STEP, &output, now).await? {
+        return Ok(None);
     }
+    Ok(Some(received))
 }
 
 impl PostgresStore {

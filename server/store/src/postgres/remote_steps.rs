@@ -9,7 +9,7 @@ use super::messages::{fenced_step, insert_step};
 use super::parking::wake_parked;
 use super::PostgresStore;
 use crate::changes::Change;
-use crate::remote::{self, task_columns, ClaimedRow, Next, TaskRow};
+use crate::remote::{self, expired_select, task_columns, ClaimedRow, ExpiredRow, Next, TaskRow};
 use crate::rows::{self, db_error};
 use crate::*;
 
@@ -217,28 +217,19 @@ impl PostgresStore {
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-        let expired: Vec<(String, i64, bool)> = sqlx::query_as(
-            "SELECT t.workflow_id, t.step_id, NOT EXISTS (SELECT 1 FROM worker_sessions s \
-               WHERE s.session_id = t.session_id AND s.lease_expires_at >= $1) \
-             FROM step_tasks t WHERE t.status = 'RUNNING' AND (t.attempt_deadline_at < $1 OR NOT EXISTS \
-              (SELECT 1 FROM worker_sessions s WHERE s.session_id = t.session_id AND s.lease_expires_at >= $1)) \
-             LIMIT 1000 FOR UPDATE OF t SKIP LOCKED",
-        )
-        .bind(now)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        let expired: Vec<ExpiredRow> = sqlx::query_as(concat!(expired_select!("$1"), " FOR UPDATE OF t SKIP LOCKED"))
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error)?;
         let mut out = ExpiredSteps::default();
-        for (workflow_id, step_id, lost) in expired {
-            let Some(task) = locked_task(&mut tx, &workflow_id, step_id as u32).await? else {
-                continue;
-            };
+        for ExpiredRow { task, lost } in expired {
             let next = task.next(task.timed_out(lost), now);
             if let Next::Retry { at, .. } = &next {
                 out.retrying.push(*at);
             }
             if self.apply(&mut tx, &task, next, now).await? {
-                out.recorded.push((workflow_id, step_id as u32));
+                out.recorded.push((task.workflow_id.clone(), task.step_id as u32));
             }
         }
         if !out.retrying.is_empty() {

@@ -186,43 +186,41 @@ async fn take_oldest(
     deadline: Millis,
     now: Millis,
 ) -> StoreResult<Received> {
-    {
-        let oldest: Option<(i64, String)> = sqlx::query_as(
-            "SELECT seq, payload FROM messages WHERE workflow_id = ?1 AND topic = ?2 AND consumed_at IS NULL ORDER BY seq LIMIT 1",
-        )
-        .bind(&fence.workflow_id)
-        .bind(topic)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_error)?;
-        let received = match oldest {
-            Some((seq, payload)) => {
-                sqlx::query("UPDATE messages SET consumed_at = ?1, consumed_by_step = ?2 WHERE seq = ?3")
-                    .bind(now)
-                    .bind(step_id as i64)
-                    .bind(seq)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(db_error)?;
-                insert_step(
-                    tx,
-                    fence,
-                    step_id,
-                    RECV_STEP,
-                    &messaging::recv_output(Some(&payload)),
-                    now,
-                )
-                .await?;
-                Received::Delivered(payload)
-            }
-            None if now >= deadline => {
-                insert_step(tx, fence, step_id, RECV_STEP, &messaging::recv_output(None), now).await?;
-                Received::TimedOut
-            }
-            None => Received::Waiting,
-        };
-        Ok(received)
-    }
+    let oldest: Option<(i64, String)> = sqlx::query_as(
+        "SELECT seq, payload FROM messages WHERE workflow_id = ?1 AND topic = ?2 AND consumed_at IS NULL ORDER BY seq LIMIT 1",
+    )
+    .bind(&fence.workflow_id)
+    .bind(topic)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    let received = match oldest {
+        Some((seq, payload)) => {
+            sqlx::query("UPDATE messages SET consumed_at = ?1, consumed_by_step = ?2 WHERE seq = ?3")
+                .bind(now)
+                .bind(step_id as i64)
+                .bind(seq)
+                .execute(&mut **tx)
+                .await
+                .map_err(db_error)?;
+            insert_step(
+                tx,
+                fence,
+                step_id,
+                RECV_STEP,
+                &messaging::recv_output(Some(&payload)),
+                now,
+            )
+            .await?;
+            Received::Delivered(payload)
+        }
+        None if now >= deadline => {
+            insert_step(tx, fence, step_id, RECV_STEP, &messaging::recv_output(None), now).await?;
+            Received::TimedOut
+        }
+        None => Received::Waiting,
+    };
+    Ok(received)
 }
 
 impl SqliteStore {

@@ -7,7 +7,7 @@ use sqlx::{Sqlite, Transaction};
 use super::messages::{fenced_step, insert_step};
 use super::parking::wake_parked;
 use super::{json_list, SqliteStore};
-use crate::remote::{self, claimed_columns, task_columns, ClaimedRow, Next, TaskRow};
+use crate::remote::{self, claimed_columns, expired_select, task_columns, ClaimedRow, ExpiredRow, Next, TaskRow};
 use crate::rows::{self, db_error};
 use crate::*;
 
@@ -186,20 +186,13 @@ impl SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-        let expired: Vec<TaskRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            task_columns!(),
-            " FROM step_tasks t WHERE status = 'RUNNING' AND (attempt_deadline_at < ?1 OR NOT EXISTS \
-              (SELECT 1 FROM worker_sessions s WHERE s.session_id = t.session_id AND s.lease_expires_at >= ?1)) \
-              LIMIT 1000"
-        ))
-        .bind(now)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        let expired: Vec<ExpiredRow> = sqlx::query_as(expired_select!("?1"))
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error)?;
         let mut out = ExpiredSteps::default();
-        for task in expired {
-            let lost = !self.session_live(&mut tx, &task, now).await?;
+        for ExpiredRow { task, lost } in expired {
             let next = task.next(task.timed_out(lost), now);
             if let Next::Retry { at, .. } = &next {
                 out.retrying.push(*at);
@@ -210,20 +203,6 @@ impl SqliteStore {
         }
         tx.commit().await.map_err(db_error)?;
         Ok(out)
-    }
-
-    async fn session_live(&self, tx: &mut Transaction<'_, Sqlite>, task: &TaskRow, now: Millis) -> StoreResult<bool> {
-        let live: Option<i64> = sqlx::query_scalar(
-            "SELECT 1 FROM step_tasks t JOIN worker_sessions s ON s.session_id = t.session_id \
-             WHERE t.workflow_id = ?1 AND t.step_id = ?2 AND s.lease_expires_at >= ?3",
-        )
-        .bind(&task.workflow_id)
-        .bind(task.step_id)
-        .bind(now)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_error)?;
-        Ok(live.is_some())
     }
 
     pub(super) async fn steps_recorded_impl(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>> {
