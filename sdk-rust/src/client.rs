@@ -24,6 +24,26 @@ pub struct StartOptions {
     pub timeout: Option<Duration>,
     /// Lower is dispatched first within the queue; FIFO within a priority. Default 0.
     pub priority: i32,
+    /// The partition of the queue (a queue with a partition concurrency limits each key).
+    pub partition_key: Option<String>,
+    /// Unique among the queue's unfinished workflows: a second start with it fails with
+    /// [`Error::Rpc`] reason `DEDUP_ID_TAKEN`, unless `return_existing` is set.
+    pub dedup_id: Option<String>,
+    /// On a taken dedup id, return the workflow holding it (`created` false).
+    pub return_existing: bool,
+    /// Do not dispatch before this long from now.
+    pub delay: Option<Duration>,
+    /// Collapse repeated starts with this key onto one delayed workflow (needs `delay`).
+    pub debounce_key: Option<String>,
+    /// With `debounce_key`: the longest it may be put off in all (default ten times `delay`).
+    pub debounce_max_delay: Option<Duration>,
+}
+
+fn duration(d: Duration) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: d.as_secs() as i64,
+        nanos: d.subsec_nanos() as i32,
+    }
 }
 
 impl StartOptions {
@@ -103,11 +123,20 @@ impl Client {
                 input: Some(json::to_payload(&input)),
                 queue_name: options.queue.unwrap_or_default(),
                 app_version: options.app_version.unwrap_or_default(),
-                timeout: options.timeout.map(|t| prost_types::Duration {
-                    seconds: t.as_secs() as i64,
-                    nanos: t.subsec_nanos() as i32,
-                }),
+                timeout: options.timeout.map(duration),
                 priority: options.priority,
+                partition_key: options.partition_key.unwrap_or_default(),
+                dedup_id: options.dedup_id.unwrap_or_default(),
+                on_duplicate: if options.return_existing {
+                    v1::DuplicatePolicy::ReturnExisting as i32
+                } else {
+                    v1::DuplicatePolicy::Unspecified as i32
+                },
+                delay: options.delay.map(duration),
+                debounce: options.debounce_key.map(|key| v1::Debounce {
+                    key,
+                    max_delay: options.debounce_max_delay.map(duration),
+                }),
             })
             .await?
             .into_inner();
@@ -115,6 +144,19 @@ impl Client {
             workflow: workflow(r.workflow)?,
             created: r.created,
         })
+    }
+
+    /// Moves the start of a workflow still waiting for its delayed start to `delay` from now.
+    pub async fn delay(&self, workflow_id: &str, delay: Duration) -> Result<WorkflowInfo, Error> {
+        let r = self
+            .rpc
+            .clone()
+            .delay_workflow(v1::DelayWorkflowRequest {
+                workflow_id: workflow_id.into(),
+                delay: Some(duration(delay)),
+            })
+            .await?;
+        workflow(r.into_inner().workflow)
     }
 
     pub async fn get(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {

@@ -110,6 +110,14 @@ pub struct WorkflowInfo {
     pub deadline_ms: i64,
     /// Lower is dispatched first within the queue.
     pub priority: i32,
+    /// Its partition of the queue; empty for none.
+    pub partition_key: String,
+    /// Its dedup id; empty for none.
+    pub dedup_id: String,
+    /// When it was first dispatched (Unix ms); 0 before that.
+    pub started_at_ms: i64,
+    /// While DELAYED: when it goes back to its queue (Unix ms); 0 otherwise.
+    pub wake_at_ms: i64,
 }
 
 impl WorkflowInfo {
@@ -235,6 +243,10 @@ impl From<v1::Workflow> for WorkflowInfo {
             parent_workflow_id: w.parent_workflow_id,
             deadline_ms: ms(w.deadline.as_ref()),
             priority: w.priority,
+            started_at_ms: ms(w.started_at.as_ref()),
+            wake_at_ms: ms(w.wake_at.as_ref()),
+            partition_key: w.partition_key,
+            dedup_id: w.dedup_id,
         }
     }
 }

@@ -23,13 +23,17 @@
 //!   starts every call and child, waits for the first (or all) and returns
 //!   `{"winner": INDEX}`; the index counts calls first, then children.
 //!
+//! - `hold`: input `{"ms": M}`; holds its slot M ms (no step), then appends
+//!   `<workflow_id> <pid> <start_ms> <end_ms>` to the file `WAYMARK_INTERVALS` and returns M.
+//!
 //! With `WAYMARK_ROLE=steps` it registers remote steps instead (`all`: both):
 //! - `double`: input `{"n": N, "ms": M, "key": K}`; logs a side effect (key K, step N, epoch 0)
 //!   as it starts, waits M ms, logs another (epoch 1) and returns 2N.
 //! - `fail_then`: input `{"key": K, "fail_times": F}`; fails while the side-effect log holds fewer
 //!   than F lines for key K (each attempt logs one), then returns the attempt number.
 //!
-//! Capacity from `WAYMARK_CAPACITY` (default 100); server from `WAYMARK_SERVER`; app version from
+//! Queues from `WAYMARK_QUEUES` (comma-separated; default: the default queue). Capacity from
+//! `WAYMARK_CAPACITY` (default 100); server from `WAYMARK_SERVER`; app version from
 //! `WAYMARK_APP_VERSION` (default `test-1`); waits longer than `WAYMARK_PARK_AFTER_MS` park
 //! (default 60 s; 0 never parks); `WAYMARK_TEST_VARIANT=renamed` renames the `counted`
 //! steps, so a replay of a workflow begun by the normal variant is non-deterministic.
@@ -379,6 +383,37 @@ async fn racer(ctx: WorkflowContext, input: Racer) -> Result<serde_json::Value, 
     Ok(serde_json::json!({ "winner": winner }))
 }
 
+#[derive(Deserialize)]
+struct Hold {
+    ms: u64,
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis()
+}
+
+/// Appends the interval it held a worker slot: inside the time the server had it PENDING, so
+/// overlaps seen here never exceed what the server admitted.
+async fn hold(ctx: WorkflowContext, input: Hold) -> Result<u64, WorkflowError> {
+    let start = unix_ms();
+    tokio::time::sleep(Duration::from_millis(input.ms)).await;
+    let end = unix_ms();
+    if let Ok(path) = std::env::var("WAYMARK_INTERVALS") {
+        use std::io::Write;
+        let line = format!("{} {} {start} {end}\n", ctx.workflow_id(), std::process::id());
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("intervals file");
+        f.write_all(line.as_bytes()).expect("write interval");
+    }
+    Ok(input.ms)
+}
+
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -419,7 +454,13 @@ async fn main() {
             .workflow("streamer", streamer)
             .workflow("family", family)
             .workflow("caller", caller)
-            .workflow("racer", racer);
+            .workflow("racer", racer)
+            .workflow("hold", hold);
+    }
+    if let Ok(queues) = std::env::var("WAYMARK_QUEUES") {
+        for q in queues.split(',').filter(|q| !q.is_empty()) {
+            builder = builder.queue(q);
+        }
     }
     let worker = builder.build();
     eprintln!("test worker {} pid {}", worker.worker_id(), std::process::id());

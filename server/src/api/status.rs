@@ -28,7 +28,14 @@ pub fn to_status(e: EngineError) -> Status {
     Status::with_error_details(
         code(e.code),
         e.message,
-        ErrorDetails::with_error_info(e.reason, DOMAIN, HashMap::<String, String>::new()),
+        ErrorDetails::with_error_info(
+            e.reason,
+            DOMAIN,
+            e.metadata
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect::<HashMap<String, String>>(),
+        ),
     )
 }
 

@@ -99,6 +99,15 @@ impl WorkflowService for WorkflowApi {
                 app_version: r.app_version,
                 timeout_ms: convert::duration_ms("timeout", r.timeout.as_ref())?,
                 priority: r.priority,
+                partition_key: r.partition_key,
+                dedup_id: r.dedup_id,
+                return_existing: r.on_duplicate == v1::DuplicatePolicy::ReturnExisting as i32,
+                delay_ms: convert::duration_ms("delay", r.delay.as_ref())?,
+                debounce_key: r.debounce.as_ref().map(|d| d.key.clone()).unwrap_or_default(),
+                debounce_max_delay_ms: match &r.debounce {
+                    Some(d) => convert::duration_ms("debounce.max_delay", d.max_delay.as_ref())?,
+                    None => None,
+                },
             })
             .await
             .map_err(to_status)?;
@@ -190,6 +199,22 @@ impl WorkflowService for WorkflowApi {
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::CancelWorkflowResponse {
+            workflow: Some(convert::workflow(w)),
+        }))
+    }
+
+    async fn delay_workflow(
+        &self,
+        req: Request<v1::DelayWorkflowRequest>,
+    ) -> Result<Response<v1::DelayWorkflowResponse>, Status> {
+        let r = req.into_inner();
+        let delay = convert::duration_ms("delay", r.delay.as_ref())?.unwrap_or(0);
+        let w = self
+            .engine
+            .delay_workflow(&r.workflow_id, delay)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::DelayWorkflowResponse {
             workflow: Some(convert::workflow(w)),
         }))
     }

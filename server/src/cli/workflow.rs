@@ -30,6 +30,33 @@ pub enum WorkflowCommand {
         /// Lower runs first within the queue (default 0).
         #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         priority: i32,
+        /// Its partition of the queue (a queue's partition concurrency limits each key).
+        #[arg(long)]
+        partition_key: Option<String>,
+        /// Unique among the queue's unfinished workflows; a second start with it is refused.
+        #[arg(long)]
+        dedup_id: Option<String>,
+        /// With --dedup-id: print the workflow holding the id instead of failing.
+        #[arg(long, requires = "dedup_id")]
+        return_existing: bool,
+        /// Do not run it before this long from now, e.g. 30s.
+        #[arg(long, value_parser = parse_duration)]
+        delay: Option<Duration>,
+        /// Collapse repeated starts with this key onto one delayed workflow (needs --delay).
+        #[arg(long, requires = "delay")]
+        debounce_key: Option<String>,
+        /// With --debounce-key: the longest it may be put off in all (default ten times --delay).
+        #[arg(long, value_parser = parse_duration, requires = "debounce_key")]
+        debounce_max_delay: Option<Duration>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Move the start of a workflow still waiting for its delayed start.
+    Delay {
+        id: String,
+        /// From now, e.g. 5m; 0s runs it at once.
+        #[arg(value_parser = parse_duration)]
+        delay: Duration,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -175,6 +202,21 @@ fn print_workflow(w: &WorkflowInfo) {
     if !w.worker_id.is_empty() {
         rows.push(("worker", w.worker_id.clone()));
     }
+    if w.priority != 0 {
+        rows.push(("priority", w.priority.to_string()));
+    }
+    if !w.partition_key.is_empty() {
+        rows.push(("partition", w.partition_key.clone()));
+    }
+    if !w.dedup_id.is_empty() {
+        rows.push(("dedup id", w.dedup_id.clone()));
+    }
+    if w.started_at_ms != 0 {
+        rows.push(("started", output::time(w.started_at_ms)));
+    }
+    if w.wake_at_ms != 0 {
+        rows.push(("runs at", output::time(w.wake_at_ms)));
+    }
     for (k, v) in rows {
         println!("{k:<12} {v}");
     }
@@ -212,6 +254,12 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             app_version,
             timeout,
             priority,
+            partition_key,
+            dedup_id,
+            return_existing,
+            delay,
+            debounce_key,
+            debounce_max_delay,
             client,
         } => {
             let input: serde_json::Value =
@@ -227,6 +275,12 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                         app_version,
                         timeout,
                         priority,
+                        partition_key,
+                        dedup_id,
+                        return_existing,
+                        delay,
+                        debounce_key,
+                        debounce_max_delay,
                     },
                 )
                 .await?;
@@ -234,6 +288,14 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 print_json(&started);
             } else {
                 println!("{}", started.workflow.workflow_id);
+            }
+        }
+        WorkflowCommand::Delay { id, delay, client } => {
+            let w = connect(&client).await?.delay(&id, delay).await?;
+            if client.json {
+                print_json(&w)
+            } else {
+                print_workflow(&w)
             }
         }
         WorkflowCommand::Get { id, client } => {

@@ -49,5 +49,9 @@ async fn apply(engine: &Engine, change: Change) {
         Change::Finished { workflow_id } => engine.announce_finished(&workflow_id, None),
         Change::StepDone { workflow_id, step_id } => engine.step_recorded(&workflow_id, step_id).await,
         Change::Enqueued => engine.dispatch_wanted.notify_one(),
+        Change::QueuesChanged => {
+            engine.refresh_queues().await;
+            engine.dispatch_wanted.notify_one();
+        }
     }
 }

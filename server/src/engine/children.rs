@@ -121,6 +121,7 @@ impl Engine {
             deadline_at: None,
             priority: 0,
             assign: None,
+            ..Default::default()
         };
         let id = self.store.start_child_step(&fence, step_id, child, self.now()).await?;
         self.dispatch_wanted.notify_one();

@@ -15,6 +15,8 @@ use super::{Engine, ToWorker};
 const MAX_BATCH: u32 = 256;
 
 pub async fn run(engine: Arc<Engine>) {
+    engine.refresh_queues().await;
+    let mut polls = 0u64;
     loop {
         if engine.is_shutting_down() {
             return;
@@ -30,7 +32,12 @@ pub async fn run(engine: Arc<Engine>) {
         }
         tokio::select! {
             _ = engine.dispatch_wanted.notified() => {}
-            _ = tokio::time::sleep(wait) => {}
+            _ = tokio::time::sleep(wait) => {
+                polls += 1;
+                if polls.is_multiple_of(super::queues::QUEUE_REFRESH_TICKS) {
+                    engine.refresh_queues().await;
+                }
+            }
         }
     }
 }
@@ -55,22 +62,33 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             continue;
         }
         let r = &session.registration;
-        let claim = Claim {
+        let limited = engine.limited_queues(&r.queues);
+        let mut claim = Claim {
             worker_id: r.worker_id.clone(),
             session_id: session.lease_id.clone(),
             app_version: r.app_version.clone(),
             workflow_names: r.workflow_names.clone(),
-            queues: r.queues.clone(),
+            queues: r.queues.iter().filter(|q| !limited.contains(q)).cloned().collect(),
             limit,
         };
-        let claimed = match engine.store.claim_workflows(&claim, now).await {
-            Ok(c) => c,
-            Err(e) => {
-                session.grant(limit);
-                tracing::warn!(error = %e, "claim failed; retrying at the next pass");
-                continue;
+        let mut claimed = Vec::new();
+        if !claim.queues.is_empty() {
+            match engine.store.claim_workflows(&claim, now).await {
+                Ok(c) => claimed = c,
+                Err(e) => tracing::warn!(error = %e, "claim failed; retrying at the next pass"),
             }
-        };
+        }
+        // Queues with limits: one claim each, under the queue's lock, with what room is left.
+        for queue in &limited {
+            claim.limit = limit - claimed.len() as u32;
+            if claim.limit == 0 {
+                break;
+            }
+            match engine.store.claim_limited(queue, &claim, now).await {
+                Ok(c) => claimed.extend(c),
+                Err(e) => tracing::warn!(error = %e, queue = %queue, "claim failed; retrying at the next pass"),
+            }
+        }
         session.grant(limit - claimed.len() as u32);
         let full = claimed.len() as u32 == limit;
         more |= full;

@@ -24,6 +24,8 @@ pub struct EngineError {
     pub reason: &'static str,
     /// Safe to show.
     pub message: String,
+    /// Facts a program may act on (the ErrorInfo metadata), e.g. the workflow holding a dedup id.
+    pub metadata: Vec<(&'static str, String)>,
 }
 
 pub type EngineResult<T> = Result<T, EngineError>;
@@ -34,7 +36,12 @@ impl EngineError {
             code,
             reason,
             message: message.into(),
+            metadata: Vec::new(),
         }
+    }
+    pub fn with(mut self, key: &'static str, value: impl Into<String>) -> Self {
+        self.metadata.push((key, value.into()));
+        self
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::InvalidArgument, "INVALID_ARGUMENT", message)
@@ -118,6 +125,20 @@ impl From<StoreError> for EngineError {
                 format!("queue {name:?} already exists"),
             ),
             StoreError::QueueNotFound(name) => super::queues::queue_not_found(&name),
+            StoreError::Duplicate { dedup_id, holder } => EngineError::new(
+                AlreadyExists,
+                "DEDUP_ID_TAKEN",
+                format!("dedup id {dedup_id:?} is held by workflow {holder:?}, which has not finished; ask for the existing workflow to get it instead"),
+            )
+            .with("holder_workflow_id", holder),
+            StoreError::NotDelayed { workflow_id, status } => EngineError::new(
+                FailedPrecondition,
+                "WORKFLOW_NOT_DELAYED",
+                format!(
+                    "workflow {workflow_id:?} is {} and not waiting for a delayed start; only a delayed start can be moved",
+                    status_name(status)
+                ),
+            ),
             StoreError::Unavailable(detail) => {
                 tracing::error!(%detail, "store error");
                 EngineError::new(Unavailable, "STORE_UNAVAILABLE", "the database is unavailable; retry later")

@@ -63,8 +63,9 @@ pub struct Engine {
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
     /// can be cached and starts skip the lookup.
     pub(crate) known_names: std::sync::RwLock<std::collections::HashSet<String>>,
-    /// Queues known to exist (see `check_queue`).
-    pub(crate) known_queues: std::sync::RwLock<std::collections::HashSet<String>>,
+    /// Queues known to exist, with their limits as last read (see `queues.rs`): which queues
+    /// this replica claims one at a time under their lock, and which it may dispatch directly.
+    pub(crate) known_queues: std::sync::RwLock<std::collections::HashMap<String, waymark_store::QueueLimits>>,
     /// The dispatcher's last claim came back full, so ENQUEUED work is waiting here. Starts are
     /// then queued behind it instead of being dispatched directly.
     pub(crate) backlog: AtomicBool,

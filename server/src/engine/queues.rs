@@ -47,7 +47,7 @@ impl Engine {
         validate::name("queue name", name)?;
         validate_limits(&limits)?;
         let q = self.store.create_queue(name, &limits, self.now()).await?;
-        self.known_queues.write().unwrap().insert(q.name.clone());
+        self.remember_queue(&q);
         Ok(q)
     }
 
@@ -61,7 +61,9 @@ impl Engine {
             limit(field, v.flatten())?;
         }
         rate(update.rate_limit.flatten())?;
-        Ok(self.store.update_queue(name, &update, self.now()).await?)
+        let q = self.store.update_queue(name, &update, self.now()).await?;
+        self.remember_queue(&q);
+        Ok(q)
     }
 
     pub async fn get_queue(&self, name: &str) -> EngineResult<QueueRecord> {
@@ -90,19 +92,52 @@ impl Engine {
         }
     }
 
-    /// Refuses a start on a queue that does not exist. Queues seen to exist are remembered, so
-    /// starts on them cost no read (a queue deleted through another replica is still accepted
-    /// here until this replica restarts; its workflows wait until it is created again).
-    pub(crate) async fn check_queue(&self, name: &str) -> EngineResult<()> {
-        if name == DEFAULT_QUEUE || self.known_queues.read().unwrap().contains(name) {
-            return Ok(());
+    /// Refuses a start on a queue that does not exist, and returns its limits. Queues seen to
+    /// exist are remembered, so starts on them cost no read. The memory is refreshed when
+    /// another replica announces a change and every [`QUEUE_REFRESH_TICKS`] dispatcher polls;
+    /// until then a queue deleted elsewhere is still accepted here (its workflows wait until it
+    /// is created again), and limits set elsewhere are still kept: the store judges a queue by
+    /// its stored row whenever it claims or directly dispatches.
+    pub(crate) async fn check_queue(&self, name: &str) -> EngineResult<QueueLimits> {
+        if let Some(limits) = self.known_queues.read().unwrap().get(name) {
+            return Ok(limits.clone());
         }
         match self.store.get_queue(name).await? {
-            Some(_) => {
-                self.known_queues.write().unwrap().insert(name.to_string());
-                Ok(())
+            Some(q) => {
+                self.remember_queue(&q);
+                Ok(q.limits)
             }
             None => Err(queue_not_found(name)),
         }
     }
+
+    fn remember_queue(&self, q: &QueueRecord) {
+        self.known_queues
+            .write()
+            .unwrap()
+            .insert(q.name.clone(), q.limits.clone());
+    }
+
+    /// Re-reads every queue: after another replica announced a change, and now and then.
+    pub(crate) async fn refresh_queues(&self) {
+        match self.store.list_queues().await {
+            Ok(queues) => {
+                *self.known_queues.write().unwrap() = queues.into_iter().map(|q| (q.name, q.limits)).collect();
+            }
+            Err(e) => tracing::warn!(error = %e, "reading queues failed; keeping what was known"),
+        }
+    }
+
+    /// Which of `queues` have limits, as far as this replica knows.
+    pub(crate) fn limited_queues(&self, queues: &[String]) -> Vec<String> {
+        let known = self.known_queues.read().unwrap();
+        queues
+            .iter()
+            .filter(|q| known.get(q.as_str()).is_some_and(|l| l.any()))
+            .cloned()
+            .collect()
+    }
 }
+
+/// The dispatcher re-reads the queues every this many polls (see `check_queue`).
+pub(crate) const QUEUE_REFRESH_TICKS: u64 = 20;

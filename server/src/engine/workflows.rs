@@ -28,10 +28,74 @@ pub struct StartRequest {
     pub timeout_ms: Option<i64>,
     /// Lower is dispatched first within the queue.
     pub priority: i32,
+    /// The partition of its queue ("" for none).
+    pub partition_key: String,
+    /// Unique among the queue's live workflows ("" for none).
+    pub dedup_id: String,
+    /// When the dedup id is taken, return the workflow holding it instead of ALREADY_EXISTS.
+    pub return_existing: bool,
+    /// Not dispatched before this many milliseconds from now.
+    pub delay_ms: Option<i64>,
+    /// Collapse onto the not-yet-started workflow of this name with this key ("" for none);
+    /// needs a delay.
+    pub debounce_key: String,
+    /// How long a debounced workflow may be put off in all, from its first start. Default: ten
+    /// times the delay.
+    pub debounce_max_delay_ms: Option<i64>,
 }
 
 /// Longest workflow timeout: ten years.
 const MAX_TIMEOUT_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
+/// Longest start delay (and debounce cap): a year.
+const MAX_DELAY_MS: i64 = 366 * 24 * 3600 * 1000;
+
+/// When a start may run, worked out from its delay and debounce options.
+struct Flow {
+    run_at: Option<Millis>,
+    debounce: Option<waymark_store::Debounce>,
+}
+
+fn validate_flow(req: &StartRequest, now: Millis) -> EngineResult<Flow> {
+    validate::optional_name("partition_key", &req.partition_key)?;
+    validate::optional_name("dedup_id", &req.dedup_id)?;
+    validate::optional_name("debounce key", &req.debounce_key)?;
+    let delay = req.delay_ms.unwrap_or(0);
+    if !(0..=MAX_DELAY_MS).contains(&delay) {
+        return Err(EngineError::invalid("delay must be between 0 and a year"));
+    }
+    let run_at = (delay > 0).then_some(now + delay);
+    if req.debounce_key.is_empty() {
+        if req.debounce_max_delay_ms.is_some() {
+            return Err(EngineError::invalid("debounce max_delay needs a debounce key"));
+        }
+        return Ok(Flow { run_at, debounce: None });
+    }
+    if delay == 0 {
+        return Err(EngineError::invalid(
+            "a debounced start needs a delay: the time to wait for more starts with its key",
+        ));
+    }
+    if !req.dedup_id.is_empty() {
+        return Err(EngineError::invalid(
+            "dedup_id and debounce cannot be combined (a debounce key already collapses repeated starts)",
+        ));
+    }
+    let max = req
+        .debounce_max_delay_ms
+        .unwrap_or(delay.saturating_mul(10).min(MAX_DELAY_MS));
+    if !(delay..=MAX_DELAY_MS).contains(&max) {
+        return Err(EngineError::invalid(
+            "debounce max_delay must be at least the delay and at most a year",
+        ));
+    }
+    Ok(Flow {
+        run_at,
+        debounce: Some(waymark_store::Debounce {
+            key: req.debounce_key.clone(),
+            until: now + max,
+        }),
+    })
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct ListRequest {
@@ -90,6 +154,7 @@ impl Engine {
                 return Err(EngineError::invalid("timeout must be between 1 ms and ten years"));
             }
         }
+        let flow = validate_flow(&req, self.now())?;
         if !self.is_known_name(&req.workflow_name).await? {
             return Err(EngineError::new(
                 ErrorCode::NotFound,
@@ -101,8 +166,13 @@ impl Engine {
             ));
         }
         let queue_name = non_empty(&req.queue_name).unwrap_or_else(|| DEFAULT_QUEUE.to_string());
-        self.check_queue(&queue_name).await?;
-        let direct = self.direct_dispatch_target(&req.workflow_name, &queue_name, &req.app_version);
+        let limits = self.check_queue(&queue_name).await?;
+        // A limited queue admits through its claim only; a delayed start waits first.
+        let direct = if limits.any() || flow.run_at.is_some() {
+            None
+        } else {
+            self.direct_dispatch_target(&req.workflow_name, &queue_name, &req.app_version)
+        };
         let new = NewWorkflow {
             workflow_id: non_empty(&req.workflow_id).unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
             workflow_name: req.workflow_name,
@@ -117,6 +187,11 @@ impl Engine {
                 session_id: s.lease_id.clone(),
                 app_version: s.registration.app_version.clone(),
             }),
+            partition_key: req.partition_key,
+            dedup_id: non_empty(&req.dedup_id),
+            return_existing: req.return_existing,
+            run_at: flow.run_at,
+            debounce: flow.debounce,
         };
         let started = match self.store.start_workflow(new, self.now()).await {
             Ok(started) => started,
@@ -128,7 +203,10 @@ impl Engine {
             }
         };
         tracing::debug!(workflow_id = %started.workflow.workflow_id, created = started.created, direct = direct.is_some(), "start");
-        match (&direct, started.created) {
+        // The store refuses a direct dispatch on a queue that has limits by now (set through
+        // another replica): the workflow is then ENQUEUED for its queue's claim.
+        let dispatched = started.workflow.status == WorkflowStatus::Pending && started.workflow.epoch == 1;
+        match (&direct, started.created && dispatched) {
             (Some(session), true) => {
                 let claimed = ClaimedWorkflow {
                     workflow: started.workflow.clone(),
@@ -137,9 +215,16 @@ impl Engine {
                 // If the stream is gone, the workflow is recovered when its lease ends.
                 session.send(ToWorker::Dispatch(Box::new(claimed))).await;
             }
-            (Some(session), false) => session.grant(1),
-            (None, true) => self.dispatch_wanted.notify_one(),
-            (None, false) => {}
+            (Some(session), false) => {
+                session.grant(1);
+                if started.created {
+                    self.dispatch_wanted.notify_one();
+                }
+            }
+            (None, _) if started.created && started.workflow.status == WorkflowStatus::Enqueued => {
+                self.dispatch_wanted.notify_one()
+            }
+            (None, _) => {}
         }
         Ok(started)
     }
@@ -266,6 +351,20 @@ impl Engine {
         }
     }
 
+    /// Moves a delayed start: it now runs `delay_ms` from now (0: at once).
+    pub async fn delay_workflow(&self, workflow_id: &str, delay_ms: i64) -> EngineResult<WorkflowRecord> {
+        validate::name("workflow_id", workflow_id)?;
+        if !(0..=MAX_DELAY_MS).contains(&delay_ms) {
+            return Err(EngineError::invalid("delay must be between 0 and a year"));
+        }
+        let now = self.now();
+        let w = self.store.set_start_time(workflow_id, now + delay_ms, now).await?;
+        if delay_ms == 0 {
+            crate::engine::recovery::wake_parked_once(self).await;
+        }
+        Ok(w)
+    }
+
     /// Cancels the workflow and tells the worker running it, if it is attached here. A worker
     /// attached elsewhere learns at its next write, which is refused.
     pub async fn cancel_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {
@@ -312,6 +411,10 @@ mod tests {
             parent_workflow_id: None,
             deadline_at: None,
             priority: 0,
+            partition_key: String::new(),
+            dedup_id: None,
+            started_at: None,
+            wake_at: None,
         };
         assert_eq!(decode_token(&encode_token(&w)).unwrap(), (1234, "a:b".to_string()));
         assert_eq!(decode_token("not a token!").unwrap_err().reason, "INVALID_PAGE_TOKEN");

@@ -24,6 +24,8 @@ pub enum Change {
     StepDone { workflow_id: String, step_id: u32 },
     /// Work was enqueued (a start, a resume, a recovery): dispatchers should look.
     Enqueued,
+    /// A queue was created, changed or deleted: replicas re-read their queues' limits.
+    QueuesChanged,
 }
 
 impl Change {
@@ -63,6 +65,7 @@ mod tests {
                 step_id: 3,
             },
             Change::Enqueued,
+            Change::QueuesChanged,
         ] {
             assert_eq!(Change::decode(&c.encode()), Some(c));
         }

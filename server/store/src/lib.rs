@@ -11,6 +11,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub mod admission;
 mod batch;
 pub mod changes;
 #[doc(hidden)]
@@ -121,10 +122,18 @@ pub struct WorkflowRecord {
     pub deadline_at: Option<Millis>,
     /// Lower is dispatched first within the queue.
     pub priority: i32,
+    /// Its partition of the queue ("" for none).
+    pub partition_key: String,
+    pub dedup_id: Option<String>,
+    /// When it was first dispatched.
+    pub started_at: Option<Millis>,
+    /// While DELAYED: when it is put back in its queue (a delayed start, or a parked wait's
+    /// timeout).
+    pub wake_at: Option<Millis>,
 }
 
 /// What a client asks for when starting a workflow.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewWorkflow {
     pub workflow_id: String,
     pub workflow_name: String,
@@ -138,8 +147,29 @@ pub struct NewWorkflow {
     /// Lower is dispatched first within the queue; FIFO within a priority.
     pub priority: i32,
     /// Dispatch it at once to this worker stream (which has room for it): the workflow is
-    /// inserted PENDING at epoch 1, saving a separate claim. Ignored when the id already exists.
+    /// inserted PENDING at epoch 1, saving a separate claim. Ignored when the id already exists,
+    /// when it has a delay, and when its queue has limits (a limited queue admits through its
+    /// claim only, which the store checks as it inserts).
     pub assign: Option<Assignment>,
+    /// The partition of its queue ("" for none). A queue with a partition concurrency runs at
+    /// most that many workflows of one key at a time, and takes partitions in turn.
+    pub partition_key: String,
+    /// Held by at most one live (not yet terminal) workflow of the queue; a second start with
+    /// it is refused with [`StoreError::Duplicate`], or gets the holder when `return_existing`.
+    pub dedup_id: Option<String>,
+    pub return_existing: bool,
+    /// Not dispatched before then: inserted DELAYED and put in its queue by the wake pass.
+    pub run_at: Option<Millis>,
+    /// Collapse onto the not-yet-started workflow with the same name and key (which takes
+    /// this input, and this `run_at` capped by its own `until`); `run_at` must be set.
+    pub debounce: Option<Debounce>,
+}
+
+/// A debounce key and the latest time the workflow it names may be put off to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Debounce {
+    pub key: String,
+    pub until: Millis,
 }
 
 /// A worker stream a new workflow is dispatched to as it is inserted.
@@ -425,6 +455,16 @@ pub enum StoreError {
     QueueExists(String),
     #[error("queue {0:?} does not exist")]
     QueueNotFound(String),
+    /// A live workflow of the queue holds the dedup id.
+    #[error("dedup id {dedup_id:?} is held by workflow {holder:?}")]
+    Duplicate { dedup_id: String, holder: String },
+    /// The workflow is not waiting for its delayed start (it was dispatched already, or never
+    /// had a delay).
+    #[error("workflow {workflow_id:?} is {status:?}, not waiting for a delayed start")]
+    NotDelayed {
+        workflow_id: String,
+        status: WorkflowStatus,
+    },
     /// The database failed or could not be reached.
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -473,8 +513,20 @@ pub trait Store: Send + Sync + 'static {
     /// Take up to `claim.limit` ENQUEUED workflows the worker can run, lowest priority first,
     /// oldest first within a priority: each becomes
     /// PENDING, owned by the worker, with its epoch raised by one and its app version pinned.
-    /// Concurrent claims never take the same workflow.
+    /// Concurrent claims never take the same workflow. Queues with limits are not claimed here
+    /// (judged by their stored row as the claim runs); see [`Store::claim_limited`].
     async fn claim_workflows(&self, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>>;
+
+    /// Like `claim_workflows` for the one queue `queue` (`claim.queues` is ignored), which has
+    /// limits: under the queue's lock, counts what runs (fleet-wide, on this worker, per
+    /// partition) and what started within the rate window, and takes no more than every limit
+    /// allows, partitions in turn (see [`admission`]). Claims of one queue run one at a time
+    /// across all replicas.
+    async fn claim_limited(&self, queue: &str, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>>;
+
+    /// Moves the start of a workflow still waiting for its delayed start (DELAYED, never
+    /// dispatched) to `run_at`. [`StoreError::NotDelayed`] otherwise.
+    async fn set_start_time(&self, workflow_id: &str, run_at: Millis, now: Millis) -> StoreResult<WorkflowRecord>;
 
     /// Checkpoint a step, fenced: refused unless the workflow is PENDING at exactly this epoch.
     async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded>;

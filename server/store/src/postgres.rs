@@ -16,6 +16,7 @@ use sqlx::{postgres::PgPoolOptions, PgPool};
 
 mod children;
 mod events;
+mod flow;
 mod messages;
 mod parking;
 mod queues;
@@ -23,6 +24,7 @@ mod remote_steps;
 mod streams;
 
 use crate::batch::Batcher;
+use crate::queues::has_limits;
 use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
 use crate::*;
 
@@ -312,56 +314,7 @@ impl Store for PostgresStore {
     }
 
     async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
-        let a = new.assign.as_ref();
-        let inserted: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority) \
-             VALUES ($1, $2, CASE WHEN $7::text IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, $3, COALESCE($4, $9), $5, $6, $6, \
-               CASE WHEN $7::text IS NULL THEN 0 ELSE 1 END, $7, $8, $10, $11, $12) \
-             ON CONFLICT (workflow_id) DO NOTHING RETURNING ",
-            workflow_columns!()
-        ))
-        .bind(&new.workflow_id)
-        .bind(&new.workflow_name)
-        .bind(&new.queue_name)
-        .bind(&new.app_version)
-        .bind(&new.input)
-        .bind(now)
-        .bind(a.map(|a| &a.worker_id))
-        .bind(a.map(|a| &a.session_id))
-        .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
-        .bind(&new.parent_workflow_id)
-        .bind(new.deadline_at)
-        .bind(new.priority as i64)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_error)?;
-        if let Some(row) = inserted {
-            let workflow: WorkflowRecord = row.try_into()?;
-            if workflow.status == WorkflowStatus::Enqueued {
-                self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
-            }
-            return Ok(Started {
-                workflow,
-                created: true,
-            });
-        }
-        // ON CONFLICT waited for any concurrent insert of this id to commit, so the row is
-        // visible to this next statement (read committed takes a fresh snapshot).
-        let workflow = self
-            .workflow(&new.workflow_id)
-            .await?
-            .ok_or_else(|| StoreError::WorkflowNotFound(new.workflow_id.clone()))?;
-        if workflow.workflow_name != new.workflow_name {
-            return Err(StoreError::WorkflowIdConflict {
-                workflow_id: new.workflow_id,
-                existing_name: workflow.workflow_name,
-            });
-        }
-        Ok(Started {
-            workflow,
-            created: false,
-        })
+        self.start_workflow_impl(new, now).await
     }
 
     async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
@@ -423,12 +376,16 @@ impl Store for PostgresStore {
         // run exactly once. With `IN`, the planner may pick a nested-loop semi-join that
         // re-scans the locking subquery per outer row, and with SKIP LOCKED each re-scan can
         // see a different set, claiming more than `limit`. The outer status check is a
-        // belt-and-braces re-check on the locked row.
-        let mut claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
+        // belt-and-braces re-check on the locked row. Queues with limits are left to
+        // `claim_limited` (judged by their stored row as this statement runs).
+        let claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
             "UPDATE workflows SET status = 'PENDING', worker_id = $1, session_id = $7, epoch = epoch + 1, \
-               app_version = COALESCE(app_version, $2), updated_at = $3 \
+               app_version = COALESCE(app_version, $2), updated_at = $3, started_at = COALESCE(started_at, $3) \
              WHERE workflow_id = ANY(ARRAY(SELECT workflow_id FROM workflows WHERE status = 'ENQUEUED' \
-               AND queue_name = ANY($4) AND workflow_name = ANY($5) \
+               AND queue_name = ANY($4) AND queue_name <> ALL(ARRAY(SELECT queue_name FROM queues \
+                 WHERE queue_name = ANY($4) AND ",
+            has_limits!(),
+            ")) AND workflow_name = ANY($5) \
                AND (app_version IS NULL OR app_version = $2) \
                ORDER BY priority, created_at, workflow_id LIMIT $6 FOR UPDATE SKIP LOCKED)) \
              AND status = 'ENQUEUED' \
@@ -445,32 +402,15 @@ impl Store for PostgresStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        if claimed.is_empty() {
-            return Ok(Vec::new());
-        }
-        // RETURNING has no order; the contract says oldest first.
-        claimed.sort_by(|a, b| {
-            (a.priority, a.created_at, &a.workflow_id).cmp(&(b.priority, b.created_at, &b.workflow_id))
-        });
-        let replays: Vec<&str> = claimed
-            .iter()
-            .filter(|w| w.epoch > 1)
-            .map(|w| w.workflow_id.as_str())
-            .collect();
-        let step_rows: Vec<StepRow> = if replays.is_empty() {
-            Vec::new()
-        } else {
-            sqlx::query_as(concat!(
-                "SELECT ",
-                step_columns!(),
-                " FROM steps WHERE workflow_id = ANY($1) ORDER BY workflow_id, step_id"
-            ))
-            .bind(&replays)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?
-        };
-        rows::group_steps(rows::workflows(claimed)?, step_rows)
+        self.with_replay_steps(claimed).await
+    }
+
+    async fn claim_limited(&self, queue: &str, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>> {
+        self.claim_limited_impl(queue, claim, now).await
+    }
+
+    async fn set_start_time(&self, workflow_id: &str, run_at: Millis, now: Millis) -> StoreResult<WorkflowRecord> {
+        self.set_start_time_impl(workflow_id, run_at, now).await
     }
 
     async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {

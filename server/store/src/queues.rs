@@ -54,6 +54,26 @@ pub struct QueueRecord {
     pub updated_at: Millis,
 }
 
+/// SQL: the `queues` row in scope has a limit set. Workflows of such a queue are admitted by
+/// its limited claim only; the plain claim and the direct dispatch of a start leave them alone.
+macro_rules! has_limits {
+    () => {
+        "(worker_concurrency IS NOT NULL OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL \
+          OR partition_concurrency IS NOT NULL)"
+    };
+}
+pub(crate) use has_limits;
+
+impl QueueLimits {
+    /// Whether any limit applies (the queue is then claimed one queue at a time, under its lock).
+    pub fn any(&self) -> bool {
+        self.worker_concurrency.is_some()
+            || self.global_concurrency.is_some()
+            || self.rate_limit.is_some()
+            || self.partition_concurrency.is_some()
+    }
+}
+
 /// Columns of `queues`, in [`QueueRow`] order.
 macro_rules! queue_columns {
     () => {

@@ -8,7 +8,8 @@ use crate::{Failure, Millis, Outcome, StepRecord, StoreError, StoreResult, Workf
 macro_rules! workflow_columns {
     () => {
         "workflow_id, workflow_name, status, queue_name, app_version, input, output, failure, \
-         created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id, deadline_at, priority"
+         created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id, deadline_at, priority, \
+         partition_key, dedup_id, started_at, wake_at"
     };
 }
 pub(crate) use workflow_columns;
@@ -39,6 +40,10 @@ pub(crate) struct WorkflowRow {
     pub parent_workflow_id: Option<String>,
     pub deadline_at: Option<i64>,
     pub priority: i64,
+    pub partition_key: String,
+    pub dedup_id: Option<String>,
+    pub started_at: Option<i64>,
+    pub wake_at: Option<i64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -94,6 +99,10 @@ impl TryFrom<WorkflowRow> for WorkflowRecord {
             parent_workflow_id: r.parent_workflow_id,
             deadline_at: r.deadline_at,
             priority: r.priority as i32,
+            partition_key: r.partition_key,
+            dedup_id: r.dedup_id,
+            started_at: r.started_at,
+            wake_at: r.wake_at,
         })
     }
 }
@@ -157,6 +166,35 @@ pub(crate) fn check_existing_step(
         });
     }
     Ok(crate::Recorded::AlreadyRecorded)
+}
+
+/// A start found its id taken: the same workflow again (an idempotent retry) unless the id
+/// belongs to a workflow of another name.
+pub(crate) fn existing_start(new: &crate::NewWorkflow, existing: WorkflowRecord) -> StoreResult<crate::Started> {
+    if existing.workflow_name != new.workflow_name {
+        return Err(StoreError::WorkflowIdConflict {
+            workflow_id: new.workflow_id.clone(),
+            existing_name: existing.workflow_name,
+        });
+    }
+    Ok(crate::Started {
+        workflow: existing,
+        created: false,
+    })
+}
+
+/// A start found its dedup id held by `holder`: refused, or the holder when the caller asked.
+pub(crate) fn duplicate_start(new: &crate::NewWorkflow, holder: WorkflowRecord) -> StoreResult<crate::Started> {
+    if new.return_existing {
+        return Ok(crate::Started {
+            workflow: holder,
+            created: false,
+        });
+    }
+    Err(StoreError::Duplicate {
+        dedup_id: new.dedup_id.clone().unwrap_or_default(),
+        holder: holder.workflow_id,
+    })
 }
 
 /// Pairs claimed workflows with their steps (which arrive sorted by workflow id, then step id).

@@ -15,6 +15,7 @@ use sqlx::{
 
 mod children;
 mod events;
+mod flow;
 mod messages;
 mod parking;
 mod queues;
@@ -22,6 +23,7 @@ mod remote_steps;
 mod streams;
 
 use crate::batch::Batcher;
+use crate::queues::has_limits;
 use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
 use crate::*;
 
@@ -180,46 +182,7 @@ impl Store for SqliteStore {
     }
 
     async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
-        let mut tx = self.write.begin().await.map_err(db_error)?;
-        let a = new.assign.as_ref();
-        let inserted = sqlx::query(
-            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority) \
-             VALUES (?1, ?2, CASE WHEN ?7 IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, ?3, COALESCE(?4, ?9), ?5, ?6, ?6, \
-               CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8, ?10, ?11, ?12) \
-             ON CONFLICT (workflow_id) DO NOTHING",
-        )
-        .bind(&new.workflow_id)
-        .bind(&new.workflow_name)
-        .bind(&new.queue_name)
-        .bind(&new.app_version)
-        .bind(&new.input)
-        .bind(now)
-        .bind(a.map(|a| &a.worker_id))
-        .bind(a.map(|a| &a.session_id))
-        .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
-        .bind(&new.parent_workflow_id)
-        .bind(new.deadline_at)
-        .bind(new.priority as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?
-        .rows_affected()
-            == 1;
-        let workflow = Self::workflow_on(&mut *tx, &new.workflow_id)
-            .await?
-            .ok_or_else(|| StoreError::WorkflowNotFound(new.workflow_id.clone()))?;
-        tx.commit().await.map_err(db_error)?;
-        if workflow.workflow_name != new.workflow_name {
-            return Err(StoreError::WorkflowIdConflict {
-                workflow_id: new.workflow_id,
-                existing_name: workflow.workflow_name,
-            });
-        }
-        Ok(Started {
-            workflow,
-            created: inserted,
-        })
+        self.start_workflow_impl(new, now).await
     }
 
     async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
@@ -273,12 +236,15 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         let mut tx = self.write.begin().await.map_err(db_error)?;
-        let mut claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
+        // Queues with limits are left to `claim_limited` (judged by their stored row).
+        let claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
             "UPDATE workflows SET status = 'PENDING', worker_id = ?1, session_id = ?7, epoch = epoch + 1, \
-               app_version = COALESCE(app_version, ?2), updated_at = ?3 \
+               app_version = COALESCE(app_version, ?2), updated_at = ?3, started_at = COALESCE(started_at, ?3) \
              WHERE workflow_id IN (SELECT workflow_id FROM workflows WHERE status = 'ENQUEUED' \
                AND queue_name IN (SELECT value FROM json_each(?4)) \
-               AND workflow_name IN (SELECT value FROM json_each(?5)) \
+               AND queue_name NOT IN (SELECT queue_name FROM queues WHERE ",
+            has_limits!(),
+            ") AND workflow_name IN (SELECT value FROM json_each(?5)) \
                AND (app_version IS NULL OR app_version = ?2) \
                ORDER BY priority, created_at, workflow_id LIMIT ?6) \
              RETURNING ",
@@ -294,30 +260,17 @@ impl Store for SqliteStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(db_error)?;
-        claimed.sort_by(|a, b| {
-            (a.priority, a.created_at, &a.workflow_id).cmp(&(b.priority, b.created_at, &b.workflow_id))
-        });
-        // A first dispatch (epoch 1) has no steps yet; only re-dispatches need theirs.
-        let replays: Vec<&str> = claimed
-            .iter()
-            .filter(|w| w.epoch > 1)
-            .map(|w| w.workflow_id.as_str())
-            .collect();
-        let step_rows: Vec<StepRow> = if replays.is_empty() {
-            Vec::new()
-        } else {
-            sqlx::query_as(concat!(
-                "SELECT ",
-                step_columns!(),
-                " FROM steps WHERE workflow_id IN (SELECT value FROM json_each(?1)) ORDER BY workflow_id, step_id"
-            ))
-            .bind(json_list(&replays))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_error)?
-        };
+        let claimed = Self::with_replay_steps(&mut tx, claimed).await?;
         tx.commit().await.map_err(db_error)?;
-        rows::group_steps(rows::workflows(claimed)?, step_rows)
+        Ok(claimed)
+    }
+
+    async fn claim_limited(&self, queue: &str, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>> {
+        self.claim_limited_impl(queue, claim, now).await
+    }
+
+    async fn set_start_time(&self, workflow_id: &str, run_at: Millis, now: Millis) -> StoreResult<WorkflowRecord> {
+        self.set_start_time_impl(workflow_id, run_at, now).await
     }
 
     async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {

@@ -86,6 +86,7 @@ async fn step_write_waits_for_an_uncommitted_requeue() {
         deadline_at: None,
         priority: 0,
         assign: None,
+        ..Default::default()
     };
     s.start_workflow(new, t).await.unwrap();
     let claim = Claim {

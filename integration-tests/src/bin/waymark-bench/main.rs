@@ -14,7 +14,9 @@
 //! 5. idle database load: M `waiter` workflows blocked in `recv` (10 min timeout, so they park)
 //!    and nothing else happening; PostgreSQL transactions per second over a 10 s window, read
 //!    from `pg_stat_database` (the bench's own reads subtracted). SQLite has no such counter;
-//! 6. memory: P `sleeper` workflows parked (one-hour durable sleeps); the server's RSS.
+//! 6. memory: P `sleeper` workflows parked (one-hour durable sleeps); the server's RSS;
+//! 7. queues with limits: dispatches/s through a limited queue, and the dispatch rate with
+//!    1,000 and with 1,000,000 workflows waiting (see `queued.rs`).
 //!
 //! ```text
 //! make bench
@@ -31,6 +33,7 @@ use std::{
 };
 
 mod parked;
+mod queued;
 
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
@@ -88,6 +91,12 @@ struct Args {
     /// Workflows parked while the server's memory is read (0 skips the workload).
     #[arg(long, default_value_t = 100_000)]
     parked: usize,
+    /// Workflows dispatched through a queue with limits (0 skips the queue workloads).
+    #[arg(long, default_value_t = 20_000)]
+    queued: usize,
+    /// Workflows waiting in the deep backlog.
+    #[arg(long, default_value_t = 1_000_000)]
+    backlog: usize,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +165,7 @@ struct Report {
     /// Raw counter delta and the bench's own transactions subtracted from it.
     idle_db_tx_raw: Option<(i64, i64)>,
     parked: Option<parked::Parked>,
+    queued: Option<queued::Queued>,
 }
 
 impl Report {
@@ -266,12 +276,37 @@ impl Report {
                 },
             );
         }
+        if let Some(q) = &self.queued {
+            row("queues with limits: workflows", q.limited_workflows.to_string(), "");
+            row(
+                "  dispatched/s",
+                format!("{:.0}", q.limited_dispatch_per_s),
+                &if pg {
+                    target(q.limited_dispatch_per_s >= 5000.0, ">= 5000/s (PG)")
+                } else {
+                    String::new()
+                },
+            );
+            row("  dispatch/s, 1,000 waiting", format!("{:.0}", q.shallow_per_s), "");
+            row(
+                &format!("  dispatch/s, {} waiting", q.deep),
+                format!("{:.0}", q.deep_per_s),
+                "",
+            );
+            let spread = q.depth_ratio().max(1.0 / q.depth_ratio());
+            row(
+                "  spread (larger / smaller)",
+                format!("{spread:.2}"),
+                &target(spread <= 1.5, "within 1.5x"),
+            );
+        }
     }
 
     fn summary(&self) -> String {
         format!(
             "backend={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} ratio={:.3} \
-             wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={}",
+             wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={} \
+             limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={}",
             self.backend,
             self.steps_per_s,
             self.workflows_per_s,
@@ -287,6 +322,18 @@ impl Report {
             self.parked
                 .as_ref()
                 .map(|p| format!("{:.1}", p.rss_parked_mb))
+                .unwrap_or_else(|| "n/a".into()),
+            self.queued
+                .as_ref()
+                .map(|q| format!("{:.0}", q.limited_dispatch_per_s))
+                .unwrap_or_else(|| "n/a".into()),
+            self.queued
+                .as_ref()
+                .map(|q| format!("{:.0}", q.shallow_per_s))
+                .unwrap_or_else(|| "n/a".into()),
+            self.queued
+                .as_ref()
+                .map(|q| format!("{:.0}", q.deep_per_s))
                 .unwrap_or_else(|| "n/a".into()),
         )
     }
@@ -761,6 +808,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
             .workflow("one", one)
             .workflow("waiter", waiter)
             .workflow("sleeper", parked::sleeper)
+            .workflow("noop", queued::noop)
             .build();
         let mut rx = stop_rx.clone();
         workers.push(tokio::spawn(worker.run_until(async move {
@@ -812,6 +860,16 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
             p.rss_parked_mb, p.workflows, p.rss_before_mb
         );
         Some(p)
+    } else {
+        None
+    };
+
+    let queued = if args.queued > 0 {
+        eprintln!(
+            "[{name}] queue workloads: {} through a limited queue; backlog {}",
+            args.queued, args.backlog
+        );
+        Some(queued::run(backend, &db.url, &server.addr, args.queued, args.backlog).await?)
     } else {
         None
     };
@@ -868,6 +926,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         idle_db_tx_per_s: idle.pg.map(|(tps, _, _)| tps),
         idle_db_tx_raw: idle.pg.map(|(_, raw, own)| (raw, own)),
         parked,
+        queued,
     }))
 }
 

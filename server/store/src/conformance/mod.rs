@@ -19,6 +19,7 @@ use crate::*;
 mod children;
 mod dispatch;
 mod events;
+mod flow;
 mod messages;
 mod parking;
 mod queues;
@@ -30,6 +31,7 @@ mod workflows;
 pub use children::*;
 pub use dispatch::*;
 pub use events::*;
+pub use flow::*;
 pub use messages::*;
 pub use parking::*;
 pub use queues::*;
@@ -95,6 +97,13 @@ macro_rules! conformance_tests {
             select_records_the_first_to_finish,
             workflow_names_are_remembered,
             queues_are_created_changed_and_removed,
+            limited_claims_keep_global_and_worker_concurrency,
+            rate_limits_count_starts_in_a_sliding_window,
+            partitions_run_within_their_limit_and_take_turns,
+            direct_dispatch_leaves_limited_queues_to_their_claim,
+            dedup_ids_are_unique_among_a_queues_live_workflows,
+            delayed_starts_wait_and_can_be_moved,
+            debounced_starts_collapse_onto_one_delayed_workflow,
         );
     };
     (@each $fresh:path; $($case:ident),* $(,)?) => {$(
@@ -123,6 +132,7 @@ fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
         deadline_at: None,
         priority: 0,
         assign: None,
+        ..Default::default()
     }
 }
 

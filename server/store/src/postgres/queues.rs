@@ -30,7 +30,10 @@ impl PostgresStore {
         .await
         .map_err(db_error)?;
         match row {
-            Some(r) => Ok(r.into()),
+            Some(r) => {
+                self.announce_soon(crate::changes::Change::QueuesChanged);
+                Ok(r.into())
+            }
             None => queues::exists(name),
         }
     }
@@ -69,6 +72,7 @@ impl PostgresStore {
         .await
         .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
+        self.announce_soon(crate::changes::Change::QueuesChanged);
         Ok(row.into())
     }
 
@@ -100,6 +104,7 @@ impl PostgresStore {
             .execute(&self.pool)
             .await
             .map_err(db_error)?;
+        self.announce_soon(crate::changes::Change::QueuesChanged);
         Ok(done.rows_affected() == 1)
     }
 
