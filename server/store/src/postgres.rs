@@ -20,6 +20,7 @@ mod messages;
 mod parking;
 mod queues;
 mod remote_steps;
+mod schedules;
 mod streams;
 
 use crate::batch::Batcher;
@@ -305,6 +306,66 @@ const RECOVER_SET: &str = "recovery_attempts = recovery_attempts + 1, \
     status = CASE WHEN recovery_attempts + 1 > $1 THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END, \
     updated_at = $2";
 
+/// Inserts a workflow as a start does (ENQUEUED, or PENDING when assigned), or finds the one
+/// already under its id, which may be of another workflow name: the caller decides what that
+/// means. Every start goes through here, schedules' too, so queues, names and app versions
+/// behave the same whoever starts. Announcing the new work is the caller's (after its commit).
+pub(crate) async fn insert_workflow(
+    conn: &mut sqlx::PgConnection,
+    new: &NewWorkflow,
+    now: Millis,
+) -> StoreResult<Started> {
+    let a = new.assign.as_ref();
+    let inserted: Option<WorkflowRow> = sqlx::query_as(concat!(
+        "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
+           updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority) \
+         VALUES ($1, $2, CASE WHEN $7::text IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, $3, COALESCE($4, $9), $5, $6, $6, \
+           CASE WHEN $7::text IS NULL THEN 0 ELSE 1 END, $7, $8, $10, $11, $12) \
+         ON CONFLICT (workflow_id) DO NOTHING RETURNING ",
+        workflow_columns!()
+    ))
+    .bind(&new.workflow_id)
+    .bind(&new.workflow_name)
+    .bind(&new.queue_name)
+    .bind(&new.app_version)
+    .bind(&new.input)
+    .bind(now)
+    .bind(a.map(|a| &a.worker_id))
+    .bind(a.map(|a| &a.session_id))
+    .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
+    .bind(&new.parent_workflow_id)
+    .bind(new.deadline_at)
+    .bind(new.priority as i64)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    if let Some(row) = inserted {
+        return Ok(Started {
+            workflow: row.try_into()?,
+            created: true,
+        });
+    }
+    // ON CONFLICT waited for any concurrent insert of this id to commit, so the row is
+    // visible to this next statement (read committed takes a fresh snapshot).
+    let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        workflow_columns!(),
+        " FROM workflows WHERE workflow_id = $1"
+    ))
+    .bind(&new.workflow_id)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    let workflow = row
+        .map(WorkflowRecord::try_from)
+        .transpose()?
+        .ok_or_else(|| StoreError::WorkflowNotFound(new.workflow_id.clone()))?;
+    Ok(Started {
+        workflow,
+        created: false,
+    })
+}
+
 #[async_trait]
 impl Store for PostgresStore {
     fn backend(&self) -> &'static str {
@@ -312,56 +373,13 @@ impl Store for PostgresStore {
     }
 
     async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
-        let a = new.assign.as_ref();
-        let inserted: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority) \
-             VALUES ($1, $2, CASE WHEN $7::text IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, $3, COALESCE($4, $9), $5, $6, $6, \
-               CASE WHEN $7::text IS NULL THEN 0 ELSE 1 END, $7, $8, $10, $11, $12) \
-             ON CONFLICT (workflow_id) DO NOTHING RETURNING ",
-            workflow_columns!()
-        ))
-        .bind(&new.workflow_id)
-        .bind(&new.workflow_name)
-        .bind(&new.queue_name)
-        .bind(&new.app_version)
-        .bind(&new.input)
-        .bind(now)
-        .bind(a.map(|a| &a.worker_id))
-        .bind(a.map(|a| &a.session_id))
-        .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
-        .bind(&new.parent_workflow_id)
-        .bind(new.deadline_at)
-        .bind(new.priority as i64)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_error)?;
-        if let Some(row) = inserted {
-            let workflow: WorkflowRecord = row.try_into()?;
-            if workflow.status == WorkflowStatus::Enqueued {
-                self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
-            }
-            return Ok(Started {
-                workflow,
-                created: true,
-            });
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let started = insert_workflow(&mut conn, &new, now).await?;
+        drop(conn);
+        if started.created && started.workflow.status == WorkflowStatus::Enqueued {
+            self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
         }
-        // ON CONFLICT waited for any concurrent insert of this id to commit, so the row is
-        // visible to this next statement (read committed takes a fresh snapshot).
-        let workflow = self
-            .workflow(&new.workflow_id)
-            .await?
-            .ok_or_else(|| StoreError::WorkflowNotFound(new.workflow_id.clone()))?;
-        if workflow.workflow_name != new.workflow_name {
-            return Err(StoreError::WorkflowIdConflict {
-                workflow_id: new.workflow_id,
-                existing_name: workflow.workflow_name,
-            });
-        }
-        Ok(Started {
-            workflow,
-            created: false,
-        })
+        rows::same_name(started, &new)
     }
 
     async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
@@ -961,5 +979,43 @@ impl Store for PostgresStore {
 
     async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()> {
         self.ensure_queues_impl(names, now).await
+    }
+
+    async fn create_schedule(&self, name: &str, state: &ScheduleState, now: Millis) -> StoreResult<ScheduleRecord> {
+        self.create_schedule_impl(name, state, now).await
+    }
+
+    async fn update_schedule(
+        &self,
+        name: &str,
+        version: u64,
+        state: &ScheduleState,
+        now: Millis,
+    ) -> StoreResult<Option<ScheduleRecord>> {
+        self.update_schedule_impl(name, version, state, now).await
+    }
+
+    async fn get_schedule(&self, name: &str) -> StoreResult<Option<ScheduleRecord>> {
+        self.get_schedule_impl(name).await
+    }
+
+    async fn list_schedules(&self) -> StoreResult<Vec<ScheduleRecord>> {
+        self.list_schedules_impl().await
+    }
+
+    async fn delete_schedule(&self, name: &str) -> StoreResult<bool> {
+        self.delete_schedule_impl(name).await
+    }
+
+    async fn upcoming_schedules(&self, limit: u32) -> StoreResult<Vec<ScheduleRecord>> {
+        self.upcoming_schedules_impl(limit).await
+    }
+
+    async fn fire_schedule(&self, fire: &ScheduleFire, now: Millis) -> StoreResult<Option<Started>> {
+        self.fire_schedule_impl(fire, now).await
+    }
+
+    async fn start_scheduled(&self, name: &str, workflows: &[NewWorkflow], now: Millis) -> StoreResult<Vec<Started>> {
+        self.start_scheduled_impl(name, workflows, now).await
     }
 }

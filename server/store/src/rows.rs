@@ -2,7 +2,9 @@
 //! Both schemas use the same column names and only TEXT / 64-bit integer columns, so one
 //! `FromRow` shape decodes either driver's rows.
 
-use crate::{Failure, Millis, Outcome, StepRecord, StoreError, StoreResult, WorkflowRecord, WorkflowStatus};
+use crate::{
+    Failure, Millis, NewWorkflow, Outcome, Started, StepRecord, StoreError, StoreResult, WorkflowRecord, WorkflowStatus,
+};
 
 /// Columns of `workflows`, in the order [`WorkflowRow`] reads them.
 macro_rules! workflow_columns {
@@ -195,4 +197,16 @@ pub(crate) fn recovery(rows: Vec<(String, String)>) -> crate::Recovery {
 
 pub(crate) fn db_error(e: sqlx::Error) -> StoreError {
     StoreError::Unavailable(e.to_string())
+}
+
+/// A start's answer: the workflow found under the id must be the one asked for, else the id is
+/// taken by another workflow name.
+pub(crate) fn same_name(started: Started, new: &NewWorkflow) -> StoreResult<Started> {
+    if started.workflow.workflow_name != new.workflow_name {
+        return Err(StoreError::WorkflowIdConflict {
+            workflow_id: new.workflow_id.clone(),
+            existing_name: started.workflow.workflow_name,
+        });
+    }
+    Ok(started)
 }

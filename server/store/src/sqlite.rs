@@ -19,6 +19,7 @@ mod messages;
 mod parking;
 mod queues;
 mod remote_steps;
+mod schedules;
 mod streams;
 
 use crate::batch::Batcher;
@@ -103,6 +104,49 @@ async fn record_step_in(
     Ok(Recorded::New)
 }
 
+/// Inserts a workflow as a start does (ENQUEUED, or PENDING when assigned), or finds the one
+/// already under its id, which may be of another workflow name: the caller decides what that
+/// means. Every start goes through here, schedules' too, so queues, names and app versions
+/// behave the same whoever starts.
+pub(crate) async fn insert_workflow(
+    tx: &mut sqlx::SqliteConnection,
+    new: &NewWorkflow,
+    now: Millis,
+) -> StoreResult<Started> {
+    let a = new.assign.as_ref();
+    let inserted = sqlx::query(
+        "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
+           updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority) \
+         VALUES (?1, ?2, CASE WHEN ?7 IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, ?3, COALESCE(?4, ?9), ?5, ?6, ?6, \
+           CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8, ?10, ?11, ?12) \
+         ON CONFLICT (workflow_id) DO NOTHING",
+    )
+    .bind(&new.workflow_id)
+    .bind(&new.workflow_name)
+    .bind(&new.queue_name)
+    .bind(&new.app_version)
+    .bind(&new.input)
+    .bind(now)
+    .bind(a.map(|a| &a.worker_id))
+    .bind(a.map(|a| &a.session_id))
+    .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
+    .bind(&new.parent_workflow_id)
+    .bind(new.deadline_at)
+    .bind(new.priority as i64)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?
+    .rows_affected()
+        == 1;
+    let workflow = SqliteStore::workflow_on(&mut *tx, &new.workflow_id)
+        .await?
+        .ok_or_else(|| StoreError::WorkflowNotFound(new.workflow_id.clone()))?;
+    Ok(Started {
+        workflow,
+        created: inserted,
+    })
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database at `url` (`sqlite:path` or `sqlite://path`) and
     /// applies the embedded migrations.
@@ -181,45 +225,9 @@ impl Store for SqliteStore {
 
     async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
         let mut tx = self.write.begin().await.map_err(db_error)?;
-        let a = new.assign.as_ref();
-        let inserted = sqlx::query(
-            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority) \
-             VALUES (?1, ?2, CASE WHEN ?7 IS NULL THEN 'ENQUEUED' ELSE 'PENDING' END, ?3, COALESCE(?4, ?9), ?5, ?6, ?6, \
-               CASE WHEN ?7 IS NULL THEN 0 ELSE 1 END, ?7, ?8, ?10, ?11, ?12) \
-             ON CONFLICT (workflow_id) DO NOTHING",
-        )
-        .bind(&new.workflow_id)
-        .bind(&new.workflow_name)
-        .bind(&new.queue_name)
-        .bind(&new.app_version)
-        .bind(&new.input)
-        .bind(now)
-        .bind(a.map(|a| &a.worker_id))
-        .bind(a.map(|a| &a.session_id))
-        .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
-        .bind(&new.parent_workflow_id)
-        .bind(new.deadline_at)
-        .bind(new.priority as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?
-        .rows_affected()
-            == 1;
-        let workflow = Self::workflow_on(&mut *tx, &new.workflow_id)
-            .await?
-            .ok_or_else(|| StoreError::WorkflowNotFound(new.workflow_id.clone()))?;
+        let started = insert_workflow(&mut tx, &new, now).await?;
         tx.commit().await.map_err(db_error)?;
-        if workflow.workflow_name != new.workflow_name {
-            return Err(StoreError::WorkflowIdConflict {
-                workflow_id: new.workflow_id,
-                existing_name: workflow.workflow_name,
-            });
-        }
-        Ok(Started {
-            workflow,
-            created: inserted,
-        })
+        rows::same_name(started, &new)
     }
 
     async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
@@ -711,5 +719,43 @@ impl Store for SqliteStore {
 
     async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()> {
         self.ensure_queues_impl(names, now).await
+    }
+
+    async fn create_schedule(&self, name: &str, state: &ScheduleState, now: Millis) -> StoreResult<ScheduleRecord> {
+        self.create_schedule_impl(name, state, now).await
+    }
+
+    async fn update_schedule(
+        &self,
+        name: &str,
+        version: u64,
+        state: &ScheduleState,
+        now: Millis,
+    ) -> StoreResult<Option<ScheduleRecord>> {
+        self.update_schedule_impl(name, version, state, now).await
+    }
+
+    async fn get_schedule(&self, name: &str) -> StoreResult<Option<ScheduleRecord>> {
+        self.get_schedule_impl(name).await
+    }
+
+    async fn list_schedules(&self) -> StoreResult<Vec<ScheduleRecord>> {
+        self.list_schedules_impl().await
+    }
+
+    async fn delete_schedule(&self, name: &str) -> StoreResult<bool> {
+        self.delete_schedule_impl(name).await
+    }
+
+    async fn upcoming_schedules(&self, limit: u32) -> StoreResult<Vec<ScheduleRecord>> {
+        self.upcoming_schedules_impl(limit).await
+    }
+
+    async fn fire_schedule(&self, fire: &ScheduleFire, now: Millis) -> StoreResult<Option<Started>> {
+        self.fire_schedule_impl(fire, now).await
+    }
+
+    async fn start_scheduled(&self, name: &str, workflows: &[NewWorkflow], now: Millis) -> StoreResult<Vec<Started>> {
+        self.start_scheduled_impl(name, workflows, now).await
     }
 }

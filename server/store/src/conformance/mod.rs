@@ -23,6 +23,7 @@ mod messages;
 mod parking;
 mod queues;
 mod remote_steps;
+mod schedules;
 mod steps;
 mod streams;
 mod workflows;
@@ -34,6 +35,7 @@ pub use messages::*;
 pub use parking::*;
 pub use queues::*;
 pub use remote_steps::*;
+pub use schedules::*;
 pub use steps::*;
 pub use streams::*;
 pub use workflows::*;
@@ -95,6 +97,12 @@ macro_rules! conformance_tests {
             select_records_the_first_to_finish,
             workflow_names_are_remembered,
             queues_are_created_changed_and_removed,
+            schedules_are_created_changed_and_removed,
+            racing_fires_of_a_schedule_start_one_workflow,
+            paused_schedules_do_not_fire,
+            backfills_start_one_workflow_per_fire_time,
+            triggers_start_now_even_when_paused,
+            deleting_a_schedule_leaves_its_workflows,
         );
     };
     (@each $fresh:path; $($case:ident),* $(,)?) => {$(
