@@ -118,6 +118,12 @@ impl From<StoreError> for EngineError {
                 format!("queue {name:?} already exists"),
             ),
             StoreError::QueueNotFound(name) => super::queues::queue_not_found(&name),
+            StoreError::ScheduleExists(name) => EngineError::new(
+                AlreadyExists,
+                "SCHEDULE_EXISTS",
+                format!("schedule {name:?} already exists"),
+            ),
+            StoreError::ScheduleNotFound(name) => super::schedules::schedule_not_found(&name),
             StoreError::Unavailable(detail) => {
                 tracing::error!(%detail, "store error");
                 EngineError::new(Unavailable, "STORE_UNAVAILABLE", "the database is unavailable; retry later")
