@@ -170,7 +170,10 @@ fn ok(server: &str, args: &[&str]) -> String {
 /// `waymark schedule …` refuses `args` with exit 1 and `reason` in its message.
 fn refused(server: &str, args: &[&str], reason: &str) {
     let (code, _, err) = cli(server, args);
-    assert!(code == 1 && err.contains(reason), "waymark {args:?}: expected {reason}, got {code}: {err}");
+    assert!(
+        code == 1 && err.contains(reason),
+        "waymark {args:?}: expected {reason}, got {code}: {err}"
+    );
 }
 
 fn json(out: &str) -> serde_json::Value {
@@ -211,25 +214,65 @@ async fn cli_manages_schedules(backend: Backend) {
     assert!(list.contains("nightly") && list.contains("0 30 3 * * *"), "{list}");
 
     let v = json(&ok(addr, &["schedule", "pause", "nightly", "--json"]));
-    assert_eq!((&v["paused"], &v["next_fire_at_ms"]), (&serde_json::json!(true), &serde_json::Value::Null));
+    assert_eq!(
+        (&v["paused"], &v["next_fire_at_ms"]),
+        (&serde_json::json!(true), &serde_json::Value::Null)
+    );
     let v = json(&ok(addr, &["schedule", "resume", "nightly", "--json"]));
-    assert_eq!((&v["paused"], v["next_fire_at_ms"].as_i64()), (&serde_json::json!(false), Some(next)));
-    let v = json(&ok(addr, &["schedule", "update", "nightly", "--cron", "0 0 4 * * *", "--json"]));
+    assert_eq!(
+        (&v["paused"], v["next_fire_at_ms"].as_i64()),
+        (&serde_json::json!(false), Some(next))
+    );
+    let v = json(&ok(
+        addr,
+        &["schedule", "update", "nightly", "--cron", "0 0 4 * * *", "--json"],
+    ));
     assert_eq!(v["cron"], "0 0 4 * * *");
-    assert_ne!(v["next_fire_at_ms"].as_i64(), Some(next), "a new cron moves the next fire");
+    assert_ne!(
+        v["next_fire_at_ms"].as_i64(),
+        Some(next),
+        "a new cron moves the next fire"
+    );
 
     // Trigger: one workflow now, which the worker runs.
     let id = ok(addr, &["schedule", "trigger", "nightly", "--request-id", "r1"]);
     let id = id.trim();
     assert_eq!(id, "schedule:nightly:trigger:r1");
     let w = s.client.await_workflow(id, Some(PATIENCE)).await.unwrap();
-    assert_eq!((w.status, w.input), (WorkflowStatus::Success, serde_json::json!({"steps": 1})));
+    assert_eq!(
+        (w.status, w.input),
+        (WorkflowStatus::Success, serde_json::json!({"steps": 1}))
+    );
 
     // Backfill the last three whole minutes of a per-minute schedule, twice.
-    ok(addr, &["schedule", "create", "minutely", "--cron", "* * * * *", "--workflow", "counted"]);
+    ok(
+        addr,
+        &[
+            "schedule",
+            "create",
+            "minutely",
+            "--cron",
+            "* * * * *",
+            "--workflow",
+            "counted",
+        ],
+    );
     let minute = chrono::Utc::now().timestamp() / 60 * 60;
-    let at = |m: i64| chrono::DateTime::from_timestamp(minute - m * 60, 0).unwrap().to_rfc3339();
-    let backfill = ["schedule", "backfill", "minutely", "--from", &at(3), "--to", &at(1), "--json"];
+    let at = |m: i64| {
+        chrono::DateTime::from_timestamp(minute - m * 60, 0)
+            .unwrap()
+            .to_rfc3339()
+    };
+    let backfill = [
+        "schedule",
+        "backfill",
+        "minutely",
+        "--from",
+        &at(3),
+        "--to",
+        &at(1),
+        "--json",
+    ];
     let runs = json(&ok(addr, &backfill));
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 3, "{runs:?}");
@@ -239,8 +282,14 @@ async fn cli_manages_schedules(backend: Backend) {
         format!("schedule:minutely:{}", at(3).replace("+00:00", "Z"))
     );
     let again = json(&ok(addr, &backfill));
-    assert!(again.as_array().unwrap().iter().all(|r| r["created"] == false), "{again}");
-    let table = ok(addr, &["schedule", "backfill", "minutely", "--from", &at(3), "--to", &at(1)]);
+    assert!(
+        again.as_array().unwrap().iter().all(|r| r["created"] == false),
+        "{again}"
+    );
+    let table = ok(
+        addr,
+        &["schedule", "backfill", "minutely", "--from", &at(3), "--to", &at(1)],
+    );
     assert!(table.contains("existed"), "{table}");
 
     // Bad input, each with its reason.
@@ -252,13 +301,40 @@ async fn cli_manages_schedules(backend: Backend) {
     };
     for (args, reason) in [
         (create_bad("61 * * * *", &[]), "INVALID_CRON"),
-        (create_bad("* * * * *", &["--timezone", "Mars/Olympus_Mons"]), "INVALID_TIMEZONE"),
+        (
+            create_bad("* * * * *", &["--timezone", "Mars/Olympus_Mons"]),
+            "INVALID_TIMEZONE",
+        ),
         (create_bad("* * * * *", &["--queue", "nowhere"]), "QUEUE_NOT_FOUND"),
     ] {
         refused(addr, &args.iter().map(String::as_str).collect::<Vec<_>>(), reason);
     }
-    refused(addr, &["schedule", "create", "a b", "--cron", "* * * * *", "--workflow", "counted"], "INVALID_ARGUMENT");
-    refused(addr, &["schedule", "backfill", "minutely", "--from", &at(1), "--to", "2999-01-01T00:00:00Z"], "INVALID_ARGUMENT");
+    refused(
+        addr,
+        &[
+            "schedule",
+            "create",
+            "a b",
+            "--cron",
+            "* * * * *",
+            "--workflow",
+            "counted",
+        ],
+        "INVALID_ARGUMENT",
+    );
+    refused(
+        addr,
+        &[
+            "schedule",
+            "backfill",
+            "minutely",
+            "--from",
+            &at(1),
+            "--to",
+            "2999-01-01T00:00:00Z",
+        ],
+        "INVALID_ARGUMENT",
+    );
     refused(addr, &["schedule", "trigger", "nope"], "SCHEDULE_NOT_FOUND");
 
     ok(addr, &["schedule", "delete", "nightly"]);

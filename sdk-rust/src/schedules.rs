@@ -179,7 +179,11 @@ impl Client {
 
     /// Every schedule, by name.
     pub async fn list_schedules(&self) -> Result<Vec<ScheduleInfo>, Error> {
-        let r = self.schedules.clone().list_schedules(v1::ListSchedulesRequest {}).await?;
+        let r = self
+            .schedules
+            .clone()
+            .list_schedules(v1::ListSchedulesRequest {})
+            .await?;
         Ok(r.into_inner().schedules.into_iter().map(ScheduleInfo::from).collect())
     }
 

@@ -52,7 +52,11 @@ fn changes_from_wire(s: v1::Schedule, mask: Option<&prost_types::FieldMask>) -> 
             "workflow_name" => changes.workflow_name = Some(s.workflow_name.clone()),
             "input" => changes.input = Some(convert::payload_text("input", s.input.as_ref())?),
             "queue_name" => changes.queue_name = Some(s.queue_name.clone()),
-            "paused" => return Err(invalid("pause and resume a schedule with PauseSchedule and ResumeSchedule")),
+            "paused" => {
+                return Err(invalid(
+                    "pause and resume a schedule with PauseSchedule and ResumeSchedule",
+                ))
+            }
             other => {
                 return Err(invalid(format!(
                     "update_mask names {other:?}; a schedule's changeable fields are cron, timezone, workflow_name, \
@@ -109,7 +113,11 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::GetScheduleRequest>,
     ) -> Result<Response<v1::GetScheduleResponse>, Status> {
-        let s = self.engine.get_schedule(&req.into_inner().name).await.map_err(to_status)?;
+        let s = self
+            .engine
+            .get_schedule(&req.into_inner().name)
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::GetScheduleResponse {
             schedule: Some(to_wire(s)),
         }))
@@ -140,7 +148,11 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::PauseScheduleRequest>,
     ) -> Result<Response<v1::PauseScheduleResponse>, Status> {
-        let s = self.engine.pause_schedule(&req.into_inner().name).await.map_err(to_status)?;
+        let s = self
+            .engine
+            .pause_schedule(&req.into_inner().name)
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::PauseScheduleResponse {
             schedule: Some(to_wire(s)),
         }))
@@ -150,7 +162,11 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::ResumeScheduleRequest>,
     ) -> Result<Response<v1::ResumeScheduleResponse>, Status> {
-        let s = self.engine.resume_schedule(&req.into_inner().name).await.map_err(to_status)?;
+        let s = self
+            .engine
+            .resume_schedule(&req.into_inner().name)
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::ResumeScheduleResponse {
             schedule: Some(to_wire(s)),
         }))

@@ -130,7 +130,16 @@ fn print_schedules(schedules: &[ScheduleInfo]) {
         })
         .collect();
     output::table(
-        &["NAME", "CRON", "TIMEZONE", "WORKFLOW", "QUEUE", "STATE", "LAST FIRE", "NEXT FIRE"],
+        &[
+            "NAME",
+            "CRON",
+            "TIMEZONE",
+            "WORKFLOW",
+            "QUEUE",
+            "STATE",
+            "LAST FIRE",
+            "NEXT FIRE",
+        ],
         &rows,
     );
 }
@@ -159,7 +168,9 @@ pub async fn run(cmd: ScheduleCommand) -> anyhow::Result<i32> {
             let def = ScheduleDef {
                 cron: fields.cron.ok_or_else(|| anyhow::anyhow!("--cron is required"))?,
                 timezone: fields.timezone,
-                workflow_name: fields.workflow.ok_or_else(|| anyhow::anyhow!("--workflow is required"))?,
+                workflow_name: fields
+                    .workflow
+                    .ok_or_else(|| anyhow::anyhow!("--workflow is required"))?,
                 input: json_arg("input", fields.input.as_deref().unwrap_or("null"))?,
                 queue: fields.queue,
                 paused,

@@ -36,7 +36,11 @@ impl Timetable {
     /// Reads `expr` (5 fields with seconds 0, or 6 with seconds first) in `timezone` (an IANA
     /// name; empty is UTC). `INVALID_CRON` / `INVALID_TIMEZONE` say what is wrong.
     pub fn parse(expr: &str, timezone: &str) -> EngineResult<Timetable> {
-        let zone = if timezone.is_empty() { DEFAULT_TIMEZONE } else { timezone };
+        let zone = if timezone.is_empty() {
+            DEFAULT_TIMEZONE
+        } else {
+            timezone
+        };
         let tz = Tz::from_str(zone).map_err(|_| {
             EngineError::new(
                 ErrorCode::InvalidArgument,
@@ -87,7 +91,11 @@ impl Timetable {
 /// The time as the ids and the CLI show it: RFC 3339, UTC, whole seconds when it is one.
 pub fn rfc3339(ms: Millis) -> String {
     let t = Utc.timestamp_millis_opt(ms).single().unwrap_or_default();
-    let format = if ms % 1000 == 0 { SecondsFormat::Secs } else { SecondsFormat::Millis };
+    let format = if ms % 1000 == 0 {
+        SecondsFormat::Secs
+    } else {
+        SecondsFormat::Millis
+    };
     t.to_rfc3339_opts(format, true)
 }
 
@@ -195,7 +203,10 @@ mod tests {
 
     #[test]
     fn bad_expressions_and_zones_are_refused_with_their_reason() {
-        assert_eq!(Timetable::parse("61 * * * *", "UTC").unwrap_err().reason, "INVALID_CRON");
+        assert_eq!(
+            Timetable::parse("61 * * * *", "UTC").unwrap_err().reason,
+            "INVALID_CRON"
+        );
         assert_eq!(Timetable::parse("not cron", "UTC").unwrap_err().reason, "INVALID_CRON");
         assert_eq!(Timetable::parse("", "UTC").unwrap_err().reason, "INVALID_CRON");
         let tz = Timetable::parse("* * * * *", "Mars/Olympus").unwrap_err();

@@ -272,7 +272,12 @@ impl Engine {
 
     /// Starts one workflow per fire time from `from` through `to`, with the ids the scheduler
     /// uses: times that already have their workflow get none. Returns each time's start.
-    pub async fn backfill_schedule(&self, name: &str, from: Millis, to: Millis) -> EngineResult<Vec<(Millis, Started)>> {
+    pub async fn backfill_schedule(
+        &self,
+        name: &str,
+        from: Millis,
+        to: Millis,
+    ) -> EngineResult<Vec<(Millis, Started)>> {
         check_name(name)?;
         if from > to {
             return Err(EngineError::invalid("the backfill's start time is after its end time"));

@@ -120,10 +120,7 @@ async fn fire(engine: &Engine, s: &ScheduleRecord, due: Millis, now: Millis) -> 
 /// The fire of schedule `s`, due at `due`, seen at `now`. Missed fire times are not replayed:
 /// the latest one due fires, once, and the schedule moves to the first time after now.
 pub(crate) fn plan_fire(s: &ScheduleRecord, timetable: &Timetable, due: Millis, now: Millis) -> ScheduleFire {
-    let fire_at = timetable
-        .latest_at_or_before(now)
-        .filter(|&t| t >= due)
-        .unwrap_or(due);
+    let fire_at = timetable.latest_at_or_before(now).filter(|&t| t >= due).unwrap_or(due);
     ScheduleFire {
         name: s.name.clone(),
         version: s.version,

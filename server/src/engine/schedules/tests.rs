@@ -51,7 +51,8 @@ async fn workflow_ids(engine: &Engine) -> Vec<String> {
 #[tokio::test]
 async fn bad_input_is_refused_with_its_reason() {
     let (engine, _) = engine_at(T0).await;
-    let reason = |r: Result<_, crate::engine::EngineError>| r.map(|_: waymark_store::ScheduleRecord| ()).unwrap_err().reason;
+    let reason =
+        |r: Result<_, crate::engine::EngineError>| r.map(|_: waymark_store::ScheduleRecord| ()).unwrap_err().reason;
     let bad_cron = NewSchedule {
         cron: "every day".into(),
         ..every_10s("a")
@@ -67,7 +68,10 @@ async fn bad_input_is_refused_with_its_reason() {
         ..every_10s("a")
     };
     assert_eq!(reason(engine.create_schedule(no_queue).await), "QUEUE_NOT_FOUND");
-    assert_eq!(reason(engine.create_schedule(every_10s("a b")).await), "INVALID_ARGUMENT");
+    assert_eq!(
+        reason(engine.create_schedule(every_10s("a b")).await),
+        "INVALID_ARGUMENT"
+    );
     assert_eq!(reason(engine.create_schedule(every_10s("")).await), "INVALID_ARGUMENT");
     let nameless = NewSchedule {
         workflow_name: "".into(),
@@ -114,12 +118,12 @@ async fn next_fire_times_follow_the_time_zone_across_daylight_saving() {
     // Saturday 09:30 EST has passed (14:30 UTC is still ahead): today, at UTC-5.
     assert_eq!(s.state.next_fire_at, Some(sat_noon + 2 * 3600 * SEC + 30 * 60 * SEC));
     clock.advance(3 * 3600 * SEC);
-    assert_eq!(fire_due(&engine).await, Some(sat_noon + 24 * 3600 * SEC + 3600 * SEC + 30 * 60 * SEC),
-        "Sunday 09:30 EDT is 13:30 UTC");
     assert_eq!(
-        workflow_ids(&engine).await,
-        ["schedule:daily:2026-03-07T14:30:00Z"]
+        fire_due(&engine).await,
+        Some(sat_noon + 24 * 3600 * SEC + 3600 * SEC + 30 * 60 * SEC),
+        "Sunday 09:30 EDT is 13:30 UTC"
     );
+    assert_eq!(workflow_ids(&engine).await, ["schedule:daily:2026-03-07T14:30:00Z"]);
 }
 
 #[tokio::test]
@@ -131,12 +135,21 @@ async fn due_schedules_fire_once_and_missed_times_are_skipped() {
 
     clock.advance(10 * SEC);
     assert_eq!(fire_due(&engine).await, Some(T0 + 20 * SEC));
-    assert_eq!(fire_due(&engine).await, Some(T0 + 20 * SEC), "a second pass fires nothing");
+    assert_eq!(
+        fire_due(&engine).await,
+        Some(T0 + 20 * SEC),
+        "a second pass fires nothing"
+    );
     let first = fire_workflow_id("tick", T0 + 10 * SEC);
-    assert_eq!(workflow_ids(&engine).await, [first.clone()]);
+    assert_eq!(workflow_ids(&engine).await, std::slice::from_ref(&first));
     let w = engine.store.get_workflow(&first).await.unwrap().unwrap();
     assert_eq!(
-        (w.status, w.workflow_name.as_str(), w.input.as_str(), w.queue_name.as_str()),
+        (
+            w.status,
+            w.workflow_name.as_str(),
+            w.input.as_str(),
+            w.queue_name.as_str()
+        ),
         (WorkflowStatus::Enqueued, "report", r#"{"k":1}"#, "default")
     );
 
@@ -160,7 +173,11 @@ async fn paused_schedules_wait_and_resume_from_now() {
     engine.create_schedule(every_10s("tick")).await.unwrap();
     let paused = engine.pause_schedule("tick").await.unwrap();
     assert!(paused.state.paused);
-    assert_eq!(engine.pause_schedule("tick").await.unwrap().version, paused.version, "no-op");
+    assert_eq!(
+        engine.pause_schedule("tick").await.unwrap().version,
+        paused.version,
+        "no-op"
+    );
     clock.advance(60 * SEC + 500);
     assert_eq!(fire_due(&engine).await, None, "nothing to fire while paused");
     assert!(workflow_ids(&engine).await.is_empty());
@@ -188,7 +205,10 @@ async fn updates_retime_only_when_the_timetable_changes() {
         .await
         .unwrap();
     assert_eq!(
-        (changed_input.state.spec.input.as_str(), changed_input.state.next_fire_at),
+        (
+            changed_input.state.spec.input.as_str(),
+            changed_input.state.next_fire_at
+        ),
         ("2", Some(T0 + 10 * SEC))
     );
     assert_eq!(changed_input.state.spec.cron, "*/10 * * * * *", "unnamed fields stay");
@@ -214,7 +234,10 @@ async fn updates_retime_only_when_the_timetable_changes() {
         .await
         .unwrap_err();
     assert_eq!(bad.reason, "INVALID_TIMEZONE");
-    let missing = engine.update_schedule("nope", ScheduleChanges::default()).await.unwrap_err();
+    let missing = engine
+        .update_schedule("nope", ScheduleChanges::default())
+        .await
+        .unwrap_err();
     assert_eq!(missing.reason, "SCHEDULE_NOT_FOUND");
 }
 
@@ -226,7 +249,9 @@ async fn backfills_start_each_fire_time_once_and_triggers_start_now() {
     let runs = engine.backfill_schedule("tick", T0, T0 + 30 * SEC).await.unwrap();
     let times: Vec<Millis> = runs.iter().map(|(at, _)| *at).collect();
     assert_eq!(times, [T0, T0 + 10 * SEC, T0 + 20 * SEC, T0 + 30 * SEC]);
-    assert!(runs.iter().all(|(at, s)| s.created && s.workflow.workflow_id == fire_workflow_id("tick", *at)));
+    assert!(runs
+        .iter()
+        .all(|(at, s)| s.created && s.workflow.workflow_id == fire_workflow_id("tick", *at)));
     let again = engine.backfill_schedule("tick", T0, T0 + 30 * SEC).await.unwrap();
     assert!(again.iter().all(|(_, s)| !s.created), "nothing new the second time");
     // The scheduler then fires only what is not there yet: the latest due time, 60 s.
@@ -238,17 +263,30 @@ async fn backfills_start_each_fire_time_once_and_triggers_start_now() {
     let reversed = engine.backfill_schedule("tick", T0 + SEC, T0).await.unwrap_err();
     assert_eq!(reversed.reason, "INVALID_ARGUMENT");
     clock.advance(20_000 * SEC);
-    let huge = engine.backfill_schedule("tick", T0, T0 + 20_000 * SEC).await.unwrap_err();
+    let huge = engine
+        .backfill_schedule("tick", T0, T0 + 20_000 * SEC)
+        .await
+        .unwrap_err();
     assert!(huge.message.contains("more than 1000"));
 
     let paused = engine.pause_schedule("tick").await.unwrap();
     let t = engine.trigger_schedule("tick", "req-1").await.unwrap();
-    assert_eq!((t.created, t.workflow.workflow_id.as_str()), (true, "schedule:tick:trigger:req-1"));
+    assert_eq!(
+        (t.created, t.workflow.workflow_id.as_str()),
+        (true, "schedule:tick:trigger:req-1")
+    );
     assert!(!engine.trigger_schedule("tick", "req-1").await.unwrap().created);
     let unnamed = engine.trigger_schedule("tick", "").await.unwrap();
     assert!(unnamed.workflow.workflow_id.starts_with("schedule:tick:trigger:2023-"));
-    assert_eq!(engine.get_schedule("tick").await.unwrap().version, paused.version, "timetable untouched");
+    assert_eq!(
+        engine.get_schedule("tick").await.unwrap().version,
+        paused.version,
+        "timetable untouched"
+    );
     engine.delete_schedule("tick").await.unwrap();
-    assert_eq!(engine.trigger_schedule("tick", "").await.unwrap_err().reason, "SCHEDULE_NOT_FOUND");
+    assert_eq!(
+        engine.trigger_schedule("tick", "").await.unwrap_err().reason,
+        "SCHEDULE_NOT_FOUND"
+    );
     assert_eq!(workflow_ids(&engine).await.len(), 7, "deleting left the workflows");
 }

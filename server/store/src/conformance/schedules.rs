@@ -68,7 +68,10 @@ pub async fn schedules_are_created_changed_and_removed(s: Arc<dyn Store>) {
     let mut changed = running("B", T + 5 * SEC);
     changed.spec.cron = "*/5 * * * * *".into();
     let updated = s.update_schedule("nightly", 1, &changed, T + 2).await.unwrap().unwrap();
-    assert_eq!((&updated.state, updated.version, updated.updated_at), (&changed, 2, T + 2));
+    assert_eq!(
+        (&updated.state, updated.version, updated.updated_at),
+        (&changed, 2, T + 2)
+    );
     assert_eq!(
         s.update_schedule("nightly", 1, &running("C", T), T + 3).await.unwrap(),
         None,
@@ -81,7 +84,9 @@ pub async fn schedules_are_created_changed_and_removed(s: Arc<dyn Store>) {
     ));
 
     // Listing is by name; the scheduler's read is by next fire time, unpaused only.
-    s.create_schedule("hourly", &running("A", T + 2 * SEC), T).await.unwrap();
+    s.create_schedule("hourly", &running("A", T + 2 * SEC), T)
+        .await
+        .unwrap();
     let paused = ScheduleState {
         paused: true,
         next_fire_at: None,
@@ -143,7 +148,10 @@ pub async fn racing_fires_of_a_schedule_start_one_workflow(s: Arc<dyn Store>) {
     // A fire planned from the old version (a replica that read before the first fire) is refused.
     assert!(s.fire_schedule(&plan, T + 20).await.unwrap().is_none());
     // The next fire goes from the new version.
-    let next = s.fire_schedule(&fire(&after, T + SEC, T + 2 * SEC), T + SEC).await.unwrap();
+    let next = s
+        .fire_schedule(&fire(&after, T + SEC, T + 2 * SEC), T + SEC)
+        .await
+        .unwrap();
     assert!(next.is_some_and(|n| n.created));
 }
 
@@ -155,7 +163,11 @@ pub async fn paused_schedules_do_not_fire(s: Arc<dyn Store>) {
         next_fire_at: None,
         ..live.state.clone()
     };
-    let asleep = s.update_schedule("tick", live.version, &paused, T).await.unwrap().unwrap();
+    let asleep = s
+        .update_schedule("tick", live.version, &paused, T)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(s.upcoming_schedules(10).await.unwrap().is_empty());
     // Neither a fire planned before the pause nor one at the paused version goes through.
     assert!(s.fire_schedule(&fire(&live, T, T + SEC), T).await.unwrap().is_none());
@@ -211,7 +223,10 @@ pub async fn triggers_start_now_even_when_paused(s: Arc<dyn Store>) {
     };
     s.create_schedule("manual", &paused, T).await.unwrap();
     let new = wf("schedule:manual:trigger:r1", "A", "q");
-    let started = s.start_scheduled("manual", std::slice::from_ref(&new), T + 1).await.unwrap();
+    let started = s
+        .start_scheduled("manual", std::slice::from_ref(&new), T + 1)
+        .await
+        .unwrap();
     assert!(started[0].created);
     assert_eq!(
         (started[0].workflow.status, started[0].workflow.input.as_str()),

@@ -162,11 +162,12 @@ impl PostgresStore {
         now: Millis,
     ) -> StoreResult<Vec<Started>> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT 1::BIGINT FROM schedules WHERE schedule_name = $1 FOR SHARE")
-            .bind(name)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        let exists: Option<i64> =
+            sqlx::query_scalar("SELECT 1::BIGINT FROM schedules WHERE schedule_name = $1 FOR SHARE")
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error)?;
         if exists.is_none() {
             return Err(schedules::not_found(name));
         }
