@@ -6,7 +6,8 @@
 //!
 //! Parts: [`workflows`] (the client API), [`worker`] (what a connected worker asks),
 //! [`dispatch`] (pushing ENQUEUED workflows to workers with credits), [`recovery`] (taking back
-//! workflows from workers whose lease ended).
+//! workflows from workers whose lease ended), [`schedules`] (cron schedules and the scheduler
+//! that fires them).
 
 use std::sync::{
     atomic::{AtomicBool, Ordering},
