@@ -6,7 +6,10 @@ use serde::Serialize;
 use tonic::transport::Channel;
 use waymark_proto::{
     json, v1,
-    v1::{queue_service_client::QueueServiceClient, workflow_service_client::WorkflowServiceClient},
+    v1::{
+        queue_service_client::QueueServiceClient, schedule_service_client::ScheduleServiceClient,
+        workflow_service_client::WorkflowServiceClient,
+    },
 };
 
 use crate::{Error, EventInfo, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
@@ -79,6 +82,7 @@ fn ts(ms: i64) -> prost_types::Timestamp {
 pub struct Client {
     rpc: WorkflowServiceClient<Channel>,
     pub(crate) queues: QueueServiceClient<Channel>,
+    pub(crate) schedules: ScheduleServiceClient<Channel>,
 }
 
 impl Client {
@@ -87,7 +91,8 @@ impl Client {
         let channel = crate::channel(addr).await?;
         Ok(Client {
             rpc: WorkflowServiceClient::new(channel.clone()).max_decoding_message_size(64 * 1024 * 1024),
-            queues: QueueServiceClient::new(channel),
+            queues: QueueServiceClient::new(channel.clone()),
+            schedules: ScheduleServiceClient::new(channel),
         })
     }
 

@@ -22,6 +22,7 @@ mod client;
 mod error;
 mod queues;
 mod retry;
+mod schedules;
 mod types;
 mod worker;
 
@@ -29,6 +30,7 @@ pub use client::{Client, ListOptions, StartOptions};
 pub use error::{Error, WorkflowError};
 pub use queues::{QueueInfo, QueueLimits, QueueUpdate};
 pub use retry::RetryPolicy;
+pub use schedules::{ScheduleDef, ScheduleInfo, ScheduleRun, ScheduleUpdate};
 pub use types::{EventInfo, Failure, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
 pub use worker::{
     context::{Awaitable, StepHandle, StepOptions, WorkflowContext},

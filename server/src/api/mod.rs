@@ -5,14 +5,15 @@ use std::{future::Future, sync::Arc, time::Duration};
 
 use tonic::transport::Server;
 use waymark_proto::v1::{
-    queue_service_server::QueueServiceServer, worker_service_server::WorkerServiceServer,
-    workflow_service_server::WorkflowServiceServer,
+    queue_service_server::QueueServiceServer, schedule_service_server::ScheduleServiceServer,
+    worker_service_server::WorkerServiceServer, workflow_service_server::WorkflowServiceServer,
 };
 
 use crate::engine::Engine;
 
 pub mod convert;
 pub mod queue_service;
+pub mod schedule_service;
 pub mod status;
 pub mod worker_service;
 mod worker_steps;
@@ -50,6 +51,9 @@ pub async fn serve(
     health
         .set_serving::<QueueServiceServer<queue_service::QueueApi>>()
         .await;
+    health
+        .set_serving::<ScheduleServiceServer<schedule_service::ScheduleApi>>()
+        .await;
 
     let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi { engine: engine.clone() })
         .max_decoding_message_size(max_message)
@@ -59,6 +63,9 @@ pub async fn serve(
         .max_encoding_message_size(max_message * 4);
 
     let queues = QueueServiceServer::new(queue_service::QueueApi { engine: engine.clone() });
+    let schedules = ScheduleServiceServer::new(schedule_service::ScheduleApi { engine: engine.clone() })
+        .max_decoding_message_size(max_message)
+        .max_encoding_message_size(max_message);
 
     let drained = {
         let engine = engine.clone();
@@ -85,6 +92,7 @@ pub async fn serve(
         .add_service(workflows)
         .add_service(workers)
         .add_service(queues)
+        .add_service(schedules)
         .serve_with_incoming_shutdown(incoming, drained)
         .await
 }

@@ -10,6 +10,7 @@ use crate::server::{parse_duration, ServerOptions, DEFAULT_DATABASE_URL, DEFAULT
 
 mod output;
 pub mod queue;
+pub mod schedule;
 pub mod workflow;
 
 #[derive(Parser)]
@@ -33,6 +34,9 @@ pub enum Command {
     /// Create queues and set their limits.
     #[command(subcommand)]
     Queue(queue::QueueCommand),
+    /// Start workflows on a cron schedule: create, pause, resume, trigger, backfill.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCommand),
 }
 
 #[derive(Args, Debug)]
@@ -111,6 +115,7 @@ pub async fn run_client(cmd: Command) -> i32 {
     let result = match cmd {
         Command::Workflow(cmd) => workflow::run(cmd).await,
         Command::Queue(cmd) => queue::run(cmd).await,
+        Command::Schedule(cmd) => schedule::run(cmd).await,
         Command::Server(_) => Err(anyhow::anyhow!("`server` is not a client command")),
     };
     match result {

@@ -139,6 +139,12 @@ impl From<StoreError> for EngineError {
                     status_name(status)
                 ),
             ),
+            StoreError::ScheduleExists(name) => EngineError::new(
+                AlreadyExists,
+                "SCHEDULE_EXISTS",
+                format!("schedule {name:?} already exists"),
+            ),
+            StoreError::ScheduleNotFound(name) => super::schedules::schedule_not_found(&name),
             StoreError::Unavailable(detail) => {
                 tracing::error!(%detail, "store error");
                 EngineError::new(Unavailable, "STORE_UNAVAILABLE", "the database is unavailable; retry later")

@@ -6,7 +6,8 @@
 //!
 //! Parts: [`workflows`] (the client API), [`worker`] (what a connected worker asks),
 //! [`dispatch`] (pushing ENQUEUED workflows to workers with credits), [`recovery`] (taking back
-//! workflows from workers whose lease ended).
+//! workflows from workers whose lease ended), [`schedules`] (cron schedules and the scheduler
+//! that fires them).
 
 use std::sync::{
     atomic::{AtomicBool, Ordering},
@@ -27,6 +28,7 @@ pub mod messages;
 pub mod queues;
 pub mod recovery;
 pub mod remote_steps;
+pub mod schedules;
 pub mod sessions;
 pub mod streams;
 pub mod validate;
@@ -46,6 +48,8 @@ pub struct Engine {
     pub(crate) sessions: sessions::Sessions,
     /// Wakes the dispatcher: new work, new credits, recovered workflows.
     pub(crate) dispatch_wanted: Notify,
+    /// Wakes the scheduler: a schedule was created or changed through this replica.
+    pub(crate) schedules_changed: Notify,
     /// Receives waiting on this replica for a message.
     pub(crate) recv_waits: messages::RecvWaits,
     /// Event reads waiting on this replica.
@@ -85,6 +89,7 @@ impl Engine {
             config,
             sessions: Default::default(),
             dispatch_wanted: Notify::new(),
+            schedules_changed: Notify::new(),
             waiters: Default::default(),
             recv_waits: Default::default(),
             event_waits: Default::default(),
@@ -109,13 +114,14 @@ impl Engine {
         self.store.backend()
     }
 
-    /// Starts the dispatcher and the recovery loop.
+    /// Starts the dispatcher, the recovery loop and the scheduler.
     pub fn spawn_background(self: &Arc<Self>) -> Vec<tokio::task::JoinHandle<()>> {
         vec![
             tokio::spawn(dispatch::run(self.clone())),
             tokio::spawn(recovery::run(self.clone())),
             tokio::spawn(messages::run_poller(self.clone())),
             tokio::spawn(changes::run(self.clone())),
+            tokio::spawn(schedules::scheduler::run(self.clone())),
         ]
     }
 

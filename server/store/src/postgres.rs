@@ -21,6 +21,7 @@ mod messages;
 mod parking;
 mod queues;
 mod remote_steps;
+mod schedules;
 mod streams;
 
 use crate::batch::Batcher;
@@ -306,6 +307,46 @@ async fn insert_steps_fenced(pool: PgPool, batch: Vec<StepWrite>) -> StoreResult
 const RECOVER_SET: &str = "recovery_attempts = recovery_attempts + 1, \
     status = CASE WHEN recovery_attempts + 1 > $1 THEN 'MAX_RECOVERY_ATTEMPTS_EXCEEDED' ELSE 'ENQUEUED' END, \
     updated_at = $2";
+
+/// Inserts a workflow as a start does, inside the caller's transaction, or finds the one already
+/// under its id (of another workflow name: `WorkflowIdConflict`). Schedules start this way, with
+/// the same insert as every start, so queues, limits, names and app versions behave the same
+/// whoever starts. Announcing the new work is the caller's (after its commit). A dedup id held
+/// by another workflow is refused like any start's (no retry: the caller's transaction decides).
+pub(crate) async fn insert_workflow(
+    conn: &mut sqlx::PgConnection,
+    new: &NewWorkflow,
+    now: Millis,
+) -> StoreResult<Started> {
+    if let Some(row) = PostgresStore::insert_workflow(&mut *conn, new, now).await? {
+        return Ok(Started {
+            workflow: row.try_into()?,
+            created: true,
+        });
+    }
+    // ON CONFLICT waited for any concurrent insert of these keys to commit, so the row is
+    // visible to this next statement (read committed takes a fresh snapshot).
+    let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        workflow_columns!(),
+        " FROM workflows WHERE workflow_id = $1 OR (queue_name = $2 AND dedup_id = $3 \
+           AND status IN ('ENQUEUED', 'PENDING', 'DELAYED')) ORDER BY workflow_id = $1 DESC LIMIT 1"
+    ))
+    .bind(&new.workflow_id)
+    .bind(&new.queue_name)
+    .bind(&new.dedup_id)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    match row {
+        Some(r) if r.workflow_id == new.workflow_id => rows::existing_start(new, r.try_into()?),
+        Some(holder) => rows::duplicate_start(new, holder.try_into()?),
+        None => Err(StoreError::Unavailable(format!(
+            "workflow {:?} was neither started nor found",
+            new.workflow_id
+        ))),
+    }
+}
 
 #[async_trait]
 impl Store for PostgresStore {
@@ -901,5 +942,43 @@ impl Store for PostgresStore {
 
     async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()> {
         self.ensure_queues_impl(names, now).await
+    }
+
+    async fn create_schedule(&self, name: &str, state: &ScheduleState, now: Millis) -> StoreResult<ScheduleRecord> {
+        self.create_schedule_impl(name, state, now).await
+    }
+
+    async fn update_schedule(
+        &self,
+        name: &str,
+        version: u64,
+        state: &ScheduleState,
+        now: Millis,
+    ) -> StoreResult<Option<ScheduleRecord>> {
+        self.update_schedule_impl(name, version, state, now).await
+    }
+
+    async fn get_schedule(&self, name: &str) -> StoreResult<Option<ScheduleRecord>> {
+        self.get_schedule_impl(name).await
+    }
+
+    async fn list_schedules(&self) -> StoreResult<Vec<ScheduleRecord>> {
+        self.list_schedules_impl().await
+    }
+
+    async fn delete_schedule(&self, name: &str) -> StoreResult<bool> {
+        self.delete_schedule_impl(name).await
+    }
+
+    async fn upcoming_schedules(&self, limit: u32) -> StoreResult<Vec<ScheduleRecord>> {
+        self.upcoming_schedules_impl(limit).await
+    }
+
+    async fn fire_schedule(&self, fire: &ScheduleFire, now: Millis) -> StoreResult<Option<Started>> {
+        self.fire_schedule_impl(fire, now).await
+    }
+
+    async fn start_scheduled(&self, name: &str, workflows: &[NewWorkflow], now: Millis) -> StoreResult<Vec<Started>> {
+        self.start_scheduled_impl(name, workflows, now).await
     }
 }

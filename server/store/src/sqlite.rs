@@ -20,6 +20,7 @@ mod messages;
 mod parking;
 mod queues;
 mod remote_steps;
+mod schedules;
 mod streams;
 
 use crate::batch::Batcher;
@@ -103,6 +104,17 @@ async fn record_step_in(
     .await
     .map_err(db_error)?;
     Ok(Recorded::New)
+}
+
+/// Inserts a workflow as a start does, inside the caller's transaction, or finds the one already
+/// under its id (of another workflow name: `WorkflowIdConflict`) or holding its dedup id.
+/// Schedules start this way, with the same insert as every start.
+pub(crate) async fn insert_workflow(
+    tx: &mut sqlx::SqliteConnection,
+    new: &NewWorkflow,
+    now: Millis,
+) -> StoreResult<Started> {
+    SqliteStore::start_in(tx, new, now).await
 }
 
 impl SqliteStore {
@@ -664,5 +676,43 @@ impl Store for SqliteStore {
 
     async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()> {
         self.ensure_queues_impl(names, now).await
+    }
+
+    async fn create_schedule(&self, name: &str, state: &ScheduleState, now: Millis) -> StoreResult<ScheduleRecord> {
+        self.create_schedule_impl(name, state, now).await
+    }
+
+    async fn update_schedule(
+        &self,
+        name: &str,
+        version: u64,
+        state: &ScheduleState,
+        now: Millis,
+    ) -> StoreResult<Option<ScheduleRecord>> {
+        self.update_schedule_impl(name, version, state, now).await
+    }
+
+    async fn get_schedule(&self, name: &str) -> StoreResult<Option<ScheduleRecord>> {
+        self.get_schedule_impl(name).await
+    }
+
+    async fn list_schedules(&self) -> StoreResult<Vec<ScheduleRecord>> {
+        self.list_schedules_impl().await
+    }
+
+    async fn delete_schedule(&self, name: &str) -> StoreResult<bool> {
+        self.delete_schedule_impl(name).await
+    }
+
+    async fn upcoming_schedules(&self, limit: u32) -> StoreResult<Vec<ScheduleRecord>> {
+        self.upcoming_schedules_impl(limit).await
+    }
+
+    async fn fire_schedule(&self, fire: &ScheduleFire, now: Millis) -> StoreResult<Option<Started>> {
+        self.fire_schedule_impl(fire, now).await
+    }
+
+    async fn start_scheduled(&self, name: &str, workflows: &[NewWorkflow], now: Millis) -> StoreResult<Vec<Started>> {
+        self.start_scheduled_impl(name, workflows, now).await
     }
 }

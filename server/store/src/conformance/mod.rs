@@ -24,6 +24,7 @@ mod messages;
 mod parking;
 mod queues;
 mod remote_steps;
+mod schedules;
 mod steps;
 mod streams;
 mod workflows;
@@ -36,6 +37,7 @@ pub use messages::*;
 pub use parking::*;
 pub use queues::*;
 pub use remote_steps::*;
+pub use schedules::*;
 pub use steps::*;
 pub use streams::*;
 pub use workflows::*;
@@ -104,6 +106,12 @@ macro_rules! conformance_tests {
             dedup_ids_are_unique_among_a_queues_live_workflows,
             delayed_starts_wait_and_can_be_moved,
             debounced_starts_collapse_onto_one_delayed_workflow,
+            schedules_are_created_changed_and_removed,
+            racing_fires_of_a_schedule_start_one_workflow,
+            paused_schedules_do_not_fire,
+            backfills_start_one_workflow_per_fire_time,
+            triggers_start_now_even_when_paused,
+            deleting_a_schedule_leaves_its_workflows,
         );
     };
     (@each $fresh:path; $($case:ident),* $(,)?) => {$(

@@ -17,7 +17,7 @@ const MAX_PARTITIONS: i64 = 1024;
 impl PostgresStore {
     /// Inserts `new` unless a unique key (its id, its live dedup id, its debounce key) is taken.
     /// A direct dispatch applies only on a queue without limits and without a delay.
-    async fn insert_workflow<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
+    pub(super) async fn insert_workflow<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
         exec: E,
         new: &NewWorkflow,
         now: Millis,

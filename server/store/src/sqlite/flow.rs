@@ -11,12 +11,10 @@ use crate::*;
 /// Most partitions looked at by one claim; the rest wait for a later one.
 const MAX_PARTITIONS: i64 = 1024;
 
-type Tx<'a> = sqlx::Transaction<'a, sqlx::Sqlite>;
-
 impl SqliteStore {
     /// Inserts `new` unless a unique key (its id, its live dedup id, its debounce key) is taken.
     /// A direct dispatch applies only on a queue without limits and without a delay.
-    async fn insert_workflow(tx: &mut Tx<'_>, new: &NewWorkflow, now: Millis) -> StoreResult<bool> {
+    async fn insert_workflow(tx: &mut sqlx::SqliteConnection, new: &NewWorkflow, now: Millis) -> StoreResult<bool> {
         let a = new.assign.as_ref();
         let done = sqlx::query(concat!(
             "WITH a AS (SELECT CASE WHEN ?7 IS NOT NULL AND ?13 IS NULL AND NOT EXISTS \
@@ -49,7 +47,7 @@ impl SqliteStore {
         .bind(&new.dedup_id)
         .bind(new.debounce.as_ref().map(|d| &d.key))
         .bind(new.debounce.as_ref().map(|d| d.until))
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await
         .map_err(db_error)?;
         Ok(done.rows_affected() == 1)
@@ -62,7 +60,11 @@ impl SqliteStore {
         Ok(started)
     }
 
-    async fn start_in(tx: &mut Tx<'_>, new: &NewWorkflow, now: Millis) -> StoreResult<Started> {
+    pub(super) async fn start_in(
+        tx: &mut sqlx::SqliteConnection,
+        new: &NewWorkflow,
+        now: Millis,
+    ) -> StoreResult<Started> {
         if let Some(d) = &new.debounce {
             let updated: Option<WorkflowRow> = sqlx::query_as(concat!(
                 "UPDATE workflows SET input = ?3, wake_at = MIN(?4, COALESCE(debounce_until, ?4)), updated_at = ?5 \
@@ -74,7 +76,7 @@ impl SqliteStore {
             .bind(&new.input)
             .bind(new.run_at)
             .bind(now)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(db_error)?;
             if let Some(row) = updated {
@@ -85,7 +87,7 @@ impl SqliteStore {
             }
         }
         let inserted = Self::insert_workflow(tx, new, now).await?;
-        if let Some(existing) = Self::workflow_on(&mut **tx, &new.workflow_id).await? {
+        if let Some(existing) = Self::workflow_on(&mut *tx, &new.workflow_id).await? {
             if inserted {
                 return Ok(Started {
                     workflow: existing,
@@ -102,7 +104,7 @@ impl SqliteStore {
         ))
         .bind(&new.queue_name)
         .bind(&new.dedup_id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await
         .map_err(db_error)?;
         match holder {
@@ -278,7 +280,7 @@ impl SqliteStore {
     /// Claimed rows with their checkpoints, oldest first; read in the claim's transaction. A
     /// first dispatch (epoch 1) has no steps yet; only re-dispatches need theirs.
     pub(super) async fn with_replay_steps(
-        tx: &mut Tx<'_>,
+        tx: &mut sqlx::SqliteConnection,
         mut claimed: Vec<WorkflowRow>,
     ) -> StoreResult<Vec<ClaimedWorkflow>> {
         claimed.sort_by(|a, b| {
@@ -298,7 +300,7 @@ impl SqliteStore {
                 " FROM steps WHERE workflow_id IN (SELECT value FROM json_each(?1)) ORDER BY workflow_id, step_id"
             ))
             .bind(json_list(&replays))
-            .fetch_all(&mut **tx)
+            .fetch_all(&mut *tx)
             .await
             .map_err(db_error)?
         };

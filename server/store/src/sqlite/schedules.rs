@@ -1,0 +1,171 @@
+//! Schedules on SQLite. Every write goes through the one writer connection, so the fence (the
+//! schedule's version in the UPDATE's WHERE clause) and the workflow insert that follows it sit
+//! in one transaction nobody else can interleave with.
+
+use super::{insert_workflow, SqliteStore};
+use crate::rows::db_error;
+use crate::schedules::{self, schedule_columns, ScheduleRow};
+use crate::*;
+
+impl SqliteStore {
+    pub(super) async fn create_schedule_impl(
+        &self,
+        name: &str,
+        state: &ScheduleState,
+        now: Millis,
+    ) -> StoreResult<ScheduleRecord> {
+        let sp = &state.spec;
+        let row: Option<ScheduleRow> = sqlx::query_as(concat!(
+            "INSERT INTO schedules (schedule_name, cron, timezone, workflow_name, input, queue_name, paused, \
+               next_fire_at, version, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?9) \
+             ON CONFLICT (schedule_name) DO NOTHING RETURNING ",
+            schedule_columns!()
+        ))
+        .bind(name)
+        .bind(&sp.cron)
+        .bind(&sp.timezone)
+        .bind(&sp.workflow_name)
+        .bind(&sp.input)
+        .bind(&sp.queue_name)
+        .bind(state.paused)
+        .bind(state.next_fire_at)
+        .bind(now)
+        .fetch_optional(&self.write)
+        .await
+        .map_err(db_error)?;
+        row.map(Into::into).ok_or_else(|| schedules::exists(name))
+    }
+
+    pub(super) async fn update_schedule_impl(
+        &self,
+        name: &str,
+        version: u64,
+        state: &ScheduleState,
+        now: Millis,
+    ) -> StoreResult<Option<ScheduleRecord>> {
+        let sp = &state.spec;
+        let row: Option<ScheduleRow> = sqlx::query_as(concat!(
+            "UPDATE schedules SET cron = ?3, timezone = ?4, workflow_name = ?5, input = ?6, queue_name = ?7, \
+               paused = ?8, next_fire_at = ?9, version = version + 1, updated_at = ?10 \
+             WHERE schedule_name = ?1 AND version = ?2 RETURNING ",
+            schedule_columns!()
+        ))
+        .bind(name)
+        .bind(version as i64)
+        .bind(&sp.cron)
+        .bind(&sp.timezone)
+        .bind(&sp.workflow_name)
+        .bind(&sp.input)
+        .bind(&sp.queue_name)
+        .bind(state.paused)
+        .bind(state.next_fire_at)
+        .bind(now)
+        .fetch_optional(&self.write)
+        .await
+        .map_err(db_error)?;
+        match row {
+            Some(r) => Ok(Some(r.into())),
+            // Moved on since it was read, or gone: say which.
+            None => match self.get_schedule_impl(name).await? {
+                Some(_) => Ok(None),
+                None => Err(schedules::not_found(name)),
+            },
+        }
+    }
+
+    pub(super) async fn get_schedule_impl(&self, name: &str) -> StoreResult<Option<ScheduleRecord>> {
+        let row: Option<ScheduleRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            schedule_columns!(),
+            " FROM schedules WHERE schedule_name = ?1"
+        ))
+        .bind(name)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(db_error)?;
+        Ok(row.map(Into::into))
+    }
+
+    pub(super) async fn list_schedules_impl(&self) -> StoreResult<Vec<ScheduleRecord>> {
+        let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            schedule_columns!(),
+            " FROM schedules ORDER BY schedule_name"
+        ))
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)?;
+        Ok(rows.into_iter().map(Into::into).collect())
+    }
+
+    pub(super) async fn delete_schedule_impl(&self, name: &str) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM schedules WHERE schedule_name = ?1")
+            .bind(name)
+            .execute(&self.write)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub(super) async fn upcoming_schedules_impl(&self, limit: u32) -> StoreResult<Vec<ScheduleRecord>> {
+        // The WHERE clause repeats the partial index's condition so SQLite uses it.
+        let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            schedule_columns!(),
+            " FROM schedules WHERE paused = 0 AND next_fire_at IS NOT NULL ORDER BY next_fire_at LIMIT ?1"
+        ))
+        .bind(limit as i64)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)?;
+        Ok(rows.into_iter().map(Into::into).collect())
+    }
+
+    pub(super) async fn fire_schedule_impl(&self, fire: &ScheduleFire, now: Millis) -> StoreResult<Option<Started>> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        // The fence first: only the fire planned from the current version moves the schedule.
+        let moved = sqlx::query(
+            "UPDATE schedules SET last_fire_at = ?3, next_fire_at = ?4, version = version + 1, updated_at = ?5 \
+             WHERE schedule_name = ?1 AND version = ?2 AND paused = 0",
+        )
+        .bind(&fire.name)
+        .bind(fire.version as i64)
+        .bind(fire.fire_at)
+        .bind(fire.next_fire_at)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?
+        .rows_affected()
+            == 1;
+        if !moved {
+            return Ok(None);
+        }
+        let started = insert_workflow(&mut tx, &fire.workflow, now).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(Some(started))
+    }
+
+    pub(super) async fn start_scheduled_impl(
+        &self,
+        name: &str,
+        workflows: &[NewWorkflow],
+        now: Millis,
+    ) -> StoreResult<Vec<Started>> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM schedules WHERE schedule_name = ?1")
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        if exists.is_none() {
+            return Err(schedules::not_found(name));
+        }
+        let mut started = Vec::with_capacity(workflows.len());
+        for new in workflows {
+            started.push(insert_workflow(&mut tx, new, now).await?);
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(started)
+    }
+}
