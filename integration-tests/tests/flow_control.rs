@@ -206,6 +206,79 @@ async fn postgres_limits_hold_across_three_replicas_and_thirty_workers() {
     );
 }
 
+/// A replica killed -9 while its workers hold claims on a limited queue: the other replica takes
+/// the work back once their leases end; nothing is stranded, nothing runs in two places at once,
+/// and the limit holds across the crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_replica_killed_while_dispatching_strands_nothing() {
+    let Some(db) = TestDatabase::new(Backend::Postgres).await else {
+        return;
+    };
+    let args = fast_recovery_args();
+    let mut a = ServerProcess::start(&db, &args).await;
+    let b = ServerProcess::start(&db, &args).await;
+    let c = b.client().await;
+    let three = QueueLimits {
+        global_concurrency: Some(3),
+        ..Default::default()
+    };
+    c.create_queue("g3", &three).await.unwrap();
+    let _on_a = worker(&a.addr, &db.dir, "on-a", "g3", 5);
+    let _on_b = worker(&b.addr, &db.dir, "on-b", "g3", 5);
+    wait_for_registration(&c, "hold").await;
+    for i in 0..40 {
+        c.start_json("hold", serde_json::json!({"ms": 300}), on("g3", format!("g3-{i}")))
+            .await
+            .unwrap();
+    }
+    // The worker attached to A, known by a workflow it finished; A is killed while that worker
+    // holds a claim.
+    let log = db.dir.join("intervals.log");
+    let a_pid = _on_a.pid();
+    let a_worker = wait_for("the worker on A to finish one", Duration::from_secs(60), || async {
+        let id = intervals(&log).into_iter().find(|s| s.1 == a_pid)?.0;
+        let w = c.get(&id).await.ok()?;
+        Some(w.worker_id).filter(|w| !w.is_empty())
+    })
+    .await;
+    wait_for("the worker on A to hold a claim", Duration::from_secs(60), || async {
+        let held = all_of(&c, "g3")
+            .await
+            .into_iter()
+            .any(|w| w.status == WorkflowStatus::Pending && w.worker_id == a_worker);
+        held.then_some(())
+    })
+    .await;
+    a.kill();
+    let all = wait_all_done(&c, "g3", 40).await;
+    assert!(all.iter().all(|w| w.status == WorkflowStatus::Success));
+    assert!(
+        all.iter().any(|w| w.recovery_attempts >= 1 && w.worker_id != a_worker),
+        "what A's worker held was taken back and finished elsewhere"
+    );
+    let spans = of_queue(&intervals(&db.dir.join("intervals.log")), "g3");
+    assert!(max_overlap(spans.iter()) <= 3, "the limit held across the crash");
+    let mut by_id: HashMap<&str, Vec<(u128, u128)>> = HashMap::new();
+    for s in &spans {
+        by_id.entry(s.0.as_str()).or_default().push((s.2, s.3));
+    }
+    assert_eq!(by_id.len(), 40, "every workflow ran");
+    for (id, mut runs) in by_id {
+        runs.sort();
+        for pair in runs.windows(2) {
+            assert!(pair[0].1 <= pair[1].0, "{id} ran in two places at once: {runs:?}");
+        }
+    }
+}
+
+fn of_queue(spans: &[(String, u32, u128, u128)], queue: &str) -> Vec<(String, u32, u128, u128)> {
+    spans
+        .iter()
+        .filter(|s| s.0.starts_with(&format!("{queue}-")))
+        .cloned()
+        .collect()
+}
+
 fn reason<T: std::fmt::Debug>(r: Result<T, Error>) -> (tonic::Code, String, String) {
     match r {
         Err(Error::Rpc { code, reason, message }) => (code, reason, message),
@@ -406,6 +479,19 @@ async fn dedup_delay_and_debounce(backend: Backend) {
         let (code, why, _) = reason(c.start_json("hold", serde_json::json!({"ms": 1}), options).await);
         assert_eq!((code, why.as_str()), (tonic::Code::InvalidArgument, "INVALID_ARGUMENT"));
     }
+    let long_id = StartOptions {
+        dedup_id: Some("x".repeat(300)),
+        ..Default::default()
+    };
+    let (code, why, _) = reason(c.start_json("hold", serde_json::json!({"ms": 1}), long_id).await);
+    assert_eq!((code, why.as_str()), (tonic::Code::InvalidArgument, "INVALID_ARGUMENT"));
+    let nowhere = StartOptions {
+        dedup_id: Some("d".into()),
+        queue: Some("nowhere".into()),
+        ..Default::default()
+    };
+    let (code, why, _) = reason(c.start_json("hold", serde_json::json!({"ms": 1}), nowhere).await);
+    assert_eq!((code, why.as_str()), (tonic::Code::NotFound, "QUEUE_NOT_FOUND"));
     let (code, why, _) = reason(c.delay("nobody", hour).await);
     assert_eq!((code, why.as_str()), (tonic::Code::NotFound, "WORKFLOW_NOT_FOUND"));
 }
