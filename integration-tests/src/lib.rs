@@ -90,6 +90,20 @@ pub fn waymark_bin() -> PathBuf {
     bin
 }
 
+/// Runs the `waymark` CLI against `server`: (exit code, stdout, stderr).
+pub fn cli(server: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(waymark_bin())
+        .args(args)
+        .args(["--server", server])
+        .output()
+        .expect("run waymark");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Sibling binary of this crate (the test worker, the bench worker).
 pub fn own_bin(name: &str) -> PathBuf {
     let bin = waymark_bin().with_file_name(name);

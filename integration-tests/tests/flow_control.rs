@@ -7,10 +7,10 @@
 //! never exceeds what the server admitted. The rate limit is checked on the server's own record
 //! of when each workflow first went out (`started_at`).
 
-use std::{collections::HashMap, path::Path, process::Command, time::Duration};
+use std::{collections::HashMap, path::Path, time::Duration};
 
 use waymark_integration_tests::{
-    fast_recovery_args, on_both_stores, setup, wait_for, wait_for_registration, waymark_bin, Backend, ServerProcess,
+    cli, fast_recovery_args, on_both_stores, setup, wait_for, wait_for_registration, Backend, ServerProcess,
     TestDatabase, WorkerProcess,
 };
 use waymark_sdk::{Client, Error, ListOptions, QueueLimits, StartOptions, WorkflowInfo, WorkflowStatus};
@@ -494,19 +494,6 @@ async fn dedup_delay_and_debounce(backend: Backend) {
     assert_eq!((code, why.as_str()), (tonic::Code::NotFound, "QUEUE_NOT_FOUND"));
     let (code, why, _) = reason(c.delay("nobody", hour).await);
     assert_eq!((code, why.as_str()), (tonic::Code::NotFound, "WORKFLOW_NOT_FOUND"));
-}
-
-fn cli(server: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(waymark_bin())
-        .args(args)
-        .args(["--server", server])
-        .output()
-        .expect("run waymark");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

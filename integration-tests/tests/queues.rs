@@ -2,9 +2,9 @@
 //! update only what is named, list, delete; bad limits, unknown and protected queues; starts on
 //! unknown queues refused; the CLI.
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
-use waymark_integration_tests::{setup, waymark_bin, Backend};
+use waymark_integration_tests::{cli, setup, Backend};
 use waymark_sdk::{Error, QueueLimits, QueueUpdate, StartOptions};
 
 fn reason(r: Result<impl std::fmt::Debug, Error>) -> (tonic::Code, String) {
@@ -118,19 +118,6 @@ async fn queues_are_managed_and_checked(backend: Backend) {
         reason(c.delete_queue("orders").await),
         (tonic::Code::NotFound, "QUEUE_NOT_FOUND".into())
     );
-}
-
-fn cli(server: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(waymark_bin())
-        .args(args)
-        .args(["--server", server])
-        .output()
-        .expect("run waymark");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,10 +3,10 @@
 //! killed -9 while firing leaves nothing half-done and the other keeps firing; the CLI manages
 //! schedules and reports bad input with its reason, on SQLite and PostgreSQL.
 
-use std::{collections::HashMap, process::Command, time::Duration};
+use std::{collections::HashMap, time::Duration};
 
 use waymark_integration_tests::{
-    fast_recovery_args, setup, side_effects, wait_for, wait_for_registration, waymark_bin, Backend, ServerProcess,
+    cli, fast_recovery_args, setup, side_effects, wait_for, wait_for_registration, Backend, ServerProcess,
     TestDatabase, WorkerProcess,
 };
 use waymark_sdk::{Client, ListOptions, ScheduleDef, WorkflowInfo, WorkflowStatus};
@@ -146,19 +146,6 @@ async fn postgres_a_killed_replica_strands_no_fire() {
         s.next_fire_at_ms.unwrap() > s.last_fire_at_ms.unwrap(),
         "the schedule moved on: {s:?}"
     );
-}
-
-fn cli(server: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(waymark_bin())
-        .args(args)
-        .args(["--server", server])
-        .output()
-        .expect("run waymark");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn ok(server: &str, args: &[&str]) -> String {

@@ -1,6 +1,7 @@
 //! Changes announced between server replicas. On PostgreSQL every replica LISTENs on one
-//! channel and the writes that end a wait NOTIFY it in the same transaction, so a send through
-//! one replica wakes a workflow whose worker is attached to another at once. Without
+//! channel and the writes that end a wait or enqueue work NOTIFY it right after they commit
+//! (batched: see `postgres/announcer.rs`), so a send through one replica wakes a workflow whose
+//! worker is attached to another at once. Without
 //! notifications (SQLite, one process; or a PostgreSQL-compatible database without NOTIFY)
 //! replicas fall back to polling.
 
@@ -36,6 +37,23 @@ impl Change {
     pub fn decode(payload: &str) -> Option<Change> {
         serde_json::from_str(payload).ok()
     }
+
+    /// One payload for several changes: a lone change as itself, more as a JSON array.
+    pub fn encode_batch(changes: &[Change]) -> String {
+        match changes {
+            [one] => one.encode(),
+            many => serde_json::to_string(many).expect("changes serialize"),
+        }
+    }
+
+    /// The changes in a payload of either shape; nothing for a payload that is neither.
+    pub fn decode_all(payload: &str) -> Vec<Change> {
+        if payload.starts_with('[') {
+            serde_json::from_str(payload).unwrap_or_default()
+        } else {
+            Change::decode(payload).into_iter().collect()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -70,5 +88,17 @@ mod tests {
             assert_eq!(Change::decode(&c.encode()), Some(c));
         }
         assert_eq!(Change::decode("garbage"), None);
+        let batch = [
+            Change::Enqueued,
+            Change::Finished {
+                workflow_id: "w".into(),
+            },
+        ];
+        assert_eq!(Change::decode_all(&Change::encode_batch(&batch)), batch);
+        assert_eq!(
+            Change::decode_all(&Change::encode_batch(&batch[..1])),
+            [Change::Enqueued]
+        );
+        assert!(Change::decode_all("[garbage").is_empty());
     }
 }

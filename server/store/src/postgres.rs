@@ -14,6 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::{postgres::PgPoolOptions, PgPool};
 
+mod announcer;
 mod children;
 mod events;
 mod flow;
@@ -41,6 +42,8 @@ pub struct PostgresStore {
     notify: bool,
     /// Group commit for step checkpoints, the hot path.
     steps: Batcher<StepWrite, bool>,
+    /// Sends committed changes to the other replicas, batched (see `announcer.rs`).
+    announcer: announcer::Announcer,
 }
 
 /// Step-writing lanes: batches in flight at once. More lanes than one keep the database busy
@@ -74,6 +77,7 @@ impl PostgresStore {
             insert_steps_fenced(writer.clone(), batch)
         });
         Ok(PostgresStore {
+            announcer: announcer::Announcer::spawn(pool.clone()),
             pool,
             notify: true,
             steps,
@@ -87,26 +91,14 @@ impl PostgresStore {
         self
     }
 
-    /// NOTIFYs the other replicas from a task of its own, off the caller's path, for a change
-    /// already committed. Not inside the write's transaction on purpose: PostgreSQL serializes
-    /// the commits of transactions that NOTIFY (a global lock held through the WAL flush), which
-    /// on the hot completion path would undo group commit. Lost (the task fails), it is found
-    /// by the other replicas' polling.
+    /// NOTIFYs the other replicas of a change already committed, off the caller's path and
+    /// batched with others (see `announcer.rs`). Not inside the write's transaction on purpose:
+    /// PostgreSQL serializes the commits of transactions that NOTIFY, which on hot paths
+    /// (completions, starts) would undo group commit. Lost, it is found by the others' polling.
     pub(crate) fn announce_soon(&self, change: crate::changes::Change) {
-        if !self.notify {
-            return;
+        if self.notify {
+            self.announcer.announce(change);
         }
-        let pool = self.pool.clone();
-        tokio::spawn(async move {
-            let sent = sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(crate::changes::CHANNEL)
-                .bind(change.encode())
-                .execute(&pool)
-                .await;
-            if let Err(e) = sent {
-                tracing::warn!(error = %e, "could not announce a change to other replicas; they will poll");
-            }
-        });
     }
 
     /// NOTIFYs the other replicas, inside the caller's transaction when given one (delivered on
@@ -551,7 +543,7 @@ impl Store for PostgresStore {
             let change = crate::changes::Change::Finished {
                 workflow_id: workflow_id.to_string(),
             };
-            self.announce(&self.pool, change).await?;
+            self.announce_soon(change);
         }
         match cancelled {
             Some(row) => row.try_into(),
@@ -574,7 +566,7 @@ impl Store for PostgresStore {
         .await
         .map_err(db_error)?;
         if resumed.is_some() {
-            self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+            self.announce_soon(crate::changes::Change::Enqueued);
         }
         match resumed {
             Some(row) => row.try_into(),
@@ -623,7 +615,7 @@ impl Store for PostgresStore {
             .map_err(db_error)?;
         let recovery = rows::recovery(rows);
         if !recovery.requeued.is_empty() {
-            self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+            self.announce_soon(crate::changes::Change::Enqueued);
         }
         Ok(recovery)
     }
@@ -650,7 +642,7 @@ impl Store for PostgresStore {
             .map_err(db_error)?;
         let recovery = rows::recovery(rows);
         if !recovery.requeued.is_empty() {
-            self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+            self.announce_soon(crate::changes::Change::Enqueued);
         }
         Ok(recovery)
     }
@@ -761,7 +753,7 @@ impl Store for PostgresStore {
             loop {
                 match listener.recv().await {
                     Ok(n) => {
-                        if let Some(change) = crate::changes::Change::decode(n.payload()) {
+                        for change in crate::changes::Change::decode_all(n.payload()) {
                             if tx.send(change).is_err() {
                                 return;
                             }
@@ -812,7 +804,7 @@ impl Store for PostgresStore {
             let change = crate::changes::Change::Finished {
                 workflow_id: w.workflow_id.clone(),
             };
-            self.announce(&self.pool, change).await?;
+            self.announce_soon(change);
         }
         Ok(cancelled)
     }

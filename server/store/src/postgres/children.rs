@@ -70,10 +70,10 @@ impl PostgresStore {
         {
             return Err(StoreError::Unavailable("start_child step recorded concurrently".into()));
         }
-        if inserted {
-            self.announce(&mut *tx, crate::changes::Change::Enqueued).await?;
-        }
         tx.commit().await.map_err(db_error)?;
+        if inserted {
+            self.announce_soon(crate::changes::Change::Enqueued);
+        }
         Ok(child.workflow_id)
     }
 

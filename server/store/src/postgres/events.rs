@@ -61,8 +61,9 @@ impl PostgresStore {
             workflow_id: fence.workflow_id.clone(),
             key: key.to_string(),
         };
-        self.announce(&mut *tx, change).await?;
-        tx.commit().await.map_err(db_error)
+        tx.commit().await.map_err(db_error)?;
+        self.announce_soon(change);
+        Ok(())
     }
 
     async fn event_value<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(

@@ -70,7 +70,7 @@ impl PostgresStore {
             if let Some(row) = Self::insert_workflow(&self.pool, &new, now).await? {
                 let workflow: WorkflowRecord = row.try_into()?;
                 if workflow.status == WorkflowStatus::Enqueued {
-                    self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+                    self.announce_soon(crate::changes::Change::Enqueued);
                 }
                 return Ok(Started {
                     workflow,

@@ -132,17 +132,13 @@ impl PostgresStore {
     pub(super) async fn send_message_impl(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let sent = insert_message(&mut tx, &m, now).await?;
-        if !sent.duplicate {
-            self.announce(
-                &mut *tx,
-                Change::Message {
-                    workflow_id: m.workflow_id.clone(),
-                    topic: m.topic.clone(),
-                },
-            )
-            .await?;
-        }
         tx.commit().await.map_err(db_error)?;
+        if !sent.duplicate {
+            self.announce_soon(Change::Message {
+                workflow_id: m.workflow_id.clone(),
+                topic: m.topic.clone(),
+            });
+        }
         Ok(sent)
     }
 
@@ -172,15 +168,11 @@ impl PostgresStore {
             tx.rollback().await.map_err(db_error)?;
             return self.replayed(fence, step_id, messaging::replay_send).await;
         }
-        self.announce(
-            &mut *tx,
-            Change::Message {
-                workflow_id: m.workflow_id.clone(),
-                topic: m.topic.clone(),
-            },
-        )
-        .await?;
         tx.commit().await.map_err(db_error)?;
+        self.announce_soon(Change::Message {
+            workflow_id: m.workflow_id.clone(),
+            topic: m.topic.clone(),
+        });
         Ok(sent.message_id)
     }
 
@@ -278,13 +270,14 @@ impl PostgresStore {
         if delivered.is_none() {
             // Not handed over: wake the receiver if it is parked, and tell the other replicas.
             super::parking::wake_parked_locked(&mut tx, Some(&m.workflow_id), &on, now).await?;
-            let change = Change::Message {
-                workflow_id: m.workflow_id.clone(),
-                topic: m.topic.clone(),
-            };
-            self.announce(&mut *tx, change).await?;
         }
         tx.commit().await.map_err(db_error)?;
+        if delivered.is_none() {
+            self.announce_soon(Change::Message {
+                workflow_id: m.workflow_id.clone(),
+                topic: m.topic.clone(),
+            });
+        }
         Ok((
             Sent {
                 message_id: m.message_id,

@@ -164,7 +164,7 @@ impl PostgresStore {
         .await
         .map_err(db_error)?;
         if done.rows_affected() > 0 {
-            self.announce(&self.pool, crate::changes::Change::Enqueued).await?;
+            self.announce_soon(crate::changes::Change::Enqueued);
         }
         Ok(done.rows_affected())
     }

@@ -140,10 +140,10 @@ impl PostgresStore {
                 presented: task.step_name.clone(),
             });
         }
-        if inserted {
-            self.announce(&mut *tx, Change::Enqueued).await?;
-        }
         tx.commit().await.map_err(db_error)?;
+        if inserted {
+            self.announce_soon(Change::Enqueued);
+        }
         Ok(None)
     }
 
@@ -232,10 +232,10 @@ impl PostgresStore {
                 out.recorded.push((task.workflow_id.clone(), task.step_id as u32));
             }
         }
-        if !out.retrying.is_empty() {
-            self.announce(&mut *tx, Change::Enqueued).await?;
-        }
         tx.commit().await.map_err(db_error)?;
+        if !out.retrying.is_empty() {
+            self.announce_soon(Change::Enqueued);
+        }
         Ok(out)
     }
 

@@ -84,8 +84,8 @@ impl PostgresStore {
             workflow_id: fence.workflow_id.clone(),
             key: key.to_string(),
         };
-        self.announce(&mut *tx, change).await?;
         tx.commit().await.map_err(db_error)?;
+        self.announce_soon(change);
         Ok(offset as u64)
     }
 
