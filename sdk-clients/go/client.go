@@ -1,0 +1,246 @@
+package waymark
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
+
+// Client starts workflows and watches them (waymark.v1.WorkflowService), and manages queues
+// and schedules. It is safe for concurrent use; make one and share it.
+type Client struct {
+	conn      *grpc.ClientConn
+	workflows pb.WorkflowServiceClient
+	queues    pb.QueueServiceClient
+	schedules pb.ScheduleServiceClient
+}
+
+// NewClient makes a client of the server at addr ("host:port", or "" for DefaultServer).
+// It connects lazily, on the first call. Without options the connection is plaintext; pass
+// grpc.WithTransportCredentials for TLS.
+func NewClient(addr string, opts ...grpc.DialOption) (*Client, error) {
+	conn, err := dial(addr, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{
+		conn:      conn,
+		workflows: pb.NewWorkflowServiceClient(conn),
+		queues:    pb.NewQueueServiceClient(conn),
+		schedules: pb.NewScheduleServiceClient(conn),
+	}, nil
+}
+
+func dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	all := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20)),
+	}, opts...)
+	return grpc.NewClient(target(addr), all...)
+}
+
+// Close releases the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// StartOptions are a start's options; the zero value starts on "default" with a generated id.
+type StartOptions struct {
+	// ID makes the start idempotent: starting the same id again returns the existing workflow.
+	ID string
+	// Queue to start on; "default" when empty.
+	Queue string
+	// AppVersion pins the workflow to workers of this version (else: the first that runs it).
+	AppVersion string
+	// Timeout cancels the workflow (and its children) if it has not finished this long after
+	// the start. Zero: no deadline.
+	Timeout time.Duration
+	// Priority: lower is dispatched first within the queue; FIFO within a priority.
+	Priority int32
+	// PartitionKey is the workflow's partition of the queue.
+	PartitionKey string
+	// DedupID is unique among the queue's unfinished workflows: a second start with it fails
+	// with reason DEDUP_ID_TAKEN (the holder in Metadata["holder_workflow_id"]), unless
+	// ReturnExisting is set.
+	DedupID        string
+	ReturnExisting bool
+	// Delay: do not dispatch before this long from now.
+	Delay time.Duration
+	// Debounce collapses repeated starts with one key onto one delayed workflow (needs Delay).
+	Debounce *Debounce
+}
+
+// Debounce collapses repeated starts of one workflow name with Key: each start replaces the
+// input and moves the start to Delay from now, but never past MaxDelay after the first start
+// (default ten times Delay).
+type Debounce struct {
+	Key      string
+	MaxDelay time.Duration
+}
+
+// Started is a start's result: the workflow, and whether this call created it.
+type Started struct {
+	*Workflow
+	// False when the id (or dedup id, with ReturnExisting) named an existing workflow.
+	Created bool
+}
+
+func durationOrNil(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+// Start starts workflow name with input (any JSON-encodable value). opts may be nil.
+func (c *Client) Start(ctx context.Context, name string, input any, opts *StartOptions) (*Started, error) {
+	if opts == nil {
+		opts = &StartOptions{}
+	}
+	payload, err := toPayload(input)
+	if err != nil {
+		return nil, err
+	}
+	req := &pb.StartWorkflowRequest{
+		WorkflowName: name,
+		WorkflowId:   opts.ID,
+		Input:        payload,
+		QueueName:    opts.Queue,
+		AppVersion:   opts.AppVersion,
+		Timeout:      durationOrNil(opts.Timeout),
+		Priority:     opts.Priority,
+		PartitionKey: opts.PartitionKey,
+		DedupId:      opts.DedupID,
+		Delay:        durationOrNil(opts.Delay),
+	}
+	if opts.ReturnExisting {
+		req.OnDuplicate = pb.DuplicatePolicy_DUPLICATE_POLICY_RETURN_EXISTING
+	}
+	if d := opts.Debounce; d != nil {
+		req.Debounce = &pb.Debounce{Key: d.Key, MaxDelay: durationOrNil(d.MaxDelay)}
+	}
+	r, err := c.workflows.StartWorkflow(ctx, req)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return &Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated()}, nil
+}
+
+// Get reads one workflow.
+func (c *Client) Get(ctx context.Context, workflowID string) (*Workflow, error) {
+	r, err := c.workflows.GetWorkflow(ctx, &pb.GetWorkflowRequest{WorkflowId: workflowID})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return workflowFromWire(r.GetWorkflow()), nil
+}
+
+// Await waits until the workflow is terminal and returns it. Bound the wait with ctx: past
+// its deadline the error matches context.DeadlineExceeded.
+func (c *Client) Await(ctx context.Context, workflowID string) (*Workflow, error) {
+	r, err := c.workflows.AwaitWorkflow(ctx, &pb.AwaitWorkflowRequest{WorkflowId: workflowID})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return workflowFromWire(r.GetWorkflow()), nil
+}
+
+// Steps lists the workflow's recorded steps, in order.
+func (c *Client) Steps(ctx context.Context, workflowID string) ([]Step, error) {
+	r, err := c.workflows.ListSteps(ctx, &pb.ListStepsRequest{WorkflowId: workflowID})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	out := make([]Step, 0, len(r.GetSteps()))
+	for _, s := range r.GetSteps() {
+		out = append(out, stepFromWire(s))
+	}
+	return out, nil
+}
+
+// Cancel cancels a workflow that has not finished; it stops at its next step or wait. A
+// finished workflow is returned as it is.
+func (c *Client) Cancel(ctx context.Context, workflowID string) (*Workflow, error) {
+	return c.cancel(ctx, workflowID, false)
+}
+
+// CancelTree cancels a workflow and its child workflows, and theirs, level by level.
+func (c *Client) CancelTree(ctx context.Context, workflowID string) (*Workflow, error) {
+	return c.cancel(ctx, workflowID, true)
+}
+
+func (c *Client) cancel(ctx context.Context, workflowID string, cascade bool) (*Workflow, error) {
+	r, err := c.workflows.CancelWorkflow(ctx, &pb.CancelWorkflowRequest{WorkflowId: workflowID, Cascade: cascade})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return workflowFromWire(r.GetWorkflow()), nil
+}
+
+// Resume puts a cancelled or dead-lettered workflow back in its queue; it replays from its
+// checkpoints.
+func (c *Client) Resume(ctx context.Context, workflowID string) (*Workflow, error) {
+	r, err := c.workflows.ResumeWorkflow(ctx, &pb.ResumeWorkflowRequest{WorkflowId: workflowID})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return workflowFromWire(r.GetWorkflow()), nil
+}
+
+// Delay moves the start of a workflow still waiting for its delayed start to delay from now
+// (zero: at once). Anything else fails with reason WORKFLOW_NOT_DELAYED.
+func (c *Client) Delay(ctx context.Context, workflowID string, delay time.Duration) (*Workflow, error) {
+	r, err := c.workflows.DelayWorkflow(ctx, &pb.DelayWorkflowRequest{WorkflowId: workflowID, Delay: durationpb.New(delay)})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return workflowFromWire(r.GetWorkflow()), nil
+}
+
+// ListOptions filter a list; the zero value lists everything, newest first.
+type ListOptions struct {
+	Statuses      []Status
+	Name          string
+	Queue         string
+	CreatedAfter  time.Time
+	CreatedBefore time.Time
+	// PageSize: 1-1000, 100 when zero.
+	PageSize int32
+	// PageToken continues from a previous page's NextPageToken.
+	PageToken string
+}
+
+// List returns one page of workflows and the token of the next page ("" on the last).
+func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Workflow, string, error) {
+	if opts == nil {
+		opts = &ListOptions{}
+	}
+	req := &pb.ListWorkflowsRequest{
+		WorkflowName: opts.Name,
+		QueueName:    opts.Queue,
+		PageSize:     opts.PageSize,
+		PageToken:    opts.PageToken,
+	}
+	for _, s := range opts.Statuses {
+		req.Statuses = append(req.Statuses, statusWire[s])
+	}
+	if !opts.CreatedAfter.IsZero() {
+		req.CreatedAfter = timestamppb.New(opts.CreatedAfter)
+	}
+	if !opts.CreatedBefore.IsZero() {
+		req.CreatedBefore = timestamppb.New(opts.CreatedBefore)
+	}
+	r, err := c.workflows.ListWorkflows(ctx, req)
+	if err != nil {
+		return nil, "", rpcError(err)
+	}
+	out := make([]*Workflow, 0, len(r.GetWorkflows()))
+	for _, w := range r.GetWorkflows() {
+		out = append(out, workflowFromWire(w))
+	}
+	return out, r.GetNextPageToken(), nil
+}

@@ -1,0 +1,97 @@
+package waymark
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
+
+// Sent is the result of a send.
+type Sent struct {
+	MessageID string
+	// True when an earlier send with the same idempotency key was delivered instead.
+	Duplicate bool
+}
+
+// SendOptions are a send's options; nil means none.
+type SendOptions struct {
+	// IdempotencyKey makes a retried send deliver once (1-256 characters).
+	IdempotencyKey string
+}
+
+// Send sends message to workflow workflowID on topic ("" is the default topic), where a recv
+// takes it. A workflow that does not exist is reason WORKFLOW_NOT_FOUND.
+func (c *Client) Send(ctx context.Context, workflowID, topic string, message any, opts *SendOptions) (Sent, error) {
+	payload, err := toPayload(message)
+	if err != nil {
+		return Sent{}, err
+	}
+	req := &pb.SendMessageRequest{WorkflowId: workflowID, Topic: topic, Message: payload}
+	if opts != nil {
+		req.IdempotencyKey = opts.IdempotencyKey
+	}
+	r, err := c.workflows.SendMessage(ctx, req)
+	if err != nil {
+		return Sent{}, rpcError(err)
+	}
+	return Sent{MessageID: r.GetMessageId(), Duplicate: r.GetDuplicate()}, nil
+}
+
+// Messages lists every message sent to a workflow, consumed or not, oldest first.
+func (c *Client) Messages(ctx context.Context, workflowID string) ([]Message, error) {
+	r, err := c.workflows.ListMessages(ctx, &pb.ListMessagesRequest{WorkflowId: workflowID})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	out := make([]Message, 0, len(r.GetMessages()))
+	for _, m := range r.GetMessages() {
+		out = append(out, messageFromWire(m))
+	}
+	return out, nil
+}
+
+// GetEvent reads a workflow's event key; found is false when it is not set. With a timeout
+// (at most 24 hours) it waits up to that long for the event to be set.
+func (c *Client) GetEvent(ctx context.Context, workflowID, key string, timeout time.Duration) (value json.RawMessage, found bool, err error) {
+	if timeout > 0 {
+		// Room for the server to answer "not set" itself rather than the call timing out.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout+5*time.Second)
+		defer cancel()
+	}
+	r, err := c.workflows.GetEvent(ctx, &pb.GetEventRequest{WorkflowId: workflowID, Key: key, Timeout: durationOrNil(timeout)})
+	if err != nil {
+		return nil, false, rpcError(err)
+	}
+	if !r.GetFound() {
+		return nil, false, nil
+	}
+	value, err = payloadJSON(r.GetValue())
+	return value, err == nil, err
+}
+
+// GetEventAs is GetEvent with the value decoded as T.
+func GetEventAs[T any](ctx context.Context, c *Client, workflowID, key string, timeout time.Duration) (T, bool, error) {
+	var zero T
+	raw, found, err := c.GetEvent(ctx, workflowID, key, timeout)
+	if err != nil || !found {
+		return zero, found, err
+	}
+	v, err := decodeJSON[T](raw)
+	return v, err == nil, err
+}
+
+// Events lists every event of a workflow, with the history of its values.
+func (c *Client) Events(ctx context.Context, workflowID string) ([]Event, error) {
+	r, err := c.workflows.ListEvents(ctx, &pb.ListEventsRequest{WorkflowId: workflowID})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	out := make([]Event, 0, len(r.GetEvents()))
+	for _, e := range r.GetEvents() {
+		out = append(out, eventFromWire(e))
+	}
+	return out, nil
+}
