@@ -1,0 +1,314 @@
+// The client: start workflows, watch them, talk to them (waymark.v1.WorkflowService), and manage
+// queues and schedules through `client.queues` / `client.schedules`.
+
+import { createClient, type Client as RpcClient, type Transport } from "@connectrpc/connect";
+import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { JsonValue } from "@bufbuild/protobuf";
+import { WorkflowService } from "./gen/waymark/v1/workflow_pb.js";
+import { DuplicatePolicy } from "./gen/waymark/v1/workflow_pb.js";
+import type { Workflow } from "./gen/waymark/v1/types_pb.js";
+import { fromPayload, toPayload } from "./payload.js";
+import { SerializationError, toRpcError, WorkflowFailedError } from "./errors.js";
+import { defaultServer, transport } from "./transport.js";
+import {
+  eventInfo,
+  messageInfo,
+  statusToWire,
+  stepInfo,
+  workflowInfo,
+  type EventInfo,
+  type MessageInfo,
+  type StepInfo,
+  type WorkflowInfo,
+  type WorkflowStatus,
+} from "./types.js";
+import { Queues } from "./queues.js";
+import { Schedules } from "./schedules.js";
+
+export interface ClientOptions {
+  /** `http://host:port` or `host:port`; `WAYMARK_SERVER`, else `http://127.0.0.1:7450`. */
+  server?: string;
+  /** A Connect transport of your own (TLS, interceptors); `server` is then ignored. */
+  transport?: Transport;
+}
+
+/** Per-call options: abort the call with `signal`, bound it with `timeoutMs`. */
+export interface CallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export interface StartOptions extends CallOptions {
+  /** Makes the start idempotent: starting the same id again returns the existing workflow. */
+  workflowId?: string;
+  /** Queue name; "default" when not given. */
+  queue?: string;
+  /** Pin the workflow to workers of this application version. */
+  appVersion?: string;
+  /** Cancel the workflow (and its children) if it has not finished this long after the start. */
+  workflowTimeoutMs?: number;
+  /** Lower is dispatched first within the queue; FIFO within a priority. Default 0. */
+  priority?: number;
+  /** The partition of the queue (a queue with a partition concurrency limits each key). */
+  partitionKey?: string;
+  /** Unique among the queue's unfinished workflows; a second start is DEDUP_ID_TAKEN. */
+  dedupId?: string;
+  /** On a taken dedup id, return the workflow holding it (`created` false) instead of failing. */
+  returnExisting?: boolean;
+  /** Do not dispatch before this long from now. */
+  delayMs?: number;
+  /** Collapse repeated starts with this key onto one delayed workflow (needs `delayMs`). */
+  debounceKey?: string;
+  /** With `debounceKey`: the longest it may be put off in all (default ten times `delayMs`). */
+  debounceMaxDelayMs?: number;
+}
+
+export interface Started {
+  workflow: WorkflowInfo;
+  /** False when the id (or dedup id) was already taken and the existing workflow came back. */
+  created: boolean;
+}
+
+export interface ListOptions extends CallOptions {
+  statuses?: WorkflowStatus[];
+  workflowName?: string;
+  queue?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  /** 1-1000; 100 when not given. */
+  pageSize?: number;
+  pageToken?: string;
+}
+
+export interface WorkflowPage {
+  workflows: WorkflowInfo[];
+  /** Pass as `pageToken` for the next page; undefined on the last page. */
+  nextPageToken?: string;
+}
+
+export interface StreamItem<T = JsonValue> {
+  offset: number;
+  value: T;
+}
+
+function call(o: CallOptions | undefined) {
+  return { signal: o?.signal, timeoutMs: o?.timeoutMs };
+}
+
+function workflowOf(w: Workflow | undefined): WorkflowInfo {
+  if (!w) throw new SerializationError("the server's answer carried no workflow");
+  return workflowInfo(w);
+}
+
+/** Runs a call and turns its failure into an `RpcError`. */
+export async function rpc<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    throw toRpcError(e);
+  }
+}
+
+export class Client {
+  readonly queues: Queues;
+  readonly schedules: Schedules;
+  private readonly rpc: RpcClient<typeof WorkflowService>;
+
+  constructor(options: ClientOptions = {}) {
+    const t = options.transport ?? transport(options.server ?? defaultServer());
+    this.rpc = createClient(WorkflowService, t);
+    this.queues = new Queues(t);
+    this.schedules = new Schedules(t);
+  }
+
+  /** Starts a workflow (or returns the one already started with `workflowId`). */
+  async start(workflowName: string, input?: unknown, options: StartOptions = {}): Promise<Started> {
+    const o = options;
+    const r = await rpc(() =>
+      this.rpc.startWorkflow(
+        {
+          workflowName,
+          workflowId: o.workflowId ?? "",
+          input: toPayload(input),
+          queueName: o.queue ?? "",
+          appVersion: o.appVersion ?? "",
+          timeout: o.workflowTimeoutMs !== undefined ? durationFromMs(o.workflowTimeoutMs) : undefined,
+          priority: o.priority ?? 0,
+          partitionKey: o.partitionKey ?? "",
+          dedupId: o.dedupId ?? "",
+          onDuplicate: o.returnExisting ? DuplicatePolicy.RETURN_EXISTING : DuplicatePolicy.UNSPECIFIED,
+          delay: o.delayMs !== undefined ? durationFromMs(o.delayMs) : undefined,
+          debounce:
+            o.debounceKey !== undefined
+              ? {
+                  key: o.debounceKey,
+                  maxDelay: o.debounceMaxDelayMs !== undefined ? durationFromMs(o.debounceMaxDelayMs) : undefined,
+                }
+              : undefined,
+        },
+        call(o),
+      ),
+    );
+    return { workflow: workflowOf(r.workflow), created: r.created };
+  }
+
+  async get(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
+    const r = await rpc(() => this.rpc.getWorkflow({ workflowId }, call(options)));
+    return workflowOf(r.workflow);
+  }
+
+  /** One page of workflows, newest first. */
+  async list(options: ListOptions = {}): Promise<WorkflowPage> {
+    const r = await rpc(() =>
+      this.rpc.listWorkflows(
+        {
+          statuses: (options.statuses ?? []).map(statusToWire),
+          workflowName: options.workflowName ?? "",
+          queueName: options.queue ?? "",
+          createdAfter: options.createdAfter ? timestampFromDate(options.createdAfter) : undefined,
+          createdBefore: options.createdBefore ? timestampFromDate(options.createdBefore) : undefined,
+          pageSize: options.pageSize ?? 0,
+          pageToken: options.pageToken ?? "",
+        },
+        call(options),
+      ),
+    );
+    return { workflows: r.workflows.map(workflowInfo), nextPageToken: r.nextPageToken || undefined };
+  }
+
+  /** Every workflow matching `options`, page after page: `for await (const w of client.listAll())`. */
+  async *listAll(options: Omit<ListOptions, "pageToken"> = {}): AsyncGenerator<WorkflowInfo> {
+    let pageToken: string | undefined;
+    do {
+      const page = await this.list({ ...options, pageToken });
+      yield* page.workflows;
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+  }
+
+  /**
+   * Waits until the workflow is terminal and returns it. With `timeoutMs` it gives up with an
+   * `RpcError` of code DeadlineExceeded.
+   */
+  async await(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
+    const r = await rpc(() => this.rpc.awaitWorkflow({ workflowId }, call(options)));
+    return workflowOf(r.workflow);
+  }
+
+  /**
+   * Waits for the workflow and returns its output; throws `WorkflowFailedError` when it failed,
+   * was cancelled or dead-lettered.
+   */
+  async result<T = JsonValue>(workflowId: string, options?: CallOptions): Promise<T> {
+    const w = await this.await(workflowId, options);
+    if (w.status === "SUCCESS") return w.output as T;
+    throw new WorkflowFailedError(
+      workflowId,
+      w.status,
+      w.failure?.kind ?? w.status,
+      w.failure ? `${w.failure.kind}: ${w.failure.message}` : `workflow ${workflowId} ended ${w.status}`,
+    );
+  }
+
+  /** The workflow's recorded steps, in order. */
+  async steps(workflowId: string, options?: CallOptions): Promise<StepInfo[]> {
+    const r = await rpc(() => this.rpc.listSteps({ workflowId }, call(options)));
+    return r.steps.map(stepInfo);
+  }
+
+  /** Cancels a workflow (with `cascade`, its children too); it stops at its next step. */
+  async cancel(workflowId: string, options: CallOptions & { cascade?: boolean } = {}): Promise<WorkflowInfo> {
+    const r = await rpc(() => this.rpc.cancelWorkflow({ workflowId, cascade: options.cascade ?? false }, call(options)));
+    return workflowOf(r.workflow);
+  }
+
+  /** Puts a cancelled or dead-lettered workflow back in its queue; it replays from its checkpoints. */
+  async resume(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
+    const r = await rpc(() => this.rpc.resumeWorkflow({ workflowId }, call(options)));
+    return workflowOf(r.workflow);
+  }
+
+  /** Moves the start of a workflow still waiting for its delayed start to `delayMs` from now. */
+  async delay(workflowId: string, delayMs: number, options?: CallOptions): Promise<WorkflowInfo> {
+    const r = await rpc(() => this.rpc.delayWorkflow({ workflowId, delay: durationFromMs(delayMs) }, call(options)));
+    return workflowOf(r.workflow);
+  }
+
+  /**
+   * Sends a message to a workflow on `topic` ("" is the default topic). With an idempotency
+   * key a retried send is delivered once (`duplicate` true the second time).
+   */
+  async send(
+    workflowId: string,
+    message: unknown,
+    options: CallOptions & { topic?: string; idempotencyKey?: string } = {},
+  ): Promise<{ messageId: string; duplicate: boolean }> {
+    const r = await rpc(() =>
+      this.rpc.sendMessage(
+        {
+          workflowId,
+          topic: options.topic ?? "",
+          message: toPayload(message),
+          idempotencyKey: options.idempotencyKey ?? "",
+        },
+        call(options),
+      ),
+    );
+    return { messageId: r.messageId, duplicate: r.duplicate };
+  }
+
+  /** Every message sent to a workflow, consumed or not, oldest first. */
+  async messages(workflowId: string, options?: CallOptions): Promise<MessageInfo[]> {
+    const r = await rpc(() => this.rpc.listMessages({ workflowId }, call(options)));
+    return r.messages.map(messageInfo);
+  }
+
+  /**
+   * The current value of a workflow's event; with `waitMs`, waits up to that long for it to be
+   * set. `undefined` when it is not set (in time).
+   */
+  async getEvent<T = JsonValue>(
+    workflowId: string,
+    key: string,
+    options: { waitMs?: number; signal?: AbortSignal } = {},
+  ): Promise<T | undefined> {
+    const wait = options.waitMs;
+    const r = await rpc(() =>
+      this.rpc.getEvent(
+        { workflowId, key, timeout: wait !== undefined ? durationFromMs(wait) : undefined },
+        // Room for the server to answer "not set" itself.
+        { signal: options.signal, timeoutMs: wait !== undefined ? wait + 5000 : undefined },
+      ),
+    );
+    return r.found ? (fromPayload(r.value) as T) : undefined;
+  }
+
+  /** Every event of a workflow, with the history of its values. */
+  async events(workflowId: string, options?: CallOptions): Promise<EventInfo[]> {
+    const r = await rpc(() => this.rpc.listEvents({ workflowId }, call(options)));
+    return r.events.map(eventInfo);
+  }
+
+  /**
+   * Follows a workflow's stream `key` from `fromOffset`: yields values as they are written and
+   * ends when the stream is closed or the workflow has finished.
+   * `for await (const { offset, value } of client.readStream(id, "progress")) …`
+   */
+  async *readStream<T = JsonValue>(
+    workflowId: string,
+    key: string,
+    options: { fromOffset?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<StreamItem<T>> {
+    const responses = this.rpc.readStream(
+      { workflowId, key, fromOffset: BigInt(options.fromOffset ?? 0) },
+      { signal: options.signal },
+    );
+    try {
+      for await (const item of responses) {
+        yield { offset: Number(item.offset), value: fromPayload(item.value) as T };
+      }
+    } catch (e) {
+      throw toRpcError(e);
+    }
+  }
+}

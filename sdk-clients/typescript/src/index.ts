@@ -1,0 +1,35 @@
+// Waymark's TypeScript SDK: a Worker that runs durable workflows and their steps, and a Client
+// that starts and watches them. Every program finds the server from WAYMARK_SERVER when no
+// address is given, defaulting to http://127.0.0.1:7450.
+
+export { Client } from "./client.js";
+export type { CallOptions, ClientOptions, ListOptions, StartOptions, Started, StreamItem, WorkflowPage } from "./client.js";
+export type { QueueInfo, QueueLimits, QueueUpdate, Queues } from "./queues.js";
+export type { ScheduleDef, ScheduleInfo, ScheduleUpdate, Schedules } from "./schedules.js";
+export { Worker, type WorkerOptions } from "./worker/worker.js";
+export { WorkflowContext } from "./worker/context.js";
+export type { StepAttempt, StepOptions } from "./worker/steps.js";
+export { StepHandle, type Awaitable, type RemoteStepOptions } from "./worker/remote.js";
+export type { ChildOptions } from "./worker/children.js";
+export type { StepCall, StepFn, WorkflowFn } from "./worker/registry.js";
+export type { RetryPolicy } from "./retry.js";
+export { consoleLogger, silentLogger, type Logger } from "./logger.js";
+export { isTerminal } from "./types.js";
+export type { EventInfo, Failure, JsonValue, MessageInfo, StepInfo, WorkflowInfo, WorkflowStatus } from "./types.js";
+export {
+  CancelledError,
+  ChildWorkflowError,
+  Code,
+  DisconnectedError,
+  FencedError,
+  Interruption,
+  NonDeterminismError,
+  ParkedError,
+  RpcError,
+  SerializationError,
+  StepFailedError,
+  WaymarkError,
+  WorkflowFailedError,
+  WorkflowFailure,
+} from "./errors.js";
+export { defaultServer } from "./transport.js";

@@ -1,0 +1,166 @@
+// What the client returns: workflows, steps, messages and events as plain objects with JSON values.
+
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import type { JsonValue } from "@bufbuild/protobuf";
+import * as pb from "./gen/waymark/v1/types_pb.js";
+import { fromPayload } from "./payload.js";
+
+export type { JsonValue };
+
+export type WorkflowStatus =
+  | "UNSPECIFIED"
+  | "ENQUEUED"
+  | "DELAYED"
+  | "PENDING"
+  | "SUCCESS"
+  | "ERROR"
+  | "CANCELLED"
+  | "MAX_RECOVERY_ATTEMPTS_EXCEEDED";
+
+const TERMINAL: ReadonlySet<WorkflowStatus> = new Set([
+  "SUCCESS",
+  "ERROR",
+  "CANCELLED",
+  "MAX_RECOVERY_ATTEMPTS_EXCEEDED",
+]);
+
+export function isTerminal(status: WorkflowStatus): boolean {
+  return TERMINAL.has(status);
+}
+
+export function statusFromWire(s: pb.WorkflowStatus): WorkflowStatus {
+  const name = pb.WorkflowStatus[s] as string | undefined;
+  return (name ?? "UNSPECIFIED") as WorkflowStatus;
+}
+
+export function statusToWire(s: WorkflowStatus): pb.WorkflowStatus {
+  return pb.WorkflowStatus[s];
+}
+
+/** Why a workflow or step failed. */
+export interface Failure {
+  kind: string;
+  message: string;
+}
+
+export interface WorkflowInfo {
+  workflowId: string;
+  workflowName: string;
+  status: WorkflowStatus;
+  queue: string;
+  appVersion: string;
+  input: JsonValue;
+  /** Set when status is SUCCESS. */
+  output?: JsonValue;
+  /** Set when status is ERROR. */
+  failure?: Failure;
+  createdAt?: Date;
+  updatedAt?: Date;
+  recoveryAttempts: number;
+  epoch: number;
+  workerId: string;
+  parentWorkflowId: string;
+  deadline?: Date;
+  priority: number;
+  partitionKey: string;
+  dedupId: string;
+  startedAt?: Date;
+  wakeAt?: Date;
+}
+
+export interface StepInfo {
+  stepId: number;
+  name: string;
+  output?: JsonValue;
+  failure?: Failure;
+  attempts: number;
+  epoch: number;
+  recordedAt?: Date;
+}
+
+export interface MessageInfo {
+  messageId: string;
+  workflowId: string;
+  topic: string;
+  payload: JsonValue;
+  idempotencyKey: string;
+  sentAt?: Date;
+  consumed: boolean;
+  consumedAt?: Date;
+  consumedByStep?: number;
+}
+
+export interface EventInfo {
+  key: string;
+  value: JsonValue;
+  updatedAt?: Date;
+  history: { value: JsonValue; stepId: number; setAt?: Date }[];
+}
+
+export function date(t: Timestamp | undefined): Date | undefined {
+  return t ? timestampDate(t) : undefined;
+}
+
+function failure(f: pb.Failure | undefined): Failure | undefined {
+  return f ? { kind: f.kind, message: f.message } : undefined;
+}
+
+export function workflowInfo(w: pb.Workflow): WorkflowInfo {
+  return {
+    workflowId: w.workflowId,
+    workflowName: w.workflowName,
+    status: statusFromWire(w.status),
+    queue: w.queueName,
+    appVersion: w.appVersion,
+    input: fromPayload(w.input),
+    output: w.output ? fromPayload(w.output) : undefined,
+    failure: failure(w.failure),
+    createdAt: date(w.createdAt),
+    updatedAt: date(w.updatedAt),
+    recoveryAttempts: w.recoveryAttempts,
+    epoch: Number(w.epoch),
+    workerId: w.workerId,
+    parentWorkflowId: w.parentWorkflowId,
+    deadline: date(w.deadline),
+    priority: w.priority,
+    partitionKey: w.partitionKey,
+    dedupId: w.dedupId,
+    startedAt: date(w.startedAt),
+    wakeAt: date(w.wakeAt),
+  };
+}
+
+export function stepInfo(s: pb.Step): StepInfo {
+  return {
+    stepId: s.stepId,
+    name: s.name,
+    output: s.output ? fromPayload(s.output) : undefined,
+    failure: failure(s.failure),
+    attempts: s.attempts,
+    epoch: Number(s.epoch),
+    recordedAt: date(s.recordedAt),
+  };
+}
+
+export function messageInfo(m: pb.Message): MessageInfo {
+  return {
+    messageId: m.messageId,
+    workflowId: m.workflowId,
+    topic: m.topic,
+    payload: fromPayload(m.payload),
+    idempotencyKey: m.idempotencyKey,
+    sentAt: date(m.sentAt),
+    consumed: m.consumed,
+    consumedAt: date(m.consumedAt),
+    consumedByStep: m.consumed ? m.consumedByStep : undefined,
+  };
+}
+
+export function eventInfo(e: pb.Event): EventInfo {
+  return {
+    key: e.key,
+    value: fromPayload(e.value),
+    updatedAt: date(e.updatedAt),
+    history: e.history.map((h) => ({ value: fromPayload(h.value), stepId: h.stepId, setAt: date(h.setAt) })),
+  };
+}

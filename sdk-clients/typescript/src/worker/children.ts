@@ -1,0 +1,83 @@
+// Child workflows: started as a step (the child's row and the parent's record commit together,
+// so a replaying parent re-joins its child), awaited as a durable wait.
+
+import { create, type JsonValue } from "@bufbuild/protobuf";
+import { AwaitChildSchema, RecvResult_Outcome, StartChildSchema, type ChildResult } from "../gen/waymark/v1/worker_pb.js";
+import { ChildWorkflowError, ParkedError } from "../errors.js";
+import { fromPayload, toPayload } from "../payload.js";
+import { statusFromWire } from "../types.js";
+import { expect, NEVER_MS, type Run } from "./run.js";
+import { stringField } from "./waits.js";
+
+const START_CHILD_STEP = "waymark.start_child";
+const AWAIT_CHILD_STEP = "waymark.await_child";
+
+export interface ChildOptions {
+  /** The child's id; derived from this workflow's id and the step position when not given. */
+  workflowId?: string;
+  /** The child's queue; this workflow's when not given. */
+  queue?: string;
+}
+
+export async function startChild(run: Run, stepId: number, name: string, input: unknown, o: ChildOptions): Promise<string> {
+  const recorded = run.recordedJson(stepId, START_CHILD_STEP);
+  if (recorded !== undefined) return stringField(recorded, "workflow_id");
+  run.checkCancelled();
+  const req = create(StartChildSchema, {
+    workflowId: run.workflowId,
+    epoch: run.epoch,
+    stepId,
+    workflowName: name,
+    childWorkflowId: o.workflowId ?? "",
+    input: toPayload(input),
+    queueName: o.queue ?? "",
+  });
+  return expect(await run.request({ case: "startChild", value: req }), "childStarted").childWorkflowId;
+}
+
+export async function awaitChild(run: Run, stepId: number, childId: string): Promise<JsonValue> {
+  const waitingSince = Date.now();
+  let outcome = run.recordedJson(stepId, AWAIT_CHILD_STEP);
+  while (outcome === undefined) {
+    run.checkCancelled();
+    const req = create(AwaitChildSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, childWorkflowId: childId });
+    const r = expect(await run.request({ case: "awaitChild", value: req }), "childResult");
+    if (r.outcome === RecvResult_Outcome.DELIVERED) {
+      outcome = childJson(r);
+      break;
+    }
+    // Parked once it has waited past the threshold: children can run for days.
+    const parkAt = run.config.parkAfterMs === null ? NEVER_MS : waitingSince + run.config.parkAfterMs;
+    if (parkAt !== NEVER_MS && Date.now() >= parkAt) {
+      if (await run.park(stepId, NEVER_MS, { case: "awaitedWorkflowId", value: childId })) throw new ParkedError();
+    } else await run.waitUntil(parkAt, Date.now());
+  }
+  return childOutcome(childId, outcome);
+}
+
+/** A child result in the form await_child steps record (the same in every SDK). */
+function childJson(r: ChildResult): JsonValue {
+  const m: Record<string, JsonValue> = { status: statusFromWire(r.status) };
+  if (r.output) m.output = fromPayload(r.output);
+  if (r.failure) m.failure = { kind: r.failure.kind, message: r.failure.message };
+  return m;
+}
+
+function childOutcome(childId: string, v: JsonValue): JsonValue {
+  const o = (v ?? {}) as Record<string, JsonValue>;
+  const f = (o.failure ?? {}) as Record<string, JsonValue>;
+  switch (o.status) {
+    case "SUCCESS":
+      return o.output ?? null;
+    case "CANCELLED":
+      throw new ChildWorkflowError("ChildCancelled", childId, `child workflow ${childId} was cancelled`);
+    case "MAX_RECOVERY_ATTEMPTS_EXCEEDED":
+      throw new ChildWorkflowError("ChildDeadLettered", childId, `child workflow ${childId} was dead-lettered`);
+    default:
+      throw new ChildWorkflowError(
+        "ChildFailed",
+        childId,
+        `child workflow ${childId} failed: ${String(f.kind ?? "")}: ${String(f.message ?? "")}`,
+      );
+  }
+}

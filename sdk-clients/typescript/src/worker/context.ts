@@ -1,0 +1,146 @@
+// What a workflow function gets: its identity, a cancellation signal, and the durable operations.
+// Every method takes its step position when it is called (not when awaited), so steps started
+// together still number in call order and a replay finds them where they were.
+
+import type { JsonValue } from "@bufbuild/protobuf";
+import { toPayload } from "../payload.js";
+import type { Run } from "./run.js";
+import { runStep, type StepAttempt, type StepOptions } from "./steps.js";
+import * as waits from "./waits.js";
+import * as messaging from "./messaging.js";
+import * as children from "./children.js";
+import * as remote from "./remote.js";
+
+export class WorkflowContext {
+  /** @internal */
+  constructor(private readonly run: Run) {}
+
+  get workflowId(): string {
+    return this.run.workflowId;
+  }
+  get workflowName(): string {
+    return this.run.workflowName;
+  }
+  /** The fencing epoch of this run: it rises each time the workflow is dispatched. */
+  get epoch(): bigint {
+    return this.run.epoch;
+  }
+  /** How many times this workflow was recovered from a worker that died. */
+  get recoveryAttempts(): number {
+    return this.run.recoveryAttempts;
+  }
+  /**
+   * Aborted when the workflow is cancelled (or this run is abandoned); its reason is the
+   * `Interruption` that every later ctx call throws. Pass it to fetch() and friends.
+   */
+  get signal(): AbortSignal {
+    return this.run.signal;
+  }
+  /** Whether this call is replaying history (the next step is already recorded). */
+  get isReplaying(): boolean {
+    return this.run.recorded.has(this.run.nextStep);
+  }
+
+  private position(n = 1): number {
+    const id = this.run.nextStep;
+    this.run.nextStep += n;
+    return id;
+  }
+
+  /**
+   * Runs `fn` once as step `name` and checkpoints its JSON result; on replay returns the recorded
+   * result without calling `fn`. A throw fails the step (after `options.retry` attempts) with a
+   * `StepFailedError`, which a replay raises again. The result comes back as JSON would read it.
+   */
+  step<T>(name: string, fn: (attempt: StepAttempt) => Promise<T> | T, options: StepOptions = {}): Promise<T> {
+    return runStep(this.run, this.position(), name, fn, options);
+  }
+
+  /** Sleeps durably: a workflow recovered mid-sleep sleeps only what is left. */
+  sleep(ms: number): Promise<void> {
+    return waits.sleep(this.run, this.position(), ms);
+  }
+
+  /** Sends `message` to workflow `destination` on `topic` ("" by default). Returns the message id. */
+  send(destination: string, message: unknown, options: { topic?: string } = {}): Promise<string> {
+    return messaging.send(this.run, this.position(), destination, options.topic ?? "", message);
+  }
+
+  /**
+   * Takes the oldest message sent to this workflow on `topic` ("" by default), waiting up to
+   * `timeoutMs` (forever when not given). Undefined when none came in time. Exactly once: the
+   * message is consumed and recorded in one transaction.
+   */
+  async recv<T = JsonValue>(topic = "", options: { timeoutMs?: number } = {}): Promise<T | undefined> {
+    return (await waits.recv(this.run, this.position(2), topic, options.timeoutMs)) as T | undefined;
+  }
+
+  /** Sets this workflow's event `key`; readers waiting on it are woken. */
+  setEvent(key: string, value: unknown): Promise<void> {
+    return messaging.setEvent(this.run, this.position(), key, value);
+  }
+
+  /** Reads workflow `workflowId`'s event `key`, waiting up to `timeoutMs` for it to be set. */
+  async getEvent<T = JsonValue>(workflowId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | undefined> {
+    return (await waits.getEvent(this.run, this.position(2), workflowId, key, options.timeoutMs)) as T | undefined;
+  }
+
+  /** Appends `value` to this workflow's stream `key`; returns its offset. */
+  writeStream(key: string, value: unknown): Promise<number> {
+    const payload = toPayload(value);
+    return messaging.streamStep(this.run, this.position(), key, payload);
+  }
+
+  /** Closes this workflow's stream `key`: readers end after the values written before. */
+  async closeStream(key: string): Promise<void> {
+    await messaging.streamStep(this.run, this.position(), key, undefined);
+  }
+
+  /** Starts a child workflow and returns its id (re-joined, not restarted, on replay). */
+  startChild(workflowName: string, input?: unknown, options: children.ChildOptions = {}): Promise<string> {
+    return children.startChild(this.run, this.position(), workflowName, input, options);
+  }
+
+  /**
+   * Waits for workflow `workflowId` (a child, or any) to finish and returns its output; a child
+   * that did not succeed throws `ChildWorkflowError`.
+   */
+  async awaitChild<T = JsonValue>(workflowId: string): Promise<T> {
+    return (await children.awaitChild(this.run, this.position(), workflowId)) as T;
+  }
+
+  /** Starts a child workflow and waits for its output. */
+  async runChild<T = JsonValue>(workflowName: string, input?: unknown, options: children.ChildOptions = {}): Promise<T> {
+    const id = await this.startChild(workflowName, input, options);
+    return this.awaitChild<T>(id);
+  }
+
+  /** Calls remote step `name` (run by any worker that registered it) and waits for its result. */
+  async callStep<T = JsonValue>(name: string, input?: unknown, options: remote.RemoteStepOptions = {}): Promise<T> {
+    const handle = await this.startStep(name, input, options);
+    return this.stepResult<T>(handle);
+  }
+
+  /** Calls remote step `name` without waiting; the call is durable when this resolves. */
+  startStep(name: string, input?: unknown, options: remote.RemoteStepOptions = {}): Promise<remote.StepHandle> {
+    return remote.startStep(this.run, this.position(), name, input, options);
+  }
+
+  /** The result of a remote step started with `startStep`, waiting for it. */
+  async stepResult<T = JsonValue>(handle: remote.StepHandle): Promise<T> {
+    return (await remote.stepResult(this.run, handle)) as T;
+  }
+
+  /**
+   * Waits until the first of `targets` (workflow ids, step handles) finishes; returns its index.
+   * The winner is recorded, so a replay takes the same branch.
+   */
+  waitFirst(targets: remote.Awaitable[]): Promise<number> {
+    return remote.waitSeveral(this.run, this.position(), targets, false);
+  }
+
+  /** Waits until every one of `targets` has finished. */
+  async waitAll(targets: remote.Awaitable[]): Promise<void> {
+    await remote.waitSeveral(this.run, this.position(), targets, true);
+  }
+}

@@ -1,0 +1,49 @@
+// Serving remote steps this worker registered: run one attempt per DispatchStep and report its
+// result. An attempt still running at its deadline is abandoned: the server has already failed
+// it and would refuse a late result.
+
+import { create } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { StepResultSchema, type DispatchStep, type StepResult } from "../gen/waymark/v1/worker_pb.js";
+import { FailureSchema } from "../gen/waymark/v1/types_pb.js";
+import { fromPayload, toPayload } from "../payload.js";
+import type { Conn } from "./conn.js";
+import type { WorkerConfig } from "./registry.js";
+
+const ABANDONED = Symbol("abandoned");
+
+export async function serveStep(config: WorkerConfig, conn: Conn, d: DispatchStep, stream: AbortSignal): Promise<void> {
+  const fn = config.steps.get(d.stepName);
+  const left = d.deadline ? timestampMs(d.deadline) - Date.now() : 2 ** 31 - 1;
+  const signal = AbortSignal.any([stream, AbortSignal.timeout(Math.min(Math.max(left, 0), 2 ** 31 - 1))]);
+  let outcome: StepResult["outcome"];
+  try {
+    if (!fn) throw new Error(`this worker has no step named ${JSON.stringify(d.stepName)}`);
+    const attempt = Promise.resolve(
+      fn(fromPayload(d.input), { workflowId: d.workflowId, stepId: d.stepId, attempt: d.attempt, signal }),
+    );
+    const aborted = new Promise<typeof ABANDONED>((resolve) => {
+      if (signal.aborted) resolve(ABANDONED);
+      signal.addEventListener("abort", () => resolve(ABANDONED), { once: true });
+    });
+    const out = await Promise.race([attempt, aborted]);
+    if (out === ABANDONED) {
+      attempt.catch(() => undefined);
+      config.logger.info("remote step attempt abandoned at its deadline", { workflowId: d.workflowId, step: d.stepName });
+      return;
+    }
+    outcome = { case: "output", value: toPayload(out) };
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    outcome = { case: "failure", value: create(FailureSchema, { kind: "StepFailed", message }) };
+  }
+  const req = create(StepResultSchema, { workflowId: d.workflowId, stepId: d.stepId, attempt: d.attempt, outcome });
+  try {
+    const r = await conn.request({ case: "stepResult", value: req });
+    if (r.case === "error") {
+      config.logger.info("step result refused", { workflowId: d.workflowId, step: d.stepName, reason: r.value.reason });
+    }
+  } catch {
+    config.logger.debug("stream broke before the step result was sent", { workflowId: d.workflowId, step: d.stepName });
+  }
+}

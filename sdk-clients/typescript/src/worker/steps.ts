@@ -1,0 +1,66 @@
+// Local steps: run a function once, retry it per policy, checkpoint its result. On replay the
+// recorded result comes back and the function is not called.
+
+import type { JsonValue } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { FailureSchema } from "../gen/waymark/v1/types_pb.js";
+import { Interruption, StepFailedError } from "../errors.js";
+import { toJsonValue, toPayload } from "../payload.js";
+import { maxAttempts, retryDelayMs, type RetryPolicy } from "../retry.js";
+import { sleep } from "../internal/wake.js";
+import type { Run } from "./run.js";
+
+export interface StepOptions {
+  /** Retry the function with backoff before the step fails. Default: one attempt. */
+  retry?: RetryPolicy;
+}
+
+/** What a step function gets. */
+export interface StepAttempt {
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** Aborted when the workflow is cancelled or its run abandoned. */
+  signal: AbortSignal;
+}
+
+export async function runStep<T>(
+  run: Run,
+  stepId: number,
+  name: string,
+  fn: (attempt: StepAttempt) => Promise<T> | T,
+  options: StepOptions,
+): Promise<T> {
+  const rec = run.recorded.get(stepId);
+  if (rec) return run.replay(stepId, name, rec) as T;
+  run.checkCancelled();
+  // This step may depend on the ones before: their records are durable first.
+  await run.flush();
+  const attempts = maxAttempts(options.retry);
+  let attempt = 1;
+  let result: { ok: true; value: JsonValue } | { ok: false; message: string };
+  for (;;) {
+    try {
+      // Normalized to JSON now, so this run sees exactly what a replay will.
+      result = { ok: true, value: toJsonValue(await fn({ attempt, signal: run.signal })) };
+      break;
+    } catch (e) {
+      run.checkCancelled();
+      if (e instanceof Interruption) throw e;
+      const message = e instanceof Error ? e.message : String(e);
+      if (attempt >= attempts) {
+        result = { ok: false, message };
+        break;
+      }
+      run.logger.debug("step failed; retrying", { workflowId: run.workflowId, step: name, attempt, error: message });
+      await sleep(retryDelayMs(options.retry ?? {}, attempt), run.signal);
+      run.checkCancelled();
+      attempt += 1;
+    }
+  }
+  if (result.ok) {
+    run.defer(stepId, name, { case: "output", value: toPayload(result.value) }, attempt);
+    return result.value as T;
+  }
+  run.defer(stepId, name, { case: "failure", value: create(FailureSchema, { kind: "StepFailed", message: result.message }) }, attempt);
+  throw new StepFailedError(name, result.message);
+}

@@ -1,0 +1,139 @@
+// Durable waits: sleep, recv and get_event. The deadline (or wake time) is recorded as a step
+// first, so a recovered workflow keeps its original timeout; then the server is asked, and on
+// WAITING the run waits for the server's Wakeup (nothing polls), or parks when the wait is long.
+
+import { create, type JsonValue } from "@bufbuild/protobuf";
+import { EventKeySchema, GetEventStepSchema, RecvResult_Outcome, RecvSchema, type Park } from "../gen/waymark/v1/worker_pb.js";
+import { ParkedError } from "../errors.js";
+import { fromPayload } from "../payload.js";
+import type { Kind } from "./conn.js";
+import { expect, NEVER_MS, type Run } from "./run.js";
+
+/** Step names every SDK records for durable waits. */
+export const SLEEP_STEP = "waymark.sleep";
+const RECV_DEADLINE_STEP = "waymark.recv.deadline";
+const RECV_STEP = "waymark.recv";
+const GET_EVENT_DEADLINE_STEP = "waymark.get_event.deadline";
+const GET_EVENT_STEP = "waymark.get_event";
+
+function field(v: JsonValue | undefined, key: string): JsonValue | undefined {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? v[key] : undefined;
+}
+
+export function numberField(v: JsonValue | undefined, key: string): number {
+  const n = field(v, key);
+  return typeof n === "number" ? n : 0;
+}
+
+export function stringField(v: JsonValue | undefined, key: string): string {
+  const s = field(v, key);
+  return typeof s === "string" ? s : "";
+}
+
+/** `timeoutMs` from now as a deadline; Infinity (or absent) is no deadline. */
+function deadlineFrom(timeoutMs: number | undefined): number {
+  const t = timeoutMs ?? Infinity;
+  return Number.isFinite(t) ? Math.min(Date.now() + Math.max(t, 0), NEVER_MS) : NEVER_MS;
+}
+
+export async function sleep(run: Run, stepId: number, ms: number): Promise<void> {
+  const recorded = run.recordedJson(stepId, SLEEP_STEP);
+  let wakeAt: number;
+  if (recorded !== undefined) wakeAt = numberField(recorded, "wake_at_ms");
+  else {
+    run.checkCancelled();
+    wakeAt = deadlineFrom(ms);
+    await run.record(stepId, SLEEP_STEP, { wake_at_ms: wakeAt });
+  }
+  if (run.shouldPark(wakeAt, Date.now()) && (await run.park(stepId, wakeAt, { case: "timer", value: true }))) {
+    throw new ParkedError();
+  }
+  while (Date.now() < wakeAt) await run.waitUntil(wakeAt, Date.now());
+}
+
+export function recv(run: Run, stepId: number, topic: string, timeoutMs: number | undefined) {
+  return durableWait(
+    run,
+    stepId,
+    [RECV_DEADLINE_STEP, RECV_STEP, "message"],
+    timeoutMs,
+    { case: "topic", value: topic },
+    (step, deadlineMs) => ({
+      case: "recv",
+      value: create(RecvSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId: step, topic, deadlineMs: BigInt(deadlineMs) }),
+    }),
+  );
+}
+
+export function getEvent(run: Run, stepId: number, target: string, key: string, timeoutMs: number | undefined) {
+  return durableWait(
+    run,
+    stepId,
+    [GET_EVENT_DEADLINE_STEP, GET_EVENT_STEP, "value"],
+    timeoutMs,
+    { case: "event", value: create(EventKeySchema, { workflowId: target, key }) },
+    (step, deadlineMs) => ({
+      case: "getEvent",
+      value: create(GetEventStepSchema, {
+        workflowId: run.workflowId,
+        epoch: run.epoch,
+        stepId: step,
+        targetWorkflowId: target,
+        key,
+        deadlineMs: BigInt(deadlineMs),
+      }),
+    }),
+  );
+}
+
+/**
+ * A wait over two step positions: the deadline, then the outcome, which the server records.
+ * Resolves with the value, or undefined when the deadline passed first.
+ */
+async function durableWait(
+  run: Run,
+  deadlineStep: number,
+  [deadlineName, resultName, key]: [string, string, string],
+  timeoutMs: number | undefined,
+  parkOn: Park["on"],
+  request: (stepId: number, deadlineMs: number) => Kind,
+): Promise<JsonValue | undefined> {
+  const resultStep = deadlineStep + 1;
+  const recordedDeadline = run.recordedJson(deadlineStep, deadlineName);
+  let deadlineMs: number;
+  if (recordedDeadline !== undefined) deadlineMs = numberField(recordedDeadline, "deadline_ms");
+  else {
+    run.checkCancelled();
+    deadlineMs = deadlineFrom(timeoutMs);
+    await run.record(deadlineStep, deadlineName, { deadline_ms: deadlineMs });
+  }
+  const recorded = run.recordedJson(resultStep, resultName);
+  if (recorded !== undefined) return recorded === null ? undefined : (field(recorded, key) ?? null);
+  for (;;) {
+    run.checkCancelled();
+    // The server may have completed the wait itself and pushed the answer with the wakeup.
+    const pushed = run.delivered.get(resultStep);
+    if (pushed) {
+      run.delivered.delete(resultStep);
+      return fromPayload(pushed);
+    }
+    const r = await run.request(request(resultStep, deadlineMs));
+    const answer =
+      r.case === "eventResult"
+        ? { ...expect(r, "eventResult"), message: r.value.value }
+        : expect(r, "recvResult");
+    const value = answer.message;
+    const serverNow = Number(answer.serverNowMs);
+    switch (answer.outcome) {
+      case RecvResult_Outcome.DELIVERED:
+        return fromPayload(value);
+      case RecvResult_Outcome.TIMED_OUT:
+        return undefined;
+      default:
+        // Wait for a wakeup, or until the deadline by the server's clock.
+        if (run.shouldPark(deadlineMs, serverNow)) {
+          if (await run.park(resultStep, deadlineMs, parkOn)) throw new ParkedError();
+        } else await run.waitUntil(deadlineMs, serverNow);
+    }
+  }
+}

@@ -1,0 +1,109 @@
+// The worker: registers workflow and step functions, holds one stream to the server, and runs
+// what the server dispatches. It reconnects with backoff whenever the stream breaks.
+
+import { randomUUID } from "node:crypto";
+import type { Transport } from "@connectrpc/connect";
+import { consoleLogger, type Logger } from "../logger.js";
+import { defaultServer, transport } from "../transport.js";
+import { sleep } from "../internal/wake.js";
+import type { StepFn, WorkerConfig, WorkflowFn } from "./registry.js";
+import { runSession } from "./session.js";
+
+export interface WorkerOptions {
+  /** `http://host:port` or `host:port`; `WAYMARK_SERVER`, else `http://127.0.0.1:7450`. */
+  server?: string;
+  /** A Connect transport of your own (TLS, interceptors); `server` is then ignored. */
+  transport?: Transport;
+  /** Stable id of this worker process (generated when not given). */
+  workerId?: string;
+  appName?: string;
+  /** Workflows are pinned to the version of the worker that first runs them. */
+  appVersion?: string;
+  /** Queues to take workflows from; ["default"] when not given. */
+  queues?: string[];
+  /** How many workflows run at once here (the credits granted to the server). Default 100. */
+  maxConcurrentWorkflows?: number;
+  /** How many remote step attempts run at once here. Default 16. */
+  maxConcurrentSteps?: number;
+  /**
+   * A workflow that will wait (sleep, recv, getEvent, a child, a remote step) longer than this
+   * is parked: released from memory and dispatched again when the wait resolves. `null` keeps
+   * every waiting workflow in memory. Default 60 000 ms.
+   */
+  parkAfterMs?: number | null;
+  /** Where the worker logs; a stderr logger at WAYMARK_LOG's level (default info) when not given. */
+  logger?: Logger;
+}
+
+export class Worker {
+  readonly workerId: string;
+  private readonly config: WorkerConfig;
+  private readonly transport: Transport;
+
+  constructor(options: WorkerOptions = {}) {
+    this.workerId = options.workerId ?? randomUUID();
+    this.config = {
+      server: options.server ?? defaultServer(),
+      workerId: this.workerId,
+      appName: options.appName ?? "",
+      appVersion: options.appVersion ?? "",
+      queues: options.queues ?? [],
+      maxConcurrentWorkflows: Math.max(options.maxConcurrentWorkflows ?? 100, 1),
+      maxConcurrentSteps: Math.max(options.maxConcurrentSteps ?? 16, 1),
+      parkAfterMs: options.parkAfterMs === undefined ? 60_000 : options.parkAfterMs,
+      workflows: new Map(),
+      steps: new Map(),
+      logger: options.logger ?? consoleLogger(),
+    };
+    this.transport = options.transport ?? transport(this.config.server);
+  }
+
+  /** Registers a workflow function under `name`. Returns the worker, for chaining. */
+  workflow<I = unknown, O = unknown>(name: string, fn: WorkflowFn<I, O>): this {
+    this.config.workflows.set(name, fn as WorkflowFn);
+    return this;
+  }
+
+  /**
+   * Registers a remote step under `name`: any workflow, in any language, can call it with
+   * `callStep(name, input)`. A throw fails the attempt; the caller's retry policy decides next.
+   */
+  step<I = unknown, O = unknown>(name: string, fn: StepFn<I, O>): this {
+    this.config.steps.set(name, fn as StepFn);
+    return this;
+  }
+
+  /**
+   * Serves until `signal` aborts (or, without one, until SIGINT/SIGTERM). Reconnects with
+   * backoff whenever the stream breaks; what was running then is dropped here and the server
+   * gives it out again.
+   */
+  async run(options: { signal?: AbortSignal } = {}): Promise<void> {
+    const signal = options.signal ?? terminationSignal();
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        await runSession(this.config, this.transport, signal);
+        failures = 0;
+      } catch (e) {
+        failures += 1;
+        this.config.logger.warn("worker stream ended; reconnecting", { error: e instanceof Error ? e.message : String(e) });
+      }
+      if (!signal.aborted) await sleep(backoffMs(failures), signal);
+    }
+  }
+}
+
+/** 50 ms doubling to 5 s, with jitter so a fleet does not reconnect in lockstep. */
+export function backoffMs(failures: number): number {
+  const base = Math.min(50 * 2 ** Math.min(failures, 7), 5000);
+  return base / 2 + Math.random() * (base / 2);
+}
+
+function terminationSignal(): AbortSignal {
+  const ac = new AbortController();
+  const stop = () => ac.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return ac.signal;
+}
