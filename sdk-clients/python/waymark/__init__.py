@@ -1,1 +1,63 @@
-"""Waymark."""
+"""Waymark for Python: a worker SDK and a client for the Waymark durable-execution server.
+
+from waymark import Client, Worker, WorkflowContext
+"""
+
+from .client import Client, Page, WorkflowHandle
+from .errors import (
+    ChildWorkflowFailed,
+    Disconnected,
+    Fenced,
+    NonDeterminismError,
+    Parked,
+    RpcError,
+    StepFailed,
+    UnavailableError,
+    WaymarkError,
+    WorkflowFailed,
+    WorkflowInterrupted,
+)
+from .queues import KEEP, Queue, Queues, RateLimit
+from .retry import RetryPolicy
+from .schedules import Schedule, ScheduleRun, Schedules
+from .types import Event, EventValue, Failure, Message, Step, StreamEntry, Workflow, WorkflowStatus
+from .worker import StepHandle, WaitTarget, Worker, WorkflowContext
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "KEEP",
+    "ChildWorkflowFailed",
+    "Client",
+    "Disconnected",
+    "Event",
+    "EventValue",
+    "Failure",
+    "Fenced",
+    "Message",
+    "NonDeterminismError",
+    "Page",
+    "Parked",
+    "Queue",
+    "Queues",
+    "RateLimit",
+    "RetryPolicy",
+    "RpcError",
+    "Schedule",
+    "ScheduleRun",
+    "Schedules",
+    "Step",
+    "StepFailed",
+    "StepHandle",
+    "StreamEntry",
+    "UnavailableError",
+    "WaitTarget",
+    "WaymarkError",
+    "Worker",
+    "Workflow",
+    "WorkflowContext",
+    "WorkflowFailed",
+    "WorkflowHandle",
+    "WorkflowInterrupted",
+    "WorkflowStatus",
+]

@@ -1,0 +1,46 @@
+"""Durations and times between Python (seconds or `timedelta`, aware `datetime`) and protobuf."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+from google.protobuf import duration_pb2, timestamp_pb2
+
+# Everything that takes a duration takes seconds (like asyncio) or a timedelta.
+Seconds = float | timedelta
+
+
+def seconds(d: Seconds) -> float:
+    return d.total_seconds() if isinstance(d, timedelta) else float(d)
+
+
+def to_duration(d: Seconds) -> duration_pb2.Duration:
+    s = seconds(d)
+    whole = int(s // 1)
+    return duration_pb2.Duration(seconds=whole, nanos=round((s - whole) * 1e9) % 1_000_000_000)
+
+
+def from_duration(d: duration_pb2.Duration) -> timedelta:
+    return timedelta(seconds=d.seconds, microseconds=d.nanos // 1000)
+
+
+def to_timestamp(t: datetime) -> timestamp_pb2.Timestamp:
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(t if t.tzinfo else t.replace(tzinfo=UTC))
+    return ts
+
+
+def from_timestamp(ts: timestamp_pb2.Timestamp | None, present: bool = True) -> datetime | None:
+    """A timestamp as an aware UTC datetime; `None` for an unset field."""
+    if ts is None or not present:
+        return None
+    return ts.ToDatetime(tzinfo=UTC)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def timestamp_ms(ts: timestamp_pb2.Timestamp) -> int:
+    return ts.seconds * 1000 + ts.nanos // 1_000_000

@@ -1,0 +1,291 @@
+"""The client: start workflows and watch them (`waymark.v1.WorkflowService`)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import grpc
+
+from . import _rpc
+from ._payload import from_payload, to_payload
+from ._proto import types_pb2, workflow_pb2, workflow_pb2_grpc
+from ._rpc import call
+from ._time import Seconds, seconds, to_duration, to_timestamp
+from .errors import WorkflowFailed
+from .queues import Queues
+from .schedules import Schedules
+from .types import Event, Message, Step, StreamEntry, Workflow, WorkflowStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a list, newest first; `next_page_token` is None on the last page."""
+
+    workflows: builtins.list[Workflow]
+    next_page_token: str | None
+
+
+class Client:
+    """Connects to a Waymark server (`host:port` or a URL; `WAYMARK_SERVER`, else
+    127.0.0.1:7450). Use it as `async with Client() as client:` or call `close()`."""
+
+    def __init__(self, server: str | None = None) -> None:
+        self._channel = _rpc.channel(server)
+        self._rpc = workflow_pb2_grpc.WorkflowServiceStub(self._channel)
+        self.queues = Queues(self._channel)
+        self.schedules = Schedules(self._channel)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def start(
+        self,
+        workflow_name: str,
+        input: Any = None,
+        *,
+        workflow_id: str | None = None,
+        queue: str | None = None,
+        app_version: str | None = None,
+        timeout: Seconds | None = None,
+        priority: int = 0,
+        partition_key: str | None = None,
+        dedup_id: str | None = None,
+        return_existing: bool = False,
+        delay: Seconds | None = None,
+        debounce_key: str | None = None,
+        debounce_max_delay: Seconds | None = None,
+    ) -> WorkflowHandle:
+        """Starts a workflow. Starting a `workflow_id` again returns the existing workflow
+        (`handle.created` is False). `timeout` cancels it (and its children) if it has not
+        finished in time; `dedup_id` is unique among the queue's unfinished workflows
+        (`RpcError` reason DEDUP_ID_TAKEN, unless `return_existing`); `delay` holds the start
+        back; `debounce_key` collapses repeated starts onto one delayed workflow."""
+        req = workflow_pb2.StartWorkflowRequest(
+            workflow_name=workflow_name,
+            workflow_id=workflow_id or "",
+            input=to_payload(input),
+            queue_name=queue or "",
+            app_version=app_version or "",
+            priority=priority,
+            partition_key=partition_key or "",
+            dedup_id=dedup_id or "",
+            on_duplicate=(
+                workflow_pb2.DUPLICATE_POLICY_RETURN_EXISTING
+                if return_existing
+                else workflow_pb2.DUPLICATE_POLICY_UNSPECIFIED
+            ),
+        )
+        if timeout is not None:
+            req.timeout.CopyFrom(to_duration(timeout))
+        if delay is not None:
+            req.delay.CopyFrom(to_duration(delay))
+        if debounce_key is not None:
+            req.debounce.key = debounce_key
+            if debounce_max_delay is not None:
+                req.debounce.max_delay.CopyFrom(to_duration(debounce_max_delay))
+        r = await call(self._rpc.StartWorkflow, req)
+        wf = Workflow.from_proto(r.workflow)
+        return WorkflowHandle(self, wf.workflow_id, workflow=wf, created=r.created)
+
+    def handle(self, workflow_id: str) -> WorkflowHandle:
+        """A handle on an existing workflow, without a call."""
+        return WorkflowHandle(self, workflow_id)
+
+    async def get(self, workflow_id: str) -> Workflow:
+        r = await call(
+            self._rpc.GetWorkflow, workflow_pb2.GetWorkflowRequest(workflow_id=workflow_id)
+        )
+        return Workflow.from_proto(r.workflow)
+
+    async def list(
+        self,
+        *,
+        statuses: builtins.list[WorkflowStatus] | None = None,
+        workflow_name: str | None = None,
+        queue: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        page_size: int = 0,
+        page_token: str | None = None,
+    ) -> Page:
+        """One page of workflows, newest first."""
+        req = workflow_pb2.ListWorkflowsRequest(
+            statuses=[types_pb2.WorkflowStatus.ValueType(s.value) for s in statuses or []],
+            workflow_name=workflow_name or "",
+            queue_name=queue or "",
+            page_size=page_size,
+            page_token=page_token or "",
+        )
+        if created_after is not None:
+            req.created_after.CopyFrom(to_timestamp(created_after))
+        if created_before is not None:
+            req.created_before.CopyFrom(to_timestamp(created_before))
+        r = await call(self._rpc.ListWorkflows, req)
+        return Page([Workflow.from_proto(w) for w in r.workflows], r.next_page_token or None)
+
+    async def wait(self, workflow_id: str, timeout: Seconds | None = None) -> Workflow:
+        """Waits until the workflow is terminal and returns it, whatever its outcome. Past
+        `timeout`, raises `RpcError` with reason DEADLINE_EXCEEDED."""
+        r = await call(
+            self._rpc.AwaitWorkflow,
+            workflow_pb2.AwaitWorkflowRequest(workflow_id=workflow_id),
+            None if timeout is None else seconds(timeout),
+        )
+        return Workflow.from_proto(r.workflow)
+
+    async def result(self, workflow_id: str, timeout: Seconds | None = None) -> Any:
+        """Waits for the workflow and returns its output; raises `WorkflowFailed` when it
+        failed, was cancelled or dead-lettered."""
+        wf = await self.wait(workflow_id, timeout)
+        if wf.status is WorkflowStatus.SUCCESS:
+            return wf.output
+        failure = wf.failure
+        kind = failure.kind if failure else wf.status.name.title().replace("_", "")
+        message = failure.message if failure else f"workflow is {wf.status.name}"
+        raise WorkflowFailed(kind, message, workflow_id=workflow_id, status=wf.status.name)
+
+    async def steps(self, workflow_id: str) -> builtins.list[Step]:
+        r = await call(self._rpc.ListSteps, workflow_pb2.ListStepsRequest(workflow_id=workflow_id))
+        return [Step.from_proto(s) for s in r.steps]
+
+    async def cancel(self, workflow_id: str, *, cascade: bool = False) -> Workflow:
+        """Cancels a workflow (and with `cascade`, its children and theirs). It stops at its
+        next await point; a finished workflow is returned as it is."""
+        req = workflow_pb2.CancelWorkflowRequest(workflow_id=workflow_id, cascade=cascade)
+        r = await call(self._rpc.CancelWorkflow, req)
+        return Workflow.from_proto(r.workflow)
+
+    async def resume(self, workflow_id: str) -> Workflow:
+        """Puts a cancelled or dead-lettered workflow back in its queue; it replays."""
+        req = workflow_pb2.ResumeWorkflowRequest(workflow_id=workflow_id)
+        r = await call(self._rpc.ResumeWorkflow, req)
+        return Workflow.from_proto(r.workflow)
+
+    async def delay(self, workflow_id: str, delay: Seconds) -> Workflow:
+        """Moves the start of a workflow still waiting for its delayed start."""
+        req = workflow_pb2.DelayWorkflowRequest(workflow_id=workflow_id, delay=to_duration(delay))
+        r = await call(self._rpc.DelayWorkflow, req)
+        return Workflow.from_proto(r.workflow)
+
+    async def send(
+        self,
+        workflow_id: str,
+        message: Any,
+        *,
+        topic: str = "",
+        idempotency_key: str | None = None,
+    ) -> tuple[str, bool]:
+        """Sends a message to a workflow, which takes it with `ctx.recv(topic)`. Returns the
+        message id and whether it was a duplicate of an earlier send with the same key."""
+        req = workflow_pb2.SendMessageRequest(
+            workflow_id=workflow_id,
+            topic=topic,
+            message=to_payload(message),
+            idempotency_key=idempotency_key or "",
+        )
+        r = await call(self._rpc.SendMessage, req)
+        return r.message_id, r.duplicate
+
+    async def messages(self, workflow_id: str) -> builtins.list[Message]:
+        """Every message sent to the workflow, consumed or not, oldest first."""
+        req = workflow_pb2.ListMessagesRequest(workflow_id=workflow_id)
+        r = await call(self._rpc.ListMessages, req)
+        return [Message.from_proto(m) for m in r.messages]
+
+    async def get_event(
+        self, workflow_id: str, key: str, *, timeout: Seconds | None = None, default: Any = None
+    ) -> Any:
+        """The current value of a workflow's event, waiting up to `timeout` for it to be set;
+        `default` when it was not set (in time)."""
+        req = workflow_pb2.GetEventRequest(workflow_id=workflow_id, key=key)
+        deadline = None
+        if timeout is not None:
+            req.timeout.CopyFrom(to_duration(timeout))
+            # Room for the server to answer "not set" itself.
+            deadline = seconds(timeout) + 5.0
+        r = await call(self._rpc.GetEvent, req, deadline)
+        return from_payload(r.value) if r.found else default
+
+    async def events(self, workflow_id: str) -> builtins.list[Event]:
+        """Every event of the workflow with the history of its values."""
+        r = await call(
+            self._rpc.ListEvents, workflow_pb2.ListEventsRequest(workflow_id=workflow_id)
+        )
+        return [Event.from_proto(e) for e in r.events]
+
+    async def read_stream(
+        self, workflow_id: str, key: str, *, from_offset: int = 0
+    ) -> AsyncIterator[StreamEntry]:
+        """Follows a workflow's stream: `async for entry in client.read_stream(id, key)` yields
+        values as they are written and ends when the stream is closed or the workflow ends."""
+        req = workflow_pb2.ReadStreamRequest(
+            workflow_id=workflow_id, key=key, from_offset=from_offset
+        )
+        stream = self._rpc.ReadStream(req)
+        try:
+            async for item in stream:
+                yield StreamEntry(item.offset, from_payload(item.value))
+        except grpc.aio.AioRpcError as e:
+            raise _rpc.convert(e) from None
+        finally:
+            stream.cancel()
+
+
+class WorkflowHandle:
+    """A started (or looked-up) workflow: wait for it, cancel it, message it."""
+
+    def __init__(
+        self,
+        client: Client,
+        workflow_id: str,
+        *,
+        workflow: Workflow | None = None,
+        created: bool = False,
+    ) -> None:
+        self.client = client
+        self.workflow_id = workflow_id
+        # The workflow as the start returned it (None for a handle made by `client.handle`).
+        self.workflow = workflow
+        # False when the start returned a workflow that already existed.
+        self.created = created
+
+    def __repr__(self) -> str:
+        return f"WorkflowHandle({self.workflow_id!r})"
+
+    async def result(self, timeout: Seconds | None = None) -> Any:
+        return await self.client.result(self.workflow_id, timeout)
+
+    async def wait(self, timeout: Seconds | None = None) -> Workflow:
+        return await self.client.wait(self.workflow_id, timeout)
+
+    async def get(self) -> Workflow:
+        return await self.client.get(self.workflow_id)
+
+    async def cancel(self, *, cascade: bool = False) -> Workflow:
+        return await self.client.cancel(self.workflow_id, cascade=cascade)
+
+    async def send(
+        self, message: Any, *, topic: str = "", idempotency_key: str | None = None
+    ) -> str:
+        message_id, _ = await self.client.send(
+            self.workflow_id, message, topic=topic, idempotency_key=idempotency_key
+        )
+        return message_id
+
+    async def get_event(
+        self, key: str, *, timeout: Seconds | None = None, default: Any = None
+    ) -> Any:
+        return await self.client.get_event(self.workflow_id, key, timeout=timeout, default=default)
+
+    def read_stream(self, key: str, *, from_offset: int = 0) -> AsyncIterator[StreamEntry]:
+        return self.client.read_stream(self.workflow_id, key, from_offset=from_offset)

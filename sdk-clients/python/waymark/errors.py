@@ -1,0 +1,97 @@
+"""Exceptions. `WaymarkError` is the base of everything the SDK raises on purpose.
+
+Inside a workflow, any exception the function lets escape fails the workflow, with the
+exception's class name as the failure kind (or `WorkflowFailed.kind`). The interruptions that
+end a run without failing it (parked, fenced, disconnected) derive from `BaseException`, like
+`asyncio.CancelledError`, so an `except Exception` in a workflow does not swallow them.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+
+class WaymarkError(Exception):
+    """Base of the SDK's errors."""
+
+
+class RpcError(WaymarkError):
+    """The server refused a call. `reason` is the stable ErrorInfo reason a program can match
+    (e.g. `WORKFLOW_NOT_FOUND`, `DEDUP_ID_TAKEN`); `message` is safe to show."""
+
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        reason: str,
+        message: str,
+        metadata: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(f"{message} ({reason})")
+        self.code = code
+        self.reason = reason
+        self.message = message
+        # ErrorInfo metadata, e.g. `holder_workflow_id` for DEDUP_ID_TAKEN.
+        self.metadata = metadata or {}
+
+
+class UnavailableError(WaymarkError):
+    """The server could not be reached."""
+
+
+class WorkflowFailed(WaymarkError):
+    """A workflow failed with a kind of your choosing. Raise it from a workflow to pick the
+    failure kind; the client raises it when the awaited workflow did not succeed."""
+
+    def __init__(self, kind: str, message: str, *, workflow_id: str = "", status: str = "") -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+        self.workflow_id = workflow_id
+        # The workflow's status when raised by the client: ERROR, CANCELLED or
+        # MAX_RECOVERY_ATTEMPTS_EXCEEDED.
+        self.status = status
+
+
+class StepFailed(WaymarkError):
+    """A step failed for good (its retries exhausted). Recorded: a replay raises it again."""
+
+    kind = "StepFailed"
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"step {name!r} failed: {message}")
+        self.name = name
+        self.message = message
+
+
+class NonDeterminismError(WaymarkError):
+    """The workflow called a different step than its history records at that position."""
+
+    kind = "NonDeterminism"
+
+
+class ChildWorkflowFailed(WorkflowFailed):
+    """An awaited child workflow failed (`ChildFailed`), was cancelled (`ChildCancelled`) or
+    dead-lettered (`ChildDeadLettered`)."""
+
+
+class WorkflowInterrupted(BaseException):
+    """This run of the workflow ends here without finishing it; someone else carries on."""
+
+
+class Parked(WorkflowInterrupted):
+    """The workflow was released from this worker while it waits; it is dispatched again (and
+    replays to the wait) when the wait resolves."""
+
+
+class Fenced(WorkflowInterrupted):
+    """Another dispatch owns the workflow now; this run stops without writing anything."""
+
+
+class Disconnected(WorkflowInterrupted):
+    """The stream to the server broke; the server hands the workflow out again."""
+
+
+def failure_kind(e: BaseException) -> str:
+    """The failure kind recorded for an exception that fails a workflow."""
+    kind = getattr(e, "kind", None)
+    return kind if isinstance(kind, str) and kind else type(e).__name__

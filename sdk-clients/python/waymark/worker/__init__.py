@@ -1,0 +1,129 @@
+"""The worker: registers workflow functions and remote steps, holds one stream to the server,
+and runs what the server dispatches. It reconnects with backoff when the stream breaks."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
+
+from .._time import Seconds, seconds
+from ._context import WorkflowContext
+from ._core import log
+from ._remote import Awaitable as WaitTarget
+from ._remote import StepHandle
+from ._session import Config, Session
+
+__all__ = ["StepHandle", "WaitTarget", "Worker", "WorkflowContext"]
+
+W = TypeVar("W", bound=Callable[..., Awaitable[Any]])
+S = TypeVar("S", bound=Callable[..., Any])
+
+
+class Worker:
+    """A worker process's connection to Waymark.
+
+        worker = Worker(app_name="shop", app_version="1")
+
+        @worker.workflow("checkout")
+        async def checkout(ctx: WorkflowContext, order: dict) -> dict: ...
+
+        await worker.run()
+
+    `queues` are the queues it takes workflows from ("default" when none); at most
+    `max_concurrent_workflows` run at once. A workflow that will wait longer than `park_after`
+    (seconds; None never) is parked: released from memory and dispatched again when its wait
+    resolves. `worker_id` is kept across reconnects (generated when not given)."""
+
+    def __init__(
+        self,
+        *,
+        server: str | None = None,
+        app_name: str = "",
+        app_version: str = "",
+        worker_id: str | None = None,
+        queues: Iterable[str] = (),
+        max_concurrent_workflows: int = 100,
+        max_concurrent_steps: int = 16,
+        park_after: Seconds | None = 60.0,
+    ) -> None:
+        self._config = Config(
+            server=server,
+            worker_id=worker_id or str(uuid.uuid4()),
+            app_name=app_name,
+            app_version=app_version,
+            queues=list(queues),
+            max_concurrent_workflows=max(max_concurrent_workflows, 1),
+            max_concurrent_steps=max(max_concurrent_steps, 1),
+            park_after=None if park_after is None else seconds(park_after),
+        )
+        self._stop = asyncio.Event()
+
+    @property
+    def worker_id(self) -> str:
+        return self._config.worker_id
+
+    def workflow(self, name: str | None = None) -> Callable[[W], W]:
+        """Registers `async def fn(ctx, input)` (or `fn(ctx)`) as workflow `name` (the
+        function's name when None). Input and output are JSON."""
+
+        def register(fn: W) -> W:
+            takes_input = len(inspect.signature(fn).parameters) > 1
+
+            async def call(ctx: WorkflowContext, input: Any) -> Any:
+                return await (fn(ctx, input) if takes_input else fn(ctx))
+
+            self._config.workflows[name or fn.__name__] = call
+            return fn
+
+        return register
+
+    def step(self, name: str | None = None) -> Callable[[S], S]:
+        """Registers `fn(input)` (sync or async) as remote step `name`: any workflow, in any
+        language, can call it with `call_step(name, input)`, and the server dispatches the call
+        here (or to another worker that registered it). An exception fails the attempt; the
+        caller's retry policy decides what next."""
+
+        def register(fn: S) -> S:
+            self._config.steps[name or fn.__name__] = fn
+            return fn
+
+        return register
+
+    def stop(self) -> None:
+        """Makes `run` return."""
+        self._stop.set()
+
+    async def run(self) -> None:
+        """Serves until `stop()` is called or the task is cancelled. Reconnects, with backoff,
+        whenever the stream breaks; what was running when it broke is dropped here and the
+        server gives it out again."""
+        self._stop = asyncio.Event()
+        failures = 0
+        stopping = asyncio.create_task(self._stop.wait())
+        try:
+            while not self._stop.is_set():
+                session = asyncio.create_task(Session(self._config).run())
+                await asyncio.wait({session, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not session.done():
+                    session.cancel()
+                    await asyncio.gather(session, return_exceptions=True)
+                    return
+                error = session.exception()
+                failures = failures + 1 if error else 0
+                log.warning("worker stream ended (%s); reconnecting", error)
+                try:
+                    await asyncio.wait_for(asyncio.shield(stopping), _backoff(failures))
+                except TimeoutError:
+                    pass
+        finally:
+            stopping.cancel()
+
+
+def _backoff(failures: int) -> float:
+    """50 ms doubling to 5 s, with jitter so a fleet does not reconnect in lockstep."""
+    base = min(0.05 * float(2 ** min(failures, 7)), 5.0)
+    return base / 2 + random.uniform(0, base / 2)

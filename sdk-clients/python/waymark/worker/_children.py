@@ -1,0 +1,122 @@
+"""Child workflows: started as a step (the child's row and the parent's record of it commit
+together, so a replaying parent re-joins its child), awaited as a durable wait."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any
+
+from .._payload import from_payload, to_payload
+from .._proto import worker_pb2
+from .._time import now_ms
+from ..errors import ChildWorkflowFailed
+from ..types import status as wire_status
+from ._core import AWAIT_CHILD_STEP, DELIVERED, START_CHILD_STEP, ContextCore, expect
+
+
+class ChildrenMixin(ContextCore):
+    def start_child(
+        self,
+        workflow_name: str,
+        input: Any = None,
+        *,
+        workflow_id: str | None = None,
+        queue: str | None = None,
+    ) -> Coroutine[Any, Any, str]:
+        """Starts a child workflow and returns its id: `workflow_id` when given, else derived
+        from this workflow's id and the step. Its queue is this workflow's unless given."""
+        step_id = self._take()
+        return self._start_child(step_id, workflow_name, input, workflow_id or "", queue or "")
+
+    async def _start_child(
+        self, step_id: int, name: str, input: Any, child_id: str, queue: str
+    ) -> str:
+        found, recorded = self._replay(step_id, START_CHILD_STEP)
+        if found:
+            return str(recorded.get("workflow_id", ""))
+        self._check_cancelled()
+        r = self._run
+        req = worker_pb2.StartChild(
+            workflow_id=r.workflow_id,
+            epoch=r.epoch,
+            step_id=step_id,
+            workflow_name=name,
+            child_workflow_id=child_id,
+            input=to_payload(input),
+            queue_name=queue,
+        )
+        started = expect(
+            await self._request(worker_pb2.WorkerMessage(start_child=req)), "child_started"
+        )
+        return str(started.child_workflow_id)
+
+    def await_child(self, workflow_id: str) -> Coroutine[Any, Any, Any]:
+        """Waits for workflow `workflow_id` (a child, or any workflow) to finish and returns its
+        output. A child that failed, was cancelled or dead-lettered raises
+        `ChildWorkflowFailed` (kind ChildFailed, ChildCancelled or ChildDeadLettered)."""
+        return self._await_child(self._take(), workflow_id)
+
+    async def child(
+        self,
+        workflow_name: str,
+        input: Any = None,
+        *,
+        workflow_id: str | None = None,
+        queue: str | None = None,
+    ) -> Any:
+        """Starts a child workflow and waits for its output."""
+        child_id = await self.start_child(
+            workflow_name, input, workflow_id=workflow_id, queue=queue
+        )
+        return await self.await_child(child_id)
+
+    async def _await_child(self, step_id: int, child_id: str) -> Any:
+        found, outcome = self._replay(step_id, AWAIT_CHILD_STEP)
+        if not found:
+            outcome = await self._wait_child(step_id, child_id)
+        return _child_result(child_id, outcome)
+
+    async def _wait_child(self, step_id: int, child_id: str) -> dict[str, Any]:
+        waiting_since = now_ms()
+        r = self._run
+        while True:
+            self._check_cancelled()
+            req = worker_pb2.AwaitChild(
+                workflow_id=r.workflow_id,
+                epoch=r.epoch,
+                step_id=step_id,
+                child_workflow_id=child_id,
+            )
+            res = expect(
+                await self._request(worker_pb2.WorkerMessage(await_child=req)), "child_result"
+            )
+            if res.outcome == DELIVERED:
+                return _child_json(res)
+            # Parked once it has waited past the threshold: children can run for days.
+            await self._wait_parking(waiting_since, step_id, awaited_workflow_id=child_id)
+
+
+def _child_json(r: worker_pb2.ChildResult) -> dict[str, Any]:
+    """A child result in the form await_child steps record (the same in every SDK)."""
+    out: dict[str, Any] = {"status": wire_status(r.status).name}
+    if r.HasField("output"):
+        out["output"] = from_payload(r.output)
+    if r.HasField("failure"):
+        out["failure"] = {"kind": r.failure.kind, "message": r.failure.message}
+    return out
+
+
+def _child_result(child_id: str, v: Any) -> Any:
+    v = v or {}
+    status = v.get("status", "")
+    if status == "SUCCESS":
+        return v.get("output")
+    f = v.get("failure") or {}
+    if status == "CANCELLED":
+        kind, message = "ChildCancelled", f"child workflow {child_id} was cancelled"
+    elif status == "MAX_RECOVERY_ATTEMPTS_EXCEEDED":
+        kind, message = "ChildDeadLettered", f"child workflow {child_id} was dead-lettered"
+    else:
+        detail = f"{f.get('kind', '')}: {f.get('message', '')}"
+        kind, message = "ChildFailed", f"child workflow {child_id} failed: {detail}"
+    raise ChildWorkflowFailed(kind, message, workflow_id=child_id, status=status)

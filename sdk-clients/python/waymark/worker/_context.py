@@ -1,0 +1,18 @@
+"""`WorkflowContext`: what a workflow function gets. Every method is recorded, so a replay
+after a crash returns what the first run got instead of doing it again."""
+
+from __future__ import annotations
+
+from ._children import ChildrenMixin
+from ._remote import RemoteMixin
+from ._steps import StepsMixin
+from ._waits import WaitsMixin
+from ._writes import WritesMixin
+
+
+class WorkflowContext(StepsMixin, WaitsMixin, WritesMixin, ChildrenMixin, RemoteMixin):
+    """Handle a workflow function uses to run steps, wait, and talk to other workflows.
+
+    Its methods number their steps when called (not when awaited), so several started together
+    with `asyncio.gather` keep their positions on replay. A workflow must call them in the same
+    order on every run; a different step at a recorded position is `NonDeterminismError`."""

@@ -1,0 +1,233 @@
+"""The part of a workflow context every operation shares: the recorded history it replays
+from, step positions, held-back step records, requests to the server and waiting for wakeups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from .._payload import from_payload
+from .._proto import types_pb2, worker_pb2
+from .._time import now_ms
+from ..errors import Fenced, NonDeterminismError, Parked, StepFailed, WorkflowFailed
+from ._conn import Conn
+
+log = logging.getLogger("waymark.worker")
+
+# Step names the SDKs record for durable operations; every SDK uses the same ones, so a
+# workflow's history reads the same whatever language wrote it.
+SLEEP_STEP = "waymark.sleep"
+RECV_DEADLINE_STEP = "waymark.recv.deadline"
+RECV_STEP = "waymark.recv"
+SEND_STEP = "waymark.send"
+SET_EVENT_STEP = "waymark.set_event"
+GET_EVENT_DEADLINE_STEP = "waymark.get_event.deadline"
+GET_EVENT_STEP = "waymark.get_event"
+WRITE_STREAM_STEP = "waymark.write_stream"
+CLOSE_STREAM_STEP = "waymark.close_stream"
+START_CHILD_STEP = "waymark.start_child"
+AWAIT_CHILD_STEP = "waymark.await_child"
+SELECT_STEP = "waymark.select"
+WAIT_ALL_STEP = "waymark.wait_all"
+
+DELIVERED = worker_pb2.RecvResult.OUTCOME_DELIVERED
+TIMED_OUT = worker_pb2.RecvResult.OUTCOME_TIMED_OUT
+
+
+class Run:
+    """One dispatch of a workflow on this worker: what the session and the context share."""
+
+    def __init__(self, d: worker_pb2.DispatchWorkflow, conn: Conn, park_after: float | None):
+        self.workflow_id = d.workflow_id
+        self.workflow_name = d.workflow_name
+        self.epoch = d.epoch
+        self.recovery_attempts = d.recovery_attempts
+        # Steps recorded by earlier runs, by position: a replay returns these instead of running.
+        self.recorded: dict[int, types_pb2.Step] = {s.step_id: s for s in d.steps}
+        self.next_step = 0
+        self.conn = conn
+        self.park_after = park_after
+        self.cancelled = False
+        # Set when the server says a wait may be over (like a permit: a wakeup that arrives
+        # before the wait starts is not lost), and on cancel.
+        self.wakeup = asyncio.Event()
+        # Receives the server completed itself (a send found them waiting) and pushed with the
+        # wakeup, by step position.
+        self.delivered: dict[int, types_pb2.Payload] = {}
+        # Step records held back until the workflow's next request, or its completion, which
+        # carries them: nothing outside can depend on a step before then.
+        self.deferred: list[worker_pb2.RecordStep] = []
+        self.task: asyncio.Task[None] | None = None
+
+
+def refused(e: worker_pb2.ReplyError) -> BaseException:
+    """A refused write as the exception the workflow sees."""
+    if e.reason == "STALE_EPOCH":
+        return Fenced(e.message)
+    if e.reason == "WORKFLOW_NOT_RUNNING":
+        # Cancelled (or finished elsewhere): the run stops as a cancelled task does.
+        return asyncio.CancelledError(e.message)
+    if e.reason == "NON_DETERMINISM":
+        return NonDeterminismError(e.message)
+    return WorkflowFailed(e.reason, e.message)
+
+
+def expect(reply: worker_pb2.Reply, field: str) -> Any:
+    """The reply's `field`, or the refusal raised."""
+    which = reply.WhichOneof("result")
+    if which == field:
+        return getattr(reply, field)
+    if which == "error":
+        raise refused(reply.error)
+    raise WorkflowFailed("UnexpectedReply", f"the server answered {which!r}, expected {field!r}")
+
+
+class ContextCore:
+    """Shared machinery of `WorkflowContext`; the operations live in its other bases."""
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    @property
+    def workflow_id(self) -> str:
+        return self._run.workflow_id
+
+    @property
+    def workflow_name(self) -> str:
+        return self._run.workflow_name
+
+    @property
+    def epoch(self) -> int:
+        """The fencing epoch of this run: it rises each time the workflow is dispatched."""
+        return self._run.epoch
+
+    @property
+    def recovery_attempts(self) -> int:
+        """How many times this workflow was recovered from a worker that died."""
+        return self._run.recovery_attempts
+
+    @property
+    def is_replaying(self) -> bool:
+        """True while the next step is answered from the recorded history."""
+        return self._run.next_step in self._run.recorded
+
+    @property
+    def cancelled(self) -> bool:
+        return self._run.cancelled
+
+    @property
+    def log(self) -> logging.LoggerAdapter[logging.Logger]:
+        """A logger that names this workflow in every record."""
+        return logging.LoggerAdapter(log, {"workflow_id": self.workflow_id})
+
+    # The position is taken when an operation is called, not when it is awaited, so
+    # operations started together (asyncio.gather) still number in call order.
+    def _take(self, n: int = 1) -> int:
+        step_id = self._run.next_step
+        self._run.next_step += n
+        return step_id
+
+    def _check_cancelled(self) -> None:
+        if self._run.cancelled:
+            raise asyncio.CancelledError("workflow cancelled")
+
+    def _recorded(self, step_id: int, name: str) -> types_pb2.Step | None:
+        """The step recorded at `step_id`; NonDeterminismError if it has another name."""
+        rec = self._run.recorded.get(step_id)
+        if rec is not None and rec.name != name:
+            raise NonDeterminismError(
+                f"workflow {self.workflow_id!r} called step {name!r} at position {step_id}, "
+                f"where its history records {rec.name!r}"
+            )
+        return rec
+
+    def _replay(self, step_id: int, name: str) -> tuple[bool, Any]:
+        """(True, output) when the step is recorded; a recorded failure is raised again."""
+        rec = self._recorded(step_id, name)
+        if rec is None:
+            return False, None
+        if rec.HasField("failure"):
+            raise StepFailed(name, rec.failure.message)
+        return True, from_payload(rec.output)
+
+    def _defer(self, step_id: int, name: str, attempts: int, **outcome: Any) -> None:
+        r = self._run
+        r.deferred.append(
+            worker_pb2.RecordStep(
+                workflow_id=r.workflow_id,
+                epoch=r.epoch,
+                step_id=step_id,
+                name=name,
+                attempts=attempts,
+                **outcome,
+            )
+        )
+
+    async def _flush(self) -> None:
+        """Makes the held-back step records durable, all at once."""
+        held, self._run.deferred = self._run.deferred, []
+        if not held:
+            return
+        replies = await asyncio.gather(
+            *(self._run.conn.request(worker_pb2.WorkerMessage(record_step=r)) for r in held)
+        )
+        for reply in replies:
+            expect(reply, "step_recorded")
+
+    async def _request(self, msg: worker_pb2.WorkerMessage) -> worker_pb2.Reply:
+        """Sends a request for this workflow, after the step records it holds back."""
+        await self._flush()
+        return await self._run.conn.request(msg)
+
+    async def _record(self, step_id: int, name: str, output: types_pb2.Payload) -> None:
+        """Checkpoints a step and waits until the server says it is durable."""
+        r = self._run
+        req = worker_pb2.RecordStep(
+            workflow_id=r.workflow_id,
+            epoch=r.epoch,
+            step_id=step_id,
+            name=name,
+            output=output,
+            attempts=1,
+        )
+        expect(await self._request(worker_pb2.WorkerMessage(record_step=req)), "step_recorded")
+
+    def _should_park(self, until_ms: int, now: int) -> bool:
+        after = self._run.park_after
+        return after is not None and until_ms - now > after * 1000
+
+    async def _park(self, step_id: int, wake_at_ms: int, **on: Any) -> None:
+        """Asks the server to park this workflow; raises `Parked` when it did (the run ends
+        here). Returns when the wait had already resolved: the caller asks again."""
+        r = self._run
+        req = worker_pb2.Park(
+            workflow_id=r.workflow_id, epoch=r.epoch, step_id=step_id, wake_at_ms=wake_at_ms, **on
+        )
+        parked = expect(await self._request(worker_pb2.WorkerMessage(park=req)), "parked")
+        if parked.parked:
+            raise Parked(f"parked at step {step_id}")
+
+    async def _wait_until(self, until_ms: int | None, now: int) -> None:
+        """Waits until `until_ms` (by a clock reading `now` at this moment) or a wakeup."""
+        timeout = None if until_ms is None else max(until_ms - now, 0) / 1000
+        try:
+            await asyncio.wait_for(self._run.wakeup.wait(), timeout)
+        except TimeoutError:
+            pass
+        self._run.wakeup.clear()
+        self._check_cancelled()
+
+    async def _wait_parking(self, waiting_since: int, step_id: int, **on: Any) -> None:
+        """One turn of an open-ended wait (a child, a remote step): until a wakeup, and once it
+        has lasted past the park threshold, parks the workflow."""
+        after = self._run.park_after
+        if after is None:
+            await self._wait_until(None, 0)
+            return
+        park_at = waiting_since + int(after * 1000)
+        if now_ms() >= park_at:
+            await self._park(step_id, 2**63 - 1, **on)
+        else:
+            await self._wait_until(park_at, now_ms())

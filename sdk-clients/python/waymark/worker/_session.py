@@ -1,0 +1,230 @@
+"""One stream to the server: hello, credits, heartbeats, dispatches and request/reply
+correlation. When it ends, every workflow it was running is dropped here; the server hands
+them out again (to this worker when it reconnects, or to another)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from .. import _rpc
+from .._payload import from_payload, to_payload
+from .._proto import types_pb2, worker_pb2, worker_pb2_grpc
+from .._time import now_ms, timestamp_ms
+from ..errors import Disconnected, Parked, WorkflowFailed, WorkflowInterrupted, failure_kind
+from ._conn import Conn
+from ._context import WorkflowContext
+from ._core import Run, log
+
+SDK = "python/0.1.0"
+
+WorkflowFn = Callable[[WorkflowContext, Any], Awaitable[Any]]
+StepFn = Callable[[Any], Any]
+
+
+@dataclass
+class Config:
+    server: str | None
+    worker_id: str
+    app_name: str
+    app_version: str
+    queues: list[str]
+    max_concurrent_workflows: int
+    max_concurrent_steps: int
+    park_after: float | None
+    workflows: dict[str, WorkflowFn] = field(default_factory=dict)
+    steps: dict[str, StepFn] = field(default_factory=dict)
+
+
+class Session:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.conn = Conn()
+        self.running: dict[str, Run] = {}
+        # Remote step attempts in flight; dropped with the stream, like workflows: the server
+        # times them out and dispatches them again.
+        self.step_tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        """Serves until the stream ends; raises what ended it."""
+        c = self.config
+        channel = _rpc.channel(c.server)
+        stub = worker_pb2_grpc.WorkerServiceStub(channel)
+        hello = worker_pb2.Hello(
+            worker_id=c.worker_id,
+            app_name=c.app_name,
+            app_version=c.app_version,
+            workflow_names=sorted(c.workflows),
+            step_names=sorted(c.steps),
+            queues=c.queues,
+            sdk=SDK,
+        )
+        self.conn.send(worker_pb2.WorkerMessage(hello=hello))
+        call = stub.Connect(self._outgoing())
+        heartbeat: asyncio.Task[None] | None = None
+        try:
+            first = await call.read()
+            if not isinstance(first, worker_pb2.ServerMessage) or not first.HasField("welcome"):
+                raise ConnectionError("the server did not welcome this worker")
+            log.info(
+                "connected to Waymark as %s (session %s)", c.worker_id, first.welcome.session_id
+            )
+            steps = c.max_concurrent_steps if c.steps else 0
+            credit = worker_pb2.Credit(workflows=c.max_concurrent_workflows, steps=steps)
+            self.conn.send(worker_pb2.WorkerMessage(credit=credit))
+            interval = max(first.welcome.heartbeat_interval_ms, 100) / 1000
+            heartbeat = asyncio.create_task(self._heartbeat(interval))
+            while True:
+                m = await call.read()
+                if not isinstance(m, worker_pb2.ServerMessage):
+                    raise ConnectionError("the server closed the worker stream")
+                self._handle(m)
+        except grpc.aio.AioRpcError as e:
+            raise _rpc.convert(e) from None
+        finally:
+            self.conn.close()
+            if heartbeat is not None:
+                heartbeat.cancel()
+            tasks = [r.task for r in self.running.values() if r.task] + list(self.step_tasks)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            call.cancel()
+            await channel.close()
+
+    async def _outgoing(self) -> AsyncIterator[worker_pb2.WorkerMessage]:
+        while (m := await self.conn.outbox.get()) is not None:
+            yield m
+
+    async def _heartbeat(self, interval: float) -> None:
+        while True:
+            self.conn.send(worker_pb2.WorkerMessage(heartbeat=worker_pb2.Heartbeat()))
+            await asyncio.sleep(interval)
+
+    def _handle(self, m: worker_pb2.ServerMessage) -> None:
+        kind = m.WhichOneof("kind")
+        if kind == "reply":
+            self.conn.resolve(m.reply)
+        elif kind == "dispatch_workflow":
+            self._start(m.dispatch_workflow)
+        elif kind == "cancel":
+            run = self.running.get(m.cancel.workflow_id)
+            if run is not None and run.task is not None:
+                # asyncio cancellation is workflow cancellation: the function sees
+                # CancelledError at its current await.
+                run.cancelled = True
+                run.wakeup.set()
+                run.task.cancel("workflow cancelled")
+        elif kind == "wakeup":
+            w = m.wakeup
+            run = self.running.get(w.workflow_id)
+            if run is not None:
+                if w.HasField("recv") and w.recv.outcome == worker_pb2.RecvResult.OUTCOME_DELIVERED:
+                    run.delivered[w.step_id] = w.recv.message
+                run.wakeup.set()
+        elif kind == "dispatch_step":
+            t = asyncio.create_task(self._run_step(m.dispatch_step))
+            self.step_tasks.add(t)
+            t.add_done_callback(self._step_done)
+        elif kind == "drain":
+            log.info("server is draining; will reconnect when it closes the stream")
+
+    def _start(self, d: worker_pb2.DispatchWorkflow) -> None:
+        old = self.running.pop(d.workflow_id, None)
+        if old is not None and old.task is not None:
+            old.task.cancel("dispatched again")
+        run = Run(d, self.conn, self.config.park_after)
+        run.task = asyncio.create_task(self._run_workflow(run, d.input), name=d.workflow_id)
+        self.running[d.workflow_id] = run
+
+    async def _run_workflow(self, run: Run, input: types_pb2.Payload) -> None:
+        outcome: dict[str, Any] | None = None
+        try:
+            fn = self.config.workflows.get(run.workflow_name)
+            if fn is None:
+                raise WorkflowFailed(
+                    "UnknownWorkflow", f"this worker has no workflow named {run.workflow_name!r}"
+                )
+            result = await fn(WorkflowContext(run), from_payload(input))
+            outcome = {"output": to_payload(result)}
+        except asyncio.CancelledError:
+            log.info("workflow %s stopped: cancelled", run.workflow_id)
+        except Parked:
+            log.debug("workflow %s parked", run.workflow_id)
+        except WorkflowInterrupted as e:
+            log.info("workflow %s stopped: %s", run.workflow_id, e)
+        except Exception as e:
+            log.info("workflow %s failed: %s: %s", run.workflow_id, type(e).__name__, e)
+            message = str(e) or type(e).__name__
+            outcome = {"failure": types_pb2.Failure(kind=failure_kind(e), message=message)}
+        held, run.deferred = run.deferred, []
+        try:
+            if outcome is None:
+                # The run stopped without an outcome: what it held back still goes, so no
+                # finished step is run again.
+                for r in held:
+                    await self.conn.request(worker_pb2.WorkerMessage(record_step=r))
+            else:
+                done = worker_pb2.CompleteWorkflow(
+                    workflow_id=run.workflow_id, epoch=run.epoch, steps=held, **outcome
+                )
+                reply = await self.conn.request(worker_pb2.WorkerMessage(complete_workflow=done))
+                if reply.HasField("error"):
+                    log.info(
+                        "completion of %s refused: %s (%s)",
+                        run.workflow_id,
+                        reply.error.message,
+                        reply.error.reason,
+                    )
+        except (Disconnected, asyncio.CancelledError):
+            # The stream broke: this run is abandoned and the server hands it out again.
+            return
+        if self.running.get(run.workflow_id) is run:
+            del self.running[run.workflow_id]
+            self.conn.send(worker_pb2.WorkerMessage(credit=worker_pb2.Credit(workflows=1)))
+
+    def _step_done(self, t: asyncio.Task[None]) -> None:
+        self.step_tasks.discard(t)
+        self.conn.send(worker_pb2.WorkerMessage(credit=worker_pb2.Credit(steps=1)))
+
+    async def _run_step(self, d: worker_pb2.DispatchStep) -> None:
+        """Runs one attempt of a remote step and reports its result. An attempt still running
+        at its deadline is abandoned: the server has failed it already and refuses a late
+        result."""
+        result = worker_pb2.StepResult(
+            workflow_id=d.workflow_id, step_id=d.step_id, attempt=d.attempt
+        )
+        fn = self.config.steps.get(d.step_name)
+        left = (timestamp_ms(d.deadline) - now_ms()) / 1000 if d.HasField("deadline") else None
+        try:
+            if fn is None:
+                raise LookupError(f"this worker has no step named {d.step_name!r}")
+            async with asyncio.timeout(left) as limit:
+                output = fn(from_payload(d.input))
+                if inspect.isawaitable(output):
+                    output = await output
+            result.output.CopyFrom(to_payload(output))
+        except TimeoutError:
+            if limit.expired():
+                return
+            result.failure.CopyFrom(types_pb2.Failure(kind="TimeoutError", message="timed out"))
+        except Exception as e:
+            result.failure.CopyFrom(
+                types_pb2.Failure(kind=failure_kind(e), message=str(e) or type(e).__name__)
+            )
+        with contextlib.suppress(Disconnected):
+            reply = await self.conn.request(worker_pb2.WorkerMessage(step_result=result))
+            if reply.HasField("error"):
+                log.info(
+                    "result of step %r for %s refused: %s (%s)",
+                    d.step_name,
+                    d.workflow_id,
+                    reply.error.message,
+                    reply.error.reason,
+                )

@@ -1,0 +1,78 @@
+"""Local steps: run a function once, with retries, and checkpoint its result."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from .._payload import to_payload
+from .._proto import types_pb2
+from ..errors import StepFailed
+from ..retry import RetryPolicy
+from ._core import ContextCore, log
+
+T = TypeVar("T")
+
+
+class StepsMixin(ContextCore):
+    def step(
+        self,
+        name: str,
+        fn: Callable[..., Awaitable[T] | T],
+        *args: Any,
+        retry: RetryPolicy | None = None,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, T]:
+        """Runs `fn(*args, **kwargs)` (sync or async) once as step `name` and checkpoints its
+        result, retrying per `retry` before the step fails with `StepFailed`. On replay the
+        recorded result is returned and `fn` is not called. The result must be JSON.
+
+        The checkpoint is durable before anything the workflow does next outside itself — its
+        next step, request or completion (which carries the last steps' records, saving their
+        round trips)."""
+        step_id = self._take()
+        return self._local_step(step_id, name, fn, args, kwargs, retry or RetryPolicy())
+
+    async def _local_step(
+        self,
+        step_id: int,
+        name: str,
+        fn: Callable[..., Awaitable[Any] | Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        policy: RetryPolicy,
+    ) -> Any:
+        found, value = self._replay(step_id, name)
+        if found:
+            return value
+        self._check_cancelled()
+        # This step may depend on the ones before: their records are durable first.
+        await self._flush()
+        attempt = 1
+        while True:
+            try:
+                result = fn(*args, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+                payload = to_payload(result)
+                break
+            except Exception as e:
+                if attempt >= max(policy.max_attempts, 1):
+                    message = str(e) or type(e).__name__
+                    failure = types_pb2.Failure(kind="StepFailed", message=message)
+                    self._defer(step_id, name, attempt, failure=failure)
+                    raise StepFailed(name, message) from e
+                log.debug(
+                    "step %r of workflow %s failed (attempt %d); retrying: %s",
+                    name,
+                    self.workflow_id,
+                    attempt,
+                    e,
+                )
+                await asyncio.sleep(policy.delay(attempt))
+                self._check_cancelled()
+                attempt += 1
+        self._defer(step_id, name, attempt, output=payload)
+        return result

@@ -1,0 +1,95 @@
+"""What a workflow writes outside itself — messages, events, stream values. Each is recorded
+as a step in the same transaction as the write, so a replay does not write twice."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any
+
+from .._payload import to_payload
+from .._proto import worker_pb2
+from ._core import (
+    CLOSE_STREAM_STEP,
+    SEND_STEP,
+    SET_EVENT_STEP,
+    WRITE_STREAM_STEP,
+    ContextCore,
+    expect,
+)
+
+
+class WritesMixin(ContextCore):
+    def send(self, workflow_id: str, message: Any, *, topic: str = "") -> Coroutine[Any, Any, str]:
+        """Sends `message` to workflow `workflow_id` on `topic`; returns the message id."""
+        return self._send(self._take(), workflow_id, message, topic)
+
+    async def _send(self, step_id: int, destination: str, message: Any, topic: str) -> str:
+        found, recorded = self._replay(step_id, SEND_STEP)
+        if found:
+            return str(recorded.get("message_id", ""))
+        self._check_cancelled()
+        r = self._run
+        req = worker_pb2.SendMessageStep(
+            workflow_id=r.workflow_id,
+            epoch=r.epoch,
+            step_id=step_id,
+            destination_id=destination,
+            topic=topic,
+            message=to_payload(message),
+        )
+        sent = expect(
+            await self._request(worker_pb2.WorkerMessage(send_message=req)), "message_sent"
+        )
+        return str(sent.message_id)
+
+    def set_event(self, key: str, value: Any) -> Coroutine[Any, Any, None]:
+        """Sets this workflow's event `key`: its value, its history and the step are written
+        in one transaction; clients and workflows waiting on it are woken."""
+        return self._set_event(self._take(), key, value)
+
+    async def _set_event(self, step_id: int, key: str, value: Any) -> None:
+        found, _ = self._replay(step_id, SET_EVENT_STEP)
+        if found:
+            return
+        self._check_cancelled()
+        r = self._run
+        req = worker_pb2.SetEvent(
+            workflow_id=r.workflow_id,
+            epoch=r.epoch,
+            step_id=step_id,
+            key=key,
+            value=to_payload(value),
+        )
+        expect(await self._request(worker_pb2.WorkerMessage(set_event=req)), "step_recorded")
+
+    def write_stream(self, key: str, value: Any) -> Coroutine[Any, Any, int]:
+        """Appends `value` to this workflow's stream `key`; returns its offset. Readers
+        following the stream get it at once."""
+        return self._stream_step(self._take(), key, WRITE_STREAM_STEP, to_payload(value))
+
+    def close_stream(self, key: str) -> Coroutine[Any, Any, None]:
+        """Closes stream `key`: readers end after the values written before it."""
+        return self._close_stream(self._take(), key)
+
+    async def _close_stream(self, step_id: int, key: str) -> None:
+        await self._stream_step(step_id, key, CLOSE_STREAM_STEP, None)
+
+    async def _stream_step(self, step_id: int, key: str, name: str, value: Any) -> int:
+        found, recorded = self._replay(step_id, name)
+        if found:
+            return int(recorded.get("offset", 0))
+        self._check_cancelled()
+        r = self._run
+        req = worker_pb2.WriteStream(
+            workflow_id=r.workflow_id,
+            epoch=r.epoch,
+            step_id=step_id,
+            key=key,
+            close=value is None,
+        )
+        if value is not None:
+            req.value.CopyFrom(value)
+        written = expect(
+            await self._request(worker_pb2.WorkerMessage(write_stream=req)), "stream_written"
+        )
+        return int(written.offset)
