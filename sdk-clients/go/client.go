@@ -150,12 +150,12 @@ func (c *Client) Await(ctx context.Context, workflowID string) (*Workflow, error
 }
 
 // Steps lists the workflow's recorded steps, in order.
-func (c *Client) Steps(ctx context.Context, workflowID string) ([]Step, error) {
+func (c *Client) Steps(ctx context.Context, workflowID string) ([]StepRecord, error) {
 	r, err := c.workflows.ListSteps(ctx, &pb.ListStepsRequest{WorkflowId: workflowID})
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	out := make([]Step, 0, len(r.GetSteps()))
+	out := make([]StepRecord, 0, len(r.GetSteps()))
 	for _, s := range r.GetSteps() {
 		out = append(out, stepFromWire(s))
 	}

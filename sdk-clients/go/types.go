@@ -119,8 +119,8 @@ func (e *NoOutputError) Error() string {
 	return fmt.Sprintf("waymark: workflow %s has no output; it is %s", e.WorkflowID, e.Status)
 }
 
-// Step is a recorded step of a workflow.
-type Step struct {
+// StepRecord is a recorded step of a workflow.
+type StepRecord struct {
 	ID         uint32
 	Name       string
 	Output     json.RawMessage
@@ -213,8 +213,8 @@ func workflowFromWire(w *pb.Workflow) *Workflow {
 	return out
 }
 
-func stepFromWire(s *pb.Step) Step {
-	out := Step{
+func stepFromWire(s *pb.Step) StepRecord {
+	out := StepRecord{
 		ID:         s.GetStepId(),
 		Name:       s.GetName(),
 		Failure:    failureFromWire(s.GetFailure()),

@@ -1,0 +1,174 @@
+package waymark
+
+import (
+	"errors"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
+
+// StepHandle is a remote step that was called and may still be running. Wait for its result
+// with StepResult, or for it among others with WaitFirst and WaitAll.
+type StepHandle struct {
+	step  uint32
+	name  string
+	input *pb.Payload
+	cfg   stepConfig
+}
+
+// Awaitable is something a workflow can wait for alongside others: a *StepHandle, or a
+// WorkflowRef (a child, or any workflow, finishing).
+type Awaitable interface {
+	waitTarget() *pb.WaitTarget
+}
+
+// WorkflowRef names a workflow to wait for with WaitFirst or WaitAll.
+type WorkflowRef string
+
+func (w WorkflowRef) waitTarget() *pb.WaitTarget {
+	return &pb.WaitTarget{Target: &pb.WaitTarget_WorkflowId{WorkflowId: string(w)}}
+}
+
+func (h *StepHandle) waitTarget() *pb.WaitTarget {
+	return &pb.WaitTarget{Target: &pb.WaitTarget_StepId{StepId: h.step}}
+}
+
+// CallStep calls remote step name with input and waits for its result. Any worker that
+// registered the step runs it (in any language); the server retries it per WithRetry (default:
+// 3 attempts, 1 s doubling up to 60 s) and fails an attempt past WithTimeout (default 5
+// minutes). The result is recorded as this workflow's step, so a replay — even on another
+// worker after this one died — gets it without calling again.
+func CallStep[O any](ctx Context, name string, input any, opts ...StepOption) (O, error) {
+	h, err := StartStep(ctx, name, input, opts...)
+	if err != nil {
+		var zero O
+		return zero, err
+	}
+	return StepResult[O](ctx, h)
+}
+
+// StartStep calls remote step name without waiting for it: the call is durable when it
+// returns. Wait with StepResult, WaitFirst or WaitAll.
+func StartStep(ctx Context, name string, input any, opts ...StepOption) (*StepHandle, error) {
+	r := ctx.run()
+	step := r.take(1)
+	payload, err := toPayload(input)
+	if err != nil {
+		return nil, err
+	}
+	h := &StepHandle{step: step, name: name, input: payload, cfg: stepOptions(opts)}
+	if rec := r.recorded[step]; rec != nil {
+		return h, r.checkName(step, name, rec)
+	}
+	if err := r.stopped(); err != nil {
+		return nil, err
+	}
+	if _, err := r.call(h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// StepResult waits for the result of a remote step started with StartStep. A long wait parks
+// the workflow until the result is recorded. A step that failed after its retries is a
+// *StepError.
+func StepResult[O any](ctx Context, h *StepHandle) (O, error) {
+	r := ctx.run()
+	if rec := r.recorded[h.step]; rec != nil {
+		return replayed[O](r, h.step, h.name, rec)
+	}
+	since := nowMs()
+	for {
+		if err := r.stopped(); err != nil {
+			var zero O
+			return zero, err
+		}
+		res, err := r.call(h)
+		if err != nil {
+			var zero O
+			return zero, err
+		}
+		if res.GetOutcome() == pb.RecvResult_OUTCOME_DELIVERED {
+			rec := &pb.Step{StepId: h.step, Name: h.name, Output: res.GetOutput(), Failure: res.GetFailure()}
+			return replayed[O](r, h.step, h.name, rec)
+		}
+		if err := r.waitOrPark(since, h.step, func(p *pb.Park) { p.On = &pb.Park_Step{Step: h.step} }); err != nil {
+			var zero O
+			return zero, err
+		}
+	}
+}
+
+// call makes the call, or asks again for its result: a position is called once however often
+// it is sent.
+func (r *run) call(h *StepHandle) (*pb.CallResult, error) {
+	req := &pb.CallStep{WorkflowId: r.id, Epoch: r.epoch, StepId: h.step, StepName: h.name, Input: h.input}
+	if p := h.cfg.retry; p != nil {
+		n := p.normalized()
+		req.Retry = &pb.RetryPolicy{
+			MaxAttempts:        n.MaxAttempts,
+			InitialInterval:    durationpb.New(n.InitialInterval),
+			BackoffCoefficient: n.Backoff,
+			MaxInterval:        durationpb.New(n.MaxInterval),
+		}
+	}
+	if h.cfg.timeout > 0 {
+		req.Timeout = durationpb.New(h.cfg.timeout)
+	}
+	reply, err := r.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_CallStep{CallStep: req}})
+	if err != nil {
+		return nil, err
+	}
+	return reply.GetCallResult(), r.expect(reply, func(x *pb.Reply) bool { return x.GetCallResult() != nil })
+}
+
+// WaitFirst waits until the first of targets finishes and returns its index. The winner is
+// recorded, so a replay takes the same branch even if others have finished since. Read its
+// result with StepResult or AwaitChild.
+func WaitFirst(ctx Context, targets ...Awaitable) (int, error) {
+	return waitSeveral(ctx.run(), targets, false)
+}
+
+// WaitAll waits until every one of targets has finished. Recorded like WaitFirst.
+func WaitAll(ctx Context, targets ...Awaitable) error {
+	_, err := waitSeveral(ctx.run(), targets, true)
+	return err
+}
+
+func waitSeveral(r *run, targets []Awaitable, all bool) (int, error) {
+	step := r.take(1)
+	name := selectStep
+	if all {
+		name = waitAllStep
+	}
+	fields, _, ok, err := r.recordedFields(step, name)
+	if err != nil || ok {
+		return field[int](fields, "index"), err
+	}
+	if len(targets) == 0 {
+		return 0, errors.New("waymark: nothing to wait for")
+	}
+	req := &pb.Select{WorkflowId: r.id, Epoch: r.epoch, StepId: step, All: all}
+	for _, t := range targets {
+		req.Targets = append(req.Targets, t.waitTarget())
+	}
+	for {
+		if err := r.stopped(); err != nil {
+			return 0, err
+		}
+		reply, err := r.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Select{Select: req}})
+		if err != nil {
+			return 0, err
+		}
+		if err := r.expect(reply, func(x *pb.Reply) bool { return x.GetSelected() != nil }); err != nil {
+			return 0, err
+		}
+		if s := reply.GetSelected(); s.GetOutcome() == pb.RecvResult_OUTCOME_DELIVERED {
+			return int(s.GetIndex()), nil
+		}
+		if err := r.waitUntil(forever, 0); err != nil {
+			return 0, err
+		}
+	}
+}

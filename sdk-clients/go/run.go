@@ -1,0 +1,218 @@
+package waymark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
+
+// run is one dispatch of a workflow: the state its steps and waits share. It is the Context
+// the workflow function gets.
+type run struct {
+	context.Context
+	cancel context.CancelCauseFunc
+
+	id, name         string
+	epoch            uint64
+	recoveryAttempts uint32
+	// Steps recorded by earlier runs, by position: a replay returns these instead of running.
+	recorded  map[uint32]*pb.Step
+	conn      *conn
+	parkAfter int64 // milliseconds; negative: never park
+	logger    *slog.Logger
+	// Set when a later dispatch of the same workflow replaced this run.
+	superseded atomic.Bool
+	// Rung (without blocking; one pending ring is kept) when the server says a wait may be over.
+	wakeup chan struct{}
+
+	mu   sync.Mutex
+	next uint32
+	// Step records held back until the workflow's next request, or its completion, which
+	// carries them: nothing outside the workflow can depend on a step before then, so the last
+	// steps of a run cost no round trip and no commit of their own.
+	deferred []*pb.RecordStep
+	// Receives the server completed on its own (a send found them waiting) and pushed with
+	// the wakeup, by step position.
+	delivered map[uint32]*pb.Payload
+}
+
+func newRun(s *session, d *pb.DispatchWorkflow) *run {
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	r := &run{
+		Context:          ctx,
+		cancel:           cancel,
+		id:               d.GetWorkflowId(),
+		name:             d.GetWorkflowName(),
+		epoch:            d.GetEpoch(),
+		recoveryAttempts: d.GetRecoveryAttempts(),
+		recorded:         make(map[uint32]*pb.Step, len(d.GetSteps())),
+		conn:             s.conn,
+		parkAfter:        s.w.opts.ParkAfter.Milliseconds(),
+		logger:           s.w.logger.With("workflow_id", d.GetWorkflowId(), "workflow", d.GetWorkflowName()),
+		wakeup:           make(chan struct{}, 1),
+		delivered:        map[uint32]*pb.Payload{},
+	}
+	for _, st := range d.GetSteps() {
+		r.recorded[st.GetStepId()] = st
+	}
+	return r
+}
+
+// take reserves n step positions. Positions are taken in call order, which is what makes a
+// replay line up with its history: call steps from one goroutine, or start them together
+// (StartStep, StartChild) and wait with WaitAll.
+func (r *run) take(n uint32) uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := r.next
+	r.next += n
+	return id
+}
+
+// stop ends the run with cause (ErrCancelled, ErrParked, ErrFenced): its context is cancelled,
+// so its next step or wait returns the cause.
+func (r *run) stop(cause error) {
+	r.cancel(cause)
+	r.ring()
+}
+
+// stopped is why the run must stop, or nil while it may go on.
+func (r *run) stopped() error {
+	if r.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(r)
+	if isInterruption(cause) {
+		return cause
+	}
+	// The worker itself is stopping (its Run context ended).
+	return ErrDisconnected
+}
+
+func (r *run) ring() {
+	select {
+	case r.wakeup <- struct{}{}:
+	default:
+	}
+}
+
+func (r *run) wake(w *pb.Wakeup) {
+	if rr := w.GetRecv(); rr != nil && rr.GetOutcome() == pb.RecvResult_OUTCOME_DELIVERED {
+		r.mu.Lock()
+		r.delivered[w.GetStepId()] = rr.GetMessage()
+		r.mu.Unlock()
+	}
+	r.ring()
+}
+
+func (r *run) takeDelivered(step uint32) (*pb.Payload, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.delivered[step]
+	delete(r.delivered, step)
+	return p, ok
+}
+
+// hold keeps a step's record back until the next request or the completion.
+func (r *run) hold(step uint32, name string, out *pb.Payload, failure *pb.Failure, attempts uint32) {
+	rec := &pb.RecordStep{WorkflowId: r.id, Epoch: r.epoch, StepId: step, Name: name, Attempts: attempts}
+	if failure != nil {
+		rec.Outcome = &pb.RecordStep_Failure{Failure: failure}
+	} else {
+		rec.Outcome = &pb.RecordStep_Output{Output: out}
+	}
+	r.mu.Lock()
+	r.deferred = append(r.deferred, rec)
+	r.mu.Unlock()
+}
+
+func (r *run) takeHeld() []*pb.RecordStep {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	held := r.deferred
+	r.deferred = nil
+	return held
+}
+
+// flush makes the held-back step records durable, all in flight at once.
+func (r *run) flush() error {
+	held := r.takeHeld()
+	replies := make([]<-chan *pb.Reply, 0, len(held))
+	for _, rec := range held {
+		ch, err := r.conn.start(&pb.WorkerMessage{Kind: &pb.WorkerMessage_RecordStep{RecordStep: rec}})
+		if err != nil {
+			return err
+		}
+		replies = append(replies, ch)
+	}
+	var first error
+	for _, ch := range replies {
+		reply, err := r.conn.wait(ch)
+		if err == nil {
+			err = r.expect(reply, func(*pb.Reply) bool { return reply.GetStepRecorded() != nil })
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// request sends a request for this workflow, after the step records it holds back.
+func (r *run) request(msg *pb.WorkerMessage) (*pb.Reply, error) {
+	if err := r.flush(); err != nil {
+		return nil, err
+	}
+	reply, err := r.conn.request(msg)
+	if err != nil {
+		return nil, err
+	}
+	return reply, r.expect(reply, func(*pb.Reply) bool { return true })
+}
+
+// expect turns a refused request into the error the workflow sees, and a reply of the wrong
+// kind into a protocol error.
+func (r *run) expect(reply *pb.Reply, ok func(*pb.Reply) bool) error {
+	if e := reply.GetError(); e != nil {
+		return r.refused(e)
+	}
+	if !ok(reply) {
+		return fmt.Errorf("waymark: unexpected reply from the server: %T", reply.GetResult())
+	}
+	return nil
+}
+
+// refused is a refused write as the workflow sees it. A refusal that means this run is over
+// also stops the run, so the workflow cannot go on (or complete) by ignoring the error.
+func (r *run) refused(e *pb.ReplyError) error {
+	switch e.GetReason() {
+	case "STALE_EPOCH":
+		err := fmt.Errorf("%w: %s", ErrFenced, e.GetMessage())
+		r.stop(err)
+		return err
+	case "WORKFLOW_NOT_RUNNING":
+		r.stop(ErrCancelled)
+		return ErrCancelled
+	case "NON_DETERMINISM":
+		return fmt.Errorf("%w: %s", ErrNonDeterminism, e.GetMessage())
+	}
+	return &Error{Code: codeOf(e.GetCode()), Reason: e.GetReason(), Message: e.GetMessage()}
+}
+
+// record checkpoints a step now (not held back) and waits until it is durable.
+func (r *run) record(step uint32, name string, out *pb.Payload) error {
+	req := &pb.RecordStep{WorkflowId: r.id, Epoch: r.epoch, StepId: step, Name: name, Outcome: &pb.RecordStep_Output{Output: out}, Attempts: 1}
+	reply, err := r.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_RecordStep{RecordStep: req}})
+	if err != nil {
+		return err
+	}
+	if reply.GetStepRecorded() == nil {
+		return errors.New("waymark: unexpected reply to a step record")
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package waymark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
+
+// serveStep runs one attempt of a remote step registered here and reports its result, then
+// grants its step credit back. An attempt still running at its deadline is abandoned: the
+// server has failed it already and refuses a late result.
+func (s *session) serveStep(d *pb.DispatchStep) {
+	defer func() {
+		_ = s.conn.send(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Credit{Credit: &pb.Credit{Steps: 1}}})
+	}()
+	log := s.w.logger.With("workflow_id", d.GetWorkflowId(), "step", d.GetStepName(), "attempt", d.GetAttempt())
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	if dl := d.GetDeadline(); dl != nil {
+		ctx, cancel = context.WithDeadline(ctx, dl.AsTime())
+		defer cancel()
+	}
+	out, err := s.attempt(ctx, d)
+	if ctx.Err() != nil {
+		log.Info("step attempt abandoned: past its deadline or the stream ended", "error", err)
+		return
+	}
+	res := &pb.StepResult{WorkflowId: d.GetWorkflowId(), StepId: d.GetStepId(), Attempt: d.GetAttempt()}
+	if err != nil {
+		res.Outcome = &pb.StepResult_Failure{Failure: &pb.Failure{Kind: stepFailedKind, Message: err.Error()}}
+	} else {
+		res.Outcome = &pb.StepResult_Output{Output: out}
+	}
+	reply, err := s.conn.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_StepResult{StepResult: res}})
+	switch {
+	case err != nil:
+		log.Debug("stream broke before the step result was sent")
+	case reply.GetError() != nil:
+		log.Info("step result refused", "reason", reply.GetError().GetReason(), "message", reply.GetError().GetMessage())
+	}
+}
+
+// attempt runs the registered function; a panic fails the attempt instead of the worker.
+func (s *session) attempt(ctx context.Context, d *pb.DispatchStep) (out *pb.Payload, err error) {
+	fn := s.w.step(d.GetStepName())
+	if fn == nil {
+		return nil, fmt.Errorf("this worker has no step named %q", d.GetStepName())
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, errors.New(fmt.Sprint("step panicked: ", p))
+		}
+	}()
+	return fn(ctx, d.GetInput())
+}

@@ -1,0 +1,41 @@
+package waymark
+
+import (
+	"time"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
+
+// Sleep sleeps durably: the wake time is recorded as a step, so a workflow recovered
+// mid-sleep sleeps only what is left. A sleep longer than the worker's park threshold parks the
+// workflow (Sleep returns ErrParked; return it) and the server dispatches it again at the wake
+// time. Cancelling the workflow ends the sleep.
+func Sleep(ctx Context, d time.Duration) error {
+	r := ctx.run()
+	step := r.take(1)
+	fields, _, ok, err := r.recordedFields(step, sleepStep)
+	if err != nil {
+		return err
+	}
+	wakeAt := field[int64](fields, "wake_at_ms")
+	if !ok {
+		if err := r.stopped(); err != nil {
+			return err
+		}
+		wakeAt = after(d)
+		if err := r.record(step, sleepStep, mustPayload(map[string]any{"wake_at_ms": wakeAt})); err != nil {
+			return err
+		}
+	}
+	if r.shouldPark(wakeAt, nowMs()) {
+		if err := r.park(step, wakeAt, func(p *pb.Park) { p.On = &pb.Park_Timer{Timer: true} }); err != nil {
+			return err
+		}
+	}
+	for nowMs() < wakeAt {
+		if err := r.waitUntil(wakeAt, nowMs()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package waymark
+
+import (
+	"context"
+	"time"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
+
+// StepOption configures a step: its retries and its timeout.
+type StepOption func(*stepConfig)
+
+type stepConfig struct {
+	retry   *RetryPolicy
+	timeout time.Duration
+}
+
+// WithRetry retries the step per policy before it fails for good. For a local step the
+// worker retries it; for a remote step (CallStep) the server does.
+func WithRetry(policy RetryPolicy) StepOption {
+	return func(c *stepConfig) { c.retry = &policy }
+}
+
+// WithTimeout bounds one attempt of the step: the attempt's context ends after d (and for a
+// remote step the server fails an attempt that runs longer).
+func WithTimeout(d time.Duration) StepOption {
+	return func(c *stepConfig) { c.timeout = d }
+}
+
+func stepOptions(opts []StepOption) stepConfig {
+	var c stepConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Step runs fn once as step name of the workflow and checkpoints its result. On replay the
+// recorded result is returned and fn is not called. fn's context ends when the workflow stops
+// (cancelled, parked, taken over) or the attempt times out.
+//
+// The checkpoint is durable before anything else the workflow does outside itself — its next
+// step runs, its next request to the server, its completion (which carries the last steps'
+// records). A step that fails after its retries returns a *StepError; its original error is
+// not kept, since a replay only has the recorded message.
+func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, error), opts ...StepOption) (T, error) {
+	var zero T
+	r := ctx.run()
+	step := r.take(1)
+	if rec := r.recorded[step]; rec != nil {
+		return replayed[T](r, step, name, rec)
+	}
+	if err := r.stopped(); err != nil {
+		return zero, err
+	}
+	// This step may depend on the ones before: their records are durable first.
+	if err := r.flush(); err != nil {
+		return zero, err
+	}
+	cfg := stepOptions(opts)
+	policy := RetryPolicy{MaxAttempts: 1}
+	if cfg.retry != nil {
+		policy = cfg.retry.normalized()
+	}
+	for attempt := uint32(1); ; attempt++ {
+		v, err := attemptStep(r, cfg.timeout, fn)
+		if stop := r.stopped(); stop != nil {
+			return zero, stop
+		}
+		if err == nil {
+			out, perr := toPayload(v)
+			if perr != nil {
+				return zero, &Failure{Kind: "Serialization", Message: perr.Error()}
+			}
+			r.hold(step, name, out, nil, attempt)
+			return v, nil
+		}
+		if attempt >= policy.MaxAttempts {
+			r.hold(step, name, nil, &pb.Failure{Kind: stepFailedKind, Message: err.Error()}, attempt)
+			return zero, &StepError{Step: name, Message: err.Error()}
+		}
+		r.logger.Debug("step failed; retrying", "step", name, "attempt", attempt, "error", err)
+		if err := r.pause(policy.Delay(attempt)); err != nil {
+			return zero, err
+		}
+	}
+}
+
+func attemptStep[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return fn(ctx)
+}
+
+// pause waits d unless the run stops first.
+func (r *run) pause(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-r.Done():
+		return r.stopped()
+	}
+}

@@ -1,0 +1,188 @@
+package waymark
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
+
+// sdkName is reported in Hello, for operators.
+const sdkName = "go/0.1.0"
+
+// WorkerOptions configure a Worker; the zero value serves queue "default" on DefaultServer.
+type WorkerOptions struct {
+	// Server is the address ("host:port"); DefaultServer when empty.
+	Server string
+	// DialOptions are added to the connection's (TLS credentials, interceptors).
+	DialOptions []grpc.DialOption
+	// WorkerID is the stable id of this process, kept across reconnects; generated when empty.
+	WorkerID string
+	// AppName and AppVersion: workflows are pinned to the version of the worker that first
+	// runs them and only recovered onto workers of the same version.
+	AppName    string
+	AppVersion string
+	// Queues to take workflows from; "default" when empty. The server creates those missing.
+	Queues []string
+	// MaxConcurrentWorkflows is how many workflows run here at once (credits); default 100.
+	MaxConcurrentWorkflows uint32
+	// MaxConcurrentSteps is how many remote step attempts run here at once; default 16.
+	MaxConcurrentSteps uint32
+	// ParkAfter: a workflow that will wait (sleep, recv, events, children, remote steps)
+	// longer than this is parked — released from this worker until its wait resolves.
+	// Zero means 60 seconds; negative keeps every waiting workflow in memory.
+	ParkAfter time.Duration
+	// Logger receives the worker's logs; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Worker runs the workflows and remote steps registered on it for the server, over one
+// stream that it reconnects, with backoff, whenever it breaks.
+type Worker struct {
+	opts   WorkerOptions
+	logger *slog.Logger
+
+	mu        sync.RWMutex
+	workflows map[string]workflowFunc
+	steps     map[string]stepFunc
+}
+
+// Erased forms of the registered functions: JSON payloads in and out.
+type (
+	workflowFunc func(ctx Context, input *pb.Payload) (*pb.Payload, error)
+	stepFunc     func(ctx context.Context, input *pb.Payload) (*pb.Payload, error)
+)
+
+// NewWorker makes a worker; register workflows and steps on it, then Run it.
+func NewWorker(opts WorkerOptions) *Worker {
+	if opts.WorkerID == "" {
+		opts.WorkerID = "go-" + crand.Text()
+	}
+	if opts.MaxConcurrentWorkflows == 0 {
+		opts.MaxConcurrentWorkflows = 100
+	}
+	if opts.MaxConcurrentSteps == 0 {
+		opts.MaxConcurrentSteps = 16
+	}
+	if opts.ParkAfter == 0 {
+		opts.ParkAfter = time.Minute
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Worker{
+		opts:      opts,
+		logger:    logger.With("worker_id", opts.WorkerID),
+		workflows: map[string]workflowFunc{},
+		steps:     map[string]stepFunc{},
+	}
+}
+
+// ID is the worker's id.
+func (w *Worker) ID() string { return w.opts.WorkerID }
+
+// RegisterWorkflow registers fn as workflow name. Input and output travel as JSON. fn must be
+// deterministic in the steps and waits it calls: a replay calls them again, in the same order,
+// and gets their recorded results. Register before Run.
+func RegisterWorkflow[I, O any](w *Worker, name string, fn func(ctx Context, input I) (O, error)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.workflows[name] = func(ctx Context, input *pb.Payload) (*pb.Payload, error) {
+		in, err := decodePayload[I](input)
+		if err != nil {
+			return nil, &Failure{Kind: "Serialization", Message: fmt.Sprintf("workflow input does not match the function's type: %v", err)}
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return toPayload(out)
+	}
+}
+
+// RegisterStep registers fn as remote step name: any workflow, in any language, can call it
+// with CallStep and the server dispatches the call here (or to another worker that registered
+// it). An error fails the attempt; the caller's retry policy decides what next. ctx ends at the
+// attempt's deadline. Register before Run.
+func RegisterStep[I, O any](w *Worker, name string, fn func(ctx context.Context, input I) (O, error)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.steps[name] = func(ctx context.Context, input *pb.Payload) (*pb.Payload, error) {
+		in, err := decodePayload[I](input)
+		if err != nil {
+			return nil, fmt.Errorf("step input does not match the function's type: %w", err)
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return toPayload(out)
+	}
+}
+
+func (w *Worker) workflow(name string) workflowFunc {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.workflows[name]
+}
+
+func (w *Worker) step(name string) stepFunc {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.steps[name]
+}
+
+// Run serves until ctx is done, then returns nil. It reconnects with backoff whenever the
+// stream breaks; what was running when it broke is dropped here and the server hands it out
+// again. It returns an error only for what retrying cannot fix (the server refused the
+// worker's registration).
+func (w *Worker) Run(ctx context.Context) error {
+	cc, err := dial(w.opts.Server, w.opts.DialOptions...)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	failures := 0
+	for {
+		welcomed, err := w.session(ctx, cc)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var rpc *Error
+		if errors.As(err, &rpc) && rpc.Code == codes.InvalidArgument {
+			return err
+		}
+		if welcomed {
+			failures = 0
+		}
+		failures++
+		w.logger.Warn("worker stream ended; reconnecting", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff(failures)):
+		}
+	}
+}
+
+// backoff is 50 ms doubling to 5 s, with jitter so a fleet does not reconnect in lockstep.
+func backoff(failures int) time.Duration {
+	base := min(50*time.Millisecond<<min(failures-1, 7), 5*time.Second)
+	return base/2 + rand.N(base/2+1)
+}
+
+func (w *Worker) hasSteps() bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return len(w.steps) > 0
+}
