@@ -200,8 +200,9 @@ func newWorker(t *testing.T, opts waymark.WorkerOptions) (*waymark.Worker, strin
 	return waymark.NewWorker(opts), queue
 }
 
-// runWorker runs w until the test ends.
-func runWorker(t *testing.T, w *waymark.Worker) {
+// runWorker runs w until the test ends, once it is connected: the queue it serves exists
+// (a worker's hello creates the queues it names, and registers its workflow names).
+func runWorker(t *testing.T, w *waymark.Worker, queue string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -216,6 +217,11 @@ func runWorker(t *testing.T, w *waymark.Worker) {
 		case <-time.After(10 * time.Second):
 			t.Errorf("worker did not stop")
 		}
+	})
+	c := newClient(t)
+	eventually(t, "the worker to connect", func() (bool, error) {
+		_, err := c.GetQueue(testCtx(t), queue)
+		return err == nil, err
 	})
 }
 

@@ -1,0 +1,202 @@
+package waymark_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	waymark "github.com/waymark-dev/waymark/sdk-clients/go"
+)
+
+type order struct {
+	Item  string `json:"item"`
+	Count int    `json:"count"`
+}
+
+type receipt struct {
+	Total int    `json:"total"`
+	By    string `json:"by"`
+}
+
+func TestWorkflowWithStepsCompletes(t *testing.T) {
+	c := newClient(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{AppVersion: "v1"})
+	var runs atomic.Int32
+	waymark.RegisterWorkflow(w, "checkout", func(ctx waymark.Context, o order) (receipt, error) {
+		price, err := waymark.Step(ctx, "price", func(context.Context) (int, error) {
+			runs.Add(1)
+			return 7, nil
+		})
+		if err != nil {
+			return receipt{}, err
+		}
+		return waymark.Step(ctx, "charge", func(context.Context) (receipt, error) {
+			runs.Add(1)
+			return receipt{Total: price * o.Count, By: ctx.WorkflowName()}, nil
+		})
+	})
+	runWorker(t, w, queue)
+	id := start(t, c, "checkout", queue, order{Item: "tea", Count: 3})
+	wf := await(t, c, id)
+	got, err := waymark.Output[receipt](wf)
+	if err != nil || got != (receipt{Total: 21, By: "checkout"}) {
+		t.Fatalf("output %+v, %v (workflow %+v)", got, err, wf)
+	}
+	if names := stepNames(t, c, id); fmt.Sprint(names) != "[price charge]" {
+		t.Fatalf("steps %v", names)
+	}
+	if runs.Load() != 2 || wf.AppVersion != "v1" {
+		t.Fatalf("ran %d step functions; app version %q", runs.Load(), wf.AppVersion)
+	}
+}
+
+func TestStepRetriesThenFailsTheWorkflow(t *testing.T) {
+	c := newClient(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{})
+	var flaky, doomed atomic.Int32
+	retry := waymark.WithRetry(waymark.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond})
+	waymark.RegisterWorkflow(w, "flaky", func(ctx waymark.Context, _ any) (string, error) {
+		v, err := waymark.Step(ctx, "flaky", func(context.Context) (string, error) {
+			if flaky.Add(1) < 3 {
+				return "", errors.New("not yet")
+			}
+			return "done", nil
+		}, retry)
+		if err != nil {
+			return "", err
+		}
+		_, err = waymark.Step(ctx, "doomed", func(context.Context) (int, error) {
+			doomed.Add(1)
+			return 0, errors.New("card declined")
+		}, retry)
+		var stepErr *waymark.StepError
+		if !errors.As(err, &stepErr) || stepErr.Step != "doomed" {
+			return "", fmt.Errorf("want a StepError, got %w", err)
+		}
+		return v, err
+	})
+	runWorker(t, w, queue)
+	id := start(t, c, "flaky", queue, nil)
+	wf := await(t, c, id)
+	if wf.Status != waymark.StatusError || wf.Failure.Kind != "StepFailed" || flaky.Load() != 3 || doomed.Load() != 3 {
+		t.Fatalf("workflow %+v failure %+v; flaky ran %d, doomed %d", wf, wf.Failure, flaky.Load(), doomed.Load())
+	}
+	steps, err := c.Steps(testCtx(t), id)
+	if err != nil || len(steps) != 2 || steps[0].Attempts != 3 || steps[1].Failure == nil || steps[1].Failure.Message != "card declined" {
+		t.Fatalf("steps %+v %v", steps, err)
+	}
+	var f *waymark.Failure
+	if err := wf.Result(nil); !errors.As(err, &f) || f.Kind != "StepFailed" {
+		t.Fatalf("Result: %v", err)
+	}
+}
+
+func TestWorkflowFailsWithItsOwnKind(t *testing.T) {
+	c := newClient(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{})
+	waymark.RegisterWorkflow(w, "picky", func(ctx waymark.Context, n int) (int, error) {
+		if n < 0 {
+			return 0, waymark.Fail("NegativeInput", "got %d", n)
+		}
+		return n, nil
+	})
+	runWorker(t, w, queue)
+	wf := await(t, c, start(t, c, "picky", queue, -2))
+	if wf.Status != waymark.StatusError || *wf.Failure != (waymark.Failure{Kind: "NegativeInput", Message: "got -2"}) {
+		t.Fatalf("workflow %+v failure %+v", wf, wf.Failure)
+	}
+}
+
+// A replayed workflow returns recorded steps without running them: a second dispatch (after a
+// resume) runs only what was not recorded.
+func TestReplayRunsRecordedStepsOnce(t *testing.T) {
+	c, ctx := newClient(t), testCtx(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{})
+	var first, second atomic.Int32
+	waymark.RegisterWorkflow(w, "twice", func(ctx waymark.Context, _ any) (int, error) {
+		a, err := waymark.Step(ctx, "first", func(context.Context) (int, error) { return int(first.Add(1)), nil })
+		if err != nil {
+			return 0, err
+		}
+		// Waits for a message: cancelled here, then resumed, the workflow replays "first".
+		if _, _, err := waymark.Recv[string](ctx, "go", time.Hour); err != nil {
+			return 0, err
+		}
+		b, err := waymark.Step(ctx, "second", func(context.Context) (int, error) { return int(second.Add(1)), nil })
+		return a*10 + b, err
+	})
+	runWorker(t, w, queue)
+	id := start(t, c, "twice", queue, nil)
+	eventually(t, "the workflow to wait for its message", func() (bool, error) {
+		names := stepNames(t, c, id)
+		return len(names) == 2, nil
+	})
+	if _, err := c.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Resume(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, id, "go", "now", nil); err != nil {
+		t.Fatal(err)
+	}
+	wf := await(t, c, id)
+	if out, err := waymark.Output[int](wf); err != nil || out != 11 || first.Load() != 1 || second.Load() != 1 {
+		t.Fatalf("output %d %v; first ran %d, second %d", out, err, first.Load(), second.Load())
+	}
+}
+
+func TestCancelStopsARunningWorkflow(t *testing.T) {
+	c, ctx := newClient(t), testCtx(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{})
+	stopped := make(chan error, 1)
+	waymark.RegisterWorkflow(w, "long", func(ctx waymark.Context, _ any) (any, error) {
+		// A step that runs until its context ends: cancel reaches it.
+		_, err := waymark.Step(ctx, "block", func(sctx context.Context) (int, error) {
+			<-sctx.Done()
+			return 0, sctx.Err()
+		})
+		stopped <- context.Cause(ctx)
+		return nil, err
+	})
+	runWorker(t, w, queue)
+	id := start(t, c, "long", queue, nil)
+	eventually(t, "the workflow to run", func() (bool, error) {
+		wf, err := c.Get(ctx, id)
+		return err == nil && wf.Status == waymark.StatusPending, err
+	})
+	if _, err := c.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cause := <-stopped:
+		if !errors.Is(cause, waymark.ErrCancelled) {
+			t.Fatalf("cause %v", cause)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the workflow did not stop")
+	}
+	if wf := await(t, c, id); wf.Status != waymark.StatusCancelled || len(stepNames(t, c, id)) != 0 {
+		t.Fatalf("workflow %+v steps %v", wf, stepNames(t, c, id))
+	}
+}
+
+func TestWorkflowTimeoutCancelsIt(t *testing.T) {
+	c, ctx := newClient(t), testCtx(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{})
+	waymark.RegisterWorkflow(w, "slow", func(ctx waymark.Context, _ any) (any, error) {
+		_, _, err := waymark.Recv[any](ctx, "never", time.Hour)
+		return nil, err
+	})
+	runWorker(t, w, queue)
+	s, err := c.Start(ctx, "slow", nil, &waymark.StartOptions{Queue: queue, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wf := await(t, c, s.ID); wf.Status != waymark.StatusCancelled {
+		t.Fatalf("workflow %+v", wf)
+	}
+}
