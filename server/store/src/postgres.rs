@@ -16,6 +16,7 @@ use sqlx::{postgres::PgPoolOptions, PgPool};
 
 mod announcer;
 mod children;
+mod completions;
 mod events;
 mod flow;
 mod messages;
@@ -42,6 +43,8 @@ pub struct PostgresStore {
     notify: bool,
     /// Group commit for step checkpoints, the hot path.
     steps: Batcher<StepWrite, bool>,
+    /// Group commit for completions with no steps to record.
+    completions: Batcher<completions::Completion, Option<WorkflowRow>>,
     /// Sends committed changes to the other replicas, batched (see `announcer.rs`).
     announcer: announcer::Announcer,
 }
@@ -76,7 +79,12 @@ impl PostgresStore {
         let steps = Batcher::spawn(STEP_LANES, MAX_STEP_BATCH, move |batch| {
             insert_steps_fenced(writer.clone(), batch)
         });
+        let writer = pool.clone();
+        let completions = Batcher::spawn(completions::LANES, completions::MAX_BATCH, move |batch| {
+            completions::write(writer.clone(), batch)
+        });
         Ok(PostgresStore {
+            completions,
             announcer: announcer::Announcer::spawn(pool.clone()),
             pool,
             notify: true,
@@ -486,32 +494,12 @@ impl Store for PostgresStore {
     }
 
     async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
-        let (output, failure) = rows::outcome_columns(&outcome);
-        let status = match outcome {
-            Outcome::Output(_) => WorkflowStatus::Success,
-            Outcome::Failure(_) => WorkflowStatus::Error,
-        };
-        let finished = crate::changes::Change::Finished {
-            workflow_id: fence.workflow_id.clone(),
-        };
-        let written: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
-             WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 RETURNING ",
-            workflow_columns!()
-        ))
-        .bind(status.as_str())
-        .bind(output)
-        .bind(failure)
-        .bind(now)
-        .bind(&fence.workflow_id)
-        .bind(fence.epoch as i64)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_error)?;
-        if written.is_some() {
-            self.announce_soon(finished);
-        }
+        // Status-gated and fenced in the UPDATE itself; concurrent completions share one.
+        let written = self.completions.submit((fence.clone(), outcome, now)).await?;
         if let Some(row) = written {
+            self.announce_soon(crate::changes::Change::Finished {
+                workflow_id: fence.workflow_id.clone(),
+            });
             return Ok(Completed {
                 workflow: row.try_into()?,
                 adopted: false,
