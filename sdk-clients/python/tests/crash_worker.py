@@ -18,7 +18,8 @@ worker = Worker(server=server, queues=[queue], app_version="crash", park_after=N
 
 async def work(name: str) -> str:
     await asyncio.sleep(0.4)
-    with open(log_path, "a") as f:
+    # A blocking append is the point: the line is on disk before the step returns.
+    with open(log_path, "a") as f:  # noqa: ASYNC230
         f.write(f"{name} {os.getpid()}\n")
     return name
 

@@ -44,9 +44,17 @@ class Server:
 
     def start(self) -> Server:
         db = pathlib.Path(self.dir.name, "waymark.db")
-        log = open(pathlib.Path(self.dir.name, "server.log"), "ab")  # noqa: SIM115
+        log = open(pathlib.Path(self.dir.name, "server.log"), "ab")
         self.proc = subprocess.Popen(
-            [binary(), "server", "--listen", self.address, "--database-url", f"sqlite:{db}", *FLAGS],
+            [
+                binary(),
+                "server",
+                "--listen",
+                self.address,
+                "--database-url",
+                f"sqlite:{db}",
+                *FLAGS,
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -64,8 +72,12 @@ class Server:
     def log(self) -> str:
         return pathlib.Path(self.dir.name, "server.log").read_text(errors="replace")[-4000:]
 
-    def stop(self) -> None:
+    def kill(self) -> None:
+        """Kills the process, keeping its database for a `start()` again."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+    def stop(self) -> None:
+        self.kill()
         self.dir.cleanup()

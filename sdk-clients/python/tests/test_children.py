@@ -21,7 +21,7 @@ async def test_child_workflows(client: Client, workers: Workers) -> None:
     w, q = workers.new(), workers.queue
 
     @w.workflow("child")
-    async def child(ctx: WorkflowContext, n: int) -> int:
+    async def double(ctx: WorkflowContext, n: int) -> int:
         if n < 0:
             raise ValueError("negative")
         return n * 2
@@ -29,9 +29,7 @@ async def test_child_workflows(client: Client, workers: Workers) -> None:
     @w.workflow("parent")
     async def parent(ctx: WorkflowContext) -> object:
         doubled = await ctx.child("child", 21, queue=q)
-        bad = await ctx.start_child(
-            "child", -1, workflow_id=f"{ctx.workflow_id}-bad", queue=q
-        )
+        bad = await ctx.start_child("child", -1, workflow_id=f"{ctx.workflow_id}-bad", queue=q)
         try:
             await ctx.await_child(bad)
         except ChildWorkflowFailed as e:
@@ -108,7 +106,11 @@ async def test_wait_first_and_all(client: Client, workers: Workers) -> None:
         first = await ctx.wait_first(slow, fast)
         step = await ctx.start_step("quick", 1)
         await ctx.wait_all(fast, step)
-        return {"first": first, "step": await ctx.step_result(step), "fast": await ctx.await_child(fast)}
+        return {
+            "first": first,
+            "step": await ctx.step_result(step),
+            "fast": await ctx.await_child(fast),
+        }
 
     await workers.start(w)
     h = await client.start("racer", queue=workers.queue)

@@ -19,7 +19,17 @@ def uid(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-NAMES = ["nobody_runs_this", "job", "later", "bounce", "listed", "idle", "never_runs", "x", "nightly"]
+NAMES = [
+    "nobody_runs_this",
+    "job",
+    "later",
+    "bounce",
+    "listed",
+    "idle",
+    "never_runs",
+    "x",
+    "nightly",
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -114,7 +124,9 @@ async def test_list_filters_and_pages(client: Client) -> None:
     assert sorted(seen) == sorted(ids)
     only = await client.list(queue=q, statuses=[WorkflowStatus.SUCCESS])
     assert only.workflows == []
-    named = await client.list(workflow_name="listed", queue=q, created_after=datetime.now(UTC) - timedelta(minutes=5))
+    named = await client.list(
+        workflow_name="listed", queue=q, created_after=datetime.now(UTC) - timedelta(minutes=5)
+    )
     assert len(named.workflows) == 5
 
 
@@ -147,7 +159,9 @@ async def test_queues_crud(client: Client) -> None:
     with pytest.raises(RpcError) as e:
         await client.queues.create(name)
     assert e.value.reason == "QUEUE_EXISTS"
-    q = await client.queues.update(name, global_concurrency=5, rate_limit=None, worker_concurrency=KEEP)
+    q = await client.queues.update(
+        name, global_concurrency=5, rate_limit=None, worker_concurrency=KEEP
+    )
     assert (q.worker_concurrency, q.global_concurrency, q.rate_limit) == (2, 5, None)
     q = await client.queues.update(name, partition_concurrency=1)
     assert (q.global_concurrency, q.partition_concurrency) == (5, 1)

@@ -75,7 +75,9 @@ async def test_exception_class_is_the_failure_kind(client: Client, workers: Work
     assert wb.failure is not None and wb.failure.kind == "PaymentDeclined"
 
 
-async def test_steps_started_together_number_in_call_order(client: Client, workers: Workers) -> None:
+async def test_steps_started_together_number_in_call_order(
+    client: Client, workers: Workers
+) -> None:
     w = workers.new()
 
     async def slow(name: str, delay: float) -> str:

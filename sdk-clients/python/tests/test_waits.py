@@ -142,7 +142,9 @@ async def test_long_waits_park_and_replay(client: Client, workers: Workers) -> N
     async def waiting_for_message() -> bool:
         wf = await h.get()
         steps = await client.steps(h.workflow_id)
-        return wf.status is WorkflowStatus.DELAYED and any(s.name == "waymark.recv.deadline" for s in steps)
+        return wf.status is WorkflowStatus.DELAYED and any(
+            s.name == "waymark.recv.deadline" for s in steps
+        )
 
     await eventually(waiting_for_message, what="the workflow parked on its recv")
     await h.send("go", topic="wake")

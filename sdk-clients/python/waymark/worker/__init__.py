@@ -94,14 +94,13 @@ class Worker:
         return register
 
     def stop(self) -> None:
-        """Makes `run` return."""
+        """Makes `run` return (and a later `run` serve again)."""
         self._stop.set()
 
     async def run(self) -> None:
         """Serves until `stop()` is called or the task is cancelled. Reconnects, with backoff,
         whenever the stream breaks; what was running when it broke is dropped here and the
         server gives it out again."""
-        self._stop = asyncio.Event()
         failures = 0
         stopping = asyncio.create_task(self._stop.wait())
         try:
@@ -121,6 +120,7 @@ class Worker:
                     pass
         finally:
             stopping.cancel()
+            self._stop.clear()
 
 
 def _backoff(failures: int) -> float:
