@@ -34,7 +34,8 @@ func TestStartIsIdempotentAndGetListFind(t *testing.T) {
 		wf.PartitionKey != "p1" || wf.Deadline.IsZero() || string(wf.Input) != `{"n":1}` {
 		t.Fatalf("unexpected workflow: %+v", wf)
 	}
-	page, next, err := c.List(ctx, &waymark.ListOptions{Queue: queue, Statuses: []waymark.Status{waymark.StatusEnqueued}})
+	page, next, err := c.List(ctx, &waymark.ListOptions{Queue: queue, Statuses: []waymark.Status{waymark.StatusEnqueued},
+		CreatedAfter: time.Now().Add(-time.Minute), CreatedBefore: time.Now().Add(time.Minute)})
 	if err != nil || len(page) != 1 || page[0].ID != id || next != "" {
 		t.Fatalf("list: %v %v %q", page, err, next)
 	}

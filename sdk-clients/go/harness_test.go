@@ -244,10 +244,19 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 // await waits for a workflow to finish and returns it.
 func await(t *testing.T, c *waymark.Client, id string) *waymark.Workflow {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	wf, err := c.Await(ctx, id)
 	if err != nil {
+		// What it got to, for the failure's report.
+		if wf, gerr := c.Get(context.Background(), id); gerr == nil {
+			t.Logf("workflow %s is %s; steps %v", id, wf.Status, stepNames(t, c, id))
+		}
+		for w, err := range c.All(context.Background(), &waymark.ListOptions{CreatedAfter: time.Now().Add(-time.Minute)}) {
+			if err == nil && w.ParentID == id {
+				t.Logf("child %s (%s) is %s on %s", w.ID, w.Name, w.Status, w.Queue)
+			}
+		}
 		t.Fatalf("await %s: %v", id, err)
 	}
 	return wf
