@@ -98,3 +98,21 @@ async def test_steps_started_together_number_in_call_order(
     assert await h.result(timeout=30) == ["a", "b"]
     steps = await client.steps(h.workflow_id)
     assert [(s.step_id, s.name) for s in steps] == [(0, "first"), (1, "second")]
+
+
+async def test_a_different_step_on_replay_is_non_determinism(
+    client: Client, workers: Workers
+) -> None:
+    w = workers.new(park_after=0.05)
+
+    @w.workflow("fickle")
+    async def fickle(ctx: WorkflowContext) -> None:
+        # The first run records "a"; the replay after the park calls "b" at that position.
+        await ctx.step("a" if ctx.epoch == 1 else "b", lambda: 1)
+        await ctx.sleep(0.3)
+
+    await workers.start(w)
+    h = await client.start("fickle", queue=workers.queue)
+    wf = await h.wait(timeout=30)
+    assert wf.status is WorkflowStatus.ERROR and wf.failure is not None
+    assert wf.failure.kind == "NonDeterminism"

@@ -106,10 +106,14 @@ class Worker:
         try:
             while not self._stop.is_set():
                 session = asyncio.create_task(Session(self._config).run())
-                await asyncio.wait({session, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                if not session.done():
-                    session.cancel()
-                    await asyncio.gather(session, return_exceptions=True)
+                try:
+                    await asyncio.wait({session, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    # Stopped, or this task cancelled: the session ends with it.
+                    if not session.done():
+                        session.cancel()
+                        await asyncio.gather(session, return_exceptions=True)
+                if self._stop.is_set():
                     return
                 error = session.exception()
                 failures = failures + 1 if error else 0

@@ -1,0 +1,45 @@
+"""Pieces that need no server: JSON payloads, retry backoff, addresses, durations."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from waymark import RetryPolicy
+from waymark._payload import from_payload, to_payload
+from waymark._rpc import target
+from waymark._time import from_duration, to_duration
+
+
+def test_json_round_trip_keeps_integers_integral() -> None:
+    value = {"n": 3, "f": 2.5, "big": 2**40, "s": "x", "l": [None, True, {"k": []}], "t": (1, 2)}
+    back = from_payload(to_payload(value))
+    assert back == {**value, "t": [1, 2]}
+    assert isinstance(back["n"], int) and isinstance(back["f"], float)
+    assert from_payload(None) is None
+
+
+def test_non_json_values_are_refused() -> None:
+    with pytest.raises(TypeError):
+        to_payload({1: "int key"})
+    with pytest.raises(TypeError):
+        to_payload(float("nan"))
+    with pytest.raises(TypeError):
+        to_payload(object())
+
+
+def test_retry_backoff_grows_and_is_capped() -> None:
+    p = RetryPolicy(max_attempts=5, initial_interval=0.1, backoff=2.0, max_interval=0.35)
+    assert [round(p.delay(n), 3) for n in (1, 2, 3, 60)] == [0.1, 0.2, 0.35, 0.35]
+    assert RetryPolicy(initial_interval=timedelta(milliseconds=50)).delay(1) == 0.05
+
+
+def test_addresses_and_durations(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert target("http://10.1.2.3:7450/") == "10.1.2.3:7450"
+    monkeypatch.setenv("WAYMARK_SERVER", "example:1")
+    assert target(None) == "example:1"
+    monkeypatch.delenv("WAYMARK_SERVER")
+    assert target(None) == "127.0.0.1:7450"
+    assert from_duration(to_duration(1.25)) == timedelta(seconds=1.25)
+    assert from_duration(to_duration(timedelta(hours=2))) == timedelta(hours=2)
