@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
@@ -52,7 +53,7 @@ func newRun(s *session, d *pb.DispatchWorkflow) *run {
 		recoveryAttempts: d.GetRecoveryAttempts(),
 		recorded:         make(map[uint32]*pb.Step, len(d.GetSteps())),
 		conn:             s.conn,
-		parkAfter:        s.w.opts.ParkAfter.Milliseconds(),
+		parkAfter:        parkAfterMs(s.w.opts.ParkAfter),
 		logger:           s.w.logger.With("workflow_id", d.GetWorkflowId(), "workflow", d.GetWorkflowName()),
 		wakeup:           make(chan struct{}, 1),
 		delivered:        map[uint32]*pb.Payload{},
@@ -61,6 +62,15 @@ func newRun(s *session, d *pb.DispatchWorkflow) *run {
 		r.recorded[st.GetStepId()] = st
 	}
 	return r
+}
+
+// parkAfterMs is the park threshold in milliseconds, -1 for never (any negative duration,
+// even one that rounds to 0 ms).
+func parkAfterMs(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
 }
 
 // take reserves n step positions. Positions are taken in call order, which is what makes a
