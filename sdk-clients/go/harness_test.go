@@ -77,10 +77,6 @@ func freePort() (string, error) {
 }
 
 func startServer() (*serverProcess, error) {
-	bin, err := serverBinary()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "waymark-go-sdk-")
 	if err != nil {
 		return nil, err
@@ -89,7 +85,17 @@ func startServer() (*serverProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "server.log"))
+	return startServerAt(dir, addr)
+}
+
+// startServerAt starts a server on the database in dir, listening on addr: a restart on the
+// same dir and addr is the same server coming back.
+func startServerAt(dir, addr string) (*serverProcess, error) {
+	bin, err := serverBinary()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -145,12 +151,17 @@ func untilRegistered(addr string) error {
 }
 
 func (s *serverProcess) stop() {
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	_ = s.log.Close()
+	s.kill()
 	if os.Getenv("WAYMARK_KEEP_TEST_DIR") == "" {
 		_ = os.RemoveAll(s.dir)
 	}
+}
+
+// kill ends the server process with SIGKILL, keeping its database.
+func (s *serverProcess) kill() {
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	_ = s.log.Close()
 }
 
 // unique makes names that no other test (or run) uses.
