@@ -577,7 +577,27 @@ async fn cli_starts_with_flow_options_and_moves_a_delay() {
     assert!(code == 2 && err.contains("--delay"), "{err}");
 }
 
+/// A child started without a queue runs on its parent's.
+async fn children_start_on_their_parents_queue(backend: Backend) {
+    let Some(s) = setup(backend, &[]).await else { return };
+    let c = &s.client;
+    let _w = worker(&s.server.addr, &s.db.dir, "family", "family-q", 4);
+    wait_for_registration(c, "hold").await;
+    wait_for("the family-q worker to declare its queue", Duration::from_secs(60), || async {
+        c.get_queue("family-q").await.ok()
+    })
+    .await;
+    let input = serde_json::json!({"children": [["echo", 5]]});
+    c.start_json("family", input, on("family-q", "parent".into())).await.unwrap();
+    let w = c.await_workflow("parent", Some(Duration::from_secs(60))).await.unwrap();
+    assert_eq!(w.status, WorkflowStatus::Success, "{w:?}");
+    let on_queue = all_of(c, "family-q").await;
+    let child = on_queue.iter().find(|w| w.parent_workflow_id == "parent");
+    assert!(child.is_some(), "the child ran on family-q: {on_queue:?}");
+}
+
 on_both_stores!(
+    children_start_on_their_parents_queue,
     priority_orders_a_limited_queue,
     a_deep_partition_does_not_starve_a_short_one,
     dedup_delay_and_debounce,

@@ -91,9 +91,17 @@ impl Engine {
         validate::name("workflow_name", &req.workflow_name)?;
         validate::optional_name("child_workflow_id", &req.child_workflow_id)?;
         validate::optional_name("queue_name", &req.queue_name)?;
-        if !req.queue_name.is_empty() {
+        // No queue named: the parent's, as the contract says.
+        let queue_name = if req.queue_name.is_empty() {
+            self.store
+                .get_workflow(&fence.workflow_id)
+                .await?
+                .map(|p| p.queue_name)
+                .unwrap_or_else(|| DEFAULT_QUEUE.to_string())
+        } else {
             self.check_queue(&req.queue_name).await?;
-        }
+            req.queue_name.clone()
+        };
         validate::payload("child input", &req.input, self.config.max_payload_bytes)?;
         if !self.is_known_name(&req.workflow_name).await? {
             return Err(EngineError::new(
@@ -110,11 +118,7 @@ impl Engine {
         let child = NewWorkflow {
             workflow_id: child_id,
             workflow_name: req.workflow_name,
-            queue_name: if req.queue_name.is_empty() {
-                DEFAULT_QUEUE.to_string()
-            } else {
-                req.queue_name
-            },
+            queue_name,
             app_version: None,
             input: req.input,
             parent_workflow_id: Some(fence.workflow_id.clone()),
