@@ -583,12 +583,16 @@ async fn children_start_on_their_parents_queue(backend: Backend) {
     let c = &s.client;
     let _w = worker(&s.server.addr, &s.db.dir, "family", "family-q", 4);
     wait_for_registration(c, "hold").await;
-    wait_for("the family-q worker to declare its queue", Duration::from_secs(60), || async {
-        c.get_queue("family-q").await.ok()
-    })
+    wait_for(
+        "the family-q worker to declare its queue",
+        Duration::from_secs(60),
+        || async { c.get_queue("family-q").await.ok() },
+    )
     .await;
     let input = serde_json::json!({"children": [["echo", 5]]});
-    c.start_json("family", input, on("family-q", "parent".into())).await.unwrap();
+    c.start_json("family", input, on("family-q", "parent".into()))
+        .await
+        .unwrap();
     let w = c.await_workflow("parent", Some(Duration::from_secs(60))).await.unwrap();
     assert_eq!(w.status, WorkflowStatus::Success, "{w:?}");
     let on_queue = all_of(c, "family-q").await;
