@@ -200,3 +200,75 @@ func TestWorkflowTimeoutCancelsIt(t *testing.T) {
 		t.Fatalf("workflow %+v", wf)
 	}
 }
+
+// A replay that calls a different step than the history records fails the workflow with kind
+// NonDeterminism.
+func TestNonDeterminismFailsTheWorkflow(t *testing.T) {
+	c, ctx := newClient(t), testCtx(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{})
+	var runs atomic.Int32
+	waymark.RegisterWorkflow(w, "fickle", func(ctx waymark.Context, _ any) (any, error) {
+		name := "first-run"
+		if runs.Add(1) > 1 {
+			name = "later-run"
+		}
+		if _, err := waymark.Step(ctx, name, func(context.Context) (int, error) { return 1, nil }); err != nil {
+			return nil, err
+		}
+		_, _, err := waymark.Recv[any](ctx, "", time.Hour)
+		return nil, err
+	})
+	runWorker(t, w, queue)
+	id := start(t, c, "fickle", queue, nil)
+	eventually(t, "the first run to wait", func() (bool, error) { return len(stepNames(t, c, id)) == 2, nil })
+	if _, err := c.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Resume(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	wf := await(t, c, id)
+	if wf.Status != waymark.StatusError || wf.Failure.Kind != "NonDeterminism" {
+		t.Fatalf("workflow %+v failure %+v", wf, wf.Failure)
+	}
+}
+
+// With room for one workflow, the server dispatches the second only once the first is done
+// and its credit granted back.
+func TestCreditsBoundWhatRunsAtOnce(t *testing.T) {
+	c, ctx := newClient(t), testCtx(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{MaxConcurrentWorkflows: 1})
+	waymark.RegisterWorkflow(w, "gate", func(ctx waymark.Context, _ any) (string, error) {
+		m, _, err := waymark.Recv[string](ctx, "", time.Minute)
+		return m, err
+	})
+	runWorker(t, w, queue)
+	a, b := start(t, c, "gate", queue, nil), start(t, c, "gate", queue, nil)
+	running := func() (string, string) {
+		wa, _ := c.Get(ctx, a)
+		wb, _ := c.Get(ctx, b)
+		if wa.Status == waymark.StatusPending && len(stepNames(t, c, a)) > 0 {
+			return a, b
+		}
+		if wb.Status == waymark.StatusPending && len(stepNames(t, c, b)) > 0 {
+			return b, a
+		}
+		return "", ""
+	}
+	var first, second string
+	eventually(t, "one workflow to run", func() (bool, error) {
+		first, second = running()
+		return first != "", nil
+	})
+	if wf, _ := c.Get(ctx, second); wf.Status != waymark.StatusEnqueued {
+		t.Fatalf("the second workflow is %s while the first runs", wf.Status)
+	}
+	for _, id := range []string{first, second} {
+		if _, err := c.Send(ctx, id, "", id, nil); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := waymark.Output[string](await(t, c, id)); err != nil || out != id {
+			t.Fatalf("%s: %q %v", id, out, err)
+		}
+	}
+}
