@@ -4,8 +4,11 @@ CARGO ?= cargo
 BUF_VERSION := 1.75.0
 TOOLS := .tools
 BUF := $(TOOLS)/node_modules/.bin/buf
+# SDKs in other languages, under sdk-clients/, each with a Makefile of its own (deps, proto,
+# check-proto, lint, test); their dependencies come from their registries.
+SDKS := python
 
-.PHONY: help run build test test-fast lint proto bench fmt clean
+.PHONY: help run build test test-sdks test-fast lint proto bench fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -16,8 +19,12 @@ run: ## Start the server on the embedded SQLite database (./.waymark/) at 127.0.
 build: ## Build the server, the SDK examples and the test binaries
 	$(CARGO) build --workspace --bins --examples
 
-test: build ## Every test: unit, store conformance and end-to-end, on SQLite and on a throwaway PostgreSQL
+test: build ## Every test: unit, store conformance and end-to-end (SQLite and a throwaway PostgreSQL), then each SDK's suite
 	bash integration-tests/with-postgres.sh $(CARGO) test --workspace
+	$(MAKE) test-sdks
+
+test-sdks: build ## Each SDK's own test suite against the server binary (installs their dependencies)
+	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s test; done
 
 test-fast: build ## Every test except the PostgreSQL ones (no database server needed)
 	WAYMARK_SKIP_POSTGRES=1 $(CARGO) test --workspace
@@ -25,14 +32,16 @@ test-fast: build ## Every test except the PostgreSQL ones (no database server ne
 $(BUF):
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf@$(BUF_VERSION)
 
-lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors) and buf lint
+lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint, and each SDK's lint (stale generated code fails)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	cd proto && ../$(BUF) lint
+	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s lint BUF=$(abspath $(BUF)); done
 
-proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust code is generated at build time)
+proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at build time; each SDK's committed code)
 	cd proto && ../$(BUF) lint
 	$(CARGO) build -p waymark-proto
+	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s proto BUF=$(abspath $(BUF)); done
 
 bench: ## Load generator on SQLite and PostgreSQL (release build); prints rates and ratios
 	$(CARGO) build --release -p waymark-server -p waymark-integration-tests --bins
