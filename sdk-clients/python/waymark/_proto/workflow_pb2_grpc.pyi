@@ -31,7 +31,9 @@ class WorkflowServiceStub:
 
     Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-    WORKFLOW_NOT_RESUMABLE, DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
+    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+    QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
+    DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
 
     @_typing.overload
@@ -87,7 +89,9 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
 
     Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-    WORKFLOW_NOT_RESUMABLE, DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
+    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+    QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
+    DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -139,7 +143,9 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
 
     Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-    WORKFLOW_NOT_RESUMABLE, DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
+    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+    QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
+    DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
 
     @_abc_1.abstractmethod
