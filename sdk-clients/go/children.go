@@ -11,8 +11,7 @@ import (
 type ChildOptions struct {
 	// ID of the child; derived from this workflow's id and the step position when empty.
 	ID string
-	// Queue of the child. The contract says this workflow's queue when empty, but server
-	// 0.1.0 puts such a child on "default": name the queue when the child must run elsewhere.
+	// Queue of the child; this workflow's queue when empty.
 	Queue string
 }
 

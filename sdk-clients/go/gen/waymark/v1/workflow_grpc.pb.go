@@ -42,7 +42,9 @@ const (
 //
 // Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
 // INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-// WORKFLOW_NOT_RESUMABLE, DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
+// WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+// QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
+// DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
 type WorkflowServiceClient interface {
 	// Start a workflow, or return the existing one when `workflow_id` was already started with the
 	// same workflow name: a retried start never makes a second workflow.
@@ -235,7 +237,9 @@ func (c *workflowServiceClient) DelayWorkflow(ctx context.Context, in *DelayWork
 //
 // Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
 // INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-// WORKFLOW_NOT_RESUMABLE, DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
+// WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+// QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
+// DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
 type WorkflowServiceServer interface {
 	// Start a workflow, or return the existing one when `workflow_id` was already started with the
 	// same workflow name: a retried start never makes a second workflow.
