@@ -45,6 +45,7 @@ proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at buil
 
 bench: ## Load generator on SQLite and PostgreSQL (release build); prints rates and ratios
 	$(CARGO) build --release -p waymark-server -p waymark-integration-tests --bins
+	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s deps; done
 	bash integration-tests/with-postgres.sh target/release/waymark-bench
 
 fmt: ## Format the Rust code

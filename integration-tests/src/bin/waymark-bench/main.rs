@@ -15,6 +15,8 @@
 //!    and nothing else happening; PostgreSQL transactions per second over a 10 s window, read
 //!    from `pg_stat_database` (the bench's own reads subtracted). SQLite has no such counter;
 //! 6. memory: P `sleeper` workflows parked (one-hour durable sleeps); the server's RSS;
+//! 8. other languages: the throughput workload run by each SDK's bench worker process (see
+//!    `polyglot.rs`), steps/s as a ratio of the Rust workers' in the same run;
 //! 7. queues with limits: dispatches/s through a limited queue, and the dispatch rate with
 //!    1,000 and with 1,000,000 workflows waiting (see `queued.rs`).
 //!
@@ -33,6 +35,7 @@ use std::{
 };
 
 mod parked;
+mod polyglot;
 mod queued;
 
 use clap::{Parser, ValueEnum};
@@ -166,6 +169,7 @@ struct Report {
     idle_db_tx_raw: Option<(i64, i64)>,
     parked: Option<parked::Parked>,
     queued: Option<queued::Queued>,
+    polyglot: Vec<polyglot::Polyglot>,
 }
 
 impl Report {
@@ -274,6 +278,24 @@ impl Report {
                 } else {
                     "target <= 500 MB is defined for 100k".to_string()
                 },
+            );
+        }
+        for p in &self.polyglot {
+            let ratio = p.steps_per_s / self.steps_per_s;
+            row(
+                &format!("{} worker: steps/s", p.language),
+                format!("{:.1}", p.steps_per_s),
+                &format!("{}/{} succeeded", p.succeeded, self.workflows),
+            );
+            let note = if p.language == "go" {
+                "no target".to_string()
+            } else {
+                target(ratio >= 0.3, ">= 0.3x Rust")
+            };
+            row(
+                &format!("  ratio to Rust ({})", p.language),
+                format!("{ratio:.2}"),
+                &note,
             );
         }
         if let Some(q) = &self.queued {
@@ -829,6 +851,15 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         args.latency_runs
     );
 
+    let mut polyglot = Vec::new();
+    for language in ["python", "typescript", "go"] {
+        eprintln!("[{name}] {language} worker: throughput workload");
+        if let Some(p) = polyglot::run(language, &server.addr, args.workflows, args.steps).await? {
+            eprintln!("[{name}] {language}: {:.1} steps/s", p.steps_per_s);
+            polyglot.push(p);
+        }
+    }
+
     let lat = latency(args.latency_runs, &server.addr).await?;
     let mean = lat.iter().sum::<f64>() / lat.len().max(1) as f64;
 
@@ -927,6 +958,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         idle_db_tx_raw: idle.pg.map(|(_, raw, own)| (raw, own)),
         parked,
         queued,
+        polyglot,
     }))
 }
 
