@@ -24,18 +24,23 @@ export class Outbox<T> implements AsyncIterable<T> {
     this.waiting = undefined;
   }
 
-  [Symbol.asyncIterator](): AsyncIterator<T> {
-    return {
-      next: () => {
-        const item = this.items.shift();
-        if (item !== undefined) return Promise.resolve({ value: item, done: false });
-        if (this.closed) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve) => (this.waiting = resolve));
-      },
-      return: () => {
-        this.close();
-        return Promise.resolve({ value: undefined, done: true });
-      },
-    };
+  private next(): Promise<IteratorResult<T>> {
+    const item = this.items.shift();
+    if (item !== undefined) return Promise.resolve({ value: item, done: false });
+    if (this.closed) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  // A generator, because Connect calls throw() and return() on the request iterator.
+  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
+    try {
+      for (;;) {
+        const r = await this.next();
+        if (r.done) return;
+        yield r.value;
+      }
+    } finally {
+      this.close();
+    }
   }
 }

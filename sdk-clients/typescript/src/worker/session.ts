@@ -25,7 +25,12 @@ import { serveStep } from "./serve-steps.js";
 export const SDK_VERSION = "0.1.0";
 
 /** Runs one session until its stream ends (throws why) or `stop` aborts (resolves). */
-export async function runSession(config: WorkerConfig, transport: Transport, stop: AbortSignal): Promise<void> {
+export async function runSession(
+  config: WorkerConfig,
+  transport: Transport,
+  stop: AbortSignal,
+  onConnected: (sessionId: string) => void,
+): Promise<void> {
   const outbox = new Outbox<WorkerMessage>();
   const conn = new Conn(outbox);
   const ended = new AbortController();
@@ -57,6 +62,7 @@ export async function runSession(config: WorkerConfig, transport: Transport, sto
     }
     const welcome = first.value.kind.value;
     config.logger.info("connected to Waymark", { workerId: config.workerId, session: welcome.sessionId });
+    onConnected(welcome.sessionId);
     credit(conn, config.maxConcurrentWorkflows, config.steps.size > 0 ? config.maxConcurrentSteps : 0);
     heartbeat = setInterval(
       () => conn.send({ case: "heartbeat", value: create(HeartbeatSchema) }),

@@ -2,6 +2,7 @@
 // what the server dispatches. It reconnects with backoff whenever the stream breaks.
 
 import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
 import type { Transport } from "@connectrpc/connect";
 import { consoleLogger, type Logger } from "../logger.js";
 import { defaultServer, transport } from "../transport.js";
@@ -35,12 +36,19 @@ export interface WorkerOptions {
   logger?: Logger;
 }
 
-export class Worker {
+/** Events a worker emits: `connected` (with the session id) and `disconnected` (with the error). */
+export interface WorkerEvents {
+  connected: [sessionId: string];
+  disconnected: [error: Error];
+}
+
+export class Worker extends EventEmitter<WorkerEvents> {
   readonly workerId: string;
   private readonly config: WorkerConfig;
   private readonly transport: Transport;
 
   constructor(options: WorkerOptions = {}) {
+    super();
     this.workerId = options.workerId ?? randomUUID();
     this.config = {
       server: options.server ?? defaultServer(),
@@ -83,10 +91,11 @@ export class Worker {
     let failures = 0;
     while (!signal.aborted) {
       try {
-        await runSession(this.config, this.transport, signal);
+        await runSession(this.config, this.transport, signal, (session) => this.emit("connected", session));
         failures = 0;
       } catch (e) {
         failures += 1;
+        this.emit("disconnected", e instanceof Error ? e : new Error(String(e)));
         this.config.logger.warn("worker stream ended; reconnecting", { error: e instanceof Error ? e.message : String(e) });
       }
       if (!signal.aborted) await sleep(backoffMs(failures), signal);
