@@ -272,3 +272,31 @@ func TestCreditsBoundWhatRunsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A registration the server refuses is not retried forever: Run returns the reason.
+func TestRunReturnsARefusedRegistration(t *testing.T) {
+	w := waymark.NewWorker(waymark.WorkerOptions{Server: server.addr, WorkerID: string(make([]byte, 300)), Logger: testLogger(t)})
+	waymark.RegisterWorkflow(w, "any", func(waymark.Context, any) (any, error) { return nil, nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := w.Run(ctx)
+	var werr *waymark.Error
+	if !errors.As(err, &werr) || werr.Reason != "INVALID_ARGUMENT" {
+		t.Fatalf("want INVALID_ARGUMENT, got %v", err)
+	}
+}
+
+// Heartbeats keep a worker's lease (3 s on the test server): a workflow held in memory longer
+// than that is neither recovered nor dispatched again.
+func TestHeartbeatsKeepTheLease(t *testing.T) {
+	c := newClient(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{ParkAfter: -1})
+	waymark.RegisterWorkflow(w, "hold", func(ctx waymark.Context, _ any) (any, error) {
+		return nil, waymark.Sleep(ctx, 4*time.Second)
+	})
+	runWorker(t, w, queue)
+	wf := await(t, c, start(t, c, "hold", queue, nil))
+	if wf.Status != waymark.StatusSuccess || wf.RecoveryAttempts != 0 || wf.Epoch != 1 {
+		t.Fatalf("workflow %+v", wf)
+	}
+}
