@@ -68,7 +68,7 @@ export class WorkflowContext {
 
   /**
    * Takes the oldest message sent to this workflow on `topic` ("" by default), waiting up to
-   * `timeoutMs` (forever when not given). Undefined when none came in time. Exactly once: the
+   * `timeoutMs` (nine years, the longest the server allows, when not given). Undefined when none came in time. Exactly once: the
    * message is consumed and recorded in one transaction.
    */
   async recv<T = JsonValue>(topic = "", options: { timeoutMs?: number } = {}): Promise<T | undefined> {

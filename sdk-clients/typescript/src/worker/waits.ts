@@ -30,10 +30,16 @@ export function stringField(v: JsonValue | undefined, key: string): string {
   return typeof s === "string" ? s : "";
 }
 
-/** `timeoutMs` from now as a deadline; Infinity (or absent) is no deadline. */
-function deadlineFrom(timeoutMs: number | undefined): number {
-  const t = timeoutMs ?? Infinity;
-  return Number.isFinite(t) ? Math.min(Date.now() + Math.max(t, 0), NEVER_MS) : NEVER_MS;
+/**
+ * The longest a recv or getEvent waits: the server takes deadlines up to ten years ahead, so
+ * "no timeout" is nine years.
+ */
+export const LONGEST_WAIT_MS = 9 * 365 * 24 * 3600 * 1000;
+
+/** `timeoutMs` from now as a deadline, at most `cap` ahead. */
+function deadlineFrom(timeoutMs: number | undefined, cap: number): number {
+  const t = Math.min(Math.max(timeoutMs ?? Infinity, 0), cap);
+  return Math.min(Date.now() + t, NEVER_MS);
 }
 
 export async function sleep(run: Run, stepId: number, ms: number): Promise<void> {
@@ -42,7 +48,7 @@ export async function sleep(run: Run, stepId: number, ms: number): Promise<void>
   if (recorded !== undefined) wakeAt = numberField(recorded, "wake_at_ms");
   else {
     run.checkCancelled();
-    wakeAt = deadlineFrom(ms);
+    wakeAt = deadlineFrom(ms, NEVER_MS);
     await run.record(stepId, SLEEP_STEP, { wake_at_ms: wakeAt });
   }
   if (run.shouldPark(wakeAt, Date.now()) && (await run.park(stepId, wakeAt, { case: "timer", value: true }))) {
@@ -104,7 +110,7 @@ async function durableWait(
   if (recordedDeadline !== undefined) deadlineMs = numberField(recordedDeadline, "deadline_ms");
   else {
     run.checkCancelled();
-    deadlineMs = deadlineFrom(timeoutMs);
+    deadlineMs = deadlineFrom(timeoutMs, LONGEST_WAIT_MS);
     await run.record(deadlineStep, deadlineName, { deadline_ms: deadlineMs });
   }
   const recorded = run.recordedJson(resultStep, resultName);
