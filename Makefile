@@ -6,7 +6,7 @@ TOOLS := .tools
 BUF := $(TOOLS)/node_modules/.bin/buf
 # SDKs in other languages, under sdk-clients/, each with a Makefile of its own (deps, proto,
 # check-proto, lint, test); their dependencies come from their registries.
-SDKS := python
+SDKS := python go
 
 .PHONY: help run build test test-sdks test-fast lint proto bench fmt clean
 
@@ -45,7 +45,7 @@ proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at buil
 
 bench: ## Load generator on SQLite and PostgreSQL (release build); prints rates and ratios
 	$(CARGO) build --release -p waymark-server -p waymark-integration-tests --bins
-	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s deps; done
+	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s bench-worker; done
 	bash integration-tests/with-postgres.sh target/release/waymark-bench
 
 fmt: ## Format the Rust code

@@ -140,8 +140,11 @@ async def test_long_waits_park_and_replay(client: Client, workers: Workers) -> N
     h = await client.start("parker", queue=workers.queue)
 
     async def waiting_for_message() -> bool:
-        wf = await h.get()
+        # Steps first: once the recv's deadline is recorded, the sleep's park is over, so a
+        # DELAYED read after that is the recv's park (read the other way round, a stale
+        # DELAYED from the sleep could pass with the recv still waiting in memory).
         steps = await client.steps(h.workflow_id)
+        wf = await h.get()
         return wf.status is WorkflowStatus.DELAYED and any(
             s.name == "waymark.recv.deadline" for s in steps
         )
