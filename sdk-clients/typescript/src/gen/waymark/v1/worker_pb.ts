@@ -1725,6 +1725,24 @@ export const SelectedSchema: GenMessage<Selected> = /*@__PURE__*/
  *   5. The worker sends `Heartbeat` at the interval `Welcome` gives. A worker whose stream ends or
  *      whose heartbeats stop loses its workflows after a grace period: they go back to their queue.
  *
+ * Recorded steps of the built-in operations. Every SDK records and replays these names and JSON
+ * shapes exactly, so a workflow begun by one worker replays on any other (the ones the server
+ * writes are marked *; the others the SDK records with RecordStep or CompleteWorkflow):
+ *   waymark.sleep               {"wake_at_ms": N}              the wake time, recorded first
+ *   waymark.recv.deadline       {"deadline_ms": N}             recorded before the wait
+ *   waymark.recv *              {"message": V} | null          null: timed out
+ *   waymark.send *              {"message_id": "…"}
+ *   waymark.set_event *         {"key": "…"}
+ *   waymark.get_event.deadline  {"deadline_ms": N}
+ *   waymark.get_event *         {"value": V} | null            null: timed out
+ *   waymark.write_stream *      {"offset": N}                  also waymark.close_stream *
+ *   waymark.start_child *       {"workflow_id": "…"}
+ *   waymark.await_child *       {"status": "SUCCESS", "output": V} |
+ *                               {"status": S, "failure": {"kind": "…", "message": "…"}}
+ *   waymark.select *            {"index": N}                   the winner (wait for the first)
+ *   waymark.wait_all *          {"index": N}                   the last to finish
+ * A remote step is recorded under its own name with its result (or failure), as a local step.
+ *
  * @generated from service waymark.v1.WorkerService
  */
 export const WorkerService: GenService<{

@@ -749,7 +749,9 @@ export const DuplicatePolicySchema: GenEnum<DuplicatePolicy> = /*@__PURE__*/
  *
  * Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
  * INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
- * WORKFLOW_NOT_RESUMABLE, DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
+ * WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+ * QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
+ * DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
  *
  * @generated from service waymark.v1.WorkflowService
  */
