@@ -290,6 +290,7 @@ async fn await_honours_the_deadline(backend: Backend) {
     );
 }
 
+// conformance: cancel
 async fn cancel_stops_at_the_next_step_and_resume_finishes(backend: Backend) {
     let Some(s) = setup(backend, &[]).await else { return };
     let log = s.db.dir.join("effects.log");

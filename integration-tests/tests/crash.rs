@@ -96,6 +96,8 @@ async fn check_exactly_once(
     }
 }
 
+// conformance: durable_steps
+// conformance: replay_after_kill
 async fn worker_killed_mid_run(backend: Backend) {
     let Some(db) = TestDatabase::new(backend).await else {
         return;

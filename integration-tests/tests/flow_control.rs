@@ -287,6 +287,7 @@ fn reason<T: std::fmt::Debug>(r: Result<T, Error>) -> (tonic::Code, String, Stri
 }
 
 /// Lower priority first, FIFO within a priority, through a queue that runs one at a time.
+// conformance: queue_limits
 async fn priority_orders_a_limited_queue(backend: Backend) {
     let Some(s) = setup(backend, &[]).await else { return };
     let c = &s.client;

@@ -55,6 +55,7 @@ async fn a_send_wakes_the_waiting_recv(backend: Backend) {
     );
 }
 
+// conformance: recv_timeout
 async fn recv_times_out_with_nothing(backend: Backend) {
     let Some(s) = setup(backend, &[]).await else { return };
     s.client
@@ -211,6 +212,7 @@ async fn recovered_recv_times_out_at_its_original_deadline(backend: Backend) {
     assert!(steps[1].epoch > steps[0].epoch, "recorded by the successor");
 }
 
+// conformance: sleep
 async fn durable_sleep_survives_a_kill_and_sleeps_only_the_rest(backend: Backend) {
     let Some(mut s) = setup(backend, &[]).await else { return };
     const NAP_MS: i64 = 10_000;
@@ -249,6 +251,7 @@ async fn durable_sleep_survives_a_kill_and_sleeps_only_the_rest(backend: Backend
     );
 }
 
+// conformance: events
 async fn events_are_read_by_clients_and_workflows(backend: Backend) {
     // Polling is set to an hour: only pushed wakeups can deliver in time.
     let Some(s) = setup(backend, &["--dispatch-poll-interval", "1h"]).await else {
@@ -384,6 +387,7 @@ async fn workflow_event_read_times_out_and_is_recorded(backend: Backend) {
     s.client.send_message("quiet", "done", &true, None).await.unwrap();
 }
 
+// conformance: streams
 async fn streams_are_followed_live(backend: Backend) {
     use futures::StreamExt;
     let Some(s) = setup(backend, &["--dispatch-poll-interval", "1h"]).await else {
@@ -445,6 +449,7 @@ async fn streams_are_followed_live(backend: Backend) {
     }
 }
 
+// conformance: child_workflows
 async fn parents_start_and_await_children(backend: Backend) {
     let Some(s) = setup(backend, &["--dispatch-poll-interval", "1h"]).await else {
         return;

@@ -10,6 +10,7 @@ import (
 	waymark "github.com/waymark-dev/waymark/sdk-clients/go"
 )
 
+// conformance: child_workflows
 func TestChildWorkflows(t *testing.T) {
 	c, ctx := newClient(t), testCtx(t)
 	w, queue := newWorker(t, waymark.WorkerOptions{})

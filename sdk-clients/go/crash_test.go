@@ -15,6 +15,7 @@ import (
 // A worker process killed with SIGKILL mid-workflow loses nothing: after the recovery grace
 // another worker process replays the workflow from its checkpoints and finishes it, and every
 // step ran exactly once across the two.
+// conformance: replay_after_kill
 func TestCrashedWorkerIsReplacedAndEveryStepRunsOnce(t *testing.T) {
 	c, ctx := newClient(t), testCtx(t)
 	dir := t.TempDir()

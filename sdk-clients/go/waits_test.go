@@ -10,6 +10,7 @@ import (
 	waymark "github.com/waymark-dev/waymark/sdk-clients/go"
 )
 
+// conformance: sleep
 func TestSleepIsDurableAndParks(t *testing.T) {
 	c := newClient(t)
 	// Waits longer than 50 ms park: the worker lets the workflow go, and the server dispatches
@@ -44,6 +45,7 @@ func TestSleepIsDurableAndParks(t *testing.T) {
 	}
 }
 
+// conformance: recv_timeout
 func TestRecvSendAndTimeout(t *testing.T) {
 	c, ctx := newClient(t), testCtx(t)
 	w, queue := newWorker(t, waymark.WorkerOptions{})
@@ -90,6 +92,7 @@ func TestRecvSendAndTimeout(t *testing.T) {
 	}
 }
 
+// conformance: events
 func TestEvents(t *testing.T) {
 	c, ctx := newClient(t), testCtx(t)
 	w, queue := newWorker(t, waymark.WorkerOptions{})
@@ -141,6 +144,7 @@ func TestEvents(t *testing.T) {
 	}
 }
 
+// conformance: streams
 func TestStreamsReadAsAnIterator(t *testing.T) {
 	c, ctx := newClient(t), testCtx(t)
 	w, queue := newWorker(t, waymark.WorkerOptions{})

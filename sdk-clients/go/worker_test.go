@@ -112,6 +112,7 @@ func TestWorkflowFailsWithItsOwnKind(t *testing.T) {
 
 // A replayed workflow returns recorded steps without running them: a second dispatch (after a
 // resume) runs only what was not recorded.
+// conformance: durable_steps
 func TestReplayRunsRecordedStepsOnce(t *testing.T) {
 	c, ctx := newClient(t), testCtx(t)
 	w, queue := newWorker(t, waymark.WorkerOptions{})
@@ -149,6 +150,7 @@ func TestReplayRunsRecordedStepsOnce(t *testing.T) {
 	}
 }
 
+// conformance: cancel
 func TestCancelStopsARunningWorkflow(t *testing.T) {
 	c, ctx := newClient(t), testCtx(t)
 	w, queue := newWorker(t, waymark.WorkerOptions{})

@@ -9,6 +9,7 @@ from conftest import Workers, eventually
 from waymark import Client, WorkflowContext, WorkflowStatus
 
 
+# conformance: cancel
 async def test_cancel_reaches_the_workflow_as_cancelled_error(
     client: Client, workers: Workers
 ) -> None:

@@ -17,6 +17,7 @@ from waymark import (
 # not serve.
 
 
+# conformance: child_workflows
 async def test_child_workflows(client: Client, workers: Workers) -> None:
     w, q = workers.new(), workers.queue
 

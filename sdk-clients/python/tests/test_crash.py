@@ -26,6 +26,7 @@ def spawn(server: Server, queue: str, log: pathlib.Path) -> subprocess.Popen[byt
     )
 
 
+# conformance: replay_after_kill
 async def test_killed_worker_is_replaced_and_no_step_runs_twice(
     server: Server, client: Client, queue: str, tmp_path: pathlib.Path
 ) -> None:

@@ -9,6 +9,7 @@ from conftest import Workers, eventually
 from waymark import Client, WorkflowContext, WorkflowStatus
 
 
+# conformance: sleep
 async def test_sleep_waits_and_is_recorded(client: Client, workers: Workers) -> None:
     w = workers.new()
 
@@ -25,6 +26,7 @@ async def test_sleep_waits_and_is_recorded(client: Client, workers: Workers) -> 
     assert step.name == "waymark.sleep" and "wake_at_ms" in step.output
 
 
+# conformance: recv_timeout
 async def test_send_and_recv(client: Client, workers: Workers) -> None:
     w = workers.new()
 
@@ -65,6 +67,7 @@ async def test_workflow_to_workflow_messages(client: Client, workers: Workers) -
     assert await receiver.result(timeout=30) == "hello"
 
 
+# conformance: events
 async def test_events(client: Client, workers: Workers) -> None:
     w = workers.new()
 
@@ -105,6 +108,7 @@ async def test_client_waits_for_an_event(client: Client, workers: Workers) -> No
     assert await h.get_event("ready", timeout=30) == {"ok": True}
 
 
+# conformance: streams
 async def test_stream_reads_as_async_iterator(client: Client, workers: Workers) -> None:
     w = workers.new()
 
@@ -125,6 +129,7 @@ async def test_stream_reads_as_async_iterator(client: Client, workers: Workers) 
     assert await h.result(timeout=30) == 3
 
 
+# conformance: durable_steps
 async def test_long_waits_park_and_replay(client: Client, workers: Workers) -> None:
     w = workers.new(park_after=0.1)
     runs: list[str] = []
