@@ -7,8 +7,11 @@ BUF := $(TOOLS)/node_modules/.bin/buf
 # SDKs in other languages, under sdk-clients/, each with a Makefile of its own (deps, proto,
 # check-proto, lint, test); their dependencies come from their registries.
 SDKS := python go
+# The polyglot example's programs (sdk-clients/examples/polyglot), which its end-to-end test
+# (integration-tests/tests/polyglot.rs) runs with a worker in every language.
+POLYGLOT := sdk-clients/examples/polyglot
 
-.PHONY: help run build test test-sdks test-fast lint proto bench fmt clean
+.PHONY: help run build deps test test-sdks test-fast lint proto bench fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -19,14 +22,19 @@ run: ## Start the server on the embedded SQLite database (./.waymark/) at 127.0.
 build: ## Build the server, the SDK examples and the test binaries
 	$(CARGO) build --workspace --bins --examples
 
-test: build ## Every test: unit, store conformance and end-to-end (SQLite and a throwaway PostgreSQL), then each SDK's suite
+deps: ## Each SDK's dependencies from its registry (Python, Go, TypeScript), the TypeScript SDK built, the polyglot example's programs
+	set -e; for s in $(sort $(SDKS) typescript); do $(MAKE) -C sdk-clients/$$s deps; done
+	$(MAKE) -C sdk-clients/typescript build
+	$(MAKE) -C $(POLYGLOT) programs
+
+test: build deps ## Every test: unit, store conformance and end-to-end (SQLite and a throwaway PostgreSQL; the polyglot one in every SDK's language), then each SDK's suite
 	bash integration-tests/with-postgres.sh $(CARGO) test --workspace
 	$(MAKE) test-sdks
 
 test-sdks: build ## Each SDK's own test suite against the server binary (installs their dependencies)
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s test; done
 
-test-fast: build ## Every test except the PostgreSQL ones (no database server needed)
+test-fast: build deps ## Every test except the PostgreSQL ones (no database server needed)
 	WAYMARK_SKIP_POSTGRES=1 $(CARGO) test --workspace
 
 $(BUF):
@@ -54,3 +62,4 @@ fmt: ## Format the Rust code
 clean: ## Remove build output and local state
 	$(CARGO) clean
 	rm -rf .waymark $(TOOLS)
+	$(MAKE) -C $(POLYGLOT) clean
