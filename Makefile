@@ -40,11 +40,12 @@ test-fast: build deps ## Every test except the PostgreSQL ones (no database serv
 $(BUF):
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf@$(BUF_VERSION)
 
-lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint, and each SDK's lint (stale generated code fails)
+lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint, each SDK's lint (stale generated code fails), the polyglot example's
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	cd proto && ../$(BUF) lint
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s lint BUF=$(abspath $(BUF)); done
+	$(MAKE) -C $(POLYGLOT) lint
 
 proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at build time; each SDK's committed code)
 	cd proto && ../$(BUF) lint
