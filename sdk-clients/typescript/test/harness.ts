@@ -82,6 +82,9 @@ export async function startServer(extraArgs: string[] = []): Promise<TestServer>
       ["server", "--listen", `127.0.0.1:${port}`, "--database-url", `sqlite:${join(dir, "waymark.db")}`, ...FAST, ...extraArgs],
       { stdio: ["ignore", out, out] },
     );
+    // However the test process ends, the server goes with it.
+    const child = proc;
+    process.once("exit", () => child.kill("SIGKILL"));
     await waitFor(() => client.queues.list().then(() => true), "the server to answer");
   };
   const killProc = async () => {
