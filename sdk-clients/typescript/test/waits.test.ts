@@ -191,3 +191,16 @@ test("long waits park the workflow and it comes back when the wait resolves", as
   assert.ok(Date.now() - t0 >= 300);
   assert.ok((await client.get(nap.workflow.workflowId)).epoch >= 2);
 });
+
+test("awaiting children and remote steps parks too, and the results wake the parent", async () => {
+  const parent = await client.start("parent", [3], { queue: "parking" });
+  const caller = await client.start("caller", null, { queue: "parking" });
+  assert.deepEqual(await client.result(parent.workflow.workflowId, { timeoutMs: 30_000 }), [9, 25]);
+  assert.deepEqual(await client.result(caller.workflow.workflowId, { timeoutMs: 30_000 }), {
+    doubled: 42,
+    flaky: "ok after 2",
+    failed: "StepFailed",
+  });
+  assert.ok((await client.get(parent.workflow.workflowId)).epoch >= 2);
+  assert.ok((await client.get(caller.workflow.workflowId)).epoch >= 2);
+});
