@@ -60,6 +60,11 @@ function register(w: Worker): void {
     if (call.attempt < 2) throw new Error("try again");
     return `ok after ${call.attempt}`;
   });
+  w.step("slow-once", async (_: null, call) => {
+    // The first attempt outlives its timeout: the server fails it and runs a second.
+    if (call.attempt === 1) await new Promise((r) => call.signal.addEventListener("abort", r));
+    return `attempt ${call.attempt}`;
+  });
   w.step("always-fails", async () => {
     throw new Error("nope");
   });
@@ -72,7 +77,8 @@ function register(w: Worker): void {
     } catch (e) {
       failed = e instanceof StepFailedError ? e.kind : "other";
     }
-    return { doubled, flaky, failed };
+    const slow = await ctx.callStep("slow-once", null, { timeoutMs: 300, retry: { maxAttempts: 2, initialIntervalMs: 10 } });
+    return { doubled, flaky, failed, slow };
   });
   w.workflow("fan", async (ctx) => {
     const a = await ctx.startStep("double", 1);
@@ -167,6 +173,7 @@ test("remote steps: called by name, served here, retried by the server", async (
     doubled: 42,
     flaky: "ok after 2",
     failed: "StepFailed",
+    slow: "attempt 2",
   });
   assert.equal(stepAttempts.get("flaky-1"), 2);
 });
@@ -200,6 +207,7 @@ test("awaiting children and remote steps parks too, and the results wake the par
     doubled: 42,
     flaky: "ok after 2",
     failed: "StepFailed",
+    slow: "attempt 2",
   });
   assert.ok((await client.get(parent.workflow.workflowId)).epoch >= 2);
   assert.ok((await client.get(caller.workflow.workflowId)).epoch >= 2);

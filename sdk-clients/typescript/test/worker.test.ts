@@ -48,6 +48,18 @@ function register(w: Worker): void {
     });
     return { first, msg, after, recoveries: ctx.recoveryAttempts };
   });
+  w.workflow("busy", async (ctx) => {
+    await ctx.step("long", ({ signal }) => {
+      observed.set(`${ctx.workflowId}/started`, true);
+      return new Promise((_, reject) =>
+        signal.addEventListener("abort", () => {
+          observed.set(`${ctx.workflowId}/aborted`, signal.reason);
+          reject(signal.reason);
+        }),
+      );
+    });
+    observed.set(`${ctx.workflowId}/after`, true);
+  });
   w.workflow("sleeper", async (ctx) => {
     ctx.signal.addEventListener("abort", () => observed.set(ctx.workflowId, ctx.signal.reason));
     await ctx.sleep(3_600_000);
@@ -102,6 +114,18 @@ test("cancel aborts ctx.signal and stops the run at its wait", async () => {
   assert.ok(observed.get(id) instanceof CancelledError);
   assert.equal((await client.get(id)).status, "CANCELLED");
   assert.equal(observed.has(`${id}/woke`), false);
+});
+
+test("cancel aborts the signal a running step was given", async () => {
+  const { workflow } = await client.start("busy", null);
+  const id = workflow.workflowId;
+  await waitFor(() => observed.has(`${id}/started`), "the step to start");
+  await client.cancel(id);
+  assert.equal((await client.await(id, { timeoutMs: 20_000 })).status, "CANCELLED");
+  await waitFor(() => observed.has(`${id}/aborted`), "the step's signal to abort");
+  assert.ok(observed.get(`${id}/aborted`) instanceof CancelledError);
+  assert.equal(observed.has(`${id}/after`), false);
+  assert.deepEqual(await client.steps(id), []);
 });
 
 test("a workflow past its timeout is cancelled", async () => {
