@@ -22,8 +22,8 @@ export class WorkflowContext {
     return this.run.workflowName;
   }
   /** The fencing epoch of this run: it rises each time the workflow is dispatched. */
-  get epoch(): bigint {
-    return this.run.epoch;
+  get epoch(): number {
+    return Number(this.run.epoch);
   }
   /** How many times this workflow was recovered from a worker that died. */
   get recoveryAttempts(): number {
