@@ -5,7 +5,6 @@ import type { Logger } from "../logger.js";
 import type { WorkflowContext } from "./context.js";
 
 /** A workflow function: plain async code; its input and output travel as JSON. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type WorkflowFn<I = any, O = unknown> = (ctx: WorkflowContext, input: I) => Promise<O>;
 
 /** What a remote step function gets besides its input. */
@@ -20,7 +19,6 @@ export interface StepCall {
 }
 
 /** A remote step: any workflow in any language calls it by name; its input and output are JSON. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type StepFn<I = any, O = unknown> = (input: I, call: StepCall) => Promise<O> | O;
 
 export interface WorkerConfig {
