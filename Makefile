@@ -6,7 +6,7 @@ TOOLS := .tools
 BUF := $(TOOLS)/node_modules/.bin/buf
 # SDKs in other languages, under sdk-clients/, each with a Makefile of its own (deps, proto,
 # check-proto, lint, test); their dependencies come from their registries.
-SDKS := python go
+SDKS := python go typescript
 # The polyglot example's programs (sdk-clients/examples/polyglot), which its end-to-end test
 # (integration-tests/tests/polyglot.rs) runs with a worker in every language.
 POLYGLOT := sdk-clients/examples/polyglot
@@ -23,7 +23,7 @@ build: ## Build the server, the SDK examples and the test binaries
 	$(CARGO) build --workspace --bins --examples
 
 deps: ## Each SDK's dependencies from its registry (Python, Go, TypeScript), the TypeScript SDK built, the polyglot example's programs
-	set -e; for s in $(sort $(SDKS) typescript); do $(MAKE) -C sdk-clients/$$s deps; done
+	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s deps; done
 	$(MAKE) -C sdk-clients/typescript build
 	$(MAKE) -C $(POLYGLOT) programs
 

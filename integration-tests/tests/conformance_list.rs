@@ -44,6 +44,7 @@ fn every_sdk_covers_every_conformance_scenario() {
         ("rust", root().join("integration-tests/tests"), vec![".rs"]),
         ("python", root().join("sdk-clients/python/tests"), vec![".py"]),
         ("go", root().join("sdk-clients/go"), vec!["_test.go"]),
+        ("typescript", root().join("sdk-clients/typescript/test"), vec![".ts"]),
     ];
     let mut missing = Vec::new();
     for (sdk, dir, suffixes) in &suites {

@@ -100,7 +100,7 @@ impl WorkflowError {
     pub fn is_interruption(&self) -> bool {
         matches!(
             self,
-            WorkflowError::Cancelled | WorkflowError::Fenced(_) | WorkflowError::Disconnected
+            WorkflowError::Cancelled | WorkflowError::Fenced(_) | WorkflowError::Disconnected | WorkflowError::Parked
         )
     }
 

@@ -34,6 +34,7 @@ async function workerProcess(name: string, log: string): Promise<ChildProcess> {
   return p;
 }
 
+// conformance: replay_after_kill
 test("a worker killed with SIGKILL mid-workflow: another finishes it, every step ran once", async () => {
   const log = join(server.dir, "steps.log");
   const client = server.client;

@@ -41,6 +41,7 @@ before(async () => {
 });
 after(() => server.stop());
 
+// conformance: durable_steps
 test("another worker replays recorded steps and finishes the workflow", async () => {
   const stopA = await worker(waiter("before"));
   await client.start("waiter", null, { workflowId: "rec-1" });

@@ -103,6 +103,7 @@ async function steps(id: string, n: number) {
   return waitFor(async () => (await client.steps(id)).length >= n, `${id} to record ${n} steps`);
 }
 
+// conformance: sleep
 test("sleep waits durably, recorded as waymark.sleep", async () => {
   const t0 = Date.now();
   const { workflow } = await client.start("nap", 200);
@@ -111,6 +112,7 @@ test("sleep waits durably, recorded as waymark.sleep", async () => {
   assert.deepEqual((await client.steps(workflow.workflowId)).map((s) => s.name), ["waymark.sleep"]);
 });
 
+// conformance: recv_timeout
 test("recv takes a message sent by a client, exactly once, or times out", async () => {
   const { workflow } = await client.start("inbox", { topic: "orders" });
   await steps(workflow.workflowId, 1);
@@ -129,6 +131,7 @@ test("a workflow sends to another workflow", async () => {
   assert.deepEqual(await client.result(inbox.workflow.workflowId, { timeoutMs: 20_000 }), { got: { ping: pinger.workflow.workflowId } });
 });
 
+// conformance: events
 test("events: set by a workflow, read by a client and by another workflow", async () => {
   const { workflow } = await client.start("publisher", null);
   const id = workflow.workflowId;
@@ -142,6 +145,7 @@ test("events: set by a workflow, read by a client and by another workflow", asyn
   assert.deepEqual(event!.history.map((h) => h.value), [{ stage: "started" }, { stage: "done" }]);
 });
 
+// conformance: streams
 test("streams are read with for await, live, until closed", async () => {
   const { workflow } = await client.start("streamer", 3);
   const id = workflow.workflowId;
@@ -159,6 +163,7 @@ test("streams are read with for await, live, until closed", async () => {
   assert.deepEqual(tail, [{ i: 2 }]);
 });
 
+// conformance: child_workflows
 test("child workflows: started as steps, awaited, failures as ChildWorkflowError", async () => {
   const { workflow } = await client.start("parent", [2, -1]);
   const out = await client.result(workflow.workflowId, { timeoutMs: 30_000 });

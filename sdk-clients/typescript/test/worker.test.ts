@@ -105,6 +105,7 @@ test("steps started together number in call order", async () => {
   assert.deepEqual((await client.steps(workflow.workflowId)).map((s) => `${s.stepId}:${s.name}`), ["0:s1", "1:s2", "2:s3"]);
 });
 
+// conformance: cancel
 test("cancel aborts ctx.signal and stops the run at its wait", async () => {
   const { workflow } = await client.start("sleeper", null);
   const id = workflow.workflowId;
