@@ -703,7 +703,10 @@ class Recv(_message.Message):
     step_id: _builtins.int
     topic: _builtins.str
     deadline_ms: _builtins.int
-    """Milliseconds since the Unix epoch."""
+    """Milliseconds since the Unix epoch; at most ten years from now (INVALID_ARGUMENT beyond).
+    Ten years is the longest any wait lasts: a wait with no timeout of its own sends now + ten
+    years (SDKs may use a little less), recorded like any other deadline.
+    """
     def __init__(
         self,
         *,
@@ -856,6 +859,7 @@ class GetEventStep(_message.Message):
     target_workflow_id: _builtins.str
     key: _builtins.str
     deadline_ms: _builtins.int
+    """As `Recv.deadline_ms`: at most ten years from now; a wait with no timeout sends that."""
     def __init__(
         self,
         *,

@@ -1801,7 +1801,9 @@ type Recv struct {
 	Epoch      uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	StepId     uint32                 `protobuf:"varint,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	Topic      string                 `protobuf:"bytes,4,opt,name=topic,proto3" json:"topic,omitempty"`
-	// Milliseconds since the Unix epoch.
+	// Milliseconds since the Unix epoch; at most ten years from now (INVALID_ARGUMENT beyond).
+	// Ten years is the longest any wait lasts: a wait with no timeout of its own sends now + ten
+	// years (SDKs may use a little less), recorded like any other deadline.
 	DeadlineMs    int64 `protobuf:"varint,5,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2086,9 +2088,10 @@ type GetEventStep struct {
 	StepId           uint32                 `protobuf:"varint,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	TargetWorkflowId string                 `protobuf:"bytes,4,opt,name=target_workflow_id,json=targetWorkflowId,proto3" json:"target_workflow_id,omitempty"`
 	Key              string                 `protobuf:"bytes,5,opt,name=key,proto3" json:"key,omitempty"`
-	DeadlineMs       int64                  `protobuf:"varint,6,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// As `Recv.deadline_ms`: at most ten years from now; a wait with no timeout sends that.
+	DeadlineMs    int64 `protobuf:"varint,6,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetEventStep) Reset() {

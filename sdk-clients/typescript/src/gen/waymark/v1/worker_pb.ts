@@ -824,7 +824,9 @@ export type Recv = Message<"waymark.v1.Recv"> & {
   topic: string;
 
   /**
-   * Milliseconds since the Unix epoch.
+   * Milliseconds since the Unix epoch; at most ten years from now (INVALID_ARGUMENT beyond).
+   * Ten years is the longest any wait lasts: a wait with no timeout of its own sends now + ten
+   * years (SDKs may use a little less), recorded like any other deadline.
    *
    * @generated from field: int64 deadline_ms = 5;
    */
@@ -1005,6 +1007,8 @@ export type GetEventStep = Message<"waymark.v1.GetEventStep"> & {
   key: string;
 
   /**
+   * As `Recv.deadline_ms`: at most ten years from now; a wait with no timeout sends that.
+   *
    * @generated from field: int64 deadline_ms = 6;
    */
   deadlineMs: bigint;
