@@ -173,6 +173,15 @@ fn print_json<T: serde::Serialize>(v: &T) {
     println!("{}", serde_json::to_string_pretty(v).expect("serializes"));
 }
 
+/// One workflow, as JSON or as the readable table.
+fn show(w: &WorkflowInfo, json: bool) {
+    if json {
+        print_json(w)
+    } else {
+        print_workflow(w)
+    }
+}
+
 fn print_workflow(w: &WorkflowInfo) {
     let mut rows = vec![
         ("id", w.workflow_id.clone()),
@@ -291,21 +300,9 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             }
         }
         WorkflowCommand::Delay { id, delay, client } => {
-            let w = connect(&client).await?.delay(&id, delay).await?;
-            if client.json {
-                print_json(&w)
-            } else {
-                print_workflow(&w)
-            }
+            show(&connect(&client).await?.delay(&id, delay).await?, client.json)
         }
-        WorkflowCommand::Get { id, client } => {
-            let w = connect(&client).await?.get(&id).await?;
-            if client.json {
-                print_json(&w)
-            } else {
-                print_workflow(&w)
-            }
-        }
+        WorkflowCommand::Get { id, client } => show(&connect(&client).await?.get(&id).await?, client.json),
         WorkflowCommand::List {
             status,
             name,

@@ -309,43 +309,18 @@ const RECOVER_SET: &str = "recovery_attempts = recovery_attempts + 1, \
     updated_at = $2";
 
 /// Inserts a workflow as a start does, inside the caller's transaction, or finds the one already
-/// under its id (of another workflow name: `WorkflowIdConflict`). Schedules start this way, with
-/// the same insert as every start, so queues, limits, names and app versions behave the same
-/// whoever starts. Announcing the new work is the caller's (after its commit). A dedup id held
-/// by another workflow is refused like any start's (no retry: the caller's transaction decides).
+/// under its id (of another workflow name: `WorkflowIdConflict`) or holding its dedup id.
+/// Schedules start this way, with the same insert as every start, so queues, limits, names and
+/// app versions behave the same whoever starts. Announcing the new work is the caller's (after
+/// its commit).
 pub(crate) async fn insert_workflow(
     conn: &mut sqlx::PgConnection,
     new: &NewWorkflow,
     now: Millis,
 ) -> StoreResult<Started> {
-    if let Some(row) = PostgresStore::insert_workflow(&mut *conn, new, now).await? {
-        return Ok(Started {
-            workflow: row.try_into()?,
-            created: true,
-        });
-    }
-    // ON CONFLICT waited for any concurrent insert of these keys to commit, so the row is
-    // visible to this next statement (read committed takes a fresh snapshot).
-    let row: Option<WorkflowRow> = sqlx::query_as(concat!(
-        "SELECT ",
-        workflow_columns!(),
-        " FROM workflows WHERE workflow_id = $1 OR (queue_name = $2 AND dedup_id = $3 \
-           AND status IN ('ENQUEUED', 'PENDING', 'DELAYED')) ORDER BY workflow_id = $1 DESC LIMIT 1"
-    ))
-    .bind(&new.workflow_id)
-    .bind(&new.queue_name)
-    .bind(&new.dedup_id)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    match row {
-        Some(r) if r.workflow_id == new.workflow_id => rows::existing_start(new, r.try_into()?),
-        Some(holder) => rows::duplicate_start(new, holder.try_into()?),
-        None => Err(StoreError::Unavailable(format!(
-            "workflow {:?} was neither started nor found",
-            new.workflow_id
-        ))),
-    }
+    flow::try_start(conn, new, now)
+        .await?
+        .ok_or_else(|| StoreError::Unavailable(format!("workflow {:?} was neither started nor found", new.workflow_id)))
 }
 
 #[async_trait]

@@ -14,6 +14,42 @@ use crate::*;
 /// Most partitions looked at by one claim; the rest wait for a later one.
 const MAX_PARTITIONS: i64 = 1024;
 
+/// Inserts `new` on `conn`, or finds what stopped it: the workflow already under its id (the
+/// same start again, or `WorkflowIdConflict`), or the unfinished holder of its dedup id
+/// (`Duplicate`, or the holder when asked). `None`: neither — the holder finished between the
+/// insert and the read; the caller may try again.
+pub(super) async fn try_start(
+    conn: &mut sqlx::PgConnection,
+    new: &NewWorkflow,
+    now: Millis,
+) -> StoreResult<Option<Started>> {
+    if let Some(row) = PostgresStore::insert_workflow(&mut *conn, new, now).await? {
+        return Ok(Some(Started {
+            workflow: row.try_into()?,
+            created: true,
+        }));
+    }
+    // ON CONFLICT waited for any concurrent insert of these keys to commit, so the row is
+    // visible to this next statement (read committed takes a fresh snapshot).
+    let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        workflow_columns!(),
+        " FROM workflows WHERE workflow_id = $1 OR (queue_name = $2 AND dedup_id = $3 \
+           AND status IN ('ENQUEUED', 'PENDING', 'DELAYED')) ORDER BY workflow_id = $1 DESC LIMIT 1"
+    ))
+    .bind(&new.workflow_id)
+    .bind(&new.queue_name)
+    .bind(&new.dedup_id)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    match row {
+        Some(r) if r.workflow_id == new.workflow_id => rows::existing_start(new, r.try_into()?).map(Some),
+        Some(holder) => rows::duplicate_start(new, holder.try_into()?).map(Some),
+        None => Ok(None),
+    }
+}
+
 impl PostgresStore {
     /// Inserts `new` unless a unique key (its id, its live dedup id, its debounce key) is taken.
     /// A direct dispatch applies only on a queue without limits and without a delay.
@@ -67,44 +103,17 @@ impl PostgresStore {
         // A conflict on the dedup id with a workflow that finishes before we read it leaves
         // nothing to report: insert again.
         for _ in 0..3 {
-            if let Some(row) = Self::insert_workflow(&self.pool, &new, now).await? {
-                let workflow: WorkflowRecord = row.try_into()?;
-                if workflow.status == WorkflowStatus::Enqueued {
+            let mut conn = self.pool.acquire().await.map_err(db_error)?;
+            if let Some(started) = try_start(&mut conn, &new, now).await? {
+                if started.created && started.workflow.status == WorkflowStatus::Enqueued {
                     self.announce_soon(crate::changes::Change::Enqueued);
                 }
-                return Ok(Started {
-                    workflow,
-                    created: true,
-                });
-            }
-            // ON CONFLICT waited for any concurrent insert of these keys to commit, so the row
-            // is visible to the next statements (read committed takes a fresh snapshot).
-            if let Some(existing) = self.workflow(&new.workflow_id).await? {
-                return rows::existing_start(&new, existing);
-            }
-            if let Some(dedup_id) = &new.dedup_id {
-                if let Some(holder) = self.dedup_holder(&new.queue_name, dedup_id).await? {
-                    return rows::duplicate_start(&new, holder);
-                }
+                return Ok(started);
             }
         }
         Err(StoreError::Unavailable(
             "the start kept conflicting with workflows that finished meanwhile".into(),
         ))
-    }
-
-    async fn dedup_holder(&self, queue: &str, dedup_id: &str) -> StoreResult<Option<WorkflowRecord>> {
-        let row: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            workflow_columns!(),
-            " FROM workflows WHERE queue_name = $1 AND dedup_id = $2 AND status IN ('ENQUEUED', 'PENDING', 'DELAYED')"
-        ))
-        .bind(queue)
-        .bind(dedup_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_error)?;
-        row.map(WorkflowRecord::try_from).transpose()
     }
 
     /// Collapses onto the not-yet-started workflow with the same name and debounce key, or
