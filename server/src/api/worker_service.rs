@@ -5,7 +5,7 @@
 use std::{pin::Pin, sync::Arc, time::Duration};
 
 use tokio::{sync::mpsc, task::JoinSet};
-use tokio_stream::{wrappers::ReceiverStream, Stream};
+use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 use waymark_proto::v1::{
     self, reply, server_message, worker_message, worker_service_server::WorkerService, ServerMessage, WorkerMessage,
@@ -333,7 +333,7 @@ impl WorkerService for WorkerApi {
             step_names: hello.step_names,
             queues: hello.queues,
         };
-        let (push_tx, mut push_rx) = mpsc::channel::<ToWorker>(1024);
+        let (push_tx, push_rx) = mpsc::channel::<ToWorker>(1024);
         let (out, out_rx) = mpsc::channel(4096);
         let session = engine
             .attach_worker(registration, push_tx)
@@ -345,41 +345,6 @@ impl WorkerService for WorkerApi {
             server_version: env!("CARGO_PKG_VERSION").to_string(),
         };
         let _ = out.send(msg(server_message::Kind::Welcome(welcome))).await;
-
-        // Engine pushes → stream. Ends when the session is dropped everywhere.
-        let push_out = out.clone();
-        let clock = engine.clone();
-        tokio::spawn(async move {
-            while let Some(p) = push_rx.recv().await {
-                let kind = match p {
-                    ToWorker::Dispatch(w) => dispatch(*w),
-                    ToWorker::DispatchStep(t) => worker_steps::dispatch(*t),
-                    ToWorker::Cancel(id) => server_message::Kind::Cancel(v1::Cancel { workflow_id: id }),
-                    ToWorker::Drain => server_message::Kind::Drain(v1::Drain {}),
-                    ToWorker::Wakeup { workflow_id, step_id } => server_message::Kind::Wakeup(v1::Wakeup {
-                        workflow_id,
-                        step_id,
-                        recv: None,
-                    }),
-                    ToWorker::Delivered {
-                        workflow_id,
-                        step_id,
-                        message,
-                    } => server_message::Kind::Wakeup(v1::Wakeup {
-                        workflow_id,
-                        step_id,
-                        recv: Some(v1::RecvResult {
-                            outcome: v1::recv_result::Outcome::Delivered as i32,
-                            message: convert::payload(&message),
-                            server_now_ms: clock.now_ms(),
-                        }),
-                    }),
-                };
-                if push_out.send(msg(kind)).await.is_err() {
-                    break;
-                }
-            }
-        });
 
         // Stream → engine.
         tokio::spawn(async move {
@@ -413,6 +378,40 @@ impl WorkerService for WorkerApi {
             engine.detach_worker(&session).await;
         });
 
-        Ok(Response::new(Box::pin(ReceiverStream::new(out_rx))))
+        // Replies and the engine's pushes go out as one stream, the pushes converted as the
+        // transport polls for them: a dispatch or a wakeup reaches the socket without passing
+        // through a task of its own. It ends when the session is dropped everywhere and the
+        // inbound side is done.
+        let clock = self.engine.clone();
+        let pushes = ReceiverStream::new(push_rx).map(move |p| msg(pushed(p, clock.now_ms())));
+        Ok(Response::new(Box::pin(ReceiverStream::new(out_rx).merge(pushes))))
+    }
+}
+
+/// What the engine pushes, as the message the worker gets.
+fn pushed(p: ToWorker, now_ms: i64) -> server_message::Kind {
+    match p {
+        ToWorker::Dispatch(w) => dispatch(*w),
+        ToWorker::DispatchStep(t) => worker_steps::dispatch(*t),
+        ToWorker::Cancel(id) => server_message::Kind::Cancel(v1::Cancel { workflow_id: id }),
+        ToWorker::Drain => server_message::Kind::Drain(v1::Drain {}),
+        ToWorker::Wakeup { workflow_id, step_id } => server_message::Kind::Wakeup(v1::Wakeup {
+            workflow_id,
+            step_id,
+            recv: None,
+        }),
+        ToWorker::Delivered {
+            workflow_id,
+            step_id,
+            message,
+        } => server_message::Kind::Wakeup(v1::Wakeup {
+            workflow_id,
+            step_id,
+            recv: Some(v1::RecvResult {
+                outcome: v1::recv_result::Outcome::Delivered as i32,
+                message: convert::payload(&message),
+                server_now_ms: now_ms,
+            }),
+        }),
     }
 }

@@ -39,19 +39,19 @@ async fn apply(engine: &Engine, change: Change) {
         // Either may also have put a parked workflow back in its queue.
         Change::Message { workflow_id, topic } => {
             engine.wake_receiver(&workflow_id, &topic).await;
-            engine.dispatch_wanted.notify_one();
+            engine.work_enqueued();
         }
         Change::Event { workflow_id, key } => {
             engine.wake_event(&workflow_id, &key).await;
-            engine.dispatch_wanted.notify_one();
+            engine.work_enqueued();
         }
         Change::Stream { workflow_id, key } => engine.stream_waits.wake(&workflow_id, Some(&key)),
         Change::Finished { workflow_id } => engine.announce_finished(&workflow_id, None),
         Change::StepDone { workflow_id, step_id } => engine.step_recorded(&workflow_id, step_id).await,
-        Change::Enqueued => engine.dispatch_wanted.notify_one(),
+        Change::Enqueued => engine.work_enqueued(),
         Change::QueuesChanged => {
             engine.refresh_queues().await;
-            engine.dispatch_wanted.notify_one();
+            engine.work_enqueued();
         }
     }
 }

@@ -128,7 +128,7 @@ impl Engine {
             ..Default::default()
         };
         let id = self.store.start_child_step(&fence, step_id, child, self.now()).await?;
-        self.dispatch_wanted.notify_one();
+        self.work_enqueued();
         Ok(id)
     }
 

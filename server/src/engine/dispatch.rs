@@ -1,9 +1,11 @@
 //! The dispatcher: one task per replica that claims ENQUEUED workflows for the workers attached
 //! here and pushes them down their streams, never more than each worker's credits.
 //!
-//! It wakes when told (a start or resume through this replica, new credits, a recovery) and
-//! otherwise every `dispatch_poll_interval` while some worker has room, to pick up work enqueued
-//! through other replicas.
+//! It wakes when told (a start or resume through this replica, new credits, a recovery, another
+//! replica's announcement) and otherwise every poll interval, to pick up work it was not told
+//! about. A worker is claimed for only when work may have been enqueued since its last claim
+//! came back short (see `WorkerSession::take_claim_wanted`): a finished workflow's returned
+//! credit costs no database round trip.
 
 use std::sync::Arc;
 
@@ -33,6 +35,10 @@ pub async fn run(engine: Arc<Engine>) {
         tokio::select! {
             _ = engine.dispatch_wanted.notified() => {}
             _ = tokio::time::sleep(wait) => {
+                // The safety net: look for work nobody told this replica about.
+                for s in engine.sessions.all() {
+                    s.want_claims();
+                }
                 polls += 1;
                 if polls.is_multiple_of(super::queues::QUEUE_REFRESH_TICKS) {
                     engine.refresh_queues().await;
@@ -57,12 +63,22 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
         if session.credits() == 0 {
             continue;
         }
-        let limit = session.reserve(MAX_BATCH);
-        if limit == 0 {
-            continue;
-        }
         let r = &session.registration;
         let limited = engine.limited_queues(&r.queues);
+        // Credits alone are no reason to ask the database: only news of enqueued work is. A
+        // limited queue may also have room again after a finish anywhere, so it is asked anyway.
+        let wanted = session.take_claim_wanted();
+        if !wanted && limited.is_empty() {
+            continue;
+        }
+        let limit = session.reserve(MAX_BATCH);
+        if limit == 0 {
+            // A direct dispatch took the last credit meanwhile: the claim is still owed.
+            if wanted {
+                session.want_claims();
+            }
+            continue;
+        }
         let mut claim = Claim {
             worker_id: r.worker_id.clone(),
             session_id: session.lease_id.clone(),
@@ -72,10 +88,13 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             limit,
         };
         let mut claimed = Vec::new();
-        if !claim.queues.is_empty() {
+        if wanted && !claim.queues.is_empty() {
             match engine.store.claim_workflows(&claim, now).await {
                 Ok(c) => claimed = c,
-                Err(e) => tracing::warn!(error = %e, "claim failed; retrying at the next pass"),
+                Err(e) => {
+                    session.want_claims();
+                    tracing::warn!(error = %e, "claim failed; retrying at the next pass");
+                }
             }
         }
         // Queues with limits: one claim each, under the queue's lock, with what room is left.
@@ -91,6 +110,9 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
         }
         session.grant(limit - claimed.len() as u32);
         let full = claimed.len() as u32 == limit;
+        if full {
+            session.want_claims();
+        }
         more |= full;
         // A full claim means work is waiting: starts should queue behind it, not jump it.
         engine.backlog.store(full, std::sync::atomic::Ordering::Relaxed);

@@ -82,7 +82,7 @@ impl Engine {
             .await?;
         self.wake_event(&fence.workflow_id, &key).await;
         // Readers parked on it are back in their queue now.
-        self.dispatch_wanted.notify_one();
+        self.work_enqueued();
         Ok(())
     }
 

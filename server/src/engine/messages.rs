@@ -134,15 +134,18 @@ impl Engine {
                         session.send(delivery).await;
                     }
                 }
-                None => self.wake_receiver(&to, &topic).await,
+                None => {
+                    self.wake_receiver(&to, &topic).await;
+                    // The receiver may have been parked: it is back in its queue now.
+                    self.work_enqueued();
+                }
             }
-            self.dispatch_wanted.notify_one();
             return Ok(sent);
         }
         let sent = self.store.send_message(message, self.now()).await?;
         self.wake_receiver(&to, &topic).await;
         // The receiver may have been parked: it is back in its queue now.
-        self.dispatch_wanted.notify_one();
+        self.work_enqueued();
         Ok(sent)
     }
 
@@ -168,7 +171,7 @@ impl Engine {
         };
         let id = self.store.send_message_step(&fence, step_id, new, self.now()).await?;
         self.wake_receiver(&destination_id, &topic).await;
-        self.dispatch_wanted.notify_one();
+        self.work_enqueued();
         Ok(id)
     }
 

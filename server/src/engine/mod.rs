@@ -46,7 +46,7 @@ pub struct Engine {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: EngineConfig,
     pub(crate) sessions: sessions::Sessions,
-    /// Wakes the dispatcher: new work, new credits, recovered workflows.
+    /// Wakes the dispatcher: new credits, or (through [`Engine::work_enqueued`]) new work.
     pub(crate) dispatch_wanted: Notify,
     /// Wakes the scheduler: a schedule was created or changed through this replica.
     pub(crate) schedules_changed: Notify,
@@ -144,11 +144,27 @@ impl Engine {
         self.shutdown.subscribe()
     }
 
+    /// Something may have been enqueued (a start, a resume, a recovery, a parked workflow
+    /// woken, a remote step attempt due): every worker attached here claims at its next chance.
+    /// Call after the write committed.
+    pub(crate) fn work_enqueued(&self) {
+        for s in self.sessions.all() {
+            s.want_claims();
+        }
+        self.dispatch_wanted.notify_one();
+    }
+
     /// A workflow reached a terminal status through this replica: wake whoever waits on it
     /// here (awaiters get the record when there is one; stream readers look again).
     pub(crate) fn announce_finished(&self, workflow_id: &str, record: waiters::Finished) {
-        // A workflow parked awaiting this one is back in its queue.
-        self.dispatch_wanted.notify_one();
+        // A workflow parked awaiting this one is back in its queue. With announcements live the
+        // store announces that wake itself (only when there was one to wake), so an ordinary
+        // completion costs no claim; a limited queue may have room again either way.
+        if self.changes_live.load(Ordering::Relaxed) {
+            self.dispatch_wanted.notify_one();
+        } else {
+            self.work_enqueued();
+        }
         self.waiters.wake(workflow_id, record);
         self.stream_waits.wake(workflow_id, None);
         let (engine_waits, id) = (&self.child_waits, workflow_id.to_string());

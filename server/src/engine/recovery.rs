@@ -37,7 +37,7 @@ pub async fn wake_parked_once(engine: &Engine) {
         Ok(0) => {}
         Ok(n) => {
             tracing::debug!(count = n, "parked workflows due");
-            engine.dispatch_wanted.notify_one();
+            engine.work_enqueued();
         }
         Err(e) => tracing::warn!(error = %e, "waking parked workflows failed"),
     }
@@ -74,7 +74,7 @@ pub async fn recover_once(engine: &Engine) {
                     count = r.requeued.len(),
                     "recovered workflows from workers whose lease ended"
                 );
-                engine.dispatch_wanted.notify_one();
+                engine.work_enqueued();
             }
             for id in &r.dead_lettered {
                 tracing::warn!(workflow_id = %id, "workflow exceeded its recovery attempts; dead-lettered");

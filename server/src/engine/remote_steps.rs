@@ -130,7 +130,7 @@ impl Engine {
         if !matches!(result, Ok(None)) {
             self.step_waits.forget(&fence.workflow_id, step_id);
         } else {
-            self.dispatch_wanted.notify_one();
+            self.work_enqueued();
         }
         Ok(result?)
     }
@@ -155,7 +155,7 @@ impl Engine {
             StepFinished::Retrying { at } => {
                 tracing::debug!(workflow_id = %attempt.workflow_id, step_id = attempt.step_id, attempt = attempt.attempt, "remote step failed; retrying");
                 self.retry_times.add(at);
-                self.dispatch_wanted.notify_one();
+                self.work_enqueued();
             }
         }
         Ok(())
@@ -172,7 +172,7 @@ impl Engine {
                 })
                 .await;
         }
-        self.dispatch_wanted.notify_one();
+        self.work_enqueued();
     }
 
     /// Waits for the first (or all) of `targets`; `None` until decided (the workflow is woken
@@ -214,8 +214,12 @@ impl Engine {
         if names.is_empty() {
             return;
         }
+        if session.step_credits() == 0 || !session.take_step_claim_wanted() {
+            return;
+        }
         let limit = session.reserve_steps(MAX_BATCH);
         if limit == 0 {
+            session.want_step_claims();
             return;
         }
         let claim = StepClaim {
@@ -228,11 +232,15 @@ impl Engine {
             Ok(c) => c,
             Err(e) => {
                 session.grant_steps(limit);
+                session.want_step_claims();
                 tracing::warn!(error = %e, "step claim failed; retrying at the next pass");
                 return;
             }
         };
         session.grant_steps(limit - claimed.len() as u32);
+        if claimed.len() as u32 == limit {
+            session.want_step_claims();
+        }
         for t in claimed {
             tracing::debug!(workflow_id = %t.workflow_id, step_id = t.step_id, attempt = t.attempt, "dispatch step");
             // If the stream is gone the attempt times out or is failed when its lease ends.

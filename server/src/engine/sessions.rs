@@ -4,7 +4,7 @@
 use std::{
     collections::HashMap,
     sync::{
-        atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering},
         Arc, Mutex,
     },
 };
@@ -58,6 +58,12 @@ pub struct WorkerSession {
     step_credits: AtomicU32,
     /// When the worker last said anything (engine clock).
     last_seen: AtomicI64,
+    /// Work this worker might take may have been enqueued since its last claim came back short.
+    /// New credits alone do not make a claim worth a database round trip: only this does (or
+    /// the dispatcher's poll, which sets it). See [`Engine::work_enqueued`](super::Engine::work_enqueued).
+    claim_wanted: AtomicBool,
+    /// The same for remote step attempts.
+    step_claim_wanted: AtomicBool,
     outbound: mpsc::Sender<ToWorker>,
 }
 
@@ -68,6 +74,9 @@ impl WorkerSession {
     /// Like [`reserve`](Self::reserve), for remote step attempts.
     pub(crate) fn reserve_steps(&self, max: u32) -> u32 {
         take(&self.step_credits, max)
+    }
+    pub fn step_credits(&self) -> u32 {
+        self.step_credits.load(Ordering::SeqCst)
     }
     pub fn credits(&self) -> u32 {
         self.credits.load(Ordering::SeqCst)
@@ -89,6 +98,24 @@ impl WorkerSession {
         r.workflow_names.iter().any(|n| n == workflow_name)
             && r.queues.iter().any(|q| q == queue)
             && (app_version.is_empty() || app_version == r.app_version)
+    }
+    /// Marks that a claim may find something for this worker.
+    pub(crate) fn want_claims(&self) {
+        self.claim_wanted.store(true, Ordering::SeqCst);
+        self.step_claim_wanted.store(true, Ordering::SeqCst);
+    }
+    /// Whether a workflow claim is wanted, clearing the mark: set it again with
+    /// [`want_claims`](Self::want_claims) when the claim comes back full or fails. Cleared
+    /// before the claim reads, so whatever is enqueued (and marked, after its commit) while it
+    /// runs is looked for by the next one.
+    pub(crate) fn take_claim_wanted(&self) -> bool {
+        self.claim_wanted.swap(false, Ordering::SeqCst)
+    }
+    pub(crate) fn take_step_claim_wanted(&self) -> bool {
+        self.step_claim_wanted.swap(false, Ordering::SeqCst)
+    }
+    pub(crate) fn want_step_claims(&self) {
+        self.step_claim_wanted.store(true, Ordering::SeqCst);
     }
     pub fn touch(&self, now: Millis) {
         self.last_seen.store(now, Ordering::SeqCst);
@@ -132,6 +159,8 @@ impl Sessions {
             credits: AtomicU32::new(0),
             step_credits: AtomicU32::new(0),
             last_seen: AtomicI64::new(now),
+            claim_wanted: AtomicBool::new(true),
+            step_claim_wanted: AtomicBool::new(true),
             outbound,
         });
         self.by_id.lock().unwrap().insert(session.session_id, session.clone());

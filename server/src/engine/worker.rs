@@ -56,7 +56,7 @@ impl Engine {
         let session = self.sessions.attach(registration, lease_id, now, outbound);
         tracing::info!(worker_id = %session.registration.worker_id, session = session.session_id,
             app_version = %session.registration.app_version, workflows = ?session.registration.workflow_names, "worker attached");
-        self.dispatch_wanted.notify_one();
+        self.work_enqueued();
         Ok(session)
     }
 

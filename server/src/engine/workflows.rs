@@ -218,12 +218,10 @@ impl Engine {
             (Some(session), false) => {
                 session.grant(1);
                 if started.created {
-                    self.dispatch_wanted.notify_one();
+                    self.work_enqueued();
                 }
             }
-            (None, _) if started.created && started.workflow.status == WorkflowStatus::Enqueued => {
-                self.dispatch_wanted.notify_one()
-            }
+            (None, _) if started.created && started.workflow.status == WorkflowStatus::Enqueued => self.work_enqueued(),
             (None, _) => {}
         }
         Ok(started)
@@ -384,7 +382,7 @@ impl Engine {
     pub async fn resume_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {
         validate::name("workflow_id", workflow_id)?;
         let w = self.store.resume_workflow(workflow_id, self.now()).await?;
-        self.dispatch_wanted.notify_one();
+        self.work_enqueued();
         Ok(w)
     }
 }

@@ -60,6 +60,15 @@ impl Change {
 mod tests {
     use super::*;
 
+    /// The payload the PostgreSQL trigger that wakes awaiting workflows sends (migration 0015).
+    #[test]
+    fn the_wake_trigger_payload_is_the_enqueued_change() {
+        let migration = include_str!("../../../migrations/postgres/0015_hot_paths.sql");
+        let payload = r#"{"kind":"enqueued"}"#;
+        assert!(migration.contains(&format!("pg_notify('{CHANNEL}', '{payload}')")));
+        assert_eq!(Change::decode_all(payload), vec![Change::Enqueued]);
+    }
+
     #[test]
     fn round_trips() {
         for c in [

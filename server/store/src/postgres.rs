@@ -67,6 +67,12 @@ impl PostgresStore {
             .max_connections(max_connections.max(1))
             // A saturated pool should surface as Unavailable, not hang a request forever.
             .acquire_timeout(Duration::from_secs(30))
+            // No ping before each use: it is a round trip on every store call, most of a hot
+            // path's latency. A connection that broke while idle fails its next statement
+            // instead (Unavailable, which callers retry) and is replaced; connections are also
+            // retired after a while so none lives on past a database restart or failover.
+            .test_before_acquire(false)
+            .max_lifetime(Duration::from_secs(30 * 60))
             .connect(url)
             .await
             .map_err(db_error)?;

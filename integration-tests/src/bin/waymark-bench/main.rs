@@ -100,6 +100,9 @@ struct Args {
     /// Workflows waiting in the deep backlog.
     #[arg(long, default_value_t = 1_000_000)]
     backlog: usize,
+    /// Other-language bench workers run through the throughput workload (empty: none).
+    #[arg(long, value_delimiter = ',', default_value = "python,typescript,go")]
+    languages: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -555,6 +558,7 @@ async fn wakeup(runs: usize, addr: &str) -> anyhow::Result<(Vec<f64>, Vec<f64>)>
     let client = Client::connect(addr).await?;
     let mut out = Vec::with_capacity(runs);
     let mut done = Vec::with_capacity(runs);
+    let (mut refused, mut reads, mut sends) = (Vec::new(), Vec::new(), Vec::new());
     // 5 warm-up runs, not measured.
     for i in 0..runs + 5 {
         let id = if i < 5 {
@@ -573,9 +577,18 @@ async fn wakeup(runs: usize, addr: &str) -> anyhow::Result<(Vec<f64>, Vec<f64>)>
         // The deadline step is recorded just before the recv request reaches the server: a short
         // pause makes sure the message wakes a blocked wait rather than being found on arrival.
         tokio::time::sleep(Duration::from_millis(5)).await;
+        // Reference round trips, to read the wakeup against: one the server refuses without
+        // touching the database, and one read.
+        let t = Instant::now();
+        let _ = client.get("").await;
+        let refused_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let t = Instant::now();
+        client.get(&id).await?;
+        let read_ms = t.elapsed().as_secs_f64() * 1000.0;
         let sent = unix_micros();
         let t = Instant::now();
         client.send_message(&id, "ping", &sent, None).await?;
+        let send_ms = t.elapsed().as_secs_f64() * 1000.0;
         let w = client.await_workflow(&id, Some(Duration::from_secs(60))).await?;
         let done_ms = t.elapsed().as_secs_f64() * 1000.0;
         let got: Option<(u64, u64)> = w.output.clone().and_then(|o| serde_json::from_value(o).ok());
@@ -588,12 +601,24 @@ async fn wakeup(runs: usize, addr: &str) -> anyhow::Result<(Vec<f64>, Vec<f64>)>
             ),
         };
         if i >= 5 {
+            refused.push(refused_ms);
+            reads.push(read_ms);
+            sends.push(send_ms);
             out.push(received.saturating_sub(sent) as f64 / 1000.0);
             done.push(done_ms);
         }
     }
     out.sort_by(|a, b| a.total_cmp(b));
     done.sort_by(|a, b| a.total_cmp(b));
+    for v in [&mut refused, &mut reads, &mut sends] {
+        v.sort_by(|a, b| a.total_cmp(b));
+    }
+    eprintln!(
+        "[wakeup] p50 round trips (ms): refused GetWorkflow {:.2}, GetWorkflow {:.2}, SendMessage {:.2}",
+        percentile(&refused, 50.0),
+        percentile(&reads, 50.0),
+        percentile(&sends, 50.0)
+    );
     Ok((out, done))
 }
 
@@ -852,7 +877,8 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     );
 
     let mut polyglot = Vec::new();
-    for language in ["python", "typescript", "go"] {
+    for language in args.languages.iter().filter(|l| !l.is_empty()) {
+        let language = polyglot::language(language)?;
         eprintln!("[{name}] {language} worker: throughput workload");
         if let Some(p) = polyglot::run(language, &server.addr, args.workflows, args.steps).await? {
             eprintln!("[{name}] {language}: {:.1} steps/s", p.steps_per_s);

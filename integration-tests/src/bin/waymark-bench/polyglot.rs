@@ -34,6 +34,14 @@ fn root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// The languages with a bench worker, by name.
+pub fn language(name: &str) -> anyhow::Result<&'static str> {
+    ["python", "typescript", "go"]
+        .into_iter()
+        .find(|l| *l == name)
+        .ok_or_else(|| anyhow::anyhow!("unknown language {name:?} (python, typescript or go)"))
+}
+
 /// The command that starts `language`'s bench worker, if its SDK is set up here.
 fn worker_command(language: &str) -> Option<Command> {
     let sdk = root().join("sdk-clients").join(language);

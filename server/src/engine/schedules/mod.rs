@@ -308,7 +308,7 @@ impl Engine {
         }
         let started = self.store.start_scheduled(name, &starts, self.now()).await?;
         if started.iter().any(|s| s.created) {
-            self.dispatch_wanted.notify_one();
+            self.work_enqueued();
         }
         Ok(started)
     }

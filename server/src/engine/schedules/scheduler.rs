@@ -100,7 +100,7 @@ async fn fire(engine: &Engine, s: &ScheduleRecord, due: Millis, now: Millis) -> 
                 tracing::info!(schedule = %s.name, workflow_id = %w.workflow_id, created = started.created, "schedule fired");
             }
             if started.created {
-                engine.dispatch_wanted.notify_one();
+                engine.work_enqueued();
             }
             true
         }

@@ -282,4 +282,17 @@ pub async fn a_send_completes_a_waiting_receive_in_its_transaction(s: Arc<dyn St
         (sent.message_id.as_str(), sent.duplicate, delivered),
         ("k1", true, None)
     );
+    // A receiver that does not exist is not found, whichever path the send takes.
+    let nobody = RecvWaiter {
+        fence: fence("nobody", 1),
+        ..waiter(0)
+    };
+    let err = s
+        .send_message_delivering(msg("n1", "nobody", "t", "1"), &nobody, T + 11)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::WorkflowNotFound(ref id) if id == "nobody"),
+        "{err:?}"
+    );
 }

@@ -128,6 +128,9 @@ async fn insert_message(conn: &mut PgConnection, m: &NewMessage, now: Millis) ->
         .ok_or_else(|| StoreError::Unavailable(format!("message id {:?} is already taken", m.message_id)))
 }
 
+/// The SQLSTATE `waymark_send_delivering` raises when the message was sent before.
+const DUPLICATE_MESSAGE: &str = "WMDUP";
+
 impl PostgresStore {
     pub(super) async fn send_message_impl(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
@@ -201,10 +204,9 @@ impl PostgresStore {
         }
     }
 
-    /// The send that ends a receive, kept to few round trips because it is the latency between
-    /// them: insert (the foreign key checks the receiver), take the wait key's lock (as every
-    /// send does, so a racing park waits and then finds the step recorded), check the fence and
-    /// the step in one read, take the oldest message in one update, record the step.
+    /// The send that ends a receive: one round trip, because it is the latency between them.
+    /// The statements run inside `waymark_send_delivering` (migration 0015), which documents
+    /// them; they are the ones [`insert_message`] and [`take_oldest`] send one by one.
     pub(super) async fn send_message_delivering_impl(
         &self,
         m: NewMessage,
@@ -214,10 +216,8 @@ impl PostgresStore {
         if waiter.fence.workflow_id != m.workflow_id || waiter.deadline <= now {
             return Ok((self.send_message_impl(m, now).await?, None));
         }
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let inserted: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING seq",
+        let answer: Result<(String, Option<String>), _> = sqlx::query_as(
+            "SELECT outcome, delivered FROM waymark_send_delivering($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(&m.message_id)
         .bind(&m.workflow_id)
@@ -225,54 +225,25 @@ impl PostgresStore {
         .bind(&m.payload)
         .bind(&m.idempotency_key)
         .bind(now)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.code().as_deref() == Some("23503") => {
-                StoreError::WorkflowNotFound(m.workflow_id.clone())
-            }
-            _ => db_error(e),
-        })?;
-        if inserted.is_none() {
-            // A duplicate (idempotency key), or a clash: the plain path explains which.
-            tx.rollback().await.map_err(db_error)?;
-            return Ok((self.send_message_impl(m, now).await?, None));
-        }
-        let on = ParkedOn::Message(m.topic.clone());
-        super::parking::lock_wait_key(&mut tx, Some(&m.workflow_id), &on).await?;
-        let (status, epoch, recorded): (String, i64, bool) = sqlx::query_as(
-            "SELECT w.status, w.epoch, EXISTS (SELECT 1 FROM steps s WHERE s.workflow_id = w.workflow_id AND s.step_id = $2) \
-             FROM workflows w WHERE w.workflow_id = $1 FOR SHARE OF w",
-        )
-        .bind(&m.workflow_id)
+        .bind(waiter.fence.epoch as i64)
         .bind(waiter.step_id as i64)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        let waiting = status == "PENDING" && epoch == waiter.fence.epoch as i64 && !recorded;
-        let mut delivered = None;
-        if waiting {
-            if let Some((seq, payload)) = consume_oldest(&mut tx, &m.workflow_id, &m.topic, waiter.step_id, now).await?
-            {
-                let output = messaging::recv_output(Some(&payload));
-                if insert_step(&mut tx, &waiter.fence, waiter.step_id, RECV_STEP, &output, now).await? {
-                    delivered = Some(payload);
-                } else {
-                    // The worker's own receive recorded the step first: give the message back.
-                    sqlx::query("UPDATE messages SET consumed_at = NULL, consumed_by_step = NULL WHERE seq = $1")
-                        .bind(seq)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_error)?;
-                }
+        .bind(RECV_STEP)
+        .fetch_one(&self.pool)
+        .await;
+        let delivered = match answer {
+            Ok((_, delivered)) => delivered,
+            Err(sqlx::Error::Database(d)) if d.code().as_deref() == Some("23503") => {
+                return Err(StoreError::WorkflowNotFound(m.workflow_id.clone()))
             }
-        }
+            // A duplicate (idempotency key), or a clash: nothing was written; the plain path
+            // explains which.
+            Err(sqlx::Error::Database(d)) if d.code().as_deref() == Some(DUPLICATE_MESSAGE) => {
+                return Ok((self.send_message_impl(m, now).await?, None))
+            }
+            Err(e) => return Err(db_error(e)),
+        };
         if delivered.is_none() {
-            // Not handed over: wake the receiver if it is parked, and tell the other replicas.
-            super::parking::wake_parked_locked(&mut tx, Some(&m.workflow_id), &on, now).await?;
-        }
-        tx.commit().await.map_err(db_error)?;
-        if delivered.is_none() {
+            // Not handed over: tell the other replicas.
             self.announce_soon(Change::Message {
                 workflow_id: m.workflow_id.clone(),
                 topic: m.topic.clone(),

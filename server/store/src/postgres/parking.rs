@@ -15,16 +15,6 @@ pub(super) async fn wake_parked(
     now: Millis,
 ) -> StoreResult<u64> {
     lock_wait_key(tx, workflow_id, on).await?;
-    wake_parked_locked(tx, workflow_id, on, now).await
-}
-
-/// [`wake_parked`] for a caller that already holds the wait key's lock.
-pub(super) async fn wake_parked_locked(
-    tx: &mut sqlx::PgConnection,
-    workflow_id: Option<&str>,
-    on: &ParkedOn,
-    now: Millis,
-) -> StoreResult<u64> {
     let done = sqlx::query(
         "UPDATE workflows SET status = 'ENQUEUED', wake_at = NULL, parked_on = NULL, updated_at = $1 \
          WHERE status = 'DELAYED' AND parked_on = $2 AND ($3::text IS NULL OR workflow_id = $3)",
