@@ -13,6 +13,11 @@ const T0: i64 = 1_700_000_000_000;
 
 async fn engine() -> (Arc<Engine>, ManualClock) {
     let path = std::env::temp_dir().join(format!("waymark-engine-{}.db", uuid::Uuid::new_v4().simple()));
+    engine_on(&path).await
+}
+
+/// An engine on the database file at `path`: two of them on one file are two replicas.
+async fn engine_on(path: &std::path::Path) -> (Arc<Engine>, ManualClock) {
     let store = SqliteStore::open(&format!("sqlite:{}", path.display())).await.unwrap();
     let clock = ManualClock::new(T0);
     let config = EngineConfig {
@@ -97,6 +102,34 @@ async fn dispatch_never_exceeds_credits() {
     engine.grant_credits(&session, 1, 0);
     dispatch::dispatch_once(&engine).await;
     assert_eq!(dispatched(&mut rx).len(), 1);
+}
+
+/// Returned credits are no reason to ask the database for work; news that work may have been
+/// enqueued is (here the dispatcher's poll, which stands for what another replica did without
+/// telling this one).
+#[tokio::test]
+async fn credits_alone_do_not_claim_news_of_enqueued_work_does() {
+    let path = std::env::temp_dir().join(format!("waymark-engine-{}.db", uuid::Uuid::new_v4().simple()));
+    let (here, _) = engine_on(&path).await;
+    let (elsewhere, _) = engine_on(&path).await;
+    let (session, mut rx) = attach(&here, "w1", 1).await;
+    // The first pass claims (a new worker may have work waiting) and finds nothing.
+    dispatch::dispatch_once(&here).await;
+    assert!(dispatched(&mut rx).is_empty());
+    // Enqueued through the other replica, which has no worker; this one is not told.
+    start(&elsewhere, "quiet").await;
+    here.grant_credits(&session, 1, 0);
+    dispatch::dispatch_once(&here).await;
+    assert!(dispatched(&mut rx).is_empty(), "credits alone claimed");
+    here.work_enqueued();
+    dispatch::dispatch_once(&here).await;
+    assert_eq!(
+        dispatched(&mut rx)
+            .iter()
+            .map(|w| w.workflow.workflow_id.as_str())
+            .collect::<Vec<_>>(),
+        ["quiet"]
+    );
 }
 
 #[tokio::test]

@@ -152,3 +152,71 @@ async fn step_write_waits_for_an_uncommitted_requeue() {
     drop(fixture.store);
     fixture.dispose.await;
 }
+
+/// PostgreSQL-specific: replicas do not look for work after every finished workflow; a finish
+/// that puts a workflow parked on it back in its queue announces that itself (the wake trigger's
+/// NOTIFY, which PostgreSQL delivers before the Finished announcement sent after the commit).
+#[tokio::test]
+async fn a_finish_that_wakes_a_parked_workflow_announces_enqueued_work() {
+    use std::time::Duration;
+    use waymark_store::{changes::Change, Assignment, Fence, NewWorkflow, Outcome, ParkedOn};
+
+    let Some((fixture, _url)) = fresh_database().await else {
+        return;
+    };
+    let s = fixture.store.clone();
+    let t = waymark_store::conformance::T;
+    let mut changes = s.subscribe().await.unwrap().expect("PostgreSQL announces changes");
+    let running = |id: &str| NewWorkflow {
+        workflow_id: id.into(),
+        workflow_name: "A".into(),
+        queue_name: "q".into(),
+        input: "{}".into(),
+        assign: Some(Assignment {
+            worker_id: "A".into(),
+            session_id: "A/stream-1".into(),
+            app_version: "v1".into(),
+        }),
+        ..Default::default()
+    };
+    let fence = |id: &str| Fence {
+        workflow_id: id.into(),
+        epoch: 1,
+    };
+    // Collects announcements until `id`'s Finished; whether an Enqueued came before it.
+    async fn enqueued_before_finished(changes: &mut tokio::sync::mpsc::UnboundedReceiver<Change>, id: &str) -> bool {
+        let mut enqueued = false;
+        loop {
+            let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no Finished announcement for {id} within 30 s"))
+                .expect("the listener stays up");
+            match change {
+                Change::Enqueued => enqueued = true,
+                Change::Finished { workflow_id } if workflow_id == id => return enqueued,
+                _ => {}
+            }
+        }
+    }
+
+    // Nobody waits on this one: its finish announces no work.
+    s.start_workflow(running("alone"), t).await.unwrap();
+    s.complete_workflow(&fence("alone"), Outcome::Output("1".into()), t + 1)
+        .await
+        .unwrap();
+    assert!(!enqueued_before_finished(&mut changes, "alone").await);
+
+    // A parent parked on its child goes back to its queue when the child finishes: announced.
+    s.start_workflow(running("parent"), t).await.unwrap();
+    s.start_workflow(running("child"), t).await.unwrap();
+    let on = ParkedOn::Workflow("child".into());
+    assert!(s.park(&fence("parent"), 0, i64::MAX, &on, t + 2).await.unwrap());
+    s.complete_workflow(&fence("child"), Outcome::Output("2".into()), t + 3)
+        .await
+        .unwrap();
+    assert!(enqueued_before_finished(&mut changes, "child").await);
+    drop(changes);
+    drop(s);
+    drop(fixture.store);
+    fixture.dispose.await;
+}
