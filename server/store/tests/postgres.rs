@@ -220,3 +220,52 @@ async fn a_finish_that_wakes_a_parked_workflow_announces_enqueued_work() {
     drop(fixture.store);
     fixture.dispose.await;
 }
+
+/// PostgreSQL-specific: the trigger that wakes workflows parked on a finished one looks them up
+/// by key, whatever else is parked. Planned once for any key, its UPDATE was sized by the
+/// commonest parked_on value (timers, when many workflows sleep) and scanned the whole table on
+/// every finish. Counted in the transaction's own statistics: no sequential scans.
+#[tokio::test]
+async fn finishing_workflows_does_not_scan_the_workflows_parked_on_timers() {
+    let Some((fixture, url)) = fresh_database().await else {
+        return;
+    };
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, input, created_at, updated_at, parked_on, wake_at) \
+         SELECT 'sleeper-' || g, 'S', 'DELAYED', 'q', 'null', g, g, 'timer', 4000000000000 FROM generate_series(1, 20000) g",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, input, created_at, updated_at, epoch) \
+         SELECT 'running-' || g, 'R', 'PENDING', 'q', 'null', g, g, 1 FROM generate_series(1, 50) g",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE workflows").execute(&mut c).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut c).await.unwrap();
+    // One statement per finish, as completions come: each runs the trigger once.
+    for g in 1..=50 {
+        sqlx::query("UPDATE workflows SET status = 'SUCCESS', updated_at = 1 WHERE workflow_id = $1")
+            .bind(format!("running-{g}"))
+            .execute(&mut c)
+            .await
+            .unwrap();
+    }
+    let scans: i64 =
+        sqlx::query_scalar("SELECT coalesce(seq_scan, 0) FROM pg_stat_xact_user_tables WHERE relname = 'workflows'")
+            .fetch_one(&mut c)
+            .await
+            .unwrap();
+    sqlx::query("ROLLBACK").execute(&mut c).await.unwrap();
+    c.close().await.unwrap();
+    assert_eq!(
+        scans, 0,
+        "finishing 50 workflows scanned the workflows table {scans} times"
+    );
+    drop(fixture.store);
+    fixture.dispose.await;
+}
