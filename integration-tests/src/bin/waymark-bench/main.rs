@@ -23,7 +23,13 @@
 //! ```text
 //! make bench
 //! integration-tests/with-postgres.sh target/release/waymark-bench --workflows 1000 --steps 10
+//! # latency and wakeups only, on PostgreSQL (no other languages, no memory or queue workloads):
+//! integration-tests/with-postgres.sh target/release/waymark-bench --backend postgres \
+//!     --languages "" --parked 0 --queued 0
 //! ```
+//!
+//! Next to the wakeup figures it prints two reference round trips measured in the same runs: a
+//! GetWorkflow the server refuses without touching the database, and one that reads a row.
 
 use std::{
     str::FromStr,
