@@ -1,4 +1,5 @@
-"""Pieces that need no server: JSON payloads, retry backoff, addresses, durations."""
+"""Pieces that need no server: JSON payloads, retry backoff, addresses, durations, the worker
+stream's batching."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import pytest
 
 from waymark import RetryPolicy
 from waymark._payload import from_payload, to_payload
+from waymark._proto import worker_pb2
 from waymark._rpc import target
 from waymark._time import from_duration, to_duration
+from waymark.worker._conn import Conn
 
 
 def test_json_round_trip_keeps_integers_integral() -> None:
@@ -43,3 +46,21 @@ def test_addresses_and_durations(monkeypatch: pytest.MonkeyPatch) -> None:
     assert target(None) == "127.0.0.1:7450"
     assert from_duration(to_duration(1.25)) == timedelta(seconds=1.25)
     assert from_duration(to_duration(timedelta(hours=2))) == timedelta(hours=2)
+
+
+async def test_queued_messages_go_out_as_one_batch_and_the_hello_alone() -> None:
+    conn = Conn()
+    hello = worker_pb2.WorkerMessage(hello=worker_pb2.Hello(worker_id="w"))
+    credits = [worker_pb2.WorkerMessage(credit=worker_pb2.Credit(workflows=n)) for n in (1, 2, 3)]
+    for m in [hello, *credits]:
+        conn.send(m)
+    out = conn.outgoing()
+    assert await anext(out) == hello
+    batch = await anext(out)
+    assert list(batch.batch.messages) == credits
+    # One message waiting goes as itself; closing ends the stream after what was queued.
+    conn.send(credits[0])
+    conn.close()
+    assert await anext(out) == credits[0]
+    with pytest.raises(StopAsyncIteration):
+        await anext(out)

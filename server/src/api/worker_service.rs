@@ -298,7 +298,8 @@ async fn handle(
             }
             return;
         }
-        Kind::Credit(_) | Kind::Hello(_) => return,
+        // Credits and batches are taken apart before handling; a hello counts only first.
+        Kind::Credit(_) | Kind::Hello(_) | Kind::Batch(_) => return,
     };
     if request_id != 0 {
         let _ = out
@@ -357,12 +358,17 @@ impl WorkerService for WorkerApi {
                 }
                 tokio::select! {
                     m = inbound.message() => match m {
-                        Ok(Some(WorkerMessage { request_id, kind: Some(kind) })) => {
-                            if let worker_message::Kind::Credit(c) = &kind {
-                                engine.grant_credits(&session, c.workflows, c.steps);
-                                continue;
+                        Ok(Some(WorkerMessage { kind: Some(worker_message::Kind::Batch(b)), .. })) => {
+                            // In order, each as if it had come alone; nothing nested.
+                            for m in b.messages {
+                                match m.kind {
+                                    Some(worker_message::Kind::Batch(_)) | None => {}
+                                    Some(kind) => accept(&engine, &session, &out, &mut tasks, m.request_id, kind),
+                                }
                             }
-                            tasks.spawn(handle(engine.clone(), session.clone(), out.clone(), request_id, kind));
+                        }
+                        Ok(Some(WorkerMessage { request_id, kind: Some(kind) })) => {
+                            accept(&engine, &session, &out, &mut tasks, request_id, kind);
                         }
                         Ok(Some(_)) => {}
                         Ok(None) | Err(_) => break,
@@ -386,6 +392,23 @@ impl WorkerService for WorkerApi {
         let pushes = ReceiverStream::new(push_rx).map(move |p| msg(pushed(p, clock.now_ms())));
         Ok(Response::new(Box::pin(ReceiverStream::new(out_rx).merge(pushes))))
     }
+}
+
+/// Takes one message off a worker's stream: credits at once (they only count), anything else
+/// handled on a task of its own, so a slow request does not hold up the stream.
+fn accept(
+    engine: &Arc<Engine>,
+    session: &Arc<WorkerSession>,
+    out: &mpsc::Sender<Result<ServerMessage, Status>>,
+    tasks: &mut JoinSet<()>,
+    request_id: u64,
+    kind: worker_message::Kind,
+) {
+    if let worker_message::Kind::Credit(c) = &kind {
+        engine.grant_credits(session, c.workflows, c.steps);
+        return;
+    }
+    tasks.spawn(handle(engine.clone(), session.clone(), out.clone(), request_id, kind));
 }
 
 /// What the engine pushes, as the message the worker gets.

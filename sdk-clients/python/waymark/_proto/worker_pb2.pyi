@@ -45,6 +45,7 @@ class WorkerMessage(_message.Message):
     CALL_STEP_FIELD_NUMBER: _builtins.int
     STEP_RESULT_FIELD_NUMBER: _builtins.int
     SELECT_FIELD_NUMBER: _builtins.int
+    BATCH_FIELD_NUMBER: _builtins.int
     request_id: _builtins.int
     """Correlation id, chosen by the worker and unique on this stream, for messages the server
     answers with a `Reply`. Zero for messages that get no reply (credit, heartbeat).
@@ -80,8 +81,15 @@ class WorkerMessage(_message.Message):
     @_builtins.property
     def step_result(self) -> Global___StepResult: ...
     @_builtins.property
-    def select(self) -> Global___Select:
-        """Numbers 18-39 are kept for more kinds of requests."""
+    def select(self) -> Global___Select: ...
+    @_builtins.property
+    def batch(self) -> Global___Batch:
+        """Several messages sent as one: the server handles each as if it had come alone, in order
+        (their own request ids and replies). For a worker with many ready to send at once — each
+        stream message costs some language bindings far more than its bytes. Not nested: a hello
+        or a batch inside a batch is ignored.
+        Numbers 19-39 are kept for more kinds of requests.
+        """
 
     def __init__(
         self,
@@ -103,16 +111,39 @@ class WorkerMessage(_message.Message):
         call_step: Global___CallStep | None = ...,
         step_result: Global___StepResult | None = ...,
         select: Global___Select | None = ...,
+        batch: Global___Batch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["await_child", b"await_child", "call_step", b"call_step", "complete_workflow", b"complete_workflow", "credit", b"credit", "get_event", b"get_event", "heartbeat", b"heartbeat", "hello", b"hello", "kind", b"kind", "park", b"park", "record_step", b"record_step", "recv", b"recv", "select", b"select", "send_message", b"send_message", "set_event", b"set_event", "start_child", b"start_child", "step_result", b"step_result", "write_stream", b"write_stream"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["await_child", b"await_child", "batch", b"batch", "call_step", b"call_step", "complete_workflow", b"complete_workflow", "credit", b"credit", "get_event", b"get_event", "heartbeat", b"heartbeat", "hello", b"hello", "kind", b"kind", "park", b"park", "record_step", b"record_step", "recv", b"recv", "select", b"select", "send_message", b"send_message", "set_event", b"set_event", "start_child", b"start_child", "step_result", b"step_result", "write_stream", b"write_stream"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["await_child", b"await_child", "call_step", b"call_step", "complete_workflow", b"complete_workflow", "credit", b"credit", "get_event", b"get_event", "heartbeat", b"heartbeat", "hello", b"hello", "kind", b"kind", "park", b"park", "record_step", b"record_step", "recv", b"recv", "request_id", b"request_id", "select", b"select", "send_message", b"send_message", "set_event", b"set_event", "start_child", b"start_child", "step_result", b"step_result", "write_stream", b"write_stream"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["await_child", b"await_child", "batch", b"batch", "call_step", b"call_step", "complete_workflow", b"complete_workflow", "credit", b"credit", "get_event", b"get_event", "heartbeat", b"heartbeat", "hello", b"hello", "kind", b"kind", "park", b"park", "record_step", b"record_step", "recv", b"recv", "request_id", b"request_id", "select", b"select", "send_message", b"send_message", "set_event", b"set_event", "start_child", b"start_child", "step_result", b"step_result", "write_stream", b"write_stream"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["hello", "credit", "heartbeat", "record_step", "complete_workflow", "send_message", "recv", "set_event", "get_event", "write_stream", "start_child", "await_child", "park", "call_step", "step_result", "select"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["hello", "credit", "heartbeat", "record_step", "complete_workflow", "send_message", "recv", "set_event", "get_event", "write_stream", "start_child", "await_child", "park", "call_step", "step_result", "select", "batch"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
 Global___WorkerMessage: _TypeAlias = WorkerMessage  # noqa: Y015
+
+@_typing.final
+class Batch(_message.Message):
+    """Messages a worker sends together (see `WorkerMessage.batch`)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MESSAGES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___WorkerMessage]: ...
+    def __init__(
+        self,
+        *,
+        messages: _abc.Iterable[Global___WorkerMessage] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Batch: _TypeAlias = Batch  # noqa: Y015
 
 @_typing.final
 class ServerMessage(_message.Message):

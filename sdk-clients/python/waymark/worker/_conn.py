@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import AsyncIterator
 
 from .._proto import worker_pb2
 from ..errors import Disconnected
+
+# Most messages sent as one batch.
+MAX_BATCH = 256
 
 
 class Conn:
@@ -36,6 +40,27 @@ class Conn:
         """Sends a message that gets no reply; dropped once the stream is closed."""
         if not self.closed:
             self.outbox.put_nowait(msg)
+
+    async def outgoing(self) -> AsyncIterator[worker_pb2.WorkerMessage]:
+        """The stream's messages, in order. Whatever queued while the last write was under way
+        goes out as one `Batch`: each stream write costs the gRPC binding far more than its
+        bytes, and a busy worker has many ready at once. The hello goes alone (it must come
+        first, and the server reads it only there)."""
+        while (m := await self.outbox.get()) is not None:
+            batch = [m]
+            closing = False
+            while not m.HasField("hello") and len(batch) < MAX_BATCH and not self.outbox.empty():
+                nxt = self.outbox.get_nowait()
+                if nxt is None:
+                    closing = True
+                    break
+                batch.append(nxt)
+            if len(batch) == 1:
+                yield m
+            else:
+                yield worker_pb2.WorkerMessage(batch=worker_pb2.Batch(messages=batch))
+            if closing:
+                return
 
     def resolve(self, reply: worker_pb2.Reply) -> None:
         fut = self._pending.pop(reply.request_id, None)

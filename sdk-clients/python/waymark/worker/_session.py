@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,7 @@ class Session:
             sdk=SDK,
         )
         self.conn.send(worker_pb2.WorkerMessage(hello=hello))
-        call = stub.Connect(self._outgoing())
+        call = stub.Connect(self.conn.outgoing())
         heartbeat: asyncio.Task[None] | None = None
         try:
             first = await call.read()
@@ -97,10 +97,6 @@ class Session:
             await asyncio.gather(*tasks, return_exceptions=True)
             call.cancel()
             await channel.close()
-
-    async def _outgoing(self) -> AsyncIterator[worker_pb2.WorkerMessage]:
-        while (m := await self.conn.outbox.get()) is not None:
-            yield m
 
     async def _heartbeat(self, interval: float) -> None:
         while True:

@@ -72,7 +72,7 @@ func (x RecvResult_Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecvResult_Outcome.Descriptor instead.
 func (RecvResult_Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{18, 0}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{19, 0}
 }
 
 // Worker to server.
@@ -99,6 +99,7 @@ type WorkerMessage struct {
 	//	*WorkerMessage_CallStep
 	//	*WorkerMessage_StepResult
 	//	*WorkerMessage_Select
+	//	*WorkerMessage_Batch
 	Kind          isWorkerMessage_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -292,6 +293,15 @@ func (x *WorkerMessage) GetSelect() *Select {
 	return nil
 }
 
+func (x *WorkerMessage) GetBatch() *Batch {
+	if x != nil {
+		if x, ok := x.Kind.(*WorkerMessage_Batch); ok {
+			return x.Batch
+		}
+	}
+	return nil
+}
+
 type isWorkerMessage_Kind interface {
 	isWorkerMessage_Kind()
 }
@@ -357,7 +367,15 @@ type WorkerMessage_StepResult struct {
 }
 
 type WorkerMessage_Select struct {
-	Select *Select `protobuf:"bytes,17,opt,name=select,proto3,oneof"` // Numbers 18-39 are kept for more kinds of requests.
+	Select *Select `protobuf:"bytes,17,opt,name=select,proto3,oneof"`
+}
+
+type WorkerMessage_Batch struct {
+	// Several messages sent as one: the server handles each as if it had come alone, in order
+	// (their own request ids and replies). For a worker with many ready to send at once — each
+	// stream message costs some language bindings far more than its bytes. Not nested: a hello
+	// or a batch inside a batch is ignored.
+	Batch *Batch `protobuf:"bytes,18,opt,name=batch,proto3,oneof"` // Numbers 19-39 are kept for more kinds of requests.
 }
 
 func (*WorkerMessage_Hello) isWorkerMessage_Kind() {}
@@ -392,6 +410,53 @@ func (*WorkerMessage_StepResult) isWorkerMessage_Kind() {}
 
 func (*WorkerMessage_Select) isWorkerMessage_Kind() {}
 
+func (*WorkerMessage_Batch) isWorkerMessage_Kind() {}
+
+// Messages a worker sends together (see `WorkerMessage.batch`).
+type Batch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*WorkerMessage       `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Batch) Reset() {
+	*x = Batch{}
+	mi := &file_waymark_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Batch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Batch) ProtoMessage() {}
+
+func (x *Batch) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Batch.ProtoReflect.Descriptor instead.
+func (*Batch) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Batch) GetMessages() []*WorkerMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 // Server to worker.
 type ServerMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -411,7 +476,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[1]
+	mi := &file_waymark_v1_worker_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +488,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[1]
+	mi := &file_waymark_v1_worker_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +501,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ServerMessage) GetKind() isServerMessage_Kind {
@@ -580,7 +645,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[2]
+	mi := &file_waymark_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -592,7 +657,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[2]
+	mi := &file_waymark_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -605,7 +670,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Hello) GetWorkerId() string {
@@ -672,7 +737,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[3]
+	mi := &file_waymark_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +749,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[3]
+	mi := &file_waymark_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +762,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Welcome) GetSessionId() string {
@@ -733,7 +798,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[4]
+	mi := &file_waymark_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +810,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[4]
+	mi := &file_waymark_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +823,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Credit) GetWorkflows() uint32 {
@@ -784,7 +849,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[5]
+	mi := &file_waymark_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +861,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[5]
+	mi := &file_waymark_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +874,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 // Checkpoint a step's result. Answered with `StepRecorded` once durable, or an error:
@@ -834,7 +899,7 @@ type RecordStep struct {
 
 func (x *RecordStep) Reset() {
 	*x = RecordStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[6]
+	mi := &file_waymark_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +911,7 @@ func (x *RecordStep) String() string {
 func (*RecordStep) ProtoMessage() {}
 
 func (x *RecordStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[6]
+	mi := &file_waymark_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +924,7 @@ func (x *RecordStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordStep.ProtoReflect.Descriptor instead.
 func (*RecordStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RecordStep) GetWorkflowId() string {
@@ -960,7 +1025,7 @@ type CompleteWorkflow struct {
 
 func (x *CompleteWorkflow) Reset() {
 	*x = CompleteWorkflow{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[7]
+	mi := &file_waymark_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1037,7 @@ func (x *CompleteWorkflow) String() string {
 func (*CompleteWorkflow) ProtoMessage() {}
 
 func (x *CompleteWorkflow) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[7]
+	mi := &file_waymark_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1050,7 @@ func (x *CompleteWorkflow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteWorkflow.ProtoReflect.Descriptor instead.
 func (*CompleteWorkflow) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CompleteWorkflow) GetWorkflowId() string {
@@ -1069,7 +1134,7 @@ type DispatchWorkflow struct {
 
 func (x *DispatchWorkflow) Reset() {
 	*x = DispatchWorkflow{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[8]
+	mi := &file_waymark_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1146,7 @@ func (x *DispatchWorkflow) String() string {
 func (*DispatchWorkflow) ProtoMessage() {}
 
 func (x *DispatchWorkflow) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[8]
+	mi := &file_waymark_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1159,7 @@ func (x *DispatchWorkflow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchWorkflow.ProtoReflect.Descriptor instead.
 func (*DispatchWorkflow) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DispatchWorkflow) GetWorkflowId() string {
@@ -1178,7 +1243,7 @@ type Reply struct {
 
 func (x *Reply) Reset() {
 	*x = Reply{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[9]
+	mi := &file_waymark_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1255,7 @@ func (x *Reply) String() string {
 func (*Reply) ProtoMessage() {}
 
 func (x *Reply) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[9]
+	mi := &file_waymark_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1268,7 @@ func (x *Reply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reply.ProtoReflect.Descriptor instead.
 func (*Reply) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Reply) GetRequestId() uint64 {
@@ -1419,7 +1484,7 @@ type ReplyError struct {
 
 func (x *ReplyError) Reset() {
 	*x = ReplyError{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[10]
+	mi := &file_waymark_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1496,7 @@ func (x *ReplyError) String() string {
 func (*ReplyError) ProtoMessage() {}
 
 func (x *ReplyError) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[10]
+	mi := &file_waymark_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1509,7 @@ func (x *ReplyError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplyError.ProtoReflect.Descriptor instead.
 func (*ReplyError) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReplyError) GetCode() int32 {
@@ -1476,7 +1541,7 @@ type StepRecorded struct {
 
 func (x *StepRecorded) Reset() {
 	*x = StepRecorded{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[11]
+	mi := &file_waymark_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1553,7 @@ func (x *StepRecorded) String() string {
 func (*StepRecorded) ProtoMessage() {}
 
 func (x *StepRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[11]
+	mi := &file_waymark_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1566,7 @@ func (x *StepRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRecorded.ProtoReflect.Descriptor instead.
 func (*StepRecorded) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 type WorkflowCompleted struct {
@@ -1517,7 +1582,7 @@ type WorkflowCompleted struct {
 
 func (x *WorkflowCompleted) Reset() {
 	*x = WorkflowCompleted{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[12]
+	mi := &file_waymark_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1594,7 @@ func (x *WorkflowCompleted) String() string {
 func (*WorkflowCompleted) ProtoMessage() {}
 
 func (x *WorkflowCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[12]
+	mi := &file_waymark_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1607,7 @@ func (x *WorkflowCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowCompleted.ProtoReflect.Descriptor instead.
 func (*WorkflowCompleted) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WorkflowCompleted) GetStatus() WorkflowStatus {
@@ -1584,7 +1649,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[13]
+	mi := &file_waymark_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1661,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[13]
+	mi := &file_waymark_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1674,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Cancel) GetWorkflowId() string {
@@ -1628,7 +1693,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[14]
+	mi := &file_waymark_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1705,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[14]
+	mi := &file_waymark_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1718,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 // Send a message from a workflow, recorded as its step `step_id` in the same transaction, so a
@@ -1673,7 +1738,7 @@ type SendMessageStep struct {
 
 func (x *SendMessageStep) Reset() {
 	*x = SendMessageStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[15]
+	mi := &file_waymark_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +1750,7 @@ func (x *SendMessageStep) String() string {
 func (*SendMessageStep) ProtoMessage() {}
 
 func (x *SendMessageStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[15]
+	mi := &file_waymark_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +1763,7 @@ func (x *SendMessageStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageStep.ProtoReflect.Descriptor instead.
 func (*SendMessageStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SendMessageStep) GetWorkflowId() string {
@@ -1752,7 +1817,7 @@ type MessageSent struct {
 
 func (x *MessageSent) Reset() {
 	*x = MessageSent{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[16]
+	mi := &file_waymark_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1829,7 @@ func (x *MessageSent) String() string {
 func (*MessageSent) ProtoMessage() {}
 
 func (x *MessageSent) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[16]
+	mi := &file_waymark_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1842,7 @@ func (x *MessageSent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageSent.ProtoReflect.Descriptor instead.
 func (*MessageSent) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MessageSent) GetMessageId() string {
@@ -1811,7 +1876,7 @@ type Recv struct {
 
 func (x *Recv) Reset() {
 	*x = Recv{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[17]
+	mi := &file_waymark_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1888,7 @@ func (x *Recv) String() string {
 func (*Recv) ProtoMessage() {}
 
 func (x *Recv) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[17]
+	mi := &file_waymark_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1901,7 @@ func (x *Recv) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recv.ProtoReflect.Descriptor instead.
 func (*Recv) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Recv) GetWorkflowId() string {
@@ -1887,7 +1952,7 @@ type RecvResult struct {
 
 func (x *RecvResult) Reset() {
 	*x = RecvResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[18]
+	mi := &file_waymark_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +1964,7 @@ func (x *RecvResult) String() string {
 func (*RecvResult) ProtoMessage() {}
 
 func (x *RecvResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[18]
+	mi := &file_waymark_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +1977,7 @@ func (x *RecvResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecvResult.ProtoReflect.Descriptor instead.
 func (*RecvResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RecvResult) GetOutcome() RecvResult_Outcome {
@@ -1951,7 +2016,7 @@ type Wakeup struct {
 
 func (x *Wakeup) Reset() {
 	*x = Wakeup{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[19]
+	mi := &file_waymark_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2028,7 @@ func (x *Wakeup) String() string {
 func (*Wakeup) ProtoMessage() {}
 
 func (x *Wakeup) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[19]
+	mi := &file_waymark_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2041,7 @@ func (x *Wakeup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Wakeup.ProtoReflect.Descriptor instead.
 func (*Wakeup) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Wakeup) GetWorkflowId() string {
@@ -2015,7 +2080,7 @@ type SetEvent struct {
 
 func (x *SetEvent) Reset() {
 	*x = SetEvent{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[20]
+	mi := &file_waymark_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2092,7 @@ func (x *SetEvent) String() string {
 func (*SetEvent) ProtoMessage() {}
 
 func (x *SetEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[20]
+	mi := &file_waymark_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2105,7 @@ func (x *SetEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEvent.ProtoReflect.Descriptor instead.
 func (*SetEvent) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetEvent) GetWorkflowId() string {
@@ -2096,7 +2161,7 @@ type GetEventStep struct {
 
 func (x *GetEventStep) Reset() {
 	*x = GetEventStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[21]
+	mi := &file_waymark_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2173,7 @@ func (x *GetEventStep) String() string {
 func (*GetEventStep) ProtoMessage() {}
 
 func (x *GetEventStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[21]
+	mi := &file_waymark_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2186,7 @@ func (x *GetEventStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventStep.ProtoReflect.Descriptor instead.
 func (*GetEventStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetEventStep) GetWorkflowId() string {
@@ -2178,7 +2243,7 @@ type EventResult struct {
 
 func (x *EventResult) Reset() {
 	*x = EventResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[22]
+	mi := &file_waymark_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2255,7 @@ func (x *EventResult) String() string {
 func (*EventResult) ProtoMessage() {}
 
 func (x *EventResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[22]
+	mi := &file_waymark_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2268,7 @@ func (x *EventResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventResult.ProtoReflect.Descriptor instead.
 func (*EventResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EventResult) GetOutcome() RecvResult_Outcome {
@@ -2243,7 +2308,7 @@ type WriteStream struct {
 
 func (x *WriteStream) Reset() {
 	*x = WriteStream{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[23]
+	mi := &file_waymark_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2320,7 @@ func (x *WriteStream) String() string {
 func (*WriteStream) ProtoMessage() {}
 
 func (x *WriteStream) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[23]
+	mi := &file_waymark_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2333,7 @@ func (x *WriteStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStream.ProtoReflect.Descriptor instead.
 func (*WriteStream) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{23}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WriteStream) GetWorkflowId() string {
@@ -2323,7 +2388,7 @@ type StreamWritten struct {
 
 func (x *StreamWritten) Reset() {
 	*x = StreamWritten{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[24]
+	mi := &file_waymark_v1_worker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2400,7 @@ func (x *StreamWritten) String() string {
 func (*StreamWritten) ProtoMessage() {}
 
 func (x *StreamWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[24]
+	mi := &file_waymark_v1_worker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2413,7 @@ func (x *StreamWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamWritten.ProtoReflect.Descriptor instead.
 func (*StreamWritten) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{24}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StreamWritten) GetOffset() uint64 {
@@ -2378,7 +2443,7 @@ type StartChild struct {
 
 func (x *StartChild) Reset() {
 	*x = StartChild{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[25]
+	mi := &file_waymark_v1_worker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +2455,7 @@ func (x *StartChild) String() string {
 func (*StartChild) ProtoMessage() {}
 
 func (x *StartChild) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[25]
+	mi := &file_waymark_v1_worker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +2468,7 @@ func (x *StartChild) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartChild.ProtoReflect.Descriptor instead.
 func (*StartChild) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{25}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StartChild) GetWorkflowId() string {
@@ -2464,7 +2529,7 @@ type ChildStarted struct {
 
 func (x *ChildStarted) Reset() {
 	*x = ChildStarted{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[26]
+	mi := &file_waymark_v1_worker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +2541,7 @@ func (x *ChildStarted) String() string {
 func (*ChildStarted) ProtoMessage() {}
 
 func (x *ChildStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[26]
+	mi := &file_waymark_v1_worker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +2554,7 @@ func (x *ChildStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildStarted.ProtoReflect.Descriptor instead.
 func (*ChildStarted) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{26}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ChildStarted) GetChildWorkflowId() string {
@@ -2514,7 +2579,7 @@ type AwaitChild struct {
 
 func (x *AwaitChild) Reset() {
 	*x = AwaitChild{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[27]
+	mi := &file_waymark_v1_worker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2591,7 @@ func (x *AwaitChild) String() string {
 func (*AwaitChild) ProtoMessage() {}
 
 func (x *AwaitChild) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[27]
+	mi := &file_waymark_v1_worker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2604,7 @@ func (x *AwaitChild) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwaitChild.ProtoReflect.Descriptor instead.
 func (*AwaitChild) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{27}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AwaitChild) GetWorkflowId() string {
@@ -2582,7 +2647,7 @@ type ChildResult struct {
 
 func (x *ChildResult) Reset() {
 	*x = ChildResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[28]
+	mi := &file_waymark_v1_worker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2594,7 +2659,7 @@ func (x *ChildResult) String() string {
 func (*ChildResult) ProtoMessage() {}
 
 func (x *ChildResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[28]
+	mi := &file_waymark_v1_worker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2607,7 +2672,7 @@ func (x *ChildResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildResult.ProtoReflect.Descriptor instead.
 func (*ChildResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{28}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ChildResult) GetOutcome() RecvResult_Outcome {
@@ -2665,7 +2730,7 @@ type Park struct {
 
 func (x *Park) Reset() {
 	*x = Park{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[29]
+	mi := &file_waymark_v1_worker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2742,7 @@ func (x *Park) String() string {
 func (*Park) ProtoMessage() {}
 
 func (x *Park) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[29]
+	mi := &file_waymark_v1_worker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2755,7 @@ func (x *Park) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Park.ProtoReflect.Descriptor instead.
 func (*Park) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{29}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Park) GetWorkflowId() string {
@@ -2822,7 +2887,7 @@ type EventKey struct {
 
 func (x *EventKey) Reset() {
 	*x = EventKey{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[30]
+	mi := &file_waymark_v1_worker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +2899,7 @@ func (x *EventKey) String() string {
 func (*EventKey) ProtoMessage() {}
 
 func (x *EventKey) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[30]
+	mi := &file_waymark_v1_worker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +2912,7 @@ func (x *EventKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventKey.ProtoReflect.Descriptor instead.
 func (*EventKey) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{30}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EventKey) GetWorkflowId() string {
@@ -2873,7 +2938,7 @@ type Parked struct {
 
 func (x *Parked) Reset() {
 	*x = Parked{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[31]
+	mi := &file_waymark_v1_worker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2885,7 +2950,7 @@ func (x *Parked) String() string {
 func (*Parked) ProtoMessage() {}
 
 func (x *Parked) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[31]
+	mi := &file_waymark_v1_worker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2898,7 +2963,7 @@ func (x *Parked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Parked.ProtoReflect.Descriptor instead.
 func (*Parked) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{31}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Parked) GetParked() bool {
@@ -2930,7 +2995,7 @@ type CallStep struct {
 
 func (x *CallStep) Reset() {
 	*x = CallStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[32]
+	mi := &file_waymark_v1_worker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2942,7 +3007,7 @@ func (x *CallStep) String() string {
 func (*CallStep) ProtoMessage() {}
 
 func (x *CallStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[32]
+	mi := &file_waymark_v1_worker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2955,7 +3020,7 @@ func (x *CallStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallStep.ProtoReflect.Descriptor instead.
 func (*CallStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{32}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CallStep) GetWorkflowId() string {
@@ -3024,7 +3089,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[33]
+	mi := &file_waymark_v1_worker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3036,7 +3101,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[33]
+	mi := &file_waymark_v1_worker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3049,7 +3114,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{33}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() uint32 {
@@ -3094,7 +3159,7 @@ type CallResult struct {
 
 func (x *CallResult) Reset() {
 	*x = CallResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[34]
+	mi := &file_waymark_v1_worker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3171,7 @@ func (x *CallResult) String() string {
 func (*CallResult) ProtoMessage() {}
 
 func (x *CallResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[34]
+	mi := &file_waymark_v1_worker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3184,7 @@ func (x *CallResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResult.ProtoReflect.Descriptor instead.
 func (*CallResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{34}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CallResult) GetOutcome() RecvResult_Outcome {
@@ -3169,7 +3234,7 @@ type DispatchStep struct {
 
 func (x *DispatchStep) Reset() {
 	*x = DispatchStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[35]
+	mi := &file_waymark_v1_worker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3181,7 +3246,7 @@ func (x *DispatchStep) String() string {
 func (*DispatchStep) ProtoMessage() {}
 
 func (x *DispatchStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[35]
+	mi := &file_waymark_v1_worker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3194,7 +3259,7 @@ func (x *DispatchStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchStep.ProtoReflect.Descriptor instead.
 func (*DispatchStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{35}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DispatchStep) GetWorkflowId() string {
@@ -3258,7 +3323,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[36]
+	mi := &file_waymark_v1_worker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3270,7 +3335,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[36]
+	mi := &file_waymark_v1_worker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3283,7 +3348,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{36}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *StepResult) GetWorkflowId() string {
@@ -3368,7 +3433,7 @@ type Select struct {
 
 func (x *Select) Reset() {
 	*x = Select{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[37]
+	mi := &file_waymark_v1_worker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3445,7 @@ func (x *Select) String() string {
 func (*Select) ProtoMessage() {}
 
 func (x *Select) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[37]
+	mi := &file_waymark_v1_worker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3458,7 @@ func (x *Select) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Select.ProtoReflect.Descriptor instead.
 func (*Select) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{37}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Select) GetWorkflowId() string {
@@ -3444,7 +3509,7 @@ type WaitTarget struct {
 
 func (x *WaitTarget) Reset() {
 	*x = WaitTarget{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[38]
+	mi := &file_waymark_v1_worker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3456,7 +3521,7 @@ func (x *WaitTarget) String() string {
 func (*WaitTarget) ProtoMessage() {}
 
 func (x *WaitTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[38]
+	mi := &file_waymark_v1_worker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3469,7 +3534,7 @@ func (x *WaitTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTarget.ProtoReflect.Descriptor instead.
 func (*WaitTarget) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{38}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WaitTarget) GetTarget() isWaitTarget_Target {
@@ -3525,7 +3590,7 @@ type Selected struct {
 
 func (x *Selected) Reset() {
 	*x = Selected{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[39]
+	mi := &file_waymark_v1_worker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3537,7 +3602,7 @@ func (x *Selected) String() string {
 func (*Selected) ProtoMessage() {}
 
 func (x *Selected) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[39]
+	mi := &file_waymark_v1_worker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3550,7 +3615,7 @@ func (x *Selected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Selected.ProtoReflect.Descriptor instead.
 func (*Selected) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{39}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Selected) GetOutcome() RecvResult_Outcome {
@@ -3572,7 +3637,7 @@ var File_waymark_v1_worker_proto protoreflect.FileDescriptor
 const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\n" +
 	"\x17waymark/v1/worker.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xa0\a\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xcb\a\n" +
 	"\rWorkerMessage\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -3596,8 +3661,11 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\tcall_step\x18\x0f \x01(\v2\x14.waymark.v1.CallStepH\x00R\bcallStep\x129\n" +
 	"\vstep_result\x18\x10 \x01(\v2\x16.waymark.v1.StepResultH\x00R\n" +
 	"stepResult\x12,\n" +
-	"\x06select\x18\x11 \x01(\v2\x12.waymark.v1.SelectH\x00R\x06selectB\x06\n" +
-	"\x04kind\"\x88\x03\n" +
+	"\x06select\x18\x11 \x01(\v2\x12.waymark.v1.SelectH\x00R\x06select\x12)\n" +
+	"\x05batch\x18\x12 \x01(\v2\x11.waymark.v1.BatchH\x00R\x05batchB\x06\n" +
+	"\x04kind\">\n" +
+	"\x05Batch\x125\n" +
+	"\bmessages\x18\x01 \x03(\v2\x19.waymark.v1.WorkerMessageR\bmessages\"\x88\x03\n" +
 	"\rServerMessage\x12/\n" +
 	"\awelcome\x18\x01 \x01(\v2\x13.waymark.v1.WelcomeH\x00R\awelcome\x12K\n" +
 	"\x11dispatch_workflow\x18\x02 \x01(\v2\x1c.waymark.v1.DispatchWorkflowH\x00R\x10dispatchWorkflow\x12)\n" +
@@ -3871,138 +3939,141 @@ func file_waymark_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_waymark_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_waymark_v1_worker_proto_goTypes = []any{
 	(RecvResult_Outcome)(0),       // 0: waymark.v1.RecvResult.Outcome
 	(*WorkerMessage)(nil),         // 1: waymark.v1.WorkerMessage
-	(*ServerMessage)(nil),         // 2: waymark.v1.ServerMessage
-	(*Hello)(nil),                 // 3: waymark.v1.Hello
-	(*Welcome)(nil),               // 4: waymark.v1.Welcome
-	(*Credit)(nil),                // 5: waymark.v1.Credit
-	(*Heartbeat)(nil),             // 6: waymark.v1.Heartbeat
-	(*RecordStep)(nil),            // 7: waymark.v1.RecordStep
-	(*CompleteWorkflow)(nil),      // 8: waymark.v1.CompleteWorkflow
-	(*DispatchWorkflow)(nil),      // 9: waymark.v1.DispatchWorkflow
-	(*Reply)(nil),                 // 10: waymark.v1.Reply
-	(*ReplyError)(nil),            // 11: waymark.v1.ReplyError
-	(*StepRecorded)(nil),          // 12: waymark.v1.StepRecorded
-	(*WorkflowCompleted)(nil),     // 13: waymark.v1.WorkflowCompleted
-	(*Cancel)(nil),                // 14: waymark.v1.Cancel
-	(*Drain)(nil),                 // 15: waymark.v1.Drain
-	(*SendMessageStep)(nil),       // 16: waymark.v1.SendMessageStep
-	(*MessageSent)(nil),           // 17: waymark.v1.MessageSent
-	(*Recv)(nil),                  // 18: waymark.v1.Recv
-	(*RecvResult)(nil),            // 19: waymark.v1.RecvResult
-	(*Wakeup)(nil),                // 20: waymark.v1.Wakeup
-	(*SetEvent)(nil),              // 21: waymark.v1.SetEvent
-	(*GetEventStep)(nil),          // 22: waymark.v1.GetEventStep
-	(*EventResult)(nil),           // 23: waymark.v1.EventResult
-	(*WriteStream)(nil),           // 24: waymark.v1.WriteStream
-	(*StreamWritten)(nil),         // 25: waymark.v1.StreamWritten
-	(*StartChild)(nil),            // 26: waymark.v1.StartChild
-	(*ChildStarted)(nil),          // 27: waymark.v1.ChildStarted
-	(*AwaitChild)(nil),            // 28: waymark.v1.AwaitChild
-	(*ChildResult)(nil),           // 29: waymark.v1.ChildResult
-	(*Park)(nil),                  // 30: waymark.v1.Park
-	(*EventKey)(nil),              // 31: waymark.v1.EventKey
-	(*Parked)(nil),                // 32: waymark.v1.Parked
-	(*CallStep)(nil),              // 33: waymark.v1.CallStep
-	(*RetryPolicy)(nil),           // 34: waymark.v1.RetryPolicy
-	(*CallResult)(nil),            // 35: waymark.v1.CallResult
-	(*DispatchStep)(nil),          // 36: waymark.v1.DispatchStep
-	(*StepResult)(nil),            // 37: waymark.v1.StepResult
-	(*Select)(nil),                // 38: waymark.v1.Select
-	(*WaitTarget)(nil),            // 39: waymark.v1.WaitTarget
-	(*Selected)(nil),              // 40: waymark.v1.Selected
-	(*Payload)(nil),               // 41: waymark.v1.Payload
-	(*Failure)(nil),               // 42: waymark.v1.Failure
-	(*Step)(nil),                  // 43: waymark.v1.Step
-	(*timestamppb.Timestamp)(nil), // 44: google.protobuf.Timestamp
-	(WorkflowStatus)(0),           // 45: waymark.v1.WorkflowStatus
-	(*durationpb.Duration)(nil),   // 46: google.protobuf.Duration
+	(*Batch)(nil),                 // 2: waymark.v1.Batch
+	(*ServerMessage)(nil),         // 3: waymark.v1.ServerMessage
+	(*Hello)(nil),                 // 4: waymark.v1.Hello
+	(*Welcome)(nil),               // 5: waymark.v1.Welcome
+	(*Credit)(nil),                // 6: waymark.v1.Credit
+	(*Heartbeat)(nil),             // 7: waymark.v1.Heartbeat
+	(*RecordStep)(nil),            // 8: waymark.v1.RecordStep
+	(*CompleteWorkflow)(nil),      // 9: waymark.v1.CompleteWorkflow
+	(*DispatchWorkflow)(nil),      // 10: waymark.v1.DispatchWorkflow
+	(*Reply)(nil),                 // 11: waymark.v1.Reply
+	(*ReplyError)(nil),            // 12: waymark.v1.ReplyError
+	(*StepRecorded)(nil),          // 13: waymark.v1.StepRecorded
+	(*WorkflowCompleted)(nil),     // 14: waymark.v1.WorkflowCompleted
+	(*Cancel)(nil),                // 15: waymark.v1.Cancel
+	(*Drain)(nil),                 // 16: waymark.v1.Drain
+	(*SendMessageStep)(nil),       // 17: waymark.v1.SendMessageStep
+	(*MessageSent)(nil),           // 18: waymark.v1.MessageSent
+	(*Recv)(nil),                  // 19: waymark.v1.Recv
+	(*RecvResult)(nil),            // 20: waymark.v1.RecvResult
+	(*Wakeup)(nil),                // 21: waymark.v1.Wakeup
+	(*SetEvent)(nil),              // 22: waymark.v1.SetEvent
+	(*GetEventStep)(nil),          // 23: waymark.v1.GetEventStep
+	(*EventResult)(nil),           // 24: waymark.v1.EventResult
+	(*WriteStream)(nil),           // 25: waymark.v1.WriteStream
+	(*StreamWritten)(nil),         // 26: waymark.v1.StreamWritten
+	(*StartChild)(nil),            // 27: waymark.v1.StartChild
+	(*ChildStarted)(nil),          // 28: waymark.v1.ChildStarted
+	(*AwaitChild)(nil),            // 29: waymark.v1.AwaitChild
+	(*ChildResult)(nil),           // 30: waymark.v1.ChildResult
+	(*Park)(nil),                  // 31: waymark.v1.Park
+	(*EventKey)(nil),              // 32: waymark.v1.EventKey
+	(*Parked)(nil),                // 33: waymark.v1.Parked
+	(*CallStep)(nil),              // 34: waymark.v1.CallStep
+	(*RetryPolicy)(nil),           // 35: waymark.v1.RetryPolicy
+	(*CallResult)(nil),            // 36: waymark.v1.CallResult
+	(*DispatchStep)(nil),          // 37: waymark.v1.DispatchStep
+	(*StepResult)(nil),            // 38: waymark.v1.StepResult
+	(*Select)(nil),                // 39: waymark.v1.Select
+	(*WaitTarget)(nil),            // 40: waymark.v1.WaitTarget
+	(*Selected)(nil),              // 41: waymark.v1.Selected
+	(*Payload)(nil),               // 42: waymark.v1.Payload
+	(*Failure)(nil),               // 43: waymark.v1.Failure
+	(*Step)(nil),                  // 44: waymark.v1.Step
+	(*timestamppb.Timestamp)(nil), // 45: google.protobuf.Timestamp
+	(WorkflowStatus)(0),           // 46: waymark.v1.WorkflowStatus
+	(*durationpb.Duration)(nil),   // 47: google.protobuf.Duration
 }
 var file_waymark_v1_worker_proto_depIdxs = []int32{
-	3,  // 0: waymark.v1.WorkerMessage.hello:type_name -> waymark.v1.Hello
-	5,  // 1: waymark.v1.WorkerMessage.credit:type_name -> waymark.v1.Credit
-	6,  // 2: waymark.v1.WorkerMessage.heartbeat:type_name -> waymark.v1.Heartbeat
-	7,  // 3: waymark.v1.WorkerMessage.record_step:type_name -> waymark.v1.RecordStep
-	8,  // 4: waymark.v1.WorkerMessage.complete_workflow:type_name -> waymark.v1.CompleteWorkflow
-	16, // 5: waymark.v1.WorkerMessage.send_message:type_name -> waymark.v1.SendMessageStep
-	18, // 6: waymark.v1.WorkerMessage.recv:type_name -> waymark.v1.Recv
-	21, // 7: waymark.v1.WorkerMessage.set_event:type_name -> waymark.v1.SetEvent
-	22, // 8: waymark.v1.WorkerMessage.get_event:type_name -> waymark.v1.GetEventStep
-	24, // 9: waymark.v1.WorkerMessage.write_stream:type_name -> waymark.v1.WriteStream
-	26, // 10: waymark.v1.WorkerMessage.start_child:type_name -> waymark.v1.StartChild
-	28, // 11: waymark.v1.WorkerMessage.await_child:type_name -> waymark.v1.AwaitChild
-	30, // 12: waymark.v1.WorkerMessage.park:type_name -> waymark.v1.Park
-	33, // 13: waymark.v1.WorkerMessage.call_step:type_name -> waymark.v1.CallStep
-	37, // 14: waymark.v1.WorkerMessage.step_result:type_name -> waymark.v1.StepResult
-	38, // 15: waymark.v1.WorkerMessage.select:type_name -> waymark.v1.Select
-	4,  // 16: waymark.v1.ServerMessage.welcome:type_name -> waymark.v1.Welcome
-	9,  // 17: waymark.v1.ServerMessage.dispatch_workflow:type_name -> waymark.v1.DispatchWorkflow
-	10, // 18: waymark.v1.ServerMessage.reply:type_name -> waymark.v1.Reply
-	14, // 19: waymark.v1.ServerMessage.cancel:type_name -> waymark.v1.Cancel
-	15, // 20: waymark.v1.ServerMessage.drain:type_name -> waymark.v1.Drain
-	20, // 21: waymark.v1.ServerMessage.wakeup:type_name -> waymark.v1.Wakeup
-	36, // 22: waymark.v1.ServerMessage.dispatch_step:type_name -> waymark.v1.DispatchStep
-	41, // 23: waymark.v1.RecordStep.output:type_name -> waymark.v1.Payload
-	42, // 24: waymark.v1.RecordStep.failure:type_name -> waymark.v1.Failure
-	41, // 25: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
-	42, // 26: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
-	7,  // 27: waymark.v1.CompleteWorkflow.steps:type_name -> waymark.v1.RecordStep
-	41, // 28: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
-	43, // 29: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
-	44, // 30: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
-	11, // 31: waymark.v1.Reply.error:type_name -> waymark.v1.ReplyError
-	12, // 32: waymark.v1.Reply.step_recorded:type_name -> waymark.v1.StepRecorded
-	13, // 33: waymark.v1.Reply.workflow_completed:type_name -> waymark.v1.WorkflowCompleted
-	17, // 34: waymark.v1.Reply.message_sent:type_name -> waymark.v1.MessageSent
-	19, // 35: waymark.v1.Reply.recv_result:type_name -> waymark.v1.RecvResult
-	23, // 36: waymark.v1.Reply.event_result:type_name -> waymark.v1.EventResult
-	25, // 37: waymark.v1.Reply.stream_written:type_name -> waymark.v1.StreamWritten
-	27, // 38: waymark.v1.Reply.child_started:type_name -> waymark.v1.ChildStarted
-	29, // 39: waymark.v1.Reply.child_result:type_name -> waymark.v1.ChildResult
-	32, // 40: waymark.v1.Reply.parked:type_name -> waymark.v1.Parked
-	35, // 41: waymark.v1.Reply.call_result:type_name -> waymark.v1.CallResult
-	40, // 42: waymark.v1.Reply.selected:type_name -> waymark.v1.Selected
-	45, // 43: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
-	41, // 44: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
-	42, // 45: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
-	41, // 46: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
-	0,  // 47: waymark.v1.RecvResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	41, // 48: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
-	19, // 49: waymark.v1.Wakeup.recv:type_name -> waymark.v1.RecvResult
-	41, // 50: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
-	0,  // 51: waymark.v1.EventResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	41, // 52: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
-	41, // 53: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
-	41, // 54: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
-	0,  // 55: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	45, // 56: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
-	41, // 57: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
-	42, // 58: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
-	31, // 59: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
-	41, // 60: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
-	34, // 61: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
-	46, // 62: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
-	46, // 63: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	46, // 64: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	0,  // 65: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	41, // 66: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
-	42, // 67: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
-	41, // 68: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
-	44, // 69: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
-	41, // 70: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
-	42, // 71: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
-	39, // 72: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
-	0,  // 73: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	1,  // 74: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
-	2,  // 75: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
-	75, // [75:76] is the sub-list for method output_type
-	74, // [74:75] is the sub-list for method input_type
-	74, // [74:74] is the sub-list for extension type_name
-	74, // [74:74] is the sub-list for extension extendee
-	0,  // [0:74] is the sub-list for field type_name
+	4,  // 0: waymark.v1.WorkerMessage.hello:type_name -> waymark.v1.Hello
+	6,  // 1: waymark.v1.WorkerMessage.credit:type_name -> waymark.v1.Credit
+	7,  // 2: waymark.v1.WorkerMessage.heartbeat:type_name -> waymark.v1.Heartbeat
+	8,  // 3: waymark.v1.WorkerMessage.record_step:type_name -> waymark.v1.RecordStep
+	9,  // 4: waymark.v1.WorkerMessage.complete_workflow:type_name -> waymark.v1.CompleteWorkflow
+	17, // 5: waymark.v1.WorkerMessage.send_message:type_name -> waymark.v1.SendMessageStep
+	19, // 6: waymark.v1.WorkerMessage.recv:type_name -> waymark.v1.Recv
+	22, // 7: waymark.v1.WorkerMessage.set_event:type_name -> waymark.v1.SetEvent
+	23, // 8: waymark.v1.WorkerMessage.get_event:type_name -> waymark.v1.GetEventStep
+	25, // 9: waymark.v1.WorkerMessage.write_stream:type_name -> waymark.v1.WriteStream
+	27, // 10: waymark.v1.WorkerMessage.start_child:type_name -> waymark.v1.StartChild
+	29, // 11: waymark.v1.WorkerMessage.await_child:type_name -> waymark.v1.AwaitChild
+	31, // 12: waymark.v1.WorkerMessage.park:type_name -> waymark.v1.Park
+	34, // 13: waymark.v1.WorkerMessage.call_step:type_name -> waymark.v1.CallStep
+	38, // 14: waymark.v1.WorkerMessage.step_result:type_name -> waymark.v1.StepResult
+	39, // 15: waymark.v1.WorkerMessage.select:type_name -> waymark.v1.Select
+	2,  // 16: waymark.v1.WorkerMessage.batch:type_name -> waymark.v1.Batch
+	1,  // 17: waymark.v1.Batch.messages:type_name -> waymark.v1.WorkerMessage
+	5,  // 18: waymark.v1.ServerMessage.welcome:type_name -> waymark.v1.Welcome
+	10, // 19: waymark.v1.ServerMessage.dispatch_workflow:type_name -> waymark.v1.DispatchWorkflow
+	11, // 20: waymark.v1.ServerMessage.reply:type_name -> waymark.v1.Reply
+	15, // 21: waymark.v1.ServerMessage.cancel:type_name -> waymark.v1.Cancel
+	16, // 22: waymark.v1.ServerMessage.drain:type_name -> waymark.v1.Drain
+	21, // 23: waymark.v1.ServerMessage.wakeup:type_name -> waymark.v1.Wakeup
+	37, // 24: waymark.v1.ServerMessage.dispatch_step:type_name -> waymark.v1.DispatchStep
+	42, // 25: waymark.v1.RecordStep.output:type_name -> waymark.v1.Payload
+	43, // 26: waymark.v1.RecordStep.failure:type_name -> waymark.v1.Failure
+	42, // 27: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
+	43, // 28: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
+	8,  // 29: waymark.v1.CompleteWorkflow.steps:type_name -> waymark.v1.RecordStep
+	42, // 30: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
+	44, // 31: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
+	45, // 32: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
+	12, // 33: waymark.v1.Reply.error:type_name -> waymark.v1.ReplyError
+	13, // 34: waymark.v1.Reply.step_recorded:type_name -> waymark.v1.StepRecorded
+	14, // 35: waymark.v1.Reply.workflow_completed:type_name -> waymark.v1.WorkflowCompleted
+	18, // 36: waymark.v1.Reply.message_sent:type_name -> waymark.v1.MessageSent
+	20, // 37: waymark.v1.Reply.recv_result:type_name -> waymark.v1.RecvResult
+	24, // 38: waymark.v1.Reply.event_result:type_name -> waymark.v1.EventResult
+	26, // 39: waymark.v1.Reply.stream_written:type_name -> waymark.v1.StreamWritten
+	28, // 40: waymark.v1.Reply.child_started:type_name -> waymark.v1.ChildStarted
+	30, // 41: waymark.v1.Reply.child_result:type_name -> waymark.v1.ChildResult
+	33, // 42: waymark.v1.Reply.parked:type_name -> waymark.v1.Parked
+	36, // 43: waymark.v1.Reply.call_result:type_name -> waymark.v1.CallResult
+	41, // 44: waymark.v1.Reply.selected:type_name -> waymark.v1.Selected
+	46, // 45: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
+	42, // 46: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
+	43, // 47: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
+	42, // 48: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
+	0,  // 49: waymark.v1.RecvResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	42, // 50: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
+	20, // 51: waymark.v1.Wakeup.recv:type_name -> waymark.v1.RecvResult
+	42, // 52: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
+	0,  // 53: waymark.v1.EventResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	42, // 54: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
+	42, // 55: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
+	42, // 56: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
+	0,  // 57: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	46, // 58: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
+	42, // 59: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
+	43, // 60: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
+	32, // 61: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
+	42, // 62: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
+	35, // 63: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
+	47, // 64: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
+	47, // 65: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	47, // 66: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	0,  // 67: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	42, // 68: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
+	43, // 69: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
+	42, // 70: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
+	45, // 71: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
+	42, // 72: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
+	43, // 73: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
+	40, // 74: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
+	0,  // 75: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	1,  // 76: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
+	3,  // 77: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
+	77, // [77:78] is the sub-list for method output_type
+	76, // [76:77] is the sub-list for method input_type
+	76, // [76:76] is the sub-list for extension type_name
+	76, // [76:76] is the sub-list for extension extendee
+	0,  // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_worker_proto_init() }
@@ -4028,8 +4099,9 @@ func file_waymark_v1_worker_proto_init() {
 		(*WorkerMessage_CallStep)(nil),
 		(*WorkerMessage_StepResult)(nil),
 		(*WorkerMessage_Select)(nil),
+		(*WorkerMessage_Batch)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[1].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[2].OneofWrappers = []any{
 		(*ServerMessage_Welcome)(nil),
 		(*ServerMessage_DispatchWorkflow)(nil),
 		(*ServerMessage_Reply)(nil),
@@ -4038,15 +4110,15 @@ func file_waymark_v1_worker_proto_init() {
 		(*ServerMessage_Wakeup)(nil),
 		(*ServerMessage_DispatchStep)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[6].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[7].OneofWrappers = []any{
 		(*RecordStep_Output)(nil),
 		(*RecordStep_Failure)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[7].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteWorkflow_Output)(nil),
 		(*CompleteWorkflow_Failure)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[9].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[10].OneofWrappers = []any{
 		(*Reply_Error)(nil),
 		(*Reply_StepRecorded)(nil),
 		(*Reply_WorkflowCompleted)(nil),
@@ -4060,18 +4132,18 @@ func file_waymark_v1_worker_proto_init() {
 		(*Reply_CallResult)(nil),
 		(*Reply_Selected)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[29].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[30].OneofWrappers = []any{
 		(*Park_Timer)(nil),
 		(*Park_Topic)(nil),
 		(*Park_Event)(nil),
 		(*Park_Step)(nil),
 		(*Park_AwaitedWorkflowId)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[36].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[37].OneofWrappers = []any{
 		(*StepResult_Output)(nil),
 		(*StepResult_Failure)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[38].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[39].OneofWrappers = []any{
 		(*WaitTarget_WorkflowId)(nil),
 		(*WaitTarget_StepId)(nil),
 	}
@@ -4081,7 +4153,7 @@ func file_waymark_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_worker_proto_rawDesc), len(file_waymark_v1_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   40,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

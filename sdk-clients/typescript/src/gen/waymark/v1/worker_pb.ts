@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/worker.proto.
  */
 export const file_waymark_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Chd3YXltYXJrL3YxL3dvcmtlci5wcm90bxIKd2F5bWFyay52MSLtBQoNV29ya2VyTWVzc2FnZRISCgpyZXF1ZXN0X2lkGAEgASgEEiIKBWhlbGxvGAIgASgLMhEud2F5bWFyay52MS5IZWxsb0gAEiQKBmNyZWRpdBgDIAEoCzISLndheW1hcmsudjEuQ3JlZGl0SAASKgoJaGVhcnRiZWF0GAQgASgLMhUud2F5bWFyay52MS5IZWFydGJlYXRIABItCgtyZWNvcmRfc3RlcBgFIAEoCzIWLndheW1hcmsudjEuUmVjb3JkU3RlcEgAEjkKEWNvbXBsZXRlX3dvcmtmbG93GAYgASgLMhwud2F5bWFyay52MS5Db21wbGV0ZVdvcmtmbG93SAASMwoMc2VuZF9tZXNzYWdlGAcgASgLMhsud2F5bWFyay52MS5TZW5kTWVzc2FnZVN0ZXBIABIgCgRyZWN2GAggASgLMhAud2F5bWFyay52MS5SZWN2SAASKQoJc2V0X2V2ZW50GAkgASgLMhQud2F5bWFyay52MS5TZXRFdmVudEgAEi0KCWdldF9ldmVudBgKIAEoCzIYLndheW1hcmsudjEuR2V0RXZlbnRTdGVwSAASLwoMd3JpdGVfc3RyZWFtGAsgASgLMhcud2F5bWFyay52MS5Xcml0ZVN0cmVhbUgAEi0KC3N0YXJ0X2NoaWxkGAwgASgLMhYud2F5bWFyay52MS5TdGFydENoaWxkSAASLQoLYXdhaXRfY2hpbGQYDSABKAsyFi53YXltYXJrLnYxLkF3YWl0Q2hpbGRIABIgCgRwYXJrGA4gASgLMhAud2F5bWFyay52MS5QYXJrSAASKQoJY2FsbF9zdGVwGA8gASgLMhQud2F5bWFyay52MS5DYWxsU3RlcEgAEi0KC3N0ZXBfcmVzdWx0GBAgASgLMhYud2F5bWFyay52MS5TdGVwUmVzdWx0SAASJAoGc2VsZWN0GBEgASgLMhIud2F5bWFyay52MS5TZWxlY3RIAEIGCgRraW5kIsECCg1TZXJ2ZXJNZXNzYWdlEiYKB3dlbGNvbWUYASABKAsyEy53YXltYXJrLnYxLldlbGNvbWVIABI5ChFkaXNwYXRjaF93b3JrZmxvdxgCIAEoCzIcLndheW1hcmsudjEuRGlzcGF0Y2hXb3JrZmxvd0gAEiIKBXJlcGx5GAMgASgLMhEud2F5bWFyay52MS5SZXBseUgAEiQKBmNhbmNlbBgEIAEoCzISLndheW1hcmsudjEuQ2FuY2VsSAASIgoFZHJhaW4YBSABKAsyES53YXltYXJrLnYxLkRyYWluSAASJAoGd2FrZXVwGAYgASgLMhIud2F5bWFyay52MS5XYWtldXBIABIxCg1kaXNwYXRjaF9zdGVwGAcgASgLMhgud2F5bWFyay52MS5EaXNwYXRjaFN0ZXBIAEIGCgRraW5kIooBCgVIZWxsbxIRCgl3b3JrZXJfaWQYASABKAkSEAoIYXBwX25hbWUYAiABKAkSEwoLYXBwX3ZlcnNpb24YAyABKAkSFgoOd29ya2Zsb3dfbmFtZXMYBCADKAkSEgoKc3RlcF9uYW1lcxgFIAMoCRIOCgZxdWV1ZXMYBiADKAkSCwoDc2RrGAcgASgJIlQKB1dlbGNvbWUSEgoKc2Vzc2lvbl9pZBgBIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAiABKA0SFgoOc2VydmVyX3ZlcnNpb24YAyABKAkiKgoGQ3JlZGl0EhEKCXdvcmtmbG93cxgBIAEoDRINCgVzdGVwcxgCIAEoDSILCglIZWFydGJlYXQiuwEKClJlY29yZFN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIMCgRuYW1lGAQgASgJEiUKBm91dHB1dBgFIAEoCzITLndheW1hcmsudjEuUGF5bG9hZEgAEiYKB2ZhaWx1cmUYBiABKAsyEy53YXltYXJrLnYxLkZhaWx1cmVIABIQCghhdHRlbXB0cxgHIAEoDUIJCgdvdXRjb21lIrcBChBDb21wbGV0ZVdvcmtmbG93EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEiUKBm91dHB1dBgDIAEoCzITLndheW1hcmsudjEuUGF5bG9hZEgAEiYKB2ZhaWx1cmUYBCABKAsyEy53YXltYXJrLnYxLkZhaWx1cmVIABIlCgVzdGVwcxgFIAMoCzIWLndheW1hcmsudjEuUmVjb3JkU3RlcEIJCgdvdXRjb21lIvIBChBEaXNwYXRjaFdvcmtmbG93EhMKC3dvcmtmbG93X2lkGAEgASgJEhUKDXdvcmtmbG93X25hbWUYAiABKAkSDQoFZXBvY2gYAyABKAQSIgoFaW5wdXQYBCABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSHwoFc3RlcHMYBSADKAsyEC53YXltYXJrLnYxLlN0ZXASEwoLYXBwX3ZlcnNpb24YBiABKAkSGQoRcmVjb3ZlcnlfYXR0ZW1wdHMYByABKA0SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi5wQKBVJlcGx5EhIKCnJlcXVlc3RfaWQYASABKAQSJwoFZXJyb3IYAiABKAsyFi53YXltYXJrLnYxLlJlcGx5RXJyb3JIABIxCg1zdGVwX3JlY29yZGVkGAMgASgLMhgud2F5bWFyay52MS5TdGVwUmVjb3JkZWRIABI7ChJ3b3JrZmxvd19jb21wbGV0ZWQYBCABKAsyHS53YXltYXJrLnYxLldvcmtmbG93Q29tcGxldGVkSAASLwoMbWVzc2FnZV9zZW50GAUgASgLMhcud2F5bWFyay52MS5NZXNzYWdlU2VudEgAEi0KC3JlY3ZfcmVzdWx0GAYgASgLMhYud2F5bWFyay52MS5SZWN2UmVzdWx0SAASLwoMZXZlbnRfcmVzdWx0GAcgASgLMhcud2F5bWFyay52MS5FdmVudFJlc3VsdEgAEjMKDnN0cmVhbV93cml0dGVuGAggASgLMhkud2F5bWFyay52MS5TdHJlYW1Xcml0dGVuSAASMQoNY2hpbGRfc3RhcnRlZBgJIAEoCzIYLndheW1hcmsudjEuQ2hpbGRTdGFydGVkSAASLwoMY2hpbGRfcmVzdWx0GAogASgLMhcud2F5bWFyay52MS5DaGlsZFJlc3VsdEgAEiQKBnBhcmtlZBgLIAEoCzISLndheW1hcmsudjEuUGFya2VkSAASLQoLY2FsbF9yZXN1bHQYDCABKAsyFi53YXltYXJrLnYxLkNhbGxSZXN1bHRIABIoCghzZWxlY3RlZBgNIAEoCzIULndheW1hcmsudjEuU2VsZWN0ZWRIAEIICgZyZXN1bHQiOwoKUmVwbHlFcnJvchIMCgRjb2RlGAEgASgFEg4KBnJlYXNvbhgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIg4KDFN0ZXBSZWNvcmRlZCKbAQoRV29ya2Zsb3dDb21wbGV0ZWQSKgoGc3RhdHVzGAEgASgOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIjCgZvdXRwdXQYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSJAoHZmFpbHVyZRgDIAEoCzITLndheW1hcmsudjEuRmFpbHVyZRIPCgdhZG9wdGVkGAQgASgIIh0KBkNhbmNlbBITCgt3b3JrZmxvd19pZBgBIAEoCSIHCgVEcmFpbiKTAQoPU2VuZE1lc3NhZ2VTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SFgoOZGVzdGluYXRpb25faWQYBCABKAkSDQoFdG9waWMYBSABKAkSJAoHbWVzc2FnZRgGIAEoCzITLndheW1hcmsudjEuUGF5bG9hZCIhCgtNZXNzYWdlU2VudBISCgptZXNzYWdlX2lkGAEgASgJIl8KBFJlY3YSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRINCgV0b3BpYxgEIAEoCRITCgtkZWFkbGluZV9tcxgFIAEoAyLhAQoKUmVjdlJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSJAoHbWVzc2FnZRgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIVCg1zZXJ2ZXJfbm93X21zGAMgASgDImUKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEhUKEU9VVENPTUVfREVMSVZFUkVEEAESFQoRT1VUQ09NRV9USU1FRF9PVVQQAhITCg9PVVRDT01FX1dBSVRJTkcQAyJUCgZXYWtldXASEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHc3RlcF9pZBgCIAEoDRIkCgRyZWN2GAMgASgLMhYud2F5bWFyay52MS5SZWN2UmVzdWx0InAKCFNldEV2ZW50EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SCwoDa2V5GAQgASgJEiIKBXZhbHVlGAUgASgLMhMud2F5bWFyay52MS5QYXlsb2FkIoEBCgxHZXRFdmVudFN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIaChJ0YXJnZXRfd29ya2Zsb3dfaWQYBCABKAkSCwoDa2V5GAUgASgJEhMKC2RlYWRsaW5lX21zGAYgASgDInkKC0V2ZW50UmVzdWx0Ei8KB291dGNvbWUYASABKA4yHi53YXltYXJrLnYxLlJlY3ZSZXN1bHQuT3V0Y29tZRIiCgV2YWx1ZRgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIVCg1zZXJ2ZXJfbm93X21zGAMgASgDIoIBCgtXcml0ZVN0cmVhbRITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEgsKA2tleRgEIAEoCRIiCgV2YWx1ZRgFIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBINCgVjbG9zZRgGIAEoCCIfCg1TdHJlYW1Xcml0dGVuEg4KBm9mZnNldBgBIAEoBCKrAQoKU3RhcnRDaGlsZBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhUKDXdvcmtmbG93X25hbWUYBCABKAkSGQoRY2hpbGRfd29ya2Zsb3dfaWQYBSABKAkSIgoFaW5wdXQYBiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSEgoKcXVldWVfbmFtZRgHIAEoCSIpCgxDaGlsZFN0YXJ0ZWQSGQoRY2hpbGRfd29ya2Zsb3dfaWQYASABKAkiXAoKQXdhaXRDaGlsZBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhkKEWNoaWxkX3dvcmtmbG93X2lkGAQgASgJIrUBCgtDaGlsZFJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSKgoGc3RhdHVzGAIgASgOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIjCgZvdXRwdXQYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSJAoHZmFpbHVyZRgEIAEoCzITLndheW1hcmsudjEuRmFpbHVyZSLNAQoEUGFyaxITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhIKCndha2VfYXRfbXMYBCABKAMSDwoFdGltZXIYBSABKAhIABIPCgV0b3BpYxgGIAEoCUgAEiUKBWV2ZW50GAcgASgLMhQud2F5bWFyay52MS5FdmVudEtleUgAEg4KBHN0ZXAYCCABKA1IABIdChNhd2FpdGVkX3dvcmtmbG93X2lkGAkgASgJSABCBAoCb24iLAoIRXZlbnRLZXkSEwoLd29ya2Zsb3dfaWQYASABKAkSCwoDa2V5GAIgASgJIhgKBlBhcmtlZBIOCgZwYXJrZWQYASABKAgiygEKCENhbGxTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SEQoJc3RlcF9uYW1lGAQgASgJEiIKBWlucHV0GAUgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiYKBXJldHJ5GAYgASgLMhcud2F5bWFyay52MS5SZXRyeVBvbGljeRIqCgd0aW1lb3V0GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIqYBCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKA0SMwoQaW5pdGlhbF9pbnRlcnZhbBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIbChNiYWNrb2ZmX2NvZWZmaWNpZW50GAMgASgBEi8KDG1heF9pbnRlcnZhbBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKaAQoKQ2FsbFJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSIwoGb3V0cHV0GAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiQKB2ZhaWx1cmUYAyABKAsyEy53YXltYXJrLnYxLkZhaWx1cmUSEAoIYXR0ZW1wdHMYBCABKA0iqgEKDERpc3BhdGNoU3RlcBITCgt3b3JrZmxvd19pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgNEhEKCXN0ZXBfbmFtZRgDIAEoCRIiCgVpbnB1dBgEIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIPCgdhdHRlbXB0GAUgASgNEiwKCGRlYWRsaW5lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKdAQoKU3RlcFJlc3VsdBITCgt3b3JrZmxvd19pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgNEg8KB2F0dGVtcHQYAyABKA0SJQoGb3V0cHV0GAQgASgLMhMud2F5bWFyay52MS5QYXlsb2FkSAASJgoHZmFpbHVyZRgFIAEoCzITLndheW1hcmsudjEuRmFpbHVyZUgAQgkKB291dGNvbWUicwoGU2VsZWN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SJwoHdGFyZ2V0cxgEIAMoCzIWLndheW1hcmsudjEuV2FpdFRhcmdldBILCgNhbGwYBSABKAgiQAoKV2FpdFRhcmdldBIVCgt3b3JrZmxvd19pZBgBIAEoCUgAEhEKB3N0ZXBfaWQYAiABKA1IAEIICgZ0YXJnZXQiSgoIU2VsZWN0ZWQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEg0KBWluZGV4GAIgASgNMlQKDVdvcmtlclNlcnZpY2USQwoHQ29ubmVjdBIZLndheW1hcmsudjEuV29ya2VyTWVzc2FnZRoZLndheW1hcmsudjEuU2VydmVyTWVzc2FnZSgBMAFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
+  fileDesc("Chd3YXltYXJrL3YxL3dvcmtlci5wcm90bxIKd2F5bWFyay52MSKRBgoNV29ya2VyTWVzc2FnZRISCgpyZXF1ZXN0X2lkGAEgASgEEiIKBWhlbGxvGAIgASgLMhEud2F5bWFyay52MS5IZWxsb0gAEiQKBmNyZWRpdBgDIAEoCzISLndheW1hcmsudjEuQ3JlZGl0SAASKgoJaGVhcnRiZWF0GAQgASgLMhUud2F5bWFyay52MS5IZWFydGJlYXRIABItCgtyZWNvcmRfc3RlcBgFIAEoCzIWLndheW1hcmsudjEuUmVjb3JkU3RlcEgAEjkKEWNvbXBsZXRlX3dvcmtmbG93GAYgASgLMhwud2F5bWFyay52MS5Db21wbGV0ZVdvcmtmbG93SAASMwoMc2VuZF9tZXNzYWdlGAcgASgLMhsud2F5bWFyay52MS5TZW5kTWVzc2FnZVN0ZXBIABIgCgRyZWN2GAggASgLMhAud2F5bWFyay52MS5SZWN2SAASKQoJc2V0X2V2ZW50GAkgASgLMhQud2F5bWFyay52MS5TZXRFdmVudEgAEi0KCWdldF9ldmVudBgKIAEoCzIYLndheW1hcmsudjEuR2V0RXZlbnRTdGVwSAASLwoMd3JpdGVfc3RyZWFtGAsgASgLMhcud2F5bWFyay52MS5Xcml0ZVN0cmVhbUgAEi0KC3N0YXJ0X2NoaWxkGAwgASgLMhYud2F5bWFyay52MS5TdGFydENoaWxkSAASLQoLYXdhaXRfY2hpbGQYDSABKAsyFi53YXltYXJrLnYxLkF3YWl0Q2hpbGRIABIgCgRwYXJrGA4gASgLMhAud2F5bWFyay52MS5QYXJrSAASKQoJY2FsbF9zdGVwGA8gASgLMhQud2F5bWFyay52MS5DYWxsU3RlcEgAEi0KC3N0ZXBfcmVzdWx0GBAgASgLMhYud2F5bWFyay52MS5TdGVwUmVzdWx0SAASJAoGc2VsZWN0GBEgASgLMhIud2F5bWFyay52MS5TZWxlY3RIABIiCgViYXRjaBgSIAEoCzIRLndheW1hcmsudjEuQmF0Y2hIAEIGCgRraW5kIjQKBUJhdGNoEisKCG1lc3NhZ2VzGAEgAygLMhkud2F5bWFyay52MS5Xb3JrZXJNZXNzYWdlIsECCg1TZXJ2ZXJNZXNzYWdlEiYKB3dlbGNvbWUYASABKAsyEy53YXltYXJrLnYxLldlbGNvbWVIABI5ChFkaXNwYXRjaF93b3JrZmxvdxgCIAEoCzIcLndheW1hcmsudjEuRGlzcGF0Y2hXb3JrZmxvd0gAEiIKBXJlcGx5GAMgASgLMhEud2F5bWFyay52MS5SZXBseUgAEiQKBmNhbmNlbBgEIAEoCzISLndheW1hcmsudjEuQ2FuY2VsSAASIgoFZHJhaW4YBSABKAsyES53YXltYXJrLnYxLkRyYWluSAASJAoGd2FrZXVwGAYgASgLMhIud2F5bWFyay52MS5XYWtldXBIABIxCg1kaXNwYXRjaF9zdGVwGAcgASgLMhgud2F5bWFyay52MS5EaXNwYXRjaFN0ZXBIAEIGCgRraW5kIooBCgVIZWxsbxIRCgl3b3JrZXJfaWQYASABKAkSEAoIYXBwX25hbWUYAiABKAkSEwoLYXBwX3ZlcnNpb24YAyABKAkSFgoOd29ya2Zsb3dfbmFtZXMYBCADKAkSEgoKc3RlcF9uYW1lcxgFIAMoCRIOCgZxdWV1ZXMYBiADKAkSCwoDc2RrGAcgASgJIlQKB1dlbGNvbWUSEgoKc2Vzc2lvbl9pZBgBIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAiABKA0SFgoOc2VydmVyX3ZlcnNpb24YAyABKAkiKgoGQ3JlZGl0EhEKCXdvcmtmbG93cxgBIAEoDRINCgVzdGVwcxgCIAEoDSILCglIZWFydGJlYXQiuwEKClJlY29yZFN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIMCgRuYW1lGAQgASgJEiUKBm91dHB1dBgFIAEoCzITLndheW1hcmsudjEuUGF5bG9hZEgAEiYKB2ZhaWx1cmUYBiABKAsyEy53YXltYXJrLnYxLkZhaWx1cmVIABIQCghhdHRlbXB0cxgHIAEoDUIJCgdvdXRjb21lIrcBChBDb21wbGV0ZVdvcmtmbG93EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEiUKBm91dHB1dBgDIAEoCzITLndheW1hcmsudjEuUGF5bG9hZEgAEiYKB2ZhaWx1cmUYBCABKAsyEy53YXltYXJrLnYxLkZhaWx1cmVIABIlCgVzdGVwcxgFIAMoCzIWLndheW1hcmsudjEuUmVjb3JkU3RlcEIJCgdvdXRjb21lIvIBChBEaXNwYXRjaFdvcmtmbG93EhMKC3dvcmtmbG93X2lkGAEgASgJEhUKDXdvcmtmbG93X25hbWUYAiABKAkSDQoFZXBvY2gYAyABKAQSIgoFaW5wdXQYBCABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSHwoFc3RlcHMYBSADKAsyEC53YXltYXJrLnYxLlN0ZXASEwoLYXBwX3ZlcnNpb24YBiABKAkSGQoRcmVjb3ZlcnlfYXR0ZW1wdHMYByABKA0SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi5wQKBVJlcGx5EhIKCnJlcXVlc3RfaWQYASABKAQSJwoFZXJyb3IYAiABKAsyFi53YXltYXJrLnYxLlJlcGx5RXJyb3JIABIxCg1zdGVwX3JlY29yZGVkGAMgASgLMhgud2F5bWFyay52MS5TdGVwUmVjb3JkZWRIABI7ChJ3b3JrZmxvd19jb21wbGV0ZWQYBCABKAsyHS53YXltYXJrLnYxLldvcmtmbG93Q29tcGxldGVkSAASLwoMbWVzc2FnZV9zZW50GAUgASgLMhcud2F5bWFyay52MS5NZXNzYWdlU2VudEgAEi0KC3JlY3ZfcmVzdWx0GAYgASgLMhYud2F5bWFyay52MS5SZWN2UmVzdWx0SAASLwoMZXZlbnRfcmVzdWx0GAcgASgLMhcud2F5bWFyay52MS5FdmVudFJlc3VsdEgAEjMKDnN0cmVhbV93cml0dGVuGAggASgLMhkud2F5bWFyay52MS5TdHJlYW1Xcml0dGVuSAASMQoNY2hpbGRfc3RhcnRlZBgJIAEoCzIYLndheW1hcmsudjEuQ2hpbGRTdGFydGVkSAASLwoMY2hpbGRfcmVzdWx0GAogASgLMhcud2F5bWFyay52MS5DaGlsZFJlc3VsdEgAEiQKBnBhcmtlZBgLIAEoCzISLndheW1hcmsudjEuUGFya2VkSAASLQoLY2FsbF9yZXN1bHQYDCABKAsyFi53YXltYXJrLnYxLkNhbGxSZXN1bHRIABIoCghzZWxlY3RlZBgNIAEoCzIULndheW1hcmsudjEuU2VsZWN0ZWRIAEIICgZyZXN1bHQiOwoKUmVwbHlFcnJvchIMCgRjb2RlGAEgASgFEg4KBnJlYXNvbhgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIg4KDFN0ZXBSZWNvcmRlZCKbAQoRV29ya2Zsb3dDb21wbGV0ZWQSKgoGc3RhdHVzGAEgASgOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIjCgZvdXRwdXQYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSJAoHZmFpbHVyZRgDIAEoCzITLndheW1hcmsudjEuRmFpbHVyZRIPCgdhZG9wdGVkGAQgASgIIh0KBkNhbmNlbBITCgt3b3JrZmxvd19pZBgBIAEoCSIHCgVEcmFpbiKTAQoPU2VuZE1lc3NhZ2VTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SFgoOZGVzdGluYXRpb25faWQYBCABKAkSDQoFdG9waWMYBSABKAkSJAoHbWVzc2FnZRgGIAEoCzITLndheW1hcmsudjEuUGF5bG9hZCIhCgtNZXNzYWdlU2VudBISCgptZXNzYWdlX2lkGAEgASgJIl8KBFJlY3YSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRINCgV0b3BpYxgEIAEoCRITCgtkZWFkbGluZV9tcxgFIAEoAyLhAQoKUmVjdlJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSJAoHbWVzc2FnZRgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIVCg1zZXJ2ZXJfbm93X21zGAMgASgDImUKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEhUKEU9VVENPTUVfREVMSVZFUkVEEAESFQoRT1VUQ09NRV9USU1FRF9PVVQQAhITCg9PVVRDT01FX1dBSVRJTkcQAyJUCgZXYWtldXASEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHc3RlcF9pZBgCIAEoDRIkCgRyZWN2GAMgASgLMhYud2F5bWFyay52MS5SZWN2UmVzdWx0InAKCFNldEV2ZW50EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SCwoDa2V5GAQgASgJEiIKBXZhbHVlGAUgASgLMhMud2F5bWFyay52MS5QYXlsb2FkIoEBCgxHZXRFdmVudFN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIaChJ0YXJnZXRfd29ya2Zsb3dfaWQYBCABKAkSCwoDa2V5GAUgASgJEhMKC2RlYWRsaW5lX21zGAYgASgDInkKC0V2ZW50UmVzdWx0Ei8KB291dGNvbWUYASABKA4yHi53YXltYXJrLnYxLlJlY3ZSZXN1bHQuT3V0Y29tZRIiCgV2YWx1ZRgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIVCg1zZXJ2ZXJfbm93X21zGAMgASgDIoIBCgtXcml0ZVN0cmVhbRITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEgsKA2tleRgEIAEoCRIiCgV2YWx1ZRgFIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBINCgVjbG9zZRgGIAEoCCIfCg1TdHJlYW1Xcml0dGVuEg4KBm9mZnNldBgBIAEoBCKrAQoKU3RhcnRDaGlsZBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhUKDXdvcmtmbG93X25hbWUYBCABKAkSGQoRY2hpbGRfd29ya2Zsb3dfaWQYBSABKAkSIgoFaW5wdXQYBiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSEgoKcXVldWVfbmFtZRgHIAEoCSIpCgxDaGlsZFN0YXJ0ZWQSGQoRY2hpbGRfd29ya2Zsb3dfaWQYASABKAkiXAoKQXdhaXRDaGlsZBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhkKEWNoaWxkX3dvcmtmbG93X2lkGAQgASgJIrUBCgtDaGlsZFJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSKgoGc3RhdHVzGAIgASgOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIjCgZvdXRwdXQYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSJAoHZmFpbHVyZRgEIAEoCzITLndheW1hcmsudjEuRmFpbHVyZSLNAQoEUGFyaxITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhIKCndha2VfYXRfbXMYBCABKAMSDwoFdGltZXIYBSABKAhIABIPCgV0b3BpYxgGIAEoCUgAEiUKBWV2ZW50GAcgASgLMhQud2F5bWFyay52MS5FdmVudEtleUgAEg4KBHN0ZXAYCCABKA1IABIdChNhd2FpdGVkX3dvcmtmbG93X2lkGAkgASgJSABCBAoCb24iLAoIRXZlbnRLZXkSEwoLd29ya2Zsb3dfaWQYASABKAkSCwoDa2V5GAIgASgJIhgKBlBhcmtlZBIOCgZwYXJrZWQYASABKAgiygEKCENhbGxTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SEQoJc3RlcF9uYW1lGAQgASgJEiIKBWlucHV0GAUgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiYKBXJldHJ5GAYgASgLMhcud2F5bWFyay52MS5SZXRyeVBvbGljeRIqCgd0aW1lb3V0GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIqYBCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKA0SMwoQaW5pdGlhbF9pbnRlcnZhbBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIbChNiYWNrb2ZmX2NvZWZmaWNpZW50GAMgASgBEi8KDG1heF9pbnRlcnZhbBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKaAQoKQ2FsbFJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSIwoGb3V0cHV0GAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiQKB2ZhaWx1cmUYAyABKAsyEy53YXltYXJrLnYxLkZhaWx1cmUSEAoIYXR0ZW1wdHMYBCABKA0iqgEKDERpc3BhdGNoU3RlcBITCgt3b3JrZmxvd19pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgNEhEKCXN0ZXBfbmFtZRgDIAEoCRIiCgVpbnB1dBgEIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIPCgdhdHRlbXB0GAUgASgNEiwKCGRlYWRsaW5lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKdAQoKU3RlcFJlc3VsdBITCgt3b3JrZmxvd19pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgNEg8KB2F0dGVtcHQYAyABKA0SJQoGb3V0cHV0GAQgASgLMhMud2F5bWFyay52MS5QYXlsb2FkSAASJgoHZmFpbHVyZRgFIAEoCzITLndheW1hcmsudjEuRmFpbHVyZUgAQgkKB291dGNvbWUicwoGU2VsZWN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SJwoHdGFyZ2V0cxgEIAMoCzIWLndheW1hcmsudjEuV2FpdFRhcmdldBILCgNhbGwYBSABKAgiQAoKV2FpdFRhcmdldBIVCgt3b3JrZmxvd19pZBgBIAEoCUgAEhEKB3N0ZXBfaWQYAiABKA1IAEIICgZ0YXJnZXQiSgoIU2VsZWN0ZWQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEg0KBWluZGV4GAIgASgNMlQKDVdvcmtlclNlcnZpY2USQwoHQ29ubmVjdBIZLndheW1hcmsudjEuV29ya2VyTWVzc2FnZRoZLndheW1hcmsudjEuU2VydmVyTWVzc2FnZSgBMAFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
 
 /**
  * Worker to server.
@@ -125,12 +125,23 @@ export type WorkerMessage = Message<"waymark.v1.WorkerMessage"> & {
     case: "stepResult";
   } | {
     /**
-     * Numbers 18-39 are kept for more kinds of requests.
-     *
      * @generated from field: waymark.v1.Select select = 17;
      */
     value: Select;
     case: "select";
+  } | {
+    /**
+     * Several messages sent as one: the server handles each as if it had come alone, in order
+     * (their own request ids and replies). For a worker with many ready to send at once — each
+     * stream message costs some language bindings far more than its bytes. Not nested: a hello
+     * or a batch inside a batch is ignored.
+     *
+     * Numbers 19-39 are kept for more kinds of requests.
+     *
+     * @generated from field: waymark.v1.Batch batch = 18;
+     */
+    value: Batch;
+    case: "batch";
   } | { case: undefined; value?: undefined };
 };
 
@@ -140,6 +151,25 @@ export type WorkerMessage = Message<"waymark.v1.WorkerMessage"> & {
  */
 export const WorkerMessageSchema: GenMessage<WorkerMessage> = /*@__PURE__*/
   messageDesc(file_waymark_v1_worker, 0);
+
+/**
+ * Messages a worker sends together (see `WorkerMessage.batch`).
+ *
+ * @generated from message waymark.v1.Batch
+ */
+export type Batch = Message<"waymark.v1.Batch"> & {
+  /**
+   * @generated from field: repeated waymark.v1.WorkerMessage messages = 1;
+   */
+  messages: WorkerMessage[];
+};
+
+/**
+ * Describes the message waymark.v1.Batch.
+ * Use `create(BatchSchema)` to create a new message.
+ */
+export const BatchSchema: GenMessage<Batch> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_worker, 1);
 
 /**
  * Server to worker.
@@ -202,7 +232,7 @@ export type ServerMessage = Message<"waymark.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 1);
+  messageDesc(file_waymark_v1_worker, 2);
 
 /**
  * First message on the stream: who the worker is and what it runs.
@@ -266,7 +296,7 @@ export type Hello = Message<"waymark.v1.Hello"> & {
  * Use `create(HelloSchema)` to create a new message.
  */
 export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 2);
+  messageDesc(file_waymark_v1_worker, 3);
 
 /**
  * Answer to `Hello`.
@@ -301,7 +331,7 @@ export type Welcome = Message<"waymark.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 3);
+  messageDesc(file_waymark_v1_worker, 4);
 
 /**
  * Grants the server room for more workflows on this worker.
@@ -327,7 +357,7 @@ export type Credit = Message<"waymark.v1.Credit"> & {
  * Use `create(CreditSchema)` to create a new message.
  */
 export const CreditSchema: GenMessage<Credit> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 4);
+  messageDesc(file_waymark_v1_worker, 5);
 
 /**
  * The worker is alive. It renews the worker's lease on the workflows it runs.
@@ -342,7 +372,7 @@ export type Heartbeat = Message<"waymark.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 5);
+  messageDesc(file_waymark_v1_worker, 6);
 
 /**
  * Checkpoint a step's result. Answered with `StepRecorded` once durable, or an error:
@@ -401,7 +431,7 @@ export type RecordStep = Message<"waymark.v1.RecordStep"> & {
  * Use `create(RecordStepSchema)` to create a new message.
  */
 export const RecordStepSchema: GenMessage<RecordStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 6);
+  messageDesc(file_waymark_v1_worker, 7);
 
 /**
  * Finish a workflow. Answered with `WorkflowCompleted`: when the workflow had already finished,
@@ -453,7 +483,7 @@ export type CompleteWorkflow = Message<"waymark.v1.CompleteWorkflow"> & {
  * Use `create(CompleteWorkflowSchema)` to create a new message.
  */
 export const CompleteWorkflowSchema: GenMessage<CompleteWorkflow> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 7);
+  messageDesc(file_waymark_v1_worker, 8);
 
 /**
  * Run a workflow. Spends one credit.
@@ -511,7 +541,7 @@ export type DispatchWorkflow = Message<"waymark.v1.DispatchWorkflow"> & {
  * Use `create(DispatchWorkflowSchema)` to create a new message.
  */
 export const DispatchWorkflowSchema: GenMessage<DispatchWorkflow> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 8);
+  messageDesc(file_waymark_v1_worker, 9);
 
 /**
  * Answer to a worker request.
@@ -607,7 +637,7 @@ export type Reply = Message<"waymark.v1.Reply"> & {
  * Use `create(ReplySchema)` to create a new message.
  */
 export const ReplySchema: GenMessage<Reply> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 9);
+  messageDesc(file_waymark_v1_worker, 10);
 
 /**
  * A refused request: the same shape as google.rpc.Status with its ErrorInfo.
@@ -642,7 +672,7 @@ export type ReplyError = Message<"waymark.v1.ReplyError"> & {
  * Use `create(ReplyErrorSchema)` to create a new message.
  */
 export const ReplyErrorSchema: GenMessage<ReplyError> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 10);
+  messageDesc(file_waymark_v1_worker, 11);
 
 /**
  * @generated from message waymark.v1.StepRecorded
@@ -655,7 +685,7 @@ export type StepRecorded = Message<"waymark.v1.StepRecorded"> & {
  * Use `create(StepRecordedSchema)` to create a new message.
  */
 export const StepRecordedSchema: GenMessage<StepRecorded> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 11);
+  messageDesc(file_waymark_v1_worker, 12);
 
 /**
  * @generated from message waymark.v1.WorkflowCompleted
@@ -689,7 +719,7 @@ export type WorkflowCompleted = Message<"waymark.v1.WorkflowCompleted"> & {
  * Use `create(WorkflowCompletedSchema)` to create a new message.
  */
 export const WorkflowCompletedSchema: GenMessage<WorkflowCompleted> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 12);
+  messageDesc(file_waymark_v1_worker, 13);
 
 /**
  * Stop running a workflow: it was cancelled. The worker stops it at its next step boundary and
@@ -709,7 +739,7 @@ export type Cancel = Message<"waymark.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 13);
+  messageDesc(file_waymark_v1_worker, 14);
 
 /**
  * The server is shutting down: finish what is in flight and reconnect (to another replica).
@@ -724,7 +754,7 @@ export type Drain = Message<"waymark.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 14);
+  messageDesc(file_waymark_v1_worker, 15);
 
 /**
  * Send a message from a workflow, recorded as its step `step_id` in the same transaction, so a
@@ -771,7 +801,7 @@ export type SendMessageStep = Message<"waymark.v1.SendMessageStep"> & {
  * Use `create(SendMessageStepSchema)` to create a new message.
  */
 export const SendMessageStepSchema: GenMessage<SendMessageStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 15);
+  messageDesc(file_waymark_v1_worker, 16);
 
 /**
  * @generated from message waymark.v1.MessageSent
@@ -788,7 +818,7 @@ export type MessageSent = Message<"waymark.v1.MessageSent"> & {
  * Use `create(MessageSentSchema)` to create a new message.
  */
 export const MessageSentSchema: GenMessage<MessageSent> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 16);
+  messageDesc(file_waymark_v1_worker, 17);
 
 /**
  * Take the oldest unconsumed message on `topic`, recording the receipt as step `step_id` in
@@ -838,7 +868,7 @@ export type Recv = Message<"waymark.v1.Recv"> & {
  * Use `create(RecvSchema)` to create a new message.
  */
 export const RecvSchema: GenMessage<Recv> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 17);
+  messageDesc(file_waymark_v1_worker, 18);
 
 /**
  * @generated from message waymark.v1.RecvResult
@@ -868,7 +898,7 @@ export type RecvResult = Message<"waymark.v1.RecvResult"> & {
  * Use `create(RecvResultSchema)` to create a new message.
  */
 export const RecvResultSchema: GenMessage<RecvResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 18);
+  messageDesc(file_waymark_v1_worker, 19);
 
 /**
  * @generated from enum waymark.v1.RecvResult.Outcome
@@ -899,7 +929,7 @@ export enum RecvResult_Outcome {
  * Describes the enum waymark.v1.RecvResult.Outcome.
  */
 export const RecvResult_OutcomeSchema: GenEnum<RecvResult_Outcome> = /*@__PURE__*/
-  enumDesc(file_waymark_v1_worker, 18, 0);
+  enumDesc(file_waymark_v1_worker, 19, 0);
 
 /**
  * Something a waiting workflow was waiting for happened: ask again. When `recv` is set, the
@@ -931,7 +961,7 @@ export type Wakeup = Message<"waymark.v1.Wakeup"> & {
  * Use `create(WakeupSchema)` to create a new message.
  */
 export const WakeupSchema: GenMessage<Wakeup> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 19);
+  messageDesc(file_waymark_v1_worker, 20);
 
 /**
  * Set an event of this workflow: its current value, a history entry and step `step_id` are
@@ -971,7 +1001,7 @@ export type SetEvent = Message<"waymark.v1.SetEvent"> & {
  * Use `create(SetEventSchema)` to create a new message.
  */
 export const SetEventSchema: GenMessage<SetEvent> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 20);
+  messageDesc(file_waymark_v1_worker, 21);
 
 /**
  * Read another workflow's event from a workflow, waiting until `deadline_ms` for it to be set;
@@ -1019,7 +1049,7 @@ export type GetEventStep = Message<"waymark.v1.GetEventStep"> & {
  * Use `create(GetEventStepSchema)` to create a new message.
  */
 export const GetEventStepSchema: GenMessage<GetEventStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 21);
+  messageDesc(file_waymark_v1_worker, 22);
 
 /**
  * @generated from message waymark.v1.EventResult
@@ -1048,7 +1078,7 @@ export type EventResult = Message<"waymark.v1.EventResult"> & {
  * Use `create(EventResultSchema)` to create a new message.
  */
 export const EventResultSchema: GenMessage<EventResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 22);
+  messageDesc(file_waymark_v1_worker, 23);
 
 /**
  * Append a value to one of this workflow's streams, or close it (`close` true, no value),
@@ -1093,7 +1123,7 @@ export type WriteStream = Message<"waymark.v1.WriteStream"> & {
  * Use `create(WriteStreamSchema)` to create a new message.
  */
 export const WriteStreamSchema: GenMessage<WriteStream> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 23);
+  messageDesc(file_waymark_v1_worker, 24);
 
 /**
  * @generated from message waymark.v1.StreamWritten
@@ -1112,7 +1142,7 @@ export type StreamWritten = Message<"waymark.v1.StreamWritten"> & {
  * Use `create(StreamWrittenSchema)` to create a new message.
  */
 export const StreamWrittenSchema: GenMessage<StreamWritten> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 24);
+  messageDesc(file_waymark_v1_worker, 25);
 
 /**
  * Start a child workflow, recorded as step `step_id` in the same transaction as the child's
@@ -1166,7 +1196,7 @@ export type StartChild = Message<"waymark.v1.StartChild"> & {
  * Use `create(StartChildSchema)` to create a new message.
  */
 export const StartChildSchema: GenMessage<StartChild> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 25);
+  messageDesc(file_waymark_v1_worker, 26);
 
 /**
  * @generated from message waymark.v1.ChildStarted
@@ -1183,7 +1213,7 @@ export type ChildStarted = Message<"waymark.v1.ChildStarted"> & {
  * Use `create(ChildStartedSchema)` to create a new message.
  */
 export const ChildStartedSchema: GenMessage<ChildStarted> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 26);
+  messageDesc(file_waymark_v1_worker, 27);
 
 /**
  * Wait for a child (or any workflow) to finish; its outcome is recorded as step `step_id`.
@@ -1219,7 +1249,7 @@ export type AwaitChild = Message<"waymark.v1.AwaitChild"> & {
  * Use `create(AwaitChildSchema)` to create a new message.
  */
 export const AwaitChildSchema: GenMessage<AwaitChild> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 27);
+  messageDesc(file_waymark_v1_worker, 28);
 
 /**
  * @generated from message waymark.v1.ChildResult
@@ -1251,7 +1281,7 @@ export type ChildResult = Message<"waymark.v1.ChildResult"> & {
  * Use `create(ChildResultSchema)` to create a new message.
  */
 export const ChildResultSchema: GenMessage<ChildResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 28);
+  messageDesc(file_waymark_v1_worker, 29);
 
 /**
  * Release a waiting workflow from the worker's memory. The server keeps it (status DELAYED)
@@ -1337,7 +1367,7 @@ export type Park = Message<"waymark.v1.Park"> & {
  * Use `create(ParkSchema)` to create a new message.
  */
 export const ParkSchema: GenMessage<Park> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 29);
+  messageDesc(file_waymark_v1_worker, 30);
 
 /**
  * @generated from message waymark.v1.EventKey
@@ -1359,7 +1389,7 @@ export type EventKey = Message<"waymark.v1.EventKey"> & {
  * Use `create(EventKeySchema)` to create a new message.
  */
 export const EventKeySchema: GenMessage<EventKey> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 30);
+  messageDesc(file_waymark_v1_worker, 31);
 
 /**
  * @generated from message waymark.v1.Parked
@@ -1376,7 +1406,7 @@ export type Parked = Message<"waymark.v1.Parked"> & {
  * Use `create(ParkedSchema)` to create a new message.
  */
 export const ParkedSchema: GenMessage<Parked> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 31);
+  messageDesc(file_waymark_v1_worker, 32);
 
 /**
  * Call a step by name, to be run by any worker that registered it (in any language), as step
@@ -1433,7 +1463,7 @@ export type CallStep = Message<"waymark.v1.CallStep"> & {
  * Use `create(CallStepSchema)` to create a new message.
  */
 export const CallStepSchema: GenMessage<CallStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 32);
+  messageDesc(file_waymark_v1_worker, 33);
 
 /**
  * How a remote step is retried.
@@ -1475,7 +1505,7 @@ export type RetryPolicy = Message<"waymark.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 33);
+  messageDesc(file_waymark_v1_worker, 34);
 
 /**
  * @generated from message waymark.v1.CallResult
@@ -1511,7 +1541,7 @@ export type CallResult = Message<"waymark.v1.CallResult"> & {
  * Use `create(CallResultSchema)` to create a new message.
  */
 export const CallResultSchema: GenMessage<CallResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 34);
+  messageDesc(file_waymark_v1_worker, 35);
 
 /**
  * Run one attempt of a remote step this worker registered (`Hello.step_names`). Spends one step
@@ -1562,7 +1592,7 @@ export type DispatchStep = Message<"waymark.v1.DispatchStep"> & {
  * Use `create(DispatchStepSchema)` to create a new message.
  */
 export const DispatchStepSchema: GenMessage<DispatchStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 35);
+  messageDesc(file_waymark_v1_worker, 36);
 
 /**
  * The result of a `DispatchStep` attempt. Answered with `StepRecorded` once it is durable (a
@@ -1610,7 +1640,7 @@ export type StepResult = Message<"waymark.v1.StepResult"> & {
  * Use `create(StepResultSchema)` to create a new message.
  */
 export const StepResultSchema: GenMessage<StepResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 36);
+  messageDesc(file_waymark_v1_worker, 37);
 
 /**
  * Wait for the first of several things to finish — child (or any) workflows, or this
@@ -1656,7 +1686,7 @@ export type Select = Message<"waymark.v1.Select"> & {
  * Use `create(SelectSchema)` to create a new message.
  */
 export const SelectSchema: GenMessage<Select> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 37);
+  messageDesc(file_waymark_v1_worker, 38);
 
 /**
  * @generated from message waymark.v1.WaitTarget
@@ -1689,7 +1719,7 @@ export type WaitTarget = Message<"waymark.v1.WaitTarget"> & {
  * Use `create(WaitTargetSchema)` to create a new message.
  */
 export const WaitTargetSchema: GenMessage<WaitTarget> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 38);
+  messageDesc(file_waymark_v1_worker, 39);
 
 /**
  * @generated from message waymark.v1.Selected
@@ -1711,7 +1741,7 @@ export type Selected = Message<"waymark.v1.Selected"> & {
  * Use `create(SelectedSchema)` to create a new message.
  */
 export const SelectedSchema: GenMessage<Selected> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 39);
+  messageDesc(file_waymark_v1_worker, 40);
 
 /**
  * The worker API: one bidirectional stream per worker process multiplexes every workflow it runs.
