@@ -36,9 +36,7 @@ pub async fn run(engine: Arc<Engine>) {
             _ = engine.dispatch_wanted.notified() => {}
             _ = tokio::time::sleep(wait) => {
                 // The safety net: look for work nobody told this replica about.
-                for s in engine.sessions.all() {
-                    s.want_claims();
-                }
+                engine.sessions.want_claims_everywhere();
                 polls += 1;
                 if polls.is_multiple_of(super::queues::QUEUE_REFRESH_TICKS) {
                     engine.refresh_queues().await;

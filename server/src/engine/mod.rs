@@ -148,9 +148,7 @@ impl Engine {
     /// woken, a remote step attempt due): every worker attached here claims at its next chance.
     /// Call after the write committed.
     pub(crate) fn work_enqueued(&self) {
-        for s in self.sessions.all() {
-            s.want_claims();
-        }
+        self.sessions.want_claims_everywhere();
         self.dispatch_wanted.notify_one();
     }
 

@@ -171,6 +171,13 @@ impl Sessions {
         self.by_id.lock().unwrap().remove(&session_id);
     }
 
+    /// Marks every attached worker as having a claim to make (see `WorkerSession::want_claims`).
+    pub(crate) fn want_claims_everywhere(&self) {
+        for s in self.by_id.lock().unwrap().values() {
+            s.want_claims();
+        }
+    }
+
     pub fn all(&self) -> Vec<Arc<WorkerSession>> {
         self.by_id.lock().unwrap().values().cloned().collect()
     }
