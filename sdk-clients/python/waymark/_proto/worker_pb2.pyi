@@ -308,16 +308,41 @@ Global___Credit: _TypeAlias = Credit  # noqa: Y015
 
 @_typing.final
 class Heartbeat(_message.Message):
-    """The worker is alive. It renews the worker's lease on the workflows it runs."""
+    """The worker is alive. It renews the worker's lease on the workflows it runs, and says which
+    workflows it still holds, so that one the worker lost (its task died, a reply went missing)
+    goes back to its queue instead of staying PENDING with a healthy worker.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    REPORTS_HELD_FIELD_NUMBER: _builtins.int
+    HELD_WORKFLOW_IDS_FIELD_NUMBER: _builtins.int
+    DISPATCHES_RECEIVED_FIELD_NUMBER: _builtins.int
+    reports_held: _builtins.bool
+    """True when `held_workflow_ids` is filled in (an empty list then means "holds nothing").
+    Without it the server reconciles nothing.
+    """
+    dispatches_received: _builtins.int
+    """How many `DispatchWorkflow` messages the worker has taken off this stream so far. A dispatch
+    the server sent later than that is in flight and not expected in the list yet.
+    """
+    @_builtins.property
+    def held_workflow_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Workflows dispatched to this stream that the worker still holds: running, or waiting for
+        the answer to their completion or park. A workflow leaves the list only after the worker has
+        let go of it for good. At most 100,000 ids.
+        """
+
     def __init__(
         self,
+        *,
+        reports_held: _builtins.bool = ...,
+        held_workflow_ids: _abc.Iterable[_builtins.str] | None = ...,
+        dispatches_received: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dispatches_received", b"dispatches_received", "held_workflow_ids", b"held_workflow_ids", "reports_held", b"reports_held"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

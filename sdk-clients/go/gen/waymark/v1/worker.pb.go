@@ -840,11 +840,23 @@ func (x *Credit) GetSteps() uint32 {
 	return 0
 }
 
-// The worker is alive. It renews the worker's lease on the workflows it runs.
+// The worker is alive. It renews the worker's lease on the workflows it runs, and says which
+// workflows it still holds, so that one the worker lost (its task died, a reply went missing)
+// goes back to its queue instead of staying PENDING with a healthy worker.
 type Heartbeat struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when `held_workflow_ids` is filled in (an empty list then means "holds nothing").
+	// Without it the server reconciles nothing.
+	ReportsHeld bool `protobuf:"varint,1,opt,name=reports_held,json=reportsHeld,proto3" json:"reports_held,omitempty"`
+	// Workflows dispatched to this stream that the worker still holds: running, or waiting for
+	// the answer to their completion or park. A workflow leaves the list only after the worker has
+	// let go of it for good. At most 100,000 ids.
+	HeldWorkflowIds []string `protobuf:"bytes,2,rep,name=held_workflow_ids,json=heldWorkflowIds,proto3" json:"held_workflow_ids,omitempty"`
+	// How many `DispatchWorkflow` messages the worker has taken off this stream so far. A dispatch
+	// the server sent later than that is in flight and not expected in the list yet.
+	DispatchesReceived uint64 `protobuf:"varint,3,opt,name=dispatches_received,json=dispatchesReceived,proto3" json:"dispatches_received,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Heartbeat) Reset() {
@@ -875,6 +887,27 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
 	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Heartbeat) GetReportsHeld() bool {
+	if x != nil {
+		return x.ReportsHeld
+	}
+	return false
+}
+
+func (x *Heartbeat) GetHeldWorkflowIds() []string {
+	if x != nil {
+		return x.HeldWorkflowIds
+	}
+	return nil
+}
+
+func (x *Heartbeat) GetDispatchesReceived() uint64 {
+	if x != nil {
+		return x.DispatchesReceived
+	}
+	return 0
 }
 
 // Checkpoint a step's result. Answered with `StepRecorded` once durable, or an error:
@@ -3692,8 +3725,11 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\"<\n" +
 	"\x06Credit\x12\x1c\n" +
 	"\tworkflows\x18\x01 \x01(\rR\tworkflows\x12\x14\n" +
-	"\x05steps\x18\x02 \x01(\rR\x05steps\"\v\n" +
-	"\tHeartbeat\"\xf7\x01\n" +
+	"\x05steps\x18\x02 \x01(\rR\x05steps\"\x8b\x01\n" +
+	"\tHeartbeat\x12!\n" +
+	"\freports_held\x18\x01 \x01(\bR\vreportsHeld\x12*\n" +
+	"\x11held_workflow_ids\x18\x02 \x03(\tR\x0fheldWorkflowIds\x12/\n" +
+	"\x13dispatches_received\x18\x03 \x01(\x04R\x12dispatchesReceived\"\xf7\x01\n" +
 	"\n" +
 	"RecordStep\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +

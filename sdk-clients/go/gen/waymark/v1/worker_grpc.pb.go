@@ -40,6 +40,15 @@ const (
 //     carrying the same id, on this stream, once the write is durable.
 //  5. The worker sends `Heartbeat` at the interval `Welcome` gives. A worker whose stream ends or
 //     whose heartbeats stop loses its workflows after a grace period: they go back to their queue.
+//     Each heartbeat lists the workflows the worker holds; one dispatched to it and missing from
+//     the list goes back to its queue at once (counted as a recovery).
+//  6. A `ReplyError` whose code is UNAVAILABLE (14; e.g. STORE_UNAVAILABLE while the database
+//     restarts) or a broken stream is never a workflow's own failure. The worker resends the
+//     same request with backoff — fencing and idempotency make a resend safe: a step recorded
+//     twice with the same result is recorded once — or lets the workflow go without completing
+//     it (the server dispatches it again). Nothing a workflow records may depend on a step whose
+//     record is not yet acknowledged: a step's function, or any request, starts only after every
+//     record taken before it in call order is durable.
 //
 // Recorded steps of the built-in operations. Every SDK records and replays these names and JSON
 // shapes exactly, so a workflow begun by one worker replays on any other (the ones the server
@@ -103,6 +112,15 @@ type WorkerService_ConnectClient = grpc.BidiStreamingClient[WorkerMessage, Serve
 //     carrying the same id, on this stream, once the write is durable.
 //  5. The worker sends `Heartbeat` at the interval `Welcome` gives. A worker whose stream ends or
 //     whose heartbeats stop loses its workflows after a grace period: they go back to their queue.
+//     Each heartbeat lists the workflows the worker holds; one dispatched to it and missing from
+//     the list goes back to its queue at once (counted as a recovery).
+//  6. A `ReplyError` whose code is UNAVAILABLE (14; e.g. STORE_UNAVAILABLE while the database
+//     restarts) or a broken stream is never a workflow's own failure. The worker resends the
+//     same request with backoff — fencing and idempotency make a resend safe: a step recorded
+//     twice with the same result is recorded once — or lets the workflow go without completing
+//     it (the server dispatches it again). Nothing a workflow records may depend on a step whose
+//     record is not yet acknowledged: a step's function, or any request, starts only after every
+//     record taken before it in call order is durable.
 //
 // Recorded steps of the built-in operations. Every SDK records and replays these names and JSON
 // shapes exactly, so a workflow begun by one worker replays on any other (the ones the server
