@@ -113,8 +113,18 @@ export class FencedError extends Interruption {
   override name = "FencedError";
 }
 
-/** The stream to the server broke; the server gives the workflow to a worker again. */
-export class DisconnectedError extends Interruption {
+/**
+ * This run of the workflow was let go without an outcome: the server stayed unavailable past
+ * the worker's resend bound, or the stream broke. Nothing more is sent for the run — not even
+ * a completion, whatever the function goes on to return — and the server dispatches the
+ * workflow again. Every later ctx call of the run throws it.
+ */
+export class RunDroppedError extends Interruption {
+  override name = "RunDroppedError";
+}
+
+/** The stream to the server broke: the run was dropped, and the server gives the workflow out again. */
+export class DisconnectedError extends RunDroppedError {
   override name = "DisconnectedError";
   constructor(message = "disconnected from the server") {
     super(message);

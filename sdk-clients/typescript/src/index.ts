@@ -26,6 +26,7 @@ export {
   NonDeterminismError,
   ParkedError,
   RpcError,
+  RunDroppedError,
   SerializationError,
   StepFailedError,
   WaymarkError,

@@ -6,7 +6,8 @@ import { AwaitChildSchema, RecvResult_Outcome, StartChildSchema, type ChildResul
 import { ChildWorkflowError, ParkedError } from "../errors.js";
 import { fromPayload, toPayload } from "../payload.js";
 import { statusFromWire } from "../types.js";
-import { expect, NEVER_MS, type Run } from "./run.js";
+import { NEVER_MS, type Run } from "./run.js";
+import { expect } from "./replies.js";
 import { stringField } from "./waits.js";
 
 const START_CHILD_STEP = "waymark.start_child";

@@ -10,7 +10,15 @@ import type { Outbox } from "../internal/outbox.js";
 export type Kind = WorkerMessage["kind"];
 export type ReplyResult = Reply["result"];
 
-export class Conn {
+/**
+ * What a run needs from the stream: send a request, get its reply. A broken stream rejects
+ * with DisconnectedError. (Tests put a fake here to answer as they please.)
+ */
+export interface Requests {
+  request(kind: Kind): Promise<ReplyResult>;
+}
+
+export class Conn implements Requests {
   private nextId = 0n;
   private readonly pending = new Map<bigint, { resolve: (r: ReplyResult) => void; reject: (e: Error) => void }>();
   private closed = false;

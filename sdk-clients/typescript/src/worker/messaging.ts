@@ -6,7 +6,8 @@ import { create } from "@bufbuild/protobuf";
 import { SendMessageStepSchema, SetEventSchema, WriteStreamSchema } from "../gen/waymark/v1/worker_pb.js";
 import type { Payload } from "../gen/waymark/v1/types_pb.js";
 import { toPayload } from "../payload.js";
-import { expect, type Run } from "./run.js";
+import type { Run } from "./run.js";
+import { expect } from "./replies.js";
 import { numberField, stringField } from "./waits.js";
 
 const SEND_STEP = "waymark.send";

@@ -31,6 +31,8 @@ export interface WorkerConfig {
   maxConcurrentSteps: number;
   /** Waits longer than this (ms) park the workflow; null keeps every waiting workflow in memory. */
   parkAfterMs: number | null;
+  /** How long a request the server answers UNAVAILABLE is sent again before its run is dropped. */
+  resendForMs: number;
   workflows: Map<string, WorkflowFn>;
   steps: Map<string, StepFn>;
   logger: Logger;

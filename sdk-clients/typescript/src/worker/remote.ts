@@ -15,7 +15,8 @@ import { StepSchema, type Payload } from "../gen/waymark/v1/types_pb.js";
 import { NonDeterminismError, ParkedError, WorkflowFailure } from "../errors.js";
 import { toPayload } from "../payload.js";
 import { wireRetryPolicy, type RetryPolicy } from "../retry.js";
-import { expect, NEVER_MS, type Run } from "./run.js";
+import { NEVER_MS, type Run } from "./run.js";
+import { expect } from "./replies.js";
 import { numberField } from "./waits.js";
 
 const SELECT_STEP = "waymark.select";

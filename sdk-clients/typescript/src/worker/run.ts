@@ -3,31 +3,26 @@
 // this; the session starts it and hears when it ends.
 
 import { create, type JsonValue } from "@bufbuild/protobuf";
-import {
-  CompleteWorkflowSchema,
-  ParkSchema,
-  RecordStepSchema,
-  type DispatchWorkflow,
-  type Park,
-  type RecordStep,
-  type ReplyError,
-} from "../gen/waymark/v1/worker_pb.js";
+import { CompleteWorkflowSchema, ParkSchema, RecordStepSchema, type DispatchWorkflow, type Park, type RecordStep } from "../gen/waymark/v1/worker_pb.js";
 import { FailureSchema, type Payload, type Step } from "../gen/waymark/v1/types_pb.js";
 import {
   CancelledError,
   DisconnectedError,
-  FencedError,
   Interruption,
   NonDeterminismError,
+  RunDroppedError,
   StepFailedError,
   WorkflowFailure,
   SerializationError,
 } from "../errors.js";
 import { fromPayload, toPayload } from "../payload.js";
 import { Wake } from "../internal/wake.js";
-import type { Conn, Kind, ReplyResult } from "./conn.js";
+import { resending } from "../internal/resend.js";
+import type { Kind, ReplyResult, Requests } from "./conn.js";
 import type { WorkerConfig } from "./registry.js";
 import { WorkflowContext } from "./context.js";
+import { expect, isUnavailable } from "./replies.js";
+import { Records } from "./records.js";
 
 /** Far enough to mean "no deadline", and still an exact integer in every language's JSON. */
 export const NEVER_MS = Number.MAX_SAFE_INTEGER;
@@ -45,17 +40,18 @@ export class Run {
   readonly recoveryAttempts: number;
   readonly recorded = new Map<number, Step>();
   nextStep = 0;
-  /** Aborted on cancel (reason CancelledError) or when the run is abandoned (Disconnected, Fenced). */
+  /** Aborted on cancel (reason CancelledError) or when the run stops (Fenced, dropped). */
   readonly controller = new AbortController();
   readonly wake = new Wake();
   /** Receives the server completed itself and pushed with the wakeup, by step position. */
   readonly delivered = new Map<number, Payload>();
-  /** Step records held back until the next request or the completion. */
-  private deferred: RecordStep[] = [];
+  /** Aborted (reason the RunDroppedError) when the run is dropped: from then on it sends nothing. */
+  private readonly dropping = new AbortController();
+  private readonly records: Records;
 
   constructor(
     readonly dispatch: DispatchWorkflow,
-    readonly conn: Conn,
+    readonly conn: Requests,
     readonly config: WorkerConfig,
   ) {
     this.workflowId = dispatch.workflowId;
@@ -63,6 +59,7 @@ export class Run {
     this.epoch = dispatch.epoch;
     this.recoveryAttempts = dispatch.recoveryAttempts;
     for (const s of dispatch.steps) this.recorded.set(s.stepId, s);
+    this.records = new Records(this.workflowId, this.epoch, (kind) => this.send(kind));
   }
 
   get signal(): AbortSignal {
@@ -73,37 +70,86 @@ export class Run {
     return this.config.logger;
   }
 
+  get dropped(): boolean {
+    return this.dropping.signal.aborted;
+  }
+
   /** Stops the run at its next await point with `reason` (what the workflow code sees). */
   interrupt(reason: Interruption): void {
     if (!this.signal.aborted) this.controller.abort(reason);
     this.wake.ring();
   }
 
-  /** Throws the interruption if the run was cancelled or abandoned. */
+  /**
+   * Lets the run go without an outcome: nothing more is sent for it (no record, no completion),
+   * every later ctx call throws the returned error, and `execute` ends at once. The server
+   * dispatches the workflow again. The first reason given stands.
+   */
+  drop(reason: RunDroppedError): RunDroppedError {
+    if (!this.dropped) {
+      this.dropping.abort(reason);
+      this.logger.info("workflow run dropped; the server will dispatch it again", { workflowId: this.workflowId, reason: reason.message });
+    }
+    this.interrupt(this.dropping.signal.reason);
+    return this.dropping.signal.reason;
+  }
+
+  /** Throws the interruption if the run was dropped, cancelled or fenced. */
   checkCancelled(): void {
+    if (this.dropped) throw this.dropping.signal.reason;
     if (this.signal.aborted) throw this.signal.reason instanceof Error ? this.signal.reason : new CancelledError();
   }
 
-  /** Sends a request for this workflow after the step records it holds back. */
+  /**
+   * Sends one request for this run, again and again while the server answers UNAVAILABLE (a
+   * resend is safe: every write is fenced and idempotent). Past the resend bound, or when the
+   * stream breaks, the run is dropped and this throws its RunDroppedError.
+   */
+  private async send(kind: Kind): Promise<ReplyResult> {
+    if (this.dropped) throw this.dropping.signal.reason;
+    let r: ReplyResult;
+    try {
+      r = await resending(() => this.conn.request(kind), {
+        forMs: this.config.resendForMs,
+        unavailable: (a) => a.ok && isUnavailable(a.value),
+        signal: this.dropping.signal,
+        onResend: (n, a) =>
+          this.logger.debug("server unavailable; sending the request again", {
+            workflowId: this.workflowId,
+            request: kind.case,
+            resend: n,
+            reason: a.ok && a.value.case === "error" ? a.value.value.reason : "",
+          }),
+      });
+    } catch (e) {
+      if (e instanceof DisconnectedError) throw this.drop(e);
+      throw e;
+    }
+    // Dropped while the request was out (the stream broke, the run was lost): act on nothing.
+    if (this.dropped) throw this.dropping.signal.reason;
+    if (isUnavailable(r)) {
+      throw this.drop(
+        new RunDroppedError(`the server stayed unavailable for ${this.config.resendForMs} ms (${r.value.reason}: ${r.value.message})`),
+      );
+    }
+    return r;
+  }
+
+  /** Sends a request for this workflow once every step record taken before it is durable. */
   async request(kind: Kind): Promise<ReplyResult> {
     await this.flush();
-    return this.conn.request(kind);
+    return this.send(kind);
   }
 
   /** Holds back a step's record until the next request or the completion. */
   defer(stepId: number, name: string, outcome: RecordStep["outcome"], attempts: number): void {
-    this.deferred.push(
-      create(RecordStepSchema, { workflowId: this.workflowId, epoch: this.epoch, stepId, name, outcome, attempts }),
-    );
+    if (this.dropped) throw this.dropping.signal.reason;
+    this.records.hold(stepId, name, outcome, attempts);
   }
 
-  /** Makes the held-back step records durable, all at once. */
-  async flush(): Promise<void> {
-    const held = this.deferred;
-    if (held.length === 0) return;
-    this.deferred = [];
-    const replies = await Promise.all(held.map((r) => this.conn.request({ case: "recordStep", value: r })));
-    for (const r of replies) expect(r, "stepRecorded");
+  /** Makes the held-back step records durable; resolves once every record taken so far is. */
+  flush(): Promise<void> {
+    return this.records.flush();
   }
 
   /** Checkpoints a step with a JSON result and waits until it is durable. */
@@ -165,44 +211,62 @@ export class Run {
 
   /** Runs the workflow function and reports its outcome; resolves when the run is over. */
   async execute(): Promise<void> {
-    let outcome: Outcome | undefined;
+    const outcome = await this.outcome();
+    // A dropped run sends nothing, whatever its function returned or threw.
+    if (this.dropped) return;
+    try {
+      if (!outcome) {
+        // Stopped without an outcome (cancelled, parked): the steps it finished are still
+        // recorded, so none of them runs again.
+        await this.flush().catch(() => undefined);
+        return;
+      }
+      // The completion depends on every step: records still on their way are durable first.
+      await this.records.durable().catch(() => undefined);
+      if (this.dropped) return;
+      const req = create(CompleteWorkflowSchema, {
+        workflowId: this.workflowId,
+        epoch: this.epoch,
+        outcome,
+        steps: this.records.take(),
+      });
+      const r = await this.send({ case: "completeWorkflow", value: req });
+      if (r.case === "error") {
+        this.logger.info("completion refused", { workflowId: this.workflowId, reason: r.value.reason, message: r.value.message });
+      }
+    } catch (e) {
+      // Dropped on the way: the server hands the workflow out again.
+      if (!(e instanceof RunDroppedError)) throw e;
+    }
+  }
+
+  /**
+   * Runs the workflow function: its output or failure, or undefined when the run stopped
+   * without one (interrupted, dropped). A drop ends the wait at once, so a dropped run leaves
+   * the worker even if its function goes on (every ctx call it makes throws).
+   */
+  private async outcome(): Promise<Outcome | undefined> {
+    const dropped = new Promise<undefined>((resolve) => {
+      if (this.dropped) resolve(undefined);
+      this.dropping.signal.addEventListener("abort", () => resolve(undefined), { once: true });
+    });
     try {
       const fn = this.config.workflows.get(this.workflowName);
       if (!fn) {
         throw new WorkflowFailure("UnknownWorkflow", `this worker has no workflow named ${JSON.stringify(this.workflowName)}`);
       }
-      const out = await fn(new WorkflowContext(this), fromPayload(this.dispatch.input));
-      outcome = { case: "output", value: toPayload(out) };
+      const result = Promise.resolve(fn(new WorkflowContext(this), fromPayload(this.dispatch.input)));
+      const out = await Promise.race([result.then((value) => ({ value })), dropped]);
+      if (!out || this.dropped) return undefined;
+      return { case: "output", value: toPayload(out.value) };
     } catch (e) {
+      if (e instanceof RunDroppedError) this.drop(e);
       if (e instanceof Interruption || this.signal.aborted) {
         const reason = e instanceof Interruption ? e : this.signal.reason;
         this.logger.info("workflow run stopped", { workflowId: this.workflowId, reason: String(reason?.message ?? reason) });
-      } else {
-        outcome = { case: "failure", value: failure(kindOf(e), messageOf(e)) };
+        return undefined;
       }
-    }
-    const held = this.deferred;
-    this.deferred = [];
-    try {
-      if (!outcome) {
-        // Stopped without an outcome (cancelled, parked): the steps it finished are still
-        // recorded, so none of them runs again.
-        await Promise.all(held.map((r) => this.conn.request({ case: "recordStep", value: r }).catch(() => undefined)));
-        return;
-      }
-      const req = create(CompleteWorkflowSchema, {
-        workflowId: this.workflowId,
-        epoch: this.epoch,
-        outcome,
-        steps: held,
-      });
-      const r = await this.conn.request({ case: "completeWorkflow", value: req });
-      if (r.case === "error") {
-        this.logger.info("completion refused", { workflowId: this.workflowId, reason: r.value.reason, message: r.value.message });
-      }
-    } catch (e) {
-      if (!(e instanceof DisconnectedError)) throw e;
-      // The stream broke: the server hands the workflow out again.
+      return { case: "failure", value: failure(kindOf(e), messageOf(e)) };
     }
   }
 }
@@ -217,27 +281,4 @@ function kindOf(e: unknown): string {
 
 function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
-}
-
-type ReplyValue<K> = Extract<ReplyResult, { case: K }> extends { value: infer V } ? V : never;
-
-/** The reply's answer of the expected kind, or the error it carries. */
-export function expect<K extends NonNullable<ReplyResult["case"]>>(r: ReplyResult, kind: K): ReplyValue<K> {
-  if ((r.case as string) === kind) return (r as { value: unknown }).value as ReplyValue<K>;
-  if (r.case === "error") throw refused(r.value);
-  throw new DisconnectedError(`unexpected reply ${String(r.case)} where ${kind} was due`);
-}
-
-/** A refused write as the error the workflow sees. */
-export function refused(e: ReplyError): Error {
-  switch (e.reason) {
-    case "STALE_EPOCH":
-      return new FencedError(e.message);
-    case "WORKFLOW_NOT_RUNNING":
-      return new CancelledError(e.message);
-    case "NON_DETERMINISM":
-      return new NonDeterminismError(e.message);
-    default:
-      return new WorkflowFailure(e.reason, e.message);
-  }
 }

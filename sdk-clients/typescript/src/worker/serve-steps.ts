@@ -8,6 +8,8 @@ import { StepResultSchema, type DispatchStep, type StepResult } from "../gen/way
 import { FailureSchema } from "../gen/waymark/v1/types_pb.js";
 import { fromPayload, toPayload } from "../payload.js";
 import type { Conn } from "./conn.js";
+import { isUnavailable } from "./replies.js";
+import { resending } from "../internal/resend.js";
 import type { WorkerConfig } from "./registry.js";
 
 const ABANDONED = Symbol("abandoned");
@@ -39,7 +41,13 @@ export async function serveStep(config: WorkerConfig, conn: Conn, d: DispatchSte
   }
   const req = create(StepResultSchema, { workflowId: d.workflowId, stepId: d.stepId, attempt: d.attempt, outcome });
   try {
-    const r = await conn.request({ case: "stepResult", value: req });
+    // A result sent twice is recorded once (the attempt number fences it), so UNAVAILABLE is
+    // answered by sending it again; past the bound the server times the attempt out and retries.
+    const r = await resending(() => conn.request({ case: "stepResult", value: req }), {
+      forMs: config.resendForMs,
+      unavailable: (a) => a.ok && isUnavailable(a.value),
+      signal: stream,
+    });
     if (r.case === "error") {
       config.logger.info("step result refused", { workflowId: d.workflowId, step: d.stepName, reason: r.value.reason });
     }

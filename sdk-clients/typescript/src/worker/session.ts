@@ -1,12 +1,11 @@
 // One stream to the server: hello, credits, heartbeats, dispatches, wakeups and cancels. When it
-// ends, every workflow it was running is abandoned; the server hands them out again (to this
-// worker when it reconnects, or to another).
+// ends, every workflow it was running is dropped (nothing more is sent for it); the server hands
+// them out again (to this worker when it reconnects, or to another).
 
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import {
   CreditSchema,
-  HeartbeatSchema,
   HelloSchema,
   RecvResult_Outcome,
   WorkerMessageSchema,
@@ -15,28 +14,40 @@ import {
   type ServerMessage,
   type WorkerMessage,
 } from "../gen/waymark/v1/worker_pb.js";
-import { CancelledError, DisconnectedError, FencedError, toRpcError } from "../errors.js";
+import { CancelledError, DisconnectedError, FencedError, RunDroppedError, toRpcError } from "../errors.js";
 import { Outbox } from "../internal/outbox.js";
 import { Conn } from "./conn.js";
 import type { WorkerConfig } from "./registry.js";
 import { Run } from "./run.js";
+import { HeldRuns } from "./held.js";
 import { serveStep } from "./serve-steps.js";
 
 export const SDK_VERSION = "0.1.0";
+
+/** What the worker can reach of a connected session. */
+export interface SessionHandle {
+  sessionId: string;
+  /**
+   * For tests: forgets a running workflow as if its run had died unnoticed. Nothing is sent for
+   * it and its credit is not granted back; only the next heartbeat's held list, which no longer
+   * names it, tells the server. False when no such run is held.
+   */
+  loseRun(workflowId: string): boolean;
+}
 
 /** Runs one session until its stream ends (throws why) or `stop` aborts (resolves). */
 export async function runSession(
   config: WorkerConfig,
   transport: Transport,
   stop: AbortSignal,
-  onConnected: (sessionId: string) => void,
+  onConnected: (session: SessionHandle) => void,
 ): Promise<void> {
   const outbox = new Outbox<WorkerMessage>();
   const conn = new Conn(outbox);
   const ended = new AbortController();
   const onStop = () => ended.abort();
   stop.addEventListener("abort", onStop, { once: true });
-  const running = new Map<string, Run>();
+  const held = new HeldRuns();
   let heartbeat: NodeJS.Timeout | undefined;
   outbox.push(
     create(WorkerMessageSchema, {
@@ -62,24 +73,30 @@ export async function runSession(
     }
     const welcome = first.value.kind.value;
     config.logger.info("connected to Waymark", { workerId: config.workerId, session: welcome.sessionId });
-    onConnected(welcome.sessionId);
+    onConnected({
+      sessionId: welcome.sessionId,
+      loseRun(workflowId) {
+        const run = held.get(workflowId);
+        if (!run || !held.release(run)) return false;
+        run.drop(new RunDroppedError("lost on purpose (a test)"));
+        return true;
+      },
+    });
     credit(conn, config.maxConcurrentWorkflows, config.steps.size > 0 ? config.maxConcurrentSteps : 0);
     heartbeat = setInterval(
-      () => conn.send({ case: "heartbeat", value: create(HeartbeatSchema) }),
+      () => conn.send({ case: "heartbeat", value: held.heartbeat() }),
       Math.max(welcome.heartbeatIntervalMs, 100),
     );
 
     const start = (d: DispatchWorkflow) => {
-      running.get(d.workflowId)?.interrupt(new FencedError("dispatched again"));
       const run = new Run(d, conn, config);
-      running.set(d.workflowId, run);
+      held.take(run)?.interrupt(new FencedError("dispatched again"));
       run
         .execute()
         .catch((e) => config.logger.error("workflow run crashed", { workflowId: d.workflowId, error: String(e) }))
         .finally(() => {
-          if (running.get(d.workflowId) !== run) return;
-          running.delete(d.workflowId);
-          credit(conn, 1, 0);
+          // Held until its completion or park was answered, or it was dropped or cancelled.
+          if (held.release(run)) credit(conn, 1, 0);
         });
     };
 
@@ -93,10 +110,10 @@ export async function runSession(
           start(k.value);
           break;
         case "cancel":
-          running.get(k.value.workflowId)?.interrupt(new CancelledError());
+          held.get(k.value.workflowId)?.interrupt(new CancelledError());
           break;
         case "wakeup": {
-          const run = running.get(k.value.workflowId);
+          const run = held.get(k.value.workflowId);
           if (!run) break;
           const recv = k.value.recv;
           if (recv && recv.outcome === RecvResult_Outcome.DELIVERED && recv.message) {
@@ -131,8 +148,7 @@ export async function runSession(
     if (heartbeat) clearInterval(heartbeat);
     conn.close();
     ended.abort();
-    for (const run of running.values()) run.interrupt(new DisconnectedError());
-    running.clear();
+    for (const run of held.releaseAll()) run.drop(new DisconnectedError());
   }
 }
 

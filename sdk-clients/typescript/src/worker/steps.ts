@@ -33,8 +33,10 @@ export async function runStep<T>(
   const rec = run.recorded.get(stepId);
   if (rec) return run.replay(stepId, name, rec) as T;
   run.checkCancelled();
-  // This step may depend on the ones before: their records are durable first.
+  // This step may depend on the ones before: their records are durable first (also those
+  // another operation is flushing right now).
   await run.flush();
+  run.checkCancelled();
   const attempts = maxAttempts(options.retry);
   let attempt = 1;
   let result: { ok: true; value: JsonValue } | { ok: false; message: string };

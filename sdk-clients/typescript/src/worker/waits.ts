@@ -7,7 +7,8 @@ import { EventKeySchema, GetEventStepSchema, RecvResult_Outcome, RecvSchema, typ
 import { ParkedError } from "../errors.js";
 import { fromPayload } from "../payload.js";
 import type { Kind } from "./conn.js";
-import { expect, NEVER_MS, type Run } from "./run.js";
+import { NEVER_MS, type Run } from "./run.js";
+import { expect } from "./replies.js";
 
 /** Step names every SDK records for durable waits. */
 export const SLEEP_STEP = "waymark.sleep";

@@ -7,8 +7,9 @@ import type { Transport } from "@connectrpc/connect";
 import { consoleLogger, type Logger } from "../logger.js";
 import { defaultServer, transport } from "../transport.js";
 import { sleep } from "../internal/wake.js";
+import { DEFAULT_RESEND_FOR_MS } from "../internal/resend.js";
 import type { StepFn, WorkerConfig, WorkflowFn } from "./registry.js";
-import { runSession } from "./session.js";
+import { runSession, type SessionHandle } from "./session.js";
 
 export interface WorkerOptions {
   /** `http://host:port` or `host:port`; `WAYMARK_SERVER`, else `http://127.0.0.1:7450`. */
@@ -32,6 +33,13 @@ export interface WorkerOptions {
    * every waiting workflow in memory. Default 60 000 ms.
    */
   parkAfterMs?: number | null;
+  /**
+   * While the server answers a request UNAVAILABLE (its database restarting, a replica shutting
+   * down), the request is sent again with backoff (50 ms doubling to 2 s) for up to this long.
+   * Past it the run is dropped — never failed — and the server dispatches the workflow again.
+   * Default 60 000 ms.
+   */
+  resendForMs?: number;
   /** Where the worker logs; a stderr logger at WAYMARK_LOG's level (default info) when not given. */
   logger?: Logger;
 }
@@ -46,6 +54,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   readonly workerId: string;
   private readonly config: WorkerConfig;
   private readonly transport: Transport;
+  /** The session connected now (the last one, after a disconnect). */
+  private session?: SessionHandle;
 
   constructor(options: WorkerOptions = {}) {
     super();
@@ -59,6 +69,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       maxConcurrentWorkflows: Math.max(options.maxConcurrentWorkflows ?? 100, 1),
       maxConcurrentSteps: Math.max(options.maxConcurrentSteps ?? 16, 1),
       parkAfterMs: options.parkAfterMs === undefined ? 60_000 : options.parkAfterMs,
+      resendForMs: Math.max(options.resendForMs ?? DEFAULT_RESEND_FOR_MS, 0),
       workflows: new Map(),
       steps: new Map(),
       logger: options.logger ?? consoleLogger(),
@@ -82,6 +93,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   /**
+   * @internal For tests only: forgets the run of `workflowId` as if it had died unnoticed —
+   * nothing is sent for it and its credit is not granted back — so that only the held list of
+   * the next heartbeat tells the server. False when this worker holds no such run.
+   */
+  loseRunSilently(workflowId: string): boolean {
+    return this.session?.loseRun(workflowId) ?? false;
+  }
+
+  /**
    * Serves until `signal` aborts (or, without one, until SIGINT/SIGTERM). Reconnects with
    * backoff whenever the stream breaks; what was running then is dropped here and the server
    * gives it out again.
@@ -91,7 +111,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
     let failures = 0;
     while (!signal.aborted) {
       try {
-        await runSession(this.config, this.transport, signal, (session) => this.emit("connected", session));
+        await runSession(this.config, this.transport, signal, (session) => {
+          this.session = session;
+          this.emit("connected", session.sessionId);
+        });
         failures = 0;
       } catch (e) {
         failures += 1;
