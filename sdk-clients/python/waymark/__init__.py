@@ -7,6 +7,7 @@ from .client import Client, Page, WorkflowHandle
 from .errors import (
     ChildWorkflowFailed,
     Disconnected,
+    Dropped,
     Fenced,
     NonDeterminismError,
     Parked,
@@ -30,6 +31,7 @@ __all__ = [
     "ChildWorkflowFailed",
     "Client",
     "Disconnected",
+    "Dropped",
     "Event",
     "EventValue",
     "Failure",

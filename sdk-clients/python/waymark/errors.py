@@ -2,8 +2,9 @@
 
 Inside a workflow, any exception the function lets escape fails the workflow, with the
 exception's class name as the failure kind (or `WorkflowFailed.kind`). The interruptions that
-end a run without failing it (parked, fenced, disconnected) derive from `BaseException`, like
-`asyncio.CancelledError`, so an `except Exception` in a workflow does not swallow them.
+end a run without failing it (parked, fenced, dropped, disconnected) derive from
+`BaseException`, like `asyncio.CancelledError`, so an `except Exception` in a workflow does not
+swallow them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class RpcError(WaymarkError):
 
 
 class UnavailableError(WaymarkError):
-    """The server could not be reached."""
+    """The server could not be reached (after the client's retries, for calls it retries)."""
 
 
 class WorkflowFailed(WaymarkError):
@@ -87,7 +88,14 @@ class Fenced(WorkflowInterrupted):
     """Another dispatch owns the workflow now; this run stops without writing anything."""
 
 
-class Disconnected(WorkflowInterrupted):
+class Dropped(WorkflowInterrupted):
+    """This worker let go of the run without finishing it: the server stayed unavailable past
+    the worker's patience, or the stream broke while the run waited for an answer. Nothing more
+    is sent for it — every later operation raises this again, and its completion is never sent
+    — and the server dispatches the workflow again, which replays from its checkpoints."""
+
+
+class Disconnected(Dropped):
     """The stream to the server broke; the server hands the workflow out again."""
 
 

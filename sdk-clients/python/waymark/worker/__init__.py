@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
+from .._backoff import DEFAULT_PATIENCE
 from .._time import Seconds, seconds
 from ._context import WorkflowContext
 from ._core import log
@@ -36,7 +37,11 @@ class Worker:
     `queues` are the queues it takes workflows from ("default" when none); at most
     `max_concurrent_workflows` run at once. A workflow that will wait longer than `park_after`
     (seconds; None never) is parked: released from memory and dispatched again when its wait
-    resolves. `worker_id` is kept across reconnects (generated when not given)."""
+    resolves. `worker_id` is kept across reconnects (generated when not given).
+
+    A request the server answers UNAVAILABLE (its database restarting, say) is sent again with
+    backoff for up to `retry_unavailable_for` seconds; past that the run is dropped — left
+    unfinished, for the server to dispatch again — never failed."""
 
     def __init__(
         self,
@@ -49,6 +54,7 @@ class Worker:
         max_concurrent_workflows: int = 100,
         max_concurrent_steps: int = 16,
         park_after: Seconds | None = 60.0,
+        retry_unavailable_for: Seconds = DEFAULT_PATIENCE,
     ) -> None:
         self._config = Config(
             server=server,
@@ -59,8 +65,11 @@ class Worker:
             max_concurrent_workflows=max(max_concurrent_workflows, 1),
             max_concurrent_steps=max(max_concurrent_steps, 1),
             park_after=None if park_after is None else seconds(park_after),
+            patience=seconds(retry_unavailable_for),
         )
         self._stop = asyncio.Event()
+        # The session serving now (None between connections).
+        self._session: Session | None = None
 
     @property
     def worker_id(self) -> str:
@@ -105,7 +114,8 @@ class Worker:
         stopping = asyncio.create_task(self._stop.wait())
         try:
             while not self._stop.is_set():
-                session = asyncio.create_task(Session(self._config).run())
+                self._session = Session(self._config)
+                session = asyncio.create_task(self._session.run())
                 try:
                     await asyncio.wait({session, stopping}, return_when=asyncio.FIRST_COMPLETED)
                 finally:
@@ -113,6 +123,7 @@ class Worker:
                     if not session.done():
                         session.cancel()
                         await asyncio.gather(session, return_exceptions=True)
+                    self._session = None
                 if self._stop.is_set():
                     return
                 error = session.exception()
@@ -125,6 +136,12 @@ class Worker:
         finally:
             stopping.cancel()
             self._stop.clear()
+
+    def _lose_run(self, workflow_id: str) -> bool:
+        """For tests only: lets go of a running workflow without telling the server, as if its
+        task had died (False when it is not running here). The server sees it missing from the
+        next heartbeat and dispatches it again."""
+        return self._session is not None and self._session.lose(workflow_id)
 
 
 def _backoff(failures: int) -> float:

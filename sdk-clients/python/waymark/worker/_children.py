@@ -11,7 +11,8 @@ from .._proto import worker_pb2
 from .._time import now_ms
 from ..errors import ChildWorkflowFailed
 from ..types import status as wire_status
-from ._core import AWAIT_CHILD_STEP, DELIVERED, START_CHILD_STEP, ContextCore, expect
+from ._core import AWAIT_CHILD_STEP, DELIVERED, START_CHILD_STEP, ContextCore
+from ._replies import expect
 
 
 class ChildrenMixin(ContextCore):

@@ -11,8 +11,9 @@ from typing import Any
 from .._payload import from_payload
 from .._proto import types_pb2, worker_pb2
 from .._time import now_ms
-from ..errors import Fenced, NonDeterminismError, Parked, StepFailed, WorkflowFailed
-from ._conn import Conn
+from ..errors import NonDeterminismError, Parked, StepFailed
+from ._replies import expect
+from ._run import Run
 
 log = logging.getLogger("waymark.worker")
 
@@ -34,54 +35,6 @@ WAIT_ALL_STEP = "waymark.wait_all"
 
 DELIVERED = worker_pb2.RecvResult.OUTCOME_DELIVERED
 TIMED_OUT = worker_pb2.RecvResult.OUTCOME_TIMED_OUT
-
-
-class Run:
-    """One dispatch of a workflow on this worker: what the session and the context share."""
-
-    def __init__(self, d: worker_pb2.DispatchWorkflow, conn: Conn, park_after: float | None):
-        self.workflow_id = d.workflow_id
-        self.workflow_name = d.workflow_name
-        self.epoch = d.epoch
-        self.recovery_attempts = d.recovery_attempts
-        # Steps recorded by earlier runs, by position: a replay returns these instead of running.
-        self.recorded: dict[int, types_pb2.Step] = {s.step_id: s for s in d.steps}
-        self.next_step = 0
-        self.conn = conn
-        self.park_after = park_after
-        self.cancelled = False
-        # Set when the server says a wait may be over (like a permit: a wakeup that arrives
-        # before the wait starts is not lost), and on cancel.
-        self.wakeup = asyncio.Event()
-        # Receives the server completed itself (a send found them waiting) and pushed with the
-        # wakeup, by step position.
-        self.delivered: dict[int, types_pb2.Payload] = {}
-        # Step records held back until the workflow's next request, or its completion, which
-        # carries them: nothing outside can depend on a step before then.
-        self.deferred: list[worker_pb2.RecordStep] = []
-        self.task: asyncio.Task[None] | None = None
-
-
-def refused(e: worker_pb2.ReplyError) -> BaseException:
-    """A refused write as the exception the workflow sees."""
-    if e.reason == "STALE_EPOCH":
-        return Fenced(e.message)
-    if e.reason == "WORKFLOW_NOT_RUNNING":
-        # Cancelled (or finished elsewhere): the run stops as a cancelled task does.
-        return asyncio.CancelledError(e.message)
-    if e.reason == "NON_DETERMINISM":
-        return NonDeterminismError(e.message)
-    return WorkflowFailed(e.reason, e.message)
-
-
-def expect(reply: worker_pb2.Reply, field: str) -> Any:
-    """The reply's `field`, or the refusal raised."""
-    which = reply.WhichOneof("result")
-    if which == field:
-        return getattr(reply, field)
-    if which == "error":
-        raise refused(reply.error)
-    raise WorkflowFailed("UnexpectedReply", f"the server answered {which!r}, expected {field!r}")
 
 
 class ContextCore:
@@ -130,11 +83,15 @@ class ContextCore:
         return step_id
 
     def _check_cancelled(self) -> None:
+        """Raises when the run may not go on: dropped by this worker, or cancelled."""
+        self._run.check_dropped()
         if self._run.cancelled:
             raise asyncio.CancelledError("workflow cancelled")
 
     def _recorded(self, step_id: int, name: str) -> types_pb2.Step | None:
-        """The step recorded at `step_id`; NonDeterminismError if it has another name."""
+        """The step recorded at `step_id`; NonDeterminismError if it has another name. Every
+        operation starts here, so a dropped run cannot go on even by replaying."""
+        self._run.check_dropped()
         rec = self._run.recorded.get(step_id)
         if rec is not None and rec.name != name:
             raise NonDeterminismError(
@@ -153,8 +110,10 @@ class ContextCore:
         return True, from_payload(rec.output)
 
     def _defer(self, step_id: int, name: str, attempts: int, **outcome: Any) -> None:
+        """Holds a step's record back until the workflow's next step, request or completion."""
         r = self._run
-        r.deferred.append(
+        r.check_dropped()
+        r.records.hold(
             worker_pb2.RecordStep(
                 workflow_id=r.workflow_id,
                 epoch=r.epoch,
@@ -166,33 +125,20 @@ class ContextCore:
         )
 
     async def _flush(self) -> None:
-        """Makes the held-back step records durable, all at once."""
-        held, self._run.deferred = self._run.deferred, []
-        if not held:
-            return
-        replies = await asyncio.gather(
-            *(self._run.conn.request(worker_pb2.WorkerMessage(record_step=r)) for r in held)
-        )
-        for reply in replies:
-            expect(reply, "step_recorded")
+        """Returns once every step record taken before this call is durable (see _records)."""
+        self._run.check_dropped()
+        await self._run.records.durable()
 
     async def _request(self, msg: worker_pb2.WorkerMessage) -> worker_pb2.Reply:
-        """Sends a request for this workflow, after the step records it holds back."""
+        """Sends a request for this workflow once the step records before it are durable."""
         await self._flush()
-        return await self._run.conn.request(msg)
+        return await self._run.ask(msg)
 
     async def _record(self, step_id: int, name: str, output: types_pb2.Payload) -> None:
-        """Checkpoints a step and waits until the server says it is durable."""
-        r = self._run
-        req = worker_pb2.RecordStep(
-            workflow_id=r.workflow_id,
-            epoch=r.epoch,
-            step_id=step_id,
-            name=name,
-            output=output,
-            attempts=1,
-        )
-        expect(await self._request(worker_pb2.WorkerMessage(record_step=req)), "step_recorded")
+        """Checkpoints a step and waits until the server says it is durable (with whatever
+        records were held back before it, in one flush)."""
+        self._defer(step_id, name, 1, output=output)
+        await self._flush()
 
     def _should_park(self, until_ms: int, now: int) -> bool:
         after = self._run.park_after

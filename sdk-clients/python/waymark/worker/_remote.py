@@ -11,9 +11,10 @@ from typing import Any
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2
 from .._time import Seconds, now_ms, to_duration
-from ..errors import NonDeterminismError, StepFailed
+from ..errors import StepFailed
 from ..retry import RetryPolicy
-from ._core import DELIVERED, SELECT_STEP, WAIT_ALL_STEP, ContextCore, expect
+from ._core import DELIVERED, SELECT_STEP, WAIT_ALL_STEP, ContextCore
+from ._replies import expect
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +66,7 @@ class RemoteMixin(ContextCore):
         return self._start_step(handle)
 
     async def _start_step(self, h: StepHandle) -> StepHandle:
-        rec = self._run.recorded.get(h.step_id)
-        if rec is not None:
-            if rec.name != h.name:
-                raise NonDeterminismError(
-                    f"workflow {self.workflow_id!r} called step {h.name!r} at position "
-                    f"{h.step_id}, where its history records {rec.name!r}"
-                )
+        if self._recorded(h.step_id, h.name) is not None:
             return h
         self._check_cancelled()
         await self._call(h)

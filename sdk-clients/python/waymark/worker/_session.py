@@ -1,13 +1,14 @@
-"""One stream to the server: hello, credits, heartbeats, dispatches and request/reply
-correlation. When it ends, every workflow it was running is dropped here; the server hands
-them out again (to this worker when it reconnects, or to another)."""
+"""One stream to the server: hello, credits, heartbeats (with what the worker holds),
+dispatches and request/reply correlation. When it ends, every workflow it was running is
+dropped here; the server hands them out again (to this worker when it reconnects, or to
+another)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,14 +18,15 @@ from .. import _rpc
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2, worker_pb2_grpc
 from .._time import now_ms, timestamp_ms
-from ..errors import Disconnected, Parked, WorkflowFailed, WorkflowInterrupted, failure_kind
+from ..errors import Disconnected, failure_kind
+from . import _resend
 from ._conn import Conn
-from ._context import WorkflowContext
-from ._core import Run, log
+from ._core import log
+from ._run import Run
+from ._runner import WorkflowFn, run_workflow
 
 SDK = "python/0.1.0"
 
-WorkflowFn = Callable[[WorkflowContext, Any], Awaitable[Any]]
 StepFn = Callable[[Any], Any]
 
 
@@ -38,6 +40,8 @@ class Config:
     max_concurrent_workflows: int
     max_concurrent_steps: int
     park_after: float | None
+    # Seconds a request is resent while the server answers UNAVAILABLE.
+    patience: float
     workflows: dict[str, WorkflowFn] = field(default_factory=dict)
     steps: dict[str, StepFn] = field(default_factory=dict)
 
@@ -46,7 +50,11 @@ class Session:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.conn = Conn()
+        # The workflows this stream dispatched that the worker still holds: from the moment
+        # their dispatch is taken off the stream until their task has ended.
         self.running: dict[str, Run] = {}
+        # `DispatchWorkflow` messages taken off this stream (a new stream starts at zero).
+        self.dispatches = 0
         # Remote step attempts in flight; dropped with the stream, like workflows: the server
         # times them out and dispatches them again.
         self.step_tasks: set[asyncio.Task[None]] = set()
@@ -88,19 +96,27 @@ class Session:
         except grpc.aio.AioRpcError as e:
             raise _rpc.convert(e) from None
         finally:
-            self.conn.close()
             if heartbeat is not None:
                 heartbeat.cancel()
-            tasks = [r.task for r in self.running.values() if r.task] + list(self.step_tasks)
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.close()
             call.cancel()
             await channel.close()
 
+    async def close(self) -> None:
+        """The stream is gone: every run on it is dropped (nothing more is sent for it; the
+        server takes back what the stream held when the worker reconnects), and so are remote
+        step attempts (the server times them out and dispatches them again)."""
+        self.conn.close()
+        for run in self.running.values():
+            run.drop()
+        tasks = [r.task for r in self.running.values() if r.task] + list(self.step_tasks)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def _heartbeat(self, interval: float) -> None:
         while True:
-            self.conn.send(worker_pb2.WorkerMessage(heartbeat=worker_pb2.Heartbeat()))
+            self.conn.send(worker_pb2.WorkerMessage(heartbeat=self.heartbeat()))
             await asyncio.sleep(interval)
 
     def _handle(self, m: worker_pb2.ServerMessage) -> None:
@@ -132,58 +148,45 @@ class Session:
             log.info("server is draining; will reconnect when it closes the stream")
 
     def _start(self, d: worker_pb2.DispatchWorkflow) -> None:
+        # Counted and listed in one synchronous step: a heartbeat never counts a dispatch it
+        # does not list.
+        self.dispatches += 1
         old = self.running.pop(d.workflow_id, None)
         if old is not None and old.task is not None:
+            old.drop()
             old.task.cancel("dispatched again")
-        run = Run(d, self.conn, self.config.park_after)
-        run.task = asyncio.create_task(self._run_workflow(run, d.input), name=d.workflow_id)
+        run = Run(d, self.conn, self.config.park_after, self.config.patience)
+        fn = self.config.workflows.get(d.workflow_name)
+        run.task = asyncio.create_task(run_workflow(run, fn, d.input), name=d.workflow_id)
+        run.task.add_done_callback(lambda _: self._ended(run))
         self.running[d.workflow_id] = run
 
-    async def _run_workflow(self, run: Run, input: types_pb2.Payload) -> None:
-        outcome: dict[str, Any] | None = None
-        try:
-            fn = self.config.workflows.get(run.workflow_name)
-            if fn is None:
-                raise WorkflowFailed(
-                    "UnknownWorkflow", f"this worker has no workflow named {run.workflow_name!r}"
-                )
-            result = await fn(WorkflowContext(run), from_payload(input))
-            outcome = {"output": to_payload(result)}
-        except asyncio.CancelledError:
-            log.info("workflow %s stopped: cancelled", run.workflow_id)
-        except Parked:
-            log.debug("workflow %s parked", run.workflow_id)
-        except WorkflowInterrupted as e:
-            log.info("workflow %s stopped: %s", run.workflow_id, e)
-        except Exception as e:
-            log.info("workflow %s failed: %s: %s", run.workflow_id, type(e).__name__, e)
-            message = str(e) or type(e).__name__
-            outcome = {"failure": types_pb2.Failure(kind=failure_kind(e), message=message)}
-        held, run.deferred = run.deferred, []
-        try:
-            if outcome is None:
-                # The run stopped without an outcome: what it held back still goes, so no
-                # finished step is run again.
-                for r in held:
-                    await self.conn.request(worker_pb2.WorkerMessage(record_step=r))
-            else:
-                done = worker_pb2.CompleteWorkflow(
-                    workflow_id=run.workflow_id, epoch=run.epoch, steps=held, **outcome
-                )
-                reply = await self.conn.request(worker_pb2.WorkerMessage(complete_workflow=done))
-                if reply.HasField("error"):
-                    log.info(
-                        "completion of %s refused: %s (%s)",
-                        run.workflow_id,
-                        reply.error.message,
-                        reply.error.reason,
-                    )
-        except (Disconnected, asyncio.CancelledError):
-            # The stream broke: this run is abandoned and the server hands it out again.
-            return
+    def _ended(self, run: Run) -> None:
+        """A run's task ended (finished, parked, cancelled or dropped): it leaves the worker's
+        memory — and the heartbeat's list — and its credit is granted back."""
         if self.running.get(run.workflow_id) is run:
             del self.running[run.workflow_id]
             self.conn.send(worker_pb2.WorkerMessage(credit=worker_pb2.Credit(workflows=1)))
+
+    def heartbeat(self) -> worker_pb2.Heartbeat:
+        """What the worker holds: every workflow dispatched on this stream whose run has not
+        ended, and how many dispatches it took off the stream. The server sends back to its
+        queue a workflow it dispatched here (before that count) that the list leaves out."""
+        return worker_pb2.Heartbeat(
+            reports_held=True,
+            held_workflow_ids=list(self.running),
+            dispatches_received=self.dispatches,
+        )
+
+    def lose(self, workflow_id: str) -> bool:
+        """For tests only: lets go of a run as if its task had died, telling the server
+        nothing. The server notices from the next heartbeat and dispatches it again."""
+        run = self.running.get(workflow_id)
+        if run is None or run.task is None:
+            return False
+        run.drop()
+        run.task.cancel("lost on purpose")
+        return True
 
     def _step_done(self, t: asyncio.Task[None]) -> None:
         self.step_tasks.discard(t)
@@ -214,8 +217,11 @@ class Session:
             result.failure.CopyFrom(
                 types_pb2.Failure(kind=failure_kind(e), message=str(e) or type(e).__name__)
             )
-        with contextlib.suppress(Disconnected):
-            reply = await self.conn.request(worker_pb2.WorkerMessage(step_result=result))
+        # Resent while the server is unavailable; past patience, or if the stream breaks, the
+        # attempt is abandoned: the server fails it at its deadline and tries again.
+        with contextlib.suppress(Disconnected, _resend.OutOfPatience):
+            msg = worker_pb2.WorkerMessage(step_result=result)
+            reply = await _resend.request(self.conn, msg, self.config.patience)
             if reply.HasField("error"):
                 log.info(
                     "result of step %r for %s refused: %s (%s)",

@@ -18,8 +18,8 @@ from ._core import (
     SLEEP_STEP,
     TIMED_OUT,
     ContextCore,
-    expect,
 )
+from ._replies import expect
 
 # A wait without a timeout still needs a deadline on the wire: this far away.
 _FOREVER = 10 * 365 * 24 * 3600.0

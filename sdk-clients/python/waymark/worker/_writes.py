@@ -14,8 +14,8 @@ from ._core import (
     SET_EVENT_STEP,
     WRITE_STREAM_STEP,
     ContextCore,
-    expect,
 )
+from ._replies import expect
 
 
 class WritesMixin(ContextCore):

@@ -1,0 +1,74 @@
+"""One dispatch of a workflow on this worker: the state its session and its context share, and
+the one way its requests reach the server."""
+
+from __future__ import annotations
+
+import asyncio
+
+from .._proto import types_pb2, worker_pb2
+from ..errors import Disconnected, Dropped
+from . import _resend
+from ._conn import Conn
+from ._records import Records
+from ._replies import check_recorded
+
+
+class Run:
+    def __init__(
+        self,
+        d: worker_pb2.DispatchWorkflow,
+        conn: Conn,
+        park_after: float | None,
+        patience: float,
+    ) -> None:
+        self.workflow_id = d.workflow_id
+        self.workflow_name = d.workflow_name
+        self.epoch = d.epoch
+        self.recovery_attempts = d.recovery_attempts
+        # Steps recorded by earlier runs, by position: a replay returns these instead of running.
+        self.recorded: dict[int, types_pb2.Step] = {s.step_id: s for s in d.steps}
+        self.next_step = 0
+        self.conn = conn
+        self.park_after = park_after
+        # How long a request is resent while the server answers UNAVAILABLE.
+        self.patience = patience
+        self.cancelled = False
+        # Set once this worker let go of the run (see `drop`); for good.
+        self.dropped = False
+        # Set when the server says a wait may be over (like a permit: a wakeup that arrives
+        # before the wait starts is not lost), on cancel and on drop.
+        self.wakeup = asyncio.Event()
+        # Receives the server completed itself (a send found them waiting) and pushed with the
+        # wakeup, by step position.
+        self.delivered: dict[int, types_pb2.Payload] = {}
+        self.records = Records(self.ask, check_recorded)
+        self.task: asyncio.Task[None] | None = None
+
+    def drop(self) -> None:
+        """Lets go of the run without finishing it: from now on nothing is sent for it, and the
+        server dispatches it again (after a reconnect it takes back what the old stream held;
+        on the same stream the next heartbeat no longer lists it)."""
+        self.dropped = True
+        self.wakeup.set()
+
+    def check_dropped(self) -> None:
+        if self.dropped:
+            raise Dropped(f"workflow {self.workflow_id} was let go by this worker")
+
+    async def ask(self, msg: worker_pb2.WorkerMessage) -> worker_pb2.Reply:
+        """Sends a request for this run and returns the answer, resending it while the server
+        answers UNAVAILABLE. Past the worker's patience, or if the stream breaks before the
+        answer, the run is dropped: `Dropped` (or `Disconnected`) is raised, now and on every
+        later request."""
+        self.check_dropped()
+        try:
+            reply = await _resend.request(self.conn, msg, self.patience)
+        except Disconnected:
+            self.drop()
+            raise
+        except _resend.OutOfPatience as e:
+            self.drop()
+            raise Dropped(f"the server stayed unavailable: {e}") from None
+        # Another branch of the workflow may have dropped it meanwhile: this answer is not used.
+        self.check_dropped()
+        return reply

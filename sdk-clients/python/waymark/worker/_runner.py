@@ -1,0 +1,81 @@
+"""The life of one run of a workflow: call its function, then finish the workflow on the
+server with the outcome — or, when this worker let go of the run (dropped), send nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .._payload import from_payload, to_payload
+from .._proto import types_pb2, worker_pb2
+from ..errors import Dropped, Parked, WorkflowFailed, WorkflowInterrupted, failure_kind
+from ._context import WorkflowContext
+from ._core import log
+from ._run import Run
+
+WorkflowFn = Callable[[WorkflowContext, Any], Awaitable[Any]]
+
+
+async def run_workflow(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> None:
+    """Runs the workflow function and sends its completion; returns when the server has
+    answered, or at once when the run ends without one (dropped, or the stream broke)."""
+    outcome = await _call(run, fn, input)
+    # Checked after the function returned, whatever it did: code that caught `Dropped` and
+    # returned (or failed) anyway must not finish a workflow this worker let go of.
+    if run.dropped:
+        _log_dropped(run)
+        return
+    try:
+        held = await run.records.settle()
+        if run.dropped:  # a flush under way dropped it
+            _log_dropped(run)
+            return
+        if outcome is None:
+            # The run stopped without an outcome: what it held back still goes, so no finished
+            # step is run again.
+            for r in held:
+                await run.ask(worker_pb2.WorkerMessage(record_step=r))
+            return
+        done = worker_pb2.CompleteWorkflow(
+            workflow_id=run.workflow_id, epoch=run.epoch, steps=held, **outcome
+        )
+        reply = await run.ask(worker_pb2.WorkerMessage(complete_workflow=done))
+        if reply.HasField("error"):
+            log.info(
+                "completion of %s refused: %s (%s)",
+                run.workflow_id,
+                reply.error.message,
+                reply.error.reason,
+            )
+    except (Dropped, asyncio.CancelledError):
+        # Dropped while finishing (the server stayed unavailable, or the stream broke), or
+        # cancelled: the server hands the workflow out again, or has finished it.
+        log.info("workflow %s let go before it was finished", run.workflow_id)
+
+
+async def _call(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> dict[str, Any] | None:
+    """The workflow function's outcome as `CompleteWorkflow` fields; None when the run ended
+    without one (cancelled, parked, fenced, dropped)."""
+    try:
+        if fn is None:
+            raise WorkflowFailed(
+                "UnknownWorkflow", f"this worker has no workflow named {run.workflow_name!r}"
+            )
+        result = await fn(WorkflowContext(run), from_payload(input))
+        return {"output": to_payload(result)}
+    except asyncio.CancelledError:
+        log.info("workflow %s stopped: cancelled", run.workflow_id)
+    except Parked:
+        log.debug("workflow %s parked", run.workflow_id)
+    except WorkflowInterrupted as e:
+        log.info("workflow %s stopped: %s", run.workflow_id, e)
+    except Exception as e:
+        log.info("workflow %s failed: %s: %s", run.workflow_id, type(e).__name__, e)
+        message = str(e) or type(e).__name__
+        return {"failure": types_pb2.Failure(kind=failure_kind(e), message=message)}
+    return None
+
+
+def _log_dropped(run: Run) -> None:
+    log.info("workflow %s dropped; the server will dispatch it again", run.workflow_id)
