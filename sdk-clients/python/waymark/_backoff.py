@@ -31,7 +31,3 @@ class Backoff:
         if time.monotonic() + pause > self._ends:
             return None
         return pause
-
-    def left(self) -> float:
-        """Seconds of patience left (0 when spent)."""
-        return max(self._ends - time.monotonic(), 0.0)

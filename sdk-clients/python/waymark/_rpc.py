@@ -8,14 +8,20 @@ pulling in googleapis-common-protos for two small messages.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from ._backoff import Backoff
 from .errors import RpcError, UnavailableError
+
+log = logging.getLogger("waymark.client")
 
 DEFAULT_SERVER = "127.0.0.1:7450"
 
@@ -24,6 +30,9 @@ CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", _MAX_MESSAGE),
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.keepalive_timeout_ms", 60_000),
+    # gRPC's own reconnect backoff grows to two minutes by default; calls retried while the
+    # server is unavailable (see `attempts`) would then miss it coming back for that long.
+    ("grpc.max_reconnect_backoff_ms", 2_000),
 ]
 
 
@@ -105,12 +114,47 @@ def convert(e: grpc.aio.AioRpcError) -> Exception:
     return RpcError(code, reason, e.details() or "", metadata)
 
 
+def unavailable(e: Exception) -> bool:
+    """The server could not be reached, or could not reach its database: worth trying again."""
+    if isinstance(e, UnavailableError):
+        return True
+    return isinstance(e, RpcError) and e.code == grpc.StatusCode.UNAVAILABLE
+
+
 R = TypeVar("R")
 
 
-async def call(f: Callable[..., Awaitable[R]], request: Any, timeout: float | None = None) -> R:
-    """One unary call, with server errors raised as the SDK's."""
-    try:
-        return await f(request, timeout=timeout)
-    except grpc.aio.AioRpcError as e:
-        raise convert(e) from None
+async def call(
+    f: Callable[..., Awaitable[R]],
+    request: Any,
+    timeout: float | None = None,
+    *,
+    retry_for: float = 0.0,
+) -> R:
+    """One unary call, with server errors raised as the SDK's. With `retry_for`, see
+    `attempts`: only for calls that are safe to make twice."""
+    return await attempts(lambda left: f(request, timeout=left), timeout, retry_for)
+
+
+async def attempts(
+    make: Callable[[float | None], Awaitable[R]], timeout: float | None, retry_for: float
+) -> R:
+    """Makes a call with `make(seconds left of timeout)`, and makes it again, with backoff, while
+    the server answers UNAVAILABLE — for up to `retry_for` seconds and within `timeout`. Past
+    either, the last error is raised. `retry_for` 0 makes one attempt."""
+    ends = None if timeout is None else time.monotonic() + timeout
+    backoff: Backoff | None = None
+    while True:
+        left = None if ends is None else max(ends - time.monotonic(), 0.0)
+        try:
+            return await make(left)
+        except grpc.aio.AioRpcError as e:
+            error = convert(e)
+        if retry_for <= 0 or not unavailable(error):
+            raise error
+        backoff = backoff or Backoff(retry_for)
+        pause = backoff.pause()
+        if pause is None or (ends is not None and time.monotonic() + pause >= ends):
+            raise error
+        log.debug("the server is unavailable (%s); retrying in %.2f s", error, pause)
+        await asyncio.sleep(pause)

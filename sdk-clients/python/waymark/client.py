@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,6 +13,7 @@ from typing import Any
 import grpc
 
 from . import _rpc
+from ._backoff import DEFAULT_PATIENCE, Backoff
 from ._payload import from_payload, to_payload
 from ._proto import types_pb2, workflow_pb2, workflow_pb2_grpc
 from ._rpc import call
@@ -31,13 +34,23 @@ class Page:
 
 class Client:
     """Connects to a Waymark server (`host:port` or a URL; `WAYMARK_SERVER`, else
-    127.0.0.1:7450). Use it as `async with Client() as client:` or call `close()`."""
+    127.0.0.1:7450). Use it as `async with Client() as client:` or call `close()`.
 
-    def __init__(self, server: str | None = None) -> None:
+    Calls that are safe to make twice — reads, waits, starts (always with a workflow id: one is
+    made here when not given), cancel, resume, and sends with an idempotency key — are made
+    again, with backoff, while the server answers UNAVAILABLE (unreachable, or its database
+    restarting), for up to `retry_unavailable_for` seconds; then `UnavailableError` (or
+    `RpcError` with code UNAVAILABLE) is raised. Other calls raise it at once."""
+
+    def __init__(
+        self, server: str | None = None, *, retry_unavailable_for: Seconds = DEFAULT_PATIENCE
+    ) -> None:
         self._channel = _rpc.channel(server)
         self._rpc = workflow_pb2_grpc.WorkflowServiceStub(self._channel)
-        self.queues = Queues(self._channel)
-        self.schedules = Schedules(self._channel)
+        # How long calls that are safe to repeat are retried while the server is unavailable.
+        self._patience = seconds(retry_unavailable_for)
+        self.queues = Queues(self._channel, self._patience)
+        self.schedules = Schedules(self._channel, self._patience)
 
     async def __aenter__(self) -> Client:
         return self
@@ -69,10 +82,14 @@ class Client:
         (`handle.created` is False). `timeout` cancels it (and its children) if it has not
         finished in time; `dedup_id` is unique among the queue's unfinished workflows
         (`RpcError` reason DEDUP_ID_TAKEN, unless `return_existing`); `delay` holds the start
-        back; `debounce_key` collapses repeated starts onto one delayed workflow."""
+        back; `debounce_key` collapses repeated starts onto one delayed workflow.
+
+        Without a `workflow_id`, one is made here (a UUID), so that a start retried because the
+        server was unavailable cannot start a second workflow; a retried start whose first
+        attempt did start it returns it with `created` False."""
         req = workflow_pb2.StartWorkflowRequest(
             workflow_name=workflow_name,
-            workflow_id=workflow_id or "",
+            workflow_id=workflow_id or str(uuid.uuid4()),
             input=to_payload(input),
             queue_name=queue or "",
             app_version=app_version or "",
@@ -93,7 +110,7 @@ class Client:
             req.debounce.key = debounce_key
             if debounce_max_delay is not None:
                 req.debounce.max_delay.CopyFrom(to_duration(debounce_max_delay))
-        r = await call(self._rpc.StartWorkflow, req)
+        r = await call(self._rpc.StartWorkflow, req, retry_for=self._patience)
         wf = Workflow.from_proto(r.workflow)
         return WorkflowHandle(self, wf.workflow_id, workflow=wf, created=r.created)
 
@@ -103,7 +120,9 @@ class Client:
 
     async def get(self, workflow_id: str) -> Workflow:
         r = await call(
-            self._rpc.GetWorkflow, workflow_pb2.GetWorkflowRequest(workflow_id=workflow_id)
+            self._rpc.GetWorkflow,
+            workflow_pb2.GetWorkflowRequest(workflow_id=workflow_id),
+            retry_for=self._patience,
         )
         return Workflow.from_proto(r.workflow)
 
@@ -130,7 +149,7 @@ class Client:
             req.created_after.CopyFrom(to_timestamp(created_after))
         if created_before is not None:
             req.created_before.CopyFrom(to_timestamp(created_before))
-        r = await call(self._rpc.ListWorkflows, req)
+        r = await call(self._rpc.ListWorkflows, req, retry_for=self._patience)
         return Page([Workflow.from_proto(w) for w in r.workflows], r.next_page_token or None)
 
     async def wait(self, workflow_id: str, timeout: Seconds | None = None) -> Workflow:
@@ -140,6 +159,7 @@ class Client:
             self._rpc.AwaitWorkflow,
             workflow_pb2.AwaitWorkflowRequest(workflow_id=workflow_id),
             None if timeout is None else seconds(timeout),
+            retry_for=self._patience,
         )
         return Workflow.from_proto(r.workflow)
 
@@ -155,24 +175,26 @@ class Client:
         raise WorkflowFailed(kind, message, workflow_id=workflow_id, status=wf.status.name)
 
     async def steps(self, workflow_id: str) -> builtins.list[Step]:
-        r = await call(self._rpc.ListSteps, workflow_pb2.ListStepsRequest(workflow_id=workflow_id))
+        req = workflow_pb2.ListStepsRequest(workflow_id=workflow_id)
+        r = await call(self._rpc.ListSteps, req, retry_for=self._patience)
         return [Step.from_proto(s) for s in r.steps]
 
     async def cancel(self, workflow_id: str, *, cascade: bool = False) -> Workflow:
         """Cancels a workflow (and with `cascade`, its children and theirs). It stops at its
         next await point; a finished workflow is returned as it is."""
         req = workflow_pb2.CancelWorkflowRequest(workflow_id=workflow_id, cascade=cascade)
-        r = await call(self._rpc.CancelWorkflow, req)
+        r = await call(self._rpc.CancelWorkflow, req, retry_for=self._patience)
         return Workflow.from_proto(r.workflow)
 
     async def resume(self, workflow_id: str) -> Workflow:
         """Puts a cancelled or dead-lettered workflow back in its queue; it replays."""
         req = workflow_pb2.ResumeWorkflowRequest(workflow_id=workflow_id)
-        r = await call(self._rpc.ResumeWorkflow, req)
+        r = await call(self._rpc.ResumeWorkflow, req, retry_for=self._patience)
         return Workflow.from_proto(r.workflow)
 
     async def delay(self, workflow_id: str, delay: Seconds) -> Workflow:
-        """Moves the start of a workflow still waiting for its delayed start."""
+        """Moves the start of a workflow still waiting for its delayed start. Not retried when
+        the server is unavailable."""
         req = workflow_pb2.DelayWorkflowRequest(workflow_id=workflow_id, delay=to_duration(delay))
         r = await call(self._rpc.DelayWorkflow, req)
         return Workflow.from_proto(r.workflow)
@@ -186,20 +208,23 @@ class Client:
         idempotency_key: str | None = None,
     ) -> tuple[str, bool]:
         """Sends a message to a workflow, which takes it with `ctx.recv(topic)`. Returns the
-        message id and whether it was a duplicate of an earlier send with the same key."""
+        message id and whether it was a duplicate of an earlier send with the same key. Retried
+        while the server is unavailable only with an `idempotency_key` (without one, a retry
+        could deliver the message twice)."""
         req = workflow_pb2.SendMessageRequest(
             workflow_id=workflow_id,
             topic=topic,
             message=to_payload(message),
             idempotency_key=idempotency_key or "",
         )
-        r = await call(self._rpc.SendMessage, req)
+        retry_for = self._patience if idempotency_key else 0.0
+        r = await call(self._rpc.SendMessage, req, retry_for=retry_for)
         return r.message_id, r.duplicate
 
     async def messages(self, workflow_id: str) -> builtins.list[Message]:
         """Every message sent to the workflow, consumed or not, oldest first."""
         req = workflow_pb2.ListMessagesRequest(workflow_id=workflow_id)
-        r = await call(self._rpc.ListMessages, req)
+        r = await call(self._rpc.ListMessages, req, retry_for=self._patience)
         return [Message.from_proto(m) for m in r.messages]
 
     async def get_event(
@@ -208,18 +233,25 @@ class Client:
         """The current value of a workflow's event, waiting up to `timeout` for it to be set;
         `default` when it was not set (in time)."""
         req = workflow_pb2.GetEventRequest(workflow_id=workflow_id, key=key)
-        deadline = None
-        if timeout is not None:
-            req.timeout.CopyFrom(to_duration(timeout))
-            # Room for the server to answer "not set" itself.
-            deadline = seconds(timeout) + 5.0
-        r = await call(self._rpc.GetEvent, req, deadline)
+        # Room for the server to answer "not set" itself before the call's deadline.
+        room = 5.0
+        deadline = None if timeout is None else seconds(timeout) + room
+
+        def attempt(left: float | None) -> Any:
+            if left is not None:
+                # A retry waits only for what is left of the caller's timeout.
+                req.timeout.CopyFrom(to_duration(max(left - room, 0.0)))
+            return self._rpc.GetEvent(req, timeout=left)
+
+        r = await _rpc.attempts(attempt, deadline, self._patience)
         return from_payload(r.value) if r.found else default
 
     async def events(self, workflow_id: str) -> builtins.list[Event]:
         """Every event of the workflow with the history of its values."""
         r = await call(
-            self._rpc.ListEvents, workflow_pb2.ListEventsRequest(workflow_id=workflow_id)
+            self._rpc.ListEvents,
+            workflow_pb2.ListEventsRequest(workflow_id=workflow_id),
+            retry_for=self._patience,
         )
         return [Event.from_proto(e) for e in r.events]
 
@@ -227,18 +259,35 @@ class Client:
         self, workflow_id: str, key: str, *, from_offset: int = 0
     ) -> AsyncIterator[StreamEntry]:
         """Follows a workflow's stream: `async for entry in client.read_stream(id, key)` yields
-        values as they are written and ends when the stream is closed or the workflow ends."""
-        req = workflow_pb2.ReadStreamRequest(
-            workflow_id=workflow_id, key=key, from_offset=from_offset
-        )
-        stream = self._rpc.ReadStream(req)
-        try:
-            async for item in stream:
-                yield StreamEntry(item.offset, from_payload(item.value))
-        except grpc.aio.AioRpcError as e:
-            raise _rpc.convert(e) from None
-        finally:
-            stream.cancel()
+        values as they are written and ends when the stream is closed or the workflow ends.
+        When the server becomes unavailable, it reads on from the next offset once it is back
+        (within the client's patience)."""
+        offset = from_offset
+        backoff: Backoff | None = None
+        while True:
+            req = workflow_pb2.ReadStreamRequest(
+                workflow_id=workflow_id, key=key, from_offset=offset
+            )
+            stream = self._rpc.ReadStream(req)
+            try:
+                async for item in stream:
+                    # Patience counts from the latest outage, not from the first.
+                    backoff = None
+                    offset = item.offset + 1
+                    yield StreamEntry(item.offset, from_payload(item.value))
+                return
+            except grpc.aio.AioRpcError as e:
+                error = _rpc.convert(e)
+            finally:
+                stream.cancel()
+            if not _rpc.unavailable(error):
+                raise error
+            backoff = backoff or Backoff(self._patience)
+            pause = backoff.pause()
+            if pause is None:
+                raise error
+            _rpc.log.debug("stream read interrupted (%s); reading on in %.2f s", error, pause)
+            await asyncio.sleep(pause)
 
 
 class WorkflowHandle:

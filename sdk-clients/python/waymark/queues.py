@@ -80,7 +80,9 @@ def _wire(name: str, limits: dict[str, Any]) -> queue_pb2.Queue:
 class Queues:
     """Named lanes of work with limits the server keeps across every replica and worker."""
 
-    def __init__(self, channel: grpc.aio.Channel) -> None:
+    def __init__(self, channel: grpc.aio.Channel, retry_for: float = 0.0) -> None:
+        # Reads are retried this long while the server is unavailable; writes are not.
+        self._retry_for = retry_for
         self._rpc = queue_pb2_grpc.QueueServiceStub(channel)
 
     async def create(
@@ -119,11 +121,13 @@ class Queues:
         return Queue.from_proto(r.queue)
 
     async def get(self, name: str) -> Queue:
-        r = await call(self._rpc.GetQueue, queue_pb2.GetQueueRequest(name=name))
+        req = queue_pb2.GetQueueRequest(name=name)
+        r = await call(self._rpc.GetQueue, req, retry_for=self._retry_for)
         return Queue.from_proto(r.queue)
 
     async def list(self) -> builtins.list[Queue]:
-        r = await call(self._rpc.ListQueues, queue_pb2.ListQueuesRequest())
+        req = queue_pb2.ListQueuesRequest()
+        r = await call(self._rpc.ListQueues, req, retry_for=self._retry_for)
         return [Queue.from_proto(q) for q in r.queues]
 
     async def delete(self, name: str) -> None:

@@ -60,7 +60,9 @@ class ScheduleRun:
 
 
 class Schedules:
-    def __init__(self, channel: grpc.aio.Channel) -> None:
+    def __init__(self, channel: grpc.aio.Channel, retry_for: float = 0.0) -> None:
+        # Reads are retried this long while the server is unavailable; writes are not.
+        self._retry_for = retry_for
         self._rpc = schedule_pb2_grpc.ScheduleServiceStub(channel)
 
     async def create(
@@ -120,11 +122,13 @@ class Schedules:
         return Schedule.from_proto(r.schedule)
 
     async def get(self, name: str) -> Schedule:
-        r = await call(self._rpc.GetSchedule, schedule_pb2.GetScheduleRequest(name=name))
+        req = schedule_pb2.GetScheduleRequest(name=name)
+        r = await call(self._rpc.GetSchedule, req, retry_for=self._retry_for)
         return Schedule.from_proto(r.schedule)
 
     async def list(self) -> builtins.list[Schedule]:
-        r = await call(self._rpc.ListSchedules, schedule_pb2.ListSchedulesRequest())
+        req = schedule_pb2.ListSchedulesRequest()
+        r = await call(self._rpc.ListSchedules, req, retry_for=self._retry_for)
         return [Schedule.from_proto(s) for s in r.schedules]
 
     async def delete(self, name: str) -> None:
@@ -140,9 +144,11 @@ class Schedules:
 
     async def trigger(self, name: str, *, request_id: str = "") -> tuple[Workflow, bool]:
         """Starts the schedule's workflow now; the same `request_id` starts it once. Returns
-        the workflow and whether this call created it."""
+        the workflow and whether this call created it. Retried while the server is unavailable
+        only with a `request_id` (without one, a retry could start a second workflow)."""
         req = schedule_pb2.TriggerScheduleRequest(name=name, request_id=request_id)
-        r = await call(self._rpc.TriggerSchedule, req)
+        retry_for = self._retry_for if request_id else 0.0
+        r = await call(self._rpc.TriggerSchedule, req, retry_for=retry_for)
         return Workflow.from_proto(r.workflow), r.created
 
     async def backfill(

@@ -1,0 +1,127 @@
+"""The client retries what is safe to repeat while the server is unavailable, and nothing
+else: a start (with an id the client made) and a keyed send are made again while the server
+says STORE_UNAVAILABLE; a send without an idempotency key is not; a read made while the server
+is down returns once it is back; a retried call gives up after the client's patience."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import grpc
+import pytest
+from conftest import eventually
+from server import Server, free_port
+
+from waymark import Client, RpcError, UnavailableError
+from waymark._proto import types_pb2, workflow_pb2, workflow_pb2_grpc
+from waymark._rpc import _ErrorInfo, _Status
+
+
+class Flaky(workflow_pb2_grpc.WorkflowServiceServicer):
+    """A workflow service whose database is down for the first `outage` calls of each kind."""
+
+    def __init__(self, outage: int) -> None:
+        self.outage = outage
+        self.starts: list[workflow_pb2.StartWorkflowRequest] = []
+        self.sends: list[workflow_pb2.SendMessageRequest] = []
+
+    async def _refuse_while_down(self, calls: list[Any], context: Any) -> None:
+        if len(calls) <= self.outage:
+            info = _ErrorInfo(reason="STORE_UNAVAILABLE", domain="waymark.dev")
+            status = _Status(code=14, message="the database is unavailable")
+            detail = status.details.add()
+            detail.type_url = "type.googleapis.com/google.rpc.ErrorInfo"
+            detail.value = info.SerializeToString()
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                "the database is unavailable",
+                trailing_metadata=(("grpc-status-details-bin", status.SerializeToString()),),
+            )
+
+    async def StartWorkflow(self, request: Any, context: Any) -> Any:
+        self.starts.append(request)
+        await self._refuse_while_down(self.starts, context)
+        wf = types_pb2.Workflow(workflow_id=request.workflow_id)
+        return workflow_pb2.StartWorkflowResponse(workflow=wf, created=True)
+
+    async def SendMessage(self, request: Any, context: Any) -> Any:
+        self.sends.append(request)
+        await self._refuse_while_down(self.sends, context)
+        return workflow_pb2.SendMessageResponse(message_id="m-1")
+
+
+async def serving(servicer: Flaky) -> tuple[grpc.aio.Server, str]:
+    server = grpc.aio.server()
+    workflow_pb2_grpc.add_WorkflowServiceServicer_to_server(servicer, server)
+    address = f"127.0.0.1:{free_port()}"
+    server.add_insecure_port(address)
+    await server.start()
+    return server, address
+
+
+async def test_a_start_is_retried_with_one_workflow_id_the_client_made() -> None:
+    flaky = Flaky(outage=2)
+    server, address = await serving(flaky)
+    try:
+        async with Client(address) as client:
+            h = await client.start("anything", {"n": 1})
+        ids = [r.workflow_id for r in flaky.starts]
+        assert len(ids) == 3, "refused twice, then started"
+        assert len(set(ids)) == 1 and h.workflow_id == ids[0]
+        uuid.UUID(h.workflow_id)  # made by the client, not left to the server
+    finally:
+        await server.stop(None)
+
+
+async def test_a_send_is_retried_only_with_an_idempotency_key() -> None:
+    flaky = Flaky(outage=1)
+    server, address = await serving(flaky)
+    try:
+        async with Client(address) as client:
+            with pytest.raises(RpcError) as e:
+                await client.send("wf", "hello")
+            assert (e.value.code, e.value.reason) == (
+                grpc.StatusCode.UNAVAILABLE,
+                "STORE_UNAVAILABLE",
+            )
+            assert len(flaky.sends) == 1
+            flaky.sends.clear()
+            assert await client.send("wf", "hello", idempotency_key="k") == ("m-1", False)
+            assert [r.idempotency_key for r in flaky.sends] == ["k", "k"]
+    finally:
+        await server.stop(None)
+
+
+async def test_a_read_waits_for_the_server_to_come_back(caplog: pytest.LogCaptureFixture) -> None:
+    server = Server().start()
+    try:
+        async with Client(server.address) as client:
+            await client.queues.list()
+            server.kill()
+            listing = asyncio.create_task(client.queues.list())
+            await eventually(
+                lambda: "retrying" in caplog.text, what="the read to be refused and retried"
+            )
+            assert not listing.done()
+            server.start()
+            queues = await asyncio.wait_for(listing, 30)
+            assert "default" in [q.name for q in queues]
+    finally:
+        server.stop()
+
+
+async def test_a_send_without_an_idempotency_key_is_not_retried() -> None:
+    server = Server()  # never started: nothing listens there
+    async with Client(server.address, retry_unavailable_for=30) as client:
+        with pytest.raises(UnavailableError):
+            # Well within the 30 s the client would retry a call that is safe to repeat.
+            await asyncio.wait_for(client.send("anyone", "hello"), 10)
+        with pytest.raises(UnavailableError):
+            await asyncio.wait_for(client.delay("anyone", 5), 10)
+    # A read is retried, but only as long as the client was told to.
+    async with Client(server.address, retry_unavailable_for=0.5) as client:
+        with pytest.raises(UnavailableError):
+            await asyncio.wait_for(client.get("anyone"), 10)
+    server.stop()
