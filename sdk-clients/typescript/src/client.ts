@@ -10,6 +10,9 @@ import type { Workflow } from "./gen/waymark/v1/types_pb.js";
 import { fromPayload, toPayload } from "./payload.js";
 import { SerializationError, toRpcError, WorkflowFailedError } from "./errors.js";
 import { defaultServer, transport } from "./transport.js";
+import { isUnavailableError, newWorkflowId, repeatable } from "./repeat.js";
+import { DEFAULT_RESEND_FOR_MS, resendDelayMs } from "./internal/resend.js";
+import { sleep } from "./internal/wake.js";
 import {
   eventInfo,
   messageInfo,
@@ -30,6 +33,12 @@ export interface ClientOptions {
   server?: string;
   /** A Connect transport of your own (TLS, interceptors); `server` is then ignored. */
   transport?: Transport;
+  /**
+   * Calls that are safe to repeat (reads, waits, starts, cancel, resume, sends with an
+   * idempotency key) are made again with backoff (50 ms doubling to 2 s) while the server
+   * answers UNAVAILABLE, for up to this long. Default 60 000 ms; 0 never repeats.
+   */
+  resendForMs?: number;
 }
 
 /** Per-call options: abort the call with `signal`, bound it with `timeoutMs`. */
@@ -113,22 +122,28 @@ export class Client {
   readonly queues: Queues;
   readonly schedules: Schedules;
   private readonly rpc: RpcClient<typeof WorkflowService>;
+  private readonly resendForMs: number;
 
   constructor(options: ClientOptions = {}) {
     const t = options.transport ?? transport(options.server ?? defaultServer());
     this.rpc = createClient(WorkflowService, t);
-    this.queues = new Queues(t);
-    this.schedules = new Schedules(t);
+    this.resendForMs = Math.max(options.resendForMs ?? DEFAULT_RESEND_FOR_MS, 0);
+    this.queues = new Queues(t, this.resendForMs);
+    this.schedules = new Schedules(t, this.resendForMs);
   }
 
-  /** Starts a workflow (or returns the one already started with `workflowId`). */
+  /**
+   * Starts a workflow (or returns the one already started with `workflowId`). Without a
+   * `workflowId` one is made here, so that the start can be sent again safely.
+   */
   async start(workflowName: string, input?: unknown, options: StartOptions = {}): Promise<Started> {
     const o = options;
-    const r = await rpc(() =>
+    const workflowId = o.workflowId || newWorkflowId();
+    const r = await repeatable(this.resendForMs, o, (a) =>
       this.rpc.startWorkflow(
         {
           workflowName,
-          workflowId: o.workflowId ?? "",
+          workflowId,
           input: toPayload(input),
           queueName: o.queue ?? "",
           appVersion: o.appVersion ?? "",
@@ -146,20 +161,24 @@ export class Client {
                 }
               : undefined,
         },
-        call(o),
+        a,
       ),
     );
-    return { workflow: workflowOf(r.workflow), created: r.created };
+    const workflow = workflowOf(r.workflow);
+    // A start sent again after the first one went through finds the workflow that one created:
+    // with an id made here, nobody else could have started it, so this call did.
+    const ours = !o.workflowId && workflow.workflowId === workflowId;
+    return { workflow, created: r.created || ours };
   }
 
   async get(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
-    const r = await rpc(() => this.rpc.getWorkflow({ workflowId }, call(options)));
+    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.getWorkflow({ workflowId }, a));
     return workflowOf(r.workflow);
   }
 
   /** One page of workflows, newest first. */
   async list(options: ListOptions = {}): Promise<WorkflowPage> {
-    const r = await rpc(() =>
+    const r = await repeatable(this.resendForMs, options, (a) =>
       this.rpc.listWorkflows(
         {
           statuses: (options.statuses ?? []).map(statusToWire),
@@ -170,7 +189,7 @@ export class Client {
           pageSize: options.pageSize ?? 0,
           pageToken: options.pageToken ?? "",
         },
-        call(options),
+        a,
       ),
     );
     return { workflows: r.workflows.map(workflowInfo), nextPageToken: r.nextPageToken || undefined };
@@ -191,7 +210,7 @@ export class Client {
    * `RpcError` of code DeadlineExceeded.
    */
   async await(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
-    const r = await rpc(() => this.rpc.awaitWorkflow({ workflowId }, call(options)));
+    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.awaitWorkflow({ workflowId }, a));
     return workflowOf(r.workflow);
   }
 
@@ -212,19 +231,21 @@ export class Client {
 
   /** The workflow's recorded steps, in order. */
   async steps(workflowId: string, options?: CallOptions): Promise<StepInfo[]> {
-    const r = await rpc(() => this.rpc.listSteps({ workflowId }, call(options)));
+    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.listSteps({ workflowId }, a));
     return r.steps.map(stepInfo);
   }
 
   /** Cancels a workflow (with `cascade`, its children too); it stops at its next step. */
   async cancel(workflowId: string, options: CallOptions & { cascade?: boolean } = {}): Promise<WorkflowInfo> {
-    const r = await rpc(() => this.rpc.cancelWorkflow({ workflowId, cascade: options.cascade ?? false }, call(options)));
+    const r = await repeatable(this.resendForMs, options, (a) =>
+      this.rpc.cancelWorkflow({ workflowId, cascade: options.cascade ?? false }, a),
+    );
     return workflowOf(r.workflow);
   }
 
   /** Puts a cancelled or dead-lettered workflow back in its queue; it replays from its checkpoints. */
   async resume(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
-    const r = await rpc(() => this.rpc.resumeWorkflow({ workflowId }, call(options)));
+    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.resumeWorkflow({ workflowId }, a));
     return workflowOf(r.workflow);
   }
 
@@ -236,30 +257,30 @@ export class Client {
 
   /**
    * Sends a message to a workflow on `topic` ("" is the default topic). With an idempotency
-   * key a retried send is delivered once (`duplicate` true the second time).
+   * key a retried send is delivered once (`duplicate` true the second time), and only then is
+   * the send made again while the server answers UNAVAILABLE (so `duplicate` can be true when
+   * this call's own first attempt got through).
    */
   async send(
     workflowId: string,
     message: unknown,
     options: CallOptions & { topic?: string; idempotencyKey?: string } = {},
   ): Promise<{ messageId: string; duplicate: boolean }> {
-    const r = await rpc(() =>
-      this.rpc.sendMessage(
-        {
-          workflowId,
-          topic: options.topic ?? "",
-          message: toPayload(message),
-          idempotencyKey: options.idempotencyKey ?? "",
-        },
-        call(options),
-      ),
-    );
+    const req = {
+      workflowId,
+      topic: options.topic ?? "",
+      message: toPayload(message),
+      idempotencyKey: options.idempotencyKey ?? "",
+    };
+    const r = options.idempotencyKey
+      ? await repeatable(this.resendForMs, options, (a) => this.rpc.sendMessage(req, a))
+      : await rpc(() => this.rpc.sendMessage(req, call(options)));
     return { messageId: r.messageId, duplicate: r.duplicate };
   }
 
   /** Every message sent to a workflow, consumed or not, oldest first. */
   async messages(workflowId: string, options?: CallOptions): Promise<MessageInfo[]> {
-    const r = await rpc(() => this.rpc.listMessages({ workflowId }, call(options)));
+    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.listMessages({ workflowId }, a));
     return r.messages.map(messageInfo);
   }
 
@@ -272,26 +293,29 @@ export class Client {
     key: string,
     options: { waitMs?: number; signal?: AbortSignal } = {},
   ): Promise<T | undefined> {
-    const wait = options.waitMs;
-    const r = await rpc(() =>
-      this.rpc.getEvent(
+    const until = options.waitMs !== undefined ? Date.now() + options.waitMs : undefined;
+    const r = await repeatable(this.resendForMs, { signal: options.signal }, (a) => {
+      // Asked again, it waits only what is left of the caller's wait.
+      const wait = until !== undefined ? Math.max(until - Date.now(), 0) : undefined;
+      return this.rpc.getEvent(
         { workflowId, key, timeout: wait !== undefined ? durationFromMs(wait) : undefined },
         // Room for the server to answer "not set" itself.
-        { signal: options.signal, timeoutMs: wait !== undefined ? wait + 5000 : undefined },
-      ),
-    );
+        { signal: a.signal, timeoutMs: wait !== undefined ? wait + 5000 : undefined },
+      );
+    });
     return r.found ? (fromPayload(r.value) as T) : undefined;
   }
 
   /** Every event of a workflow, with the history of its values. */
   async events(workflowId: string, options?: CallOptions): Promise<EventInfo[]> {
-    const r = await rpc(() => this.rpc.listEvents({ workflowId }, call(options)));
+    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.listEvents({ workflowId }, a));
     return r.events.map(eventInfo);
   }
 
   /**
    * Follows a workflow's stream `key` from `fromOffset`: yields values as they are written and
-   * ends when the stream is closed or the workflow has finished.
+   * ends when the stream is closed or the workflow has finished. Cut off by UNAVAILABLE, it
+   * opens the stream again after the last value it yielded.
    * `for await (const { offset, value } of client.readStream(id, "progress")) …`
    */
   async *readStream<T = JsonValue>(
@@ -299,16 +323,27 @@ export class Client {
     key: string,
     options: { fromOffset?: number; signal?: AbortSignal } = {},
   ): AsyncGenerator<StreamItem<T>> {
-    const responses = this.rpc.readStream(
-      { workflowId, key, fromOffset: BigInt(options.fromOffset ?? 0) },
-      { signal: options.signal },
-    );
-    try {
-      for await (const item of responses) {
-        yield { offset: Number(item.offset), value: fromPayload(item.value) as T };
+    let from = options.fromOffset ?? 0;
+    let unavailableSince: number | undefined;
+    for (let resends = 0; ; ) {
+      try {
+        const responses = this.rpc.readStream({ workflowId, key, fromOffset: BigInt(from) }, { signal: options.signal });
+        for await (const item of responses) {
+          unavailableSince = undefined;
+          resends = 0;
+          from = Number(item.offset) + 1;
+          yield { offset: Number(item.offset), value: fromPayload(item.value) as T };
+        }
+        return;
+      } catch (e) {
+        if (!isUnavailableError(e)) throw toRpcError(e);
+        unavailableSince ??= Date.now();
+        const left = unavailableSince + this.resendForMs - Date.now();
+        if (left <= 0) throw toRpcError(e);
+        resends += 1;
+        await sleep(Math.min(resendDelayMs(resends), left), options.signal);
+        if (options.signal?.aborted) throw toRpcError(options.signal.reason);
       }
-    } catch (e) {
-      throw toRpcError(e);
     }
   }
 }

@@ -7,6 +7,7 @@ import { QueueSchema, QueueService, type Queue } from "./gen/waymark/v1/queue_pb
 import { date } from "./types.js";
 import type { CallOptions } from "./client.js";
 import { rpc } from "./client.js";
+import { repeatable } from "./repeat.js";
 
 /** A queue's limits; an absent limit is no limit. */
 export interface QueueLimits {
@@ -64,7 +65,10 @@ function info(q: Queue | undefined): QueueInfo {
 export class Queues {
   private readonly rpc: RpcClient<typeof QueueService>;
 
-  constructor(transport: Transport) {
+  constructor(
+    transport: Transport,
+    private readonly resendForMs = 0,
+  ) {
     this.rpc = createClient(QueueService, transport);
   }
 
@@ -87,13 +91,13 @@ export class Queues {
   }
 
   async get(name: string, options?: CallOptions): Promise<QueueInfo> {
-    const r = await rpc(() => this.rpc.getQueue({ name }, options));
+    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.getQueue({ name }, a));
     return info(r.queue);
   }
 
   /** Every queue, by name. */
   async list(options?: CallOptions): Promise<QueueInfo[]> {
-    const r = await rpc(() => this.rpc.listQueues({}, options));
+    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.listQueues({}, a));
     return r.queues.map(info);
   }
 

@@ -9,6 +9,7 @@ import { fromPayload, toPayload } from "./payload.js";
 import { date, workflowInfo, type WorkflowInfo } from "./types.js";
 import type { CallOptions } from "./client.js";
 import { rpc } from "./client.js";
+import { repeatable } from "./repeat.js";
 import { SerializationError } from "./errors.js";
 
 export interface ScheduleDef {
@@ -81,7 +82,10 @@ function wire(name: string, d: ScheduleUpdate & { paused?: boolean }): Schedule 
 export class Schedules {
   private readonly rpc: RpcClient<typeof ScheduleService>;
 
-  constructor(transport: Transport) {
+  constructor(
+    transport: Transport,
+    private readonly resendForMs = 0,
+  ) {
     this.rpc = createClient(ScheduleService, transport);
   }
 
@@ -100,11 +104,11 @@ export class Schedules {
   }
 
   async get(name: string, options?: CallOptions): Promise<ScheduleInfo> {
-    return info((await rpc(() => this.rpc.getSchedule({ name }, options))).schedule);
+    return info((await repeatable(this.resendForMs, options, (a) => this.rpc.getSchedule({ name }, a))).schedule);
   }
 
   async list(options?: CallOptions): Promise<ScheduleInfo[]> {
-    return (await rpc(() => this.rpc.listSchedules({}, options))).schedules.map(info);
+    return (await repeatable(this.resendForMs, options, (a) => this.rpc.listSchedules({}, a))).schedules.map(info);
   }
 
   async delete(name: string, options?: CallOptions): Promise<void> {

@@ -19,8 +19,14 @@ export function resendDelayMs(n: number): number {
 export type Attempt<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
 export interface ResendOptions<T> {
-  /** How long after the first attempt a new one may still start. */
+  /**
+   * How long after the first "unavailable" outcome a new attempt may still start. Counted from
+   * that outcome, not the first attempt, so a long call (an await) that meets a restart late
+   * still gets the whole bound.
+   */
   forMs: number;
+  /** A time (ms since the epoch) no pause reaches past: the caller's own deadline. */
+  until?: number;
   /** Whether this attempt's outcome says "unavailable, ask again". */
   unavailable: (a: Attempt<T>) => boolean;
   /** Ends the pauses between attempts: the loop then throws the signal's reason. */
@@ -35,7 +41,7 @@ export interface ResendOptions<T> {
  * reads errors from values), or its error.
  */
 export async function resending<T>(attempt: () => Promise<T>, o: ResendOptions<T>): Promise<T> {
-  const deadline = Date.now() + o.forMs;
+  let deadline: number | undefined;
   for (let n = 1; ; n++) {
     let a: Attempt<T>;
     try {
@@ -43,8 +49,10 @@ export async function resending<T>(attempt: () => Promise<T>, o: ResendOptions<T
     } catch (error) {
       a = { ok: false, error };
     }
-    const left = deadline - Date.now();
-    if (!o.unavailable(a) || left <= 0) {
+    const unavailable = o.unavailable(a);
+    if (unavailable) deadline ??= Math.min(Date.now() + o.forMs, o.until ?? Infinity);
+    const left = (deadline ?? 0) - Date.now();
+    if (!unavailable || left <= 0) {
       if (a.ok) return a.value;
       throw a.error;
     }

@@ -1,0 +1,112 @@
+// The client makes calls that are safe to repeat again while the server answers UNAVAILABLE,
+// and only those (no server: Connect's in-process router stands in for it).
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { WorkflowService } from "../src/gen/waymark/v1/workflow_pb.js";
+import { WorkflowSchema, WorkflowStatus } from "../src/gen/waymark/v1/types_pb.js";
+import { Client, RpcError } from "../src/index.js";
+import { toPayload } from "../src/payload.js";
+
+const down = () => new ConnectError("the database is restarting", Code.Unavailable);
+
+/** A client on a fake WorkflowService that refuses the first `refusals` calls of each method. */
+function clientWith(refusals: number, resendForMs = 60_000) {
+  const calls = new Map<string, unknown[]>();
+  const seen = (method: string, req: unknown) => {
+    const list = calls.get(method) ?? [];
+    list.push(req);
+    calls.set(method, list);
+    if (list.length <= refusals) throw down();
+  };
+  const started = new Set<string>();
+  const transport = createRouterTransport(({ service }) => {
+    service(WorkflowService, {
+      getWorkflow(req) {
+        seen("get", req);
+        return { workflow: create(WorkflowSchema, { workflowId: req.workflowId, status: WorkflowStatus.PENDING }) };
+      },
+      startWorkflow(req) {
+        // The write goes through before the answer is lost: the resend finds the workflow.
+        const created = !started.has(req.workflowId);
+        started.add(req.workflowId);
+        seen("start", req);
+        return { workflow: create(WorkflowSchema, { workflowId: req.workflowId, workflowName: req.workflowName }), created };
+      },
+      sendMessage(req) {
+        seen("send", req);
+        return { messageId: "m-1", duplicate: false };
+      },
+      async *readStream(req) {
+        seen("read", req);
+        const from = Number(req.fromOffset);
+        for (let offset = from; offset < 4; offset++) {
+          yield { offset: BigInt(offset), value: toPayload(offset * 10) };
+          // The stream is cut off once in the middle, as a restarting server would.
+          if (offset === 1 && calls.get("read")!.length === 1) throw down();
+        }
+      },
+    });
+  });
+  return { client: new Client({ transport, resendForMs }), calls };
+}
+
+test("a read answered UNAVAILABLE twice is made again and succeeds", async () => {
+  const { client, calls } = clientWith(2);
+  const w = await client.get("wf-1");
+  assert.equal(w.workflowId, "wf-1");
+  assert.equal(calls.get("get")!.length, 3);
+});
+
+test("a start without an id gets one here, so the resend is the same start and reports it created", async () => {
+  const { client, calls } = clientWith(1);
+  const { workflow, created } = await client.start("checkout", { n: 1 });
+  const ids = calls.get("start")!.map((r) => (r as { workflowId: string }).workflowId);
+  assert.equal(ids.length, 2);
+  assert.ok(ids[0] && ids[0] === ids[1], `both attempts carry one id: ${ids}`);
+  assert.match(ids[0]!, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.equal(workflow.workflowId, ids[0]);
+  assert.equal(created, true);
+});
+
+test("a send is made again only when the caller gave an idempotency key", async () => {
+  const plain = clientWith(1);
+  await assert.rejects(plain.client.send("wf-1", "hi"), (e) => e instanceof RpcError && e.code === Code.Unavailable);
+  assert.equal(plain.calls.get("send")!.length, 1);
+
+  const keyed = clientWith(1);
+  assert.equal((await keyed.client.send("wf-1", "hi", { idempotencyKey: "k-1" })).messageId, "m-1");
+  assert.equal(keyed.calls.get("send")!.length, 2);
+});
+
+test("past the bound the UNAVAILABLE error comes out", async () => {
+  const { client, calls } = clientWith(Infinity, 120);
+  await assert.rejects(client.get("wf-1"), (e) => e instanceof RpcError && e.reason === "UNAVAILABLE");
+  assert.ok(calls.get("get")!.length >= 2, "made again at least once within the bound");
+});
+
+test("the caller's signal ends the resends", async () => {
+  const { client, calls } = clientWith(Infinity);
+  const ac = new AbortController();
+  const pending = client.get("wf-1", { signal: ac.signal });
+  // Abort once the first refusal has been answered, whenever that is.
+  while (!calls.get("get")) await new Promise((r) => setImmediate(r));
+  ac.abort();
+  await assert.rejects(pending, (e) => e instanceof RpcError && e.code === Code.Canceled);
+});
+
+test("a stream read cut off by UNAVAILABLE opens again after the last value it gave", async () => {
+  const { client, calls } = clientWith(0);
+  const got: number[] = [];
+  for await (const { offset, value } of client.readStream("wf-1", "progress")) {
+    assert.equal(value, offset * 10);
+    got.push(offset);
+  }
+  assert.deepEqual(got, [0, 1, 2, 3]);
+  assert.deepEqual(
+    calls.get("read")!.map((r) => Number((r as { fromOffset: bigint }).fromOffset)),
+    [0, 2],
+  );
+});
