@@ -20,7 +20,10 @@ type ChildOptions struct {
 // instead of starting another.
 func StartChild(ctx Context, name string, input any, opts *ChildOptions) (string, error) {
 	r := ctx.run()
-	step := r.take(1)
+	step, err := r.take(1)
+	if err != nil {
+		return "", err
+	}
 	fields, _, ok, err := r.recordedFields(step, startChildStep)
 	if err != nil || ok {
 		return field[string](fields, "workflow_id"), err
@@ -50,7 +53,10 @@ func StartChild(ctx Context, name string, input any, opts *ChildOptions) (string
 func AwaitChild[T any](ctx Context, childID string) (T, error) {
 	var zero T
 	r := ctx.run()
-	step := r.take(1)
+	step, err := r.take(1)
+	if err != nil {
+		return zero, err
+	}
 	fields, _, ok, err := r.recordedFields(step, awaitChildStep)
 	if err != nil {
 		return zero, err

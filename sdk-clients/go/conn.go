@@ -4,15 +4,20 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"google.golang.org/grpc"
-
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
+
+// workerStream is the worker's end of the stream as a session uses it. The gRPC stream is one;
+// the package's tests put a fake server behind it.
+type workerStream interface {
+	Send(*pb.WorkerMessage) error
+	Recv() (*pb.ServerMessage, error)
+}
 
 // conn is the sending half of one worker stream, shared by every workflow running on it:
 // requests carry an id the server's Reply echoes, and wait for it here.
 type conn struct {
-	stream grpc.BidiStreamingClient[pb.WorkerMessage, pb.ServerMessage]
+	stream workerStream
 	// grpc-go allows one Send at a time on a stream.
 	sendMu sync.Mutex
 	nextID atomic.Uint64
@@ -24,7 +29,7 @@ type conn struct {
 	closeOnce sync.Once
 }
 
-func newConn(stream grpc.BidiStreamingClient[pb.WorkerMessage, pb.ServerMessage]) *conn {
+func newConn(stream workerStream) *conn {
 	return &conn{stream: stream, pending: map[uint64]chan *pb.Reply{}, done: make(chan struct{})}
 }
 
@@ -69,16 +74,6 @@ func (c *conn) wait(ch <-chan *pb.Reply) (*pb.Reply, error) {
 	case <-c.done:
 		return nil, ErrDisconnected
 	}
-}
-
-// request sends a request and waits for its reply. It does not give up when the workflow is
-// cancelled: the reply says whether the write happened, and it comes at once.
-func (c *conn) request(msg *pb.WorkerMessage) (*pb.Reply, error) {
-	ch, err := c.start(msg)
-	if err != nil {
-		return nil, err
-	}
-	return c.wait(ch)
 }
 
 // resolve hands a reply to the request waiting for it.

@@ -6,8 +6,9 @@ import (
 )
 
 // Context is what a workflow function gets: a context.Context that is cancelled when the
-// workflow is cancelled, parked, taken over or its worker's stream breaks (context.Cause says
-// which: ErrCancelled, ErrParked, ErrFenced, ErrDisconnected), and the workflow's identity.
+// workflow is cancelled, parked, taken over or dropped by this worker — its stream broke, or
+// the server stayed unavailable (context.Cause says which: ErrCancelled, ErrParked, ErrFenced,
+// ErrDropped, which wraps ErrDisconnected when the stream broke), and the workflow's identity.
 // Pass it to Step, Sleep, Recv and the other functions of this package; pass it (or a context
 // derived from it) to anything else that takes a context.Context.
 type Context interface {

@@ -157,5 +157,5 @@ func failureOf(err error) *Failure {
 // isInterruption: the run ends without a completion.
 func isInterruption(err error) bool {
 	return errors.Is(err, ErrCancelled) || errors.Is(err, ErrParked) ||
-		errors.Is(err, ErrFenced) || errors.Is(err, ErrDisconnected)
+		errors.Is(err, ErrFenced) || errors.Is(err, ErrDisconnected) || errors.Is(err, ErrDropped)
 }

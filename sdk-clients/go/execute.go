@@ -12,7 +12,9 @@ import (
 
 func codeOf(n int32) codes.Code { return codes.Code(uint32(n)) }
 
-// execute runs a dispatched workflow's function and sends its outcome.
+// execute runs a dispatched workflow's function and sends its outcome — unless the run was
+// stopped (cancelled, parked, fenced) or dropped meanwhile: then nothing is sent for it,
+// whatever the function returned.
 func (s *session) execute(r *run, d *pb.DispatchWorkflow) {
 	defer s.finished(r)
 	out, err := s.call(r, d)
@@ -28,18 +30,26 @@ func (s *session) execute(r *run, d *pb.DispatchWorkflow) {
 		}
 		return
 	}
-	req := &pb.CompleteWorkflow{WorkflowId: r.id, Epoch: r.epoch, Steps: r.takeHeld()}
+	// The completion carries the records still held back, once those that other goroutines
+	// of the workflow have in flight are durable; one of those may have ended the run.
+	held := r.lastRecords()
+	if stop := r.stopped(); stop != nil {
+		r.logger.Info("workflow run stopped", "reason", stop)
+		return
+	}
+	req := &pb.CompleteWorkflow{WorkflowId: r.id, Epoch: r.epoch, Steps: held}
 	if err != nil {
 		f := failureOf(err)
 		req.Outcome = &pb.CompleteWorkflow_Failure{Failure: &pb.Failure{Kind: f.Kind, Message: f.Message}}
 	} else {
 		req.Outcome = &pb.CompleteWorkflow_Output{Output: out}
 	}
-	reply, rerr := r.conn.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_CompleteWorkflow{CompleteWorkflow: req}})
+	reply, rerr := r.exchange(&pb.WorkerMessage{Kind: &pb.WorkerMessage_CompleteWorkflow{CompleteWorkflow: req}})
 	switch {
 	case rerr != nil:
-		// The stream broke: this run is abandoned and the server hands the workflow out again.
-		r.logger.Info("stream broke before the completion was acknowledged")
+		// Dropped: the server dispatches the workflow again, and a repeated completion is
+		// adopted.
+		r.logger.Info("completion not acknowledged; the run is dropped", "error", rerr)
 	case reply.GetError() != nil:
 		r.logger.Info("completion refused", "reason", reply.GetError().GetReason(), "message", reply.GetError().GetMessage())
 	case reply.GetWorkflowCompleted().GetAdopted():

@@ -14,7 +14,10 @@ import (
 // message arrives; nothing polls. A wait longer than the park threshold parks the workflow.
 func Recv[T any](ctx Context, topic string, timeout time.Duration) (msg T, ok bool, err error) {
 	r := ctx.run()
-	step := r.take(2)
+	step, err := r.take(2)
+	if err != nil {
+		return msg, false, err
+	}
 	raw, ok, err := r.durableWait(durableWait{
 		deadlineStep: step, deadlineName: recvDeadlineStep, resultName: recvStep, field: "message",
 		timeout: timeout,
@@ -36,7 +39,10 @@ func Recv[T any](ctx Context, topic string, timeout time.Duration) (msg T, ok bo
 // is false when it was not. Recorded, with its deadline, like Recv.
 func GetEvent[T any](ctx Context, workflowID, key string, timeout time.Duration) (value T, ok bool, err error) {
 	r := ctx.run()
-	step := r.take(2)
+	step, err := r.take(2)
+	if err != nil {
+		return value, false, err
+	}
 	raw, ok, err := r.durableWait(durableWait{
 		deadlineStep: step, deadlineName: getEventDeadlineStep, resultName: getEventStep, field: "value",
 		timeout: timeout,

@@ -52,7 +52,10 @@ func CallStep[O any](ctx Context, name string, input any, opts ...StepOption) (O
 // returns. Wait with StepResult, WaitFirst or WaitAll.
 func StartStep(ctx Context, name string, input any, opts ...StepOption) (*StepHandle, error) {
 	r := ctx.run()
-	step := r.take(1)
+	step, err := r.take(1)
+	if err != nil {
+		return nil, err
+	}
 	payload, err := toPayload(input)
 	if err != nil {
 		return nil, err
@@ -75,6 +78,10 @@ func StartStep(ctx Context, name string, input any, opts ...StepOption) (*StepHa
 // *StepError.
 func StepResult[O any](ctx Context, h *StepHandle) (O, error) {
 	r := ctx.run()
+	if err := r.droppedErr(); err != nil {
+		var zero O
+		return zero, err
+	}
 	if rec := r.recorded[h.step]; rec != nil {
 		return replayed[O](r, h.step, h.name, rec)
 	}
@@ -137,7 +144,10 @@ func WaitAll(ctx Context, targets ...Awaitable) error {
 }
 
 func waitSeveral(r *run, targets []Awaitable, all bool) (int, error) {
-	step := r.take(1)
+	step, err := r.take(1)
+	if err != nil {
+		return 0, err
+	}
 	name := selectStep
 	if all {
 		name = waitAllStep

@@ -23,11 +23,21 @@ type run struct {
 	recoveryAttempts uint32
 	// Steps recorded by earlier runs, by position: a replay returns these instead of running.
 	recorded  map[uint32]*pb.Step
+	sess      *session
 	conn      *conn
 	parkAfter int64 // milliseconds; negative: never park
-	logger    *slog.Logger
+	// How long a request the server answers UNAVAILABLE is sent again before the run is
+	// dropped; negative: not at all.
+	retryFor time.Duration
+	logger   *slog.Logger
+	hooks    *testHooks
 	// Set when a later dispatch of the same workflow replaced this run.
 	superseded atomic.Bool
+	// Set, once, when the worker lets go of the run without finishing it: the error every
+	// later operation returns (see drop).
+	dropped atomic.Pointer[error]
+	// Set when a test made the worker forget the run without a word to the server.
+	lost atomic.Bool
 	// Rung (without blocking; one pending ring is kept) when the server says a wait may be over.
 	wakeup chan struct{}
 
@@ -37,6 +47,9 @@ type run struct {
 	// carries them: nothing outside the workflow can depend on a step before then, so the last
 	// steps of a run cost no round trip and no commit of their own.
 	deferred []*pb.RecordStep
+	// The last batch of held records a flush took: a later flush (or the completion) settles
+	// only after it.
+	lastBatch *recordBatch
 	// Receives the server completed on its own (a send found them waiting) and pushed with
 	// the wakeup, by step position.
 	delivered map[uint32]*pb.Payload
@@ -52,8 +65,11 @@ func newRun(s *session, d *pb.DispatchWorkflow) *run {
 		epoch:            d.GetEpoch(),
 		recoveryAttempts: d.GetRecoveryAttempts(),
 		recorded:         make(map[uint32]*pb.Step, len(d.GetSteps())),
+		sess:             s,
 		conn:             s.conn,
 		parkAfter:        parkAfterMs(s.w.opts.ParkAfter),
+		retryFor:         s.w.opts.RetryUnavailable,
+		hooks:            &s.w.hooks,
 		logger:           s.w.logger.With("workflow_id", d.GetWorkflowId(), "workflow", d.GetWorkflowName()),
 		wakeup:           make(chan struct{}, 1),
 		delivered:        map[uint32]*pb.Payload{},
@@ -75,13 +91,17 @@ func parkAfterMs(d time.Duration) int64 {
 
 // take reserves n step positions. Positions are taken in call order, which is what makes a
 // replay line up with its history: call steps from one goroutine, or start them together
-// (StartStep, StartChild) and wait with WaitAll.
-func (r *run) take(n uint32) uint32 {
+// (StartStep, StartChild) and wait with WaitAll. A dropped run takes none: every operation of
+// it fails with the drop's error, even one its history could answer.
+func (r *run) take(n uint32) (uint32, error) {
+	if err := r.droppedErr(); err != nil {
+		return 0, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := r.next
 	r.next += n
-	return id
+	return id, nil
 }
 
 // stop ends the run with cause (ErrCancelled, ErrParked, ErrFenced): its context is cancelled,
@@ -93,6 +113,9 @@ func (r *run) stop(cause error) {
 
 // stopped is why the run must stop, or nil while it may go on.
 func (r *run) stopped() error {
+	if err := r.droppedErr(); err != nil {
+		return err
+	}
 	if r.Err() == nil {
 		return nil
 	}
@@ -128,57 +151,13 @@ func (r *run) takeDelivered(step uint32) (*pb.Payload, bool) {
 	return p, ok
 }
 
-// hold keeps a step's record back until the next request or the completion.
-func (r *run) hold(step uint32, name string, out *pb.Payload, failure *pb.Failure, attempts uint32) {
-	rec := &pb.RecordStep{WorkflowId: r.id, Epoch: r.epoch, StepId: step, Name: name, Attempts: attempts}
-	if failure != nil {
-		rec.Outcome = &pb.RecordStep_Failure{Failure: failure}
-	} else {
-		rec.Outcome = &pb.RecordStep_Output{Output: out}
-	}
-	r.mu.Lock()
-	r.deferred = append(r.deferred, rec)
-	r.mu.Unlock()
-}
-
-func (r *run) takeHeld() []*pb.RecordStep {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	held := r.deferred
-	r.deferred = nil
-	return held
-}
-
-// flush makes the held-back step records durable, all in flight at once.
-func (r *run) flush() error {
-	held := r.takeHeld()
-	replies := make([]<-chan *pb.Reply, 0, len(held))
-	for _, rec := range held {
-		ch, err := r.conn.start(&pb.WorkerMessage{Kind: &pb.WorkerMessage_RecordStep{RecordStep: rec}})
-		if err != nil {
-			return err
-		}
-		replies = append(replies, ch)
-	}
-	var first error
-	for _, ch := range replies {
-		reply, err := r.conn.wait(ch)
-		if err == nil {
-			err = r.expect(reply, func(*pb.Reply) bool { return reply.GetStepRecorded() != nil })
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// request sends a request for this workflow, after the step records it holds back.
+// request sends a request for this workflow once every step record taken before it is
+// durable, and waits for its answer.
 func (r *run) request(msg *pb.WorkerMessage) (*pb.Reply, error) {
 	if err := r.flush(); err != nil {
 		return nil, err
 	}
-	reply, err := r.conn.request(msg)
+	reply, err := r.exchange(msg)
 	if err != nil {
 		return nil, err
 	}

@@ -33,10 +33,12 @@ func (s *session) serveStep(d *pb.DispatchStep) {
 	} else {
 		res.Outcome = &pb.StepResult_Output{Output: out}
 	}
-	reply, err := s.conn.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_StepResult{StepResult: res}})
+	// Sent again while the server is unavailable, but not past the attempt's deadline: the
+	// server fails the attempt then and would refuse the result.
+	reply, err := s.conn.exchange(&pb.WorkerMessage{Kind: &pb.WorkerMessage_StepResult{StepResult: res}}, s.w.opts.RetryUnavailable, ctx.Done())
 	switch {
 	case err != nil:
-		log.Debug("stream broke before the step result was sent")
+		log.Info("step result not acknowledged; the server will retry the attempt", "error", err)
 	case reply.GetError() != nil:
 		log.Info("step result refused", "reason", reply.GetError().GetReason(), "message", reply.GetError().GetMessage())
 	}

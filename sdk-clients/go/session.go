@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,28 +15,41 @@ import (
 )
 
 // session is one stream to the server: hello, credits, heartbeats, dispatches. When it ends,
-// every workflow it was running is stopped (its context is cancelled with ErrDisconnected);
-// the server hands them out again, to this worker when it reconnects or to another.
+// every workflow it was running is dropped (ErrDropped, wrapping ErrDisconnected); the server
+// hands them out again, to this worker when it reconnects or to another.
 type session struct {
-	w    *Worker
-	conn *conn
-	ctx  context.Context
+	w      *Worker
+	conn   *conn
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// The runs this worker holds, by workflow id: from the moment their dispatch is taken off
+	// the stream until their goroutine ends. Heartbeats list them.
 	running map[string]*run
+	// DispatchWorkflow messages taken off this stream, counted under mu with the insert into
+	// running, so a heartbeat never counts a dispatch it does not list.
+	dispatches uint64
 }
 
 // session runs one stream until it breaks; welcomed says whether the server accepted it.
 func (w *Worker) session(ctx context.Context, cc *grpc.ClientConn) (welcomed bool, err error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(ErrDisconnected)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stream, err := pb.NewWorkerServiceClient(cc).Connect(ctx)
 	if err != nil {
 		return false, rpcError(err)
 	}
-	c := newConn(stream)
-	defer c.close()
-	if err := c.send(w.hello()); err != nil {
+	return w.converse(ctx, stream)
+}
+
+// converse holds the conversation on an open stream: hello and welcome, credits, then the
+// server's messages until the stream breaks.
+func (w *Worker) converse(ctx context.Context, stream workerStream) (welcomed bool, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	s := &session{w: w, conn: newConn(stream), ctx: ctx, cancel: cancel, running: map[string]*run{}}
+	defer s.end()
+	if err := s.conn.send(w.hello()); err != nil {
 		_, err = stream.Recv()
 		return false, rpcError(err)
 	}
@@ -48,12 +63,11 @@ func (w *Worker) session(ctx context.Context, cc *grpc.ClientConn) (welcomed boo
 	}
 	w.logger.Info("connected to Waymark", "session", welcome.GetSessionId(), "server_version", welcome.GetServerVersion())
 
-	s := &session{w: w, conn: c, ctx: ctx, running: map[string]*run{}}
 	var stepCredits uint32
 	if w.hasSteps() {
 		stepCredits = w.opts.MaxConcurrentSteps
 	}
-	_ = c.send(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Credit{Credit: &pb.Credit{Workflows: w.opts.MaxConcurrentWorkflows, Steps: stepCredits}}})
+	_ = s.conn.send(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Credit{Credit: &pb.Credit{Workflows: w.opts.MaxConcurrentWorkflows, Steps: stepCredits}}})
 	go s.heartbeat(time.Duration(max(welcome.GetHeartbeatIntervalMs(), 100)) * time.Millisecond)
 
 	for {
@@ -63,6 +77,19 @@ func (w *Worker) session(ctx context.Context, cc *grpc.ClientConn) (welcomed boo
 		}
 		s.handle(msg)
 	}
+}
+
+// end closes the session: every run still held is dropped (none of them can be answered any
+// more), then the stream's waiters are released and the session's context ends.
+func (s *session) end() {
+	s.mu.Lock()
+	runs := slices.Collect(maps.Values(s.running))
+	s.mu.Unlock()
+	for _, r := range runs {
+		r.drop(ErrDisconnected)
+	}
+	s.conn.close()
+	s.cancel(ErrDisconnected)
 }
 
 func (w *Worker) hello() *pb.WorkerMessage {
@@ -82,19 +109,6 @@ func (w *Worker) hello() *pb.WorkerMessage {
 		h.StepNames = append(h.StepNames, name)
 	}
 	return &pb.WorkerMessage{Kind: &pb.WorkerMessage_Hello{Hello: h}}
-}
-
-func (s *session) heartbeat(every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-			_ = s.conn.send(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}})
-		}
-	}
 }
 
 func (s *session) handle(msg *pb.ServerMessage) {
@@ -129,6 +143,7 @@ func (s *session) get(workflowID string) *run {
 func (s *session) dispatch(d *pb.DispatchWorkflow) {
 	r := newRun(s, d)
 	s.mu.Lock()
+	s.dispatches++
 	if old := s.running[d.GetWorkflowId()]; old != nil {
 		old.superseded.Store(true)
 		old.stop(fmt.Errorf("%w: dispatched again", ErrFenced))
@@ -138,14 +153,18 @@ func (s *session) dispatch(d *pb.DispatchWorkflow) {
 	go s.execute(r, d)
 }
 
-// finished forgets a run and grants its credit back, unless a later dispatch replaced it.
+// finished forgets a run and grants its credit back, unless a later dispatch replaced it (the
+// credit is that one's now) or the run was lost without a word (see lose).
 func (s *session) finished(r *run) {
 	s.mu.Lock()
 	if s.running[r.id] == r {
 		delete(s.running, r.id)
 	}
 	s.mu.Unlock()
-	if !r.superseded.Load() {
+	if !r.superseded.Load() && !r.lost.Load() {
 		_ = s.conn.send(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Credit{Credit: &pb.Credit{Workflows: 1}}})
+	}
+	if s.w.hooks.runEnded != nil {
+		s.w.hooks.runEnded(r.id)
 	}
 }

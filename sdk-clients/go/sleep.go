@@ -12,7 +12,10 @@ import (
 // time. Cancelling the workflow ends the sleep.
 func Sleep(ctx Context, d time.Duration) error {
 	r := ctx.run()
-	step := r.take(1)
+	step, err := r.take(1)
+	if err != nil {
+		return err
+	}
 	fields, _, ok, err := r.recordedFields(step, sleepStep)
 	if err != nil {
 		return err

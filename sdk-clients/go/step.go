@@ -46,15 +46,22 @@ func stepOptions(opts []StepOption) stepConfig {
 func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, error), opts ...StepOption) (T, error) {
 	var zero T
 	r := ctx.run()
-	step := r.take(1)
+	step, err := r.take(1)
+	if err != nil {
+		return zero, err
+	}
 	if rec := r.recorded[step]; rec != nil {
 		return replayed[T](r, step, name, rec)
 	}
 	if err := r.stopped(); err != nil {
 		return zero, err
 	}
-	// This step may depend on the ones before: their records are durable first.
+	// This step may depend on the ones before: their records are durable first, including
+	// those another goroutine of the workflow is flushing right now.
 	if err := r.flush(); err != nil {
+		return zero, err
+	}
+	if err := r.stopped(); err != nil {
 		return zero, err
 	}
 	cfg := stepOptions(opts)

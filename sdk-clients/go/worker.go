@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -41,6 +40,11 @@ type WorkerOptions struct {
 	// longer than this is parked — released from this worker until its wait resolves.
 	// Zero means 60 seconds; negative keeps every waiting workflow in memory.
 	ParkAfter time.Duration
+	// RetryUnavailable is how long a request the server answers UNAVAILABLE (its database
+	// restarting, say) is sent again, with backoff, before the run is dropped: it stops without
+	// completing, and the server dispatches the workflow again. Zero means 60 seconds;
+	// negative drops the run at the first such answer.
+	RetryUnavailable time.Duration
 	// Logger receives the worker's logs; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -54,6 +58,8 @@ type Worker struct {
 	mu        sync.RWMutex
 	workflows map[string]workflowFunc
 	steps     map[string]stepFunc
+
+	hooks testHooks
 }
 
 // Erased forms of the registered functions: JSON payloads in and out.
@@ -75,6 +81,9 @@ func NewWorker(opts WorkerOptions) *Worker {
 	}
 	if opts.ParkAfter == 0 {
 		opts.ParkAfter = time.Minute
+	}
+	if opts.RetryUnavailable == 0 {
+		opts.RetryUnavailable = defaultUnavailableRetry
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -173,12 +182,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-time.After(backoff(failures)):
 		}
 	}
-}
-
-// backoff is 50 ms doubling to 5 s, with jitter so a fleet does not reconnect in lockstep.
-func backoff(failures int) time.Duration {
-	base := min(50*time.Millisecond<<min(failures-1, 7), 5*time.Second)
-	return base/2 + rand.N(base/2+1)
 }
 
 func (w *Worker) hasSteps() bool {

@@ -9,7 +9,10 @@ import (
 // again.
 func Send(ctx Context, destinationID, topic string, message any) (string, error) {
 	r := ctx.run()
-	step := r.take(1)
+	step, err := r.take(1)
+	if err != nil {
+		return "", err
+	}
 	fields, _, ok, err := r.recordedFields(step, sendStep)
 	if err != nil || ok {
 		return field[string](fields, "message_id"), err
@@ -34,7 +37,10 @@ func Send(ctx Context, destinationID, topic string, message any) (string, error)
 // step are written in one transaction; clients and workflows waiting on it are woken.
 func SetEvent(ctx Context, key string, value any) error {
 	r := ctx.run()
-	step := r.take(1)
+	step, err := r.take(1)
+	if err != nil {
+		return err
+	}
 	if _, _, ok, err := r.recordedFields(step, setEventStep); err != nil || ok {
 		return err
 	}
@@ -71,7 +77,10 @@ func CloseStream(ctx Context, key string) error {
 }
 
 func streamStep(r *run, key string, value *pb.Payload, name string) (uint64, error) {
-	step := r.take(1)
+	step, err := r.take(1)
+	if err != nil {
+		return 0, err
+	}
 	fields, _, ok, err := r.recordedFields(step, name)
 	if err != nil || ok {
 		return field[uint64](fields, "offset"), err

@@ -1,0 +1,57 @@
+package waymark
+
+import (
+	"errors"
+	"time"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
+
+// heartbeat renews the worker's lease at the interval the server asked for, until the session
+// ends.
+func (s *session) heartbeat(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			_ = s.conn.send(s.heartbeatMessage())
+		}
+	}
+}
+
+// heartbeatMessage says which workflows this worker holds, and how many dispatches it has
+// taken off the stream: the server puts back in its queue at once a workflow it dispatched
+// here (before that count) that the list leaves out — one this worker lost.
+func (s *session) heartbeatMessage() *pb.WorkerMessage {
+	s.mu.Lock()
+	hb := &pb.Heartbeat{
+		ReportsHeld:        true,
+		HeldWorkflowIds:    make([]string, 0, len(s.running)),
+		DispatchesReceived: s.dispatches,
+	}
+	for id := range s.running {
+		hb.HeldWorkflowIds = append(hb.HeldWorkflowIds, id)
+	}
+	s.mu.Unlock()
+	return &pb.WorkerMessage{Kind: &pb.WorkerMessage_Heartbeat{Heartbeat: hb}}
+}
+
+// errLost is why a run a test made the worker lose stopped.
+var errLost = errors.New("lost by the worker (a test's doing)")
+
+// lose makes the worker forget a run without a word to the server, as a bug or a lost reply
+// might: the run is dropped (it sends nothing more, not even its credit) and leaves the
+// heartbeat's list at once. Only the package's tests call it, to show the server takes such a
+// workflow back.
+func (s *session) lose(r *run) {
+	r.lost.Store(true)
+	r.drop(errLost)
+	s.mu.Lock()
+	if s.running[r.id] == r {
+		delete(s.running, r.id)
+	}
+	s.mu.Unlock()
+}
