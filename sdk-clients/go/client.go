@@ -123,18 +123,23 @@ func (c *Client) Start(ctx context.Context, name string, input any, opts *StartO
 	if d := opts.Debounce; d != nil {
 		req.Debounce = &pb.Debounce{Key: d.Key, MaxDelay: durationOrNil(d.MaxDelay)}
 	}
-	r, err := c.workflows.StartWorkflow(ctx, req)
+	if req.WorkflowId == "" {
+		// Named here rather than by the server, so that a start retried after UNAVAILABLE
+		// finds the workflow the first try may have made instead of making another.
+		req.WorkflowId = newWorkflowID()
+	}
+	r, err := retried(ctx, c.workflows.StartWorkflow, req)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	return &Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated()}, nil
 }
 
 // Get reads one workflow.
 func (c *Client) Get(ctx context.Context, workflowID string) (*Workflow, error) {
-	r, err := c.workflows.GetWorkflow(ctx, &pb.GetWorkflowRequest{WorkflowId: workflowID})
+	r, err := retried(ctx, c.workflows.GetWorkflow, &pb.GetWorkflowRequest{WorkflowId: workflowID})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	return workflowFromWire(r.GetWorkflow()), nil
 }
@@ -142,18 +147,18 @@ func (c *Client) Get(ctx context.Context, workflowID string) (*Workflow, error) 
 // Await waits until the workflow is terminal and returns it. Bound the wait with ctx: past
 // its deadline the error matches context.DeadlineExceeded.
 func (c *Client) Await(ctx context.Context, workflowID string) (*Workflow, error) {
-	r, err := c.workflows.AwaitWorkflow(ctx, &pb.AwaitWorkflowRequest{WorkflowId: workflowID})
+	r, err := retried(ctx, c.workflows.AwaitWorkflow, &pb.AwaitWorkflowRequest{WorkflowId: workflowID})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	return workflowFromWire(r.GetWorkflow()), nil
 }
 
 // Steps lists the workflow's recorded steps, in order.
 func (c *Client) Steps(ctx context.Context, workflowID string) ([]StepRecord, error) {
-	r, err := c.workflows.ListSteps(ctx, &pb.ListStepsRequest{WorkflowId: workflowID})
+	r, err := retried(ctx, c.workflows.ListSteps, &pb.ListStepsRequest{WorkflowId: workflowID})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	out := make([]StepRecord, 0, len(r.GetSteps()))
 	for _, s := range r.GetSteps() {
@@ -174,9 +179,9 @@ func (c *Client) CancelTree(ctx context.Context, workflowID string) (*Workflow, 
 }
 
 func (c *Client) cancel(ctx context.Context, workflowID string, cascade bool) (*Workflow, error) {
-	r, err := c.workflows.CancelWorkflow(ctx, &pb.CancelWorkflowRequest{WorkflowId: workflowID, Cascade: cascade})
+	r, err := retried(ctx, c.workflows.CancelWorkflow, &pb.CancelWorkflowRequest{WorkflowId: workflowID, Cascade: cascade})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	return workflowFromWire(r.GetWorkflow()), nil
 }
@@ -184,9 +189,9 @@ func (c *Client) cancel(ctx context.Context, workflowID string, cascade bool) (*
 // Resume puts a cancelled or dead-lettered workflow back in its queue; it replays from its
 // checkpoints.
 func (c *Client) Resume(ctx context.Context, workflowID string) (*Workflow, error) {
-	r, err := c.workflows.ResumeWorkflow(ctx, &pb.ResumeWorkflowRequest{WorkflowId: workflowID})
+	r, err := retried(ctx, c.workflows.ResumeWorkflow, &pb.ResumeWorkflowRequest{WorkflowId: workflowID})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	return workflowFromWire(r.GetWorkflow()), nil
 }
@@ -234,9 +239,9 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Workflow, stri
 	if !opts.CreatedBefore.IsZero() {
 		req.CreatedBefore = timestamppb.New(opts.CreatedBefore)
 	}
-	r, err := c.workflows.ListWorkflows(ctx, req)
+	r, err := retried(ctx, c.workflows.ListWorkflows, req)
 	if err != nil {
-		return nil, "", rpcError(err)
+		return nil, "", err
 	}
 	out := make([]*Workflow, 0, len(r.GetWorkflows()))
 	for _, w := range r.GetWorkflows() {

@@ -47,29 +47,34 @@ type StreamEntry struct {
 
 // ReadStream follows a workflow's stream key from offset from: it yields values as they are
 // written and ends when the stream is closed or the workflow has finished. Stop early by
-// breaking out of the loop or cancelling ctx. An error ends the iteration.
+// breaking out of the loop or cancelling ctx. An error ends the iteration. When the server is
+// briefly unavailable, it follows again from the value after the last one yielded.
 //
 //	for entry, err := range client.ReadStream(ctx, id, "progress", 0) { … }
 func (c *Client) ReadStream(ctx context.Context, workflowID, key string, from uint64) iter.Seq2[StreamEntry, error] {
 	return func(yield func(StreamEntry, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel() // ends the server stream when the caller stops early
-		stream, err := c.workflows.ReadStream(ctx, &pb.ReadStreamRequest{WorkflowId: workflowID, Key: key, FromOffset: from})
-		if err != nil {
-			yield(StreamEntry{}, rpcError(err))
-			return
-		}
+		var o outage
 		for {
-			item, err := stream.Recv()
-			if errors.Is(err, io.EOF) {
-				return
+			stream, err := c.workflows.ReadStream(ctx, &pb.ReadStreamRequest{WorkflowId: workflowID, Key: key, FromOffset: from})
+			for err == nil {
+				var item *pb.ReadStreamResponse
+				if item, err = stream.Recv(); errors.Is(err, io.EOF) {
+					return
+				}
+				if err != nil {
+					break
+				}
+				o = outage{} // it made progress: a later outage is a new one
+				value, verr := payloadJSON(item.GetValue())
+				if !yield(StreamEntry{Offset: item.GetOffset(), Value: value}, verr) || verr != nil {
+					return
+				}
+				from = item.GetOffset() + 1
 			}
-			if err != nil {
+			if !o.wait(ctx, err) {
 				yield(StreamEntry{}, rpcError(err))
-				return
-			}
-			value, err := payloadJSON(item.GetValue())
-			if !yield(StreamEntry{Offset: item.GetOffset(), Value: value}, err) || err != nil {
 				return
 			}
 		}

@@ -32,18 +32,25 @@ func (c *Client) Send(ctx context.Context, workflowID, topic string, message any
 	if opts != nil {
 		req.IdempotencyKey = opts.IdempotencyKey
 	}
-	r, err := c.workflows.SendMessage(ctx, req)
+	var r *pb.SendMessageResponse
+	if req.IdempotencyKey != "" {
+		// Only a send with a key is delivered once however often it is made.
+		r, err = retried(ctx, c.workflows.SendMessage, req)
+	} else {
+		r, err = c.workflows.SendMessage(ctx, req)
+		err = rpcError(err)
+	}
 	if err != nil {
-		return Sent{}, rpcError(err)
+		return Sent{}, err
 	}
 	return Sent{MessageID: r.GetMessageId(), Duplicate: r.GetDuplicate()}, nil
 }
 
 // Messages lists every message sent to a workflow, consumed or not, oldest first.
 func (c *Client) Messages(ctx context.Context, workflowID string) ([]Message, error) {
-	r, err := c.workflows.ListMessages(ctx, &pb.ListMessagesRequest{WorkflowId: workflowID})
+	r, err := retried(ctx, c.workflows.ListMessages, &pb.ListMessagesRequest{WorkflowId: workflowID})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	out := make([]Message, 0, len(r.GetMessages()))
 	for _, m := range r.GetMessages() {
@@ -61,9 +68,9 @@ func (c *Client) GetEvent(ctx context.Context, workflowID, key string, timeout t
 		ctx, cancel = context.WithTimeout(ctx, timeout+5*time.Second)
 		defer cancel()
 	}
-	r, err := c.workflows.GetEvent(ctx, &pb.GetEventRequest{WorkflowId: workflowID, Key: key, Timeout: durationOrNil(timeout)})
+	r, err := retried(ctx, c.workflows.GetEvent, &pb.GetEventRequest{WorkflowId: workflowID, Key: key, Timeout: durationOrNil(timeout)})
 	if err != nil {
-		return nil, false, rpcError(err)
+		return nil, false, err
 	}
 	if !r.GetFound() {
 		return nil, false, nil
@@ -85,9 +92,9 @@ func GetEventAs[T any](ctx context.Context, c *Client, workflowID, key string, t
 
 // Events lists every event of a workflow, with the history of its values.
 func (c *Client) Events(ctx context.Context, workflowID string) ([]Event, error) {
-	r, err := c.workflows.ListEvents(ctx, &pb.ListEventsRequest{WorkflowId: workflowID})
+	r, err := retried(ctx, c.workflows.ListEvents, &pb.ListEventsRequest{WorkflowId: workflowID})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	out := make([]Event, 0, len(r.GetEvents()))
 	for _, e := range r.GetEvents() {

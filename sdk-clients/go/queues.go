@@ -107,18 +107,18 @@ func (c *Client) UpdateQueue(ctx context.Context, name string, limits QueueLimit
 
 // GetQueue reads one queue; reason QUEUE_NOT_FOUND when there is none by that name.
 func (c *Client) GetQueue(ctx context.Context, name string) (*Queue, error) {
-	r, err := c.queues.GetQueue(ctx, &pb.GetQueueRequest{Name: name})
+	r, err := retried(ctx, c.queues.GetQueue, &pb.GetQueueRequest{Name: name})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	return queueFromWire(r.GetQueue()), nil
 }
 
 // ListQueues lists every queue, by name.
 func (c *Client) ListQueues(ctx context.Context) ([]*Queue, error) {
-	r, err := c.queues.ListQueues(ctx, &pb.ListQueuesRequest{})
+	r, err := retried(ctx, c.queues.ListQueues, &pb.ListQueuesRequest{})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	out := make([]*Queue, 0, len(r.GetQueues()))
 	for _, q := range r.GetQueues() {

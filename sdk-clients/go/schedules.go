@@ -114,18 +114,18 @@ func (c *Client) UpdateSchedule(ctx context.Context, name string, spec ScheduleS
 
 // GetSchedule reads one schedule; reason SCHEDULE_NOT_FOUND when there is none.
 func (c *Client) GetSchedule(ctx context.Context, name string) (*Schedule, error) {
-	r, err := c.schedules.GetSchedule(ctx, &pb.GetScheduleRequest{Name: name})
+	r, err := retried(ctx, c.schedules.GetSchedule, &pb.GetScheduleRequest{Name: name})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	return scheduleFromWire(r.GetSchedule()), nil
 }
 
 // ListSchedules lists every schedule, by name.
 func (c *Client) ListSchedules(ctx context.Context) ([]*Schedule, error) {
-	r, err := c.schedules.ListSchedules(ctx, &pb.ListSchedulesRequest{})
+	r, err := retried(ctx, c.schedules.ListSchedules, &pb.ListSchedulesRequest{})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	out := make([]*Schedule, 0, len(r.GetSchedules()))
 	for _, s := range r.GetSchedules() {
@@ -161,9 +161,18 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) (*Schedule, er
 // TriggerSchedule starts the schedule's workflow once, now. A non-empty requestID makes it
 // idempotent: a retried trigger with the same id starts one workflow.
 func (c *Client) TriggerSchedule(ctx context.Context, name, requestID string) (*Started, error) {
-	r, err := c.schedules.TriggerSchedule(ctx, &pb.TriggerScheduleRequest{Name: name, RequestId: requestID})
+	req := &pb.TriggerScheduleRequest{Name: name, RequestId: requestID}
+	var r *pb.TriggerScheduleResponse
+	var err error
+	if requestID != "" {
+		// With a request id the trigger starts one workflow however often it is made.
+		r, err = retried(ctx, c.schedules.TriggerSchedule, req)
+	} else {
+		r, err = c.schedules.TriggerSchedule(ctx, req)
+		err = rpcError(err)
+	}
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	return &Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated()}, nil
 }
@@ -172,9 +181,10 @@ func (c *Client) TriggerSchedule(ctx context.Context, name, requestID string) (*
 // included; end not in the future), with the ids the scheduler uses: repeating it starts
 // nothing new.
 func (c *Client) BackfillSchedule(ctx context.Context, name string, start, end time.Time) ([]ScheduleRun, error) {
-	r, err := c.schedules.BackfillSchedule(ctx, &pb.BackfillScheduleRequest{Name: name, StartTime: timestamppb.New(start), EndTime: timestamppb.New(end)})
+	// Repeating a backfill starts nothing new (the fire times name the workflows).
+	r, err := retried(ctx, c.schedules.BackfillSchedule, &pb.BackfillScheduleRequest{Name: name, StartTime: timestamppb.New(start), EndTime: timestamppb.New(end)})
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	out := make([]ScheduleRun, 0, len(r.GetRuns()))
 	for _, run := range r.GetRuns() {
