@@ -90,6 +90,7 @@ var (
 	// ErrFenced: another dispatch owns the workflow now (this worker was presumed dead).
 	ErrFenced = errors.New("waymark: workflow taken over by another dispatch")
 	// ErrDisconnected: the stream to the server broke; the server hands the workflow out again.
+	// A run it ends is dropped: its operations return ErrDropped wrapping this.
 	ErrDisconnected = errors.New("waymark: disconnected from the server")
 )
 
