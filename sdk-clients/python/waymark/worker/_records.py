@@ -58,7 +58,7 @@ class Records:
         still held (the completion carries them, or they are sent on their own). How a flush
         ended does not matter here: the workflow's function saw a refusal, the server refuses
         the completion after it as well, and a flush that dropped the run marked it dropped."""
-        if self._latest is not None:
+        if self._latest is not None and not self._latest.done():
             await asyncio.wait([self._latest])
         held, self._held = self._held, []
         return held
