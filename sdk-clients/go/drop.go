@@ -43,8 +43,8 @@ func (r *run) droppedErr() error {
 
 // exchange sends a request of this run and waits for its answer (see conn.settle), dropping
 // the run when no answer can be had: the stream broke, or the server stayed unavailable.
-// A dropped run sends nothing more, so this is the one place every workflow request goes
-// through.
+// Every request of a run goes through here, or through send for held records; both check
+// first that the run was not dropped, so a dropped run sends nothing more.
 func (r *run) exchange(msg *pb.WorkerMessage) (*pb.Reply, error) {
 	if err := r.droppedErr(); err != nil {
 		return nil, err
