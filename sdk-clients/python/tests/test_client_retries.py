@@ -6,6 +6,7 @@ is down returns once it is back; a retried call gives up after the client's pati
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from typing import Any
 
@@ -95,7 +96,10 @@ async def test_a_send_is_retried_only_with_an_idempotency_key() -> None:
 
 
 async def test_a_read_waits_for_the_server_to_come_back(caplog: pytest.LogCaptureFixture) -> None:
+    # The retries are logged at DEBUG: that is how the test knows one was refused.
+    caplog.set_level(logging.DEBUG, logger="waymark.client")
     server = Server().start()
+    listing: asyncio.Task[Any] | None = None
     try:
         async with Client(server.address) as client:
             await client.queues.list()
@@ -109,6 +113,8 @@ async def test_a_read_waits_for_the_server_to_come_back(caplog: pytest.LogCaptur
             queues = await asyncio.wait_for(listing, 30)
             assert "default" in [q.name for q in queues]
     finally:
+        if listing is not None:
+            listing.cancel()
         server.stop()
 
 
