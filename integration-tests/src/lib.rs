@@ -8,7 +8,19 @@ use std::{
     time::{Duration, Instant},
 };
 
+pub mod postgres_cluster;
 pub mod side_effects;
+pub mod workload;
+
+/// A test that cannot run here (a missing toolchain or database) skips with a note — unless
+/// `WAYMARK_NO_SKIP=1` (set by `.ci/run`), where a skip would hide a missing install step, so it
+/// fails instead.
+pub fn skip_or_fail(reason: &str) {
+    if std::env::var("WAYMARK_NO_SKIP").as_deref() == Ok("1") {
+        panic!("this test would be skipped ({reason}), and WAYMARK_NO_SKIP=1 forbids skipping");
+    }
+    eprintln!("skipping: {reason}");
+}
 
 /// Which database a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +51,7 @@ impl TestDatabase {
                 let base = match std::env::var("WAYMARK_TEST_POSTGRES_URL") {
                     Ok(u) => u,
                     Err(_) if std::env::var("WAYMARK_SKIP_POSTGRES").as_deref() == Ok("1") => {
-                        eprintln!("skipping: WAYMARK_SKIP_POSTGRES=1");
+                        skip_or_fail("WAYMARK_SKIP_POSTGRES=1");
                         return None;
                     }
                     Err(_) => panic!(

@@ -139,7 +139,7 @@ async fn output_of(c: &Client, id: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_polyglot_scenario_runs_across_four_languages() {
     if let Some(missing) = missing_dependency() {
-        eprintln!("skipping the polyglot test: missing {missing}");
+        waymark_integration_tests::skip_or_fail(&format!("the polyglot test needs {missing}"));
         return;
     }
     let dir = example_dir();

@@ -19,7 +19,7 @@ use waymark_proto::{
     v1::{self, reply, worker_message},
 };
 
-use super::session::Conn;
+use super::{records::Records, session::Conn};
 use crate::{RetryPolicy, WorkflowError};
 
 mod remote;
@@ -28,11 +28,6 @@ pub use remote::{Awaitable, StepHandle, StepOptions};
 /// Receives the server completed on its own (a send found them waiting) and pushed with the
 /// wakeup, by step position.
 pub(crate) type Deliveries = Arc<std::sync::Mutex<HashMap<u32, v1::Payload>>>;
-
-/// Step records held back until the workflow's next request (or its completion, which carries
-/// them): nothing outside the workflow can depend on a step before then, so the last steps of a
-/// run cost no round trip and no commit of their own.
-pub(crate) type Deferred = Arc<std::sync::Mutex<Vec<v1::RecordStep>>>;
 
 /// Handle a workflow function uses to run steps. Cheap to clone.
 #[derive(Clone)]
@@ -52,7 +47,7 @@ struct Inner {
     cancelled: Arc<AtomicBool>,
     wakeup: Arc<Notify>,
     delivered: Deliveries,
-    deferred: Deferred,
+    records: Arc<Records>,
     park_after: Option<Duration>,
 }
 
@@ -63,7 +58,7 @@ impl WorkflowContext {
         cancelled: Arc<AtomicBool>,
         wakeup: Arc<Notify>,
         delivered: Deliveries,
-        deferred: Deferred,
+        records: Arc<Records>,
         park_after: Option<Duration>,
     ) -> Self {
         WorkflowContext {
@@ -78,7 +73,7 @@ impl WorkflowContext {
                 cancelled,
                 wakeup,
                 delivered,
-                deferred,
+                records,
                 park_after,
             }),
         }
@@ -173,12 +168,16 @@ impl Inner {
     /// Sends a request for this workflow, after the step records it holds back.
     async fn request(&self, kind: worker_message::Kind) -> Result<reply::Result, WorkflowError> {
         self.flush().await?;
-        self.conn.request(kind).await
+        let reply = self.conn.request_resending(kind).await;
+        if reply.is_err() {
+            self.records.drop_run();
+        }
+        reply
     }
 
     /// Holds back a step's record until the next request or the completion.
     fn defer(&self, step_id: u32, name: &str, outcome: v1::record_step::Outcome, attempts: u32) {
-        self.deferred.lock().unwrap().push(v1::RecordStep {
+        self.records.hold(v1::RecordStep {
             workflow_id: self.workflow_id.clone(),
             epoch: self.epoch,
             step_id,
@@ -188,23 +187,9 @@ impl Inner {
         });
     }
 
-    /// Makes the held-back step records durable, all at once.
+    /// Makes the held-back step records durable (see [`Records::flush`]).
     async fn flush(&self) -> Result<(), WorkflowError> {
-        let held = std::mem::take(&mut *self.deferred.lock().unwrap());
-        if held.is_empty() {
-            return Ok(());
-        }
-        let sends = held
-            .into_iter()
-            .map(|r| self.conn.request(worker_message::Kind::RecordStep(r)));
-        for reply in futures::future::join_all(sends).await {
-            match reply? {
-                reply::Result::StepRecorded(_) => {}
-                reply::Result::Error(e) => return Err(refused(e)),
-                _ => return Err(WorkflowError::Disconnected),
-            }
-        }
-        Ok(())
+        self.records.flush(&self.conn).await
     }
 
     /// Checkpoints a step and waits until the server says it is durable.
@@ -746,7 +731,7 @@ fn replay<T: DeserializeOwned>(
 }
 
 /// A refused write as the error the workflow sees.
-fn refused(e: v1::ReplyError) -> WorkflowError {
+pub(crate) fn refused(e: v1::ReplyError) -> WorkflowError {
     match e.reason.as_str() {
         "STALE_EPOCH" => WorkflowError::Fenced(e.message),
         "WORKFLOW_NOT_RUNNING" => WorkflowError::Cancelled,

@@ -9,6 +9,8 @@ use serde_json::Value;
 use crate::{Error, WorkflowError};
 
 pub mod context;
+mod records;
+mod resend;
 mod session;
 
 use context::WorkflowContext;
@@ -31,6 +33,7 @@ pub struct WorkerBuilder {
     workflows: HashMap<String, WorkflowFn>,
     max_concurrent_steps: u32,
     steps: HashMap<String, StepFn>,
+    resend_for: Duration,
 }
 
 /// A configured worker; [`Worker::run`] connects and serves until stopped.
@@ -52,6 +55,8 @@ pub(crate) struct WorkerConfig {
     pub max_concurrent_steps: u32,
     /// Remote steps this worker runs for any workflow that calls them by name.
     pub steps: HashMap<String, StepFn>,
+    /// How long a request the server answers UNAVAILABLE is sent again before the run is let go.
+    pub resend_for: Duration,
 }
 
 impl Worker {
@@ -67,6 +72,7 @@ impl Worker {
             workflows: HashMap::new(),
             max_concurrent_steps: 16,
             steps: HashMap::new(),
+            resend_for: Duration::from_secs(60),
         }
     }
 
@@ -224,6 +230,14 @@ impl WorkerBuilder {
         self
     }
 
+    /// While the server answers a request UNAVAILABLE (its database restarting or failing
+    /// over), the request is sent again with backoff for up to this long; after that the run is
+    /// let go — never failed — and the server dispatches the workflow again. Default 60 s.
+    pub fn resend_for(mut self, bound: Duration) -> Self {
+        self.resend_for = bound;
+        self
+    }
+
     pub fn build(self) -> Worker {
         Worker {
             config: Arc::new(WorkerConfig {
@@ -237,6 +251,7 @@ impl WorkerBuilder {
                 workflows: self.workflows,
                 max_concurrent_steps: self.max_concurrent_steps,
                 steps: self.steps,
+                resend_for: self.resend_for,
             }),
         }
     }

@@ -26,9 +26,20 @@ pub(crate) struct Conn {
     tx: mpsc::Sender<WorkerMessage>,
     next_id: AtomicU64,
     pending: Mutex<HashMap<u64, oneshot::Sender<reply::Result>>>,
+    /// How long a request the server answers UNAVAILABLE is sent again before its run is let go.
+    resend_for: Duration,
 }
 
 impl Conn {
+    pub(crate) fn new(tx: mpsc::Sender<WorkerMessage>, resend_for: Duration) -> Conn {
+        Conn {
+            tx,
+            next_id: AtomicU64::new(0),
+            pending: Mutex::new(HashMap::new()),
+            resend_for,
+        }
+    }
+
     /// Sends a request and waits for the server's reply.
     pub(crate) async fn request(&self, kind: worker_message::Kind) -> Result<reply::Result, WorkflowError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
@@ -49,6 +60,28 @@ impl Conn {
         rx.await.map_err(|_| WorkflowError::Disconnected)
     }
 
+    /// Like [`request`](Self::request), sending the request again with backoff while the server
+    /// answers UNAVAILABLE (its database restarting, say): that is never the workflow's failure,
+    /// and fencing and idempotency make a resend safe. Past the bound the run is let go
+    /// (`Disconnected`): the server dispatches the workflow again.
+    pub(crate) async fn request_resending(&self, kind: worker_message::Kind) -> Result<reply::Result, WorkflowError> {
+        let started = tokio::time::Instant::now();
+        let mut backoff = super::resend::Backoff::default();
+        loop {
+            match self.request(kind.clone()).await? {
+                reply::Result::Error(e) if e.code == tonic::Code::Unavailable as i32 => {
+                    let Some(pause) = backoff.next_within(started.elapsed(), self.resend_for) else {
+                        tracing::warn!(reason = %e.reason, "the server stayed unavailable; letting the run go");
+                        return Err(WorkflowError::Disconnected);
+                    };
+                    tracing::debug!(reason = %e.reason, ?pause, "the server is unavailable; sending again");
+                    tokio::time::sleep(pause).await;
+                }
+                r => return Ok(r),
+            }
+        }
+    }
+
     /// Sends a message that gets no reply.
     pub(crate) async fn send(&self, kind: worker_message::Kind) -> bool {
         self.tx
@@ -60,7 +93,7 @@ impl Conn {
             .is_ok()
     }
 
-    fn resolve(&self, r: v1::Reply) {
+    pub(crate) fn resolve(&self, r: v1::Reply) {
         if let (Some(tx), Some(result)) = (self.pending.lock().unwrap().remove(&r.request_id), r.result) {
             let _ = tx.send(result);
         }
@@ -68,7 +101,7 @@ impl Conn {
 }
 
 /// Workflows running on this stream.
-struct Running {
+pub(crate) struct Running {
     cancelled: Arc<AtomicBool>,
     /// Rung when the server says a wait may be over, and on cancel.
     wakeup: Arc<tokio::sync::Notify>,
@@ -115,11 +148,7 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
         _ => return Err(Error::Transport("the server did not welcome this worker".into())),
     };
     tracing::info!(worker_id = %config.worker_id, session = %welcome.session_id, "connected to Waymark");
-    let conn = Arc::new(Conn {
-        tx,
-        next_id: AtomicU64::new(0),
-        pending: Mutex::new(HashMap::new()),
-    });
+    let conn = Arc::new(Conn::new(tx, config.resend_for));
     let step_credits = if config.steps.is_empty() {
         0
     } else {
@@ -136,6 +165,9 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
 
     let mut heartbeat = tokio::time::interval(Duration::from_millis(welcome.heartbeat_interval_ms.max(100) as u64));
     let mut running = AbortAll(HashMap::new());
+    // Dispatches taken off this stream, reported with each heartbeat beside what is still held,
+    // so the server can tell a workflow this worker lost from one still on its way here.
+    let mut dispatches_received = 0u64;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(String, u64)>();
     loop {
         tokio::select! {
@@ -155,6 +187,7 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
                         }
                         let r = start(&config, conn.clone(), d, done_tx.clone());
                         running.0.insert(id, r);
+                        dispatches_received += 1;
                     }
                     server_message::Kind::Cancel(c) => {
                         if let Some(r) = running.0.get(&c.workflow_id) {
@@ -178,7 +211,7 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
                 }
             }
             _ = heartbeat.tick() => {
-                conn.send(worker_message::Kind::Heartbeat(v1::Heartbeat {})).await;
+                conn.send(worker_message::Kind::Heartbeat(heartbeat_of(&running, dispatches_received))).await;
             }
             Some((id, _epoch)) = done_rx.recv() => {
                 running.0.remove(&id);
@@ -191,8 +224,23 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
     }
 }
 
+/// A heartbeat listing the workflows this stream still holds: a run whose task has ended
+/// without reporting (it panicked, or was lost) is not held, so the server takes it back.
+fn heartbeat_of(running: &AbortAll, dispatches_received: u64) -> v1::Heartbeat {
+    v1::Heartbeat {
+        reports_held: true,
+        held_workflow_ids: running
+            .0
+            .iter()
+            .filter(|(_, r)| !r.task.is_finished())
+            .map(|(id, _)| id.clone())
+            .collect(),
+        dispatches_received,
+    }
+}
+
 /// Runs one dispatched workflow on its own task.
-fn start(
+pub(crate) fn start(
     config: &WorkerConfig,
     conn: Arc<Conn>,
     d: v1::DispatchWorkflow,
@@ -201,7 +249,7 @@ fn start(
     let cancelled = Arc::new(AtomicBool::new(false));
     let wakeup = Arc::new(tokio::sync::Notify::new());
     let delivered = super::context::Deliveries::default();
-    let deferred = super::context::Deferred::default();
+    let records = Arc::new(super::records::Records::default());
     let f = config.workflows.get(&d.workflow_name).cloned();
     let ctx = WorkflowContext::new(
         &d,
@@ -209,7 +257,7 @@ fn start(
         cancelled.clone(),
         wakeup.clone(),
         delivered.clone(),
-        deferred.clone(),
+        records.clone(),
         config.park_after,
     );
     let (workflow_id, epoch) = (d.workflow_id.clone(), d.epoch);
@@ -234,12 +282,19 @@ fn start(
                 message: e.to_string(),
             })),
         };
+        // A run that was let go sends nothing more, whatever its function returned: one of
+        // its records may not be durable, and the server dispatches it again.
+        if records.is_dropped() {
+            tracing::info!(%workflow_id, "run let go without completing; the server dispatches it again");
+            let _ = done.send((workflow_id, epoch));
+            return;
+        }
         // The step records the run held back go with the completion, or on their own when the
         // run stopped without one (cancelled), so no finished step is run again.
-        let held = std::mem::take(&mut *deferred.lock().unwrap());
+        let held = records.take();
         if outcome.is_none() {
             for r in held.iter().cloned() {
-                let _ = conn.request(worker_message::Kind::RecordStep(r)).await;
+                let _ = conn.request_resending(worker_message::Kind::RecordStep(r)).await;
             }
         }
         if let Some(outcome) = outcome {
@@ -249,13 +304,17 @@ fn start(
                 outcome: Some(outcome),
                 steps: held,
             };
-            match conn.request(worker_message::Kind::CompleteWorkflow(req)).await {
+            match conn
+                .request_resending(worker_message::Kind::CompleteWorkflow(req))
+                .await
+            {
                 Ok(reply::Result::Error(e)) => {
                     tracing::info!(%workflow_id, reason = %e.reason, "completion refused: {}", e.message)
                 }
                 Ok(_) => {}
-                // The stream broke: this run is abandoned and the server hands the workflow out again.
-                Err(_) => return,
+                // The stream broke, or the server stayed unavailable: this run is let go and the
+                // server hands the workflow out again (the heartbeat no longer lists it).
+                Err(_) => {}
             }
         }
         let _ = done.send((workflow_id, epoch));
@@ -300,7 +359,7 @@ async fn run_step(config: Arc<WorkerConfig>, conn: Arc<Conn>, d: v1::DispatchSte
         attempt: d.attempt,
         outcome: Some(outcome),
     };
-    match conn.request(worker_message::Kind::StepResult(req)).await {
+    match conn.request_resending(worker_message::Kind::StepResult(req)).await {
         Ok(reply::Result::Error(e)) => {
             tracing::info!(workflow_id = %d.workflow_id, step = %d.step_name, reason = %e.reason, "step result refused: {}", e.message)
         }

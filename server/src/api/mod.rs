@@ -42,18 +42,22 @@ pub async fn serve(
         .build_v1alpha()
         .expect("descriptor set is valid");
     let (health, health_service) = tonic_health::server::health_reporter();
-    health
-        .set_serving::<WorkflowServiceServer<workflow_service::WorkflowApi>>()
-        .await;
-    health
-        .set_serving::<WorkerServiceServer<worker_service::WorkerApi>>()
-        .await;
-    health
-        .set_serving::<QueueServiceServer<queue_service::QueueApi>>()
-        .await;
-    health
-        .set_serving::<ScheduleServiceServer<schedule_service::ScheduleApi>>()
-        .await;
+    set_health(&health, true).await;
+    // Every service follows the database: NOT_SERVING while it cannot be reached, SERVING
+    // again when it answers (until the replica drains, which turns it off for good).
+    tokio::spawn({
+        let (health, engine) = (health.clone(), engine.clone());
+        let mut reachable = engine.store_reachable();
+        async move {
+            while reachable.changed().await.is_ok() {
+                let up = *reachable.borrow_and_update();
+                if engine.is_shutting_down() {
+                    return;
+                }
+                set_health(&health, up).await;
+            }
+        }
+    });
 
     let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi { engine: engine.clone() })
         .max_decoding_message_size(max_message)
@@ -95,6 +99,26 @@ pub async fn serve(
         .add_service(schedules)
         .serve_with_incoming_shutdown(incoming, drained)
         .await
+}
+
+/// Sets every Waymark service (and the server as a whole, the empty service name) to SERVING or
+/// NOT_SERVING.
+async fn set_health(health: &tonic_health::server::HealthReporter, serving: bool) {
+    use tonic::server::NamedService;
+    let status = if serving {
+        tonic_health::ServingStatus::Serving
+    } else {
+        tonic_health::ServingStatus::NotServing
+    };
+    for name in [
+        "",
+        <WorkflowServiceServer<workflow_service::WorkflowApi> as NamedService>::NAME,
+        <WorkerServiceServer<worker_service::WorkerApi> as NamedService>::NAME,
+        <QueueServiceServer<queue_service::QueueApi> as NamedService>::NAME,
+        <ScheduleServiceServer<schedule_service::ScheduleApi> as NamedService>::NAME,
+    ] {
+        health.set_service_status(name, status).await;
+    }
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

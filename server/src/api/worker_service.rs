@@ -292,8 +292,12 @@ async fn handle(
         Kind::Select(s) => worker_steps::select(&engine, &session, s)
             .await
             .unwrap_or_else(reply_error),
-        Kind::Heartbeat(_) => {
-            if let Err(e) = engine.heartbeat(&session).await {
+        Kind::Heartbeat(h) => {
+            let held = h.reports_held.then_some(crate::engine::Held {
+                workflow_ids: h.held_workflow_ids,
+                dispatches_received: h.dispatches_received,
+            });
+            if let Err(e) = engine.heartbeat(&session, held).await {
                 tracing::warn!(error = %e, "heartbeat not recorded");
             }
             return;
@@ -346,6 +350,7 @@ impl WorkerService for WorkerApi {
             server_version: env!("CARGO_PKG_VERSION").to_string(),
         };
         let _ = out.send(msg(server_message::Kind::Welcome(welcome))).await;
+        let session_for_pushes = session.clone();
 
         // Stream → engine.
         tokio::spawn(async move {
@@ -389,7 +394,17 @@ impl WorkerService for WorkerApi {
         // through a task of its own. It ends when the session is dropped everywhere and the
         // inbound side is done.
         let clock = self.engine.clone();
-        let pushes = ReceiverStream::new(push_rx).map(move |p| msg(pushed(p, clock.now_ms())));
+        // Weak: the stream must not keep its own session alive (the session holds the channel
+        // this stream reads, which would then never close).
+        let noted = Arc::downgrade(&session_for_pushes);
+        let pushes = ReceiverStream::new(push_rx).map(move |p| {
+            // Numbered here, in the order the worker will receive them, so its heartbeats'
+            // dispatch count says exactly which dispatches it had seen.
+            if let (ToWorker::Dispatch(w), Some(s)) = (&p, noted.upgrade()) {
+                s.note_dispatched(&w.workflow.workflow_id, w.workflow.epoch);
+            }
+            msg(pushed(p, clock.now_ms()))
+        });
         Ok(Response::new(Box::pin(ReceiverStream::new(out_rx).merge(pushes))))
     }
 }

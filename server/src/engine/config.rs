@@ -23,6 +23,8 @@ pub struct EngineConfig {
     pub max_payload_bytes: usize,
     /// How long a draining server waits for in-flight worker requests.
     pub drain_timeout: Duration,
+    /// How often the database is pinged for health (and to pause recovery while it is away).
+    pub health_interval: Duration,
 }
 
 impl Default for EngineConfig {
@@ -36,6 +38,7 @@ impl Default for EngineConfig {
             dispatch_poll_interval: Duration::from_millis(500),
             max_payload_bytes: 4 * 1024 * 1024,
             drain_timeout: Duration::from_secs(10),
+            health_interval: Duration::from_secs(1),
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod config;
 pub mod dispatch;
 pub mod error;
 pub mod events;
+pub mod health;
 pub mod messages;
 pub mod queues;
 pub mod recovery;
@@ -40,6 +41,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::EngineConfig;
 pub use error::{EngineError, EngineResult, ErrorCode};
 pub use sessions::{Registration, ToWorker, WorkerSession};
+pub use worker::Held;
 
 pub struct Engine {
     pub(crate) store: Arc<dyn Store>,
@@ -77,6 +79,8 @@ pub struct Engine {
     /// store where there are no other replicas): polling is then only a slow safety net.
     pub(crate) changes_live: AtomicBool,
     pub(crate) shutting_down: AtomicBool,
+    /// Whether the database answers; health checks and recovery follow it.
+    pub(crate) store_health: health::StoreHealth,
     /// Flips to true once when the replica starts draining.
     pub(crate) shutdown: watch::Sender<bool>,
 }
@@ -102,8 +106,14 @@ impl Engine {
             backlog: AtomicBool::new(false),
             changes_live: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
+            store_health: Default::default(),
             shutdown: watch::channel(false).0,
         })
+    }
+
+    /// Follows whether the database is reachable (true) or not.
+    pub fn store_reachable(&self) -> watch::Receiver<bool> {
+        self.store_health.subscribe()
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -122,6 +132,7 @@ impl Engine {
             tokio::spawn(messages::run_poller(self.clone())),
             tokio::spawn(changes::run(self.clone())),
             tokio::spawn(schedules::scheduler::run(self.clone())),
+            tokio::spawn(health::run(self.clone())),
         ]
     }
 

@@ -63,6 +63,12 @@ pub async fn expire_once(engine: &Engine) {
 }
 
 pub async fn recover_once(engine: &Engine) {
+    // Right after a database outage every lease looks expired, live workers' too: wait until
+    // they have had a lease's time to renew (see `health.rs`).
+    let lease = Engine::ms(engine.config.worker_lease);
+    if !engine.store_health.leases_trustworthy(engine.now(), lease) {
+        return;
+    }
     match engine
         .store
         .recover_expired(engine.config.max_recovery_attempts, engine.now())

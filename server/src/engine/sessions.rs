@@ -10,7 +10,7 @@ use std::{
 };
 
 use tokio::sync::mpsc;
-use waymark_store::{ClaimedWorkflow, Millis, StepTask};
+use waymark_store::{ClaimedWorkflow, Fence, Millis, StepTask};
 
 /// What the engine sends down a worker's stream (besides replies, which the API layer sends).
 #[derive(Debug)]
@@ -64,7 +64,19 @@ pub struct WorkerSession {
     claim_wanted: AtomicBool,
     /// The same for remote step attempts.
     step_claim_wanted: AtomicBool,
+    /// Workflows sent down this stream that the worker has not let go of as far as this replica
+    /// knows, each with its epoch and the number of its dispatch on the stream. Checked against
+    /// the worker's heartbeats (see [`lost`](Self::lost)); never larger than the credits granted.
+    dispatched: Mutex<HashMap<String, Dispatched>>,
+    /// Dispatches sent down this stream so far.
+    dispatches_sent: AtomicU64,
     outbound: mpsc::Sender<ToWorker>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Dispatched {
+    epoch: u64,
+    number: u64,
 }
 
 impl WorkerSession {
@@ -123,6 +135,43 @@ impl WorkerSession {
     pub fn last_seen(&self) -> Millis {
         self.last_seen.load(Ordering::SeqCst)
     }
+    /// A dispatch of `workflow_id` at `epoch` is going down the stream now (called in stream
+    /// order, as the transport takes it).
+    pub fn note_dispatched(&self, workflow_id: &str, epoch: u64) {
+        let number = self.dispatches_sent.fetch_add(1, Ordering::SeqCst) + 1;
+        self.dispatched
+            .lock()
+            .unwrap()
+            .insert(workflow_id.to_string(), Dispatched { epoch, number });
+    }
+
+    /// The worker let go of `workflow_id` in a way the server saw (completed, parked).
+    pub(crate) fn let_go(&self, workflow_id: &str) {
+        self.dispatched.lock().unwrap().remove(workflow_id);
+    }
+
+    /// What the worker lost, judging by a heartbeat that lists what it `held` after taking
+    /// `dispatches_received` dispatches off the stream: every workflow dispatched before that
+    /// which it no longer lists, and which the server did not see it let go of. They are
+    /// forgotten here; the caller takes them back (fenced by epoch, so one that finished or
+    /// moved on meanwhile is left alone). Dispatches still on their way are not judged.
+    pub(crate) fn lost(&self, held: &[String], dispatches_received: u64) -> Vec<Fence> {
+        let held: std::collections::HashSet<&str> = held.iter().map(String::as_str).collect();
+        let mut dispatched = self.dispatched.lock().unwrap();
+        let lost: Vec<Fence> = dispatched
+            .iter()
+            .filter(|(id, d)| d.number <= dispatches_received && !held.contains(id.as_str()))
+            .map(|(id, d)| Fence {
+                workflow_id: id.clone(),
+                epoch: d.epoch,
+            })
+            .collect();
+        for f in &lost {
+            dispatched.remove(&f.workflow_id);
+        }
+        lost
+    }
+
     pub async fn send(&self, msg: ToWorker) -> bool {
         self.outbound.send(msg).await.is_ok()
     }
@@ -161,6 +210,8 @@ impl Sessions {
             last_seen: AtomicI64::new(now),
             claim_wanted: AtomicBool::new(true),
             step_claim_wanted: AtomicBool::new(true),
+            dispatched: Mutex::new(HashMap::new()),
+            dispatches_sent: AtomicU64::new(0),
             outbound,
         });
         self.by_id.lock().unwrap().insert(session.session_id, session.clone());
@@ -190,5 +241,55 @@ impl Sessions {
             .filter(|s| s.registration.worker_id == worker_id)
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> Arc<WorkerSession> {
+        let registration = Registration {
+            worker_id: "w".into(),
+            app_version: "v1".into(),
+            workflow_names: vec!["wf".into()],
+            step_names: vec![],
+            queues: vec!["default".into()],
+        };
+        let (tx, _rx) = mpsc::channel(1);
+        Sessions::default().attach(registration, "lease".into(), 0, tx)
+    }
+
+    fn ids(fences: &[Fence]) -> Vec<(&str, u64)> {
+        let mut v: Vec<(&str, u64)> = fences.iter().map(|f| (f.workflow_id.as_str(), f.epoch)).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn only_dispatches_the_worker_had_received_and_no_longer_lists_are_lost() {
+        let s = session();
+        s.note_dispatched("a", 1);
+        s.note_dispatched("b", 3);
+        s.note_dispatched("c", 1);
+        // The worker had taken two dispatches off the stream and lists only "b": "a" is lost;
+        // "c" is still on its way and is not judged.
+        assert_eq!(ids(&s.lost(&["b".into()], 2)), [("a", 1)]);
+        // Forgotten once reported: not lost twice.
+        assert!(s.lost(&["b".into()], 2).is_empty());
+        // Let go of in the server's sight (completed, parked): never lost.
+        s.let_go("b");
+        assert_eq!(ids(&s.lost(&[], 3)), [("c", 1)]);
+        assert!(s.lost(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn a_new_dispatch_of_the_same_workflow_replaces_the_old_one() {
+        let s = session();
+        s.note_dispatched("a", 1);
+        s.note_dispatched("a", 2);
+        // The second dispatch is the one judged, at its own number and epoch.
+        assert!(s.lost(&[], 1).is_empty());
+        assert_eq!(ids(&s.lost(&[], 2)), [("a", 2)]);
     }
 }

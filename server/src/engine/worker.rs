@@ -10,6 +10,17 @@ use super::{
     validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, Registration, ToWorker, WorkerSession,
 };
 
+/// Most workflow ids one heartbeat may list.
+pub const MAX_HELD_IDS: usize = 100_000;
+
+/// What a heartbeat says the worker holds (see `Heartbeat` in worker.proto).
+#[derive(Debug, Default)]
+pub struct Held {
+    pub workflow_ids: Vec<String>,
+    /// Dispatches the worker had taken off the stream when it listed them.
+    pub dispatches_received: u64,
+}
+
 impl Engine {
     /// Attaches a worker's stream. Whatever an earlier stream of the same worker still owned goes
     /// back to its queue at once: the worker dropped it when that stream broke.
@@ -87,13 +98,41 @@ impl Engine {
         }
     }
 
-    pub async fn heartbeat(&self, session: &WorkerSession) -> EngineResult<()> {
+    /// Renews the worker's lease and, when the heartbeat says what the worker holds, takes back
+    /// what it lost: a workflow dispatched to it that it no longer lists would otherwise stay
+    /// PENDING for as long as the worker stays healthy.
+    pub async fn heartbeat(&self, session: &WorkerSession, held: Option<Held>) -> EngineResult<()> {
         let now = self.now();
         session.touch(now);
         let until = now + Self::ms(self.config.worker_lease);
         self.store
             .renew_session_lease(&session.lease_id, &session.registration.worker_id, until, now)
             .await?;
+        let Some(held) = held else { return Ok(()) };
+        if held.workflow_ids.len() > MAX_HELD_IDS {
+            return Err(EngineError::invalid(format!(
+                "a heartbeat lists at most {MAX_HELD_IDS} held workflows"
+            )));
+        }
+        let lost = session.lost(&held.workflow_ids, held.dispatches_received);
+        if lost.is_empty() {
+            return Ok(());
+        }
+        let released = self
+            .store
+            .release_lost(&lost, self.config.max_recovery_attempts, self.now())
+            .await?;
+        let worker_id = &session.registration.worker_id;
+        for id in &released.requeued {
+            tracing::warn!(%worker_id, workflow_id = %id, "worker no longer holds a workflow dispatched to it; put back in its queue");
+        }
+        for id in &released.dead_lettered {
+            tracing::warn!(%worker_id, workflow_id = %id, "workflow lost by its worker too often; dead-lettered");
+            self.announce_finished(id, None);
+        }
+        if !released.requeued.is_empty() {
+            self.work_enqueued();
+        }
         Ok(())
     }
 
@@ -160,6 +199,7 @@ impl Engine {
         }
         let parked = self.store.park(&fence, step_id, wake_at, &on, self.now()).await?;
         if parked {
+            session.let_go(&fence.workflow_id);
             tracing::debug!(workflow_id = %fence.workflow_id, "parked");
         }
         Ok(parked)
@@ -187,8 +227,17 @@ impl Engine {
         }
         let done = match self.store.complete_with_steps(&fence, steps, outcome, self.now()).await {
             Ok(done) => done,
-            Err(e) => return Err(self.refused_step(&fence, e).await),
+            Err(e) => {
+                // Refused for good (fenced, cancelled, …): the worker lets the run go and nothing
+                // is left to take back. Unavailable is not that: the worker resends, or gives up
+                // and its heartbeat stops listing the workflow, which then goes back to its queue.
+                if !matches!(e, StoreError::Unavailable(_)) {
+                    session.let_go(&fence.workflow_id);
+                }
+                return Err(self.refused_step(&fence, e).await);
+            }
         };
+        session.let_go(&fence.workflow_id);
         tracing::debug!(workflow_id = %fence.workflow_id, adopted = done.adopted, "complete");
         self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
         Ok(done)

@@ -575,10 +575,19 @@ pub trait Store: Send + Sync + 'static {
     /// them). Counts as a recovery, like `recover_expired`.
     async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
 
+    /// Take back workflows a live worker says it no longer holds (its heartbeat left them out:
+    /// the SDK lost the run). Only a workflow still PENDING at the listed epoch is taken back —
+    /// one that finished, parked or was dispatched again meanwhile is left alone. Counts as a
+    /// recovery, like `recover_expired`.
+    async fn release_lost(&self, lost: &[Fence], max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
+
     /// Take back the PENDING workflows whose stream's lease ended before `now` (or that have no
     /// live stream at all): each one's recovery count goes up by one and it returns to ENQUEUED,
     /// or becomes MAX_RECOVERY_ATTEMPTS_EXCEEDED when the count passes the limit.
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
+
+    /// One trivial round trip to the database: Ok while it answers. For health reporting.
+    async fn ping(&self) -> StoreResult<()>;
 
     /// Forget worker streams whose lease ended before `before` and that own nothing.
     async fn prune_sessions(&self, before: Millis) -> StoreResult<u64>;

@@ -589,6 +589,29 @@ impl Store for PostgresStore {
         Ok(recovery)
     }
 
+    async fn release_lost(&self, lost: &[Fence], max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
+        let ids: Vec<&str> = lost.iter().map(|f| f.workflow_id.as_str()).collect();
+        let epochs: Vec<i64> = lost.iter().map(|f| f.epoch as i64).collect();
+        let sql = format!(
+            "UPDATE workflows SET {RECOVER_SET} FROM UNNEST($3::text[], $4::bigint[]) AS l(id, epoch) \
+             WHERE workflows.workflow_id = l.id AND workflows.epoch = l.epoch AND status = 'PENDING' \
+             RETURNING workflows.workflow_id, status"
+        );
+        let rows: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(max_recovery_attempts as i64)
+            .bind(now)
+            .bind(&ids)
+            .bind(&epochs)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error)?;
+        let recovery = rows::recovery(rows);
+        if !recovery.requeued.is_empty() {
+            self.announce_soon(crate::changes::Change::Enqueued);
+        }
+        Ok(recovery)
+    }
+
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         // Candidates are locked with SKIP LOCKED so replicas recovering at the same time split
         // the rows instead of waiting on each other (or on a worker's in-flight step write);
@@ -825,6 +848,11 @@ impl Store for PostgresStore {
             .await
             .map_err(db_error)?;
         Ok(found.is_some())
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(db_error)?;
+        Ok(())
     }
 
     async fn prune_sessions(&self, before: Millis) -> StoreResult<u64> {

@@ -402,6 +402,29 @@ impl Store for SqliteStore {
         Ok(rows::recovery(rows))
     }
 
+    async fn release_lost(&self, lost: &[Fence], max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
+        // Rare (a worker lost a run), so one statement per workflow in one transaction is plenty.
+        let sql = format!(
+            "UPDATE workflows SET {RECOVER_SET} WHERE workflow_id = ?3 AND epoch = ?4 AND status = 'PENDING' \
+             RETURNING workflow_id, status"
+        );
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let mut rows: Vec<(String, String)> = Vec::new();
+        for f in lost {
+            let row: Option<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(max_recovery_attempts as i64)
+                .bind(now)
+                .bind(&f.workflow_id)
+                .bind(f.epoch as i64)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error)?;
+            rows.extend(row);
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(rows::recovery(rows))
+    }
+
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         let sql = format!(
             "UPDATE workflows SET {RECOVER_SET} WHERE status = 'PENDING' AND NOT EXISTS \
@@ -598,6 +621,11 @@ impl Store for SqliteStore {
             .await
             .map_err(db_error)?;
         Ok(found.is_some())
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.read).await.map_err(db_error)?;
+        Ok(())
     }
 
     async fn prune_sessions(&self, before: Millis) -> StoreResult<u64> {

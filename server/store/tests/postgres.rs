@@ -17,6 +17,11 @@ async fn fresh() -> Option<Fixture> {
 async fn fresh_database() -> Option<(Fixture, String)> {
     let Ok(admin_url) = std::env::var("WAYMARK_TEST_POSTGRES_URL") else {
         if std::env::var("WAYMARK_SKIP_POSTGRES").as_deref() == Ok("1") {
+            // Under `.ci/run` nothing may skip: a skip there would hide a missing install step.
+            assert!(
+                std::env::var("WAYMARK_NO_SKIP").as_deref() != Ok("1"),
+                "WAYMARK_SKIP_POSTGRES=1 with WAYMARK_NO_SKIP=1: the PostgreSQL tests may not be skipped"
+            );
             eprintln!("skipped: WAYMARK_SKIP_POSTGRES=1");
             return None;
         }

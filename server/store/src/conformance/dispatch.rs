@@ -316,6 +316,47 @@ pub async fn release_worker_takes_back_only_its_own(s: Arc<dyn Store>) {
     assert_eq!(get(s, "b1").await.status, WorkflowStatus::MaxRecoveryAttemptsExceeded);
 }
 
+pub async fn release_lost_takes_back_only_what_is_still_at_that_epoch(s: Arc<dyn Store>) {
+    let s = &*s;
+    let named = [("lost", "L"), ("done", "D"), ("again", "G"), ("other", "O")];
+    for (id, name) in named {
+        start(s, wf(id, name, "q"), T).await;
+    }
+    s.renew_session_lease(&session("A"), "A", T + 10_000, T).await.unwrap();
+    for (id, name) in named {
+        assert_eq!(claim_one(s, "A", name, id, T + 1).await, 1);
+    }
+    s.complete_workflow(&fence("done", 1), Outcome::Output("1".into()), T + 2)
+        .await
+        .unwrap();
+    // "again" went back and was dispatched anew (epoch 2) before the stale report arrived.
+    s.release_lost(&[fence("again", 1)], 5, T + 3).await.unwrap();
+    assert_eq!(claim_one(s, "A", "G", "again", T + 4).await, 2);
+
+    let lost = [
+        fence("lost", 1),
+        fence("done", 1),
+        fence("again", 1),
+        fence("missing", 1),
+    ];
+    let r = s.release_lost(&lost, 5, T + 5).await.unwrap();
+    assert_eq!((r.requeued, r.dead_lettered), (vec!["lost".to_string()], vec![]));
+    let w = get(s, "lost").await;
+    assert_eq!((w.status, w.recovery_attempts), (WorkflowStatus::Enqueued, 1));
+    assert_eq!(get(s, "done").await.status, WorkflowStatus::Success);
+    let again = get(s, "again").await;
+    assert_eq!((again.status, again.epoch), (WorkflowStatus::Pending, 2));
+    assert_eq!(
+        get(s, "other").await.status,
+        WorkflowStatus::Pending,
+        "not listed, not touched"
+    );
+    // Nothing listed, nothing done; and it counts toward the dead-letter limit.
+    assert_eq!(s.release_lost(&[], 5, T + 6).await.unwrap(), Recovery::default());
+    let r = s.release_lost(&[fence("other", 1)], 0, T + 7).await.unwrap();
+    assert_eq!(r.dead_lettered, vec!["other".to_string()]);
+}
+
 pub async fn prune_sessions_only_idle_expired(s: Arc<dyn Store>) {
     let s = &*s;
     start(s, wf("busy", "B", "q"), T).await;
