@@ -63,7 +63,7 @@ pub async fn serve(
         .max_decoding_message_size(max_message)
         .max_encoding_message_size(max_message);
     let workers = WorkerServiceServer::new(worker_service::WorkerApi { engine: engine.clone() })
-        .max_decoding_message_size(max_message)
+        .max_decoding_message_size(engine.config().worker_decode_limit())
         .max_encoding_message_size(max_message * 4);
 
     let queues = QueueServiceServer::new(queue_service::QueueApi { engine: engine.clone() });

@@ -348,6 +348,8 @@ impl WorkerService for WorkerApi {
             session_id: session.session_id.to_string(),
             heartbeat_interval_ms: engine.config().heartbeat_interval.as_millis() as u32,
             server_version: env!("CARGO_PKG_VERSION").to_string(),
+            max_payload_bytes: engine.config().max_payload_bytes as u64,
+            max_message_bytes: engine.config().max_worker_message_bytes() as u64,
         };
         let _ = out.send(msg(server_message::Kind::Welcome(welcome))).await;
         let session_for_pushes = session.clone();

@@ -27,6 +27,21 @@ pub struct EngineConfig {
     pub health_interval: Duration,
 }
 
+impl EngineConfig {
+    /// Largest message a worker may send on its stream (told in `Welcome`): room for two
+    /// payloads (a workflow's output beside the last step records it carries) and the rest of
+    /// the message. SDKs split what would be larger.
+    pub fn max_worker_message_bytes(&self) -> usize {
+        2 * self.max_payload_bytes + 1024 * 1024
+    }
+
+    /// What the server actually decodes from a worker: well above what workers are told, so a
+    /// message a little over the limit gets a clear error instead of ending the stream.
+    pub fn worker_decode_limit(&self) -> usize {
+        4 * self.max_worker_message_bytes()
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {

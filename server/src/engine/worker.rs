@@ -216,9 +216,18 @@ impl Engine {
     ) -> EngineResult<Completed> {
         session.touch(self.now());
         validate::name("workflow_id", &fence.workflow_id)?;
-        if let Outcome::Output(o) = &outcome {
-            validate::payload("workflow output", o, self.config.max_payload_bytes)?;
-        }
+        // An output over the limit is the workflow's own doing and will not shrink on a retry:
+        // the workflow fails with PAYLOAD_TOO_LARGE rather than being refused and run again.
+        let outcome = match outcome {
+            Outcome::Output(o) => match validate::payload("the workflow's output", &o, self.config.max_payload_bytes) {
+                Ok(()) => Outcome::Output(o),
+                Err(e) => Outcome::Failure(Failure {
+                    kind: e.reason.to_string(),
+                    message: e.message,
+                }),
+            },
+            failed => failed,
+        };
         for step in &steps {
             validate::name("step name", &step.name)?;
             if let Outcome::Output(o) = &step.outcome {

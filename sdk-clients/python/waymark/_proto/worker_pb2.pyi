@@ -260,22 +260,37 @@ class Welcome(_message.Message):
     SESSION_ID_FIELD_NUMBER: _builtins.int
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _builtins.int
     SERVER_VERSION_FIELD_NUMBER: _builtins.int
+    MAX_PAYLOAD_BYTES_FIELD_NUMBER: _builtins.int
+    MAX_MESSAGE_BYTES_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     """Identifies this stream in the server's logs."""
     heartbeat_interval_ms: _builtins.int
     """Send a heartbeat at least this often."""
     server_version: _builtins.str
     """The server's version."""
+    max_payload_bytes: _builtins.int
+    """Largest JSON payload the server takes (a step's output, a workflow's output, a message, an
+    event or stream value), in bytes of its JSON text. A workflow whose output is larger fails
+    with kind PAYLOAD_TOO_LARGE; a step whose output is larger fails the same way, as a recorded
+    step failure. The SDK checks before sending.
+    """
+    max_message_bytes: _builtins.int
+    """Largest message the worker may send on this stream, in bytes of its encoding. The SDK keeps
+    every message under it: it splits a batch, and sends held step records on their own ahead of
+    a completion that would otherwise exceed it. A larger message may end the stream.
+    """
     def __init__(
         self,
         *,
         session_id: _builtins.str = ...,
         heartbeat_interval_ms: _builtins.int = ...,
         server_version: _builtins.str = ...,
+        max_payload_bytes: _builtins.int = ...,
+        max_message_bytes: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval_ms", b"heartbeat_interval_ms", "server_version", b"server_version", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval_ms", b"heartbeat_interval_ms", "max_message_bytes", b"max_message_bytes", "max_payload_bytes", b"max_payload_bytes", "server_version", b"server_version", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -731,8 +731,17 @@ type Welcome struct {
 	HeartbeatIntervalMs uint32 `protobuf:"varint,2,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
 	// The server's version.
 	ServerVersion string `protobuf:"bytes,3,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Largest JSON payload the server takes (a step's output, a workflow's output, a message, an
+	// event or stream value), in bytes of its JSON text. A workflow whose output is larger fails
+	// with kind PAYLOAD_TOO_LARGE; a step whose output is larger fails the same way, as a recorded
+	// step failure. The SDK checks before sending.
+	MaxPayloadBytes uint64 `protobuf:"varint,4,opt,name=max_payload_bytes,json=maxPayloadBytes,proto3" json:"max_payload_bytes,omitempty"`
+	// Largest message the worker may send on this stream, in bytes of its encoding. The SDK keeps
+	// every message under it: it splits a batch, and sends held step records on their own ahead of
+	// a completion that would otherwise exceed it. A larger message may end the stream.
+	MaxMessageBytes uint64 `protobuf:"varint,5,opt,name=max_message_bytes,json=maxMessageBytes,proto3" json:"max_message_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Welcome) Reset() {
@@ -784,6 +793,20 @@ func (x *Welcome) GetServerVersion() string {
 		return x.ServerVersion
 	}
 	return ""
+}
+
+func (x *Welcome) GetMaxPayloadBytes() uint64 {
+	if x != nil {
+		return x.MaxPayloadBytes
+	}
+	return 0
+}
+
+func (x *Welcome) GetMaxMessageBytes() uint64 {
+	if x != nil {
+		return x.MaxMessageBytes
+	}
+	return 0
 }
 
 // Grants the server room for more workflows on this worker.
@@ -3717,12 +3740,14 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\n" +
 	"step_names\x18\x05 \x03(\tR\tstepNames\x12\x16\n" +
 	"\x06queues\x18\x06 \x03(\tR\x06queues\x12\x10\n" +
-	"\x03sdk\x18\a \x01(\tR\x03sdk\"\x83\x01\n" +
+	"\x03sdk\x18\a \x01(\tR\x03sdk\"\xdb\x01\n" +
 	"\aWelcome\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x02 \x01(\rR\x13heartbeatIntervalMs\x12%\n" +
-	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\"<\n" +
+	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\x12*\n" +
+	"\x11max_payload_bytes\x18\x04 \x01(\x04R\x0fmaxPayloadBytes\x12*\n" +
+	"\x11max_message_bytes\x18\x05 \x01(\x04R\x0fmaxMessageBytes\"<\n" +
 	"\x06Credit\x12\x1c\n" +
 	"\tworkflows\x18\x01 \x01(\rR\tworkflows\x12\x14\n" +
 	"\x05steps\x18\x02 \x01(\rR\x05steps\"\x8b\x01\n" +
