@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from waymark import Worker
@@ -31,7 +31,7 @@ def unavailable() -> worker_pb2.Reply:
 async def accept(m: worker_pb2.WorkerMessage) -> worker_pb2.Reply:
     """The answer of a healthy server to the requests these tests make."""
     kind = m.WhichOneof("kind")
-    if kind in ("record_step", "set_event"):
+    if kind in ("record_step", "set_event", "step_result"):
         return worker_pb2.Reply(step_recorded=worker_pb2.StepRecorded())
     if kind == "complete_workflow":
         ok = m.complete_workflow.HasField("output")
@@ -41,7 +41,13 @@ async def accept(m: worker_pb2.WorkerMessage) -> worker_pb2.Reply:
 
 
 class FakeServer:
-    def __init__(self, answer: Answer = accept, *, patience: float = 60.0) -> None:
+    def __init__(
+        self,
+        answer: Answer = accept,
+        *,
+        patience: float = 60.0,
+        welcome: worker_pb2.Welcome | None = None,
+    ) -> None:
         # A real worker's registrations and settings; the session is driven from here instead
         # of by `worker.run()`.
         self.worker = Worker(
@@ -53,17 +59,34 @@ class FakeServer:
         self.workflow = self.worker.workflow
         self.config = self.worker._config
         self.session = Session(self.config)
+        # As the real server's: the session keeps to the sizes it states.
+        self.session.welcomed(welcome or worker_pb2.Welcome())
         self.answer = answer
-        # Every message the session put on the stream, in order (copies: a resent request is
-        # the same object with a new request id).
+        # Every message the session sent, in order, batches unpacked (copies: a resent request
+        # is the same object with a new request id).
         self.sent: list[worker_pb2.WorkerMessage] = []
+        # What went on the stream, as written: a message, or a batch of them.
+        self.frames: list[worker_pb2.WorkerMessage] = []
         self._news = asyncio.Event()
         self._answering: set[asyncio.Task[None]] = set()
         self._pump = asyncio.create_task(self._take())
 
-    def dispatch(self, workflow_id: str, name: str, input: Any = None) -> Run:
+    def dispatch(
+        self,
+        workflow_id: str,
+        name: str,
+        input: Any = None,
+        *,
+        steps: Iterable[types_pb2.Step] = (),
+        epoch: int = 1,
+    ) -> Run:
+        """Dispatches a workflow to the session; `steps` are its recorded history."""
         d = worker_pb2.DispatchWorkflow(
-            workflow_id=workflow_id, workflow_name=name, epoch=1, input=to_payload(input)
+            workflow_id=workflow_id,
+            workflow_name=name,
+            epoch=epoch,
+            input=to_payload(input),
+            steps=steps,
         )
         self.session._handle(worker_pb2.ServerMessage(dispatch_workflow=d))
         return self.session.running[workflow_id]
@@ -105,15 +128,19 @@ class FakeServer:
             t.cancel()
 
     async def _take(self) -> None:
-        while (m := await self.session.conn.outbox.get()) is not None:
+        # Read as the gRPC call reads them, so batching and its size limit are the real ones.
+        async for frame in self.session.conn.outgoing():
             copy = worker_pb2.WorkerMessage()
-            copy.CopyFrom(m)
-            self.sent.append(copy)
+            copy.CopyFrom(frame)
+            self.frames.append(copy)
+            inner = list(copy.batch.messages) if copy.HasField("batch") else [copy]
+            for m in inner:
+                self.sent.append(m)
+                if m.request_id:
+                    t = asyncio.create_task(self._reply(m))
+                    self._answering.add(t)
+                    t.add_done_callback(self._answering.discard)
             self._news.set()
-            if copy.request_id:
-                t = asyncio.create_task(self._reply(copy))
-                self._answering.add(t)
-                t.add_done_callback(self._answering.discard)
 
     async def _reply(self, m: worker_pb2.WorkerMessage) -> None:
         reply = await self.answer(m)

@@ -35,6 +35,21 @@ class RpcError(WaymarkError):
         self.metadata = metadata or {}
 
 
+class PayloadTooLarge(RpcError):
+    """A payload (a workflow's or a step's output, a message, an event or stream value, a child's
+    or remote step's input) or a whole message is larger than the server takes. The worker
+    refuses it before sending, with the reason the server would give; left uncaught in a
+    workflow, it fails the workflow with kind PAYLOAD_TOO_LARGE."""
+
+    kind = "PAYLOAD_TOO_LARGE"
+
+    def __init__(self, message: str, *, size: int, limit: int) -> None:
+        super().__init__(grpc.StatusCode.RESOURCE_EXHAUSTED, self.kind, message)
+        # Bytes of the JSON text (of the encoded message, for a whole message), and the limit.
+        self.size = size
+        self.limit = limit
+
+
 class UnavailableError(WaymarkError):
     """The server could not be reached (after the client's retries, for calls it retries)."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from .._payload import from_payload, to_payload
+from .._payload import from_payload
 from .._proto import worker_pb2
 from .._time import now_ms
 from ..errors import ChildWorkflowFailed
@@ -43,7 +43,7 @@ class ChildrenMixin(ContextCore):
             step_id=step_id,
             workflow_name=name,
             child_workflow_id=child_id,
-            input=to_payload(input),
+            input=self._payload(f"the input of child workflow {name!r}", input),
             queue_name=queue,
         )
         started = expect(

@@ -8,7 +8,7 @@ import asyncio
 import logging
 from typing import Any
 
-from .._payload import from_payload
+from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2
 from .._time import now_ms
 from ..errors import NonDeterminismError, Parked, StepFailed
@@ -108,6 +108,14 @@ class ContextCore:
         if rec.HasField("failure"):
             raise StepFailed(name, rec.failure.message)
         return True, from_payload(rec.output)
+
+    def _payload(self, what: str, value: Any) -> types_pb2.Payload:
+        """`value` as a payload to send, or `PayloadTooLarge` when the server would not take it:
+        refused here, before it is sent, so the workflow gets the error it can handle (and
+        would get again on replay) rather than a message that ends the stream."""
+        p = to_payload(value)
+        self._run.limits.check_payload(what, p)
+        return p
 
     def _defer(self, step_id: int, name: str, attempts: int, **outcome: Any) -> None:
         """Holds a step's record back until the workflow's next step, request or completion."""

@@ -69,6 +69,7 @@ class RemoteMixin(ContextCore):
         if self._recorded(h.step_id, h.name) is not None:
             return h
         self._check_cancelled()
+        self._run.limits.check_payload(f"the input of step {h.name!r}", h.input)
         await self._call(h)
         return h
 

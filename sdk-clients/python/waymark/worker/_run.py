@@ -9,6 +9,7 @@ from .._proto import types_pb2, worker_pb2
 from ..errors import Disconnected, Dropped
 from . import _resend
 from ._conn import Conn
+from ._limits import Limits
 from ._records import Records
 from ._replies import check_recorded
 
@@ -43,6 +44,11 @@ class Run:
         self.delivered: dict[int, types_pb2.Payload] = {}
         self.records = Records(self.ask, check_recorded)
         self.task: asyncio.Task[None] | None = None
+
+    @property
+    def limits(self) -> Limits:
+        """What the server takes on this run's stream."""
+        return self.conn.limits
 
     def drop(self) -> None:
         """Lets go of the run without finishing it: from now on nothing is sent for it, and the

@@ -9,7 +9,15 @@ from typing import Any
 
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2
-from ..errors import Dropped, Parked, WorkflowFailed, WorkflowInterrupted, failure_kind
+from ..errors import (
+    Dropped,
+    Parked,
+    PayloadTooLarge,
+    WorkflowFailed,
+    WorkflowInterrupted,
+    failure_kind,
+)
+from ._complete import complete
 from ._context import WorkflowContext
 from ._core import log
 from ._run import Run
@@ -37,21 +45,15 @@ async def run_workflow(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload
             for r in held:
                 await run.ask(worker_pb2.WorkerMessage(record_step=r))
             return
-        done = worker_pb2.CompleteWorkflow(
-            workflow_id=run.workflow_id, epoch=run.epoch, steps=held, **outcome
-        )
-        reply = await run.ask(worker_pb2.WorkerMessage(complete_workflow=done))
-        if reply.HasField("error"):
-            log.info(
-                "completion of %s refused: %s (%s)",
-                run.workflow_id,
-                reply.error.message,
-                reply.error.reason,
-            )
+        await complete(run, outcome, held)
     except (Dropped, asyncio.CancelledError):
         # Dropped while finishing (the server stayed unavailable, or the stream broke), or
         # cancelled: the server hands the workflow out again, or has finished it.
         log.info("workflow %s let go before it was finished", run.workflow_id)
+    except PayloadTooLarge as e:
+        # A record held by a run that stopped without an outcome, too large to send (only a
+        # step's failure message can be): the run ends without it.
+        log.warning("workflow %s ended with a record it could not send: %s", run.workflow_id, e)
 
 
 async def _call(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> dict[str, Any] | None:
@@ -63,7 +65,11 @@ async def _call(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> di
                 "UnknownWorkflow", f"this worker has no workflow named {run.workflow_name!r}"
             )
         result = await fn(WorkflowContext(run), from_payload(input))
-        return {"output": to_payload(result)}
+        output = to_payload(result)
+        # The server would fail the workflow for an output over the limit too; sending it could
+        # end the stream instead, and the workflow would run again.
+        run.limits.check_payload("the workflow's output", output)
+        return {"output": output}
     except asyncio.CancelledError:
         log.info("workflow %s stopped: cancelled", run.workflow_id)
     except Parked:
@@ -72,7 +78,8 @@ async def _call(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> di
         log.info("workflow %s stopped: %s", run.workflow_id, e)
     except Exception as e:
         log.info("workflow %s failed: %s: %s", run.workflow_id, type(e).__name__, e)
-        message = str(e) or type(e).__name__
+        # The sizes alone: "(PAYLOAD_TOO_LARGE)" is the failure's kind already.
+        message = e.message if isinstance(e, PayloadTooLarge) else str(e) or type(e).__name__
         return {"failure": types_pb2.Failure(kind=failure_kind(e), message=message)}
     return None
 

@@ -18,10 +18,11 @@ from .. import _rpc
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2, worker_pb2_grpc
 from .._time import now_ms, timestamp_ms
-from ..errors import Disconnected, failure_kind
+from ..errors import Disconnected, PayloadTooLarge, failure_kind
 from . import _resend
 from ._conn import Conn
 from ._core import log
+from ._limits import Limits
 from ._run import Run
 from ._runner import WorkflowFn, run_workflow
 
@@ -83,9 +84,7 @@ class Session:
             log.info(
                 "connected to Waymark as %s (session %s)", c.worker_id, first.welcome.session_id
             )
-            steps = c.max_concurrent_steps if c.steps else 0
-            credit = worker_pb2.Credit(workflows=c.max_concurrent_workflows, steps=steps)
-            self.conn.send(worker_pb2.WorkerMessage(credit=credit))
+            self.welcomed(first.welcome)
             interval = max(first.welcome.heartbeat_interval_ms, 100) / 1000
             heartbeat = asyncio.create_task(self._heartbeat(interval))
             while True:
@@ -101,6 +100,15 @@ class Session:
             await self.close()
             call.cancel()
             await channel.close()
+
+    def welcomed(self, w: worker_pb2.Welcome) -> None:
+        """The server accepted the worker: from now on keep within the sizes it states, and
+        grant it the credits for work."""
+        c = self.config
+        self.conn.limits = Limits.from_welcome(w)
+        steps = c.max_concurrent_steps if c.steps else 0
+        credit = worker_pb2.Credit(workflows=c.max_concurrent_workflows, steps=steps)
+        self.conn.send(worker_pb2.WorkerMessage(credit=credit))
 
     async def close(self) -> None:
         """The stream is gone: every run on it is dropped (nothing more is sent for it; the
@@ -208,18 +216,25 @@ class Session:
                 output = fn(from_payload(d.input))
                 if inspect.isawaitable(output):
                     output = await output
-            result.output.CopyFrom(to_payload(output))
+            payload = to_payload(output)
+            # Over the limit, the result is sent as the attempt's failure: the server would
+            # refuse the output, and leave the attempt to time out.
+            self.conn.limits.check_payload(f"the output of step {d.step_name!r}", payload)
+            result.output.CopyFrom(payload)
         except TimeoutError:
             if limit.expired():
                 return
             result.failure.CopyFrom(types_pb2.Failure(kind="TimeoutError", message="timed out"))
+        except PayloadTooLarge as e:
+            result.failure.CopyFrom(types_pb2.Failure(kind=e.kind, message=e.message))
         except Exception as e:
             result.failure.CopyFrom(
                 types_pb2.Failure(kind=failure_kind(e), message=str(e) or type(e).__name__)
             )
-        # Resent while the server is unavailable; past patience, or if the stream breaks, the
-        # attempt is abandoned: the server fails it at its deadline and tries again.
-        with contextlib.suppress(Disconnected, _resend.OutOfPatience):
+        # Resent while the server is unavailable; past patience, if the stream breaks, or if
+        # the result is too large to send (a failure's message can be), the attempt is
+        # abandoned: the server fails it at its deadline and tries again.
+        with contextlib.suppress(Disconnected, _resend.OutOfPatience, PayloadTooLarge):
             msg = worker_pb2.WorkerMessage(step_result=result)
             reply = await _resend.request(self.conn, msg, self.config.patience)
             if reply.HasField("error"):

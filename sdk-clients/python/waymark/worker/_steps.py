@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from .._payload import to_payload
 from .._proto import types_pb2
-from ..errors import StepFailed
+from ..errors import PayloadTooLarge, StepFailed
 from ..retry import RetryPolicy
 from ._core import ContextCore, log
 
@@ -74,5 +74,14 @@ class StepsMixin(ContextCore):
                 await asyncio.sleep(policy.delay(attempt))
                 self._check_cancelled()
                 attempt += 1
+        try:
+            self._run.limits.check_payload(f"the output of step {name!r}", payload)
+        except PayloadTooLarge as e:
+            # Not retried: the function would most likely return as much again, and run its
+            # effects again to do so. Recorded as the step's failure, raised as a replay raises
+            # it, so the workflow sees the same on every run.
+            failure = types_pb2.Failure(kind=e.kind, message=e.message)
+            self._defer(step_id, name, attempt, failure=failure)
+            raise StepFailed(name, e.message) from None
         self._defer(step_id, name, attempt, output=payload)
         return result

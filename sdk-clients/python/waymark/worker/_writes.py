@@ -35,7 +35,7 @@ class WritesMixin(ContextCore):
             step_id=step_id,
             destination_id=destination,
             topic=topic,
-            message=to_payload(message),
+            message=self._payload(f"the message to workflow {destination!r}", message),
         )
         sent = expect(
             await self._request(worker_pb2.WorkerMessage(send_message=req)), "message_sent"
@@ -58,7 +58,7 @@ class WritesMixin(ContextCore):
             epoch=r.epoch,
             step_id=step_id,
             key=key,
-            value=to_payload(value),
+            value=self._payload(f"the value of event {key!r}", value),
         )
         expect(await self._request(worker_pb2.WorkerMessage(set_event=req)), "step_recorded")
 
@@ -79,6 +79,8 @@ class WritesMixin(ContextCore):
         if found:
             return int(recorded.get("offset", 0))
         self._check_cancelled()
+        if value is not None:
+            self._run.limits.check_payload(f"the value written to stream {key!r}", value)
         r = self._run
         req = worker_pb2.WriteStream(
             workflow_id=r.workflow_id,
