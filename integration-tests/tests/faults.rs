@@ -29,11 +29,13 @@ async fn a_database_restart_under_load_fails_no_workflow() {
     let log = db.dir.join("effects.log");
     let _a = WorkerProcess::start(&server.addr, &log, 20, "a");
     let _b = WorkerProcess::start(&server.addr, &log, 20, "b");
-    let ids = start_batch(&client, "pg-restart", 200, 10, 20).await;
+    let ids = start_batch(&client, "pg-restart", 200, 10, 50).await;
     wait_for_effects(&log, 300).await;
     pg.restart("fast");
+    // On a fast machine the workload may be nearly done by now: the second restart still comes
+    // before its last steps.
     let after_fast = side_effects::read(&log).len();
-    wait_for_effects(&log, after_fast + 300).await;
+    wait_for_effects(&log, (after_fast + 300).min(1_900)).await;
     pg.restart("immediate");
     all_succeeded(&client, &ids, 10).await;
     // A step in flight at each restart may run again under a later epoch, once per restart at

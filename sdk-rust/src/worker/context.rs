@@ -151,15 +151,33 @@ impl WorkflowContext {
                     }
                 }
             };
+            // An output larger than the server takes fails the step, recorded as such, so this
+            // run and every replay see the same failure.
+            let result = match result {
+                Ok(v) => {
+                    let json = serde_json::to_value(&v)?;
+                    match inner
+                        .conn
+                        .limits
+                        .payload(&format!("the output of step {name:?}"), &json)
+                    {
+                        Ok(p) => Ok((v, p)),
+                        Err(e) => Err(("PAYLOAD_TOO_LARGE", e.to_string())),
+                    }
+                }
+                Err(message) => Err(("StepFailed", message)),
+            };
             let outcome = match &result {
-                Ok(v) => v1::record_step::Outcome::Output(json::to_payload(&serde_json::to_value(v)?)),
-                Err(message) => v1::record_step::Outcome::Failure(v1::Failure {
-                    kind: "StepFailed".into(),
+                Ok((_, p)) => v1::record_step::Outcome::Output(p.clone()),
+                Err((kind, message)) => v1::record_step::Outcome::Failure(v1::Failure {
+                    kind: kind.to_string(),
                     message: message.clone(),
                 }),
             };
             inner.defer(step_id, &name, outcome, attempt);
-            result.map_err(|message| WorkflowError::Step { name, message })
+            result
+                .map(|(v, _)| v)
+                .map_err(|(_, message)| WorkflowError::Step { name, message })
         }
     }
 }
@@ -349,7 +367,7 @@ impl WorkflowContext {
                 step_id,
                 destination_id: destination,
                 topic,
-                message: Some(json::to_payload(&message?)),
+                message: Some(inner.conn.limits.payload("the message", &message?)?),
             };
             match inner.request(worker_message::Kind::SendMessage(req)).await? {
                 reply::Result::MessageSent(m) => Ok(m.message_id),
@@ -413,7 +431,7 @@ impl WorkflowContext {
                 epoch: inner.epoch,
                 step_id,
                 key,
-                value: Some(json::to_payload(&value?)),
+                value: Some(inner.conn.limits.payload("the event's value", &value?)?),
             };
             match inner.request(worker_message::Kind::SetEvent(req)).await? {
                 reply::Result::StepRecorded(_) => Ok(()),
@@ -468,7 +486,7 @@ impl WorkflowContext {
         key: &str,
         value: &V,
     ) -> impl Future<Output = Result<u64, WorkflowError>> + Send {
-        let value = serde_json::to_value(value).map(|v| Some(json::to_payload(&v)));
+        let value = serde_json::to_value(value).map(Some);
         self.stream_step(key, value, WRITE_STREAM_STEP)
     }
 
@@ -481,7 +499,7 @@ impl WorkflowContext {
     fn stream_step(
         &self,
         key: &str,
-        value: Result<Option<v1::Payload>, serde_json::Error>,
+        value: Result<Option<serde_json::Value>, serde_json::Error>,
         name: &'static str,
     ) -> impl Future<Output = Result<u64, WorkflowError>> + Send {
         let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
@@ -491,7 +509,10 @@ impl WorkflowContext {
                 return Ok(v.get("offset").and_then(|o| o.as_u64()).unwrap_or_default());
             }
             inner.check_cancelled()?;
-            let value = value?;
+            let value = match value? {
+                Some(v) => Some(inner.conn.limits.payload("the stream value", &v)?),
+                None => None,
+            };
             let req = v1::WriteStream {
                 workflow_id: inner.workflow_id.clone(),
                 epoch: inner.epoch,
@@ -538,7 +559,7 @@ impl WorkflowContext {
                 step_id,
                 workflow_name: name,
                 child_workflow_id: id,
-                input: Some(json::to_payload(&input?)),
+                input: Some(inner.conn.limits.payload("the child's input", &input?)?),
                 queue_name: String::new(),
             };
             match inner.request(worker_message::Kind::StartChild(req)).await? {

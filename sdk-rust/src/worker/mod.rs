@@ -9,9 +9,13 @@ use serde_json::Value;
 use crate::{Error, WorkflowError};
 
 pub mod context;
+#[cfg(test)]
+mod fake;
 mod records;
 mod resend;
 mod session;
+#[cfg(test)]
+mod sizes_tests;
 
 use context::WorkflowContext;
 

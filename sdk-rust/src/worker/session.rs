@@ -28,15 +28,71 @@ pub(crate) struct Conn {
     pending: Mutex<HashMap<u64, oneshot::Sender<reply::Result>>>,
     /// How long a request the server answers UNAVAILABLE is sent again before its run is let go.
     resend_for: Duration,
+    /// The sizes the server takes, from its welcome.
+    pub(crate) limits: Limits,
+}
+
+/// Sizes the server takes (see `Welcome` in worker.proto).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Largest JSON payload, in bytes of its text.
+    pub payload: usize,
+    /// Largest message this worker may send, in bytes of its encoding.
+    pub message: usize,
+}
+
+impl Default for Limits {
+    /// What a server too old to say uses.
+    fn default() -> Self {
+        Limits {
+            payload: 4 * 1024 * 1024,
+            message: 9 * 1024 * 1024,
+        }
+    }
+}
+
+impl Limits {
+    fn from_welcome(w: &v1::Welcome) -> Limits {
+        let d = Limits::default();
+        Limits {
+            payload: if w.max_payload_bytes == 0 {
+                d.payload
+            } else {
+                w.max_payload_bytes as usize
+            },
+            message: if w.max_message_bytes == 0 {
+                d.message
+            } else {
+                w.max_message_bytes as usize
+            },
+        }
+    }
+
+    /// `value` as a payload, or PAYLOAD_TOO_LARGE (saying what it is) when its JSON is larger
+    /// than the server takes: refused here, before a message that could not be delivered.
+    pub(crate) fn payload(&self, what: &str, value: &serde_json::Value) -> Result<v1::Payload, WorkflowError> {
+        let size = serde_json::to_string(value)?.len();
+        if size > self.payload {
+            return Err(WorkflowError::failed(
+                "PAYLOAD_TOO_LARGE",
+                format!(
+                    "{what} is {size} bytes of JSON; the server takes at most {}",
+                    self.payload
+                ),
+            ));
+        }
+        Ok(json::to_payload(value))
+    }
 }
 
 impl Conn {
-    pub(crate) fn new(tx: mpsc::Sender<WorkerMessage>, resend_for: Duration) -> Conn {
+    pub(crate) fn new(tx: mpsc::Sender<WorkerMessage>, resend_for: Duration, limits: Limits) -> Conn {
         Conn {
             tx,
             next_id: AtomicU64::new(0),
             pending: Mutex::new(HashMap::new()),
             resend_for,
+            limits,
         }
     }
 
@@ -148,7 +204,7 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
         _ => return Err(Error::Transport("the server did not welcome this worker".into())),
     };
     tracing::info!(worker_id = %config.worker_id, session = %welcome.session_id, "connected to Waymark");
-    let conn = Arc::new(Conn::new(tx, config.resend_for));
+    let conn = Arc::new(Conn::new(tx, config.resend_for, Limits::from_welcome(&welcome)));
     let step_credits = if config.steps.is_empty() {
         0
     } else {
@@ -271,8 +327,8 @@ pub(crate) fn start(
             (_, Err(e)) => Err(WorkflowError::Serialization(e.to_string())),
             (Some(f), Ok(input)) => f(ctx, input).await,
         };
-        let outcome = match result {
-            Ok(v) => Some(v1::complete_workflow::Outcome::Output(json::to_payload(&v))),
+        let outcome = match result.and_then(|v| conn.limits.payload("the workflow's output", &v)) {
+            Ok(p) => Some(v1::complete_workflow::Outcome::Output(p)),
             Err(e) if e.is_interruption() => {
                 tracing::info!(%workflow_id, reason = %e, "workflow run stopped");
                 None
@@ -298,12 +354,29 @@ pub(crate) fn start(
             }
         }
         if let Some(outcome) = outcome {
-            let req = v1::CompleteWorkflow {
+            let mut req = v1::CompleteWorkflow {
                 workflow_id: workflow_id.clone(),
                 epoch,
                 outcome: Some(outcome),
                 steps: held,
             };
+            // Too big with its held records aboard: they go first, on their own, and the
+            // completion follows once they are durable.
+            if prost::Message::encoded_len(&req) > conn.limits.message {
+                let ahead = std::mem::take(&mut req.steps);
+                let sends = ahead
+                    .into_iter()
+                    .map(|r| conn.request_resending(worker_message::Kind::RecordStep(r)));
+                let acked = futures::future::join_all(sends)
+                    .await
+                    .into_iter()
+                    .all(|r| matches!(r, Ok(reply::Result::StepRecorded(_))));
+                if !acked {
+                    tracing::info!(%workflow_id, "a held step record was not taken; the run ends without completing");
+                    let _ = done.send((workflow_id, epoch));
+                    return;
+                }
+            }
             match conn
                 .request_resending(worker_message::Kind::CompleteWorkflow(req))
                 .await

@@ -5,10 +5,7 @@
 use std::{future::Future, sync::atomic::Ordering, time::Duration};
 
 use serde::{de::DeserializeOwned, Serialize};
-use waymark_proto::{
-    json,
-    v1::{self, reply, worker_message},
-};
+use waymark_proto::v1::{self, reply, worker_message};
 
 use super::{refused, replay, unix_ms, Inner, WorkflowContext};
 use crate::{RetryPolicy, WorkflowError};
@@ -165,7 +162,7 @@ impl WorkflowContext {
             let handle = StepHandle {
                 step_id,
                 name,
-                input: json::to_payload(&input?),
+                input: inner.conn.limits.payload("the remote step's input", &input?)?,
                 options,
             };
             if let Some(rec) = inner.recorded.get(&step_id) {

@@ -6,30 +6,16 @@ use std::{
 };
 
 use tokio::sync::mpsc;
-use waymark_proto::v1::{self, reply, worker_message, WorkerMessage};
 
 use crate::{
     worker::{
         context::WorkflowContext,
+        fake::{answer, dispatch, fake_conn, recorded, settle, step_id, unavailable},
         records::Records,
         session::{self, Conn},
     },
     Worker, WorkflowError,
 };
-
-fn fake_conn(resend_for: Duration) -> (Arc<Conn>, mpsc::Receiver<WorkerMessage>) {
-    let (tx, rx) = mpsc::channel(64);
-    (Arc::new(Conn::new(tx, resend_for)), rx)
-}
-
-fn dispatch() -> v1::DispatchWorkflow {
-    v1::DispatchWorkflow {
-        workflow_id: "w".into(),
-        workflow_name: "flow".into(),
-        epoch: 1,
-        ..Default::default()
-    }
-}
 
 fn context(conn: Arc<Conn>) -> (WorkflowContext, Arc<Records>) {
     let records = Arc::new(Records::default());
@@ -43,39 +29,6 @@ fn context(conn: Arc<Conn>) -> (WorkflowContext, Arc<Records>) {
         None,
     );
     (ctx, records)
-}
-
-fn answer(conn: &Conn, request: &WorkerMessage, result: reply::Result) {
-    conn.resolve(v1::Reply {
-        request_id: request.request_id,
-        result: Some(result),
-    });
-}
-
-fn unavailable() -> reply::Result {
-    reply::Result::Error(v1::ReplyError {
-        code: tonic::Code::Unavailable as i32,
-        reason: "STORE_UNAVAILABLE".into(),
-        message: "the database is unavailable; retry later".into(),
-    })
-}
-
-fn recorded() -> reply::Result {
-    reply::Result::StepRecorded(v1::StepRecorded {})
-}
-
-fn step_id(m: &WorkerMessage) -> Option<u32> {
-    match &m.kind {
-        Some(worker_message::Kind::RecordStep(r)) => Some(r.step_id),
-        _ => None,
-    }
-}
-
-/// Lets every other task run as far as it can.
-async fn settle() {
-    for _ in 0..100 {
-        tokio::task::yield_now().await;
-    }
 }
 
 #[tokio::test]
