@@ -29,7 +29,16 @@ async def complete(run: Run, outcome: dict[str, Any], held: list[worker_pb2.Reco
         )
     )
     try:
-        if held and msg.ByteSize() + _REQUEST_ID > run.limits.max_message:
+        size = msg.ByteSize() + _REQUEST_ID
+        if held and size > run.limits.max_message:
+            log.debug(
+                "completion of %s with its %d step records is %d bytes, over the %d-byte "
+                "message limit: sending the records first",
+                run.workflow_id,
+                len(held),
+                size,
+                run.limits.max_message,
+            )
             if not await _record(run, held):
                 return
             del msg.complete_workflow.steps[:]

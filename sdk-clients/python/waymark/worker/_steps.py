@@ -27,7 +27,9 @@ class StepsMixin(ContextCore):
     ) -> Coroutine[Any, Any, T]:
         """Runs `fn(*args, **kwargs)` (sync or async) once as step `name` and checkpoints its
         result, retrying per `retry` before the step fails with `StepFailed`. On replay the
-        recorded result is returned and `fn` is not called. The result must be JSON.
+        recorded result is returned and `fn` is not called. The result must be JSON, within the
+        server's payload limit: a larger one fails the step at once (`StepFailed`, recorded with
+        kind PAYLOAD_TOO_LARGE).
 
         The checkpoint is durable before anything the workflow does next outside itself — its
         next step, request or completion (which carries the last steps' records, saving their
