@@ -39,7 +39,11 @@ func StartChild(ctx Context, name string, input any, opts *ChildOptions) (string
 	if opts != nil {
 		req.ChildWorkflowId, req.QueueName = opts.ID, opts.Queue
 	}
-	reply, err := r.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_StartChild{StartChild: req}})
+	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_StartChild{StartChild: req}}
+	if err := r.conn.limits.admit("the child's input", payload, msg); err != nil {
+		return "", err
+	}
+	reply, err := r.request(msg)
 	if err != nil {
 		return "", err
 	}

@@ -18,6 +18,9 @@ type workerStream interface {
 // requests carry an id the server's Reply echoes, and wait for it here.
 type conn struct {
 	stream workerStream
+	// The sizes the server takes: the defaults until its Welcome, then the Welcome's. Set
+	// before anything but the hello is sent, and never again.
+	limits limits
 	// grpc-go allows one Send at a time on a stream.
 	sendMu sync.Mutex
 	nextID atomic.Uint64
@@ -30,11 +33,16 @@ type conn struct {
 }
 
 func newConn(stream workerStream) *conn {
-	return &conn{stream: stream, pending: map[uint64]chan *pb.Reply{}, done: make(chan struct{})}
+	return &conn{stream: stream, limits: limitsOf(nil), pending: map[uint64]chan *pb.Reply{}, done: make(chan struct{})}
 }
 
-// send sends a message that gets no reply (credit, heartbeat).
+// send sends a message that gets no reply (credit, heartbeat). One larger than the server
+// takes is not sent: the error is a *Error with reason PAYLOAD_TOO_LARGE, and the stream
+// goes on.
 func (c *conn) send(msg *pb.WorkerMessage) error {
+	if err := c.limits.fits(msg); err != nil {
+		return err
+	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	select {

@@ -51,9 +51,19 @@ func (r *run) exchange(msg *pb.WorkerMessage) (*pb.Reply, error) {
 	}
 	ch, err := r.conn.start(msg)
 	if err != nil {
-		return nil, r.drop(err)
+		return nil, r.unsent(err)
 	}
 	return r.settle(msg, ch)
+}
+
+// unsent is what a request the stream did not take means for the run. A message too large was
+// refused before it was sent: the stream is fine, and so is the run, which gets the refusal as
+// its error. Anything else is the stream breaking, and the run is dropped.
+func (r *run) unsent(err error) error {
+	if errors.Is(err, ErrPayloadTooLarge) {
+		return err
+	}
+	return r.drop(err)
 }
 
 // settle waits for the answer to a request of this run already sent (see conn.settle).
@@ -69,7 +79,7 @@ func (r *run) settle(msg *pb.WorkerMessage, ch <-chan *pb.Reply) (*pb.Reply, err
 		return nil, err
 	}
 	if err != nil {
-		return nil, r.drop(err)
+		return nil, r.unsent(err)
 	}
 	// Another goroutine of the run may have dropped it while this answer was on its way: the
 	// caller must not act on it.

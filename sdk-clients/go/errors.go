@@ -30,21 +30,36 @@ func (e *Error) Error() string {
 }
 
 // Is lets errors.Is(err, context.DeadlineExceeded) and context.Canceled match the gRPC codes,
-// so a call bounded by its context reads like any other Go call that ran out of time.
+// so a call bounded by its context reads like any other Go call that ran out of time; and
+// ErrPayloadTooLarge match reason PAYLOAD_TOO_LARGE, whether the server or the SDK refused.
 func (e *Error) Is(target error) bool {
 	switch target {
 	case context.DeadlineExceeded:
 		return e.Code == codes.DeadlineExceeded
 	case context.Canceled:
 		return e.Code == codes.Canceled
+	case ErrPayloadTooLarge:
+		return e.Reason == reasonPayloadTooLarge
 	}
 	return false
 }
 
-// IsReason reports whether err is (or wraps) an *Error with this ErrorInfo reason.
+// ErrPayloadTooLarge matches, with errors.Is, anything refused for its size (reason
+// PAYLOAD_TOO_LARGE): a value larger than the server takes (Welcome's max_payload_bytes), or
+// a request that would make a message larger than it takes. A workflow gets it from Send,
+// SetEvent, WriteStream, StartChild and StartStep, which send nothing then, and as a
+// *StepError from a step whose output is too large.
+var ErrPayloadTooLarge = errors.New("waymark: payload too large")
+
+// IsReason reports whether err is (or wraps) an *Error with this ErrorInfo reason, or a
+// *StepError whose recorded failure has this kind.
 func IsReason(err error, reason string) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Reason == reason
+	if errors.As(err, &e) && e.Reason == reason {
+		return true
+	}
+	var s *StepError
+	return errors.As(err, &s) && s.Reason == reason
 }
 
 // rpcError converts a gRPC error into an *Error, taking the reason from its ErrorInfo and
@@ -118,11 +133,15 @@ func Fail(kind, format string, args ...any) error {
 	return &Failure{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
-// StepError is a step that failed for good: its retries were exhausted. It is recorded, so a
-// replay fails the same way. Its kind is StepFailed.
+// StepError is a step that failed for good: its retries were exhausted, or its output was
+// larger than the server takes. It is recorded, so a replay fails the same way. A workflow
+// that returns it fails with kind StepFailed.
 type StepError struct {
 	Step    string
 	Message string
+	// The kind recorded for the step's failure: StepFailed, or PAYLOAD_TOO_LARGE (also matched
+	// by errors.Is with ErrPayloadTooLarge) when its output was too large to record.
+	Reason string
 }
 
 func (e *StepError) Error() string {
@@ -131,6 +150,11 @@ func (e *StepError) Error() string {
 
 // Kind is the failure kind recorded for a workflow that returns this error.
 func (e *StepError) Kind() string { return "StepFailed" }
+
+// Is matches ErrPayloadTooLarge when the step's output was too large.
+func (e *StepError) Is(target error) bool {
+	return target == ErrPayloadTooLarge && e.Reason == reasonPayloadTooLarge
+}
 
 // failureOf is what a workflow's error is recorded as. Any error with a Kind() string method
 // chooses its kind; otherwise the kind is "Error".

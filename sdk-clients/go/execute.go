@@ -37,26 +37,7 @@ func (s *session) execute(r *run, d *pb.DispatchWorkflow) {
 		r.logger.Info("workflow run stopped", "reason", stop)
 		return
 	}
-	req := &pb.CompleteWorkflow{WorkflowId: r.id, Epoch: r.epoch, Steps: held}
-	if err != nil {
-		f := failureOf(err)
-		req.Outcome = &pb.CompleteWorkflow_Failure{Failure: &pb.Failure{Kind: f.Kind, Message: f.Message}}
-	} else {
-		req.Outcome = &pb.CompleteWorkflow_Output{Output: out}
-	}
-	reply, rerr := r.exchange(&pb.WorkerMessage{Kind: &pb.WorkerMessage_CompleteWorkflow{CompleteWorkflow: req}})
-	switch {
-	case rerr != nil:
-		// Dropped: the server dispatches the workflow again, and a repeated completion is
-		// adopted.
-		r.logger.Info("completion not acknowledged; the run is dropped", "error", rerr)
-	case reply.GetError() != nil:
-		r.logger.Info("completion refused", "reason", reply.GetError().GetReason(), "message", reply.GetError().GetMessage())
-	case reply.GetWorkflowCompleted().GetAdopted():
-		r.logger.Info("workflow had already finished; its recorded outcome stands")
-	default:
-		r.logger.Debug("workflow completed", "failed", err != nil)
-	}
+	r.complete(out, err, held)
 }
 
 // call runs the registered function; a panic fails the workflow (kind Panic) instead of the

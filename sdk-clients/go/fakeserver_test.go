@@ -26,8 +26,8 @@ type fakeServer struct {
 	// answer decides the reply to each request (nil: none for now; the test may reply later
 	// with reply). Called in the order requests are sent, never concurrently.
 	answer func(*pb.WorkerMessage) *pb.Reply
-	// Heartbeat interval the welcome asks for.
-	heartbeat time.Duration
+	// What the server welcomes the worker with: the heartbeat interval, the sizes it takes.
+	welcome *pb.Welcome
 
 	mu sync.Mutex
 	// Everything the worker sent, and tried to send after the stream broke (refused then, as
@@ -47,13 +47,19 @@ func startFake(t *testing.T, w *Worker, answer func(*pb.WorkerMessage) *pb.Reply
 // startFakeWith is startFake with the heartbeat interval the welcome asks for.
 func startFakeWith(t *testing.T, w *Worker, heartbeat time.Duration, answer func(*pb.WorkerMessage) *pb.Reply) *fakeServer {
 	t.Helper()
+	return startFakeWelcome(t, w, &pb.Welcome{HeartbeatIntervalMs: uint32(heartbeat.Milliseconds())}, answer)
+}
+
+// startFakeWelcome is startFake with the welcome the server sends.
+func startFakeWelcome(t *testing.T, w *Worker, welcome *pb.Welcome, answer func(*pb.WorkerMessage) *pb.Reply) *fakeServer {
+	t.Helper()
 	f := &fakeServer{
-		t:         t,
-		toWorker:  make(chan *pb.ServerMessage, 4096),
-		broken:    make(chan struct{}),
-		answer:    answer,
-		heartbeat: heartbeat,
-		changed:   make(chan struct{}),
+		t:        t,
+		toWorker: make(chan *pb.ServerMessage, 4096),
+		broken:   make(chan struct{}),
+		answer:   answer,
+		welcome:  welcome,
+		changed:  make(chan struct{}),
 	}
 	done := make(chan struct{})
 	go func() {
@@ -108,9 +114,9 @@ func (f *fakeServer) Send(msg *pb.WorkerMessage) error {
 
 	switch {
 	case msg.GetHello() != nil:
-		f.push(&pb.ServerMessage{Kind: &pb.ServerMessage_Welcome{Welcome: &pb.Welcome{
-			SessionId: "fake", HeartbeatIntervalMs: uint32(f.heartbeat.Milliseconds()),
-		}}})
+		welcome := proto.Clone(f.welcome).(*pb.Welcome)
+		welcome.SessionId = "fake"
+		f.push(&pb.ServerMessage{Kind: &pb.ServerMessage_Welcome{Welcome: welcome}})
 	case msg.GetRequestId() != 0 && f.answer != nil:
 		if reply := f.answer(msg); reply != nil {
 			f.reply(msg.GetRequestId(), reply)

@@ -29,14 +29,19 @@ func (b *recordBatch) wait() error {
 	return b.err
 }
 
-// hold keeps a step's record back until the next flush or the completion.
-func (r *run) hold(step uint32, name string, out *pb.Payload, failure *pb.Failure, attempts uint32) {
+// stepRecord is the record of a step's outcome: its failure, when not nil, else its output.
+func (r *run) stepRecord(step uint32, name string, out *pb.Payload, failure *pb.Failure, attempts uint32) *pb.RecordStep {
 	rec := &pb.RecordStep{WorkflowId: r.id, Epoch: r.epoch, StepId: step, Name: name, Attempts: attempts}
 	if failure != nil {
 		rec.Outcome = &pb.RecordStep_Failure{Failure: failure}
 	} else {
 		rec.Outcome = &pb.RecordStep_Output{Output: out}
 	}
+	return rec
+}
+
+// hold keeps a step's record back until the next flush or the completion.
+func (r *run) hold(rec *pb.RecordStep) {
 	r.mu.Lock()
 	r.deferred = append(r.deferred, rec)
 	r.mu.Unlock()
@@ -105,19 +110,29 @@ func (r *run) lastRecords() []*pb.RecordStep {
 func (r *run) send(held []*pb.RecordStep) error {
 	msgs := make([]*pb.WorkerMessage, len(held))
 	replies := make([]<-chan *pb.Reply, len(held))
+	var first error
 	for i, rec := range held {
 		if err := r.droppedErr(); err != nil {
 			return err
 		}
 		msgs[i] = &pb.WorkerMessage{Kind: &pb.WorkerMessage_RecordStep{RecordStep: rec}}
 		ch, err := r.conn.start(msgs[i])
-		if err != nil {
-			return r.drop(err)
+		if err == nil {
+			replies[i] = ch
+			continue
 		}
-		replies[i] = ch
+		if err = r.unsent(err); r.droppedErr() != nil {
+			return err
+		}
+		// Refused for its size, unsent: the records already in flight are still waited for.
+		if first == nil {
+			first = err
+		}
 	}
-	var first error
 	for i := range msgs {
+		if replies[i] == nil {
+			continue
+		}
 		reply, err := r.settle(msgs[i], replies[i])
 		if err == nil {
 			err = r.expect(reply, func(x *pb.Reply) bool { return x.GetStepRecorded() != nil })

@@ -36,8 +36,18 @@ func (s *session) heartbeatMessage() *pb.WorkerMessage {
 		hb.HeldWorkflowIds = append(hb.HeldWorkflowIds, id)
 	}
 	s.mu.Unlock()
-	return &pb.WorkerMessage{Kind: &pb.WorkerMessage_Heartbeat{Heartbeat: hb}}
+	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_Heartbeat{Heartbeat: hb}}
+	if len(hb.HeldWorkflowIds) > maxHeldListed || s.conn.limits.fits(msg) != nil {
+		// A list the server would not take: the heartbeat still renews the lease, and says
+		// nothing of what is held (the server then reconciles nothing).
+		s.w.logger.Warn("too many workflows held to list them in a heartbeat", "held", len(hb.HeldWorkflowIds))
+		hb.ReportsHeld, hb.HeldWorkflowIds = false, nil
+	}
+	return msg
 }
+
+// maxHeldListed is the most workflow ids a heartbeat may list.
+const maxHeldListed = 100_000
 
 // errLost is why a run a test made the worker lose stopped.
 var errLost = errors.New("lost by the worker (a test's doing)")

@@ -123,7 +123,11 @@ func (r *run) call(h *StepHandle) (*pb.CallResult, error) {
 	if h.cfg.timeout > 0 {
 		req.Timeout = durationpb.New(h.cfg.timeout)
 	}
-	reply, err := r.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_CallStep{CallStep: req}})
+	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_CallStep{CallStep: req}}
+	if err := r.conn.limits.admit("the step's input", h.input, msg); err != nil {
+		return nil, err
+	}
+	reply, err := r.request(msg)
 	if err != nil {
 		return nil, err
 	}

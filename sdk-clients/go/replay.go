@@ -42,7 +42,7 @@ func replayed[T any](r *run, step uint32, name string, rec *pb.Step) (T, error) 
 		return zero, err
 	}
 	if f := rec.GetFailure(); f != nil {
-		return zero, &StepError{Step: name, Message: f.GetMessage()}
+		return zero, &StepError{Step: name, Message: f.GetMessage(), Reason: f.GetKind()}
 	}
 	return decodePayload[T](rec.GetOutput())
 }

@@ -27,12 +27,7 @@ func (s *session) serveStep(d *pb.DispatchStep) {
 		log.Info("step attempt abandoned: past its deadline or the stream ended", "error", err)
 		return
 	}
-	res := &pb.StepResult{WorkflowId: d.GetWorkflowId(), StepId: d.GetStepId(), Attempt: d.GetAttempt()}
-	if err != nil {
-		res.Outcome = &pb.StepResult_Failure{Failure: &pb.Failure{Kind: stepFailedKind, Message: err.Error()}}
-	} else {
-		res.Outcome = &pb.StepResult_Output{Output: out}
-	}
+	res := s.stepResult(d, out, err)
 	// Sent again while the server is unavailable, but not past the attempt's deadline: the
 	// server fails the attempt then and would refuse the result.
 	reply, err := s.conn.exchange(&pb.WorkerMessage{Kind: &pb.WorkerMessage_StepResult{StepResult: res}}, s.w.opts.RetryUnavailable, ctx.Done())
@@ -42,6 +37,23 @@ func (s *session) serveStep(d *pb.DispatchStep) {
 	case reply.GetError() != nil:
 		log.Info("step result refused", "reason", reply.GetError().GetReason(), "message", reply.GetError().GetMessage())
 	}
+}
+
+// stepResult is the result of an attempt as sent to the server. An output larger than the
+// server takes fails the attempt with kind PAYLOAD_TOO_LARGE instead, as it would fail a local
+// step; the caller's retry policy decides what next.
+func (s *session) stepResult(d *pb.DispatchStep, out *pb.Payload, err error) *pb.StepResult {
+	lim := s.conn.limits
+	res := &pb.StepResult{WorkflowId: d.GetWorkflowId(), StepId: d.GetStepId(), Attempt: d.GetAttempt()}
+	if err != nil {
+		res.Outcome = &pb.StepResult_Failure{Failure: lim.failure(stepFailedKind, err.Error())}
+		return res
+	}
+	res.Outcome = &pb.StepResult_Output{Output: out}
+	if big := lim.admit("the step's output", out, &pb.WorkerMessage{Kind: &pb.WorkerMessage_StepResult{StepResult: res}}); big != nil {
+		res.Outcome = &pb.StepResult_Failure{Failure: lim.failure(reasonPayloadTooLarge, big.Message)}
+	}
+	return res
 }
 
 // attempt runs the registered function; a panic fails the attempt instead of the worker.

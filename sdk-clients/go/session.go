@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -36,7 +37,11 @@ type session struct {
 func (w *Worker) session(ctx context.Context, cc *grpc.ClientConn) (welcomed bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := pb.NewWorkerServiceClient(cc).Connect(ctx)
+	// gRPC's own limits must never be what refuses a message: the SDK keeps what it sends
+	// within the size the server's Welcome gives (which comes too late to set them from), and
+	// a dispatch with a long history may be far larger than gRPC's default 4 MiB.
+	stream, err := pb.NewWorkerServiceClient(cc).Connect(ctx,
+		grpc.MaxCallSendMsgSize(math.MaxInt32), grpc.MaxCallRecvMsgSize(math.MaxInt32))
 	if err != nil {
 		return false, rpcError(err)
 	}
@@ -61,7 +66,13 @@ func (w *Worker) converse(ctx context.Context, stream workerStream) (welcomed bo
 	if welcome == nil {
 		return false, errors.New("waymark: the server did not welcome this worker")
 	}
-	w.logger.Info("connected to Waymark", "session", welcome.GetSessionId(), "server_version", welcome.GetServerVersion())
+	// Before the first credit: nothing for a workflow is sent until then.
+	s.conn.limits = limitsOf(welcome)
+	w.logger.Info("connected to Waymark", "session", welcome.GetSessionId(), "server_version", welcome.GetServerVersion(),
+		"max_payload_bytes", s.conn.limits.payload, "max_message_bytes", s.conn.limits.message)
+	if w.hooks.welcomed != nil {
+		w.hooks.welcomed()
+	}
 
 	var stepCredits uint32
 	if w.hasSteps() {

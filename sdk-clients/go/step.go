@@ -79,18 +79,36 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, erro
 			if perr != nil {
 				return zero, &Failure{Kind: "Serialization", Message: perr.Error()}
 			}
-			r.hold(step, name, out, nil, attempt)
+			rec := r.stepRecord(step, name, out, nil, attempt)
+			if big := r.conn.limits.admit("the step's output", out, recordMessage(rec)); big != nil {
+				// Too large to record: the step fails instead, recorded as failed, and is not
+				// tried again (it would most likely return the same).
+				return zero, r.failStep(step, name, reasonPayloadTooLarge, big.Message, attempt)
+			}
+			r.hold(rec)
 			return v, nil
 		}
 		if attempt >= policy.MaxAttempts {
-			r.hold(step, name, nil, &pb.Failure{Kind: stepFailedKind, Message: err.Error()}, attempt)
-			return zero, &StepError{Step: name, Message: err.Error()}
+			return zero, r.failStep(step, name, stepFailedKind, err.Error(), attempt)
 		}
 		r.logger.Debug("step failed; retrying", "step", name, "attempt", attempt, "error", err)
 		if err := r.pause(policy.Delay(attempt)); err != nil {
 			return zero, err
 		}
 	}
+}
+
+// failStep holds the record of a step's failure and returns the error a replay of that
+// record returns (see replayed), so the workflow sees the same either way.
+func (r *run) failStep(step uint32, name, kind, message string, attempts uint32) error {
+	f := r.conn.limits.failure(kind, message)
+	r.hold(r.stepRecord(step, name, nil, f, attempts))
+	return &StepError{Step: name, Message: f.GetMessage(), Reason: f.GetKind()}
+}
+
+// recordMessage is a step record as it goes on the stream.
+func recordMessage(rec *pb.RecordStep) *pb.WorkerMessage {
+	return &pb.WorkerMessage{Kind: &pb.WorkerMessage_RecordStep{RecordStep: rec}}
 }
 
 func attemptStep[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {

@@ -9,4 +9,6 @@ type testHooks struct {
 	// runEnded is called when a run has left the worker: its goroutine is done and nothing
 	// more will be sent for it.
 	runEnded func(workflowID string)
+	// welcomed is called each time the server welcomes the worker on a new stream.
+	welcomed func()
 }

@@ -24,9 +24,13 @@ func Send(ctx Context, destinationID, topic string, message any) (string, error)
 	if err != nil {
 		return "", err
 	}
-	reply, err := r.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_SendMessage{SendMessage: &pb.SendMessageStep{
+	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_SendMessage{SendMessage: &pb.SendMessageStep{
 		WorkflowId: r.id, Epoch: r.epoch, StepId: step, DestinationId: destinationID, Topic: topic, Message: payload,
-	}}})
+	}}}
+	if err := r.conn.limits.admit("the message", payload, msg); err != nil {
+		return "", err
+	}
+	reply, err := r.request(msg)
 	if err != nil {
 		return "", err
 	}
@@ -51,9 +55,13 @@ func SetEvent(ctx Context, key string, value any) error {
 	if err != nil {
 		return err
 	}
-	reply, err := r.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_SetEvent{SetEvent: &pb.SetEvent{
+	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_SetEvent{SetEvent: &pb.SetEvent{
 		WorkflowId: r.id, Epoch: r.epoch, StepId: step, Key: key, Value: payload,
-	}}})
+	}}}
+	if err := r.conn.limits.admit("the event's value", payload, msg); err != nil {
+		return err
+	}
+	reply, err := r.request(msg)
 	if err != nil {
 		return err
 	}
@@ -88,9 +96,15 @@ func streamStep(r *run, key string, value *pb.Payload, name string) (uint64, err
 	if err := r.stopped(); err != nil {
 		return 0, err
 	}
-	reply, err := r.request(&pb.WorkerMessage{Kind: &pb.WorkerMessage_WriteStream{WriteStream: &pb.WriteStream{
+	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_WriteStream{WriteStream: &pb.WriteStream{
 		WorkflowId: r.id, Epoch: r.epoch, StepId: step, Key: key, Value: value, Close: value == nil,
-	}}})
+	}}}
+	if value != nil {
+		if err := r.conn.limits.admit("the stream value", value, msg); err != nil {
+			return 0, err
+		}
+	}
+	reply, err := r.request(msg)
 	if err != nil {
 		return 0, err
 	}
