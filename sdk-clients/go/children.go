@@ -17,7 +17,8 @@ type ChildOptions struct {
 
 // StartChild starts child workflow name with input and returns its id. The child's row and
 // this workflow's record of it are written together, so a replay re-joins the same child
-// instead of starting another.
+// instead of starting another. An input larger than the server takes is not sent
+// (ErrPayloadTooLarge).
 func StartChild(ctx Context, name string, input any, opts *ChildOptions) (string, error) {
 	r := ctx.run()
 	step, err := r.take(1)

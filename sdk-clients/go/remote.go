@@ -49,7 +49,8 @@ func CallStep[O any](ctx Context, name string, input any, opts ...StepOption) (O
 }
 
 // StartStep calls remote step name without waiting for it: the call is durable when it
-// returns. Wait with StepResult, WaitFirst or WaitAll.
+// returns. Wait with StepResult, WaitFirst or WaitAll. An input larger than the server takes is
+// not sent (ErrPayloadTooLarge).
 func StartStep(ctx Context, name string, input any, opts ...StepOption) (*StepHandle, error) {
 	r := ctx.run()
 	step, err := r.take(1)

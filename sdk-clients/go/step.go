@@ -42,7 +42,8 @@ func stepOptions(opts []StepOption) stepConfig {
 // The checkpoint is durable before anything else the workflow does outside itself — its next
 // step runs, its next request to the server, its completion (which carries the last steps'
 // records). A step that fails after its retries returns a *StepError; its original error is
-// not kept, since a replay only has the recorded message.
+// not kept, since a replay only has the recorded message. So does a step whose output is
+// larger than the server takes: it fails at once, recorded with kind PAYLOAD_TOO_LARGE.
 func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, error), opts ...StepOption) (T, error) {
 	var zero T
 	r := ctx.run()

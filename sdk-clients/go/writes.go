@@ -6,7 +6,7 @@ import (
 
 // Send sends message to workflow destinationID on topic ("" is the default topic) and returns
 // the message id. It is recorded as a step in the same transaction: a replay does not send
-// again.
+// again. A message larger than the server takes is not sent (ErrPayloadTooLarge).
 func Send(ctx Context, destinationID, topic string, message any) (string, error) {
 	r := ctx.run()
 	step, err := r.take(1)
@@ -38,7 +38,8 @@ func Send(ctx Context, destinationID, topic string, message any) (string, error)
 }
 
 // SetEvent sets this workflow's event key to value. The current value, its history and the
-// step are written in one transaction; clients and workflows waiting on it are woken.
+// step are written in one transaction; clients and workflows waiting on it are woken. A value
+// larger than the server takes is not sent (ErrPayloadTooLarge).
 func SetEvent(ctx Context, key string, value any) error {
 	r := ctx.run()
 	step, err := r.take(1)
@@ -69,7 +70,8 @@ func SetEvent(ctx Context, key string, value any) error {
 }
 
 // WriteStream appends value to this workflow's stream key and returns its offset. Recorded as
-// a step, so a replay does not append again; readers following the stream get it at once.
+// a step, so a replay does not append again; readers following the stream get it at once. A
+// value larger than the server takes is not sent (ErrPayloadTooLarge).
 func WriteStream(ctx Context, key string, value any) (uint64, error) {
 	payload, err := toPayload(value)
 	if err != nil {
