@@ -48,14 +48,33 @@ export class WorkflowFailure extends WaymarkError {
   }
 }
 
-/** A step failed for good (its retries exhausted). Recorded, so a replay fails the same way. */
+/**
+ * A step failed for good (its retries exhausted, or its output too large to record). Recorded,
+ * so a replay fails the same way. `stepKind` is the recorded failure's kind: `StepFailed` when
+ * the function threw, `PAYLOAD_TOO_LARGE` when its output was over the server's limit.
+ */
 export class StepFailedError extends WorkflowFailure {
   override name = "StepFailedError";
   constructor(
     readonly stepName: string,
     readonly stepMessage: string,
+    readonly stepKind: string = "StepFailed",
   ) {
     super("StepFailed", `step ${JSON.stringify(stepName)} failed: ${stepMessage}`);
+  }
+}
+
+/**
+ * A value is larger than the server takes (its `maxPayloadBytes` of JSON text, or a message
+ * over its `maxMessageBytes` once encoded). Thrown by `ctx.send`, `setEvent`, `writeStream`,
+ * `startChild` and `startStep` before anything is sent; uncaught, it fails the workflow with
+ * kind `PAYLOAD_TOO_LARGE`, the server's reason for the same refusal.
+ */
+export class PayloadTooLargeError extends WorkflowFailure {
+  override name = "PayloadTooLargeError";
+  readonly reason = "PAYLOAD_TOO_LARGE";
+  constructor(message: string) {
+    super("PAYLOAD_TOO_LARGE", message);
   }
 }
 

@@ -25,6 +25,7 @@ export {
   Interruption,
   NonDeterminismError,
   ParkedError,
+  PayloadTooLargeError,
   RpcError,
   RunDroppedError,
   SerializationError,

@@ -7,25 +7,36 @@ import { PayloadSchema, type Payload } from "./gen/waymark/v1/types_pb.js";
 import { SerializationError } from "./errors.js";
 
 /**
- * Normalizes any value to plain JSON, as it will read back on replay or on another language's
- * side: `undefined` becomes `null`, dates become strings, functions vanish.
+ * A value as the JSON text it travels as: `undefined` (and a lone function) is `null`, dates
+ * become strings, functions in objects vanish.
  */
-export function toJsonValue(value: unknown): JsonValue {
-  if (value === undefined) return null;
+export function jsonText(value: unknown): string {
+  if (value === undefined) return "null";
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
   } catch (e) {
     throw new SerializationError(`value is not JSON-serializable: ${(e as Error).message}`);
   }
-  return text === undefined ? null : (JSON.parse(text) as JsonValue);
+  return text ?? "null";
+}
+
+/**
+ * Normalizes any value to plain JSON, as it will read back on replay or on another language's
+ * side.
+ */
+export function toJsonValue(value: unknown): JsonValue {
+  return JSON.parse(jsonText(value)) as JsonValue;
+}
+
+/** Wraps a value that is plain JSON already as a payload. */
+export function payloadOf(json: JsonValue): Payload {
+  return create(PayloadSchema, { content: { case: "json", value: fromJson(ValueSchema, json) } });
 }
 
 /** Wraps a value as a JSON payload. */
 export function toPayload(value: unknown): Payload {
-  return create(PayloadSchema, {
-    content: { case: "json", value: fromJson(ValueSchema, toJsonValue(value)) },
-  });
+  return payloadOf(toJsonValue(value));
 }
 
 /** Reads a payload as JSON; an absent or empty payload is `null`. */

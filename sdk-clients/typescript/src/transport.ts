@@ -1,6 +1,6 @@
 // Finding and reaching the server: one HTTP/2 connection per Client or Worker, gRPC protocol.
 
-import type { Transport } from "@connectrpc/connect";
+import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 
 /** The default server: `WAYMARK_SERVER`, else `http://127.0.0.1:7450`. */
@@ -14,9 +14,20 @@ export function normalize(address: string): string {
   return address.includes("://") ? address : `http://${address}`;
 }
 
-export function transport(address: string): Transport {
+/**
+ * The largest message Connect may read or write: its own ceiling (4 GiB). The server's limits
+ * are the ones that count — the worker keeps under those it is told, and a dispatch carries a
+ * workflow's whole history, which may be many payloads — so Connect's must never be what fails
+ * first. Said here rather than left to Connect's defaults, which could change.
+ */
+const CONNECT_MAX_BYTES = 0xffffffff;
+
+export function transport(address: string, interceptors: Interceptor[] = []): Transport {
   return createGrpcTransport({
     baseUrl: normalize(address),
+    readMaxBytes: CONNECT_MAX_BYTES,
+    writeMaxBytes: CONNECT_MAX_BYTES,
+    interceptors,
     // Keep long-lived worker streams and idle clients alive through NATs and proxies.
     pingIntervalMs: 20_000,
     pingTimeoutMs: 60_000,

@@ -36,8 +36,17 @@ export class FakeStream {
     this.outbox.push(create(ServerMessageSchema, { kind }));
   }
 
-  welcome(heartbeatIntervalMs: number): void {
-    this.send({ case: "welcome", value: create(WelcomeSchema, { sessionId: "fake", heartbeatIntervalMs }) });
+  /** Welcomes the worker; sizes left out are sent as 0, as a server that does not tell them. */
+  welcome(heartbeatIntervalMs: number, sizes: { maxPayloadBytes?: number; maxMessageBytes?: number } = {}): void {
+    this.send({
+      case: "welcome",
+      value: create(WelcomeSchema, {
+        sessionId: "fake",
+        heartbeatIntervalMs,
+        maxPayloadBytes: BigInt(sizes.maxPayloadBytes ?? 0),
+        maxMessageBytes: BigInt(sizes.maxMessageBytes ?? 0),
+      }),
+    });
   }
 
   reply(requestId: bigint, result: Reply["result"]): void {

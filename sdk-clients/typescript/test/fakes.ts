@@ -13,6 +13,7 @@ import { WorkflowStatus } from "../src/gen/waymark/v1/types_pb.js";
 import { DisconnectedError, silentLogger, type WorkflowFn } from "../src/index.js";
 import { toPayload } from "../src/payload.js";
 import type { Kind, ReplyResult, Requests } from "../src/worker/conn.js";
+import { DEFAULT_LIMITS, type Limits } from "../src/worker/limits.js";
 import type { WorkerConfig } from "../src/worker/registry.js";
 import { Run } from "../src/worker/run.js";
 
@@ -45,7 +46,11 @@ export class FakeConn implements Requests {
   private broken = false;
   private readonly pending = new Set<(e: Error) => void>();
 
-  constructor(private readonly answer: Answer = ordinary) {}
+  constructor(
+    private readonly answer: Answer = ordinary,
+    /** The sizes the fake server takes: the real server's defaults unless a test says. */
+    readonly limits: Limits = { ...DEFAULT_LIMITS },
+  ) {}
 
   request(kind: Kind): Promise<ReplyResult> {
     this.sent.push(kind);

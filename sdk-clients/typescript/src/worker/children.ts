@@ -4,7 +4,7 @@
 import { create, type JsonValue } from "@bufbuild/protobuf";
 import { AwaitChildSchema, RecvResult_Outcome, StartChildSchema, type ChildResult } from "../gen/waymark/v1/worker_pb.js";
 import { ChildWorkflowError, ParkedError } from "../errors.js";
-import { fromPayload, toPayload } from "../payload.js";
+import { fromPayload } from "../payload.js";
 import { statusFromWire } from "../types.js";
 import { NEVER_MS, type Run } from "./run.js";
 import { expect } from "./replies.js";
@@ -30,7 +30,7 @@ export async function startChild(run: Run, stepId: number, name: string, input: 
     stepId,
     workflowName: name,
     childWorkflowId: o.workflowId ?? "",
-    input: toPayload(input),
+    input: run.payload(`the input of child workflow ${JSON.stringify(name)}`, input),
     queueName: o.queue ?? "",
   });
   return expect(await run.request({ case: "startChild", value: req }), "childStarted").childWorkflowId;

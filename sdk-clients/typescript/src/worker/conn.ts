@@ -6,6 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { WorkerMessageSchema, type Reply, type WorkerMessage } from "../gen/waymark/v1/worker_pb.js";
 import { DisconnectedError } from "../errors.js";
 import type { Outbox } from "../internal/outbox.js";
+import { DEFAULT_LIMITS, type Limits } from "./limits.js";
 
 export type Kind = WorkerMessage["kind"];
 export type ReplyResult = Reply["result"];
@@ -16,9 +17,13 @@ export type ReplyResult = Reply["result"];
  */
 export interface Requests {
   request(kind: Kind): Promise<ReplyResult>;
+  /** The sizes the server takes on this stream. */
+  readonly limits: Limits;
 }
 
 export class Conn implements Requests {
+  /** The server's until its Welcome says otherwise. */
+  limits: Limits = { ...DEFAULT_LIMITS };
   private nextId = 0n;
   private readonly pending = new Map<bigint, { resolve: (r: ReplyResult) => void; reject: (e: Error) => void }>();
   private closed = false;

@@ -3,7 +3,6 @@
 // together still number in call order and a replay finds them where they were.
 
 import type { JsonValue } from "@bufbuild/protobuf";
-import { toPayload } from "../payload.js";
 import type { Run } from "./run.js";
 import { runStep, type StepAttempt, type StepOptions } from "./steps.js";
 import * as waits from "./waits.js";
@@ -87,13 +86,12 @@ export class WorkflowContext {
 
   /** Appends `value` to this workflow's stream `key`; returns its offset. */
   writeStream(key: string, value: unknown): Promise<number> {
-    const payload = toPayload(value);
-    return messaging.streamStep(this.run, this.position(), key, payload);
+    return messaging.streamStep(this.run, this.position(), key, value, false);
   }
 
   /** Closes this workflow's stream `key`: readers end after the values written before. */
   async closeStream(key: string): Promise<void> {
-    await messaging.streamStep(this.run, this.position(), key, undefined);
+    await messaging.streamStep(this.run, this.position(), key, undefined, true);
   }
 
   /** Starts a child workflow and returns its id (re-joined, not restarted, on replay). */

@@ -5,9 +5,12 @@
 import { create } from "@bufbuild/protobuf";
 import { HeartbeatSchema, type Heartbeat } from "../gen/waymark/v1/worker_pb.js";
 import type { Run } from "./run.js";
+import { messageBytes } from "./limits.js";
 
 /** The most ids one heartbeat may list (the contract's limit). */
 const MAX_LISTED = 100_000;
+/** What one listed id may take in a heartbeat: 256 characters of UTF-8 and its framing. */
+const ID_BYTES_AT_MOST = 256 * 4 + 4;
 
 export class HeldRuns {
   private readonly runs = new Map<string, Run>();
@@ -43,15 +46,20 @@ export class HeldRuns {
     return all;
   }
 
-  /** The heartbeat to send now. */
-  heartbeat(): Heartbeat {
+  /** The heartbeat to send now, in a message of at most `maxMessageBytes`. */
+  heartbeat(maxMessageBytes: number): Heartbeat {
     // Past the contract's limit the list would be refused: report nothing rather than a part,
     // which would make the server take back workflows this worker holds.
     if (this.runs.size > MAX_LISTED) return create(HeartbeatSchema);
-    return create(HeartbeatSchema, {
+    const listed = create(HeartbeatSchema, {
       reportsHeld: true,
       heldWorkflowIds: [...this.runs.keys()],
       dispatchesReceived: this.dispatches,
     });
+    // Too long a list may end the stream: report nothing then too. Measured only when the ids
+    // could add up to that (256 characters of up to 4 bytes each, and their framing).
+    const couldBeTooLong = this.runs.size * ID_BYTES_AT_MOST + 64 > maxMessageBytes;
+    if (couldBeTooLong && messageBytes({ case: "heartbeat", value: listed }) > maxMessageBytes) return create(HeartbeatSchema);
+    return listed;
   }
 }

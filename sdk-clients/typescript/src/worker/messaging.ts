@@ -4,8 +4,6 @@
 
 import { create } from "@bufbuild/protobuf";
 import { SendMessageStepSchema, SetEventSchema, WriteStreamSchema } from "../gen/waymark/v1/worker_pb.js";
-import type { Payload } from "../gen/waymark/v1/types_pb.js";
-import { toPayload } from "../payload.js";
 import type { Run } from "./run.js";
 import { expect } from "./replies.js";
 import { numberField, stringField } from "./waits.js";
@@ -25,7 +23,7 @@ export async function send(run: Run, stepId: number, destination: string, topic:
     stepId,
     destinationId: destination,
     topic,
-    message: toPayload(message),
+    message: run.payload(`the message to workflow ${JSON.stringify(destination)}`, message),
   });
   return expect(await run.request({ case: "sendMessage", value: req }), "messageSent").messageId;
 }
@@ -33,16 +31,18 @@ export async function send(run: Run, stepId: number, destination: string, topic:
 export async function setEvent(run: Run, stepId: number, key: string, value: unknown): Promise<void> {
   if (run.recordedJson(stepId, SET_EVENT_STEP) !== undefined) return;
   run.checkCancelled();
-  const req = create(SetEventSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, key, value: toPayload(value) });
+  const payload = run.payload(`the value of event ${JSON.stringify(key)}`, value);
+  const req = create(SetEventSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, key, value: payload });
   expect(await run.request({ case: "setEvent", value: req }), "stepRecorded");
 }
 
-/** Appends `value` to stream `key`, or closes it when `value` is undefined; returns the offset. */
-export async function streamStep(run: Run, stepId: number, key: string, value: Payload | undefined): Promise<number> {
-  const name = value ? WRITE_STREAM_STEP : CLOSE_STREAM_STEP;
+/** Appends `value` to stream `key`, or closes it when `close`; returns the offset. */
+export async function streamStep(run: Run, stepId: number, key: string, value: unknown, close: boolean): Promise<number> {
+  const name = close ? CLOSE_STREAM_STEP : WRITE_STREAM_STEP;
   const recorded = run.recordedJson(stepId, name);
   if (recorded !== undefined) return numberField(recorded, "offset");
   run.checkCancelled();
-  const req = create(WriteStreamSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, key, value, close: !value });
+  const payload = close ? undefined : run.payload(`the value written to stream ${JSON.stringify(key)}`, value);
+  const req = create(WriteStreamSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, key, value: payload, close });
   return Number(expect(await run.request({ case: "writeStream", value: req }), "streamWritten").offset);
 }

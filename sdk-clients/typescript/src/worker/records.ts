@@ -55,6 +55,11 @@ export class Records {
     return this.acked;
   }
 
+  /** The records held now, still held. */
+  peek(): readonly RecordStep[] {
+    return this.held;
+  }
+
   /** Takes the held records out (the completion carries them). */
   take(): RecordStep[] {
     const batch = this.held;

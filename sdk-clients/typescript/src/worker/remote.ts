@@ -58,7 +58,6 @@ async function call(run: Run, h: StepHandle): Promise<CallResult> {
 }
 
 export async function startStep(run: Run, stepId: number, name: string, input: unknown, options: RemoteStepOptions): Promise<StepHandle> {
-  const handle = new StepHandle(stepId, name, toPayload(input), options);
   const rec = run.recorded.get(stepId);
   if (rec) {
     if (rec.name !== name) {
@@ -67,9 +66,11 @@ export async function startStep(run: Run, stepId: number, name: string, input: u
           `where its history records ${JSON.stringify(rec.name)}`,
       );
     }
-    return handle;
+    // Finished and recorded: its input is never sent again, so it is not checked again.
+    return new StepHandle(stepId, name, toPayload(input), options);
   }
   run.checkCancelled();
+  const handle = new StepHandle(stepId, name, run.payload(`the input of remote step ${JSON.stringify(name)}`, input), options);
   await call(run, handle);
   return handle;
 }

@@ -3,8 +3,16 @@
 // this; the session starts it and hears when it ends.
 
 import { create, type JsonValue } from "@bufbuild/protobuf";
-import { CompleteWorkflowSchema, ParkSchema, RecordStepSchema, type DispatchWorkflow, type Park, type RecordStep } from "../gen/waymark/v1/worker_pb.js";
-import { FailureSchema, type Payload, type Step } from "../gen/waymark/v1/types_pb.js";
+import {
+  CompleteWorkflowSchema,
+  ParkSchema,
+  RecordStepSchema,
+  type CompleteWorkflow,
+  type DispatchWorkflow,
+  type Park,
+  type RecordStep,
+} from "../gen/waymark/v1/worker_pb.js";
+import type { Payload, Step } from "../gen/waymark/v1/types_pb.js";
 import {
   CancelledError,
   DisconnectedError,
@@ -23,15 +31,12 @@ import type { WorkerConfig } from "./registry.js";
 import { WorkflowContext } from "./context.js";
 import { expect, isUnavailable } from "./replies.js";
 import { Records } from "./records.js";
+import { checkedPayload, failure, messageBytes } from "./limits.js";
 
 /** Far enough to mean "no deadline", and still an exact integer in every language's JSON. */
 export const NEVER_MS = Number.MAX_SAFE_INTEGER;
 
 type Outcome = { case: "output"; value: Payload } | { case: "failure"; value: ReturnType<typeof failure> };
-
-function failure(kind: string, message: string) {
-  return create(FailureSchema, { kind, message });
-}
 
 export class Run {
   readonly workflowId: string;
@@ -135,6 +140,14 @@ export class Run {
     return r;
   }
 
+  /**
+   * `value` as the payload of `what`; PayloadTooLargeError (before anything is sent) when the
+   * server would not take it.
+   */
+  payload(what: string, value: unknown): Payload {
+    return checkedPayload(what, value, this.conn.limits);
+  }
+
   /** Sends a request for this workflow once every step record taken before it is durable. */
   async request(kind: Kind): Promise<ReplyResult> {
     await this.flush();
@@ -176,7 +189,7 @@ export class Run {
           `where its history records ${JSON.stringify(rec.name)}`,
       );
     }
-    if (rec.failure) throw new StepFailedError(name, rec.failure.message);
+    if (rec.failure) throw new StepFailedError(name, rec.failure.message, rec.failure.kind || "StepFailed");
     return fromPayload(rec.output);
   }
 
@@ -224,12 +237,8 @@ export class Run {
       // The completion depends on every step: records still on their way are durable first.
       await this.records.durable().catch(() => undefined);
       if (this.dropped) return;
-      const req = create(CompleteWorkflowSchema, {
-        workflowId: this.workflowId,
-        epoch: this.epoch,
-        outcome,
-        steps: this.records.take(),
-      });
+      const req = await this.completion(outcome);
+      if (!req) return;
       const r = await this.send({ case: "completeWorkflow", value: req });
       if (r.case === "error") {
         this.logger.info("completion refused", { workflowId: this.workflowId, reason: r.value.reason, message: r.value.message });
@@ -238,6 +247,29 @@ export class Run {
       // Dropped on the way: the server hands the workflow out again.
       if (!(e instanceof RunDroppedError)) throw e;
     }
+  }
+
+  /**
+   * The completion to send, carrying the held step records when that message stays within the
+   * server's limit. Otherwise the records go first on their own (a message each) and the
+   * completion follows once they are durable, as it depends on them. Undefined when they were
+   * refused: carried with the completion, they would have had it refused as a whole.
+   */
+  private async completion(outcome: Outcome): Promise<CompleteWorkflow | undefined> {
+    const complete = (steps: RecordStep[]) =>
+      create(CompleteWorkflowSchema, { workflowId: this.workflowId, epoch: this.epoch, outcome, steps });
+    const held = this.records.peek();
+    if (held.length === 0 || messageBytes({ case: "completeWorkflow", value: complete([...held]) }) <= this.conn.limits.maxMessageBytes) {
+      return complete(this.records.take());
+    }
+    try {
+      await this.flush();
+    } catch (e) {
+      if (e instanceof RunDroppedError) throw e;
+      this.logger.info("step records refused; the workflow is not completed", { workflowId: this.workflowId, error: messageOf(e) });
+      return undefined;
+    }
+    return complete([]);
   }
 
   /**
@@ -258,7 +290,9 @@ export class Run {
       const result = Promise.resolve(fn(new WorkflowContext(this), fromPayload(this.dispatch.input)));
       const out = await Promise.race([result.then((value) => ({ value })), dropped]);
       if (!out || this.dropped) return undefined;
-      return { case: "output", value: toPayload(out.value) };
+      // Over the server's limit, the workflow fails with PAYLOAD_TOO_LARGE (thrown here and
+      // caught below), as the server itself would fail it.
+      return { case: "output", value: this.payload("the workflow's output", out.value) };
     } catch (e) {
       if (e instanceof RunDroppedError) this.drop(e);
       if (e instanceof Interruption || this.signal.aborted) {

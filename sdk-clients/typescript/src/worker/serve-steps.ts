@@ -5,8 +5,9 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { StepResultSchema, type DispatchStep, type StepResult } from "../gen/waymark/v1/worker_pb.js";
-import { FailureSchema } from "../gen/waymark/v1/types_pb.js";
-import { fromPayload, toPayload } from "../payload.js";
+import { PayloadTooLargeError } from "../errors.js";
+import { fromPayload } from "../payload.js";
+import { checkedPayload, failure } from "./limits.js";
 import type { Conn } from "./conn.js";
 import { isUnavailable } from "./replies.js";
 import { resending } from "../internal/resend.js";
@@ -34,10 +35,12 @@ export async function serveStep(config: WorkerConfig, conn: Conn, d: DispatchSte
       config.logger.info("remote step attempt abandoned at its deadline", { workflowId: d.workflowId, step: d.stepName });
       return;
     }
-    outcome = { case: "output", value: toPayload(out) };
+    // An output over the server's limit fails the attempt with PAYLOAD_TOO_LARGE (caught
+    // below): sent anyway, the result would be refused and the attempt run again for nothing.
+    outcome = { case: "output", value: checkedPayload(`the output of remote step ${JSON.stringify(d.stepName)}`, out, conn.limits) };
   } catch (e) {
-    const message = e instanceof Error ? e.message : String(e);
-    outcome = { case: "failure", value: create(FailureSchema, { kind: "StepFailed", message }) };
+    const kind = e instanceof PayloadTooLargeError ? e.kind : "StepFailed";
+    outcome = { case: "failure", value: failure(kind, e instanceof Error ? e.message : String(e)) };
   }
   const req = create(StepResultSchema, { workflowId: d.workflowId, stepId: d.stepId, attempt: d.attempt, outcome });
   try {

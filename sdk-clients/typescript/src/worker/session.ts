@@ -20,6 +20,7 @@ import { Conn } from "./conn.js";
 import type { WorkerConfig } from "./registry.js";
 import { Run } from "./run.js";
 import { HeldRuns } from "./held.js";
+import { limitsFrom } from "./limits.js";
 import { serveStep } from "./serve-steps.js";
 
 export const SDK_VERSION = "0.1.0";
@@ -72,6 +73,7 @@ export async function runSession(
       throw new DisconnectedError("the server did not welcome this worker");
     }
     const welcome = first.value.kind.value;
+    conn.limits = limitsFrom(welcome);
     config.logger.info("connected to Waymark", { workerId: config.workerId, session: welcome.sessionId });
     onConnected({
       sessionId: welcome.sessionId,
@@ -84,7 +86,7 @@ export async function runSession(
     });
     credit(conn, config.maxConcurrentWorkflows, config.steps.size > 0 ? config.maxConcurrentSteps : 0);
     heartbeat = setInterval(
-      () => conn.send({ case: "heartbeat", value: held.heartbeat() }),
+      () => conn.send({ case: "heartbeat", value: held.heartbeat(conn.limits.maxMessageBytes) }),
       Math.max(welcome.heartbeatIntervalMs, 100),
     );
 

@@ -2,13 +2,12 @@
 // recorded result comes back and the function is not called.
 
 import type { JsonValue } from "@bufbuild/protobuf";
-import { create } from "@bufbuild/protobuf";
-import { FailureSchema } from "../gen/waymark/v1/types_pb.js";
-import { Interruption, StepFailedError } from "../errors.js";
-import { toJsonValue, toPayload } from "../payload.js";
+import { Interruption, PayloadTooLargeError, StepFailedError } from "../errors.js";
+import { toJsonValue } from "../payload.js";
 import { maxAttempts, retryDelayMs, type RetryPolicy } from "../retry.js";
 import { sleep } from "../internal/wake.js";
 import type { Run } from "./run.js";
+import { boundedMessage, failure } from "./limits.js";
 
 export interface StepOptions {
   /** Retry the function with backoff before the step fails. Default: one attempt. */
@@ -48,7 +47,8 @@ export async function runStep<T>(
     } catch (e) {
       run.checkCancelled();
       if (e instanceof Interruption) throw e;
-      const message = e instanceof Error ? e.message : String(e);
+      // Bounded now, so this run sees the message a replay reads from the record.
+      const message = boundedMessage(e instanceof Error ? e.message : String(e));
       if (attempt >= attempts) {
         result = { ok: false, message };
         break;
@@ -59,10 +59,19 @@ export async function runStep<T>(
       attempt += 1;
     }
   }
+  let kind = "StepFailed";
   if (result.ok) {
-    run.defer(stepId, name, { case: "output", value: toPayload(result.value) }, attempt);
-    return result.value as T;
+    try {
+      run.defer(stepId, name, { case: "output", value: run.payload(`the output of step ${JSON.stringify(name)}`, result.value) }, attempt);
+      return result.value as T;
+    } catch (e) {
+      if (!(e instanceof PayloadTooLargeError)) throw e;
+      // Not retried: the same function would make the same output. Recorded as the step's
+      // failure, so this run and every replay see the same StepFailedError.
+      kind = e.kind;
+      result = { ok: false, message: e.message };
+    }
   }
-  run.defer(stepId, name, { case: "failure", value: create(FailureSchema, { kind: "StepFailed", message: result.message }) }, attempt);
-  throw new StepFailedError(name, result.message);
+  run.defer(stepId, name, { case: "failure", value: failure(kind, result.message) }, attempt);
+  throw new StepFailedError(name, result.message, kind);
 }
