@@ -1,21 +1,26 @@
 // Across languages: a TypeScript workflow runs a child workflow that a Rust worker serves (the
 // Rust SDK's polyglot example), and receives a message the Rust workflow sends. Skipped when
-// the example binary has not been built.
+// the example binary has not been built (failed instead under WAYMARK_NO_SKIP=1).
 
-import { test, after, before } from "node:test";
+import { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, openSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { RpcError } from "../src/index.js";
 import { serverBinary, startServer, waitFor, type TestServer } from "./harness.js";
+import { testNeeding } from "./skips.js";
 
 const example = join(dirname(serverBinary()), "examples", "polyglot");
+const missing = existsSync(example)
+  ? undefined
+  : `the Rust SDK's polyglot example is not built: no ${example} beside the server binary ` +
+    "(`cargo build --workspace --examples`, part of `make build` at the repository root, builds it)";
 let server: TestServer;
 let rust: ChildProcess | undefined;
 
 before(async () => {
-  if (!existsSync(example)) return;
+  if (missing) return;
   server = await startServer();
   rust = spawn(example, [], {
     env: { ...process.env, WAYMARK_SERVER: server.address },
@@ -31,7 +36,7 @@ after(async () => {
   await server?.stop();
 });
 
-test("a TypeScript workflow and a Rust worker meet", { skip: !existsSync(example) && "polyglot example not built" }, async () => {
+testNeeding("a TypeScript workflow and a Rust worker meet", missing, async () => {
   const client = server.client;
   // The Rust worker has registered its workflows once a start by name is accepted.
   await waitFor(
