@@ -118,3 +118,12 @@ def failure_kind(e: BaseException) -> str:
     """The failure kind recorded for an exception that fails a workflow."""
     kind = getattr(e, "kind", None)
     return kind if isinstance(kind, str) and kind else type(e).__name__
+
+
+def failure_message(e: BaseException) -> str:
+    """The failure message recorded beside `failure_kind(e)`. An error that names its own kind
+    gives its message alone (its text repeats the kind: "PaymentDeclined: card expired"), as
+    every SDK records it; any other exception, its text."""
+    if isinstance(e, WorkflowFailed | PayloadTooLarge):
+        return e.message
+    return str(e) or type(e).__name__

@@ -16,6 +16,7 @@ from ..errors import (
     WorkflowFailed,
     WorkflowInterrupted,
     failure_kind,
+    failure_message,
 )
 from ._complete import complete
 from ._context import WorkflowContext
@@ -78,9 +79,8 @@ async def _call(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> di
         log.info("workflow %s stopped: %s", run.workflow_id, e)
     except Exception as e:
         log.info("workflow %s failed: %s: %s", run.workflow_id, type(e).__name__, e)
-        # The sizes alone: "(PAYLOAD_TOO_LARGE)" is the failure's kind already.
-        message = e.message if isinstance(e, PayloadTooLarge) else str(e) or type(e).__name__
-        return {"failure": types_pb2.Failure(kind=failure_kind(e), message=message)}
+        failure = types_pb2.Failure(kind=failure_kind(e), message=failure_message(e))
+        return {"failure": failure}
     return None
 
 

@@ -18,7 +18,7 @@ from .. import _rpc
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2, worker_pb2_grpc
 from .._time import now_ms, timestamp_ms
-from ..errors import Disconnected, PayloadTooLarge, failure_kind
+from ..errors import Disconnected, PayloadTooLarge, failure_kind, failure_message
 from . import _resend
 from ._conn import Conn
 from ._core import log
@@ -225,11 +225,9 @@ class Session:
             if limit.expired():
                 return
             result.failure.CopyFrom(types_pb2.Failure(kind="TimeoutError", message="timed out"))
-        except PayloadTooLarge as e:
-            result.failure.CopyFrom(types_pb2.Failure(kind=e.kind, message=e.message))
         except Exception as e:
             result.failure.CopyFrom(
-                types_pb2.Failure(kind=failure_kind(e), message=str(e) or type(e).__name__)
+                types_pb2.Failure(kind=failure_kind(e), message=failure_message(e))
             )
         # Resent while the server is unavailable; past patience, if the stream breaks, or if
         # the result is too large to send (a failure's message can be), the attempt is
