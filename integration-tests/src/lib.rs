@@ -9,6 +9,7 @@ use std::{
 };
 
 pub mod postgres_cluster;
+pub mod raw_worker;
 pub mod side_effects;
 pub mod workload;
 
@@ -318,6 +319,45 @@ impl WorkerProcess {
             child: Some(child),
             log,
         }
+    }
+
+    /// A worker in Python serving the same `counted` workflow as the Rust test worker (same
+    /// step names, results, side-effect lines and app version), so a workflow begun on one can
+    /// be recovered on the other: `integration-tests/workers/python/counted.py` on the Python
+    /// SDK's virtualenv (`make deps` makes it). `None` when that is missing and skipping is
+    /// allowed (see [`skip_or_fail`]).
+    pub fn start_python(server: &str, effects: &Path, capacity: u32, name: &str) -> Option<WorkerProcess> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let python = root.join("sdk-clients/python/.venv/bin/python");
+        let script = root.join("integration-tests/workers/python/counted.py");
+        if !python.exists() || !script.exists() {
+            skip_or_fail(&format!(
+                "the Python worker needs {} and {} (run `make deps`)",
+                python.display(),
+                script.display()
+            ));
+            return None;
+        }
+        let log = effects.with_file_name(format!("worker-{name}.log"));
+        let err = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let child = Command::new(python)
+            .arg(script)
+            .env("WAYMARK_SERVER", server)
+            .env("WAYMARK_SIDE_EFFECTS", effects)
+            .env("WAYMARK_CAPACITY", capacity.to_string())
+            .env("WAYMARK_APP_VERSION", "test-1")
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .expect("spawn the Python test worker");
+        Some(WorkerProcess {
+            child: Some(child),
+            log,
+        })
     }
 
     pub fn pid(&self) -> u32 {

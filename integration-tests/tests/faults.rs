@@ -1,19 +1,16 @@
 //! Infrastructure faults are never a workflow's failure: a database restarted under load, a
 //! database gone and back (health follows it), and a run a live worker lost without a word.
 
-use tokio::sync::mpsc;
-use tokio_stream::{wrappers::ReceiverStream, StreamExt};
 use tonic_health::pb::{health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest};
 use waymark_integration_tests::{
     fast_recovery_args, on_both_stores,
     postgres_cluster::PostgresCluster,
+    raw_worker::RawWorker,
     side_effects, wait_for,
     workload::{all_succeeded, check_exactly_once, start_batch, wait_for_effects, PATIENCE},
     Backend, ServerProcess, TestDatabase, WorkerProcess,
 };
-use waymark_proto::v1::{
-    self, reply, server_message, worker_message, worker_service_client::WorkerServiceClient, WorkerMessage,
-};
+use waymark_proto::v1::{self, reply, server_message, worker_message};
 use waymark_sdk::{StartOptions, WorkflowStatus};
 
 /// A PostgreSQL restart, fast and then immediate, while 200 workflows of 10 steps run on two
@@ -91,82 +88,6 @@ async fn health_follows_the_database_and_requests_say_unavailable() {
     .await;
     let second = start_batch(&client, "after", 5, 2, 0).await;
     all_succeeded(&client, &second, 2).await;
-}
-
-/// A worker stream spoken by hand, so the test decides what the worker claims to hold.
-struct RawWorker {
-    tx: mpsc::Sender<WorkerMessage>,
-    inbound: tonic::Streaming<v1::ServerMessage>,
-    next_request: u64,
-}
-
-impl RawWorker {
-    async fn connect(addr: &str, worker_id: &str, workflow_names: &[&str]) -> RawWorker {
-        let channel = tonic::transport::Channel::from_shared(addr.to_string())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        let mut client = WorkerServiceClient::new(channel);
-        let (tx, rx) = mpsc::channel(64);
-        let hello = v1::Hello {
-            worker_id: worker_id.into(),
-            app_version: "raw-1".into(),
-            workflow_names: workflow_names.iter().map(|s| s.to_string()).collect(),
-            sdk: "test/raw".into(),
-            ..Default::default()
-        };
-        // The hello goes first: the server answers the call only once it has read it.
-        tx.send(WorkerMessage {
-            request_id: 0,
-            kind: Some(worker_message::Kind::Hello(hello)),
-        })
-        .await
-        .unwrap();
-        let mut w = RawWorker {
-            tx,
-            inbound: client.connect(ReceiverStream::new(rx)).await.unwrap().into_inner(),
-            next_request: 0,
-        };
-        match w.next().await {
-            server_message::Kind::Welcome(_) => {}
-            other => panic!("expected a welcome, got {other:?}"),
-        }
-        w
-    }
-
-    async fn send(&mut self, kind: worker_message::Kind) -> u64 {
-        self.next_request += 1;
-        self.tx
-            .send(WorkerMessage {
-                request_id: self.next_request,
-                kind: Some(kind),
-            })
-            .await
-            .unwrap();
-        self.next_request
-    }
-
-    async fn next(&mut self) -> server_message::Kind {
-        loop {
-            let m = tokio::time::timeout(PATIENCE, self.inbound.next())
-                .await
-                .expect("a message from the server in time")
-                .expect("the stream is open")
-                .expect("no stream error");
-            if let Some(k) = m.kind {
-                return k;
-            }
-        }
-    }
-
-    async fn next_dispatch(&mut self) -> v1::DispatchWorkflow {
-        loop {
-            if let server_message::Kind::DispatchWorkflow(d) = self.next().await {
-                return d;
-            }
-        }
-    }
 }
 
 /// A worker that stays connected and heartbeats but lost a run (its task died, a reply went

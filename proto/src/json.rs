@@ -38,7 +38,14 @@ pub enum PayloadError {
     UnsupportedEncoding(String),
     /// A number that JSON cannot hold (NaN or infinite).
     NonFiniteNumber,
+    /// Arrays and objects nested deeper than [`MAX_DEPTH`].
+    TooDeep,
 }
+
+/// How deeply arrays and objects may nest in a payload. Deeper values are refused rather than
+/// walked: each level costs stack in every program that reads them (and the protobuf decoders
+/// stop at about 48 levels of JSON anyway).
+pub const MAX_DEPTH: usize = 32;
 
 impl std::fmt::Display for PayloadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -48,6 +55,9 @@ impl std::fmt::Display for PayloadError {
             }
             PayloadError::NonFiniteNumber => {
                 write!(f, "payload holds a number JSON cannot represent (NaN or infinity)")
+            }
+            PayloadError::TooDeep => {
+                write!(f, "payload nests arrays and objects deeper than {MAX_DEPTH} levels")
             }
         }
     }
@@ -74,16 +84,27 @@ pub fn to_value(value: &Json) -> Value {
 
 /// A `google.protobuf.Value` as JSON.
 pub fn from_value(value: &Value) -> Result<Json, PayloadError> {
+    from_value_within(value, MAX_DEPTH)
+}
+
+fn from_value_within(value: &Value, depth_left: usize) -> Result<Json, PayloadError> {
+    let nested = |v: &Value| {
+        if depth_left == 0 {
+            Err(PayloadError::TooDeep)
+        } else {
+            from_value_within(v, depth_left - 1)
+        }
+    };
     Ok(match &value.kind {
         None | Some(Kind::NullValue(_)) => Json::Null,
         Some(Kind::BoolValue(b)) => Json::Bool(*b),
         Some(Kind::NumberValue(n)) => number(*n)?,
         Some(Kind::StringValue(s)) => Json::String(s.clone()),
-        Some(Kind::ListValue(l)) => Json::Array(l.values.iter().map(from_value).collect::<Result<_, _>>()?),
+        Some(Kind::ListValue(l)) => Json::Array(l.values.iter().map(nested).collect::<Result<_, _>>()?),
         Some(Kind::StructValue(s)) => {
             let mut map = Map::new();
             for (k, v) in &s.fields {
-                map.insert(k.clone(), from_value(v)?);
+                map.insert(k.clone(), nested(v)?);
             }
             Json::Object(map)
         }
@@ -126,6 +147,21 @@ mod tests {
             from_payload(Some(&bin)),
             Err(PayloadError::UnsupportedEncoding("msgpack".into()))
         );
+    }
+
+    #[test]
+    fn nesting_deeper_than_the_limit_is_refused() {
+        let nest = |levels: usize| (0..levels).fold(json!(1), |v, _| json!([v]));
+        assert_eq!(
+            from_payload(Some(&to_payload(&nest(MAX_DEPTH)))).unwrap(),
+            nest(MAX_DEPTH)
+        );
+        assert_eq!(
+            from_payload(Some(&to_payload(&nest(MAX_DEPTH + 1)))),
+            Err(PayloadError::TooDeep)
+        );
+        let objects = (0..MAX_DEPTH + 1).fold(json!(1), |v, _| json!({ "a": v }));
+        assert_eq!(from_payload(Some(&to_payload(&objects))), Err(PayloadError::TooDeep));
     }
 
     #[test]

@@ -23,6 +23,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// The gRPC code when the server refused the request.
+    pub fn code(&self) -> Option<tonic::Code> {
+        match self {
+            Error::Rpc { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
     /// The ErrorInfo reason when the server refused the request.
     pub fn reason(&self) -> Option<&str> {
         match self {

@@ -59,9 +59,11 @@ pub async fn serve(
         }
     });
 
+    // A workflow read back carries its input and its output (each up to a payload): answers
+    // get room for both, so a workflow that was accepted can always be read.
     let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi { engine: engine.clone() })
         .max_decoding_message_size(max_message)
-        .max_encoding_message_size(max_message);
+        .max_encoding_message_size(engine.config().max_worker_message_bytes() * 2);
     let workers = WorkerServiceServer::new(worker_service::WorkerApi { engine: engine.clone() })
         .max_decoding_message_size(engine.config().worker_decode_limit())
         .max_encoding_message_size(max_message * 4);

@@ -359,32 +359,47 @@ impl WorkerService for WorkerApi {
             let mut tasks = JoinSet::new();
             let mut shutdown = engine.shutdown_signal();
             let mut drain_deadline: Option<tokio::time::Instant> = None;
+            let most = engine.config().max_requests_per_stream;
             loop {
                 if drain_deadline.is_some() && tasks.is_empty() {
                     break;
                 }
-                tokio::select! {
-                    m = inbound.message() => match m {
-                        Ok(Some(WorkerMessage { kind: Some(worker_message::Kind::Batch(b)), .. })) => {
-                            // In order, each as if it had come alone; nothing nested.
-                            for m in b.messages {
-                                match m.kind {
-                                    Some(worker_message::Kind::Batch(_)) | None => {}
-                                    Some(kind) => accept(&engine, &session, &out, &mut tasks, m.request_id, kind),
-                                }
-                            }
-                        }
-                        Ok(Some(WorkerMessage { request_id, kind: Some(kind) })) => {
-                            accept(&engine, &session, &out, &mut tasks, request_id, kind);
-                        }
-                        Ok(Some(_)) => {}
-                        Ok(None) | Err(_) => break,
-                    },
-                    Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                let received = tokio::select! {
+                    // At the cap the stream is not read: the worker's sends wait in HTTP/2 flow
+                    // control until a request finishes.
+                    m = inbound.message(), if tasks.len() < most => m,
+                    Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
                     _ = shutdown.wait_for(|v| *v), if drain_deadline.is_none() => {
                         drain_deadline = Some(tokio::time::Instant::now() + engine.config().drain_timeout);
+                        continue;
                     }
                     _ = tokio::time::sleep_until(drain_deadline.unwrap_or_else(tokio::time::Instant::now)), if drain_deadline.is_some() => break,
+                };
+                match received {
+                    Ok(Some(WorkerMessage {
+                        kind: Some(worker_message::Kind::Batch(b)),
+                        ..
+                    })) => {
+                        // In order, each as if it had come alone; nothing nested. A batch counts
+                        // against the cap message by message.
+                        for m in b.messages {
+                            while tasks.len() >= most {
+                                tasks.join_next().await;
+                            }
+                            match m.kind {
+                                Some(worker_message::Kind::Batch(_)) | None => {}
+                                Some(kind) => accept(&engine, &session, &out, &mut tasks, m.request_id, kind),
+                            }
+                        }
+                    }
+                    Ok(Some(WorkerMessage {
+                        request_id,
+                        kind: Some(kind),
+                    })) => {
+                        accept(&engine, &session, &out, &mut tasks, request_id, kind);
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) => break,
                 }
             }
             tasks.shutdown().await;

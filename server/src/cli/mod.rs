@@ -74,6 +74,13 @@ pub struct ServerArgs {
     /// Largest JSON payload accepted, in bytes.
     #[arg(long, default_value_t = 4 * 1024 * 1024)]
     pub max_payload_bytes: usize,
+    /// Most worker streams this server holds at once; more are refused (RESOURCE_EXHAUSTED).
+    #[arg(long, default_value_t = 10_000)]
+    pub max_worker_streams: usize,
+    /// Most requests one worker stream may have in flight; beyond it the stream is not read
+    /// until one finishes (backpressure).
+    #[arg(long, default_value_t = 1_024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_requests_per_stream: u32,
     /// Log format: text or json.
     #[arg(long, default_value = "text")]
     pub log_format: String,
@@ -93,6 +100,8 @@ impl ServerArgs {
                 max_recovery_attempts: self.max_recovery_attempts,
                 dispatch_poll_interval: self.dispatch_poll_interval,
                 max_payload_bytes: self.max_payload_bytes,
+                max_worker_streams: self.max_worker_streams,
+                max_requests_per_stream: self.max_requests_per_stream as usize,
                 ..Default::default()
             },
         }

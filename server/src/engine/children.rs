@@ -86,8 +86,7 @@ impl Engine {
         step_id: u32,
         req: ChildRequest,
     ) -> EngineResult<String> {
-        session.touch(self.now());
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         validate::name("workflow_name", &req.workflow_name)?;
         validate::optional_name("child_workflow_id", &req.child_workflow_id)?;
         validate::optional_name("queue_name", &req.queue_name)?;
@@ -140,8 +139,7 @@ impl Engine {
         step_id: u32,
         child_id: String,
     ) -> EngineResult<Option<ChildOutcome>> {
-        session.touch(self.now());
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         validate::name("child_workflow_id", &child_id)?;
         self.child_waits
             .add(&child_id, Waiter::new(session, &fence.workflow_id, step_id));

@@ -25,6 +25,11 @@ pub struct EngineConfig {
     pub drain_timeout: Duration,
     /// How often the database is pinged for health (and to pause recovery while it is away).
     pub health_interval: Duration,
+    /// Most worker streams this replica holds at once; more are refused (RESOURCE_EXHAUSTED).
+    pub max_worker_streams: usize,
+    /// Most requests one worker stream may have in flight; the stream is not read further until
+    /// one finishes (backpressure through HTTP/2 flow control).
+    pub max_requests_per_stream: usize,
 }
 
 impl EngineConfig {
@@ -54,6 +59,8 @@ impl Default for EngineConfig {
             max_payload_bytes: 4 * 1024 * 1024,
             drain_timeout: Duration::from_secs(10),
             health_interval: Duration::from_secs(1),
+            max_worker_streams: 10_000,
+            max_requests_per_stream: 1_024,
         }
     }
 }

@@ -73,8 +73,7 @@ impl Engine {
         key: String,
         value: String,
     ) -> EngineResult<()> {
-        session.touch(self.now());
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         validate_key(&key)?;
         validate::payload("event value", &value, self.config.max_payload_bytes)?;
         self.store
@@ -126,8 +125,7 @@ impl Engine {
         deadline: Millis,
     ) -> EngineResult<Received> {
         let now = self.now();
-        session.touch(now);
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         validate::name("target_workflow_id", &target)?;
         validate_key(&key)?;
         if deadline < 0 || deadline > now + MAX_WAIT_MS {

@@ -159,8 +159,7 @@ impl Engine {
         topic: String,
         message: String,
     ) -> EngineResult<String> {
-        session.touch(self.now());
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         validate_message(self, "destination_id", &destination_id, &topic, &message)?;
         let new = NewMessage {
             message_id: uuid::Uuid::now_v7().to_string(),
@@ -185,8 +184,7 @@ impl Engine {
         deadline: Millis,
     ) -> EngineResult<Received> {
         let now = self.now();
-        session.touch(now);
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         validate::optional_name("topic", &topic)?;
         if deadline < 0 || deadline > now + MAX_WAIT_MS {
             return Err(EngineError::invalid(

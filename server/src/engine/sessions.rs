@@ -76,12 +76,14 @@ pub struct WorkerSession {
 #[derive(Debug, Clone, Copy)]
 struct Dispatched {
     epoch: u64,
-    number: u64,
+    /// Its place among the dispatches the stream carried, once the transport took it (the
+    /// order the worker receives them in); `None` while it is still queued for the stream.
+    number: Option<u64>,
 }
 
 impl WorkerSession {
     pub fn grant_steps(&self, n: u32) {
-        self.step_credits.fetch_add(n, Ordering::SeqCst);
+        add_capped(&self.step_credits, n);
     }
     /// Like [`reserve`](Self::reserve), for remote step attempts.
     pub(crate) fn reserve_steps(&self, max: u32) -> u32 {
@@ -93,8 +95,10 @@ impl WorkerSession {
     pub fn credits(&self) -> u32 {
         self.credits.load(Ordering::SeqCst)
     }
+    /// Adds room for `n` more workflows, up to [`MAX_CREDITS`] in all: a worker cannot make
+    /// the server dispatch (and track) without bound.
     pub fn grant(&self, n: u32) {
-        self.credits.fetch_add(n, Ordering::SeqCst);
+        add_capped(&self.credits, n);
     }
     /// Takes up to `max` credits for a dispatch about to happen; what is not used goes back
     /// with [`grant`](Self::grant). Atomic, so the dispatcher and direct dispatch at start never
@@ -138,11 +142,22 @@ impl WorkerSession {
     /// A dispatch of `workflow_id` at `epoch` is going down the stream now (called in stream
     /// order, as the transport takes it).
     pub fn note_dispatched(&self, workflow_id: &str, epoch: u64) {
-        let number = self.dispatches_sent.fetch_add(1, Ordering::SeqCst) + 1;
+        let number = Some(self.dispatches_sent.fetch_add(1, Ordering::SeqCst) + 1);
         self.dispatched
             .lock()
             .unwrap()
             .insert(workflow_id.to_string(), Dispatched { epoch, number });
+    }
+
+    /// Whether this stream holds `workflow_id` at `epoch`: it was dispatched here, under that
+    /// epoch, and not let go of since. A worker's writes count only from the stream that holds
+    /// the workflow — epochs are small numbers anyone could guess.
+    pub(crate) fn holds(&self, workflow_id: &str, epoch: u64) -> bool {
+        self.dispatched
+            .lock()
+            .unwrap()
+            .get(workflow_id)
+            .is_some_and(|d| d.epoch == epoch)
     }
 
     /// The worker let go of `workflow_id` in a way the server saw (completed, parked).
@@ -160,7 +175,7 @@ impl WorkerSession {
         let mut dispatched = self.dispatched.lock().unwrap();
         let lost: Vec<Fence> = dispatched
             .iter()
-            .filter(|(id, d)| d.number <= dispatches_received && !held.contains(id.as_str()))
+            .filter(|(id, d)| d.number.is_some_and(|n| n <= dispatches_received) && !held.contains(id.as_str()))
             .map(|(id, d)| Fence {
                 workflow_id: id.clone(),
                 epoch: d.epoch,
@@ -173,8 +188,27 @@ impl WorkerSession {
     }
 
     pub async fn send(&self, msg: ToWorker) -> bool {
+        if let ToWorker::Dispatch(w) = &msg {
+            // Held from now on (numbered when the transport sends it).
+            self.dispatched.lock().unwrap().insert(
+                w.workflow.workflow_id.clone(),
+                Dispatched {
+                    epoch: w.workflow.epoch,
+                    number: None,
+                },
+            );
+        }
         self.outbound.send(msg).await.is_ok()
     }
+}
+
+/// Most credits (workflows, and apart, remote step attempts) one stream can hold.
+pub const MAX_CREDITS: u32 = 100_000;
+
+fn add_capped(credits: &AtomicU32, n: u32) {
+    let _ = credits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
+        Some(c.saturating_add(n).min(MAX_CREDITS))
+    });
 }
 
 /// Takes up to `max` from a credit counter, atomically.
@@ -229,6 +263,10 @@ impl Sessions {
         }
     }
 
+    pub fn count(&self) -> usize {
+        self.by_id.lock().unwrap().len()
+    }
+
     pub fn all(&self) -> Vec<Arc<WorkerSession>> {
         self.by_id.lock().unwrap().values().cloned().collect()
     }
@@ -281,6 +319,28 @@ mod tests {
         s.let_go("b");
         assert_eq!(ids(&s.lost(&[], 3)), [("c", 1)]);
         assert!(s.lost(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn credits_are_capped() {
+        let s = session();
+        s.grant(u32::MAX);
+        s.grant(5);
+        assert_eq!(s.credits(), MAX_CREDITS);
+        s.grant_steps(MAX_CREDITS + 1);
+        assert_eq!(s.step_credits(), MAX_CREDITS);
+    }
+
+    #[test]
+    fn a_stream_holds_only_what_was_dispatched_to_it_at_that_epoch() {
+        let s = session();
+        assert!(!s.holds("a", 1));
+        s.note_dispatched("a", 2);
+        assert!(s.holds("a", 2));
+        assert!(!s.holds("a", 1), "an older epoch is not held");
+        assert!(!s.holds("a", 3), "nor a guessed newer one");
+        s.let_go("a");
+        assert!(!s.holds("a", 2));
     }
 
     #[test]

@@ -64,8 +64,7 @@ impl Engine {
         key: String,
         value: Option<String>,
     ) -> EngineResult<u64> {
-        session.touch(self.now());
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         validate::name("key", &key)?;
         if let Some(v) = &value {
             validate::payload("stream value", v, self.config.max_payload_bytes)?;

@@ -10,6 +10,11 @@ use super::{
     validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, Registration, ToWorker, WorkerSession,
 };
 
+/// Most workflow names (and, apart, remote step names) one worker may register.
+pub const MAX_REGISTERED_NAMES: usize = 1_000;
+/// Most queues one worker may take work from.
+pub const MAX_WORKER_QUEUES: usize = 100;
+
 /// Most workflow ids one heartbeat may list.
 pub const MAX_HELD_IDS: usize = 100_000;
 
@@ -34,6 +39,47 @@ impl Engine {
         }
         validate::name("worker_id", &registration.worker_id)?;
         validate::optional_name("app_version", &registration.app_version)?;
+        let r = &registration;
+        for (what, n, max) in [
+            ("workflow names", r.workflow_names.len(), MAX_REGISTERED_NAMES),
+            ("step names", r.step_names.len(), MAX_REGISTERED_NAMES),
+            ("queues", r.queues.len(), MAX_WORKER_QUEUES),
+        ] {
+            if n > max {
+                return Err(EngineError::invalid(format!(
+                    "a worker may register at most {max} {what}; this hello has {n}"
+                )));
+            }
+        }
+        if self.sessions.count() >= self.config.max_worker_streams {
+            return Err(EngineError::new(
+                super::ErrorCode::ResourceExhausted,
+                "TOO_MANY_WORKER_STREAMS",
+                format!(
+                    "this server holds its limit of {} worker streams; try another replica or later",
+                    self.config.max_worker_streams
+                ),
+            ));
+        }
+        // A worker id belongs to one live stream. A stream that has spoken within two heartbeat
+        // intervals is live: a second hello with its id (another process, or an impostor) is
+        // refused rather than handed its workflows. One that has gone quiet is presumed dead (a
+        // reconnect after a network break the server had not noticed yet) and is replaced.
+        let live_after = self.now() - 2 * Self::ms(self.config.heartbeat_interval);
+        for old in self.sessions.by_worker(&registration.worker_id) {
+            if old.last_seen() >= live_after {
+                return Err(EngineError::new(
+                    super::ErrorCode::AlreadyExists,
+                    "WORKER_ID_IN_USE",
+                    format!(
+                        "worker id {:?} is held by another live stream; reconnect later or use another id",
+                        registration.worker_id
+                    ),
+                ));
+            }
+            tracing::info!(worker_id = %registration.worker_id, session = old.session_id, "a quiet stream of this worker is replaced by its new one");
+            self.sessions.detach(old.session_id);
+        }
         for n in &registration.workflow_names {
             validate::name("workflow_names", n)?;
         }
@@ -136,11 +182,30 @@ impl Engine {
         Ok(())
     }
 
+    /// What every write a worker makes for a workflow checks first: the id is well formed, and
+    /// the stream making it holds the workflow at the epoch it presents — it was dispatched
+    /// there and not let go of. Another stream that knows or guesses the epoch (it is 1 for
+    /// most workflows) is refused as a stale writer would be.
+    pub(crate) fn worker_write(&self, session: &WorkerSession, fence: &Fence) -> EngineResult<()> {
+        session.touch(self.now());
+        validate::name("workflow_id", &fence.workflow_id)?;
+        if !session.holds(&fence.workflow_id, fence.epoch) {
+            return Err(EngineError::new(
+                super::ErrorCode::Aborted,
+                "STALE_EPOCH",
+                format!(
+                    "this stream does not hold workflow {:?} at epoch {}; the write is refused",
+                    fence.workflow_id, fence.epoch
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checkpoints a step. A different step at a recorded position fails the workflow: the code
     /// that is running is not the code that ran, and carrying on would corrupt its history.
     pub async fn record_step(&self, session: &WorkerSession, fence: Fence, step: NewStep) -> EngineResult<Recorded> {
-        session.touch(self.now());
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         validate::name("step name", &step.name)?;
         if let Outcome::Output(o) = &step.outcome {
             validate::payload("step output", o, self.config.max_payload_bytes)?;
@@ -186,8 +251,7 @@ impl Engine {
         wake_at: waymark_store::Millis,
         on: ParkedOn,
     ) -> EngineResult<bool> {
-        session.touch(self.now());
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         match &on {
             ParkedOn::Timer | ParkedOn::Step(_) => {}
             ParkedOn::Workflow(id) => validate::name("awaited workflow_id", id)?,
@@ -214,8 +278,7 @@ impl Engine {
         steps: Vec<NewStep>,
         outcome: Outcome,
     ) -> EngineResult<Completed> {
-        session.touch(self.now());
-        validate::name("workflow_id", &fence.workflow_id)?;
+        self.worker_write(session, &fence)?;
         // An output over the limit is the workflow's own doing and will not shrink on a retry:
         // the workflow fails with PAYLOAD_TOO_LARGE rather than being refused and run again.
         let outcome = match outcome {

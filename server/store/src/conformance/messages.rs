@@ -28,6 +28,48 @@ pub async fn send_to_unknown_workflow_is_not_found(s: Arc<dyn Store>) {
     ));
 }
 
+pub async fn send_to_a_finished_workflow_is_refused(s: Arc<dyn Store>) {
+    running(&*s, "done").await;
+    let keyed = NewMessage {
+        idempotency_key: Some("k".into()),
+        ..msg("before", "done", "", "1")
+    };
+    s.send_message(keyed.clone(), T + 1).await.unwrap();
+    s.complete_workflow(&fence("done", 1), Outcome::Output("1".into()), T + 2)
+        .await
+        .unwrap();
+    let e = s.send_message(msg("after", "done", "", "2"), T + 3).await.unwrap_err();
+    assert!(
+        matches!(&e, StoreError::NotRunning { workflow_id, status } if workflow_id == "done" && *status == WorkflowStatus::Success),
+        "{e:?}"
+    );
+    // A resend of what it did get is still the duplicate it is, not an error.
+    let again = s
+        .send_message(
+            NewMessage {
+                message_id: "retry".into(),
+                ..keyed
+            },
+            T + 3,
+        )
+        .await
+        .unwrap();
+    assert_eq!((again.message_id.as_str(), again.duplicate), ("before", true));
+    // What it had is kept; nothing was added.
+    let kept = s.list_messages("done").await.unwrap();
+    assert_eq!(
+        kept.iter().map(|m| m.message_id.as_str()).collect::<Vec<_>>(),
+        ["before"]
+    );
+    // A cancelled workflow likewise.
+    start(&*s, wf("gone", "R", "q"), T).await;
+    s.cancel_workflow("gone", T + 4).await.unwrap();
+    assert!(matches!(
+        s.send_message(msg("late", "gone", "", "3"), T + 5).await,
+        Err(StoreError::NotRunning { .. })
+    ));
+}
+
 pub async fn recv_takes_oldest_per_topic_and_records_it(s: Arc<dyn Store>) {
     let s = &*s;
     running(s, "r").await;

@@ -82,13 +82,26 @@ pub(super) async fn insert_step(
 async fn insert_message(conn: &mut PgConnection, m: &NewMessage, now: Millis) -> StoreResult<Sent> {
     // KEY SHARE keeps the receiver from being deleted under the insert without blocking its
     // ordinary updates.
-    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM workflows WHERE workflow_id = $1 FOR KEY SHARE")
-        .bind(&m.workflow_id)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    if exists.is_none() {
-        return Err(StoreError::WorkflowNotFound(m.workflow_id.clone()));
+    let status: Option<String> =
+        sqlx::query_scalar("SELECT status FROM workflows WHERE workflow_id = $1 FOR KEY SHARE")
+            .bind(&m.workflow_id)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_error)?;
+    match status.as_deref().map(WorkflowStatus::parse) {
+        None => return Err(StoreError::WorkflowNotFound(m.workflow_id.clone())),
+        // A finished workflow reads no more messages: keeping them would only grow its inbox.
+        Some(Some(s)) if s.is_terminal() => {
+            // (A resend of a message it did get is still answered as the duplicate it is.)
+            if let Some(sent) = already_sent(conn, m).await? {
+                return Ok(sent);
+            }
+            return Err(StoreError::NotRunning {
+                workflow_id: m.workflow_id.clone(),
+                status: s,
+            });
+        }
+        Some(_) => {}
     }
     let inserted = sqlx::query(
         "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at) \
@@ -113,6 +126,13 @@ async fn insert_message(conn: &mut PgConnection, m: &NewMessage, now: Millis) ->
             duplicate: false,
         });
     }
+    already_sent(conn, m)
+        .await?
+        .ok_or_else(|| StoreError::Unavailable(format!("message id {:?} is already taken", m.message_id)))
+}
+
+/// The message sent before under `m`'s idempotency key, if any.
+async fn already_sent(conn: &mut PgConnection, m: &NewMessage) -> StoreResult<Option<Sent>> {
     let existing: Option<String> =
         sqlx::query_scalar("SELECT message_id FROM messages WHERE workflow_id = $1 AND idempotency_key = $2")
             .bind(&m.workflow_id)
@@ -120,12 +140,10 @@ async fn insert_message(conn: &mut PgConnection, m: &NewMessage, now: Millis) ->
             .fetch_optional(&mut *conn)
             .await
             .map_err(db_error)?;
-    existing
-        .map(|message_id| Sent {
-            message_id,
-            duplicate: true,
-        })
-        .ok_or_else(|| StoreError::Unavailable(format!("message id {:?} is already taken", m.message_id)))
+    Ok(existing.map(|message_id| Sent {
+        message_id,
+        duplicate: true,
+    }))
 }
 
 /// The SQLSTATE `waymark_send_delivering` raises when the message was sent before.

@@ -60,8 +60,20 @@ pub(super) async fn insert_step(
 /// Inserts the message unless its idempotency key was used; returns the stored message id and
 /// whether it was a duplicate. `WorkflowNotFound` when the receiver does not exist.
 async fn insert_message(tx: &mut Transaction<'_, Sqlite>, m: &NewMessage, now: Millis) -> StoreResult<Sent> {
-    if SqliteStore::workflow_on(&mut **tx, &m.workflow_id).await?.is_none() {
-        return Err(StoreError::WorkflowNotFound(m.workflow_id.clone()));
+    match SqliteStore::workflow_on(&mut **tx, &m.workflow_id).await? {
+        None => return Err(StoreError::WorkflowNotFound(m.workflow_id.clone())),
+        // A finished workflow reads no more messages: keeping them would only grow its inbox.
+        Some(w) if w.status.is_terminal() => {
+            // (A resend of a message it did get is still answered as the duplicate it is.)
+            if let Some(sent) = already_sent(tx, m).await? {
+                return Ok(sent);
+            }
+            return Err(StoreError::NotRunning {
+                workflow_id: m.workflow_id.clone(),
+                status: w.status,
+            });
+        }
+        Some(_) => {}
     }
     let inserted = sqlx::query(
         "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at) \
@@ -86,6 +98,13 @@ async fn insert_message(tx: &mut Transaction<'_, Sqlite>, m: &NewMessage, now: M
             duplicate: false,
         });
     }
+    already_sent(tx, m)
+        .await?
+        .ok_or_else(|| StoreError::Unavailable(format!("message id {:?} is already taken", m.message_id)))
+}
+
+/// The message sent before under `m`'s idempotency key, if any.
+async fn already_sent(tx: &mut Transaction<'_, Sqlite>, m: &NewMessage) -> StoreResult<Option<Sent>> {
     let existing: Option<String> =
         sqlx::query_scalar("SELECT message_id FROM messages WHERE workflow_id = ?1 AND idempotency_key = ?2")
             .bind(&m.workflow_id)
@@ -93,12 +112,10 @@ async fn insert_message(tx: &mut Transaction<'_, Sqlite>, m: &NewMessage, now: M
             .fetch_optional(&mut **tx)
             .await
             .map_err(db_error)?;
-    existing
-        .map(|message_id| Sent {
-            message_id,
-            duplicate: true,
-        })
-        .ok_or_else(|| StoreError::Unavailable(format!("message id {:?} is already taken", m.message_id)))
+    Ok(existing.map(|message_id| Sent {
+        message_id,
+        duplicate: true,
+    }))
 }
 
 impl SqliteStore {

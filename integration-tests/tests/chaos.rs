@@ -1,0 +1,123 @@
+//! The chaos run: hundreds of workflows of many steps across Rust and Python worker processes
+//! and two server replicas on one PostgreSQL, while — in one run — a worker is killed -9, a
+//! worker is frozen past its lease and woken while its successor runs, PostgreSQL restarts fast
+//! and then immediately, and a replica is killed -9 and restarted. Afterwards every workflow
+//! succeeded with the right output, every recorded step's side effect happened exactly once under
+//! the epoch that recorded it, extra runs are only of steps in flight at a fault (counted and
+//! bounded), and the frozen worker's writes were refused once it woke.
+//!
+//! (On SQLite, the server killed -9 mid-write and reopened is `crash.rs`.)
+
+use std::collections::{HashMap, HashSet};
+
+use waymark_integration_tests::{
+    fast_recovery_args,
+    postgres_cluster::PostgresCluster,
+    side_effects, signal, wait_for,
+    workload::{all_succeeded, check_exactly_once, start_batch, wait_for_effects, PATIENCE},
+    ServerProcess, WorkerProcess,
+};
+
+const WORKFLOWS: usize = 300;
+const STEPS: u32 = 10;
+const CAPACITY: u32 = 20;
+
+/// Effects so far, and the `n` more to wait for (never past the whole workload's).
+async fn progress(log: &std::path::Path, n: usize) {
+    let now = side_effects::read(log).len();
+    wait_for_effects(log, (now + n).min(WORKFLOWS * STEPS as usize - 100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_on_postgres_with_rust_and_python_workers_and_two_replicas() {
+    let Some(pg) = PostgresCluster::start() else { return };
+    let db = pg.database();
+    let args = fast_recovery_args();
+    let mut a = ServerProcess::start(&db, &args).await;
+    let b = ServerProcess::start(&db, &args).await;
+    let client = b.client().await;
+    let log = db.dir.join("effects.log");
+
+    let mut doomed = WorkerProcess::start(&a.addr, &log, CAPACITY, "rust-doomed");
+    let _steady = WorkerProcess::start(&b.addr, &log, CAPACITY, "rust-steady");
+    let zombie = WorkerProcess::start(&b.addr, &log, CAPACITY, "rust-zombie");
+    let Some(_python) = WorkerProcess::start_python(&a.addr, &log, CAPACITY, "python") else {
+        return;
+    };
+    let ids = start_batch(&client, "chaos", WORKFLOWS, STEPS, 30).await;
+
+    // 1. A worker killed -9 mid-run.
+    wait_for_effects(&log, 300).await;
+    doomed.kill();
+    let _successor = WorkerProcess::start(&a.addr, &log, CAPACITY, "rust-successor");
+
+    // 2. A worker frozen past its lease; woken below, while its successors still run.
+    progress(&log, 150).await;
+    signal(zombie.pid(), "STOP");
+    let zombie_pid = zombie.pid();
+
+    // 3. PostgreSQL restarts, fast (clean disconnect).
+    progress(&log, 200).await;
+    pg.restart("fast");
+
+    // 4. Replica A killed -9 and restarted on its port; its workers reconnect to it.
+    progress(&log, 200).await;
+    a.kill();
+    a.restart().await;
+
+    // 5. PostgreSQL restarts immediately (a crash, with WAL recovery).
+    progress(&log, 200).await;
+    pg.restart("immediate");
+
+    // The zombie wakes only once another worker has run a step of a workflow it held, under a
+    // newer epoch: its successor is running, and whatever the zombie still has is stale.
+    wait_for("a workflow the zombie held to move on without it", PATIENCE, || {
+        let effects = side_effects::read(&log);
+        async move {
+            let held: HashMap<&str, u64> = effects
+                .iter()
+                .filter(|e| e.pid == zombie_pid)
+                .map(|e| (e.workflow_id.as_str(), e.epoch))
+                .collect();
+            effects
+                .iter()
+                .any(|e| e.pid != zombie_pid && held.get(e.workflow_id.as_str()).is_some_and(|z| e.epoch > *z))
+                .then_some(())
+        }
+    })
+    .await;
+    signal(zombie_pid, "CONT");
+    wait_for("the zombie's stale writes to be refused", PATIENCE, || {
+        let text = zombie.log_text();
+        async move { text.contains("taken over by another dispatch").then_some(()) }
+    })
+    .await;
+
+    all_succeeded(&client, &ids, STEPS).await;
+    // Per workflow: one extra run for each fault that caught a step of it in flight.
+    check_exactly_once(&client, &ids, STEPS, &log, 5).await;
+
+    let effects = side_effects::read(&log);
+    let runs_by_step = side_effects::by_step(&effects);
+    let extra: usize = runs_by_step.values().map(|r| r.len() - 1).sum();
+    let pids: HashSet<u32> = effects.iter().map(|e| e.pid).collect();
+    let mut recovered = 0;
+    for id in &ids {
+        if client.get(id).await.unwrap().recovery_attempts > 0 {
+            recovered += 1;
+        }
+    }
+    eprintln!(
+        "chaos: {} workflows × {STEPS} steps, {} step runs by {} processes, {extra} extra runs (steps in flight at a fault), {recovered} workflows recovered at least once",
+        ids.len(),
+        effects.len(),
+        pids.len()
+    );
+    // Every extra run is a step that was in flight at one of the five faults: at most what the
+    // workers had room for at each.
+    assert!(
+        extra <= 5 * 5 * CAPACITY as usize,
+        "{extra} extra step runs is more than the faults had in flight"
+    );
+    assert!(pids.len() >= 4, "work was spread over the worker processes: {pids:?}");
+}
