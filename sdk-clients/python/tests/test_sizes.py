@@ -21,11 +21,15 @@ from waymark.worker._conn import Conn
 from waymark.worker._limits import (
     DEFAULT_MAX_MESSAGE,
     DEFAULT_MAX_PAYLOAD,
+    ENVELOPE,
+    MAX_FAILURE_MESSAGE,
     Limits,
     json_size,
 )
 
-PAYLOAD, MESSAGE = 1000, 2500
+# Shaped as the server's (its message limit is two payloads and 1 MiB): room in a message for
+# one payload and the envelope the SDK keeps, not for three payloads.
+PAYLOAD, MESSAGE = 10_000, 28_000
 SMALL = worker_pb2.Welcome(max_payload_bytes=PAYLOAD, max_message_bytes=MESSAGE)
 
 
@@ -38,19 +42,33 @@ def test_a_server_that_states_no_limits_gets_the_defaults() -> None:
 def test_payloads_are_measured_as_compact_utf8_json() -> None:
     value = {"a": 'é\n"', "b": [1, 2.5, None, True]}
     assert json_size(to_payload(value)) == len('{"a":"é\\n\\"","b":[1,2.5,null,true]}'.encode())
-    limits = Limits(max_payload=PAYLOAD)
+    limits = Limits.from_welcome(SMALL)
     # A control character is six bytes of JSON ("\u0001") for one of protobuf: measured, not
     # guessed from the encoding.
-    limits.check_payload("at the limit", to_payload("\x01" * 166))  # 998 bytes
+    limits.check_payload("at the limit", to_payload("\x01" * 1666))  # 9998 bytes
     with pytest.raises(PayloadTooLarge) as e:
-        limits.check_payload("one over", to_payload("\x01" * 167))  # 1004 bytes
+        limits.check_payload("one over", to_payload("\x01" * 1667))  # 10004 bytes
     assert (e.value.reason, e.value.kind, e.value.size, e.value.limit) == (
         "PAYLOAD_TOO_LARGE",
         "PAYLOAD_TOO_LARGE",
-        1004,
+        10004,
         PAYLOAD,
     )
-    assert "one over is 1004 bytes" in e.value.message
+    assert "one over is 10004 bytes of JSON" in e.value.message
+
+
+def test_a_payload_whose_encoding_would_not_fit_in_a_message_is_too_large() -> None:
+    limits = Limits.from_welcome(SMALL)
+    # 8001 bytes of JSON, within the payload limit; eleven bytes each encoded, 44,000 in all.
+    zeros = to_payload([0] * 4000)
+    assert json_size(zeros) == 8001
+    with pytest.raises(PayloadTooLarge) as e:
+        limits.check_payload("the zeros", zeros)
+    assert e.value.size == zeros.ByteSize() > MESSAGE
+    assert e.value.message == (
+        f"the zeros is {zeros.ByteSize()} bytes encoded; a worker message carries at most "
+        f"{MESSAGE - ENVELOPE}"
+    )
 
 
 async def test_an_output_over_the_payload_limit_fails_the_workflow() -> None:
@@ -61,18 +79,18 @@ async def test_an_output_over_the_payload_limit_fails_the_workflow() -> None:
         return "x" * n
 
     try:
-        # Quoted, 998 characters are exactly the limit; one more is over it.
-        fits = fake.dispatch("wf-fits", "sized", 998)
-        over = fake.dispatch("wf-over", "sized", 999)
+        # Quoted, 9998 characters are exactly the limit; one more is over it.
+        fits = fake.dispatch("wf-fits", "sized", 9998)
+        over = fake.dispatch("wf-over", "sized", 9999)
         await fake.ended(fits)
         await fake.ended(over)
         done = {c.workflow_id: c for c in fake.of_kind("complete_workflow")}
-        assert from_payload(done["wf-fits"].output) == "x" * 998
+        assert from_payload(done["wf-fits"].output) == "x" * 9998
         failed = done["wf-over"]
         assert not failed.HasField("output")
         assert failed.failure.kind == "PAYLOAD_TOO_LARGE"
         assert failed.failure.message == (
-            "the workflow's output is 1001 bytes of JSON; the server takes at most 1000"
+            "the workflow's output is 10001 bytes of JSON; the server takes at most 10000"
         )
     finally:
         await fake.stop()
@@ -81,7 +99,7 @@ async def test_an_output_over_the_payload_limit_fails_the_workflow() -> None:
 async def test_a_step_output_over_the_payload_limit_is_a_recorded_step_failure() -> None:
     fake = FakeServer(welcome=SMALL)
     calls: list[int] = []
-    seen: list[tuple[type[BaseException], str]] = []
+    seen: list[tuple[type[BaseException], str, str]] = []
 
     def big() -> str:
         calls.append(1)
@@ -92,7 +110,7 @@ async def test_a_step_output_over_the_payload_limit_is_a_recorded_step_failure()
         try:
             await ctx.step("big", big, retry=RetryPolicy(max_attempts=3, initial_interval=0))
         except StepFailed as e:
-            seen.append((type(e), str(e)))
+            seen.append((type(e), str(e), e.step_kind))
         return "went on"
 
     try:
@@ -105,7 +123,7 @@ async def test_a_step_output_over_the_payload_limit_is_a_recorded_step_failure()
         [record] = done.steps
         assert (record.name, record.step_id, record.HasField("output")) == ("big", 0, False)
         assert record.failure.kind == "PAYLOAD_TOO_LARGE"
-        assert "the output of step 'big' is 1002 bytes" in record.failure.message
+        assert "the output of step 'big' is 10002 bytes" in record.failure.message
 
         # A replay from that record: the workflow sees the same failure, and nothing runs.
         recorded = types_pb2.Step(step_id=0, name="big", failure=record.failure)
@@ -113,6 +131,7 @@ async def test_a_step_output_over_the_payload_limit_is_a_recorded_step_failure()
         await fake.ended(again)
         assert calls == [1]
         assert len(seen) == 2 and seen[0] == seen[1], seen
+        assert seen[0][2] == "PAYLOAD_TOO_LARGE"
     finally:
         await fake.stop()
 
@@ -158,7 +177,7 @@ async def test_values_over_the_payload_limit_are_refused_before_they_are_sent() 
         assert from_payload(done["wf-writes"].output) == "done"
         # Left uncaught, the refusal fails the workflow with its kind.
         assert done["wf-uncaught"].failure.kind == "PAYLOAD_TOO_LARGE"
-        assert done["wf-uncaught"].failure.message.startswith("the value of event 'k' is 1002")
+        assert done["wf-uncaught"].failure.message.startswith("the value of event 'k' is 10002")
     finally:
         await fake.stop()
 
@@ -234,14 +253,14 @@ async def test_records_too_large_to_ride_on_the_completion_go_before_it() -> Non
 
     async def output(c: str) -> str:
         await both_running.wait()
-        return c * 900
+        return c * 9900
 
     @fake.workflow("large")
     async def large(ctx: WorkflowContext) -> str:
         # Both run before either is recorded, so both records are still held back when the
         # function returns: with its output, more than one message takes.
         await asyncio.gather(ctx.step("a", output, "a"), ctx.step("b", output, "b"))
-        return "c" * 900
+        return "c" * 9900
 
     try:
         run = fake.dispatch("wf-split", "large")
@@ -256,7 +275,7 @@ async def test_records_too_large_to_ride_on_the_completion_go_before_it() -> Non
         assert kinds == ["record_step", "record_step", "complete_workflow"]
         assert sorted(r.name for r in fake.of_kind("record_step")) == ["a", "b"]
         [done] = fake.of_kind("complete_workflow")
-        assert (list(done.steps), from_payload(done.output)) == ([], "c" * 900)
+        assert (list(done.steps), from_payload(done.output)) == ([], "c" * 9900)
         assert max(f.ByteSize() for f in fake.frames) <= MESSAGE
     finally:
         release.set()
@@ -277,4 +296,58 @@ async def test_a_completion_too_large_even_alone_fails_the_workflow_with_a_short
         assert done.failure.message.startswith("the workflow's completion could not be sent")
         assert max(f.ByteSize() for f in fake.frames) <= MESSAGE
     finally:
+        await fake.stop()
+
+
+async def test_a_long_failure_message_is_cut_alike_live_and_on_replay() -> None:
+    fake = FakeServer()
+    seen: list[str] = []
+
+    def wordy() -> None:
+        raise ValueError("é" * 50_000)  # 100,000 bytes
+
+    @fake.workflow("wordy_step")
+    async def wordy_step(ctx: WorkflowContext) -> str:
+        try:
+            await ctx.step("wordy", wordy)
+        except StepFailed as e:
+            seen.append(e.message)
+        return "went on"
+
+    try:
+        await fake.ended(fake.dispatch("wf-wordy-step", "wordy_step"))
+        [done] = fake.of_kind("complete_workflow")
+        [record] = done.steps
+        message = record.failure.message
+        assert len(message.encode()) <= MAX_FAILURE_MESSAGE
+        assert message.endswith(" … (cut: 100000 bytes in all)")
+        assert message.startswith("é" * 1000)
+        recorded = types_pb2.Step(step_id=0, name="wordy", failure=record.failure)
+        await fake.ended(fake.dispatch("wf-wordy-step", "wordy_step", steps=[recorded], epoch=2))
+        assert seen == [message, message]
+    finally:
+        await fake.stop()
+
+
+async def test_a_heartbeat_too_large_to_send_leaves_its_list_out() -> None:
+    fake = FakeServer(welcome=SMALL)
+    go = asyncio.Event()
+
+    @fake.workflow("waits")
+    async def waits(ctx: WorkflowContext) -> None:
+        await go.wait()
+
+    try:
+        # 400 ids of 36 characters: more than a message of this size leaves room for.
+        runs = [fake.dispatch(f"wf-{i:032d}", "waits") for i in range(400)]
+        beat = fake.session.heartbeat()
+        assert (beat.reports_held, list(beat.held_workflow_ids)) == (False, [])
+        assert beat.dispatches_received == 400
+        go.set()
+        for run in runs:
+            await fake.ended(run)
+        beat = fake.session.heartbeat()
+        assert (beat.reports_held, beat.dispatches_received) == (True, 400)
+    finally:
+        go.set()
         await fake.stop()

@@ -69,14 +69,19 @@ class WorkflowFailed(WaymarkError):
 
 
 class StepFailed(WaymarkError):
-    """A step failed for good (its retries exhausted). Recorded: a replay raises it again."""
+    """A step failed for good (its retries exhausted, or its output too large to record).
+    Recorded: a replay raises it again. `step_kind` is the recorded failure's kind: StepFailed
+    when the function raised, PAYLOAD_TOO_LARGE when its output was over the server's limit, the
+    remote step's own for a remote step. (`kind`, the workflow's failure kind when this is left
+    uncaught, stays StepFailed.)"""
 
     kind = "StepFailed"
 
-    def __init__(self, name: str, message: str) -> None:
+    def __init__(self, name: str, message: str, step_kind: str = "StepFailed") -> None:
         super().__init__(f"step {name!r} failed: {message}")
         self.name = name
         self.message = message
+        self.step_kind = step_kind or "StepFailed"
 
 
 class NonDeterminismError(WaymarkError):

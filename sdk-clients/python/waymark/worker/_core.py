@@ -106,7 +106,7 @@ class ContextCore:
         if rec is None:
             return False, None
         if rec.HasField("failure"):
-            raise StepFailed(name, rec.failure.message)
+            raise StepFailed(name, rec.failure.message, rec.failure.kind)
         return True, from_payload(rec.output)
 
     def _payload(self, what: str, value: Any) -> types_pb2.Payload:

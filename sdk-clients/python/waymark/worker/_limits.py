@@ -21,6 +21,15 @@ DEFAULT_MAX_MESSAGE = 9 * 1024 * 1024
 # that small are within the limit without measuring their JSON.
 _JSON_PER_ENCODED_BYTE = 6
 
+# Room in a message for what it carries beside its one payload: ids and names (256 characters
+# at most each), numbers, a request id.
+ENVELOPE = 16 * 1024
+
+# The longest failure message sent, in UTF-8 bytes. An exception's text is the program's and may
+# quote anything (a whole response body); the server does not bound it, so sent whole it could
+# take a record or a completion over the message limit.
+MAX_FAILURE_MESSAGE = 64 * 1024
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
@@ -36,16 +45,37 @@ class Limits:
 
     def check_payload(self, what: str, p: types_pb2.Payload) -> None:
         """Raises `PayloadTooLarge` when `p` is larger than the server takes; `what` names it
-        in the message ("the workflow's output")."""
-        if p.ByteSize() * _JSON_PER_ENCODED_BYTE <= self.max_payload:
-            return
-        size = json_size(p)
-        if size > self.max_payload:
+        in the message ("the workflow's output"). Two sizes count: its JSON text, against the
+        payload limit, and its encoding, which must leave the message it goes in under the
+        message limit — a list of small numbers encodes to five times its JSON."""
+        encoded = p.ByteSize()
+        if encoded * _JSON_PER_ENCODED_BYTE > self.max_payload:
+            size = json_size(p)
+            if size > self.max_payload:
+                raise PayloadTooLarge(
+                    f"{what} is {size} bytes of JSON; the server takes at most {self.max_payload}",
+                    size=size,
+                    limit=self.max_payload,
+                )
+        room = self.max_message - ENVELOPE
+        if encoded > room:
             raise PayloadTooLarge(
-                f"{what} is {size} bytes of JSON; the server takes at most {self.max_payload}",
-                size=size,
-                limit=self.max_payload,
+                f"{what} is {encoded} bytes encoded; a worker message carries at most {room}",
+                size=encoded,
+                limit=room,
             )
+
+
+def bounded(message: str) -> str:
+    """A failure message cut to `MAX_FAILURE_MESSAGE` bytes, saying so. Cut before it is used at
+    all, so a step's failure reads the same live and on replay."""
+    data = message.encode("utf-8")
+    if len(data) <= MAX_FAILURE_MESSAGE:
+        return message
+    note = f" … (cut: {len(data)} bytes in all)"
+    keep = data[: MAX_FAILURE_MESSAGE - len(note.encode("utf-8"))]
+    # A character cut in half is left out rather than recorded broken.
+    return keep.decode("utf-8", errors="ignore") + note
 
 
 def json_size(p: types_pb2.Payload) -> int:

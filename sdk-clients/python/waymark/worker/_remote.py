@@ -107,7 +107,7 @@ class RemoteMixin(ContextCore):
             res = await self._call(handle)
             if res.outcome == DELIVERED:
                 if res.HasField("failure"):
-                    raise StepFailed(handle.name, res.failure.message)
+                    raise StepFailed(handle.name, res.failure.message, res.failure.kind)
                 return from_payload(res.output)
             await self._wait_parking(waiting_since, handle.step_id, step=handle.step_id)
 

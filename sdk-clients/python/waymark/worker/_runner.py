@@ -21,6 +21,7 @@ from ..errors import (
 from ._complete import complete
 from ._context import WorkflowContext
 from ._core import log
+from ._limits import bounded
 from ._run import Run
 
 WorkflowFn = Callable[[WorkflowContext, Any], Awaitable[Any]]
@@ -79,7 +80,7 @@ async def _call(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> di
         log.info("workflow %s stopped: %s", run.workflow_id, e)
     except Exception as e:
         log.info("workflow %s failed: %s: %s", run.workflow_id, type(e).__name__, e)
-        failure = types_pb2.Failure(kind=failure_kind(e), message=failure_message(e))
+        failure = types_pb2.Failure(kind=failure_kind(e), message=bounded(failure_message(e)))
         return {"failure": failure}
     return None
 

@@ -22,11 +22,14 @@ from ..errors import Disconnected, PayloadTooLarge, failure_kind, failure_messag
 from . import _resend
 from ._conn import Conn
 from ._core import log
-from ._limits import Limits
+from ._limits import ENVELOPE, Limits, bounded
 from ._run import Run
 from ._runner import WorkflowFn, run_workflow
 
 SDK = "python/0.1.0"
+
+# Most workflow ids a heartbeat lists (the server reads no more).
+MAX_HELD = 100_000
 
 StepFn = Callable[[Any], Any]
 
@@ -179,12 +182,20 @@ class Session:
     def heartbeat(self) -> worker_pb2.Heartbeat:
         """What the worker holds: every workflow dispatched on this stream whose run has not
         ended, and how many dispatches it took off the stream. The server sends back to its
-        queue a workflow it dispatched here (before that count) that the list leaves out."""
-        return worker_pb2.Heartbeat(
+        queue a workflow it dispatched here (before that count) that the list leaves out.
+
+        A list longer than the server reads, or too large for a message, is left out: the
+        heartbeat still renews the worker's lease, and the server reconciles nothing this
+        time (a heartbeat dropped for its size would lose every workflow the worker holds)."""
+        beat = worker_pb2.Heartbeat(
             reports_held=True,
             held_workflow_ids=list(self.running),
             dispatches_received=self.dispatches,
         )
+        room = self.conn.limits.max_message - ENVELOPE
+        if len(self.running) > MAX_HELD or beat.ByteSize() > room:
+            return worker_pb2.Heartbeat(reports_held=False, dispatches_received=self.dispatches)
+        return beat
 
     def lose(self, workflow_id: str) -> bool:
         """For tests only: lets go of a run as if its task had died, telling the server
@@ -227,7 +238,7 @@ class Session:
             result.failure.CopyFrom(types_pb2.Failure(kind="TimeoutError", message="timed out"))
         except Exception as e:
             result.failure.CopyFrom(
-                types_pb2.Failure(kind=failure_kind(e), message=failure_message(e))
+                types_pb2.Failure(kind=failure_kind(e), message=bounded(failure_message(e)))
             )
         # Resent while the server is unavailable; past patience, if the stream breaks, or if
         # the result is too large to send (a failure's message can be), the attempt is

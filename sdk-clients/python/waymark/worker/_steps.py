@@ -12,6 +12,7 @@ from .._proto import types_pb2
 from ..errors import PayloadTooLarge, StepFailed
 from ..retry import RetryPolicy
 from ._core import ContextCore, log
+from ._limits import bounded
 
 T = TypeVar("T")
 
@@ -62,7 +63,7 @@ class StepsMixin(ContextCore):
                 break
             except Exception as e:
                 if attempt >= max(policy.max_attempts, 1):
-                    message = str(e) or type(e).__name__
+                    message = bounded(str(e) or type(e).__name__)
                     failure = types_pb2.Failure(kind="StepFailed", message=message)
                     self._defer(step_id, name, attempt, failure=failure)
                     raise StepFailed(name, message) from e
@@ -84,6 +85,6 @@ class StepsMixin(ContextCore):
             # it, so the workflow sees the same on every run.
             failure = types_pb2.Failure(kind=e.kind, message=e.message)
             self._defer(step_id, name, attempt, failure=failure)
-            raise StepFailed(name, e.message) from None
+            raise StepFailed(name, e.message, e.kind) from None
         self._defer(step_id, name, attempt, output=payload)
         return result
