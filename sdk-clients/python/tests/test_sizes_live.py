@@ -3,8 +3,9 @@ input, two steps and output are 3 MiB each finishes, its completion split so no 
 the limit; one whose output is 5 MiB fails with PAYLOAD_TOO_LARGE. The worker's stream stays up
 throughout: one connection, each workflow run once.
 
-The large workflow is read back through another workflow awaiting it: the server's client API
-cannot return it (its input and output together are more than that API sends in one message)."""
+The large workflow is read back through another workflow awaiting it, which works on every
+server: a server before commit 5b3fd0c could not send a workflow whose input and output together
+are more than one payload through its client API (OUT_OF_RANGE)."""
 
 from __future__ import annotations
 
