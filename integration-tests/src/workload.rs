@@ -48,7 +48,11 @@ pub async fn wait_for_effects(log: &std::path::Path, n: usize) {
 
 pub async fn all_succeeded(client: &Client, ids: &[String], steps: u32) {
     for id in ids {
-        let w = client.await_workflow(id, Some(PATIENCE)).await.expect("await");
+        let w = match client.await_workflow(id, Some(PATIENCE)).await {
+            Ok(w) => w,
+            // Say where it stands, to tell a stuck workflow from a slow one.
+            Err(e) => panic!("{id} did not finish: {e}; now {:?}", client.get(id).await),
+        };
         assert_eq!(w.status, WorkflowStatus::Success, "{id}: {w:?}");
         assert_eq!(w.output, Some(serde_json::json!(steps)), "{id}");
     }

@@ -44,7 +44,7 @@ async fn chaos_on_postgres_with_rust_and_python_workers_and_two_replicas() {
     let Some(_python) = WorkerProcess::start_python(&a.addr, &log, CAPACITY, "python") else {
         return;
     };
-    let ids = start_batch(&client, "chaos", WORKFLOWS, STEPS, 30).await;
+    let ids = start_batch(&client, "chaos", WORKFLOWS, STEPS, 50).await;
 
     // 1. A worker killed -9 mid-run.
     wait_for_effects(&log, 300).await;

@@ -215,7 +215,58 @@ async fn malformed_and_late_inputs_are_refused_clearly(backend: Backend) {
     assert_eq!(e.reason(), Some("WORKFLOW_NOT_RUNNING"), "{e:?}");
 }
 
+/// A workflow whose history grew past what a dispatch may carry fails with HISTORY_TOO_LARGE
+/// when it would be dispatched again, instead of a dispatch that could never be delivered (which
+/// ended the stream, came back on reconnect, and ended it again).
+async fn a_history_too_large_to_dispatch_fails_the_workflow(backend: Backend) {
+    let Some((_db, server)) = server(backend, &["--max-history-bytes", "3000"]).await else {
+        return;
+    };
+    let client = server.client().await;
+    let mut w = RawWorker::connect(&server.addr, "hoarder", &["target"]).await;
+    w.send(worker_message::Kind::Credit(v1::Credit { workflows: 2, steps: 0 }))
+        .await;
+    client
+        .start_json("target", serde_json::json!({}), StartOptions::id("hoard"))
+        .await
+        .unwrap();
+    let d = w.next_dispatch().await;
+    for step_id in 0..4 {
+        let r = w
+            .request(worker_message::Kind::RecordStep(v1::RecordStep {
+                workflow_id: "hoard".into(),
+                epoch: d.epoch,
+                step_id,
+                name: format!("s{step_id}"),
+                outcome: Some(v1::record_step::Outcome::Output(waymark_proto::json::to_payload(
+                    &serde_json::json!("x".repeat(1_000)),
+                ))),
+                attempts: 1,
+            }))
+            .await;
+        assert!(matches!(r, reply::Result::StepRecorded(_)), "{r:?}");
+    }
+    // The worker loses the run; the server takes it back and would dispatch it again.
+    w.send(worker_message::Kind::Heartbeat(v1::Heartbeat {
+        reports_held: true,
+        held_workflow_ids: vec![],
+        dispatches_received: 1,
+    }))
+    .await;
+    let done = client.await_workflow("hoard", Some(PATIENCE)).await.unwrap();
+    assert_eq!(done.status, WorkflowStatus::Error, "{done:?}");
+    let failure = done.failure.expect("a failure");
+    assert_eq!(failure.kind, "HISTORY_TOO_LARGE", "{failure:?}");
+    // The stream is still up and still gets work.
+    client
+        .start_json("target", serde_json::json!({}), StartOptions::id("small"))
+        .await
+        .unwrap();
+    assert_eq!(w.next_dispatch().await.workflow_id, "small");
+}
+
 on_both_stores!(
+    a_history_too_large_to_dispatch_fails_the_workflow,
     only_the_stream_holding_a_workflow_may_write_for_it,
     a_live_workers_id_cannot_be_taken,
     a_hello_registering_without_end_is_refused,

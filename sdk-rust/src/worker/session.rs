@@ -158,6 +158,8 @@ impl Conn {
 
 /// Workflows running on this stream.
 pub(crate) struct Running {
+    /// The epoch of the dispatch this run serves.
+    epoch: u64,
     cancelled: Arc<AtomicBool>,
     /// Rung when the server says a wait may be over, and on cancel.
     wakeup: Arc<tokio::sync::Notify>,
@@ -239,7 +241,12 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
                     server_message::Kind::DispatchWorkflow(d) => {
                         let id = d.workflow_id.clone();
                         if let Some(old) = running.0.remove(&id) {
+                            // Dispatched again (the server took it back meanwhile): the old run is
+                            // stale. Each dispatch spent a credit; the aborted run will never hand
+                            // its own back, so it is returned here — else every re-dispatch would
+                            // shrink this worker's room for good.
                             old.task.abort();
+                            conn.send(worker_message::Kind::Credit(v1::Credit { workflows: 1, steps: 0 })).await;
                         }
                         let r = start(&config, conn.clone(), d, done_tx.clone());
                         running.0.insert(id, r);
@@ -269,9 +276,13 @@ pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
             _ = heartbeat.tick() => {
                 conn.send(worker_message::Kind::Heartbeat(heartbeat_of(&running, dispatches_received))).await;
             }
-            Some((id, _epoch)) = done_rx.recv() => {
-                running.0.remove(&id);
-                conn.send(worker_message::Kind::Credit(v1::Credit { workflows: 1, steps: 0 })).await;
+            Some((id, epoch)) = done_rx.recv() => {
+                // Only the run that ended leaves: a newer dispatch of the same workflow may have
+                // replaced it (its credit was returned then).
+                if running.0.get(&id).is_some_and(|r| r.epoch == epoch) {
+                    running.0.remove(&id);
+                    conn.send(worker_message::Kind::Credit(v1::Credit { workflows: 1, steps: 0 })).await;
+                }
             }
             Some(_) = step_runs.join_next(), if !step_runs.is_empty() => {
                 conn.send(worker_message::Kind::Credit(v1::Credit { workflows: 0, steps: 1 })).await;
@@ -393,6 +404,7 @@ pub(crate) fn start(
         let _ = done.send((workflow_id, epoch));
     });
     Running {
+        epoch,
         cancelled,
         wakeup,
         delivered,

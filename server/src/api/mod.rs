@@ -66,7 +66,7 @@ pub async fn serve(
         .max_encoding_message_size(engine.config().max_worker_message_bytes() * 2);
     let workers = WorkerServiceServer::new(worker_service::WorkerApi { engine: engine.clone() })
         .max_decoding_message_size(engine.config().worker_decode_limit())
-        .max_encoding_message_size(max_message * 4);
+        .max_encoding_message_size(engine.config().max_dispatch_bytes());
 
     let queues = QueueServiceServer::new(queue_service::QueueApi { engine: engine.clone() });
     let schedules = ScheduleServiceServer::new(schedule_service::ScheduleApi { engine: engine.clone() })

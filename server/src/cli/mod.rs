@@ -81,6 +81,10 @@ pub struct ServerArgs {
     /// until one finishes (backpressure).
     #[arg(long, default_value_t = 1_024, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_requests_per_stream: u32,
+    /// Most bytes of history (input and recorded steps, as JSON) a dispatch carries; a workflow
+    /// past it fails with HISTORY_TOO_LARGE when it would be dispatched again.
+    #[arg(long, default_value_t = 32 * 1024 * 1024)]
+    pub max_history_bytes: usize,
     /// Log format: text or json.
     #[arg(long, default_value = "text")]
     pub log_format: String,
@@ -102,6 +106,7 @@ impl ServerArgs {
                 max_payload_bytes: self.max_payload_bytes,
                 max_worker_streams: self.max_worker_streams,
                 max_requests_per_stream: self.max_requests_per_stream as usize,
+                max_history_bytes: self.max_history_bytes,
                 ..Default::default()
             },
         }

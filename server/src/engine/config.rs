@@ -30,6 +30,10 @@ pub struct EngineConfig {
     /// Most requests one worker stream may have in flight; the stream is not read further until
     /// one finishes (backpressure through HTTP/2 flow control).
     pub max_requests_per_stream: usize,
+    /// Most bytes of history (input and recorded steps, as JSON text) one dispatch carries. A
+    /// workflow past it fails with HISTORY_TOO_LARGE when it would be dispatched again. Sized
+    /// so that even JSON that grows five-fold on the wire stays within the stream's 256 MiB.
+    pub max_history_bytes: usize,
 }
 
 impl EngineConfig {
@@ -38,6 +42,12 @@ impl EngineConfig {
     /// the message. SDKs split what would be larger.
     pub fn max_worker_message_bytes(&self) -> usize {
         2 * self.max_payload_bytes + 1024 * 1024
+    }
+
+    /// Largest message the server sends a worker: what every SDK reads (a dispatch carrying a
+    /// full history, see `max_history_bytes`).
+    pub fn max_dispatch_bytes(&self) -> usize {
+        256 * 1024 * 1024
     }
 
     /// What the server actually decodes from a worker: well above what workers are told, so a
@@ -61,6 +71,7 @@ impl Default for EngineConfig {
             health_interval: Duration::from_secs(1),
             max_worker_streams: 10_000,
             max_requests_per_stream: 1_024,
+            max_history_bytes: 32 * 1024 * 1024,
         }
     }
 }

@@ -118,6 +118,9 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             continue;
         }
         for w in claimed {
+            if engine.history_too_large(&session, &w).await {
+                continue;
+            }
             tracing::debug!(workflow_id = %w.workflow.workflow_id, epoch = w.workflow.epoch, worker_id = %r.worker_id, "dispatch");
             // If the stream is gone the workflow stays owned by this worker and is recovered
             // when its lease ends.
@@ -125,4 +128,56 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
         }
     }
     more
+}
+
+/// The bytes a dispatch's history carries: the input and every recorded step (JSON text, the
+/// measure payload limits use).
+pub(crate) fn history_bytes(w: &waymark_store::ClaimedWorkflow) -> usize {
+    let step = |s: &waymark_store::StepRecord| {
+        s.name.len()
+            + match &s.outcome {
+                waymark_store::Outcome::Output(o) => o.len(),
+                waymark_store::Outcome::Failure(f) => f.kind.len() + f.message.len(),
+            }
+    };
+    w.workflow.input.len() + w.steps.iter().map(step).sum::<usize>()
+}
+
+impl Engine {
+    /// A workflow whose recorded history has grown past what one dispatch may carry can never
+    /// be dispatched again: sending it would exceed the stream's message limit, end the stream,
+    /// and come back on reconnect, for ever. It fails here instead, with HISTORY_TOO_LARGE, and
+    /// the worker keeps its credit.
+    async fn history_too_large(&self, session: &super::WorkerSession, w: &waymark_store::ClaimedWorkflow) -> bool {
+        let size = history_bytes(w);
+        let most = self.config.max_history_bytes;
+        if size <= most {
+            return false;
+        }
+        session.grant(1);
+        let fence = waymark_store::Fence {
+            workflow_id: w.workflow.workflow_id.clone(),
+            epoch: w.workflow.epoch,
+        };
+        let failure = waymark_store::Failure {
+            kind: "HISTORY_TOO_LARGE".into(),
+            message: format!(
+                "the workflow's recorded history is {size} bytes; a dispatch carries at most {most}, so it cannot run again"
+            ),
+        };
+        tracing::warn!(workflow_id = %fence.workflow_id, size, "history too large to dispatch; workflow failed");
+        match self
+            .store
+            .complete_workflow(&fence, waymark_store::Outcome::Failure(failure), self.now())
+            .await
+        {
+            Ok(done) => self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow))),
+            // Still PENDING for this worker, which never got it: recovered when the lease ends,
+            // and failed here again then.
+            Err(e) => {
+                tracing::warn!(workflow_id = %fence.workflow_id, error = %e, "could not fail a workflow too large to dispatch")
+            }
+        }
+        true
+    }
 }
