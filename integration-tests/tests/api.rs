@@ -405,11 +405,33 @@ async fn cli_drives_workflows() {
         &["workflow", "list", "--status", "success", "--name", "echo"],
     );
     assert!(code == 0 && out.contains(&id), "{out}");
+    // Exit codes tell not found (5), invalid input (6) and an unreachable server (7) apart.
     let (code, _, err) = cli(&s.server, &["workflow", "get", "nope"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 5, "{err}");
     assert!(err.contains("does not exist"), "{err}");
     let (code, _, err) = cli(&s.server, &["workflow", "start", "echo", "--input", "{not json"]);
-    assert!(code != 0 && err.contains("not valid JSON"), "{err}");
+    assert!(code == 6 && err.contains("not valid JSON"), "{code} {err}");
+    let (code, _, err) = cli(&s.server, &["workflow", "start", "echo", "--id", "a\u{202E}b"]);
+    assert!(code == 6 && err.contains("invisible"), "{code} {err}");
+    let nobody = format!("http://127.0.0.1:{}", waymark_integration_tests::free_port());
+    let (code, _, err) = waymark_integration_tests::cli(&nobody, &["workflow", "get", "x"]);
+    assert_eq!(code, 7, "{err}");
+    // A reader that goes away early ends the command quietly, not with a panic.
+    let piped = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "{} workflow list --server {} | true; echo \"status=${{PIPESTATUS[0]}}\"",
+            waymark_integration_tests::waymark_bin().display(),
+            s.server.addr
+        ))
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&piped.stdout),
+        String::from_utf8_lossy(&piped.stderr),
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.contains("status=0") || out.contains("status=141"), "{out} {err}");
     let (code, _, err) = cli(&s.server, &["workflow", "list", "--status", "sleepy"]);
     assert!(code != 0 && err.contains("unknown status"), "{err}");
 
@@ -467,7 +489,7 @@ async fn cli_drives_workflows() {
         "{out}"
     );
     let (code, _, err) = cli(&s.server, &["workflow", "send", "nope", "--message", "1"]);
-    assert!(code == 1 && err.contains("does not exist"), "{err}");
+    assert!(code == 5 && err.contains("does not exist"), "not found exits 5: {code} {err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -169,7 +169,10 @@ async fn cli_manages_queues() {
     let (code, out, _) = cli(addr, &["queue", "list"]);
     assert!(code == 0 && out.contains("default") && out.contains("emails"), "{out}");
     let (code, _, err) = cli(addr, &["queue", "create", "bad", "--global-concurrency", "0"]);
-    assert!(code == 1 && err.contains("at least 1"), "{err}");
+    assert!(
+        code == 6 && err.contains("at least 1"),
+        "invalid input exits 6: {code} {err}"
+    );
     let (code, _, err) = cli(addr, &["queue", "create", "bad", "--rate-limit", "5"]);
     assert!(code == 2 && err.contains("--rate-period"), "{err}");
     // A start on it, with a priority (nothing serves the queue: it waits, ENQUEUED).
@@ -195,7 +198,10 @@ async fn cli_manages_queues() {
     let (code, _, _) = cli(addr, &["queue", "delete", "emails"]);
     assert_eq!(code, 0);
     let (code, _, err) = cli(addr, &["queue", "get", "emails"]);
-    assert!(code == 1 && err.contains("does not exist"), "{err}");
+    assert!(
+        code == 5 && err.contains("does not exist"),
+        "not found exits 5: {code} {err}"
+    );
 }
 
 waymark_integration_tests::on_both_stores!(queues_are_managed_and_checked);

@@ -154,12 +154,20 @@ fn ok(server: &str, args: &[&str]) -> String {
     out
 }
 
-/// `waymark schedule …` refuses `args` with exit 1 and `reason` in its message.
+/// `waymark schedule …` refuses `args` with `reason` in its message and the exit code the CLI
+/// documents for it (5 not found, 6 invalid input, else 1).
 fn refused(server: &str, args: &[&str], reason: &str) {
     let (code, _, err) = cli(server, args);
+    let expected = if reason.ends_with("NOT_FOUND") {
+        5
+    } else if reason.starts_with("INVALID_") {
+        6
+    } else {
+        1
+    };
     assert!(
-        code == 1 && err.contains(reason),
-        "waymark {args:?}: expected {reason}, got {code}: {err}"
+        code == expected && err.contains(reason),
+        "waymark {args:?}: expected {reason} (exit {expected}), got {code}: {err}"
     );
 }
 

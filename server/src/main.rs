@@ -16,6 +16,17 @@ fn init_logging(json: bool) {
     }
 }
 
+/// The command line ends quietly when its reader goes away (`waymark workflow list | head -1`),
+/// as command-line tools do: Rust ignores SIGPIPE, which turns every later print into a panic.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: resetting one signal's disposition to the default before any other thread prints;
+    // no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let cli = Cli::parse();
@@ -30,7 +41,10 @@ async fn main() {
                 }
             }
         }
-        cmd => run_client(cmd).await,
+        cmd => {
+            restore_sigpipe();
+            run_client(cmd).await
+        }
     };
     std::process::exit(code);
 }

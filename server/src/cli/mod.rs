@@ -1,8 +1,9 @@
 //! The `waymark` command line: `waymark server` runs the server; `waymark workflow …` drives one.
 //!
-//! Exit codes: 0 success; 1 the request failed (the message says why, e.g. the workflow does not
-//! exist); 2 bad usage; 3 `await` saw the workflow end without success; 4 `event` found the
-//! event not set.
+//! Exit codes: 0 success; 1 the request failed for another reason (the message says why);
+//! 2 bad usage; 3 `await` saw the workflow end without success; 4 `event` found the event not
+//! set; 5 not found (workflow, queue, schedule); 6 invalid input; 7 the server (or its database)
+//! is unavailable: try again.
 
 use clap::{Args, Parser, Subcommand};
 
@@ -17,7 +18,10 @@ pub mod workflow;
 #[command(
     name = "waymark",
     version,
-    about = "Waymark: durable execution for functions in any language"
+    about = "Waymark: durable execution for functions in any language",
+    after_help = "Exit codes: 0 success; 1 the request failed (the message says why); 2 bad usage; \
+3 `workflow await` saw the workflow end without success; 4 `workflow event` found the event not set; \
+5 not found; 6 invalid input; 7 the server or its database is unavailable (try again)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -136,7 +140,38 @@ pub async fn run_client(cmd: Command) -> i32 {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
-            1
+            exit_code(&e)
         }
     }
 }
+
+/// Input the command line itself refused (not valid JSON, an unknown status): exit code 6.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidInput(pub String);
+
+pub fn invalid(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(InvalidInput(message.into()))
+}
+
+/// The documented exit code for a failed request (see the module docs).
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    use tonic::Code;
+    if e.downcast_ref::<InvalidInput>().is_some() {
+        return EXIT_INVALID;
+    }
+    match e.downcast_ref::<waymark_sdk::Error>() {
+        Some(waymark_sdk::Error::Transport(_)) => EXIT_UNAVAILABLE,
+        Some(rpc @ waymark_sdk::Error::Rpc { .. }) => match rpc.code() {
+            Some(Code::NotFound) => EXIT_NOT_FOUND,
+            Some(Code::InvalidArgument | Code::OutOfRange) => EXIT_INVALID,
+            Some(Code::Unavailable | Code::DeadlineExceeded) => EXIT_UNAVAILABLE,
+            _ => 1,
+        },
+        _ => 1,
+    }
+}
+
+pub const EXIT_NOT_FOUND: i32 = 5;
+pub const EXIT_INVALID: i32 = 6;
+pub const EXIT_UNAVAILABLE: i32 = 7;

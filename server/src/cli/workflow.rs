@@ -272,7 +272,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             client,
         } => {
             let input: serde_json::Value =
-                serde_json::from_str(&input).map_err(|e| anyhow::anyhow!("--input is not valid JSON: {e}"))?;
+                serde_json::from_str(&input).map_err(|e| super::invalid(format!("--input is not valid JSON: {e}")))?;
             let started = connect(&client)
                 .await?
                 .start_json(
@@ -313,7 +313,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
         } => {
             let statuses = status
                 .iter()
-                .map(|s| WorkflowStatus::parse(s).ok_or_else(|| anyhow::anyhow!("unknown status {s:?}")))
+                .map(|s| WorkflowStatus::parse(s).ok_or_else(|| super::invalid(format!("unknown status {s:?}"))))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let (workflows, next) = connect(&client)
                 .await?
@@ -383,8 +383,8 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             idempotency_key,
             client,
         } => {
-            let message: serde_json::Value =
-                serde_json::from_str(&message).map_err(|e| anyhow::anyhow!("--message is not valid JSON: {e}"))?;
+            let message: serde_json::Value = serde_json::from_str(&message)
+                .map_err(|e| super::invalid(format!("--message is not valid JSON: {e}")))?;
             let (message_id, duplicate) = connect(&client)
                 .await?
                 .send_message(&id, &topic, &message, idempotency_key.as_deref())

@@ -4,7 +4,22 @@ use super::{EngineError, EngineResult, ErrorCode};
 
 pub const MAX_ID_LEN: usize = 256;
 
-/// Ids and names: 1-256 characters, no control characters.
+/// Characters that change how text is shown without being visible themselves: bidirectional
+/// overrides and isolates (which can make `evil` display as `live`), and zero-width ones (which
+/// make two different ids look the same). Refused in ids and names like control characters.
+fn is_invisible_formatting(c: char) -> bool {
+    matches!(c,
+        '\u{200B}'..='\u{200F}' // zero-width space, joiners, left-to-right and right-to-left marks
+        | '\u{202A}'..='\u{202E}' // bidirectional embeddings and overrides
+        | '\u{2060}'..='\u{2064}' // word joiner and invisible operators
+        | '\u{2066}'..='\u{2069}' // bidirectional isolates
+        | '\u{FEFF}' // zero-width no-break space (byte-order mark)
+        | '\u{061C}' // Arabic letter mark
+        | '\u{180E}' // Mongolian vowel separator
+    )
+}
+
+/// Ids and names: 1-256 characters, no control characters, no invisible formatting characters.
 pub fn name(field: &str, value: &str) -> EngineResult<()> {
     if value.is_empty() {
         return Err(EngineError::invalid(format!("{field} must not be empty")));
@@ -17,6 +32,11 @@ pub fn name(field: &str, value: &str) -> EngineResult<()> {
     if value.chars().any(char::is_control) {
         return Err(EngineError::invalid(format!(
             "{field} must not contain control characters"
+        )));
+    }
+    if value.chars().any(is_invisible_formatting) {
+        return Err(EngineError::invalid(format!(
+            "{field} must not contain invisible formatting characters (bidirectional overrides, zero-width characters)"
         )));
     }
     Ok(())
@@ -58,6 +78,25 @@ mod tests {
         assert!(name("workflow_id", &"é".repeat(256)).is_ok());
         assert!(name("workflow_id", "a\nb").is_err());
         assert!(optional_name("queue_name", "").is_ok());
+    }
+
+    #[test]
+    fn ids_refuse_bidirectional_overrides_and_zero_width_characters() {
+        for bad in [
+            "ab\u{202E}cd",
+            "a\u{200B}b",
+            "\u{2066}x\u{2069}",
+            "\u{FEFF}id",
+            "x\u{200D}y",
+        ] {
+            let e = name("workflow_id", bad).unwrap_err();
+            assert_eq!(e.reason, "INVALID_ARGUMENT", "{bad:?}");
+            assert!(e.message.contains("invisible"), "{}", e.message);
+        }
+        // Ordinary text in any script stays welcome.
+        for good in ["订单-42", "naïve", "שלום", "emoji-🚀", "a b"] {
+            assert!(name("workflow_id", good).is_ok(), "{good:?}");
+        }
     }
 
     #[test]
