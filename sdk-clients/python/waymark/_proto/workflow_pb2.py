@@ -27,15 +27,15 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from . import types_pb2 as waymark_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19waymark/v1/workflow.proto\x12\nwaymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xfb\x03\n\x14StartWorkflowRequest\x12#\n\rworkflow_name\x18\x01 \x01(\tR\x0cworkflowName\x12\x1f\n\x0bworkflow_id\x18\x02 \x01(\tR\nworkflowId\x12)\n\x05input\x18\x03 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x05input\x12\x1d\n\nqueue_name\x18\x04 \x01(\tR\tqueueName\x12\x1f\n\x0b\x61pp_version\x18\x05 \x01(\tR\nappVersion\x12\x33\n\x07timeout\x18\x06 \x01(\x0b\x32\x19.google.protobuf.DurationR\x07timeout\x12\x1a\n\x08priority\x18\x07 \x01(\x05R\x08priority\x12#\n\rpartition_key\x18\x08 \x01(\tR\x0cpartitionKey\x12\x19\n\x08\x64\x65\x64up_id\x18\t \x01(\tR\x07\x64\x65\x64upId\x12>\n\x0con_duplicate\x18\n \x01(\x0e\x32\x1b.waymark.v1.DuplicatePolicyR\x0bonDuplicate\x12/\n\x05\x64\x65lay\x18\x0b \x01(\x0b\x32\x19.google.protobuf.DurationR\x05\x64\x65lay\x12\x30\n\x08\x64\x65\x62ounce\x18\x0c \x01(\x0b\x32\x14.waymark.v1.DebounceR\x08\x64\x65\x62ounce\"T\n\x08\x44\x65\x62ounce\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x36\n\tmax_delay\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x08maxDelay\"c\n\x15StartWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"5\n\x12GetWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\"G\n\x13GetWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"\xd2\x02\n\x14ListWorkflowsRequest\x12\x36\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.waymark.v1.WorkflowStatusR\x08statuses\x12#\n\rworkflow_name\x18\x02 \x01(\tR\x0cworkflowName\x12\x1d\n\nqueue_name\x18\x03 \x01(\tR\tqueueName\x12?\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x63reatedAfter\x12\x41\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rcreatedBefore\x12\x1b\n\tpage_size\x18\x06 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x07 \x01(\tR\tpageToken\"s\n\x15ListWorkflowsResponse\x12\x32\n\tworkflows\x18\x01 \x03(\x0b\x32\x14.waymark.v1.WorkflowR\tworkflows\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"7\n\x14\x41waitWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\"I\n\x15\x41waitWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"3\n\x10ListStepsRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\";\n\x11ListStepsResponse\x12&\n\x05steps\x18\x01 \x03(\x0b\x32\x10.waymark.v1.StepR\x05steps\"h\n\x14\x44\x65layWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12/\n\x05\x64\x65lay\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x05\x64\x65lay\"I\n\x15\x44\x65layWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"R\n\x15\x43\x61ncelWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x18\n\x07\x63\x61scade\x18\x02 \x01(\x08R\x07\x63\x61scade\"J\n\x16\x43\x61ncelWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"8\n\x15ResumeWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\"J\n\x16ResumeWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"\xa3\x01\n\x12SendMessageRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x14\n\x05topic\x18\x02 \x01(\tR\x05topic\x12-\n\x07message\x18\x03 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x07message\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"R\n\x13SendMessageResponse\x12\x1d\n\nmessage_id\x18\x01 \x01(\tR\tmessageId\x12\x1c\n\tduplicate\x18\x02 \x01(\x08R\tduplicate\"6\n\x13ListMessagesRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\"G\n\x14ListMessagesResponse\x12/\n\x08messages\x18\x01 \x03(\x0b\x32\x13.waymark.v1.MessageR\x08messages\"y\n\x0fGetEventRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x33\n\x07timeout\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x07timeout\"S\n\x10GetEventResponse\x12\x14\n\x05\x66ound\x18\x01 \x01(\x08R\x05\x66ound\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x05value\"4\n\x11ListEventsRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\"?\n\x12ListEventsResponse\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x11.waymark.v1.EventR\x06\x65vents\"g\n\x11ReadStreamRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x1f\n\x0b\x66rom_offset\x18\x03 \x01(\x04R\nfromOffset\"W\n\x12ReadStreamResponse\x12\x16\n\x06offset\x18\x01 \x01(\x04R\x06offset\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x05value*v\n\x0f\x44uplicatePolicy\x12 \n\x1c\x44UPLICATE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44UPLICATE_POLICY_REJECT\x10\x01\x12$\n DUPLICATE_POLICY_RETURN_EXISTING\x10\x02\x32\xbb\x08\n\x0fWorkflowService\x12T\n\rStartWorkflow\x12 .waymark.v1.StartWorkflowRequest\x1a!.waymark.v1.StartWorkflowResponse\x12N\n\x0bGetWorkflow\x12\x1e.waymark.v1.GetWorkflowRequest\x1a\x1f.waymark.v1.GetWorkflowResponse\x12T\n\rListWorkflows\x12 .waymark.v1.ListWorkflowsRequest\x1a!.waymark.v1.ListWorkflowsResponse\x12T\n\rAwaitWorkflow\x12 .waymark.v1.AwaitWorkflowRequest\x1a!.waymark.v1.AwaitWorkflowResponse\x12H\n\tListSteps\x12\x1c.waymark.v1.ListStepsRequest\x1a\x1d.waymark.v1.ListStepsResponse\x12W\n\x0e\x43\x61ncelWorkflow\x12!.waymark.v1.CancelWorkflowRequest\x1a\".waymark.v1.CancelWorkflowResponse\x12W\n\x0eResumeWorkflow\x12!.waymark.v1.ResumeWorkflowRequest\x1a\".waymark.v1.ResumeWorkflowResponse\x12N\n\x0bSendMessage\x12\x1e.waymark.v1.SendMessageRequest\x1a\x1f.waymark.v1.SendMessageResponse\x12Q\n\x0cListMessages\x12\x1f.waymark.v1.ListMessagesRequest\x1a .waymark.v1.ListMessagesResponse\x12\x45\n\x08GetEvent\x12\x1b.waymark.v1.GetEventRequest\x1a\x1c.waymark.v1.GetEventResponse\x12K\n\nListEvents\x12\x1d.waymark.v1.ListEventsRequest\x1a\x1e.waymark.v1.ListEventsResponse\x12M\n\nReadStream\x12\x1d.waymark.v1.ReadStreamRequest\x1a\x1e.waymark.v1.ReadStreamResponse0\x01\x12T\n\rDelayWorkflow\x12 .waymark.v1.DelayWorkflowRequest\x1a!.waymark.v1.DelayWorkflowResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19waymark/v1/workflow.proto\x12\nwaymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xfb\x03\n\x14StartWorkflowRequest\x12#\n\rworkflow_name\x18\x01 \x01(\tR\x0cworkflowName\x12\x1f\n\x0bworkflow_id\x18\x02 \x01(\tR\nworkflowId\x12)\n\x05input\x18\x03 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x05input\x12\x1d\n\nqueue_name\x18\x04 \x01(\tR\tqueueName\x12\x1f\n\x0b\x61pp_version\x18\x05 \x01(\tR\nappVersion\x12\x33\n\x07timeout\x18\x06 \x01(\x0b\x32\x19.google.protobuf.DurationR\x07timeout\x12\x1a\n\x08priority\x18\x07 \x01(\x05R\x08priority\x12#\n\rpartition_key\x18\x08 \x01(\tR\x0cpartitionKey\x12\x19\n\x08\x64\x65\x64up_id\x18\t \x01(\tR\x07\x64\x65\x64upId\x12>\n\x0con_duplicate\x18\n \x01(\x0e\x32\x1b.waymark.v1.DuplicatePolicyR\x0bonDuplicate\x12/\n\x05\x64\x65lay\x18\x0b \x01(\x0b\x32\x19.google.protobuf.DurationR\x05\x64\x65lay\x12\x30\n\x08\x64\x65\x62ounce\x18\x0c \x01(\x0b\x32\x14.waymark.v1.DebounceR\x08\x64\x65\x62ounce\"T\n\x08\x44\x65\x62ounce\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x36\n\tmax_delay\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x08maxDelay\"c\n\x15StartWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"5\n\x12GetWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\"G\n\x13GetWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"\xd2\x02\n\x14ListWorkflowsRequest\x12\x36\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.waymark.v1.WorkflowStatusR\x08statuses\x12#\n\rworkflow_name\x18\x02 \x01(\tR\x0cworkflowName\x12\x1d\n\nqueue_name\x18\x03 \x01(\tR\tqueueName\x12?\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x63reatedAfter\x12\x41\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rcreatedBefore\x12\x1b\n\tpage_size\x18\x06 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x07 \x01(\tR\tpageToken\"s\n\x15ListWorkflowsResponse\x12\x32\n\tworkflows\x18\x01 \x03(\x0b\x32\x14.waymark.v1.WorkflowR\tworkflows\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"7\n\x14\x41waitWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\"I\n\x15\x41waitWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"o\n\x10ListStepsRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"c\n\x11ListStepsResponse\x12&\n\x05steps\x18\x01 \x03(\x0b\x32\x10.waymark.v1.StepR\x05steps\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"h\n\x14\x44\x65layWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12/\n\x05\x64\x65lay\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x05\x64\x65lay\"I\n\x15\x44\x65layWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"R\n\x15\x43\x61ncelWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x18\n\x07\x63\x61scade\x18\x02 \x01(\x08R\x07\x63\x61scade\"J\n\x16\x43\x61ncelWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"8\n\x15ResumeWorkflowRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\"J\n\x16ResumeWorkflowResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\"\xa3\x01\n\x12SendMessageRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x14\n\x05topic\x18\x02 \x01(\tR\x05topic\x12-\n\x07message\x18\x03 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x07message\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"R\n\x13SendMessageResponse\x12\x1d\n\nmessage_id\x18\x01 \x01(\tR\tmessageId\x12\x1c\n\tduplicate\x18\x02 \x01(\x08R\tduplicate\"r\n\x13ListMessagesRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"o\n\x14ListMessagesResponse\x12/\n\x08messages\x18\x01 \x03(\x0b\x32\x13.waymark.v1.MessageR\x08messages\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"y\n\x0fGetEventRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x33\n\x07timeout\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x07timeout\"S\n\x10GetEventResponse\x12\x14\n\x05\x66ound\x18\x01 \x01(\x08R\x05\x66ound\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x05value\"p\n\x11ListEventsRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"g\n\x12ListEventsResponse\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x11.waymark.v1.EventR\x06\x65vents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"g\n\x11ReadStreamRequest\x12\x1f\n\x0bworkflow_id\x18\x01 \x01(\tR\nworkflowId\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x1f\n\x0b\x66rom_offset\x18\x03 \x01(\x04R\nfromOffset\"W\n\x12ReadStreamResponse\x12\x16\n\x06offset\x18\x01 \x01(\x04R\x06offset\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x05value*v\n\x0f\x44uplicatePolicy\x12 \n\x1c\x44UPLICATE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44UPLICATE_POLICY_REJECT\x10\x01\x12$\n DUPLICATE_POLICY_RETURN_EXISTING\x10\x02\x32\xbb\x08\n\x0fWorkflowService\x12T\n\rStartWorkflow\x12 .waymark.v1.StartWorkflowRequest\x1a!.waymark.v1.StartWorkflowResponse\x12N\n\x0bGetWorkflow\x12\x1e.waymark.v1.GetWorkflowRequest\x1a\x1f.waymark.v1.GetWorkflowResponse\x12T\n\rListWorkflows\x12 .waymark.v1.ListWorkflowsRequest\x1a!.waymark.v1.ListWorkflowsResponse\x12T\n\rAwaitWorkflow\x12 .waymark.v1.AwaitWorkflowRequest\x1a!.waymark.v1.AwaitWorkflowResponse\x12H\n\tListSteps\x12\x1c.waymark.v1.ListStepsRequest\x1a\x1d.waymark.v1.ListStepsResponse\x12W\n\x0e\x43\x61ncelWorkflow\x12!.waymark.v1.CancelWorkflowRequest\x1a\".waymark.v1.CancelWorkflowResponse\x12W\n\x0eResumeWorkflow\x12!.waymark.v1.ResumeWorkflowRequest\x1a\".waymark.v1.ResumeWorkflowResponse\x12N\n\x0bSendMessage\x12\x1e.waymark.v1.SendMessageRequest\x1a\x1f.waymark.v1.SendMessageResponse\x12Q\n\x0cListMessages\x12\x1f.waymark.v1.ListMessagesRequest\x1a .waymark.v1.ListMessagesResponse\x12\x45\n\x08GetEvent\x12\x1b.waymark.v1.GetEventRequest\x1a\x1c.waymark.v1.GetEventResponse\x12K\n\nListEvents\x12\x1d.waymark.v1.ListEventsRequest\x1a\x1e.waymark.v1.ListEventsResponse\x12M\n\nReadStream\x12\x1d.waymark.v1.ReadStreamRequest\x1a\x1e.waymark.v1.ReadStreamResponse0\x01\x12T\n\rDelayWorkflow\x12 .waymark.v1.DelayWorkflowRequest\x1a!.waymark.v1.DelayWorkflowResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'waymark.v1.workflow_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DUPLICATEPOLICY']._serialized_start=3034
-  _globals['_DUPLICATEPOLICY']._serialized_end=3152
+  _globals['_DUPLICATEPOLICY']._serialized_start=3334
+  _globals['_DUPLICATEPOLICY']._serialized_end=3452
   _globals['_STARTWORKFLOWREQUEST']._serialized_start=131
   _globals['_STARTWORKFLOWREQUEST']._serialized_end=638
   _globals['_DEBOUNCE']._serialized_start=640
@@ -55,41 +55,41 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_AWAITWORKFLOWRESPONSE']._serialized_start=1470
   _globals['_AWAITWORKFLOWRESPONSE']._serialized_end=1543
   _globals['_LISTSTEPSREQUEST']._serialized_start=1545
-  _globals['_LISTSTEPSREQUEST']._serialized_end=1596
-  _globals['_LISTSTEPSRESPONSE']._serialized_start=1598
-  _globals['_LISTSTEPSRESPONSE']._serialized_end=1657
-  _globals['_DELAYWORKFLOWREQUEST']._serialized_start=1659
-  _globals['_DELAYWORKFLOWREQUEST']._serialized_end=1763
-  _globals['_DELAYWORKFLOWRESPONSE']._serialized_start=1765
-  _globals['_DELAYWORKFLOWRESPONSE']._serialized_end=1838
-  _globals['_CANCELWORKFLOWREQUEST']._serialized_start=1840
-  _globals['_CANCELWORKFLOWREQUEST']._serialized_end=1922
-  _globals['_CANCELWORKFLOWRESPONSE']._serialized_start=1924
-  _globals['_CANCELWORKFLOWRESPONSE']._serialized_end=1998
-  _globals['_RESUMEWORKFLOWREQUEST']._serialized_start=2000
-  _globals['_RESUMEWORKFLOWREQUEST']._serialized_end=2056
-  _globals['_RESUMEWORKFLOWRESPONSE']._serialized_start=2058
-  _globals['_RESUMEWORKFLOWRESPONSE']._serialized_end=2132
-  _globals['_SENDMESSAGEREQUEST']._serialized_start=2135
-  _globals['_SENDMESSAGEREQUEST']._serialized_end=2298
-  _globals['_SENDMESSAGERESPONSE']._serialized_start=2300
-  _globals['_SENDMESSAGERESPONSE']._serialized_end=2382
-  _globals['_LISTMESSAGESREQUEST']._serialized_start=2384
-  _globals['_LISTMESSAGESREQUEST']._serialized_end=2438
-  _globals['_LISTMESSAGESRESPONSE']._serialized_start=2440
-  _globals['_LISTMESSAGESRESPONSE']._serialized_end=2511
-  _globals['_GETEVENTREQUEST']._serialized_start=2513
-  _globals['_GETEVENTREQUEST']._serialized_end=2634
-  _globals['_GETEVENTRESPONSE']._serialized_start=2636
-  _globals['_GETEVENTRESPONSE']._serialized_end=2719
-  _globals['_LISTEVENTSREQUEST']._serialized_start=2721
-  _globals['_LISTEVENTSREQUEST']._serialized_end=2773
-  _globals['_LISTEVENTSRESPONSE']._serialized_start=2775
-  _globals['_LISTEVENTSRESPONSE']._serialized_end=2838
-  _globals['_READSTREAMREQUEST']._serialized_start=2840
-  _globals['_READSTREAMREQUEST']._serialized_end=2943
-  _globals['_READSTREAMRESPONSE']._serialized_start=2945
-  _globals['_READSTREAMRESPONSE']._serialized_end=3032
-  _globals['_WORKFLOWSERVICE']._serialized_start=3155
-  _globals['_WORKFLOWSERVICE']._serialized_end=4238
+  _globals['_LISTSTEPSREQUEST']._serialized_end=1656
+  _globals['_LISTSTEPSRESPONSE']._serialized_start=1658
+  _globals['_LISTSTEPSRESPONSE']._serialized_end=1757
+  _globals['_DELAYWORKFLOWREQUEST']._serialized_start=1759
+  _globals['_DELAYWORKFLOWREQUEST']._serialized_end=1863
+  _globals['_DELAYWORKFLOWRESPONSE']._serialized_start=1865
+  _globals['_DELAYWORKFLOWRESPONSE']._serialized_end=1938
+  _globals['_CANCELWORKFLOWREQUEST']._serialized_start=1940
+  _globals['_CANCELWORKFLOWREQUEST']._serialized_end=2022
+  _globals['_CANCELWORKFLOWRESPONSE']._serialized_start=2024
+  _globals['_CANCELWORKFLOWRESPONSE']._serialized_end=2098
+  _globals['_RESUMEWORKFLOWREQUEST']._serialized_start=2100
+  _globals['_RESUMEWORKFLOWREQUEST']._serialized_end=2156
+  _globals['_RESUMEWORKFLOWRESPONSE']._serialized_start=2158
+  _globals['_RESUMEWORKFLOWRESPONSE']._serialized_end=2232
+  _globals['_SENDMESSAGEREQUEST']._serialized_start=2235
+  _globals['_SENDMESSAGEREQUEST']._serialized_end=2398
+  _globals['_SENDMESSAGERESPONSE']._serialized_start=2400
+  _globals['_SENDMESSAGERESPONSE']._serialized_end=2482
+  _globals['_LISTMESSAGESREQUEST']._serialized_start=2484
+  _globals['_LISTMESSAGESREQUEST']._serialized_end=2598
+  _globals['_LISTMESSAGESRESPONSE']._serialized_start=2600
+  _globals['_LISTMESSAGESRESPONSE']._serialized_end=2711
+  _globals['_GETEVENTREQUEST']._serialized_start=2713
+  _globals['_GETEVENTREQUEST']._serialized_end=2834
+  _globals['_GETEVENTRESPONSE']._serialized_start=2836
+  _globals['_GETEVENTRESPONSE']._serialized_end=2919
+  _globals['_LISTEVENTSREQUEST']._serialized_start=2921
+  _globals['_LISTEVENTSREQUEST']._serialized_end=3033
+  _globals['_LISTEVENTSRESPONSE']._serialized_start=3035
+  _globals['_LISTEVENTSRESPONSE']._serialized_end=3138
+  _globals['_READSTREAMREQUEST']._serialized_start=3140
+  _globals['_READSTREAMREQUEST']._serialized_end=3243
+  _globals['_READSTREAMRESPONSE']._serialized_start=3245
+  _globals['_READSTREAMRESPONSE']._serialized_end=3332
+  _globals['_WORKFLOWSERVICE']._serialized_start=3455
+  _globals['_WORKFLOWSERVICE']._serialized_end=4538
 # @@protoc_insertion_point(module_scope)

@@ -244,7 +244,9 @@ class ListWorkflowsRequest(_message.Message):
     queue_name: _builtins.str
     """Only workflows on this queue."""
     page_size: _builtins.int
-    """At most this many per page: 1-1000, 100 when zero. Negative is INVALID_ARGUMENT."""
+    """At most this many per page: 1-1000, 100 when zero; a page also stops before it would exceed
+    the response size limit (inputs and outputs can be large). Negative is INVALID_ARGUMENT.
+    """
     page_token: _builtins.str
     """`next_page_token` of the previous page, to continue; empty for the first page."""
     @_builtins.property
@@ -346,15 +348,25 @@ class ListStepsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
+    page_size: _builtins.int
+    """At most this many per page: 1-10000, as many as fit when zero (a page also stops before it
+    would exceed the response size limit). Negative is INVALID_ARGUMENT.
+    """
+    page_token: _builtins.str
+    """`next_page_token` of the previous page, to continue; empty for the first page."""
     def __init__(
         self,
         *,
         workflow_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -365,16 +377,20 @@ class ListStepsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     STEPS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last page."""
     @_builtins.property
     def steps(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Step]: ...
     def __init__(
         self,
         *,
         steps: _abc.Iterable[_types_pb2.Step] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["steps", b"steps"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "steps", b"steps"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -568,15 +584,25 @@ class ListMessagesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
+    page_size: _builtins.int
+    """At most this many per page: 1-10000, as many as fit when zero (a page also stops before it
+    would exceed the response size limit). Negative is INVALID_ARGUMENT.
+    """
+    page_token: _builtins.str
+    """`next_page_token` of the previous page, to continue; empty for the first page."""
     def __init__(
         self,
         *,
         workflow_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -587,16 +613,20 @@ class ListMessagesResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     MESSAGES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last page."""
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]: ...
     def __init__(
         self,
         *,
         messages: _abc.Iterable[_types_pb2.Message] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages", "next_page_token", b"next_page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -660,15 +690,25 @@ class ListEventsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
+    page_size: _builtins.int
+    """At most this many per page: 1-10000, as many as fit when zero (a page also stops before it
+    would exceed the response size limit). Negative is INVALID_ARGUMENT.
+    """
+    page_token: _builtins.str
+    """`next_page_token` of the previous page, to continue; empty for the first page."""
     def __init__(
         self,
         *,
         workflow_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -679,16 +719,20 @@ class ListEventsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     EVENTS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last page."""
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Event]: ...
     def __init__(
         self,
         *,
         events: _abc.Iterable[_types_pb2.Event] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "next_page_token", b"next_page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -149,7 +149,7 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListSteps(self, request, context):
-        """The workflow's recorded steps, in order.
+        """The workflow's recorded steps, in order, a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

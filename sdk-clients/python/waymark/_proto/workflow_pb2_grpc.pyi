@@ -53,7 +53,7 @@ class WorkflowServiceStub:
     (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
     """
     ListSteps: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ListStepsRequest, _workflow_pb2.ListStepsResponse]
-    """The workflow's recorded steps, in order."""
+    """The workflow's recorded steps, in order, a page at a time."""
     CancelWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.CancelWorkflowRequest, _workflow_pb2.CancelWorkflowResponse]
     """Cancel a workflow that has not finished. Takes effect at the workflow's next step boundary;
     cancelling a finished workflow changes nothing and returns it as it is.
@@ -108,7 +108,7 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
     """
     ListSteps: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ListStepsRequest, _workflow_pb2.ListStepsResponse]  # type: ignore[assignment]
-    """The workflow's recorded steps, in order."""
+    """The workflow's recorded steps, in order, a page at a time."""
     CancelWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_pb2.CancelWorkflowRequest, _workflow_pb2.CancelWorkflowResponse]  # type: ignore[assignment]
     """Cancel a workflow that has not finished. Takes effect at the workflow's next step boundary;
     cancelling a finished workflow changes nothing and returns it as it is.
@@ -190,7 +190,7 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _workflow_pb2.ListStepsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_workflow_pb2.ListStepsResponse, _abc.Awaitable[_workflow_pb2.ListStepsResponse]]:
-        """The workflow's recorded steps, in order."""
+        """The workflow's recorded steps, in order, a page at a time."""
 
     @_abc_1.abstractmethod
     def CancelWorkflow(

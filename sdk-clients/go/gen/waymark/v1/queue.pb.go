@@ -451,7 +451,12 @@ func (x *GetQueueResponse) GetQueue() *Queue {
 }
 
 type ListQueuesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many per page: 1-1000, as many as fit when zero (a page also stops before it
+	// would exceed the response size limit). Negative is INVALID_ARGUMENT.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// `next_page_token` of the previous page, to continue; empty for the first page.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -486,9 +491,25 @@ func (*ListQueuesRequest) Descriptor() ([]byte, []int) {
 	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{8}
 }
 
+func (x *ListQueuesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListQueuesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListQueuesResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Queues        []*Queue               `protobuf:"bytes,1,rep,name=queues,proto3" json:"queues,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Queues []*Queue               `protobuf:"bytes,1,rep,name=queues,proto3" json:"queues,omitempty"`
+	// Token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -528,6 +549,13 @@ func (x *ListQueuesResponse) GetQueues() []*Queue {
 		return x.Queues
 	}
 	return nil
+}
+
+func (x *ListQueuesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type DeleteQueueRequest struct {
@@ -647,10 +675,14 @@ const file_waymark_v1_queue_proto_rawDesc = "" +
 	"\x0fGetQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\";\n" +
 	"\x10GetQueueResponse\x12'\n" +
-	"\x05queue\x18\x01 \x01(\v2\x11.waymark.v1.QueueR\x05queue\"\x13\n" +
-	"\x11ListQueuesRequest\"?\n" +
+	"\x05queue\x18\x01 \x01(\v2\x11.waymark.v1.QueueR\x05queue\"O\n" +
+	"\x11ListQueuesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"g\n" +
 	"\x12ListQueuesResponse\x12)\n" +
-	"\x06queues\x18\x01 \x03(\v2\x11.waymark.v1.QueueR\x06queues\"(\n" +
+	"\x06queues\x18\x01 \x03(\v2\x11.waymark.v1.QueueR\x06queues\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"(\n" +
 	"\x12DeleteQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x15\n" +
 	"\x13DeleteQueueResponse2\x92\x03\n" +

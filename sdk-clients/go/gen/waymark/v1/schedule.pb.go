@@ -501,7 +501,12 @@ func (x *GetScheduleResponse) GetSchedule() *Schedule {
 }
 
 type ListSchedulesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many per page: 1-1000, as many as fit when zero (a page also stops before it
+	// would exceed the response size limit). Negative is INVALID_ARGUMENT.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// `next_page_token` of the previous page, to continue; empty for the first page.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -536,9 +541,25 @@ func (*ListSchedulesRequest) Descriptor() ([]byte, []int) {
 	return file_waymark_v1_schedule_proto_rawDescGZIP(), []int{8}
 }
 
+func (x *ListSchedulesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSchedulesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListSchedulesResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Schedules     []*Schedule            `protobuf:"bytes,1,rep,name=schedules,proto3" json:"schedules,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Schedules []*Schedule            `protobuf:"bytes,1,rep,name=schedules,proto3" json:"schedules,omitempty"`
+	// Token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -578,6 +599,13 @@ func (x *ListSchedulesResponse) GetSchedules() []*Schedule {
 		return x.Schedules
 	}
 	return nil
+}
+
+func (x *ListSchedulesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type DeleteScheduleRequest struct {
@@ -1091,10 +1119,14 @@ const file_waymark_v1_schedule_proto_rawDesc = "" +
 	"\x12GetScheduleRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"G\n" +
 	"\x13GetScheduleResponse\x120\n" +
-	"\bschedule\x18\x01 \x01(\v2\x14.waymark.v1.ScheduleR\bschedule\"\x16\n" +
-	"\x14ListSchedulesRequest\"K\n" +
+	"\bschedule\x18\x01 \x01(\v2\x14.waymark.v1.ScheduleR\bschedule\"R\n" +
+	"\x14ListSchedulesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"s\n" +
 	"\x15ListSchedulesResponse\x122\n" +
-	"\tschedules\x18\x01 \x03(\v2\x14.waymark.v1.ScheduleR\tschedules\"+\n" +
+	"\tschedules\x18\x01 \x03(\v2\x14.waymark.v1.ScheduleR\tschedules\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"+\n" +
 	"\x15DeleteScheduleRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x18\n" +
 	"\x16DeleteScheduleResponse\"*\n" +

@@ -56,7 +56,7 @@ type WorkflowServiceClient interface {
 	// Wait until the workflow is terminal and return it. Bound the wait with the call's deadline
 	// (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
 	AwaitWorkflow(ctx context.Context, in *AwaitWorkflowRequest, opts ...grpc.CallOption) (*AwaitWorkflowResponse, error)
-	// The workflow's recorded steps, in order.
+	// The workflow's recorded steps, in order, a page at a time.
 	ListSteps(ctx context.Context, in *ListStepsRequest, opts ...grpc.CallOption) (*ListStepsResponse, error)
 	// Cancel a workflow that has not finished. Takes effect at the workflow's next step boundary;
 	// cancelling a finished workflow changes nothing and returns it as it is.
@@ -251,7 +251,7 @@ type WorkflowServiceServer interface {
 	// Wait until the workflow is terminal and return it. Bound the wait with the call's deadline
 	// (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
 	AwaitWorkflow(context.Context, *AwaitWorkflowRequest) (*AwaitWorkflowResponse, error)
-	// The workflow's recorded steps, in order.
+	// The workflow's recorded steps, in order, a page at a time.
 	ListSteps(context.Context, *ListStepsRequest) (*ListStepsResponse, error)
 	// Cancel a workflow that has not finished. Takes effect at the workflow's next step boundary;
 	// cancelling a finished workflow changes nothing and returns it as it is.

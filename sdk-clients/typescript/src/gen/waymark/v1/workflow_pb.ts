@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/workflow.proto.
  */
 export const file_waymark_v1_workflow: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXltYXJrL3YxL3dvcmtmbG93LnByb3RvEgp3YXltYXJrLnYxIvsCChRTdGFydFdvcmtmbG93UmVxdWVzdBIVCg13b3JrZmxvd19uYW1lGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEiIKBWlucHV0GAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYBCABKAkSEwoLYXBwX3ZlcnNpb24YBSABKAkSKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghwcmlvcml0eRgHIAEoBRIVCg1wYXJ0aXRpb25fa2V5GAggASgJEhAKCGRlZHVwX2lkGAkgASgJEjEKDG9uX2R1cGxpY2F0ZRgKIAEoDjIbLndheW1hcmsudjEuRHVwbGljYXRlUG9saWN5EigKBWRlbGF5GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKCGRlYm91bmNlGAwgASgLMhQud2F5bWFyay52MS5EZWJvdW5jZSJFCghEZWJvdW5jZRILCgNrZXkYASABKAkSLAoJbWF4X2RlbGF5GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIlAKFVN0YXJ0V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3cSDwoHY3JlYXRlZBgCIAEoCCIpChJHZXRXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiPQoTR2V0V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ci/QEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EiwKCHN0YXR1c2VzGAEgAygOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIVCg13b3JrZmxvd19uYW1lGAIgASgJEhIKCnF1ZXVlX25hbWUYAyABKAkSMQoNY3JlYXRlZF9hZnRlchgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOY3JlYXRlZF9iZWZvcmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgGIAEoBRISCgpwYWdlX3Rva2VuGAcgASgJIlkKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRInCgl3b3JrZmxvd3MYASADKAsyFC53YXltYXJrLnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIrChRBd2FpdFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI/ChVBd2FpdFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93IicKEExpc3RTdGVwc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiNAoRTGlzdFN0ZXBzUmVzcG9uc2USHwoFc3RlcHMYASADKAsyEC53YXltYXJrLnYxLlN0ZXAiVQoURGVsYXlXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSKAoFZGVsYXkYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPwoVRGVsYXlXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyI9ChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHY2FzY2FkZRgCIAEoCCJAChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyIsChVSZXN1bWVXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiQAoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3cidwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBXRvcGljGAIgASgJEiQKB21lc3NhZ2UYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjwKE1NlbmRNZXNzYWdlUmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCRIRCglkdXBsaWNhdGUYAiABKAgiKgoTTGlzdE1lc3NhZ2VzUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI9ChRMaXN0TWVzc2FnZXNSZXNwb25zZRIlCghtZXNzYWdlcxgBIAMoCzITLndheW1hcmsudjEuTWVzc2FnZSJfCg9HZXRFdmVudFJlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSCwoDa2V5GAIgASgJEioKB3RpbWVvdXQYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iRQoQR2V0RXZlbnRSZXNwb25zZRINCgVmb3VuZBgBIAEoCBIiCgV2YWx1ZRgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZCIoChFMaXN0RXZlbnRzUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI3ChJMaXN0RXZlbnRzUmVzcG9uc2USIQoGZXZlbnRzGAEgAygLMhEud2F5bWFyay52MS5FdmVudCJKChFSZWFkU3RyZWFtUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRILCgNrZXkYAiABKAkSEwoLZnJvbV9vZmZzZXQYAyABKAQiSAoSUmVhZFN0cmVhbVJlc3BvbnNlEg4KBm9mZnNldBgBIAEoBBIiCgV2YWx1ZRgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZCp2Cg9EdXBsaWNhdGVQb2xpY3kSIAocRFVQTElDQVRFX1BPTElDWV9VTlNQRUNJRklFRBAAEhsKF0RVUExJQ0FURV9QT0xJQ1lfUkVKRUNUEAESJAogRFVQTElDQVRFX1BPTElDWV9SRVRVUk5fRVhJU1RJTkcQAjK7CAoPV29ya2Zsb3dTZXJ2aWNlElQKDVN0YXJ0V29ya2Zsb3cSIC53YXltYXJrLnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiEud2F5bWFyay52MS5TdGFydFdvcmtmbG93UmVzcG9uc2USTgoLR2V0V29ya2Zsb3cSHi53YXltYXJrLnYxLkdldFdvcmtmbG93UmVxdWVzdBofLndheW1hcmsudjEuR2V0V29ya2Zsb3dSZXNwb25zZRJUCg1MaXN0V29ya2Zsb3dzEiAud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdBohLndheW1hcmsudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlElQKDUF3YWl0V29ya2Zsb3cSIC53YXltYXJrLnYxLkF3YWl0V29ya2Zsb3dSZXF1ZXN0GiEud2F5bWFyay52MS5Bd2FpdFdvcmtmbG93UmVzcG9uc2USSAoJTGlzdFN0ZXBzEhwud2F5bWFyay52MS5MaXN0U3RlcHNSZXF1ZXN0Gh0ud2F5bWFyay52MS5MaXN0U3RlcHNSZXNwb25zZRJXCg5DYW5jZWxXb3JrZmxvdxIhLndheW1hcmsudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiIud2F5bWFyay52MS5DYW5jZWxXb3JrZmxvd1Jlc3BvbnNlElcKDlJlc3VtZVdvcmtmbG93EiEud2F5bWFyay52MS5SZXN1bWVXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2USTgoLU2VuZE1lc3NhZ2USHi53YXltYXJrLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBofLndheW1hcmsudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJRCgxMaXN0TWVzc2FnZXMSHy53YXltYXJrLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaIC53YXltYXJrLnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlEkUKCEdldEV2ZW50Ehsud2F5bWFyay52MS5HZXRFdmVudFJlcXVlc3QaHC53YXltYXJrLnYxLkdldEV2ZW50UmVzcG9uc2USSwoKTGlzdEV2ZW50cxIdLndheW1hcmsudjEuTGlzdEV2ZW50c1JlcXVlc3QaHi53YXltYXJrLnYxLkxpc3RFdmVudHNSZXNwb25zZRJNCgpSZWFkU3RyZWFtEh0ud2F5bWFyay52MS5SZWFkU3RyZWFtUmVxdWVzdBoeLndheW1hcmsudjEuUmVhZFN0cmVhbVJlc3BvbnNlMAESVAoNRGVsYXlXb3JrZmxvdxIgLndheW1hcmsudjEuRGVsYXlXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLkRlbGF5V29ya2Zsb3dSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
+  fileDesc("Chl3YXltYXJrL3YxL3dvcmtmbG93LnByb3RvEgp3YXltYXJrLnYxIvsCChRTdGFydFdvcmtmbG93UmVxdWVzdBIVCg13b3JrZmxvd19uYW1lGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEiIKBWlucHV0GAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYBCABKAkSEwoLYXBwX3ZlcnNpb24YBSABKAkSKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghwcmlvcml0eRgHIAEoBRIVCg1wYXJ0aXRpb25fa2V5GAggASgJEhAKCGRlZHVwX2lkGAkgASgJEjEKDG9uX2R1cGxpY2F0ZRgKIAEoDjIbLndheW1hcmsudjEuRHVwbGljYXRlUG9saWN5EigKBWRlbGF5GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKCGRlYm91bmNlGAwgASgLMhQud2F5bWFyay52MS5EZWJvdW5jZSJFCghEZWJvdW5jZRILCgNrZXkYASABKAkSLAoJbWF4X2RlbGF5GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIlAKFVN0YXJ0V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3cSDwoHY3JlYXRlZBgCIAEoCCIpChJHZXRXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiPQoTR2V0V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ci/QEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EiwKCHN0YXR1c2VzGAEgAygOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIVCg13b3JrZmxvd19uYW1lGAIgASgJEhIKCnF1ZXVlX25hbWUYAyABKAkSMQoNY3JlYXRlZF9hZnRlchgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOY3JlYXRlZF9iZWZvcmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgGIAEoBRISCgpwYWdlX3Rva2VuGAcgASgJIlkKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRInCgl3b3JrZmxvd3MYASADKAsyFC53YXltYXJrLnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIrChRBd2FpdFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI/ChVBd2FpdFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Ik4KEExpc3RTdGVwc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiTQoRTGlzdFN0ZXBzUmVzcG9uc2USHwoFc3RlcHMYASADKAsyEC53YXltYXJrLnYxLlN0ZXASFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKFERlbGF5V29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEigKBWRlbGF5GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFURlbGF5V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPQoVQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB2Nhc2NhZGUYAiABKAgiQAoWQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciLAoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJIkAKFlJlc3VtZVdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93IncKElNlbmRNZXNzYWdlUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgV0b3BpYxgCIAEoCRIkCgdtZXNzYWdlGAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSI8ChNTZW5kTWVzc2FnZVJlc3BvbnNlEhIKCm1lc3NhZ2VfaWQYASABKAkSEQoJZHVwbGljYXRlGAIgASgIIlEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiVgoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USJQoIbWVzc2FnZXMYASADKAsyEy53YXltYXJrLnYxLk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIl8KD0dldEV2ZW50UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRILCgNrZXkYAiABKAkSKgoHdGltZW91dBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJFChBHZXRFdmVudFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEiIKBXZhbHVlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkIk8KEUxpc3RFdmVudHNSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlAKEkxpc3RFdmVudHNSZXNwb25zZRIhCgZldmVudHMYASADKAsyES53YXltYXJrLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJKChFSZWFkU3RyZWFtUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRILCgNrZXkYAiABKAkSEwoLZnJvbV9vZmZzZXQYAyABKAQiSAoSUmVhZFN0cmVhbVJlc3BvbnNlEg4KBm9mZnNldBgBIAEoBBIiCgV2YWx1ZRgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZCp2Cg9EdXBsaWNhdGVQb2xpY3kSIAocRFVQTElDQVRFX1BPTElDWV9VTlNQRUNJRklFRBAAEhsKF0RVUExJQ0FURV9QT0xJQ1lfUkVKRUNUEAESJAogRFVQTElDQVRFX1BPTElDWV9SRVRVUk5fRVhJU1RJTkcQAjK7CAoPV29ya2Zsb3dTZXJ2aWNlElQKDVN0YXJ0V29ya2Zsb3cSIC53YXltYXJrLnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiEud2F5bWFyay52MS5TdGFydFdvcmtmbG93UmVzcG9uc2USTgoLR2V0V29ya2Zsb3cSHi53YXltYXJrLnYxLkdldFdvcmtmbG93UmVxdWVzdBofLndheW1hcmsudjEuR2V0V29ya2Zsb3dSZXNwb25zZRJUCg1MaXN0V29ya2Zsb3dzEiAud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdBohLndheW1hcmsudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlElQKDUF3YWl0V29ya2Zsb3cSIC53YXltYXJrLnYxLkF3YWl0V29ya2Zsb3dSZXF1ZXN0GiEud2F5bWFyay52MS5Bd2FpdFdvcmtmbG93UmVzcG9uc2USSAoJTGlzdFN0ZXBzEhwud2F5bWFyay52MS5MaXN0U3RlcHNSZXF1ZXN0Gh0ud2F5bWFyay52MS5MaXN0U3RlcHNSZXNwb25zZRJXCg5DYW5jZWxXb3JrZmxvdxIhLndheW1hcmsudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiIud2F5bWFyay52MS5DYW5jZWxXb3JrZmxvd1Jlc3BvbnNlElcKDlJlc3VtZVdvcmtmbG93EiEud2F5bWFyay52MS5SZXN1bWVXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2USTgoLU2VuZE1lc3NhZ2USHi53YXltYXJrLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBofLndheW1hcmsudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJRCgxMaXN0TWVzc2FnZXMSHy53YXltYXJrLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaIC53YXltYXJrLnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlEkUKCEdldEV2ZW50Ehsud2F5bWFyay52MS5HZXRFdmVudFJlcXVlc3QaHC53YXltYXJrLnYxLkdldEV2ZW50UmVzcG9uc2USSwoKTGlzdEV2ZW50cxIdLndheW1hcmsudjEuTGlzdEV2ZW50c1JlcXVlc3QaHi53YXltYXJrLnYxLkxpc3RFdmVudHNSZXNwb25zZRJNCgpSZWFkU3RyZWFtEh0ud2F5bWFyay52MS5SZWFkU3RyZWFtUmVxdWVzdBoeLndheW1hcmsudjEuUmVhZFN0cmVhbVJlc3BvbnNlMAESVAoNRGVsYXlXb3JrZmxvdxIgLndheW1hcmsudjEuRGVsYXlXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLkRlbGF5V29ya2Zsb3dSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
 
 /**
  * @generated from message waymark.v1.StartWorkflowRequest
@@ -249,7 +249,8 @@ export type ListWorkflowsRequest = Message<"waymark.v1.ListWorkflowsRequest"> & 
   createdBefore?: Timestamp | undefined;
 
   /**
-   * At most this many per page: 1-1000, 100 when zero. Negative is INVALID_ARGUMENT.
+   * At most this many per page: 1-1000, 100 when zero; a page also stops before it would exceed
+   * the response size limit (inputs and outputs can be large). Negative is INVALID_ARGUMENT.
    *
    * @generated from field: int32 page_size = 6;
    */
@@ -336,6 +337,21 @@ export type ListStepsRequest = Message<"waymark.v1.ListStepsRequest"> & {
    * @generated from field: string workflow_id = 1;
    */
   workflowId: string;
+
+  /**
+   * At most this many per page: 1-10000, as many as fit when zero (a page also stops before it
+   * would exceed the response size limit). Negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * `next_page_token` of the previous page, to continue; empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -353,6 +369,13 @@ export type ListStepsResponse = Message<"waymark.v1.ListStepsResponse"> & {
    * @generated from field: repeated waymark.v1.Step steps = 1;
    */
   steps: Step[];
+
+  /**
+   * Token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -547,6 +570,21 @@ export type ListMessagesRequest = Message<"waymark.v1.ListMessagesRequest"> & {
    * @generated from field: string workflow_id = 1;
    */
   workflowId: string;
+
+  /**
+   * At most this many per page: 1-10000, as many as fit when zero (a page also stops before it
+   * would exceed the response size limit). Negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * `next_page_token` of the previous page, to continue; empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -564,6 +602,13 @@ export type ListMessagesResponse = Message<"waymark.v1.ListMessagesResponse"> & 
    * @generated from field: repeated waymark.v1.Message messages = 1;
    */
   messages: Message$1[];
+
+  /**
+   * Token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -633,6 +678,21 @@ export type ListEventsRequest = Message<"waymark.v1.ListEventsRequest"> & {
    * @generated from field: string workflow_id = 1;
    */
   workflowId: string;
+
+  /**
+   * At most this many per page: 1-10000, as many as fit when zero (a page also stops before it
+   * would exceed the response size limit). Negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * `next_page_token` of the previous page, to continue; empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -650,6 +710,13 @@ export type ListEventsResponse = Message<"waymark.v1.ListEventsResponse"> & {
    * @generated from field: repeated waymark.v1.Event events = 1;
    */
   events: Event[];
+
+  /**
+   * Token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -799,7 +866,7 @@ export const WorkflowService: GenService<{
     output: typeof AwaitWorkflowResponseSchema;
   },
   /**
-   * The workflow's recorded steps, in order.
+   * The workflow's recorded steps, in order, a page at a time.
    *
    * @generated from rpc waymark.v1.WorkflowService.ListSteps
    */
