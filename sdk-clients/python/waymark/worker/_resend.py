@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 import grpc
 
@@ -31,11 +32,20 @@ def unavailable(reply: worker_pb2.Reply) -> bool:
     return reply.WhichOneof("result") == "error" and reply.error.code == UNAVAILABLE
 
 
-async def request(conn: Conn, msg: worker_pb2.WorkerMessage, patience: float) -> worker_pb2.Reply:
+async def request(
+    conn: Conn,
+    msg: worker_pb2.WorkerMessage,
+    patience: float,
+    check: Callable[[], None] | None = None,
+) -> worker_pb2.Reply:
     """Sends `msg` and returns the first answer that is not UNAVAILABLE. `OutOfPatience` after
-    `patience` seconds of UNAVAILABLE; `Disconnected` if the stream ends first."""
+    `patience` seconds of UNAVAILABLE; `Disconnected` if the stream ends first. `check`, when
+    given, is called before each sending (the first and every resend); what it raises ends the
+    request there, unsent."""
     backoff: Backoff | None = None
     while True:
+        if check is not None:
+            check()
         reply = await conn.request(msg)
         if not unavailable(reply):
             return reply

@@ -44,6 +44,9 @@ class Run:
         self.delivered: dict[int, types_pb2.Payload] = {}
         self.records = Records(self.ask, check_recorded)
         self.task: asyncio.Task[None] | None = None
+        # Set once the session granted back the credit this run's dispatch spent (see
+        # `Session._release`): when the run ended, or when a newer dispatch replaced it.
+        self.credit_returned = False
 
     @property
     def limits(self) -> Limits:
@@ -68,7 +71,9 @@ class Run:
         later request."""
         self.check_dropped()
         try:
-            reply = await _resend.request(self.conn, msg, self.patience)
+            # Checked before every resend too: a run let go while the server answered
+            # UNAVAILABLE (dropped, or replaced by a newer dispatch) sends nothing more.
+            reply = await _resend.request(self.conn, msg, self.patience, self.check_dropped)
         except Disconnected:
             self.drop()
             raise

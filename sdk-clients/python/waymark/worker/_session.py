@@ -163,20 +163,36 @@ class Session:
         # does not list.
         self.dispatches += 1
         old = self.running.pop(d.workflow_id, None)
-        if old is not None and old.task is not None:
-            old.drop()
-            old.task.cancel("dispatched again")
         run = Run(d, self.conn, self.config.park_after, self.config.patience)
         fn = self.config.workflows.get(d.workflow_name)
         run.task = asyncio.create_task(run_workflow(run, fn, d.input), name=d.workflow_id)
         run.task.add_done_callback(lambda _: self._ended(run))
         self.running[d.workflow_id] = run
+        if old is not None:
+            # Dispatched again while its run is still here: the server took the workflow back
+            # meanwhile (its lease looked expired, say while the database restarted) and gave
+            # it to this worker again under a higher epoch. The old run is stale: it is let go
+            # (it sends nothing more) and its credit comes back now — each dispatch spent one,
+            # and without it every re-dispatch would shrink this worker's room for good.
+            old.drop()
+            if old.task is not None:
+                old.task.cancel("dispatched again")
+            self._release(old)
 
     def _ended(self, run: Run) -> None:
         """A run's task ended (finished, parked, cancelled or dropped): it leaves the worker's
-        memory — and the heartbeat's list — and its credit is granted back."""
+        memory — and the heartbeat's list — and its credit is granted back. A run a newer
+        dispatch of its workflow replaced is no longer in the list (the new run is: it stays)
+        and gave its credit back when it was replaced."""
         if self.running.get(run.workflow_id) is run:
             del self.running[run.workflow_id]
+        self._release(run)
+
+    def _release(self, run: Run) -> None:
+        """Grants back the credit the run's dispatch spent: once per run, when it ends or when a
+        newer dispatch replaces it, whichever comes first."""
+        if not run.credit_returned:
+            run.credit_returned = True
             self.conn.send(worker_pb2.WorkerMessage(credit=worker_pb2.Credit(workflows=1)))
 
     def heartbeat(self) -> worker_pb2.Heartbeat:
