@@ -57,11 +57,11 @@ var errLost = errors.New("lost by the worker (a test's doing)")
 // heartbeat's list at once. Only the package's tests call it, to show the server takes such a
 // workflow back.
 func (s *session) lose(r *run) {
-	r.lost.Store(true)
-	r.drop(errLost)
+	// Out of the list first: a run no longer held grants no credit when it ends (see finished).
 	s.mu.Lock()
 	if s.running[r.id] == r {
 		delete(s.running, r.id)
 	}
 	s.mu.Unlock()
+	r.drop(errLost)
 }

@@ -31,13 +31,9 @@ type run struct {
 	retryFor time.Duration
 	logger   *slog.Logger
 	hooks    *testHooks
-	// Set when a later dispatch of the same workflow replaced this run.
-	superseded atomic.Bool
 	// Set, once, when the worker lets go of the run without finishing it: the error every
 	// later operation returns (see drop).
 	dropped atomic.Pointer[error]
-	// Set when a test made the worker forget the run without a word to the server.
-	lost atomic.Bool
 	// Rung (without blocking; one pending ring is kept) when the server says a wait may be over.
 	wakeup chan struct{}
 

@@ -150,32 +150,47 @@ func (s *session) get(workflowID string) *run {
 }
 
 // dispatch runs a workflow on its own goroutine. A second dispatch of a workflow still running
-// here supersedes the first, which stops without writing (its epoch is stale).
+// here (the server took it back meanwhile, say after a database outage, and dispatched it again
+// under a higher epoch) replaces the first, which stops without writing (its epoch is stale).
+// Each dispatch spent one of this worker's credits, and the replaced run's is granted back here:
+// it leaves the worker's books now, and its end grants nothing (see finished). Were it never
+// granted back, every dispatch again would shrink this worker's room for good.
 func (s *session) dispatch(d *pb.DispatchWorkflow) {
 	r := newRun(s, d)
 	s.mu.Lock()
 	s.dispatches++
-	if old := s.running[d.GetWorkflowId()]; old != nil {
-		old.superseded.Store(true)
+	old := s.running[d.GetWorkflowId()]
+	if old != nil {
 		old.stop(fmt.Errorf("%w: dispatched again", ErrFenced))
 	}
 	s.running[d.GetWorkflowId()] = r
 	s.mu.Unlock()
+	if old != nil {
+		s.grantWorkflowCredit()
+	}
 	go s.execute(r, d)
 }
 
-// finished forgets a run and grants its credit back, unless a later dispatch replaced it (the
-// credit is that one's now) or the run was lost without a word (see lose).
+// finished forgets a run and grants its credit back, only when the run is still the one this
+// worker holds for its workflow: a later dispatch that replaced it granted its credit back
+// then (and the newer run stays held), and a run lost without a word (see lose) grants none.
+// So each dispatch received is granted back exactly once.
 func (s *session) finished(r *run) {
 	s.mu.Lock()
-	if s.running[r.id] == r {
+	held := s.running[r.id] == r
+	if held {
 		delete(s.running, r.id)
 	}
 	s.mu.Unlock()
-	if !r.superseded.Load() && !r.lost.Load() {
-		_ = s.conn.send(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Credit{Credit: &pb.Credit{Workflows: 1}}})
+	if held {
+		s.grantWorkflowCredit()
 	}
 	if s.w.hooks.runEnded != nil {
 		s.w.hooks.runEnded(r.id)
 	}
+}
+
+// grantWorkflowCredit gives the server room for one more workflow.
+func (s *session) grantWorkflowCredit() {
+	_ = s.conn.send(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Credit{Credit: &pb.Credit{Workflows: 1}}})
 }
