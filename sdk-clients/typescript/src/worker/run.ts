@@ -16,6 +16,7 @@ import type { Payload, Step } from "../gen/waymark/v1/types_pb.js";
 import {
   CancelledError,
   DisconnectedError,
+  FencedError,
   Interruption,
   NonDeterminismError,
   RunDroppedError,
@@ -225,8 +226,9 @@ export class Run {
   /** Runs the workflow function and reports its outcome; resolves when the run is over. */
   async execute(): Promise<void> {
     const outcome = await this.outcome();
-    // A dropped run sends nothing, whatever its function returned or threw.
-    if (this.dropped) return;
+    // A dropped run sends nothing, whatever its function returned or threw; nor does one a
+    // newer dispatch of its workflow replaced (its epoch is stale: the server would refuse it).
+    if (this.dropped || this.signal.reason instanceof FencedError) return;
     try {
       if (!outcome) {
         // Stopped without an outcome (cancelled, parked): the steps it finished are still

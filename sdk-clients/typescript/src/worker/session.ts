@@ -92,12 +92,23 @@ export async function runSession(
 
     const start = (d: DispatchWorkflow) => {
       const run = new Run(d, conn, config);
-      held.take(run)?.interrupt(new FencedError("dispatched again"));
+      const replaced = held.take(run);
+      if (replaced) {
+        // Dispatched again while its earlier run is still here (the server took the workflow
+        // back meanwhile, say after a database outage): the earlier run is stale and stops
+        // without sending anything more. Each dispatch spent a credit; the earlier run's is
+        // granted back now, as it is no longer held (its end grants nothing). Else every
+        // dispatch again would shrink this worker's room for good.
+        replaced.interrupt(new FencedError("dispatched again"));
+        credit(conn, 1, 0);
+      }
       run
         .execute()
         .catch((e) => config.logger.error("workflow run crashed", { workflowId: d.workflowId, error: String(e) }))
         .finally(() => {
           // Held until its completion or park was answered, or it was dropped or cancelled.
+          // Only the run still held grants its credit back here: a replaced one did when it
+          // was replaced (and the newer run stays held), a lost one never does.
           if (held.release(run)) credit(conn, 1, 0);
         });
     };
