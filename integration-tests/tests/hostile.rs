@@ -265,7 +265,92 @@ async fn a_history_too_large_to_dispatch_fails_the_workflow(backend: Backend) {
     assert_eq!(w.next_dispatch().await.workflow_id, "small");
 }
 
+/// Lists stay within what a response may carry whatever their payloads: a 1,000-message inbox
+/// of 8 KB messages is listed whole, page by page when asked, and workflows with 3 MiB inputs
+/// are listed a few per page instead of a page too large to send.
+async fn large_lists_are_read_a_page_at_a_time(backend: Backend) {
+    let Some((_db, server)) = server(backend, &[]).await else {
+        return;
+    };
+    let client = server.client().await;
+    // Registered, but granting no credit: what is started stays ENQUEUED.
+    let _w = RawWorker::connect(&server.addr, "idle", &["target"]).await;
+    client
+        .start_json("target", serde_json::json!({}), StartOptions::id("inbox"))
+        .await
+        .unwrap();
+    let body = "m".repeat(8 * 1024);
+    for i in 0..1_000 {
+        client
+            .send_message("inbox", "t", &serde_json::json!({ "i": i, "body": body }), None)
+            .await
+            .unwrap();
+    }
+    let all = client.messages("inbox").await.unwrap();
+    assert_eq!(all.len(), 1_000);
+    let channel = tonic::transport::Channel::from_shared(server.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut rpc = v1::workflow_service_client::WorkflowServiceClient::new(channel).max_decoding_message_size(64 << 20);
+    let (mut token, mut seen, mut pages) = (String::new(), Vec::new(), 0);
+    loop {
+        let r = rpc
+            .list_messages(v1::ListMessagesRequest {
+                workflow_id: "inbox".into(),
+                page_size: 300,
+                page_token: token,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(r.messages.len() <= 300);
+        seen.extend(r.messages.into_iter().map(|m| m.message_id));
+        pages += 1;
+        if r.next_page_token.is_empty() {
+            break;
+        }
+        token = r.next_page_token;
+    }
+    assert_eq!(pages, 4, "1,000 messages, 300 a page");
+    assert_eq!(
+        seen,
+        all.iter().map(|m| m.message_id.clone()).collect::<Vec<_>>(),
+        "the same, in order"
+    );
+
+    let big = "i".repeat(3 * 1024 * 1024);
+    for i in 0..6 {
+        client
+            .start_json("target", serde_json::json!(big), StartOptions::id(format!("big-{i}")))
+            .await
+            .unwrap();
+    }
+    let (mut token, mut listed, mut pages) = (String::new(), 0, 0);
+    loop {
+        let r = rpc
+            .list_workflows(v1::ListWorkflowsRequest {
+                workflow_name: "target".into(),
+                page_token: token,
+                ..Default::default()
+            })
+            .await
+            .expect("a page that fits")
+            .into_inner();
+        listed += r.workflows.len();
+        pages += 1;
+        if r.next_page_token.is_empty() {
+            break;
+        }
+        token = r.next_page_token;
+    }
+    assert_eq!(listed, 7, "the inbox and the six large ones");
+    assert!(pages >= 3, "large inputs split the list into pages: {pages}");
+}
+
 on_both_stores!(
+    large_lists_are_read_a_page_at_a_time,
     a_history_too_large_to_dispatch_fails_the_workflow,
     only_the_stream_holding_a_workflow_may_write_for_it,
     a_live_workers_id_cannot_be_taken,

@@ -209,14 +209,20 @@ impl Client {
     }
 
     pub async fn steps(&self, workflow_id: &str) -> Result<Vec<StepInfo>, Error> {
-        let r = self
-            .rpc
-            .clone()
-            .list_steps(v1::ListStepsRequest {
-                workflow_id: workflow_id.into(),
-            })
-            .await?;
-        Ok(r.into_inner().steps.into_iter().map(StepInfo::from).collect())
+        crate::pages::read_all(|page_token| async move {
+            let r = self
+                .rpc
+                .clone()
+                .list_steps(v1::ListStepsRequest {
+                    workflow_id: workflow_id.into(),
+                    page_size: 0,
+                    page_token,
+                })
+                .await?
+                .into_inner();
+            Ok((r.steps.into_iter().map(StepInfo::from).collect(), r.next_page_token))
+        })
+        .await
     }
 
     /// Cancels a workflow; it stops at its next step. Finished workflows are returned as they are.
@@ -260,14 +266,23 @@ impl Client {
 
     /// Every message sent to a workflow, consumed or not, oldest first.
     pub async fn messages(&self, workflow_id: &str) -> Result<Vec<MessageInfo>, Error> {
-        let r = self
-            .rpc
-            .clone()
-            .list_messages(v1::ListMessagesRequest {
-                workflow_id: workflow_id.into(),
-            })
-            .await?;
-        Ok(r.into_inner().messages.into_iter().map(MessageInfo::from).collect())
+        crate::pages::read_all(|page_token| async move {
+            let r = self
+                .rpc
+                .clone()
+                .list_messages(v1::ListMessagesRequest {
+                    workflow_id: workflow_id.into(),
+                    page_size: 0,
+                    page_token,
+                })
+                .await?
+                .into_inner();
+            Ok((
+                r.messages.into_iter().map(MessageInfo::from).collect(),
+                r.next_page_token,
+            ))
+        })
+        .await
     }
 
     /// The current value of a workflow's event. With a timeout, waits up to that long (at most
@@ -297,14 +312,20 @@ impl Client {
 
     /// Every event of a workflow, with the history of its values.
     pub async fn events(&self, workflow_id: &str) -> Result<Vec<EventInfo>, Error> {
-        let r = self
-            .rpc
-            .clone()
-            .list_events(v1::ListEventsRequest {
-                workflow_id: workflow_id.into(),
-            })
-            .await?;
-        Ok(r.into_inner().events.into_iter().map(EventInfo::from).collect())
+        crate::pages::read_all(|page_token| async move {
+            let r = self
+                .rpc
+                .clone()
+                .list_events(v1::ListEventsRequest {
+                    workflow_id: workflow_id.into(),
+                    page_size: 0,
+                    page_token,
+                })
+                .await?
+                .into_inner();
+            Ok((r.events.into_iter().map(EventInfo::from).collect(), r.next_page_token))
+        })
+        .await
     }
 
     /// Follows a workflow's stream `key` from offset `from`: yields `(offset, value)` as values

@@ -20,6 +20,7 @@
 
 mod client;
 mod error;
+mod pages;
 mod queues;
 mod retry;
 mod schedules;

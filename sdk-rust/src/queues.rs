@@ -143,8 +143,19 @@ impl Client {
     }
 
     pub async fn list_queues(&self) -> Result<Vec<QueueInfo>, Error> {
-        let r = self.queues.clone().list_queues(v1::ListQueuesRequest {}).await?;
-        Ok(r.into_inner().queues.into_iter().map(QueueInfo::from).collect())
+        crate::pages::read_all(|page_token| async move {
+            let r = self
+                .queues
+                .clone()
+                .list_queues(v1::ListQueuesRequest {
+                    page_size: 0,
+                    page_token,
+                })
+                .await?
+                .into_inner();
+            Ok((r.queues.into_iter().map(QueueInfo::from).collect(), r.next_page_token))
+        })
+        .await
     }
 
     pub async fn delete_queue(&self, name: &str) -> Result<(), Error> {

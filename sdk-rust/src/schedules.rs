@@ -179,12 +179,22 @@ impl Client {
 
     /// Every schedule, by name.
     pub async fn list_schedules(&self) -> Result<Vec<ScheduleInfo>, Error> {
-        let r = self
-            .schedules
-            .clone()
-            .list_schedules(v1::ListSchedulesRequest {})
-            .await?;
-        Ok(r.into_inner().schedules.into_iter().map(ScheduleInfo::from).collect())
+        crate::pages::read_all(|page_token| async move {
+            let r = self
+                .schedules
+                .clone()
+                .list_schedules(v1::ListSchedulesRequest {
+                    page_size: 0,
+                    page_token,
+                })
+                .await?
+                .into_inner();
+            Ok((
+                r.schedules.into_iter().map(ScheduleInfo::from).collect(),
+                r.next_page_token,
+            ))
+        })
+        .await
     }
 
     /// Removes a schedule; the workflows it started stay.

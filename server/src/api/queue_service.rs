@@ -120,11 +120,17 @@ impl QueueService for QueueApi {
 
     async fn list_queues(
         &self,
-        _req: Request<v1::ListQueuesRequest>,
+        req: Request<v1::ListQueuesRequest>,
     ) -> Result<Response<v1::ListQueuesResponse>, Status> {
-        let queues = self.engine.list_queues().await.map_err(to_status)?;
+        let r = req.into_inner();
+        let page = self
+            .engine
+            .queues_page(&super::workflow_service::page_request(r.page_size, r.page_token))
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::ListQueuesResponse {
-            queues: queues.into_iter().map(to_wire).collect(),
+            queues: page.items.into_iter().map(to_wire).collect(),
+            next_page_token: page.next_token,
         }))
     }
 

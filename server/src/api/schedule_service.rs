@@ -125,11 +125,17 @@ impl ScheduleService for ScheduleApi {
 
     async fn list_schedules(
         &self,
-        _req: Request<v1::ListSchedulesRequest>,
+        req: Request<v1::ListSchedulesRequest>,
     ) -> Result<Response<v1::ListSchedulesResponse>, Status> {
-        let all = self.engine.list_schedules().await.map_err(to_status)?;
+        let r = req.into_inner();
+        let page = self
+            .engine
+            .schedules_page(&super::workflow_service::page_request(r.page_size, r.page_token))
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::ListSchedulesResponse {
-            schedules: all.into_iter().map(to_wire).collect(),
+            schedules: page.items.into_iter().map(to_wire).collect(),
+            next_page_token: page.next_token,
         }))
     }
 

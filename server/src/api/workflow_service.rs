@@ -178,13 +178,15 @@ impl WorkflowService for WorkflowApi {
     }
 
     async fn list_steps(&self, req: Request<v1::ListStepsRequest>) -> Result<Response<v1::ListStepsResponse>, Status> {
-        let steps = self
+        let r = req.into_inner();
+        let page = self
             .engine
-            .list_steps(&req.into_inner().workflow_id)
+            .steps_page(&r.workflow_id, &page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::ListStepsResponse {
-            steps: steps.into_iter().map(convert::step).collect(),
+            steps: page.items.into_iter().map(convert::step).collect(),
+            next_page_token: page.next_token,
         }))
     }
 
@@ -245,13 +247,15 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::ListMessagesRequest>,
     ) -> Result<Response<v1::ListMessagesResponse>, Status> {
-        let messages = self
+        let r = req.into_inner();
+        let page = self
             .engine
-            .list_messages(&req.into_inner().workflow_id)
+            .messages_page(&r.workflow_id, &page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::ListMessagesResponse {
-            messages: messages.into_iter().map(convert::message).collect(),
+            messages: page.items.into_iter().map(convert::message).collect(),
+            next_page_token: page.next_token,
         }))
     }
 
@@ -284,13 +288,15 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::ListEventsRequest>,
     ) -> Result<Response<v1::ListEventsResponse>, Status> {
-        let events = self
+        let r = req.into_inner();
+        let page = self
             .engine
-            .list_events(&req.into_inner().workflow_id)
+            .events_page(&r.workflow_id, &page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::ListEventsResponse {
-            events: events.into_iter().map(convert::event).collect(),
+            events: page.items.into_iter().map(convert::event).collect(),
+            next_page_token: page.next_token,
         }))
     }
 
@@ -307,4 +313,8 @@ impl WorkflowService for WorkflowApi {
             workflow: Some(convert::workflow(w)),
         }))
     }
+}
+
+pub(crate) fn page_request(size: i32, token: String) -> crate::engine::pages::PageRequest {
+    crate::engine::pages::PageRequest { size, token }
 }

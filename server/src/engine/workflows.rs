@@ -292,8 +292,27 @@ impl Engine {
             limit: limit + 1,
         };
         let mut workflows = self.store.list_workflows(&query).await?;
-        let next_page_token = if workflows.len() > limit as usize {
-            workflows.truncate(limit as usize);
+        // Inputs and outputs can be large: the page also ends before its payloads pass the
+        // budget (at least one workflow, which always fits a response).
+        let budget = self.page_budget();
+        let mut used = 0usize;
+        let fits = workflows
+            .iter()
+            .take(limit as usize)
+            .position(|w| {
+                let size = w.input.len()
+                    + match &w.outcome {
+                        Some(waymark_store::Outcome::Output(o)) => o.len(),
+                        Some(waymark_store::Outcome::Failure(f)) => f.message.len(),
+                        None => 0,
+                    };
+                used += size;
+                used > budget
+            })
+            .map(|i| i.max(1))
+            .unwrap_or(limit as usize);
+        let next_page_token = if workflows.len() > fits {
+            workflows.truncate(fits);
             workflows.last().map(encode_token).unwrap_or_default()
         } else {
             String::new()

@@ -75,6 +75,11 @@ impl WorkflowStatus {
         WorkflowStatus::ALL.into_iter().find(|st| st.as_str() == s)
     }
 
+    /// Ended with an outcome (SUCCESS or ERROR): nothing can make it run again.
+    pub fn has_outcome(self) -> bool {
+        matches!(self, WorkflowStatus::Success | WorkflowStatus::Error)
+    }
+
     /// Finished for good (until an operator resumes it).
     pub fn is_terminal(self) -> bool {
         matches!(

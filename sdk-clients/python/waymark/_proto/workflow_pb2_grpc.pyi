@@ -62,7 +62,9 @@ class WorkflowServiceStub:
     """Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints."""
     SendMessage: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.SendMessageRequest, _workflow_pb2.SendMessageResponse]
     """Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
-    retried send is delivered once. A workflow that does not exist is NOT_FOUND.
+    retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
+    with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
+    (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
     """
     ListMessages: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ListMessagesRequest, _workflow_pb2.ListMessagesResponse]
     """Every message sent to a workflow, consumed or not, oldest first (for audit)."""
@@ -117,7 +119,9 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     """Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints."""
     SendMessage: _aio.UnaryUnaryMultiCallable[_workflow_pb2.SendMessageRequest, _workflow_pb2.SendMessageResponse]  # type: ignore[assignment]
     """Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
-    retried send is delivered once. A workflow that does not exist is NOT_FOUND.
+    retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
+    with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
+    (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
     """
     ListMessages: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ListMessagesRequest, _workflow_pb2.ListMessagesResponse]  # type: ignore[assignment]
     """Every message sent to a workflow, consumed or not, oldest first (for audit)."""
@@ -217,7 +221,9 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_workflow_pb2.SendMessageResponse, _abc.Awaitable[_workflow_pb2.SendMessageResponse]]:
         """Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
-        retried send is delivered once. A workflow that does not exist is NOT_FOUND.
+        retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
+        with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
+        (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
         """
 
     @_abc_1.abstractmethod

@@ -92,13 +92,7 @@ pub async fn parked_workflows_wake_when_their_wait_resolves(s: Arc<dyn Store>) {
         s.cancel_workflow("c", T + 1).await.unwrap().status,
         WorkflowStatus::Cancelled
     );
-    assert!(
-        matches!(
-            s.send_message(msg("m4", "c", "t"), T + 2).await,
-            Err(StoreError::NotRunning { .. })
-        ),
-        "a finished workflow takes no more messages"
-    );
+    s.send_message(msg("m4", "c", "t"), T + 2).await.unwrap();
     assert_eq!(
         get(s, "c").await.status,
         WorkflowStatus::Cancelled,

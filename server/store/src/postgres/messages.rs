@@ -90,8 +90,9 @@ async fn insert_message(conn: &mut PgConnection, m: &NewMessage, now: Millis) ->
             .map_err(db_error)?;
     match status.as_deref().map(WorkflowStatus::parse) {
         None => return Err(StoreError::WorkflowNotFound(m.workflow_id.clone())),
-        // A finished workflow reads no more messages: keeping them would only grow its inbox.
-        Some(Some(s)) if s.is_terminal() => {
+        // A workflow that ended with an outcome reads no more messages: keeping them would only
+        // grow its inbox. (A cancelled or dead-lettered one may be resumed, and read them then.)
+        Some(Some(s)) if s.has_outcome() => {
             // (A resend of a message it did get is still answered as the duplicate it is.)
             if let Some(sent) = already_sent(conn, m).await? {
                 return Ok(sent);

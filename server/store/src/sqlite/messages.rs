@@ -62,8 +62,9 @@ pub(super) async fn insert_step(
 async fn insert_message(tx: &mut Transaction<'_, Sqlite>, m: &NewMessage, now: Millis) -> StoreResult<Sent> {
     match SqliteStore::workflow_on(&mut **tx, &m.workflow_id).await? {
         None => return Err(StoreError::WorkflowNotFound(m.workflow_id.clone())),
-        // A finished workflow reads no more messages: keeping them would only grow its inbox.
-        Some(w) if w.status.is_terminal() => {
+        // A workflow that ended with an outcome reads no more messages: keeping them would only
+        // grow its inbox. (A cancelled or dead-lettered one may be resumed, and read them then.)
+        Some(w) if w.status.has_outcome() => {
             // (A resend of a message it did get is still answered as the duplicate it is.)
             if let Some(sent) = already_sent(tx, m).await? {
                 return Ok(sent);

@@ -64,7 +64,9 @@ type WorkflowServiceClient interface {
 	// Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints.
 	ResumeWorkflow(ctx context.Context, in *ResumeWorkflowRequest, opts ...grpc.CallOption) (*ResumeWorkflowResponse, error)
 	// Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
-	// retried send is delivered once. A workflow that does not exist is NOT_FOUND.
+	// retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
+	// with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
+	// (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
 	SendMessage(ctx context.Context, in *SendMessageRequest, opts ...grpc.CallOption) (*SendMessageResponse, error)
 	// Every message sent to a workflow, consumed or not, oldest first (for audit).
 	ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error)
@@ -259,7 +261,9 @@ type WorkflowServiceServer interface {
 	// Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints.
 	ResumeWorkflow(context.Context, *ResumeWorkflowRequest) (*ResumeWorkflowResponse, error)
 	// Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
-	// retried send is delivered once. A workflow that does not exist is NOT_FOUND.
+	// retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
+	// with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
+	// (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
 	SendMessage(context.Context, *SendMessageRequest) (*SendMessageResponse, error)
 	// Every message sent to a workflow, consumed or not, oldest first (for audit).
 	ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error)

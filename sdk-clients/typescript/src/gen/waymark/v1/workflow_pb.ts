@@ -898,7 +898,9 @@ export const WorkflowService: GenService<{
   },
   /**
    * Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
-   * retried send is delivered once. A workflow that does not exist is NOT_FOUND.
+   * retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
+   * with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
+   * (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
    *
    * @generated from rpc waymark.v1.WorkflowService.SendMessage
    */
