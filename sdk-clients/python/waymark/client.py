@@ -14,6 +14,7 @@ import grpc
 
 from . import _rpc
 from ._backoff import DEFAULT_PATIENCE, Backoff
+from ._pages import read_all
 from ._payload import from_payload, to_payload
 from ._proto import types_pb2, workflow_pb2, workflow_pb2_grpc
 from ._rpc import call
@@ -26,7 +27,9 @@ from .types import Event, Message, Step, StreamEntry, Workflow, WorkflowStatus
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One page of a list, newest first; `next_page_token` is None on the last page."""
+    """One page of a list, newest first; `next_page_token` is None on the last page. A page may
+    hold fewer than `page_size` workflows (their payloads filled the response) and still not be
+    the last: only a None `next_page_token` ends the list."""
 
     workflows: builtins.list[Workflow]
     next_page_token: str | None
@@ -137,7 +140,8 @@ class Client:
         page_size: int = 0,
         page_token: str | None = None,
     ) -> Page:
-        """One page of workflows, newest first."""
+        """One page of workflows, newest first. Pass its `next_page_token` as `page_token` for
+        the next page, until it is None: a short page is not necessarily the last."""
         req = workflow_pb2.ListWorkflowsRequest(
             statuses=[types_pb2.WorkflowStatus.ValueType(s.value) for s in statuses or []],
             workflow_name=workflow_name or "",
@@ -175,9 +179,14 @@ class Client:
         raise WorkflowFailed(kind, message, workflow_id=workflow_id, status=wf.status.name)
 
     async def steps(self, workflow_id: str) -> builtins.list[Step]:
+        """Every recorded step of the workflow, in order (read a page at a time)."""
         req = workflow_pb2.ListStepsRequest(workflow_id=workflow_id)
-        r = await call(self._rpc.ListSteps, req, retry_for=self._patience)
-        return [Step.from_proto(s) for s in r.steps]
+        return await read_all(
+            self._rpc.ListSteps,
+            req,
+            lambda r: map(Step.from_proto, r.steps),
+            retry_for=self._patience,
+        )
 
     async def cancel(self, workflow_id: str, *, cascade: bool = False) -> Workflow:
         """Cancels a workflow (and with `cascade`, its children and theirs). It stops at its
@@ -222,10 +231,15 @@ class Client:
         return r.message_id, r.duplicate
 
     async def messages(self, workflow_id: str) -> builtins.list[Message]:
-        """Every message sent to the workflow, consumed or not, oldest first."""
+        """Every message sent to the workflow, consumed or not, oldest first (read a page at a
+        time)."""
         req = workflow_pb2.ListMessagesRequest(workflow_id=workflow_id)
-        r = await call(self._rpc.ListMessages, req, retry_for=self._patience)
-        return [Message.from_proto(m) for m in r.messages]
+        return await read_all(
+            self._rpc.ListMessages,
+            req,
+            lambda r: map(Message.from_proto, r.messages),
+            retry_for=self._patience,
+        )
 
     async def get_event(
         self, workflow_id: str, key: str, *, timeout: Seconds | None = None, default: Any = None
@@ -247,13 +261,15 @@ class Client:
         return from_payload(r.value) if r.found else default
 
     async def events(self, workflow_id: str) -> builtins.list[Event]:
-        """Every event of the workflow with the history of its values."""
-        r = await call(
+        """Every event of the workflow with the history of its values (read a page at a
+        time)."""
+        req = workflow_pb2.ListEventsRequest(workflow_id=workflow_id)
+        return await read_all(
             self._rpc.ListEvents,
-            workflow_pb2.ListEventsRequest(workflow_id=workflow_id),
+            req,
+            lambda r: map(Event.from_proto, r.events),
             retry_for=self._patience,
         )
-        return [Event.from_proto(e) for e in r.events]
 
     async def read_stream(
         self, workflow_id: str, key: str, *, from_offset: int = 0

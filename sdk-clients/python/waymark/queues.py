@@ -10,6 +10,7 @@ from typing import Any
 import grpc
 from google.protobuf import field_mask_pb2
 
+from ._pages import read_all
 from ._proto import queue_pb2, queue_pb2_grpc
 from ._rpc import call
 from ._time import Seconds, from_duration, from_timestamp, to_duration
@@ -126,9 +127,14 @@ class Queues:
         return Queue.from_proto(r.queue)
 
     async def list(self) -> builtins.list[Queue]:
+        """Every queue, by name (read a page at a time)."""
         req = queue_pb2.ListQueuesRequest()
-        r = await call(self._rpc.ListQueues, req, retry_for=self._retry_for)
-        return [Queue.from_proto(q) for q in r.queues]
+        return await read_all(
+            self._rpc.ListQueues,
+            req,
+            lambda r: map(Queue.from_proto, r.queues),
+            retry_for=self._retry_for,
+        )
 
     async def delete(self, name: str) -> None:
         """Removes a queue; "default" cannot be removed (reason QUEUE_PROTECTED)."""

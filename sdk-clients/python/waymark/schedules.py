@@ -11,6 +11,7 @@ from typing import Any
 import grpc
 from google.protobuf import field_mask_pb2
 
+from ._pages import read_all
 from ._payload import from_payload, to_payload
 from ._proto import schedule_pb2, schedule_pb2_grpc
 from ._rpc import call
@@ -127,9 +128,14 @@ class Schedules:
         return Schedule.from_proto(r.schedule)
 
     async def list(self) -> builtins.list[Schedule]:
+        """Every schedule, by name (read a page at a time)."""
         req = schedule_pb2.ListSchedulesRequest()
-        r = await call(self._rpc.ListSchedules, req, retry_for=self._retry_for)
-        return [Schedule.from_proto(s) for s in r.schedules]
+        return await read_all(
+            self._rpc.ListSchedules,
+            req,
+            lambda r: map(Schedule.from_proto, r.schedules),
+            retry_for=self._retry_for,
+        )
 
     async def delete(self, name: str) -> None:
         await call(self._rpc.DeleteSchedule, schedule_pb2.DeleteScheduleRequest(name=name))
