@@ -154,17 +154,13 @@ func (c *Client) Await(ctx context.Context, workflowID string) (*Workflow, error
 	return workflowFromWire(r.GetWorkflow()), nil
 }
 
-// Steps lists the workflow's recorded steps, in order.
+// Steps lists the workflow's recorded steps, in order, reading every page.
 func (c *Client) Steps(ctx context.Context, workflowID string) ([]StepRecord, error) {
-	r, err := retried(ctx, c.workflows.ListSteps, &pb.ListStepsRequest{WorkflowId: workflowID})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]StepRecord, 0, len(r.GetSteps()))
-	for _, s := range r.GetSteps() {
-		out = append(out, stepFromWire(s))
-	}
-	return out, nil
+	return readAll(ctx, c.workflows.ListSteps,
+		func(token string) *pb.ListStepsRequest {
+			return &pb.ListStepsRequest{WorkflowId: workflowID, PageToken: token}
+		},
+		(*pb.ListStepsResponse).GetSteps, stepFromWire)
 }
 
 // Cancel cancels a workflow that has not finished; it stops at its next step or wait. A
@@ -219,7 +215,9 @@ type ListOptions struct {
 	PageToken string
 }
 
-// List returns one page of workflows and the token of the next page ("" on the last).
+// List returns one page of workflows and the token of the next page ("" on the last). A page
+// may hold fewer than PageSize workflows (their payloads filled the response) and not be the
+// last: only an empty token ends the list. All reads every page.
 func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Workflow, string, error) {
 	if opts == nil {
 		opts = &ListOptions{}

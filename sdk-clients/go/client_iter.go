@@ -10,8 +10,9 @@ import (
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
 
-// All iterates over every workflow matching opts, fetching page after page. An error ends
-// the iteration, yielded with a nil workflow.
+// All iterates over every workflow matching opts, fetching page after page as the iteration
+// goes, until a page comes with no next page token. An error ends the iteration, yielded with
+// a nil workflow.
 //
 //	for wf, err := range client.All(ctx, &waymark.ListOptions{Name: "greet"}) { … }
 func (c *Client) All(ctx context.Context, opts *ListOptions) iter.Seq2[*Workflow, error] {

@@ -46,17 +46,14 @@ func (c *Client) Send(ctx context.Context, workflowID, topic string, message any
 	return Sent{MessageID: r.GetMessageId(), Duplicate: r.GetDuplicate()}, nil
 }
 
-// Messages lists every message sent to a workflow, consumed or not, oldest first.
+// Messages lists every message sent to a workflow, consumed or not, oldest first, reading
+// every page.
 func (c *Client) Messages(ctx context.Context, workflowID string) ([]Message, error) {
-	r, err := retried(ctx, c.workflows.ListMessages, &pb.ListMessagesRequest{WorkflowId: workflowID})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Message, 0, len(r.GetMessages()))
-	for _, m := range r.GetMessages() {
-		out = append(out, messageFromWire(m))
-	}
-	return out, nil
+	return readAll(ctx, c.workflows.ListMessages,
+		func(token string) *pb.ListMessagesRequest {
+			return &pb.ListMessagesRequest{WorkflowId: workflowID, PageToken: token}
+		},
+		(*pb.ListMessagesResponse).GetMessages, messageFromWire)
 }
 
 // GetEvent reads a workflow's event key; found is false when it is not set. With a timeout
@@ -90,15 +87,12 @@ func GetEventAs[T any](ctx context.Context, c *Client, workflowID, key string, t
 	return v, err == nil, err
 }
 
-// Events lists every event of a workflow, with the history of its values.
+// Events lists every event of a workflow, with the history of its values, reading every
+// page.
 func (c *Client) Events(ctx context.Context, workflowID string) ([]Event, error) {
-	r, err := retried(ctx, c.workflows.ListEvents, &pb.ListEventsRequest{WorkflowId: workflowID})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Event, 0, len(r.GetEvents()))
-	for _, e := range r.GetEvents() {
-		out = append(out, eventFromWire(e))
-	}
-	return out, nil
+	return readAll(ctx, c.workflows.ListEvents,
+		func(token string) *pb.ListEventsRequest {
+			return &pb.ListEventsRequest{WorkflowId: workflowID, PageToken: token}
+		},
+		(*pb.ListEventsResponse).GetEvents, eventFromWire)
 }

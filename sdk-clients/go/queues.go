@@ -114,17 +114,11 @@ func (c *Client) GetQueue(ctx context.Context, name string) (*Queue, error) {
 	return queueFromWire(r.GetQueue()), nil
 }
 
-// ListQueues lists every queue, by name.
+// ListQueues lists every queue, by name, reading every page.
 func (c *Client) ListQueues(ctx context.Context) ([]*Queue, error) {
-	r, err := retried(ctx, c.queues.ListQueues, &pb.ListQueuesRequest{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Queue, 0, len(r.GetQueues()))
-	for _, q := range r.GetQueues() {
-		out = append(out, queueFromWire(q))
-	}
-	return out, nil
+	return readAll(ctx, c.queues.ListQueues,
+		func(token string) *pb.ListQueuesRequest { return &pb.ListQueuesRequest{PageToken: token} },
+		(*pb.ListQueuesResponse).GetQueues, queueFromWire)
 }
 
 // DeleteQueue removes a queue; "default" cannot be removed (reason QUEUE_PROTECTED).

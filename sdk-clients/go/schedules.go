@@ -121,17 +121,11 @@ func (c *Client) GetSchedule(ctx context.Context, name string) (*Schedule, error
 	return scheduleFromWire(r.GetSchedule()), nil
 }
 
-// ListSchedules lists every schedule, by name.
+// ListSchedules lists every schedule, by name, reading every page.
 func (c *Client) ListSchedules(ctx context.Context) ([]*Schedule, error) {
-	r, err := retried(ctx, c.schedules.ListSchedules, &pb.ListSchedulesRequest{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Schedule, 0, len(r.GetSchedules()))
-	for _, s := range r.GetSchedules() {
-		out = append(out, scheduleFromWire(s))
-	}
-	return out, nil
+	return readAll(ctx, c.schedules.ListSchedules,
+		func(token string) *pb.ListSchedulesRequest { return &pb.ListSchedulesRequest{PageToken: token} },
+		(*pb.ListSchedulesResponse).GetSchedules, scheduleFromWire)
 }
 
 // DeleteSchedule removes a schedule; the workflows it started are left as they are.
