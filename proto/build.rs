@@ -23,6 +23,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The worker RPC is named `Connect`, which would collide with the generated
         // `connect(dst)` constructor: clients are built with `new(channel)` instead.
         .build_transport(false)
+        // Malformed requests are INVALID_ARGUMENT, not INTERNAL (see src/codec.rs).
+        .codec_path("crate::codec::WaymarkCodec")
         .compile_fds(fds)?;
     Ok(())
 }

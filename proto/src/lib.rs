@@ -8,6 +8,7 @@ pub mod v1 {
     tonic::include_proto!("waymark.v1");
 }
 
+pub mod codec;
 pub mod json;
 
 /// Encoded `FileDescriptorSet` of the contract, for gRPC server reflection.

@@ -211,4 +211,6 @@ impl Engine {
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;
