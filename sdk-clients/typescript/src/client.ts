@@ -11,6 +11,7 @@ import { fromPayload, toPayload } from "./payload.js";
 import { SerializationError, toRpcError, WorkflowFailedError } from "./errors.js";
 import { defaultServer, transport } from "./transport.js";
 import { isUnavailableError, newWorkflowId, repeatable } from "./repeat.js";
+import { readAll } from "./pages.js";
 import { DEFAULT_RESEND_FOR_MS, resendDelayMs } from "./internal/resend.js";
 import { sleep } from "./internal/wake.js";
 import {
@@ -91,7 +92,10 @@ export interface ListOptions extends CallOptions {
 
 export interface WorkflowPage {
   workflows: WorkflowInfo[];
-  /** Pass as `pageToken` for the next page; undefined on the last page. */
+  /**
+   * Pass as `pageToken` for the next page; undefined on the last page. A page may hold fewer
+   * than `pageSize` workflows (their payloads filled the response) and still not be the last.
+   */
   nextPageToken?: string;
 }
 
@@ -176,7 +180,7 @@ export class Client {
     return workflowOf(r.workflow);
   }
 
-  /** One page of workflows, newest first. */
+  /** One page of workflows, newest first; only an undefined `nextPageToken` ends the list. */
   async list(options: ListOptions = {}): Promise<WorkflowPage> {
     const r = await repeatable(this.resendForMs, options, (a) =>
       this.rpc.listWorkflows(
@@ -195,7 +199,10 @@ export class Client {
     return { workflows: r.workflows.map(workflowInfo), nextPageToken: r.nextPageToken || undefined };
   }
 
-  /** Every workflow matching `options`, page after page: `for await (const w of client.listAll())`. */
+  /**
+   * Every workflow matching `options`, reading page after page as the iteration goes until a
+   * page has no `nextPageToken`: `for await (const w of client.listAll())`.
+   */
   async *listAll(options: Omit<ListOptions, "pageToken"> = {}): AsyncGenerator<WorkflowInfo> {
     let pageToken: string | undefined;
     do {
@@ -229,10 +236,14 @@ export class Client {
     );
   }
 
-  /** The workflow's recorded steps, in order. */
+  /** The workflow's recorded steps, in order (every page). */
   async steps(workflowId: string, options?: CallOptions): Promise<StepInfo[]> {
-    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.listSteps({ workflowId }, a));
-    return r.steps.map(stepInfo);
+    return readAll(
+      this.resendForMs,
+      options,
+      (pageToken, a) => this.rpc.listSteps({ workflowId, pageToken }, a),
+      (r) => r.steps.map(stepInfo),
+    );
   }
 
   /** Cancels a workflow (with `cascade`, its children too); it stops at its next step. */
@@ -278,10 +289,14 @@ export class Client {
     return { messageId: r.messageId, duplicate: r.duplicate };
   }
 
-  /** Every message sent to a workflow, consumed or not, oldest first. */
+  /** Every message sent to a workflow, consumed or not, oldest first (every page). */
   async messages(workflowId: string, options?: CallOptions): Promise<MessageInfo[]> {
-    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.listMessages({ workflowId }, a));
-    return r.messages.map(messageInfo);
+    return readAll(
+      this.resendForMs,
+      options,
+      (pageToken, a) => this.rpc.listMessages({ workflowId, pageToken }, a),
+      (r) => r.messages.map(messageInfo),
+    );
   }
 
   /**
@@ -306,10 +321,14 @@ export class Client {
     return r.found ? (fromPayload(r.value) as T) : undefined;
   }
 
-  /** Every event of a workflow, with the history of its values. */
+  /** Every event of a workflow, with the history of its values (every page). */
   async events(workflowId: string, options?: CallOptions): Promise<EventInfo[]> {
-    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.listEvents({ workflowId }, a));
-    return r.events.map(eventInfo);
+    return readAll(
+      this.resendForMs,
+      options,
+      (pageToken, a) => this.rpc.listEvents({ workflowId, pageToken }, a),
+      (r) => r.events.map(eventInfo),
+    );
   }
 
   /**

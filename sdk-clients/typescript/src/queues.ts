@@ -8,6 +8,7 @@ import { date } from "./types.js";
 import type { CallOptions } from "./client.js";
 import { rpc } from "./client.js";
 import { repeatable } from "./repeat.js";
+import { readAll } from "./pages.js";
 
 /** A queue's limits; an absent limit is no limit. */
 export interface QueueLimits {
@@ -95,10 +96,14 @@ export class Queues {
     return info(r.queue);
   }
 
-  /** Every queue, by name. */
+  /** Every queue, by name (every page). */
   async list(options?: CallOptions): Promise<QueueInfo[]> {
-    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.listQueues({}, a));
-    return r.queues.map(info);
+    return readAll(
+      this.resendForMs,
+      options,
+      (pageToken, a) => this.rpc.listQueues({ pageToken }, a),
+      (r) => r.queues.map(info),
+    );
   }
 
   /** Removes a queue ("default" cannot be: QUEUE_PROTECTED). */

@@ -10,6 +10,7 @@ import { date, workflowInfo, type WorkflowInfo } from "./types.js";
 import type { CallOptions } from "./client.js";
 import { rpc } from "./client.js";
 import { repeatable } from "./repeat.js";
+import { readAll } from "./pages.js";
 import { SerializationError } from "./errors.js";
 
 export interface ScheduleDef {
@@ -107,8 +108,14 @@ export class Schedules {
     return info((await repeatable(this.resendForMs, options, (a) => this.rpc.getSchedule({ name }, a))).schedule);
   }
 
+  /** Every schedule, by name (every page). */
   async list(options?: CallOptions): Promise<ScheduleInfo[]> {
-    return (await repeatable(this.resendForMs, options, (a) => this.rpc.listSchedules({}, a))).schedules.map(info);
+    return readAll(
+      this.resendForMs,
+      options,
+      (pageToken, a) => this.rpc.listSchedules({ pageToken }, a),
+      (r) => r.schedules.map(info),
+    );
   }
 
   async delete(name: string, options?: CallOptions): Promise<void> {
