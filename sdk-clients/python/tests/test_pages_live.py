@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from conftest import Workers, eventually
 
-from waymark import Client, WorkflowContext, WorkflowStatus, _rpc
+from waymark import Client, WorkflowContext, _rpc
 from waymark._proto import workflow_pb2, workflow_pb2_grpc
 
 COUNT = 260
@@ -25,7 +25,7 @@ async def test_messages_are_listed_across_pages(client: Client, workers: Workers
     await workers.start(w)
     h = await client.start("inbox", queue=workers.queue)
     await eventually(
-        lambda: _running(client, h.workflow_id), what="the inbox workflow to be dispatched"
+        lambda: _dispatched(client, h.workflow_id), what="the inbox workflow to be dispatched"
     )
     sent = []
     for i in range(COUNT):
@@ -61,5 +61,6 @@ async def test_messages_are_listed_across_pages(client: Client, workers: Workers
     assert await h.result(timeout=60) == "over"
 
 
-async def _running(client: Client, workflow_id: str) -> bool:
-    return (await client.get(workflow_id)).status is WorkflowStatus.PENDING
+async def _dispatched(client: Client, workflow_id: str) -> bool:
+    # Then it waits: PENDING, or DELAYED until its recv would time out.
+    return (await client.get(workflow_id)).started_at is not None
