@@ -33,9 +33,10 @@ func TestMessagesAreListedAcrossPages(t *testing.T) {
 	})
 	runWorker(t, w, queue)
 	id := start(t, c, "inbox", queue, nil)
+	// Dispatched to the worker; then it waits (PENDING, or DELAYED until its recv times out).
 	eventually(t, "the inbox workflow to be dispatched", func() (bool, error) {
 		wf, err := c.Get(ctx, id)
-		return err == nil && wf.Status == waymark.StatusPending, err
+		return err == nil && !wf.StartedAt.IsZero(), err
 	})
 	type item struct {
 		I    int    `json:"i"`
