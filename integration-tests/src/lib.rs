@@ -276,6 +276,17 @@ pub fn signal(pid: u32, sig: &str) {
     assert!(ok, "kill -{sig} {pid} failed");
 }
 
+/// The log file of worker `name`, beside the side-effect log, opened for appending.
+fn worker_log(effects: &Path, name: &str) -> (PathBuf, std::fs::File) {
+    let log = effects.with_file_name(format!("worker-{name}.log"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .unwrap();
+    (log, file)
+}
+
 /// A test worker process (`waymark-test-worker`). Killed with SIGKILL when dropped.
 pub struct WorkerProcess {
     child: Option<Child>,
@@ -299,12 +310,7 @@ impl WorkerProcess {
         name: &str,
         env: &[(&str, &str)],
     ) -> WorkerProcess {
-        let log = effects.with_file_name(format!("worker-{name}.log"));
-        let err = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap();
+        let (log, err) = worker_log(effects, name);
         let child = Command::new(own_bin("waymark-test-worker"))
             .env("WAYMARK_SERVER", server)
             .env("WAYMARK_SIDE_EFFECTS", effects)
@@ -338,12 +344,7 @@ impl WorkerProcess {
             ));
             return None;
         }
-        let log = effects.with_file_name(format!("worker-{name}.log"));
-        let err = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap();
+        let (log, err) = worker_log(effects, name);
         let child = Command::new(python)
             .arg(script)
             .env("WAYMARK_SERVER", server)

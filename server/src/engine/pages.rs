@@ -53,13 +53,7 @@ pub fn page<T>(
     most: usize,
     budget: usize,
 ) -> EngineResult<Page<T>> {
-    if req.size < 0 {
-        return Err(EngineError::invalid("page_size must not be negative"));
-    }
-    let size = match req.size as usize {
-        0 => most,
-        n => n.min(most),
-    };
+    let size = page_size(req.size, most, most)?;
     let after = if req.token.is_empty() {
         None
     } else {
@@ -87,6 +81,15 @@ pub fn page<T>(
         items: taken,
         next_token,
     })
+}
+
+/// The number of items a page holds when `asked` for: `default` for 0, at most `most`.
+pub fn page_size(asked: i32, default: usize, most: usize) -> EngineResult<usize> {
+    match asked {
+        n if n < 0 => Err(EngineError::invalid("page_size must not be negative")),
+        0 => Ok(default),
+        n => Ok((n as usize).min(most)),
+    }
 }
 
 /// A sort key for a number, so that text order is numeric order.

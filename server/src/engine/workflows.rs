@@ -270,13 +270,7 @@ impl Engine {
     }
 
     pub async fn list_workflows(&self, req: ListRequest) -> EngineResult<Page> {
-        if req.page_size < 0 {
-            return Err(EngineError::invalid("page_size must not be negative"));
-        }
-        let limit = match req.page_size as u32 {
-            0 => DEFAULT_PAGE_SIZE,
-            n => n.min(MAX_PAGE_SIZE),
-        };
+        let limit = super::pages::page_size(req.page_size, DEFAULT_PAGE_SIZE as usize, MAX_PAGE_SIZE as usize)? as u32;
         let after = if req.page_token.is_empty() {
             None
         } else {

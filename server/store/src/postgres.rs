@@ -56,6 +56,16 @@ const STEP_LANES: usize = 4;
 const MAX_STEP_BATCH: usize = 512;
 
 impl PostgresStore {
+    /// What a recovery statement returned (workflow, new status), with the requeued ones
+    /// announced to the other replicas.
+    fn recovered(&self, rows: Vec<(String, String)>) -> Recovery {
+        let recovery = rows::recovery(rows);
+        if !recovery.requeued.is_empty() {
+            self.announce_soon(crate::changes::Change::Enqueued);
+        }
+        recovery
+    }
+
     /// Connects to `url` (`postgres://user@host:port/db`) and applies the embedded migrations.
     pub async fn open(url: &str) -> StoreResult<PostgresStore> {
         Self::open_with(url, DEFAULT_MAX_CONNECTIONS).await
@@ -582,11 +592,7 @@ impl Store for PostgresStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        let recovery = rows::recovery(rows);
-        if !recovery.requeued.is_empty() {
-            self.announce_soon(crate::changes::Change::Enqueued);
-        }
-        Ok(recovery)
+        Ok(self.recovered(rows))
     }
 
     async fn release_lost(&self, lost: &[Fence], max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
@@ -605,11 +611,7 @@ impl Store for PostgresStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        let recovery = rows::recovery(rows);
-        if !recovery.requeued.is_empty() {
-            self.announce_soon(crate::changes::Change::Enqueued);
-        }
-        Ok(recovery)
+        Ok(self.recovered(rows))
     }
 
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
@@ -632,11 +634,7 @@ impl Store for PostgresStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        let recovery = rows::recovery(rows);
-        if !recovery.requeued.is_empty() {
-            self.announce_soon(crate::changes::Change::Enqueued);
-        }
-        Ok(recovery)
+        Ok(self.recovered(rows))
     }
 
     async fn send_message(&self, message: NewMessage, now: Millis) -> StoreResult<Sent> {
