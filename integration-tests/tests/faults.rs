@@ -77,10 +77,19 @@ async fn health_follows_the_database_and_requests_say_unavailable() {
         async move { (health(&addr).await == Some(ServingStatus::NotServing)).then_some(()) }
     })
     .await;
-    let refused = client.get(&first[0]).await.expect_err("the database is down");
+    // Asked once, the server says why it cannot answer; a client that resends (the default)
+    // gets its answer once the database is back.
+    let once = client.clone().resend_for(std::time::Duration::ZERO);
+    let refused = once.get(&first[0]).await.expect_err("the database is down");
     assert_eq!(refused.reason(), Some("STORE_UNAVAILABLE"), "{refused:?}");
+    let patient = tokio::spawn({
+        let (client, id) = (client.clone(), first[0].clone());
+        async move { client.get(&id).await }
+    });
 
     pg.start_again();
+    let read = patient.await.unwrap().expect("answered once the database was back");
+    assert_eq!(read.workflow_id, first[0]);
     wait_for("health SERVING again", PATIENCE, || {
         let addr = server.addr.clone();
         async move { (health(&addr).await == Some(ServingStatus::Serving)).then_some(()) }

@@ -83,6 +83,9 @@ pub struct Client {
     rpc: WorkflowServiceClient<Channel>,
     pub(crate) queues: QueueServiceClient<Channel>,
     pub(crate) schedules: ScheduleServiceClient<Channel>,
+    /// How long calls that are safe to repeat are sent again while the server answers
+    /// UNAVAILABLE (see [`Client::resend_for`]).
+    pub(crate) resend_for: Duration,
 }
 
 impl Client {
@@ -93,7 +96,17 @@ impl Client {
             rpc: WorkflowServiceClient::new(channel.clone()).max_decoding_message_size(64 * 1024 * 1024),
             queues: QueueServiceClient::new(channel.clone()),
             schedules: ScheduleServiceClient::new(channel),
+            resend_for: Duration::from_secs(60),
         })
+    }
+
+    /// While the server, or its database, is unavailable, calls that are safe to repeat are sent
+    /// again with backoff for up to this long (default 60 s; zero sends once): reads, awaits,
+    /// starts (a start without an id gets one here, so a resend is the same start), cancels,
+    /// resumes, and sends that carry an idempotency key. Others fail at once.
+    pub fn resend_for(mut self, bound: Duration) -> Self {
+        self.resend_for = bound;
+        self
     }
 
     /// Connects to `WAYMARK_SERVER`, else `http://127.0.0.1:7450`.
@@ -119,32 +132,34 @@ impl Client {
         input: serde_json::Value,
         options: StartOptions,
     ) -> Result<Started, Error> {
-        let r = self
-            .rpc
-            .clone()
-            .start_workflow(v1::StartWorkflowRequest {
-                workflow_name: workflow_name.to_string(),
-                workflow_id: options.workflow_id.unwrap_or_default(),
-                input: Some(json::to_payload(&input)),
-                queue_name: options.queue.unwrap_or_default(),
-                app_version: options.app_version.unwrap_or_default(),
-                timeout: options.timeout.map(duration),
-                priority: options.priority,
-                partition_key: options.partition_key.unwrap_or_default(),
-                dedup_id: options.dedup_id.unwrap_or_default(),
-                on_duplicate: if options.return_existing {
-                    v1::DuplicatePolicy::ReturnExisting as i32
-                } else {
-                    v1::DuplicatePolicy::Unspecified as i32
-                },
-                delay: options.delay.map(duration),
-                debounce: options.debounce_key.map(|key| v1::Debounce {
-                    key,
-                    max_delay: options.debounce_max_delay.map(duration),
-                }),
-            })
-            .await?
-            .into_inner();
+        let req = v1::StartWorkflowRequest {
+            workflow_name: workflow_name.to_string(),
+            // Chosen here rather than by the server, so a start sent again is the same start.
+            workflow_id: options.workflow_id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
+            input: Some(json::to_payload(&input)),
+            queue_name: options.queue.unwrap_or_default(),
+            app_version: options.app_version.unwrap_or_default(),
+            timeout: options.timeout.map(duration),
+            priority: options.priority,
+            partition_key: options.partition_key.unwrap_or_default(),
+            dedup_id: options.dedup_id.unwrap_or_default(),
+            on_duplicate: if options.return_existing {
+                v1::DuplicatePolicy::ReturnExisting as i32
+            } else {
+                v1::DuplicatePolicy::Unspecified as i32
+            },
+            delay: options.delay.map(duration),
+            debounce: options.debounce_key.map(|key| v1::Debounce {
+                key,
+                max_delay: options.debounce_max_delay.map(duration),
+            }),
+        };
+        let r = crate::resend::retrying(self.resend_for, || {
+            let (mut c, req) = (self.rpc.clone(), req.clone());
+            async move { c.start_workflow(req).await }
+        })
+        .await?
+        .into_inner();
         Ok(Started {
             workflow: workflow(r.workflow)?,
             created: r.created,
@@ -165,26 +180,34 @@ impl Client {
     }
 
     pub async fn get(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
-        let r = self
-            .rpc
-            .clone()
-            .get_workflow(v1::GetWorkflowRequest {
-                workflow_id: workflow_id.into(),
-            })
-            .await?;
+        let req = v1::GetWorkflowRequest {
+            workflow_id: workflow_id.into(),
+        };
+        let r = crate::resend::retrying(self.resend_for, || {
+            let (mut c, req) = (self.rpc.clone(), req.clone());
+            async move { c.get_workflow(req).await }
+        })
+        .await?;
         workflow(r.into_inner().workflow)
     }
 
     /// Waits until the workflow is terminal. With a timeout, gives up after it with a
     /// `DEADLINE_EXCEEDED` error.
     pub async fn await_workflow(&self, workflow_id: &str, timeout: Option<Duration>) -> Result<WorkflowInfo, Error> {
-        let mut req = tonic::Request::new(v1::AwaitWorkflowRequest {
-            workflow_id: workflow_id.into(),
-        });
-        if let Some(t) = timeout {
-            req.set_timeout(t);
-        }
-        let r = self.rpc.clone().await_workflow(req).await?;
+        // Resent within the caller's timeout: each attempt waits only for what is left of it.
+        let until = timeout.map(|t| tokio::time::Instant::now() + t);
+        let bound = timeout.map_or(self.resend_for, |t| t.min(self.resend_for));
+        let r = crate::resend::retrying(bound, || {
+            let mut c = self.rpc.clone();
+            let mut req = tonic::Request::new(v1::AwaitWorkflowRequest {
+                workflow_id: workflow_id.into(),
+            });
+            if let Some(u) = until {
+                req.set_timeout(u.saturating_duration_since(tokio::time::Instant::now()));
+            }
+            async move { c.await_workflow(req).await }
+        })
+        .await?;
         workflow(r.into_inner().workflow)
     }
 
@@ -210,16 +233,17 @@ impl Client {
 
     pub async fn steps(&self, workflow_id: &str) -> Result<Vec<StepInfo>, Error> {
         crate::pages::read_all(|page_token| async move {
-            let r = self
-                .rpc
-                .clone()
-                .list_steps(v1::ListStepsRequest {
-                    workflow_id: workflow_id.into(),
-                    page_size: 0,
-                    page_token,
-                })
-                .await?
-                .into_inner();
+            let req = v1::ListStepsRequest {
+                workflow_id: workflow_id.into(),
+                page_size: 0,
+                page_token,
+            };
+            let r = crate::resend::retrying(self.resend_for, || {
+                let (mut c, req) = (self.rpc.clone(), req.clone());
+                async move { c.list_steps(req).await }
+            })
+            .await?
+            .into_inner();
             Ok((r.steps.into_iter().map(StepInfo::from).collect(), r.next_page_token))
         })
         .await
@@ -236,7 +260,11 @@ impl Client {
             workflow_id: workflow_id.into(),
             cascade,
         };
-        let r = self.rpc.clone().cancel_workflow(req).await?;
+        let r = crate::resend::retrying(self.resend_for, || {
+            let (mut c, req) = (self.rpc.clone(), req.clone());
+            async move { c.cancel_workflow(req).await }
+        })
+        .await?;
         workflow(r.into_inner().workflow)
     }
 
@@ -250,33 +278,41 @@ impl Client {
         message: &M,
         idempotency_key: Option<&str>,
     ) -> Result<(String, bool), Error> {
-        let r = self
-            .rpc
-            .clone()
-            .send_message(v1::SendMessageRequest {
-                workflow_id: workflow_id.into(),
-                topic: topic.into(),
-                message: Some(json::to_payload(&serde_json::to_value(message)?)),
-                idempotency_key: idempotency_key.unwrap_or_default().into(),
-            })
-            .await?
-            .into_inner();
+        let req = v1::SendMessageRequest {
+            workflow_id: workflow_id.into(),
+            topic: topic.into(),
+            message: Some(json::to_payload(&serde_json::to_value(message)?)),
+            idempotency_key: idempotency_key.unwrap_or_default().into(),
+        };
+        // Only a keyed send is safe to send again: without a key it could be delivered twice.
+        let bound = if idempotency_key.is_some() {
+            self.resend_for
+        } else {
+            Duration::ZERO
+        };
+        let r = crate::resend::retrying(bound, || {
+            let (mut c, req) = (self.rpc.clone(), req.clone());
+            async move { c.send_message(req).await }
+        })
+        .await?
+        .into_inner();
         Ok((r.message_id, r.duplicate))
     }
 
     /// Every message sent to a workflow, consumed or not, oldest first.
     pub async fn messages(&self, workflow_id: &str) -> Result<Vec<MessageInfo>, Error> {
         crate::pages::read_all(|page_token| async move {
-            let r = self
-                .rpc
-                .clone()
-                .list_messages(v1::ListMessagesRequest {
-                    workflow_id: workflow_id.into(),
-                    page_size: 0,
-                    page_token,
-                })
-                .await?
-                .into_inner();
+            let req = v1::ListMessagesRequest {
+                workflow_id: workflow_id.into(),
+                page_size: 0,
+                page_token,
+            };
+            let r = crate::resend::retrying(self.resend_for, || {
+                let (mut c, req) = (self.rpc.clone(), req.clone());
+                async move { c.list_messages(req).await }
+            })
+            .await?
+            .into_inner();
             Ok((
                 r.messages.into_iter().map(MessageInfo::from).collect(),
                 r.next_page_token,
@@ -313,16 +349,17 @@ impl Client {
     /// Every event of a workflow, with the history of its values.
     pub async fn events(&self, workflow_id: &str) -> Result<Vec<EventInfo>, Error> {
         crate::pages::read_all(|page_token| async move {
-            let r = self
-                .rpc
-                .clone()
-                .list_events(v1::ListEventsRequest {
-                    workflow_id: workflow_id.into(),
-                    page_size: 0,
-                    page_token,
-                })
-                .await?
-                .into_inner();
+            let req = v1::ListEventsRequest {
+                workflow_id: workflow_id.into(),
+                page_size: 0,
+                page_token,
+            };
+            let r = crate::resend::retrying(self.resend_for, || {
+                let (mut c, req) = (self.rpc.clone(), req.clone());
+                async move { c.list_events(req).await }
+            })
+            .await?
+            .into_inner();
             Ok((r.events.into_iter().map(EventInfo::from).collect(), r.next_page_token))
         })
         .await
@@ -357,13 +394,14 @@ impl Client {
     }
 
     pub async fn resume(&self, workflow_id: &str) -> Result<WorkflowInfo, Error> {
-        let r = self
-            .rpc
-            .clone()
-            .resume_workflow(v1::ResumeWorkflowRequest {
-                workflow_id: workflow_id.into(),
-            })
-            .await?;
+        let req = v1::ResumeWorkflowRequest {
+            workflow_id: workflow_id.into(),
+        };
+        let r = crate::resend::retrying(self.resend_for, || {
+            let (mut c, req) = (self.rpc.clone(), req.clone());
+            async move { c.resume_workflow(req).await }
+        })
+        .await?;
         workflow(r.into_inner().workflow)
     }
 }

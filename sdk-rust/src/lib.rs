@@ -22,6 +22,7 @@ mod client;
 mod error;
 mod pages;
 mod queues;
+mod resend;
 mod retry;
 mod schedules;
 mod types;

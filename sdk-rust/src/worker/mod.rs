@@ -12,7 +12,6 @@ pub mod context;
 #[cfg(test)]
 mod fake;
 mod records;
-mod resend;
 mod session;
 #[cfg(test)]
 mod sizes_tests;

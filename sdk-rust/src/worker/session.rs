@@ -122,7 +122,7 @@ impl Conn {
     /// (`Disconnected`): the server dispatches the workflow again.
     pub(crate) async fn request_resending(&self, kind: worker_message::Kind) -> Result<reply::Result, WorkflowError> {
         let started = tokio::time::Instant::now();
-        let mut backoff = super::resend::Backoff::default();
+        let mut backoff = crate::resend::Backoff::default();
         loop {
             match self.request(kind.clone()).await? {
                 reply::Result::Error(e) if e.code == tonic::Code::Unavailable as i32 => {
