@@ -59,7 +59,7 @@ pub async fn run(n: usize, addr: &str, server_pid: u32) -> anyhow::Result<Parked
         t0.elapsed().as_secs_f64()
     );
     let client = Client::connect(addr).await?;
-    while super::any_in(&client, "sleeper", &[WorkflowStatus::Enqueued, WorkflowStatus::Pending]).await? {
+    while crate::verify::any_in(&client, "sleeper", &[WorkflowStatus::Enqueued, WorkflowStatus::Pending]).await? {
         anyhow::ensure!(
             t0.elapsed() < Duration::from_secs(1800),
             "sleepers did not all park in 30 min"
