@@ -489,7 +489,10 @@ async fn cli_drives_workflows() {
         "{out}"
     );
     let (code, _, err) = cli(&s.server, &["workflow", "send", "nope", "--message", "1"]);
-    assert!(code == 5 && err.contains("does not exist"), "not found exits 5: {code} {err}");
+    assert!(
+        code == 5 && err.contains("does not exist"),
+        "not found exits 5: {code} {err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
