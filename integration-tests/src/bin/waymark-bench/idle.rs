@@ -13,7 +13,7 @@ use waymark_integration_tests::Backend;
 use waymark_sdk::{Client, StartOptions, WorkflowStatus};
 
 use crate::{
-    verify::{any_in, UNFINISHED},
+    verify::{any_in, expect, expect_parked, read_all, Select, UNFINISHED},
     workloads::{unix_micros, wait_until_waiting},
 };
 
@@ -99,9 +99,14 @@ pub async fn idle_load(n: usize, window: Duration, backend: Backend, db_url: &st
     )
     .await?
     {
-        anyhow::ensure!(t0.elapsed() < Duration::from_secs(300), "idle waiters did not all park");
+        anyhow::ensure!(
+            t0.elapsed() < Duration::from_secs(300),
+            "waiters still enqueued or running 300 s after their starts"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // None running is not the same as all parked: count the parked ones in the store.
+    expect_parked(&clients[0], "waiter", "idle-", n).await?;
     eprintln!(
         "[idle] {n} waiters parked after {:.2} s; settling {SETTLE:?}, then a {:?} window",
         t0.elapsed().as_secs_f64(),
@@ -142,10 +147,24 @@ pub async fn idle_load(n: usize, window: Duration, backend: Backend, db_url: &st
     while any_in(poller, "waiter", &UNFINISHED).await? {
         anyhow::ensure!(
             t1.elapsed() < Duration::from_secs(120),
-            "idle waiters did not all finish within 120 s of their messages"
+            "waiters still unfinished 120 s after their messages"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let select = Select {
+        workflow_name: Some("waiter"),
+        queue: None,
+        statuses: vec![],
+        prefix: "idle-",
+    };
+    let found = read_all(poller, &select).await?;
+    // Each waiter returns (sent, received); null would mean its recv timed out instead.
+    expect(n, &found, WorkflowStatus::Success, |w| {
+        match w.output.clone().map(serde_json::from_value::<(u64, u64)>) {
+            Some(Ok(_)) => Ok(()),
+            other => Err(format!("output {other:?}, expected [sent, received]")),
+        }
+    })?;
     eprintln!(
         "[idle] all {n} waiters woken and finished {:.2} s after the first send",
         t1.elapsed().as_secs_f64()

@@ -42,6 +42,7 @@ mod report;
 mod verify;
 mod workloads;
 
+use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
 use waymark_integration_tests::{Backend, ServerProcess, TestDatabase};
@@ -153,11 +154,15 @@ async fn waiter(ctx: WorkflowContext, input: WaiterInput) -> Result<Option<(u64,
     Ok(m.map(|sent| (sent, unix_micros())))
 }
 
-async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Report>> {
-    let name = match backend {
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",
-    };
+    }
+}
+
+async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Report>> {
+    let name = backend_name(backend);
     let Some(db) = TestDatabase::new(backend).await else {
         eprintln!("[{name}] skipped (no database)");
         return Ok(None);
@@ -187,13 +192,13 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         })));
     }
     let client = server.client().await;
-    wait_for_workers(&client).await?;
+    wait_for_workers(&client).await.context("workers")?;
     eprintln!(
         "[{name}] workers registered; throughput workload {} x {}",
         args.workflows, args.steps
     );
 
-    let (starts_s, wall_s, succeeded) = throughput(args, &server.addr).await?;
+    let (starts_s, wall_s) = throughput(args, &server.addr).await.context("throughput")?;
     let total_steps = args.workflows as f64 * args.steps as f64;
     eprintln!(
         "[{name}] throughput done in {wall_s:.2} s; latency workload {} runs",
@@ -204,17 +209,20 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     for language in args.languages.iter().filter(|l| !l.is_empty()) {
         let language = polyglot::language(language)?;
         eprintln!("[{name}] {language} worker: throughput workload");
-        if let Some(p) = polyglot::run(language, &server.addr, args.workflows, args.steps).await? {
+        if let Some(p) = polyglot::run(language, &server.addr, args.workflows, args.steps)
+            .await
+            .with_context(|| format!("{language} worker"))?
+        {
             eprintln!("[{name}] {language}: {:.1} steps/s", p.steps_per_s);
             polyglot.push(p);
         }
     }
 
-    let lat = latency(args.latency_runs, &server.addr).await?;
+    let lat = latency(args.latency_runs, &server.addr).await.context("latency")?;
     let mean = lat.iter().sum::<f64>() / lat.len().max(1) as f64;
 
     eprintln!("[{name}] wakeup workload {} runs", args.wakeup_runs);
-    let (wake, wake_done) = wakeup(args.wakeup_runs, &server.addr).await?;
+    let (wake, wake_done) = wakeup(args.wakeup_runs, &server.addr).await.context("wakeup")?;
     let wake_mean = wake.iter().sum::<f64>() / wake.len().max(1) as f64;
 
     let capacity = args.workers.max(1) * args.worker_capacity as usize;
@@ -231,11 +239,14 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         &db.url,
         &server.addr,
     )
-    .await?;
+    .await
+    .context("idle")?;
 
     let parked = if args.parked > 0 {
         eprintln!("[{name}] memory workload: {} parked workflows", args.parked);
-        let p = parked::run(args.parked, &server.addr, server.pid()).await?;
+        let p = parked::run(args.parked, &server.addr, server.pid())
+            .await
+            .context("parked")?;
         eprintln!(
             "[{name}] server RSS {:.1} MiB with {} parked (was {:.1})",
             p.rss_parked_mb, p.workflows, p.rss_before_mb
@@ -250,7 +261,11 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
             "[{name}] queue workloads: {} through a limited queue; backlog {}",
             args.queued, args.backlog
         );
-        Some(queued::run(backend, &db.url, &server.addr, args.queued, args.backlog).await?)
+        Some(
+            queued::run(backend, &db.url, &server.addr, args.queued, args.backlog)
+                .await
+                .context("queues")?,
+        )
     } else {
         None
     };
@@ -279,7 +294,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         Backend::Postgres => args.raw_rows_postgres,
     };
     eprintln!("[{name}] server stopped; raw baseline {raw_rows} rows");
-    let (raw_conns, raw_per_s) = raw_inserts(backend, &db.url, raw_rows).await?;
+    let (raw_conns, raw_per_s) = raw_inserts(backend, &db.url, raw_rows).await.context("raw baseline")?;
 
     Ok(Some(Report {
         backend: name,
@@ -289,7 +304,6 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         wall_s,
         steps_per_s: total_steps / wall_s,
         workflows_per_s: args.workflows as f64 / wall_s,
-        succeeded,
         p50_ms: percentile(&lat, 50.0),
         p99_ms: percentile(&lat, 99.0),
         mean_ms: mean,
@@ -321,15 +335,26 @@ async fn main() -> anyhow::Result<()> {
         Which::Both => &[Backend::Sqlite, Backend::Postgres],
     };
     let mut reports = Vec::new();
+    // A backend whose workload failed prints no figures; the other backend still runs, so one
+    // failure does not hide the rest, and the run exits non-zero at the end.
+    let mut failed = Vec::new();
     for &b in backends {
-        if let Some(r) = run_backend(&args, b).await? {
-            r.print_table();
-            reports.push(r);
+        match run_backend(&args, b).await {
+            Ok(Some(r)) => {
+                r.print_table();
+                reports.push(r);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("[{}] FAILED: {e:#}", backend_name(b));
+                failed.push(format!("[{}] {e:#}", backend_name(b)));
+            }
         }
     }
     println!();
     for r in &reports {
         println!("{}", r.summary());
     }
+    anyhow::ensure!(failed.is_empty(), "no figures for: {}", failed.join(" | "));
     Ok(())
 }

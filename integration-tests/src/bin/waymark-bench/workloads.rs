@@ -9,10 +9,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use waymark_sdk::{Client, ListOptions, StartOptions, WorkflowStatus};
+use waymark_sdk::{Client, StartOptions, WorkflowStatus};
 
 use crate::{
-    verify::{any_in, UNFINISHED},
+    verify::{any_in, expect_output, read_all, Select, UNFINISHED},
     Args,
 };
 
@@ -58,28 +58,10 @@ async fn any_unfinished(client: &Client) -> anyhow::Result<bool> {
     any_in(client, "bench", &UNFINISHED).await
 }
 
-async fn count_status(client: &Client, status: WorkflowStatus) -> anyhow::Result<usize> {
-    let mut n = 0;
-    let mut token = None;
-    loop {
-        let (page, next) = client
-            .list(ListOptions {
-                statuses: vec![status],
-                workflow_name: Some("bench".into()),
-                page_size: 500,
-                page_token: token,
-                ..Default::default()
-            })
-            .await?;
-        n += page.iter().filter(|w| w.workflow_id.starts_with("tp-")).count();
-        match next {
-            Some(t) => token = Some(t),
-            None => return Ok(n),
-        }
-    }
-}
-
-pub async fn throughput(args: &Args, addr: &str) -> anyhow::Result<(f64, f64, usize)> {
+/// Starts W `bench` workflows of K steps at once and waits until none is left unfinished;
+/// returns (seconds until every start was acknowledged, seconds until all were done). Fails
+/// unless every one ended SUCCESS with output K.
+pub async fn throughput(args: &Args, addr: &str) -> anyhow::Result<(f64, f64)> {
     let mut clients = Vec::new();
     for _ in 0..args.clients.clamp(1, 8) {
         clients.push(Client::connect(addr).await?);
@@ -114,15 +96,19 @@ pub async fn throughput(args: &Args, addr: &str) -> anyhow::Result<(f64, f64, us
     let poller = &clients[0];
     let deadline = Duration::from_secs(args.timeout_secs);
     while any_unfinished(poller).await? {
-        anyhow::ensure!(
-            t0.elapsed() < deadline,
-            "throughput workload did not finish within {deadline:?}"
-        );
+        anyhow::ensure!(t0.elapsed() < deadline, "workflows still unfinished after {deadline:?}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let wall = t0.elapsed();
-    let succeeded = count_status(poller, WorkflowStatus::Success).await?;
-    Ok((starts.as_secs_f64(), wall.as_secs_f64(), succeeded))
+    let select = Select {
+        workflow_name: Some("bench"),
+        queue: None,
+        statuses: vec![],
+        prefix: "tp-",
+    };
+    let found = read_all(poller, &select).await?;
+    expect_output(args.workflows, &found, &serde_json::json!(args.steps))?;
+    Ok((starts.as_secs_f64(), wall.as_secs_f64()))
 }
 
 pub async fn latency(runs: usize, addr: &str) -> anyhow::Result<Vec<f64>> {
@@ -151,9 +137,11 @@ pub async fn latency(runs: usize, addr: &str) -> anyhow::Result<Vec<f64>> {
             .await?;
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         anyhow::ensure!(
-            w.status == WorkflowStatus::Success,
-            "latency run {i} ended {:?}",
-            w.status
+            w.status == WorkflowStatus::Success && w.output == Some(serde_json::json!(0)),
+            "run lat-{i} ended {} with output {:?} (expected SUCCESS, 0); failure {:?}",
+            w.status.as_str(),
+            w.output,
+            w.failure
         );
         out.push(ms);
     }
@@ -228,9 +216,10 @@ pub async fn wakeup(runs: usize, addr: &str) -> anyhow::Result<(Vec<f64>, Vec<f6
         let received = match got {
             Some((s, received)) if w.status == WorkflowStatus::Success && s == sent => received,
             _ => anyhow::bail!(
-                "wakeup run {id} ended {:?} with output {:?} (sent {sent})",
-                w.status,
-                w.output
+                "run {id} ended {} with output {:?} (expected SUCCESS with [{sent}, <time received>]); failure {:?}",
+                w.status.as_str(),
+                w.output,
+                w.failure
             ),
         };
         if i >= 5 {
