@@ -5,9 +5,10 @@
 //! 1. throughput: W workflows of K trivial steps started at once; wall time from the first start
 //!    until none is left non-terminal;
 //! 2. latency: N sequential one-step workflows, start-to-result, p50/p99;
-//! 3. a raw baseline on the same database: single-row durable inserts, one row per commit, with
-//!    as many concurrent connections as the server's store pool (PostgreSQL 32, SQLite 1 writer).
-//!    It runs last, with the server stopped; the two workloads below run before it, after 2.
+//! 3. a raw baseline on the same database server (or file system): single-row durable inserts,
+//!    one row per commit, with as many concurrent connections as the server's store pool
+//!    (PostgreSQL 32, SQLite 1 writer), 3 runs on fresh databases before the server starts and 3
+//!    after it stopped; the throughput ratio divides by the median of the six (see `raw.rs`);
 //! 4. send->recv wakeup: N sequential `waiter` workflows, each already blocked in `recv`; time
 //!    from just before `send_message` until the workflow's `recv` returns (the workflow reads the
 //!    clock; the workers run in this process), p50/p99; and until `await_workflow` returns;
@@ -50,7 +51,6 @@ use waymark_sdk::{Worker, WorkflowContext, WorkflowError};
 
 use crate::{
     idle::{idle_load, pg_xacts, OWN_XACTS_PER_READ, SETTLE},
-    raw::raw_inserts,
     report::Report,
     workloads::{latency, percentile, throughput, unix_micros, wait_for_workers, wakeup},
 };
@@ -85,11 +85,11 @@ struct Args {
     workers: usize,
     #[arg(long, default_value_t = 1000)]
     worker_capacity: u32,
-    /// Rows of the raw baseline on PostgreSQL.
-    #[arg(long, default_value_t = 5000)]
+    /// Rows of each raw-baseline run on PostgreSQL (30,000 or more for a reference figure).
+    #[arg(long, default_value_t = raw::REFERENCE_ROWS)]
     raw_rows_postgres: i64,
-    /// Rows of the raw baseline on SQLite.
-    #[arg(long, default_value_t = 2000)]
+    /// Rows of each raw-baseline run on SQLite (30,000 or more for a reference figure).
+    #[arg(long, default_value_t = raw::REFERENCE_ROWS)]
     raw_rows_sqlite: i64,
     /// Give up on the throughput workload after this many seconds.
     #[arg(long, default_value_t = 600)]
@@ -167,6 +167,18 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         eprintln!("[{name}] skipped (no database)");
         return Ok(None);
     };
+    let raw_rows = match backend {
+        Backend::Sqlite => args.raw_rows_sqlite,
+        Backend::Postgres => args.raw_rows_postgres,
+    };
+    eprintln!(
+        "[{name}] raw baseline before the workloads: {} runs of {raw_rows} rows",
+        raw::RUNS
+    );
+    let (raw_conns, raw_before) = raw::runs(backend, raw_rows)
+        .await
+        .context("raw baseline before the workloads")?;
+    eprintln!("[{name}] raw inserts/s before: {raw_before:.0?}");
     eprintln!("[{name}] database {} ; starting server", db.url);
     let mut server = ServerProcess::start(&db, &[]).await;
     eprintln!("[{name}] server at {} (log: {})", server.addr, server.log.display());
@@ -274,8 +286,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     for w in workers {
         let _ = w.await;
     }
-    // The raw baseline runs on the same database with the server stopped, so neither disturbs
-    // the other.
+    // The raw baseline runs again with the server stopped, so neither disturbs the other.
     server.terminate();
     if backend == Backend::Postgres {
         // Check of the own-transaction correction: with the server stopped, two reads 1 s apart
@@ -289,12 +300,14 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
             b - a
         );
     }
-    let raw_rows = match backend {
-        Backend::Sqlite => args.raw_rows_sqlite,
-        Backend::Postgres => args.raw_rows_postgres,
-    };
-    eprintln!("[{name}] server stopped; raw baseline {raw_rows} rows");
-    let (raw_conns, raw_per_s) = raw_inserts(backend, &db.url, raw_rows).await.context("raw baseline")?;
+    eprintln!(
+        "[{name}] server stopped; raw baseline after the workloads: {} runs of {raw_rows} rows",
+        raw::RUNS
+    );
+    let (_, raw_after) = raw::runs(backend, raw_rows)
+        .await
+        .context("raw baseline after the workloads")?;
+    eprintln!("[{name}] raw inserts/s after: {raw_after:.0?}");
 
     Ok(Some(Report {
         backend: name,
@@ -308,9 +321,12 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         p99_ms: percentile(&lat, 99.0),
         mean_ms: mean,
         latency_runs: lat.len(),
-        raw_rows,
-        raw_conns,
-        raw_per_s,
+        raw: raw::Baseline {
+            rows: raw_rows,
+            conns: raw_conns,
+            before: raw_before,
+            after: raw_after,
+        },
         wakeup_runs: wake.len(),
         wakeup_p50_ms: percentile(&wake, 50.0),
         wakeup_p99_ms: percentile(&wake, 99.0),

@@ -1,6 +1,6 @@
 //! The figures of one backend's run: a table for people and a one-line summary for scripts.
 
-use super::{parked, polyglot, queued};
+use super::{parked, polyglot, queued, raw};
 
 pub struct Report {
     pub backend: &'static str,
@@ -14,9 +14,7 @@ pub struct Report {
     pub p99_ms: f64,
     pub mean_ms: f64,
     pub latency_runs: usize,
-    pub raw_rows: i64,
-    pub raw_conns: u32,
-    pub raw_per_s: f64,
+    pub raw: raw::Baseline,
     pub wakeup_runs: usize,
     pub wakeup_p50_ms: f64,
     pub wakeup_p99_ms: f64,
@@ -36,7 +34,7 @@ pub struct Report {
 
 impl Report {
     pub fn ratio(&self) -> f64 {
-        self.steps_per_s / self.raw_per_s
+        self.steps_per_s / self.raw.per_s()
     }
 
     pub fn print_table(&self) {
@@ -69,12 +67,35 @@ impl Report {
         );
         row("  p99 start -> result (ms)", format!("{:.2}", self.p99_ms), "");
         row("  mean (ms)", format!("{:.2}", self.mean_ms), "");
+        let raw = &self.raw;
         row(
             "raw baseline: rows x connections",
-            format!("{} x {}", self.raw_rows, self.raw_conns),
-            "one row per commit",
+            format!("{} x {}", raw.rows, raw.conns),
+            &if raw.rows >= raw::REFERENCE_ROWS {
+                "one row per commit, a fresh database each run".to_string()
+            } else {
+                format!("fewer than {} rows a run: not a reference figure", raw::REFERENCE_ROWS)
+            },
         );
-        row("  raw inserts/s", format!("{:.1}", self.raw_per_s), "");
+        let runs = |v: &[f64]| v.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", ");
+        row(
+            "  inserts/s before, median",
+            format!("{:.1}", raw::median(raw.before.clone())),
+            &format!("runs: {}", runs(&raw.before)),
+        );
+        row(
+            "  inserts/s after, median",
+            format!("{:.1}", raw::median(raw.after.clone())),
+            &format!("runs: {}", runs(&raw.after)),
+        );
+        row(
+            "  raw inserts/s, median of all",
+            format!("{:.1}", raw.per_s()),
+            &format!(
+                "of the {} runs; the ratio divides by it",
+                raw.before.len() + raw.after.len()
+            ),
+        );
         let ratio_note = if pg && self.workflows == 1000 && self.steps == 10 {
             target(self.ratio() >= 0.5, ">= 0.5 (PG, W=1000 K=10)")
         } else if pg {
@@ -191,8 +212,9 @@ impl Report {
     }
 
     pub fn summary(&self) -> String {
+        let slashed = |v: &[f64]| v.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join("/");
         format!(
-            "backend={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} ratio={:.3} \
+            "backend={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} raw_before={} raw_after={} ratio={:.3} \
              wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={} \
              limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={}",
             self.backend,
@@ -200,7 +222,9 @@ impl Report {
             self.workflows_per_s,
             self.p50_ms,
             self.p99_ms,
-            self.raw_per_s,
+            self.raw.per_s(),
+            slashed(&self.raw.before),
+            slashed(&self.raw.after),
             self.ratio(),
             self.wakeup_p50_ms,
             self.wakeup_p99_ms,
