@@ -35,6 +35,7 @@
 use std::time::Duration;
 
 mod idle;
+mod machine;
 mod parked;
 mod polyglot;
 mod queued;
@@ -179,7 +180,8 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         .await
         .context("raw baseline before the workloads")?;
     eprintln!("[{name}] raw inserts/s before: {raw_before:.0?}");
-    eprintln!("[{name}] database {} ; starting server", db.url);
+    let filesystem = machine::database_filesystem(backend, &db.url, &db.dir).await;
+    eprintln!("[{name}] database {} on {filesystem}; starting server", db.url);
     let mut server = ServerProcess::start(&db, &[]).await;
     eprintln!("[{name}] server at {} (log: {})", server.addr, server.log.display());
 
@@ -311,6 +313,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
 
     Ok(Some(Report {
         backend: name,
+        filesystem,
         workflows: args.workflows,
         steps: args.steps,
         starts_s,
@@ -345,6 +348,9 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let machine = machine::describe();
+    eprintln!("machine: {machine}");
+    println!("machine: {machine}");
     let backends: &[Backend] = match args.backend {
         Which::Sqlite => &[Backend::Sqlite],
         Which::Postgres => &[Backend::Postgres],

@@ -4,6 +4,8 @@ use super::{parked, polyglot, queued, raw};
 
 pub struct Report {
     pub backend: &'static str,
+    /// The file system the database lives on (see `machine.rs`).
+    pub filesystem: String,
     pub workflows: usize,
     pub steps: u32,
     pub starts_s: f64,
@@ -43,6 +45,7 @@ impl Report {
         let row = |metric: &str, value: String, note: &str| println!("{metric:<36} {value:>14}  {note}");
         println!();
         println!("== {} ==", self.backend);
+        println!("database on {}", self.filesystem);
         row("metric", "value".into(), "note");
         println!("{}", "-".repeat(36 + 1 + 14 + 2 + 30));
         row(
@@ -214,10 +217,11 @@ impl Report {
     pub fn summary(&self) -> String {
         let slashed = |v: &[f64]| v.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join("/");
         format!(
-            "backend={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} raw_before={} raw_after={} ratio={:.3} \
+            "backend={} fs={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} raw_before={} raw_after={} ratio={:.3} \
              wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={} \
              limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={}",
             self.backend,
+            self.filesystem.split_whitespace().next().unwrap_or("unknown"),
             self.steps_per_s,
             self.workflows_per_s,
             self.p50_ms,
