@@ -31,6 +31,14 @@
 //!
 //! Next to the wakeup figures it prints two reference round trips measured in the same runs: a
 //! GetWorkflow the server refuses without touching the database, and one that reads a row.
+//!
+//! A figure is printed only when the workflows behind it are, read back from the store, what the
+//! workload meant (all SUCCESS with the right output, or all parked); otherwise that backend
+//! prints no table and the run exits non-zero naming the workload (see `verify.rs`). The report
+//! starts with the machine and, per backend, the file system the database lives on.
+//!
+//! `waymark-bench soak` is another mode: a long run on PostgreSQL with workers killed under it
+//! (`make soak`, see `soak.rs`).
 
 use std::time::Duration;
 
@@ -41,11 +49,13 @@ mod polyglot;
 mod queued;
 mod raw;
 mod report;
+mod soak;
+mod soak_stats;
 mod verify;
 mod workloads;
 
 use anyhow::Context;
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 use waymark_integration_tests::{Backend, ServerProcess, TestDatabase};
 use waymark_sdk::{Worker, WorkflowContext, WorkflowError};
@@ -64,7 +74,25 @@ enum Which {
 }
 
 #[derive(Parser, Debug)]
-#[command(about = "Waymark load generator: throughput, latency and a raw-insert baseline per backend")]
+#[command(
+    about = "Waymark load generator: throughput, latency and a raw-insert baseline per backend",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    #[command(flatten)]
+    bench: Args,
+}
+
+#[derive(Subcommand, Debug)]
+enum Mode {
+    /// A long run on PostgreSQL at half the maximum rate with worker processes killed under it;
+    /// fails if a workflow is lost, stuck or failed (see soak.rs).
+    Soak(soak::SoakArgs),
+}
+
+#[derive(clap::Args, Debug)]
 struct Args {
     /// Workflows started at once in the throughput workload.
     #[arg(long, default_value_t = 1000)]
@@ -347,7 +375,11 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let cli = Cli::parse();
+    if let Some(Mode::Soak(soak)) = cli.mode {
+        return soak::run(soak).await;
+    }
+    let args = cli.bench;
     let machine = machine::describe();
     eprintln!("machine: {machine}");
     println!("machine: {machine}");
