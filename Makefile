@@ -10,8 +10,12 @@ SDKS := python go typescript
 # The polyglot example's programs (sdk-clients/examples/polyglot), which its end-to-end test
 # (integration-tests/tests/polyglot.rs) runs with a worker in every language.
 POLYGLOT := sdk-clients/examples/polyglot
+# Where cargo puts its builds (CARGO_TARGET_DIR when set), for the targets that run them.
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+# Minutes of sustained load in `make soak`.
+SOAK_MINUTES ?= 10
 
-.PHONY: help run build deps test test-sdks test-fast lint proto bench fmt clean
+.PHONY: help run build deps test test-sdks test-fast lint proto bench soak fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -52,10 +56,17 @@ proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at buil
 	$(CARGO) build -p waymark-proto
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s proto BUF=$(abspath $(BUF)); done
 
-bench: ## Load generator on SQLite and PostgreSQL (release build); prints rates and ratios
+bench: ## Load generator on SQLite and PostgreSQL (release build); prints rates and ratios, or fails naming the workload whose workflows did not all succeed
 	$(CARGO) build --release -p waymark-server -p waymark-integration-tests --bins
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s bench-worker; done
-	bash integration-tests/with-postgres.sh target/release/waymark-bench
+	bash integration-tests/with-postgres.sh $(TARGET_DIR)/release/waymark-bench
+
+# The server logs at info: its debug lines (one per dispatch, step and completion) would come to
+# hundreds of MB over the run.
+soak: ## PostgreSQL at half the measured maximum for SOAK_MINUTES (10), a worker SIGKILLed every 30-60 s; fails if a workflow is lost or failed
+	$(CARGO) build --release -p waymark-server -p waymark-integration-tests --bins
+	WAYMARK_LOG=$${WAYMARK_LOG:-info} bash integration-tests/with-postgres.sh \
+		$(TARGET_DIR)/release/waymark-bench soak --minutes $(SOAK_MINUTES)
 
 fmt: ## Format the Rust code
 	$(CARGO) fmt --all

@@ -5,9 +5,10 @@
 //! 1. throughput: W workflows of K trivial steps started at once; wall time from the first start
 //!    until none is left non-terminal;
 //! 2. latency: N sequential one-step workflows, start-to-result, p50/p99;
-//! 3. a raw baseline on the same database: single-row durable inserts, one row per commit, with
-//!    as many concurrent connections as the server's store pool (PostgreSQL 32, SQLite 1 writer).
-//!    It runs last, with the server stopped; the two workloads below run before it, after 2.
+//! 3. a raw baseline on the same database server (or file system): single-row durable inserts,
+//!    one row per commit, with as many concurrent connections as the server's store pool
+//!    (PostgreSQL 32, SQLite 1 writer), 3 runs on fresh databases before the server starts and 3
+//!    after it stopped; the throughput ratio divides by the median of the six (see `raw.rs`);
 //! 4. send->recv wakeup: N sequential `waiter` workflows, each already blocked in `recv`; time
 //!    from just before `send_message` until the workflow's `recv` returns (the workflow reads the
 //!    clock; the workers run in this process), p50/p99; and until `await_workflow` returns;
@@ -30,24 +31,40 @@
 //!
 //! Next to the wakeup figures it prints two reference round trips measured in the same runs: a
 //! GetWorkflow the server refuses without touching the database, and one that reads a row.
+//!
+//! A figure is printed only when the workflows behind it are, read back from the store, what the
+//! workload meant (all SUCCESS with the right output, or all parked); otherwise that backend
+//! prints no table and the run exits non-zero naming the workload (see `verify.rs`). The report
+//! starts with the machine and, per backend, the file system the database lives on.
+//!
+//! `waymark-bench soak` is another mode: a long run on PostgreSQL with workers killed under it
+//! (`make soak`, see `soak.rs`).
 
-use std::{
-    str::FromStr,
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Arc,
-    },
-    time::{Duration, Instant},
-};
+use std::time::Duration;
 
+mod idle;
+mod machine;
 mod parked;
 mod polyglot;
 mod queued;
+mod raw;
+mod report;
+mod soak;
+mod soak_stats;
+mod verify;
+mod workloads;
 
-use clap::{Parser, ValueEnum};
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 use waymark_integration_tests::{Backend, ServerProcess, TestDatabase};
-use waymark_sdk::{Client, ListOptions, StartOptions, Worker, WorkflowContext, WorkflowError, WorkflowStatus};
+use waymark_sdk::{Worker, WorkflowContext, WorkflowError};
+
+use crate::{
+    idle::{idle_load, pg_xacts, OWN_XACTS_PER_READ, SETTLE},
+    report::Report,
+    workloads::{latency, percentile, throughput, unix_micros, wait_for_workers, wakeup},
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Which {
@@ -57,7 +74,25 @@ enum Which {
 }
 
 #[derive(Parser, Debug)]
-#[command(about = "Waymark load generator: throughput, latency and a raw-insert baseline per backend")]
+#[command(
+    about = "Waymark load generator: throughput, latency and a raw-insert baseline per backend",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    #[command(flatten)]
+    bench: Args,
+}
+
+#[derive(Subcommand, Debug)]
+enum Mode {
+    /// A long run on PostgreSQL at half the maximum rate with worker processes killed under it;
+    /// fails if a workflow is lost, stuck or failed (see soak.rs).
+    Soak(soak::SoakArgs),
+}
+
+#[derive(clap::Args, Debug)]
 struct Args {
     /// Workflows started at once in the throughput workload.
     #[arg(long, default_value_t = 1000)]
@@ -79,11 +114,11 @@ struct Args {
     workers: usize,
     #[arg(long, default_value_t = 1000)]
     worker_capacity: u32,
-    /// Rows of the raw baseline on PostgreSQL.
-    #[arg(long, default_value_t = 5000)]
+    /// Rows of each raw-baseline run on PostgreSQL (30,000 or more for a reference figure).
+    #[arg(long, default_value_t = raw::REFERENCE_ROWS)]
     raw_rows_postgres: i64,
-    /// Rows of the raw baseline on SQLite.
-    #[arg(long, default_value_t = 2000)]
+    /// Rows of each raw-baseline run on SQLite (30,000 or more for a reference figure).
+    #[arg(long, default_value_t = raw::REFERENCE_ROWS)]
     raw_rows_sqlite: i64,
     /// Give up on the throughput workload after this many seconds.
     #[arg(long, default_value_t = 600)]
@@ -148,703 +183,33 @@ async fn waiter(ctx: WorkflowContext, input: WaiterInput) -> Result<Option<(u64,
     Ok(m.map(|sent| (sent, unix_micros())))
 }
 
-struct Report {
-    backend: &'static str,
-    workflows: usize,
-    steps: u32,
-    starts_s: f64,
-    wall_s: f64,
-    steps_per_s: f64,
-    workflows_per_s: f64,
-    succeeded: usize,
-    p50_ms: f64,
-    p99_ms: f64,
-    mean_ms: f64,
-    latency_runs: usize,
-    raw_rows: i64,
-    raw_conns: u32,
-    raw_per_s: f64,
-    wakeup_runs: usize,
-    wakeup_p50_ms: f64,
-    wakeup_p99_ms: f64,
-    wakeup_mean_ms: f64,
-    /// Send until the workflow is done and `await_workflow` has returned.
-    wakeup_done_p50_ms: f64,
-    idle_waiters: usize,
-    idle_window_s: f64,
-    /// None on SQLite (no transaction counter).
-    idle_db_tx_per_s: Option<f64>,
-    /// Raw counter delta and the bench's own transactions subtracted from it.
-    idle_db_tx_raw: Option<(i64, i64)>,
-    parked: Option<parked::Parked>,
-    queued: Option<queued::Queued>,
-    polyglot: Vec<polyglot::Polyglot>,
-}
-
-impl Report {
-    fn ratio(&self) -> f64 {
-        self.steps_per_s / self.raw_per_s
-    }
-
-    fn print_table(&self) {
-        let pg = self.backend == "postgres";
-        let target = |met: bool, what: &str| format!("target {what}: {}", if met { "met" } else { "NOT met" });
-        let row = |metric: &str, value: String, note: &str| println!("{metric:<36} {value:>14}  {note}");
-        println!();
-        println!("== {} ==", self.backend);
-        row("metric", "value".into(), "note");
-        println!("{}", "-".repeat(36 + 1 + 14 + 2 + 30));
-        row(
-            "throughput: workflows x steps",
-            format!("{} x {}", self.workflows, self.steps),
-            "",
-        );
-        row("  all starts acknowledged (s)", format!("{:.3}", self.starts_s), "");
-        row("  wall, first start -> all done (s)", format!("{:.3}", self.wall_s), "");
-        row("  steps/s", format!("{:.1}", self.steps_per_s), "");
-        row("  workflows/s", format!("{:.1}", self.workflows_per_s), "");
-        row("  succeeded", format!("{}/{}", self.succeeded, self.workflows), "");
-        row("latency: sequential 1-step runs", self.latency_runs.to_string(), "");
-        row(
-            "  p50 start -> result (ms)",
-            format!("{:.2}", self.p50_ms),
-            &target(self.p50_ms <= 3.0, "<= 3 ms"),
-        );
-        row("  p99 start -> result (ms)", format!("{:.2}", self.p99_ms), "");
-        row("  mean (ms)", format!("{:.2}", self.mean_ms), "");
-        row(
-            "raw baseline: rows x connections",
-            format!("{} x {}", self.raw_rows, self.raw_conns),
-            "one row per commit",
-        );
-        row("  raw inserts/s", format!("{:.1}", self.raw_per_s), "");
-        let ratio_note = if pg && self.workflows == 1000 && self.steps == 10 {
-            target(self.ratio() >= 0.5, ">= 0.5 (PG, W=1000 K=10)")
-        } else if pg {
-            "target >= 0.5 is defined for W=1000 K=10".to_string()
-        } else {
-            "no target (SQLite)".to_string()
-        };
-        row(
-            "ratio steps/s / raw inserts/s",
-            format!("{:.3}", self.ratio()),
-            &ratio_note,
-        );
-        row("wakeup: sequential send -> recv", self.wakeup_runs.to_string(), "");
-        let wake_note = if pg {
-            target(self.wakeup_p50_ms <= 2.0, "<= 2 ms (PG)")
-        } else {
-            "target <= 2 ms is defined for PG".to_string()
-        };
-        row(
-            "  p50 send -> recv returns (ms)",
-            format!("{:.2}", self.wakeup_p50_ms),
-            &wake_note,
-        );
-        row(
-            "  p99 send -> recv returns (ms)",
-            format!("{:.2}", self.wakeup_p99_ms),
-            "",
-        );
-        row("  mean (ms)", format!("{:.2}", self.wakeup_mean_ms), "");
-        row(
-            "  p50 send -> awaited done (ms)",
-            format!("{:.2}", self.wakeup_done_p50_ms),
-            "incl. completion and AwaitWorkflow",
-        );
-        row(
-            "idle: waiters blocked in recv",
-            self.idle_waiters.to_string(),
-            &format!("window {:.1} s", self.idle_window_s),
-        );
-        match (self.idle_db_tx_per_s, self.idle_db_tx_raw) {
-            (Some(tps), Some((raw, own))) => {
-                row(
-                    "  db transactions/s",
-                    format!("{tps:.2}"),
-                    &target(tps <= 10.0, "<= 10"),
-                );
-                row(
-                    "  counter delta - own reads",
-                    format!("{raw} - {own}"),
-                    "pg_stat_database xact_commit+xact_rollback",
-                );
-            }
-            _ => row("  db transactions/s", "n/a".into(), "SQLite has no transaction counter"),
-        }
-        if let Some(p) = &self.parked {
-            row(
-                "memory: parked workflows",
-                p.workflows.to_string(),
-                &format!("all parked after {:.1} s", p.seconds),
-            );
-            row("  server RSS before (MiB)", format!("{:.1}", p.rss_before_mb), "");
-            row(
-                "  server RSS, all parked (MiB)",
-                format!("{:.1}", p.rss_parked_mb),
-                &if p.workflows >= 100_000 {
-                    target(p.rss_parked_mb <= 500.0, "<= 500 MB at 100k")
-                } else {
-                    "target <= 500 MB is defined for 100k".to_string()
-                },
-            );
-        }
-        for p in &self.polyglot {
-            let ratio = p.steps_per_s / self.steps_per_s;
-            row(
-                &format!("{} worker: steps/s", p.language),
-                format!("{:.1}", p.steps_per_s),
-                &format!("{}/{} succeeded", p.succeeded, self.workflows),
-            );
-            let note = if p.language == "go" {
-                "no target".to_string()
-            } else {
-                target(ratio >= 0.3, ">= 0.3x Rust")
-            };
-            row(
-                &format!("  ratio to Rust ({})", p.language),
-                format!("{ratio:.2}"),
-                &note,
-            );
-        }
-        if let Some(q) = &self.queued {
-            row("queues with limits: workflows", q.limited_workflows.to_string(), "");
-            row(
-                "  dispatched/s",
-                format!("{:.0}", q.limited_dispatch_per_s),
-                &if pg {
-                    target(q.limited_dispatch_per_s >= 5000.0, ">= 5000/s (PG)")
-                } else {
-                    String::new()
-                },
-            );
-            row("  dispatch/s, 1,000 waiting", format!("{:.0}", q.shallow_per_s), "");
-            row(
-                &format!("  dispatch/s, {} waiting", q.deep),
-                format!("{:.0}", q.deep_per_s),
-                "",
-            );
-            let spread = q.depth_ratio().max(1.0 / q.depth_ratio());
-            row(
-                "  spread (larger / smaller)",
-                format!("{spread:.2}"),
-                &target(spread <= 1.5, "within 1.5x"),
-            );
-        }
-    }
-
-    fn summary(&self) -> String {
-        format!(
-            "backend={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} ratio={:.3} \
-             wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={} \
-             limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={}",
-            self.backend,
-            self.steps_per_s,
-            self.workflows_per_s,
-            self.p50_ms,
-            self.p99_ms,
-            self.raw_per_s,
-            self.ratio(),
-            self.wakeup_p50_ms,
-            self.wakeup_p99_ms,
-            self.idle_db_tx_per_s
-                .map(|v| format!("{v:.2}"))
-                .unwrap_or_else(|| "n/a".into()),
-            self.parked
-                .as_ref()
-                .map(|p| format!("{:.1}", p.rss_parked_mb))
-                .unwrap_or_else(|| "n/a".into()),
-            self.queued
-                .as_ref()
-                .map(|q| format!("{:.0}", q.limited_dispatch_per_s))
-                .unwrap_or_else(|| "n/a".into()),
-            self.queued
-                .as_ref()
-                .map(|q| format!("{:.0}", q.shallow_per_s))
-                .unwrap_or_else(|| "n/a".into()),
-            self.queued
-                .as_ref()
-                .map(|q| format!("{:.0}", q.deep_per_s))
-                .unwrap_or_else(|| "n/a".into()),
-        )
-    }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-/// Retries a zero-step `bench` start until the workers' registration is visible to the server.
-async fn wait_for_workers(client: &Client) -> anyhow::Result<()> {
-    let start = Instant::now();
-    loop {
-        let probe = client
-            .start_json(
-                "bench",
-                serde_json::json!({"steps": 0}),
-                StartOptions::id("bench-registration-probe"),
-            )
-            .await;
-        match probe {
-            Ok(s) => {
-                client
-                    .await_workflow(&s.workflow.workflow_id, Some(Duration::from_secs(60)))
-                    .await?;
-                return Ok(());
-            }
-            Err(e) if e.reason() == Some("WORKFLOW_NAME_UNKNOWN") => {}
-            Err(e) => anyhow::bail!("unexpected error while waiting for workers to register: {e}"),
-        }
-        anyhow::ensure!(
-            start.elapsed() < Duration::from_secs(60),
-            "workers did not register within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-const UNFINISHED: [WorkflowStatus; 3] = [
-    WorkflowStatus::Enqueued,
-    WorkflowStatus::Delayed,
-    WorkflowStatus::Pending,
-];
-
-/// Whether any `workflow_name` workflow is in one of `statuses` (a page of one is enough).
-async fn any_in(client: &Client, workflow_name: &str, statuses: &[WorkflowStatus]) -> anyhow::Result<bool> {
-    let (page, _) = client
-        .list(ListOptions {
-            statuses: statuses.to_vec(),
-            workflow_name: Some(workflow_name.into()),
-            page_size: 1,
-            ..Default::default()
-        })
-        .await?;
-    Ok(!page.is_empty())
-}
-
-/// Whether any `bench` workflow is not terminal yet.
-async fn any_unfinished(client: &Client) -> anyhow::Result<bool> {
-    any_in(client, "bench", &UNFINISHED).await
-}
-
-async fn count_status(client: &Client, status: WorkflowStatus) -> anyhow::Result<usize> {
-    let mut n = 0;
-    let mut token = None;
-    loop {
-        let (page, next) = client
-            .list(ListOptions {
-                statuses: vec![status],
-                workflow_name: Some("bench".into()),
-                page_size: 500,
-                page_token: token,
-                ..Default::default()
-            })
-            .await?;
-        n += page.iter().filter(|w| w.workflow_id.starts_with("tp-")).count();
-        match next {
-            Some(t) => token = Some(t),
-            None => return Ok(n),
-        }
-    }
-}
-
-async fn throughput(args: &Args, addr: &str) -> anyhow::Result<(f64, f64, usize)> {
-    let mut clients = Vec::new();
-    for _ in 0..args.clients.clamp(1, 8) {
-        clients.push(Client::connect(addr).await?);
-    }
-    let next = Arc::new(AtomicUsize::new(0));
-    let t0 = Instant::now();
-    let mut tasks = Vec::new();
-    for c in 0..args.clients.max(1) {
-        let client = clients[c % clients.len()].clone();
-        let next = next.clone();
-        let (w, k) = (args.workflows, args.steps);
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= w {
-                    return Ok::<_, anyhow::Error>(());
-                }
-                client
-                    .start_json(
-                        "bench",
-                        serde_json::json!({"steps": k}),
-                        StartOptions::id(format!("tp-{i}")),
-                    )
-                    .await?;
-            }
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    let starts = t0.elapsed();
-    let poller = &clients[0];
-    let deadline = Duration::from_secs(args.timeout_secs);
-    while any_unfinished(poller).await? {
-        anyhow::ensure!(
-            t0.elapsed() < deadline,
-            "throughput workload did not finish within {deadline:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let wall = t0.elapsed();
-    let succeeded = count_status(poller, WorkflowStatus::Success).await?;
-    Ok((starts.as_secs_f64(), wall.as_secs_f64(), succeeded))
-}
-
-async fn latency(runs: usize, addr: &str) -> anyhow::Result<Vec<f64>> {
-    let client = Client::connect(addr).await?;
-    // Warm-up, not measured.
-    for i in 0..5 {
-        let s = client
-            .start_json(
-                "one",
-                serde_json::json!(null),
-                StartOptions::id(format!("lat-warm-{i}")),
-            )
-            .await?;
-        client
-            .await_workflow(&s.workflow.workflow_id, Some(Duration::from_secs(60)))
-            .await?;
-    }
-    let mut out = Vec::with_capacity(runs);
-    for i in 0..runs {
-        let t = Instant::now();
-        let s = client
-            .start_json("one", serde_json::json!(null), StartOptions::id(format!("lat-{i}")))
-            .await?;
-        let w = client
-            .await_workflow(&s.workflow.workflow_id, Some(Duration::from_secs(60)))
-            .await?;
-        let ms = t.elapsed().as_secs_f64() * 1000.0;
-        anyhow::ensure!(
-            w.status == WorkflowStatus::Success,
-            "latency run {i} ended {:?}",
-            w.status
-        );
-        out.push(ms);
-    }
-    out.sort_by(|a, b| a.total_cmp(b));
-    Ok(out)
-}
-
-/// Polls the workflow's recorded steps until the recv deadline (its first step) is there, i.e.
-/// until it is blocked in `recv`. Not measured.
-async fn wait_until_waiting(client: &Client, id: &str, poll: Duration) -> anyhow::Result<()> {
-    let start = Instant::now();
-    loop {
-        if !client.steps(id).await?.is_empty() {
-            return Ok(());
-        }
-        anyhow::ensure!(
-            start.elapsed() < Duration::from_secs(120),
-            "{id} did not record its recv deadline within 120 s"
-        );
-        tokio::time::sleep(poll).await;
-    }
-}
-
-fn unix_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
-}
-
-/// N sequential wakeups: start a `waiter`, wait (unmeasured) until it is blocked in `recv`, then
-/// send. Returns, sorted, in ms: send until `recv` returned in the workflow, and send until
-/// `await_workflow` returned.
-async fn wakeup(runs: usize, addr: &str) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
-    let client = Client::connect(addr).await?;
-    let mut out = Vec::with_capacity(runs);
-    let mut done = Vec::with_capacity(runs);
-    let (mut refused, mut reads, mut sends) = (Vec::new(), Vec::new(), Vec::new());
-    // 5 warm-up runs, not measured.
-    for i in 0..runs + 5 {
-        let id = if i < 5 {
-            format!("wake-warm-{i}")
-        } else {
-            format!("wake-{}", i - 5)
-        };
-        client
-            .start_json(
-                "waiter",
-                serde_json::json!({"timeout_secs": 60}),
-                StartOptions::id(id.clone()),
-            )
-            .await?;
-        wait_until_waiting(&client, &id, Duration::from_millis(2)).await?;
-        // The deadline step is recorded just before the recv request reaches the server: a short
-        // pause makes sure the message wakes a blocked wait rather than being found on arrival.
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        // Reference round trips, to read the wakeup against: one the server refuses without
-        // touching the database, and one read.
-        let t = Instant::now();
-        let _ = client.get("").await;
-        let refused_ms = t.elapsed().as_secs_f64() * 1000.0;
-        let t = Instant::now();
-        client.get(&id).await?;
-        let read_ms = t.elapsed().as_secs_f64() * 1000.0;
-        let sent = unix_micros();
-        let t = Instant::now();
-        client.send_message(&id, "ping", &sent, None).await?;
-        let send_ms = t.elapsed().as_secs_f64() * 1000.0;
-        let w = client.await_workflow(&id, Some(Duration::from_secs(60))).await?;
-        let done_ms = t.elapsed().as_secs_f64() * 1000.0;
-        let got: Option<(u64, u64)> = w.output.clone().and_then(|o| serde_json::from_value(o).ok());
-        let received = match got {
-            Some((s, received)) if w.status == WorkflowStatus::Success && s == sent => received,
-            _ => anyhow::bail!(
-                "wakeup run {id} ended {:?} with output {:?} (sent {sent})",
-                w.status,
-                w.output
-            ),
-        };
-        if i >= 5 {
-            refused.push(refused_ms);
-            reads.push(read_ms);
-            sends.push(send_ms);
-            out.push(received.saturating_sub(sent) as f64 / 1000.0);
-            done.push(done_ms);
-        }
-    }
-    out.sort_by(|a, b| a.total_cmp(b));
-    done.sort_by(|a, b| a.total_cmp(b));
-    for v in [&mut refused, &mut reads, &mut sends] {
-        v.sort_by(|a, b| a.total_cmp(b));
-    }
-    eprintln!(
-        "[wakeup] p50 round trips (ms): refused GetWorkflow {:.2}, GetWorkflow {:.2}, SendMessage {:.2}",
-        percentile(&refused, 50.0),
-        percentile(&reads, 50.0),
-        percentile(&sends, 50.0)
-    );
-    Ok((out, done))
-}
-
-/// PostgreSQL's transaction counter for the database at `url`, read on a fresh connection with
-/// one simple-protocol query: exactly one transaction of our own, which the snapshot itself does
-/// not include and which is flushed to the counter when the connection closes.
-async fn pg_xacts(url: &str) -> anyhow::Result<i64> {
-    use sqlx::{Connection, Row};
-    let mut conn = sqlx::PgConnection::connect(url).await?;
-    let row = sqlx::raw_sql(
-        "SELECT (xact_commit + xact_rollback)::bigint FROM pg_stat_database WHERE datname = current_database()",
-    )
-    .fetch_one(&mut conn)
-    .await?;
-    let n: i64 = row.try_get(0)?;
-    conn.close().await?;
-    Ok(n)
-}
-
-/// PostgreSQL (15+) backends report their transaction counts lazily — an idle backend flushes
-/// them up to 10 s later — so the window opens only after the parking burst's counts have
-/// surely landed; otherwise they are counted as idle load.
-const SETTLE: Duration = Duration::from_secs(15);
-
-/// Transactions of our own that `pg_xacts` adds to the counter between two of its reads.
-const OWN_XACTS_PER_READ: i64 = 1;
-
-struct Idle {
-    window_s: f64,
-    /// PostgreSQL only: (transactions/s, raw counter delta, own transactions subtracted).
-    pg: Option<(f64, i64, i64)>,
-}
-
-/// Starts `n` waiters (10 min recv timeout), waits until every one is blocked in `recv`, lets the
-/// server settle, then measures the database's transactions over `window`. Afterwards wakes every
-/// waiter with a message and waits until all have finished.
-async fn idle_load(n: usize, window: Duration, backend: Backend, db_url: &str, addr: &str) -> anyhow::Result<Idle> {
-    let mut clients = Vec::new();
-    for _ in 0..8 {
-        clients.push(Client::connect(addr).await?);
-    }
-    let for_each = |f: fn(Client, String) -> futures::future::BoxFuture<'static, anyhow::Result<()>>| {
-        let next = Arc::new(AtomicUsize::new(0));
-        let mut handles = Vec::new();
-        for c in &clients {
-            let (client, next) = (c.clone(), next.clone());
-            handles.push(tokio::spawn(async move {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        return Ok::<_, anyhow::Error>(());
-                    }
-                    f(client.clone(), format!("idle-{i}")).await?;
-                }
-            }));
-        }
-        async move {
-            for h in handles {
-                h.await??;
-            }
-            Ok::<_, anyhow::Error>(())
-        }
-    };
-
-    let t0 = Instant::now();
-    for_each(|client, id| {
-        Box::pin(async move {
-            client
-                .start_json("waiter", serde_json::json!({"timeout_secs": 600}), StartOptions::id(id))
-                .await?;
-            Ok(())
-        })
-    })
-    .await?;
-    for_each(|client, id| Box::pin(async move { wait_until_waiting(&client, &id, Duration::from_millis(50)).await }))
-        .await?;
-    // A 10-minute wait is past the workers' park threshold: each waiter parks. Measure only
-    // once all have, so the window sees a settled system rather than the parking itself.
-    while any_in(
-        &clients[0],
-        "waiter",
-        &[WorkflowStatus::Enqueued, WorkflowStatus::Pending],
-    )
-    .await?
-    {
-        anyhow::ensure!(t0.elapsed() < Duration::from_secs(300), "idle waiters did not all park");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    eprintln!(
-        "[idle] {n} waiters parked after {:.2} s; settling {SETTLE:?}, then a {:?} window",
-        t0.elapsed().as_secs_f64(),
-        window
-    );
-    tokio::time::sleep(SETTLE).await;
-
-    // Nothing of ours talks to the server during the window.
-    let before = match backend {
-        Backend::Postgres => Some(pg_xacts(db_url).await?),
-        Backend::Sqlite => None,
-    };
-    let w0 = Instant::now();
-    tokio::time::sleep(window).await;
-    let after = match backend {
-        Backend::Postgres => Some(pg_xacts(db_url).await?),
-        Backend::Sqlite => None,
-    };
-    let window_s = w0.elapsed().as_secs_f64();
-    let pg = match (before, after) {
-        (Some(b), Some(a)) => {
-            let raw = a - b;
-            let own = OWN_XACTS_PER_READ;
-            Some((((raw - own) as f64) / window_s, raw, own))
-        }
-        _ => None,
-    };
-
-    let t1 = Instant::now();
-    for_each(|client, id| {
-        Box::pin(async move {
-            client.send_message(&id, "ping", &unix_micros(), None).await?;
-            Ok(())
-        })
-    })
-    .await?;
-    let poller = &clients[0];
-    while any_in(poller, "waiter", &UNFINISHED).await? {
-        anyhow::ensure!(
-            t1.elapsed() < Duration::from_secs(120),
-            "idle waiters did not all finish within 120 s of their messages"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    eprintln!(
-        "[idle] all {n} waiters woken and finished {:.2} s after the first send",
-        t1.elapsed().as_secs_f64()
-    );
-    Ok(Idle { window_s, pg })
-}
-
-const PAYLOAD: &str = "bench-raw-payload-0123456789abcdefghijklmnopqrstuvwxyz";
-
-/// Single-row inserts, one per commit (autocommit), `conns` at once. Returns rows/s.
-async fn raw_inserts(backend: Backend, url: &str, rows: i64) -> anyhow::Result<(u32, f64)> {
-    let next = Arc::new(std::sync::atomic::AtomicI64::new(0));
+fn backend_name(backend: Backend) -> &'static str {
     match backend {
-        Backend::Postgres => {
-            let conns = 32u32;
-            let pool = sqlx::postgres::PgPoolOptions::new()
-                .max_connections(conns)
-                .min_connections(conns)
-                .connect(url)
-                .await?;
-            sqlx::query("CREATE TABLE bench_raw (id bigint PRIMARY KEY, payload text)")
-                .execute(&pool)
-                .await?;
-            let t0 = Instant::now();
-            let mut tasks = Vec::new();
-            for _ in 0..conns {
-                let (pool, next) = (pool.clone(), next.clone());
-                tasks.push(tokio::spawn(async move {
-                    let mut conn = pool.acquire().await?;
-                    loop {
-                        let id = next.fetch_add(1, Ordering::Relaxed);
-                        if id >= rows {
-                            return Ok::<_, anyhow::Error>(());
-                        }
-                        sqlx::query("INSERT INTO bench_raw (id, payload) VALUES ($1, $2)")
-                            .bind(id)
-                            .bind(PAYLOAD)
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                }));
-            }
-            for t in tasks {
-                t.await??;
-            }
-            let secs = t0.elapsed().as_secs_f64();
-            pool.close().await;
-            Ok((conns, rows as f64 / secs))
-        }
-        Backend::Sqlite => {
-            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-            let path = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
-            let options = SqliteConnectOptions::from_str(&format!("sqlite://{path}"))?
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Full)
-                .busy_timeout(Duration::from_secs(30));
-            let pool = SqlitePoolOptions::new()
-                .max_connections(1)
-                .connect_with(options)
-                .await?;
-            sqlx::query("CREATE TABLE bench_raw (id bigint PRIMARY KEY, payload text)")
-                .execute(&pool)
-                .await?;
-            let t0 = Instant::now();
-            for id in 0..rows {
-                sqlx::query("INSERT INTO bench_raw (id, payload) VALUES (?1, ?2)")
-                    .bind(id)
-                    .bind(PAYLOAD)
-                    .execute(&pool)
-                    .await?;
-            }
-            let secs = t0.elapsed().as_secs_f64();
-            pool.close().await;
-            Ok((1, rows as f64 / secs))
-        }
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
     }
 }
 
 async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Report>> {
-    let name = match backend {
-        Backend::Sqlite => "sqlite",
-        Backend::Postgres => "postgres",
-    };
+    let name = backend_name(backend);
     let Some(db) = TestDatabase::new(backend).await else {
         eprintln!("[{name}] skipped (no database)");
         return Ok(None);
     };
-    eprintln!("[{name}] database {} ; starting server", db.url);
+    let raw_rows = match backend {
+        Backend::Sqlite => args.raw_rows_sqlite,
+        Backend::Postgres => args.raw_rows_postgres,
+    };
+    eprintln!(
+        "[{name}] raw baseline before the workloads: {} runs of {raw_rows} rows",
+        raw::RUNS
+    );
+    let (raw_conns, raw_before) = raw::runs(backend, raw_rows)
+        .await
+        .context("raw baseline before the workloads")?;
+    eprintln!("[{name}] raw inserts/s before: {raw_before:.0?}");
+    let filesystem = machine::database_filesystem(backend, &db.url, &db.dir).await;
+    eprintln!("[{name}] database {} on {filesystem}; starting server", db.url);
     let mut server = ServerProcess::start(&db, &[]).await;
     eprintln!("[{name}] server at {} (log: {})", server.addr, server.log.display());
 
@@ -869,13 +234,13 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         })));
     }
     let client = server.client().await;
-    wait_for_workers(&client).await?;
+    wait_for_workers(&client).await.context("workers")?;
     eprintln!(
         "[{name}] workers registered; throughput workload {} x {}",
         args.workflows, args.steps
     );
 
-    let (starts_s, wall_s, succeeded) = throughput(args, &server.addr).await?;
+    let (starts_s, wall_s) = throughput(args, &server.addr).await.context("throughput")?;
     let total_steps = args.workflows as f64 * args.steps as f64;
     eprintln!(
         "[{name}] throughput done in {wall_s:.2} s; latency workload {} runs",
@@ -886,17 +251,20 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     for language in args.languages.iter().filter(|l| !l.is_empty()) {
         let language = polyglot::language(language)?;
         eprintln!("[{name}] {language} worker: throughput workload");
-        if let Some(p) = polyglot::run(language, &server.addr, args.workflows, args.steps).await? {
+        if let Some(p) = polyglot::run(language, &server.addr, args.workflows, args.steps)
+            .await
+            .with_context(|| format!("{language} worker"))?
+        {
             eprintln!("[{name}] {language}: {:.1} steps/s", p.steps_per_s);
             polyglot.push(p);
         }
     }
 
-    let lat = latency(args.latency_runs, &server.addr).await?;
+    let lat = latency(args.latency_runs, &server.addr).await.context("latency")?;
     let mean = lat.iter().sum::<f64>() / lat.len().max(1) as f64;
 
     eprintln!("[{name}] wakeup workload {} runs", args.wakeup_runs);
-    let (wake, wake_done) = wakeup(args.wakeup_runs, &server.addr).await?;
+    let (wake, wake_done) = wakeup(args.wakeup_runs, &server.addr).await.context("wakeup")?;
     let wake_mean = wake.iter().sum::<f64>() / wake.len().max(1) as f64;
 
     let capacity = args.workers.max(1) * args.worker_capacity as usize;
@@ -913,11 +281,14 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         &db.url,
         &server.addr,
     )
-    .await?;
+    .await
+    .context("idle")?;
 
     let parked = if args.parked > 0 {
         eprintln!("[{name}] memory workload: {} parked workflows", args.parked);
-        let p = parked::run(args.parked, &server.addr, server.pid()).await?;
+        let p = parked::run(args.parked, &server.addr, server.pid())
+            .await
+            .context("parked")?;
         eprintln!(
             "[{name}] server RSS {:.1} MiB with {} parked (was {:.1})",
             p.rss_parked_mb, p.workflows, p.rss_before_mb
@@ -932,7 +303,11 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
             "[{name}] queue workloads: {} through a limited queue; backlog {}",
             args.queued, args.backlog
         );
-        Some(queued::run(backend, &db.url, &server.addr, args.queued, args.backlog).await?)
+        Some(
+            queued::run(backend, &db.url, &server.addr, args.queued, args.backlog)
+                .await
+                .context("queues")?,
+        )
     } else {
         None
     };
@@ -941,8 +316,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     for w in workers {
         let _ = w.await;
     }
-    // The raw baseline runs on the same database with the server stopped, so neither disturbs
-    // the other.
+    // The raw baseline runs again with the server stopped, so neither disturbs the other.
     server.terminate();
     if backend == Backend::Postgres {
         // Check of the own-transaction correction: with the server stopped, two reads 1 s apart
@@ -956,29 +330,34 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
             b - a
         );
     }
-    let raw_rows = match backend {
-        Backend::Sqlite => args.raw_rows_sqlite,
-        Backend::Postgres => args.raw_rows_postgres,
-    };
-    eprintln!("[{name}] server stopped; raw baseline {raw_rows} rows");
-    let (raw_conns, raw_per_s) = raw_inserts(backend, &db.url, raw_rows).await?;
+    eprintln!(
+        "[{name}] server stopped; raw baseline after the workloads: {} runs of {raw_rows} rows",
+        raw::RUNS
+    );
+    let (_, raw_after) = raw::runs(backend, raw_rows)
+        .await
+        .context("raw baseline after the workloads")?;
+    eprintln!("[{name}] raw inserts/s after: {raw_after:.0?}");
 
     Ok(Some(Report {
         backend: name,
+        filesystem,
         workflows: args.workflows,
         steps: args.steps,
         starts_s,
         wall_s,
         steps_per_s: total_steps / wall_s,
         workflows_per_s: args.workflows as f64 / wall_s,
-        succeeded,
         p50_ms: percentile(&lat, 50.0),
         p99_ms: percentile(&lat, 99.0),
         mean_ms: mean,
         latency_runs: lat.len(),
-        raw_rows,
-        raw_conns,
-        raw_per_s,
+        raw: raw::Baseline {
+            rows: raw_rows,
+            conns: raw_conns,
+            before: raw_before,
+            after: raw_after,
+        },
         wakeup_runs: wake.len(),
         wakeup_p50_ms: percentile(&wake, 50.0),
         wakeup_p99_ms: percentile(&wake, 99.0),
@@ -996,22 +375,40 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let cli = Cli::parse();
+    if let Some(Mode::Soak(soak)) = cli.mode {
+        return soak::run(soak).await;
+    }
+    let args = cli.bench;
+    let machine = machine::describe();
+    eprintln!("machine: {machine}");
+    println!("machine: {machine}");
     let backends: &[Backend] = match args.backend {
         Which::Sqlite => &[Backend::Sqlite],
         Which::Postgres => &[Backend::Postgres],
         Which::Both => &[Backend::Sqlite, Backend::Postgres],
     };
     let mut reports = Vec::new();
+    // A backend whose workload failed prints no figures; the other backend still runs, so one
+    // failure does not hide the rest, and the run exits non-zero at the end.
+    let mut failed = Vec::new();
     for &b in backends {
-        if let Some(r) = run_backend(&args, b).await? {
-            r.print_table();
-            reports.push(r);
+        match run_backend(&args, b).await {
+            Ok(Some(r)) => {
+                r.print_table();
+                reports.push(r);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("[{}] FAILED: {e:#}", backend_name(b));
+                failed.push(format!("[{}] {e:#}", backend_name(b)));
+            }
         }
     }
     println!();
     for r in &reports {
         println!("{}", r.summary());
     }
+    anyhow::ensure!(failed.is_empty(), "no figures for: {}", failed.join(" | "));
     Ok(())
 }

@@ -59,20 +59,24 @@ pub async fn run(n: usize, addr: &str, server_pid: u32) -> anyhow::Result<Parked
         t0.elapsed().as_secs_f64()
     );
     let client = Client::connect(addr).await?;
-    while super::any_in(&client, "sleeper", &[WorkflowStatus::Enqueued, WorkflowStatus::Pending]).await? {
+    while crate::verify::any_in(&client, "sleeper", &[WorkflowStatus::Enqueued, WorkflowStatus::Pending]).await? {
         anyhow::ensure!(
             t0.elapsed() < Duration::from_secs(1800),
-            "sleepers did not all park in 30 min"
+            "sleepers still enqueued or running 30 min after the first start"
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let seconds = t0.elapsed().as_secs_f64();
     // Let anything transient (buffers of the start burst) be released before reading.
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_parked_mb = rss_mb(server_pid)?;
+    // The figure is "RSS with N parked": N must really be parked, not failed or finished. Read
+    // after the RSS, so listing them does not weigh on it.
+    crate::verify::expect_parked(&client, "sleeper", "parked-", n).await?;
     Ok(Parked {
         workflows: n,
         seconds,
         rss_before_mb,
-        rss_parked_mb: rss_mb(server_pid)?,
+        rss_parked_mb,
     })
 }

@@ -18,10 +18,11 @@ use std::{
 
 use waymark_sdk::{Client, ListOptions, StartOptions, WorkflowStatus};
 
+use crate::verify::{expect_output, read_all, Select};
+
 pub struct Polyglot {
     pub language: &'static str,
     pub steps_per_s: f64,
-    pub succeeded: usize,
 }
 
 /// The repository root (the bench runs from it under `make bench`; found from the binary
@@ -95,27 +96,6 @@ async fn unfinished(client: &Client, queue: &str) -> anyhow::Result<bool> {
     Ok(!page.is_empty())
 }
 
-async fn succeeded(client: &Client, queue: &str) -> anyhow::Result<usize> {
-    let mut n = 0;
-    let mut token = None;
-    loop {
-        let (page, next) = client
-            .list(ListOptions {
-                statuses: vec![WorkflowStatus::Success],
-                queue: Some(queue.into()),
-                page_size: 1000,
-                page_token: token,
-                ..Default::default()
-            })
-            .await?;
-        n += page.len();
-        match next {
-            Some(t) if !t.is_empty() => token = Some(t),
-            _ => return Ok(n),
-        }
-    }
-}
-
 /// Runs W x K through `language`'s worker; `None` when its worker is not available.
 pub async fn run(language: &'static str, addr: &str, workflows: usize, steps: u32) -> anyhow::Result<Option<Polyglot>> {
     let Some(mut command) = worker_command(language) else {
@@ -150,7 +130,7 @@ pub async fn run(language: &'static str, addr: &str, workflows: usize, steps: u3
         }
         anyhow::ensure!(
             t.elapsed() < Duration::from_secs(60),
-            "{language} worker did not attach"
+            "the worker did not attach within 60 s"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -184,14 +164,22 @@ pub async fn run(language: &'static str, addr: &str, workflows: usize, steps: u3
     while unfinished(&client, &queue).await? {
         anyhow::ensure!(
             t0.elapsed() < Duration::from_secs(600),
-            "{language}: workload did not finish"
+            "workflows still unfinished after 600 s"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let wall = t0.elapsed().as_secs_f64();
+    let prefix = format!("{queue}-");
+    let select = Select {
+        workflow_name: Some("bench"),
+        queue: Some(&queue),
+        statuses: vec![],
+        prefix: &prefix,
+    };
+    let found = read_all(&client, &select).await?;
+    expect_output(workflows, &found, &serde_json::json!(steps))?;
     Ok(Some(Polyglot {
         language,
         steps_per_s: workflows as f64 * steps as f64 / wall,
-        succeeded: succeeded(&client, &queue).await? - 1,
     }))
 }

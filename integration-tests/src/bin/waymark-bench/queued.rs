@@ -10,18 +10,33 @@
 //! million times would measure starts, not dispatch).
 
 use std::{
+    collections::HashSet,
     sync::Mutex,
     time::{Duration, Instant},
 };
 
+use anyhow::Context;
+use futures::StreamExt;
+use tokio::sync::Notify;
 use waymark_integration_tests::Backend;
-use waymark_sdk::{Client, QueueLimits, StartOptions, Worker, WorkflowContext, WorkflowError};
+use waymark_sdk::{
+    Client, ListOptions, QueueLimits, StartOptions, Worker, WorkflowContext, WorkflowError, WorkflowStatus,
+};
 
-/// Arrival times of `noop` workflows at the workers of this process.
-static ARRIVALS: Mutex<Vec<Instant>> = Mutex::new(Vec::new());
+use crate::verify::{expect_output, thousands};
 
-pub async fn noop(_ctx: WorkflowContext, _input: serde_json::Value) -> Result<u32, WorkflowError> {
-    ARRIVALS.lock().unwrap().push(Instant::now());
+/// Arrivals of `noop` workflows at the workers of this process: when, and which workflow. The
+/// id lets a run tell a second dispatch of one workflow from a new one.
+static ARRIVALS: Mutex<Vec<(Instant, String)>> = Mutex::new(Vec::new());
+/// Woken at every arrival, so `take` waits for arrivals rather than polling for them.
+static ARRIVED: Notify = Notify::const_new();
+
+pub async fn noop(ctx: WorkflowContext, _input: serde_json::Value) -> Result<u32, WorkflowError> {
+    ARRIVALS
+        .lock()
+        .unwrap()
+        .push((Instant::now(), ctx.workflow_id().to_string()));
+    ARRIVED.notify_waiters();
     Ok(0)
 }
 
@@ -51,9 +66,36 @@ fn limits() -> QueueLimits {
     }
 }
 
-/// Runs workers on `queue` until `want` arrivals were seen (or a minute passed); returns the
-/// arrivals of this run.
-async fn take(addr: &str, queue: &str, want: usize) -> anyhow::Result<Vec<Instant>> {
+/// Every status but SUCCESS: what a queue whose workflows all ran must not hold.
+const NOT_SUCCESS: [WorkflowStatus; 6] = [
+    WorkflowStatus::Enqueued,
+    WorkflowStatus::Delayed,
+    WorkflowStatus::Pending,
+    WorkflowStatus::Error,
+    WorkflowStatus::Cancelled,
+    WorkflowStatus::MaxRecoveryAttemptsExceeded,
+];
+
+/// Whether `queue` holds any workflow in one of `statuses` (a page of one is enough).
+async fn any_in_queue(client: &Client, queue: &str, statuses: &[WorkflowStatus]) -> anyhow::Result<bool> {
+    let (page, _) = client
+        .list(ListOptions {
+            statuses: statuses.to_vec(),
+            queue: Some(queue.into()),
+            page_size: 1,
+            ..Default::default()
+        })
+        .await?;
+    Ok(!page.is_empty())
+}
+
+/// Runs two fresh workers on `queue` until `want` workflows have arrived, and returns the first
+/// `want` arrivals. Fails unless they are `want` different workflows that each ended
+/// SUCCESS with output 0; the workers stop only once they have, so the rate counts finished
+/// work. What the workers held beyond them when stopped goes back to the queue (the server does
+/// that after its recovery grace), and this returns only once it has: the next run starts from a
+/// queue with nothing still held by a stopped worker.
+async fn take(client: &Client, addr: &str, queue: &str, want: usize) -> anyhow::Result<Vec<Instant>> {
     ARRIVALS.lock().unwrap().clear();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut workers = Vec::new();
@@ -72,21 +114,54 @@ async fn take(addr: &str, queue: &str, want: usize) -> anyhow::Result<Vec<Instan
             let _ = rx.wait_for(|v| *v).await;
         })));
     }
-    let t0 = Instant::now();
-    while ARRIVALS.lock().unwrap().len() < want {
-        anyhow::ensure!(
-            t0.elapsed() < Duration::from_secs(120),
-            "queue {queue}: arrivals stalled"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let arrived = ARRIVED.notified();
+        tokio::pin!(arrived);
+        // Registered before the count is read, so an arrival in between still wakes us.
+        arrived.as_mut().enable();
+        let n = ARRIVALS.lock().unwrap().len();
+        if n >= want {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+            anyhow::bail!("only {} of {} arrived within 120 s", thousands(n), thousands(want));
+        }
     }
+    let mut window = ARRIVALS.lock().unwrap().clone();
+    window.sort();
+    window.truncate(want);
+    let distinct: HashSet<&str> = window.iter().map(|(_, id)| id.as_str()).collect();
+    anyhow::ensure!(
+        distinct.len() == want,
+        "{} of the first {} arrivals were a workflow dispatched again, not a new one",
+        thousands(want - distinct.len()),
+        thousands(want)
+    );
+    let finished: Vec<_> = futures::stream::iter(window.iter().map(|(_, id)| {
+        let client = client.clone();
+        let id = id.clone();
+        async move { client.await_workflow(&id, Some(Duration::from_secs(60))).await }
+    }))
+    .buffer_unordered(64)
+    .collect()
+    .await;
+    let finished = finished.into_iter().collect::<Result<Vec<_>, _>>()?;
+    expect_output(want, &finished, &serde_json::json!(0))?;
+
     let _ = stop_tx.send(true);
     for w in workers {
         let _ = w.await;
     }
-    let mut got = ARRIVALS.lock().unwrap().clone();
-    got.sort();
-    Ok(got)
+    let t = Instant::now();
+    while any_in_queue(client, queue, &[WorkflowStatus::Pending]).await? {
+        anyhow::ensure!(
+            t.elapsed() < Duration::from_secs(120),
+            "workflows of the stopped workers still PENDING after 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(window.into_iter().map(|(t, _)| t).collect())
 }
 
 /// Arrivals per second over the first `n` arrivals.
@@ -164,21 +239,43 @@ pub async fn run(backend: Backend, url: &str, addr: &str, limited: usize, deep: 
     for t in tasks {
         t.await??;
     }
-    let arrivals = take(addr, "bench-limited", limited).await?;
+    let arrivals = take(&client, addr, "bench-limited", limited)
+        .await
+        .context("limited queue")?;
     let limited_dispatch_per_s = rate(&arrivals, limited);
     eprintln!("  limited queue: {limited} dispatched at {limited_dispatch_per_s:.0}/s");
     // 2. Backlog depth.
     let mut shallow = Vec::new();
     for round in 0..ROUNDS {
         seed(backend, url, "bench-shallow", &format!("sh{round}-"), WINDOW as i64).await?;
-        shallow.push(rate(&take(addr, "bench-shallow", WINDOW).await?, WINDOW));
+        let arrivals = take(&client, addr, "bench-shallow", WINDOW)
+            .await
+            .with_context(|| format!("backlog of {WINDOW} (round {})", round + 1))?;
+        shallow.push(rate(&arrivals, WINDOW));
     }
     let t = Instant::now();
     seed(backend, url, "bench-deep", "dp-", deep as i64).await?;
     eprintln!("  seeded {deep} in {:.1} s", t.elapsed().as_secs_f64());
     let mut deep_rates = Vec::new();
-    for _ in 0..ROUNDS {
-        deep_rates.push(rate(&take(addr, "bench-deep", WINDOW).await?, WINDOW));
+    for round in 0..ROUNDS {
+        let arrivals = take(&client, addr, "bench-deep", WINDOW)
+            .await
+            .with_context(|| format!("backlog of {} (round {})", thousands(deep), round + 1))?;
+        deep_rates.push(rate(&arrivals, WINDOW));
+    }
+    // Whatever ran must have succeeded: the limited and shallow queues hold nothing else, the
+    // deep one nothing but SUCCESS and the backlog still waiting.
+    for (queue, allowed) in [
+        ("bench-limited", None),
+        ("bench-shallow", None),
+        ("bench-deep", Some(WorkflowStatus::Enqueued)),
+    ] {
+        let bad: Vec<_> = NOT_SUCCESS.into_iter().filter(|s| Some(*s) != allowed).collect();
+        anyhow::ensure!(
+            !any_in_queue(&client, queue, &bad).await?,
+            "queue {queue}: holds workflows that did not end SUCCESS (statuses looked for: {})",
+            bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        );
     }
     eprintln!("  first {WINDOW} dispatches/s, shallow {shallow:?}, deep {deep_rates:?}");
     Ok(Queued {

@@ -1,0 +1,256 @@
+//! The figures of one backend's run: a table for people and a one-line summary for scripts.
+
+use super::{parked, polyglot, queued, raw};
+
+pub struct Report {
+    pub backend: &'static str,
+    /// The file system the database lives on (see `machine.rs`).
+    pub filesystem: String,
+    pub workflows: usize,
+    pub steps: u32,
+    pub starts_s: f64,
+    pub wall_s: f64,
+    pub steps_per_s: f64,
+    pub workflows_per_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    pub latency_runs: usize,
+    pub raw: raw::Baseline,
+    pub wakeup_runs: usize,
+    pub wakeup_p50_ms: f64,
+    pub wakeup_p99_ms: f64,
+    pub wakeup_mean_ms: f64,
+    /// Send until the workflow is done and `await_workflow` has returned.
+    pub wakeup_done_p50_ms: f64,
+    pub idle_waiters: usize,
+    pub idle_window_s: f64,
+    /// None on SQLite (no transaction counter).
+    pub idle_db_tx_per_s: Option<f64>,
+    /// Raw counter delta and the bench's own transactions subtracted from it.
+    pub idle_db_tx_raw: Option<(i64, i64)>,
+    pub parked: Option<parked::Parked>,
+    pub queued: Option<queued::Queued>,
+    pub polyglot: Vec<polyglot::Polyglot>,
+}
+
+impl Report {
+    pub fn ratio(&self) -> f64 {
+        self.steps_per_s / self.raw.per_s()
+    }
+
+    pub fn print_table(&self) {
+        let pg = self.backend == "postgres";
+        let target = |met: bool, what: &str| format!("target {what}: {}", if met { "met" } else { "NOT met" });
+        let row = |metric: &str, value: String, note: &str| println!("{metric:<36} {value:>14}  {note}");
+        println!();
+        println!("== {} ==", self.backend);
+        println!("database on {}", self.filesystem);
+        row("metric", "value".into(), "note");
+        println!("{}", "-".repeat(36 + 1 + 14 + 2 + 30));
+        row(
+            "throughput: workflows x steps",
+            format!("{} x {}", self.workflows, self.steps),
+            "",
+        );
+        row("  all starts acknowledged (s)", format!("{:.3}", self.starts_s), "");
+        row("  wall, first start -> all done (s)", format!("{:.3}", self.wall_s), "");
+        row("  steps/s", format!("{:.1}", self.steps_per_s), "");
+        row("  workflows/s", format!("{:.1}", self.workflows_per_s), "");
+        row(
+            "  SUCCESS, output checked",
+            format!("{}/{}", self.workflows, self.workflows),
+            "read back; any other outcome fails the run",
+        );
+        row("latency: sequential 1-step runs", self.latency_runs.to_string(), "");
+        row(
+            "  p50 start -> result (ms)",
+            format!("{:.2}", self.p50_ms),
+            &target(self.p50_ms <= 3.0, "<= 3 ms"),
+        );
+        row("  p99 start -> result (ms)", format!("{:.2}", self.p99_ms), "");
+        row("  mean (ms)", format!("{:.2}", self.mean_ms), "");
+        let raw = &self.raw;
+        row(
+            "raw baseline: rows x connections",
+            format!("{} x {}", raw.rows, raw.conns),
+            &if raw.rows >= raw::REFERENCE_ROWS {
+                "one row per commit, a fresh database each run".to_string()
+            } else {
+                format!("fewer than {} rows a run: not a reference figure", raw::REFERENCE_ROWS)
+            },
+        );
+        let runs = |v: &[f64]| v.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", ");
+        row(
+            "  inserts/s before, median",
+            format!("{:.1}", raw::median(raw.before.clone())),
+            &format!("runs: {}", runs(&raw.before)),
+        );
+        row(
+            "  inserts/s after, median",
+            format!("{:.1}", raw::median(raw.after.clone())),
+            &format!("runs: {}", runs(&raw.after)),
+        );
+        row(
+            "  raw inserts/s, median of all",
+            format!("{:.1}", raw.per_s()),
+            &format!(
+                "of the {} runs; the ratio divides by it",
+                raw.before.len() + raw.after.len()
+            ),
+        );
+        let ratio_note = if pg && self.workflows == 1000 && self.steps == 10 {
+            target(self.ratio() >= 0.5, ">= 0.5 (PG, W=1000 K=10)")
+        } else if pg {
+            "target >= 0.5 is defined for W=1000 K=10".to_string()
+        } else {
+            "no target (SQLite)".to_string()
+        };
+        row(
+            "ratio steps/s / raw inserts/s",
+            format!("{:.3}", self.ratio()),
+            &ratio_note,
+        );
+        row("wakeup: sequential send -> recv", self.wakeup_runs.to_string(), "");
+        let wake_note = if pg {
+            target(self.wakeup_p50_ms <= 2.0, "<= 2 ms (PG)")
+        } else {
+            "target <= 2 ms is defined for PG".to_string()
+        };
+        row(
+            "  p50 send -> recv returns (ms)",
+            format!("{:.2}", self.wakeup_p50_ms),
+            &wake_note,
+        );
+        row(
+            "  p99 send -> recv returns (ms)",
+            format!("{:.2}", self.wakeup_p99_ms),
+            "",
+        );
+        row("  mean (ms)", format!("{:.2}", self.wakeup_mean_ms), "");
+        row(
+            "  p50 send -> awaited done (ms)",
+            format!("{:.2}", self.wakeup_done_p50_ms),
+            "incl. completion and AwaitWorkflow",
+        );
+        row(
+            "idle: waiters blocked in recv",
+            self.idle_waiters.to_string(),
+            &format!("window {:.1} s", self.idle_window_s),
+        );
+        match (self.idle_db_tx_per_s, self.idle_db_tx_raw) {
+            (Some(tps), Some((raw, own))) => {
+                row(
+                    "  db transactions/s",
+                    format!("{tps:.2}"),
+                    &target(tps <= 10.0, "<= 10"),
+                );
+                row(
+                    "  counter delta - own reads",
+                    format!("{raw} - {own}"),
+                    "pg_stat_database xact_commit+xact_rollback",
+                );
+            }
+            _ => row("  db transactions/s", "n/a".into(), "SQLite has no transaction counter"),
+        }
+        if let Some(p) = &self.parked {
+            row(
+                "memory: parked workflows",
+                p.workflows.to_string(),
+                &format!("all parked after {:.1} s", p.seconds),
+            );
+            row("  server RSS before (MiB)", format!("{:.1}", p.rss_before_mb), "");
+            row(
+                "  server RSS, all parked (MiB)",
+                format!("{:.1}", p.rss_parked_mb),
+                &if p.workflows >= 100_000 {
+                    target(p.rss_parked_mb <= 500.0, "<= 500 MB at 100k")
+                } else {
+                    "target <= 500 MB is defined for 100k".to_string()
+                },
+            );
+        }
+        for p in &self.polyglot {
+            let ratio = p.steps_per_s / self.steps_per_s;
+            row(
+                &format!("{} worker: steps/s", p.language),
+                format!("{:.1}", p.steps_per_s),
+                &format!("{} x {}, all SUCCESS, output checked", self.workflows, self.steps),
+            );
+            let note = if p.language == "go" {
+                "no target".to_string()
+            } else {
+                target(ratio >= 0.3, ">= 0.3x Rust")
+            };
+            row(
+                &format!("  ratio to Rust ({})", p.language),
+                format!("{ratio:.2}"),
+                &note,
+            );
+        }
+        if let Some(q) = &self.queued {
+            row("queues with limits: workflows", q.limited_workflows.to_string(), "");
+            row(
+                "  dispatched/s",
+                format!("{:.0}", q.limited_dispatch_per_s),
+                &if pg {
+                    target(q.limited_dispatch_per_s >= 5000.0, ">= 5000/s (PG)")
+                } else {
+                    String::new()
+                },
+            );
+            row("  dispatch/s, 1,000 waiting", format!("{:.0}", q.shallow_per_s), "");
+            row(
+                &format!("  dispatch/s, {} waiting", q.deep),
+                format!("{:.0}", q.deep_per_s),
+                "",
+            );
+            let spread = q.depth_ratio().max(1.0 / q.depth_ratio());
+            row(
+                "  spread (larger / smaller)",
+                format!("{spread:.2}"),
+                &target(spread <= 1.5, "within 1.5x"),
+            );
+        }
+    }
+
+    pub fn summary(&self) -> String {
+        let slashed = |v: &[f64]| v.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join("/");
+        format!(
+            "backend={} fs={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} raw_before={} raw_after={} ratio={:.3} \
+             wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={} \
+             limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={}",
+            self.backend,
+            self.filesystem.split_whitespace().next().unwrap_or("unknown"),
+            self.steps_per_s,
+            self.workflows_per_s,
+            self.p50_ms,
+            self.p99_ms,
+            self.raw.per_s(),
+            slashed(&self.raw.before),
+            slashed(&self.raw.after),
+            self.ratio(),
+            self.wakeup_p50_ms,
+            self.wakeup_p99_ms,
+            self.idle_db_tx_per_s
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_else(|| "n/a".into()),
+            self.parked
+                .as_ref()
+                .map(|p| format!("{:.1}", p.rss_parked_mb))
+                .unwrap_or_else(|| "n/a".into()),
+            self.queued
+                .as_ref()
+                .map(|q| format!("{:.0}", q.limited_dispatch_per_s))
+                .unwrap_or_else(|| "n/a".into()),
+            self.queued
+                .as_ref()
+                .map(|q| format!("{:.0}", q.shallow_per_s))
+                .unwrap_or_else(|| "n/a".into()),
+            self.queued
+                .as_ref()
+                .map(|q| format!("{:.0}", q.deep_per_s))
+                .unwrap_or_else(|| "n/a".into()),
+        )
+    }
+}
