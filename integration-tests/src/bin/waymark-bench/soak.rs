@@ -194,7 +194,10 @@ async fn one(client: Client, id: String, steps: u32, tally: Arc<Tally>) {
                 Ok(w) if w.status == WorkflowStatus::Success && w.output == Some(serde_json::json!(steps)) => {
                     return Ok(())
                 }
-                Ok(w) => return Err(format!("{id}: ended {} with output {:?}", w.status.as_str(), w.output)),
+                Ok(w) => {
+                    let output = w.output.map(|o| o.to_string()).unwrap_or_else(|| "none".into());
+                    return Err(format!("{id}: ended {} with output {output}", w.status.as_str()));
+                }
                 Err(e) if t0.elapsed() < PATIENCE => {
                     // A deadline is only our own wait running out; anything else (the server
                     // busy) gets a pause before asking again.
@@ -300,7 +303,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
     let duration = Duration::from_secs_f64(args.minutes * 60.0);
     let warmup = Duration::from_secs_f64(args.warmup_minutes * 60.0);
     println!(
-        "[soak] {} at {rate:.1} workflows/s ({}), {} workers x {}, `counted` with {} steps; a worker \
+        "[soak] sustained load for {} at {rate:.1} workflows/s ({}), {} workers x {}, `counted` with {} steps; a worker \
          SIGKILLed every {}-{} s (seed {seed}); server with default settings (pid {})",
         mmss(duration),
         if args.rate.is_some() {
