@@ -1,6 +1,9 @@
 //! A connection the test answers by hand, for worker tests that need no server.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use tokio::sync::mpsc;
 use waymark_proto::v1::{self, reply, worker_message, WorkerMessage};
@@ -56,4 +59,22 @@ pub(crate) fn step_id(m: &WorkerMessage) -> Option<u32> {
         Some(worker_message::Kind::RecordStep(r)) => Some(r.step_id),
         _ => None,
     }
+}
+
+/// Answers every request from now on with what `reply` says for it, keeping a copy of each (in
+/// the order sent). Abort the handle when done.
+pub(crate) fn answer_all(
+    conn: &Arc<Conn>,
+    mut requests: mpsc::Receiver<WorkerMessage>,
+    reply: impl Fn(&WorkerMessage) -> reply::Result + Send + 'static,
+) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<WorkerMessage>>>) {
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let (conn, kept) = (conn.clone(), sent.clone());
+    let task = tokio::spawn(async move {
+        while let Some(m) = requests.recv().await {
+            kept.lock().unwrap().push(m.clone());
+            answer(&conn, &m, reply(&m));
+        }
+    });
+    (task, sent)
 }

@@ -2,17 +2,14 @@
 //! workflow) instead of travelling, and a completion too big with its held records aboard sends
 //! them first. Against a connection the test answers by hand.
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use tokio::sync::mpsc;
 use waymark_proto::v1::{self, reply, worker_message, WorkerMessage};
 
 use super::{
     context::WorkflowContext,
-    fake::{answer, dispatch, fake_conn_with, recorded},
+    fake::{answer_all, dispatch, fake_conn_with, recorded},
     session::{self, Limits},
 };
 use crate::{Worker, WorkflowError};
@@ -29,24 +26,14 @@ fn big(n: usize) -> String {
 /// Runs `worker`'s workflow "flow" against a fake that acknowledges everything; returns every
 /// message the run sent, once it has ended.
 async fn run(worker: Worker) -> Vec<WorkerMessage> {
-    let (conn, mut requests) = fake_conn_with(Duration::from_secs(5), LIMITS);
+    let (conn, requests) = fake_conn_with(Duration::from_secs(5), LIMITS);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let _run = session::start(&worker.config, conn.clone(), dispatch(), done_tx);
-    let sent = Arc::new(Mutex::new(Vec::new()));
-    let answering = tokio::spawn({
-        let (conn, sent) = (conn.clone(), sent.clone());
-        async move {
-            while let Some(m) = requests.recv().await {
-                sent.lock().unwrap().push(m.clone());
-                let r = match &m.kind {
-                    Some(worker_message::Kind::CompleteWorkflow(_)) => {
-                        reply::Result::WorkflowCompleted(v1::WorkflowCompleted::default())
-                    }
-                    _ => recorded(),
-                };
-                answer(&conn, &m, r);
-            }
+    let (answering, sent) = answer_all(&conn, requests, |m| match &m.kind {
+        Some(worker_message::Kind::CompleteWorkflow(_)) => {
+            reply::Result::WorkflowCompleted(v1::WorkflowCompleted::default())
         }
+        _ => recorded(),
     });
     done_rx.recv().await.expect("the run ends");
     answering.abort();

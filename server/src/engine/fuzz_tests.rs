@@ -207,6 +207,18 @@ impl World {
             .map(|w| (w.status, w.epoch, w.worker_id))
     }
 
+    /// What a write by `worker` for `wf` needs: the worker's session (None when it is not
+    /// attached), the fence it presents, and the workflow's state just before.
+    async fn writer(
+        &self,
+        worker: u8,
+        wf: u8,
+        epoch: Epoch,
+    ) -> Option<(Arc<WorkerSession>, Fence, Option<(WorkflowStatus, u64, Option<String>)>)> {
+        let session = self.streams.get(&worker)?.session.clone();
+        Some((session, self.fence(wf, epoch).await, self.state(wf).await))
+    }
+
     async fn apply(&mut self, op: Op) {
         match op {
             Op::Start(i) => {
@@ -257,10 +269,9 @@ impl World {
                 step,
                 out,
             } => {
-                let Some(s) = self.streams.get(&worker) else { return };
-                let session = s.session.clone();
-                let fence = self.fence(wf, epoch).await;
-                let before = self.state(wf).await;
+                let Some((session, fence, before)) = self.writer(worker, wf, epoch).await else {
+                    return;
+                };
                 let output = format!("{out}");
                 let step = NewStep {
                     step_id: step as u32,
@@ -293,10 +304,9 @@ impl World {
                 out,
                 fail,
             } => {
-                let Some(s) = self.streams.get(&worker) else { return };
-                let session = s.session.clone();
-                let fence = self.fence(wf, epoch).await;
-                let before = self.state(wf).await;
+                let Some((session, fence, before)) = self.writer(worker, wf, epoch).await else {
+                    return;
+                };
                 let outcome = if fail {
                     Outcome::Failure(waymark_store::Failure {
                         kind: "Boom".into(),

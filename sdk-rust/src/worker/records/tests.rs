@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use crate::{
     worker::{
         context::WorkflowContext,
-        fake::{answer, dispatch, fake_conn, recorded, settle, step_id, unavailable},
+        fake::{answer, answer_all, dispatch, fake_conn, recorded, settle, step_id, unavailable},
         records::Records,
         session::{self, Conn},
     },
@@ -63,14 +63,7 @@ async fn steps_started_together_wait_for_the_record_taken_before_them() {
     assert!(requests.try_recv().is_err(), "nothing else may be sent meanwhile");
     answer(&conn, &record_a, recorded());
     // From here on every record is acknowledged (the second of the two may flush the first's).
-    let answering = tokio::spawn({
-        let conn = conn.clone();
-        async move {
-            while let Some(m) = requests.recv().await {
-                answer(&conn, &m, recorded());
-            }
-        }
-    });
+    let (answering, _) = answer_all(&conn, requests, |_| recorded());
     let (c, d) = both.await.unwrap();
     answering.abort();
     assert_eq!((c.unwrap().as_str(), d.unwrap().as_str()), ("c", "d"));
@@ -100,7 +93,7 @@ async fn unavailable_is_resent_and_the_step_goes_on() {
 
 #[tokio::test]
 async fn unavailable_past_the_bound_lets_the_run_go_and_nothing_runs_after() {
-    let (conn, mut requests) = fake_conn(Duration::from_millis(300));
+    let (conn, requests) = fake_conn(Duration::from_millis(300));
     let (ctx, records) = context(conn.clone());
     let _: u32 = ctx.step("a", || async { Ok::<_, String>(1) }).await.unwrap();
     let ran_b = Arc::new(AtomicBool::new(false));
@@ -113,14 +106,7 @@ async fn unavailable_past_the_bound_lets_the_run_go_and_nothing_runs_after() {
         })
         .await
     });
-    let answering = tokio::spawn({
-        let conn = conn.clone();
-        async move {
-            while let Some(m) = requests.recv().await {
-                answer(&conn, &m, unavailable());
-            }
-        }
-    });
+    let (answering, _) = answer_all(&conn, requests, |_| unavailable());
     assert!(matches!(b.await.unwrap(), Err(WorkflowError::Disconnected)));
     assert!(records.is_dropped());
     assert!(
@@ -144,19 +130,10 @@ async fn a_run_let_go_never_completes_even_if_its_code_swallows_the_error() {
             Ok("done".to_string())
         })
         .build();
-    let (conn, mut requests) = fake_conn(Duration::from_millis(200));
+    let (conn, requests) = fake_conn(Duration::from_millis(200));
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let _run = session::start(&worker.config, conn.clone(), dispatch(), done_tx);
-    let sent = Arc::new(Mutex::new(Vec::new()));
-    let answering = tokio::spawn({
-        let (conn, sent) = (conn.clone(), sent.clone());
-        async move {
-            while let Some(m) = requests.recv().await {
-                sent.lock().unwrap().push(m.clone());
-                answer(&conn, &m, unavailable());
-            }
-        }
-    });
+    let (answering, sent) = answer_all(&conn, requests, |_| unavailable());
     // The run ends and hands its slot back…
     assert_eq!(done_rx.recv().await, Some(("w".to_string(), 1)));
     settle().await;
