@@ -12,6 +12,7 @@ use waymark_proto::v1::{
 use crate::engine::Engine;
 
 pub mod convert;
+pub mod guard;
 pub mod queue_service;
 pub mod schedule_service;
 pub mod status;
@@ -89,6 +90,9 @@ pub async fn serve(
     // Nagle's algorithm and delayed ACKs: tens of milliseconds.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     Server::builder()
+        .layer(guard::CallGuardLayer {
+            request_timeout: engine.config().request_timeout,
+        })
         .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
         .http2_keepalive_timeout(Some(Duration::from_secs(60)))

@@ -45,10 +45,15 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<Self::ReadStreamStream>, Status> {
         let r = req.into_inner();
         // Answer NOT_FOUND / INVALID_ARGUMENT up front rather than as a broken stream.
-        self.engine.get_workflow(&r.workflow_id).await.map_err(to_status)?;
+        let place = self
+            .engine
+            .open_stream_reader(&r.workflow_id, &r.key)
+            .await
+            .map_err(to_status)?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let engine = self.engine.clone();
         tokio::spawn(async move {
+            let _place = place;
             let mut from = r.from_offset;
             loop {
                 let next = tokio::select! {

@@ -89,6 +89,18 @@ pub struct ServerArgs {
     /// past it fails with HISTORY_TOO_LARGE when it would be dispatched again.
     #[arg(long, default_value_t = 32 * 1024 * 1024)]
     pub max_history_bytes: usize,
+    /// Most client calls waiting at once (AwaitWorkflow, GetEvent with a timeout, ReadStream);
+    /// more are refused with RESOURCE_EXHAUSTED TOO_MANY_WAITS.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_waits: u32,
+    /// Most unread messages one workflow's inbox holds; a send past it is refused with
+    /// RESOURCE_EXHAUSTED INBOX_FULL.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_unread_messages: u32,
+    /// How long a call that does not wait may take before the server answers DEADLINE_EXCEEDED;
+    /// calls that wait (AwaitWorkflow, GetEvent) get it on top of their wait.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub request_timeout: std::time::Duration,
     /// Log format: text or json.
     #[arg(long, default_value = "text")]
     pub log_format: String,
@@ -111,6 +123,9 @@ impl ServerArgs {
                 max_worker_streams: self.max_worker_streams,
                 max_requests_per_stream: self.max_requests_per_stream as usize,
                 max_history_bytes: self.max_history_bytes,
+                max_waits: self.max_waits as usize,
+                max_unread_messages: self.max_unread_messages,
+                request_timeout: self.request_timeout,
                 ..Default::default()
             },
         }

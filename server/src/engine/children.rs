@@ -86,7 +86,7 @@ impl Engine {
         step_id: u32,
         req: ChildRequest,
     ) -> EngineResult<String> {
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, 0).await?;
         validate::name("workflow_name", &req.workflow_name)?;
         validate::optional_name("child_workflow_id", &req.child_workflow_id)?;
         validate::optional_name("queue_name", &req.queue_name)?;
@@ -139,7 +139,7 @@ impl Engine {
         step_id: u32,
         child_id: String,
     ) -> EngineResult<Option<ChildOutcome>> {
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, 0).await?;
         validate::name("child_workflow_id", &child_id)?;
         self.child_waits
             .add(&child_id, Waiter::new(session, &fence.workflow_id, step_id));

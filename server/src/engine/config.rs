@@ -34,6 +34,16 @@ pub struct EngineConfig {
     /// workflow past it fails with HISTORY_TOO_LARGE when it would be dispatched again. Sized
     /// so that even JSON that grows five-fold on the wire stays within the stream's 256 MiB.
     pub max_history_bytes: usize,
+    /// Most client calls waiting at once on this replica (AwaitWorkflow, GetEvent with a
+    /// timeout, ReadStream); more are refused with RESOURCE_EXHAUSTED TOO_MANY_WAITS.
+    pub max_waits: usize,
+    /// Most unread messages a workflow's inbox holds; a send past it is refused with
+    /// RESOURCE_EXHAUSTED INBOX_FULL until the workflow reads some.
+    pub max_unread_messages: u32,
+    /// How long a unary call that does not wait may take before the server answers
+    /// DEADLINE_EXCEEDED (a client's own shorter deadline wins). Calls that wait get this on
+    /// top of their wait.
+    pub request_timeout: Duration,
 }
 
 impl EngineConfig {
@@ -72,6 +82,9 @@ impl Default for EngineConfig {
             max_worker_streams: 10_000,
             max_requests_per_stream: 1_024,
             max_history_bytes: 32 * 1024 * 1024,
+            max_waits: 10_000,
+            max_unread_messages: 10_000,
+            request_timeout: Duration::from_secs(60),
         }
     }
 }

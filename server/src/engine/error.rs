@@ -101,6 +101,11 @@ impl From<StoreError> for EngineError {
                     "workflow {workflow_id:?} is not deterministic: step {step_id} was recorded as {recorded:?} but the replay called {presented:?}"
                 ),
             ),
+            StoreError::InboxFull { workflow_id, limit } => EngineError::new(
+                ResourceExhausted,
+                "INBOX_FULL",
+                format!("workflow {workflow_id:?} has {limit} unread messages, the most its inbox holds; send again once it has read some"),
+            ),
             StoreError::StepConflict { workflow_id, step_id } => EngineError::new(
                 AlreadyExists,
                 "STEP_CONFLICT",

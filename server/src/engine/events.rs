@@ -8,9 +8,9 @@ use std::{
     time::Duration,
 };
 
-use tokio::sync::oneshot;
 use waymark_store::{EventRecord, Fence, Millis, Received};
 
+use super::wait_map::{Wait, WaitMap};
 use super::{validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
 
 /// Longest a client may wait for an event in one call.
@@ -18,44 +18,55 @@ pub const MAX_CLIENT_WAIT: Duration = Duration::from_secs(24 * 3600);
 /// Longest a workflow may wait for an event: ten years.
 const MAX_WAIT_MS: Millis = 10 * 366 * 24 * 3600 * 1000;
 
-enum Waiter {
-    /// A workflow's step waiting on its worker's stream.
-    Workflow {
-        session: Weak<WorkerSession>,
-        workflow_id: String,
-        step_id: u32,
-    },
-    /// A client's GetEvent call.
-    Client(oneshot::Sender<()>),
+/// A workflow's step waiting on its worker's stream for an event.
+struct WorkflowWaiter {
+    session: Weak<WorkerSession>,
+    workflow_id: String,
+    step_id: u32,
 }
+
+/// (workflow, key).
+type EventKey = (String, String);
 
 /// Reads waiting on this replica for an event to be set, by (workflow, key).
 #[derive(Default)]
 pub struct EventWaits {
-    by_key: Mutex<HashMap<(String, String), Vec<Waiter>>>,
+    /// Workflows' reads, one per parked step; an entry goes when its worker's stream does.
+    workflows: Mutex<HashMap<EventKey, Vec<WorkflowWaiter>>>,
+    /// Clients' GetEvent calls; an entry goes when its call ends.
+    clients: WaitMap<EventKey, ()>,
 }
 
 impl EventWaits {
-    fn add(&self, workflow_id: &str, key: &str, waiter: Waiter) {
-        let mut map = self.by_key.lock().unwrap();
+    fn add_workflow(&self, workflow_id: &str, key: &str, waiter: WorkflowWaiter) {
+        let mut map = self.workflows.lock().unwrap();
         let list = map.entry((workflow_id.to_string(), key.to_string())).or_default();
-        list.retain(|w| match w {
-            Waiter::Client(tx) => !tx.is_closed(),
-            Waiter::Workflow { session, .. } => session.strong_count() > 0,
-        });
+        list.retain(|w| w.session.strong_count() > 0);
         list.push(waiter);
     }
 
-    fn take(&self, workflow_id: &str, key: &str) -> Vec<Waiter> {
-        self.by_key
-            .lock()
-            .unwrap()
-            .remove(&(workflow_id.to_string(), key.to_string()))
-            .unwrap_or_default()
+    fn add_client(&self, workflow_id: &str, key: &str) -> Wait<'_, EventKey, ()> {
+        self.clients.wait((workflow_id.to_string(), key.to_string()))
     }
 
-    pub(crate) fn keys(&self) -> Vec<(String, String)> {
-        self.by_key.lock().unwrap().keys().cloned().collect()
+    /// Wakes the clients waiting for the event and hands back the workflows waiting for it.
+    fn take(&self, workflow_id: &str, key: &str) -> Vec<WorkflowWaiter> {
+        let k = (workflow_id.to_string(), key.to_string());
+        self.clients.wake(&k, ());
+        self.workflows.lock().unwrap().remove(&k).unwrap_or_default()
+    }
+
+    pub(crate) fn keys(&self) -> Vec<EventKey> {
+        let mut keys: Vec<EventKey> = self.workflows.lock().unwrap().keys().cloned().collect();
+        keys.extend(self.clients.keys());
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    #[cfg(test)]
+    pub(crate) fn clients_waiting(&self) -> usize {
+        self.clients.len()
     }
 }
 
@@ -73,7 +84,7 @@ impl Engine {
         key: String,
         value: String,
     ) -> EngineResult<()> {
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, key.len() + value.len()).await?;
         validate_key(&key)?;
         validate::payload("event value", &value, self.config.max_payload_bytes)?;
         self.store
@@ -95,14 +106,20 @@ impl Engine {
         }
         let give_up = tokio::time::Instant::now() + timeout;
         let mut shutdown = self.shutdown_signal();
+        // A wait holds a place among the server's waits; a read that answers at once does not.
+        let mut permit = None;
         loop {
-            let (tx, woken) = oneshot::channel();
-            self.event_waits.add(workflow_id, key, Waiter::Client(tx));
+            let woken = self.event_waits.add_client(workflow_id, key);
             if let Some(v) = self.store.get_event(workflow_id, key).await? {
                 return Ok(Some(v));
             }
             if tokio::time::Instant::now() >= give_up {
                 return Ok(None);
+            }
+            if permit.is_none() {
+                // Events of a workflow that does not exist will never be set.
+                self.get_workflow(workflow_id).await?;
+                permit = Some(self.begin_wait()?);
             }
             let poll = tokio::time::Instant::now() + self.poll_interval().max(Duration::from_millis(200));
             tokio::select! {
@@ -125,7 +142,7 @@ impl Engine {
         deadline: Millis,
     ) -> EngineResult<Received> {
         let now = self.now();
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, 0).await?;
         validate::name("target_workflow_id", &target)?;
         validate_key(&key)?;
         if deadline < 0 || deadline > now + MAX_WAIT_MS {
@@ -133,16 +150,21 @@ impl Engine {
                 "get_event deadline must be a time between now and ten years from now",
             ));
         }
-        let waiter = Waiter::Workflow {
+        let waiter = WorkflowWaiter {
             session: Arc::downgrade(session),
             workflow_id: fence.workflow_id.clone(),
             step_id,
         };
-        self.event_waits.add(&target, &key, waiter);
-        Ok(self
+        self.event_waits.add_workflow(&target, &key, waiter);
+        let got = self
             .store
             .get_event_step(&fence, step_id, &target, &key, deadline, now)
-            .await?)
+            .await?;
+        if let Received::Delivered(value) = &got {
+            // Known only now: the next write finds the cap if this passed it.
+            session.grow_history(&fence.workflow_id, value.len());
+        }
+        Ok(got)
     }
 
     pub async fn list_events(&self, workflow_id: &str) -> EngineResult<Vec<EventRecord>> {
@@ -152,19 +174,9 @@ impl Engine {
 
     pub(crate) async fn wake_event(&self, workflow_id: &str, key: &str) {
         for w in self.event_waits.take(workflow_id, key) {
-            match w {
-                Waiter::Client(tx) => {
-                    let _ = tx.send(());
-                }
-                Waiter::Workflow {
-                    session,
-                    workflow_id,
-                    step_id,
-                } => {
-                    if let Some(s) = session.upgrade() {
-                        s.send(ToWorker::Wakeup { workflow_id, step_id }).await;
-                    }
-                }
+            if let Some(s) = w.session.upgrade() {
+                let (workflow_id, step_id) = (w.workflow_id, w.step_id);
+                s.send(ToWorker::Wakeup { workflow_id, step_id }).await;
             }
         }
     }

@@ -117,6 +117,7 @@ impl Engine {
             topic: req.topic,
             payload: req.message,
             idempotency_key: (!req.idempotency_key.is_empty()).then_some(req.idempotency_key),
+            max_unread: self.config.max_unread_messages,
         };
         let (to, topic) = (message.workflow_id.clone(), message.topic.clone());
         // A receive waiting here is completed in the send's own transaction, and its worker gets
@@ -126,6 +127,7 @@ impl Engine {
             match delivered {
                 Some(message) => {
                     if let Some((session, step_id)) = self.recv_waits.take(&to, &topic) {
+                        session.grow_history(&to, message.len());
                         let delivery = ToWorker::Delivered {
                             workflow_id: to.clone(),
                             step_id,
@@ -159,7 +161,7 @@ impl Engine {
         topic: String,
         message: String,
     ) -> EngineResult<String> {
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, 0).await?;
         validate_message(self, "destination_id", &destination_id, &topic, &message)?;
         let new = NewMessage {
             message_id: uuid::Uuid::now_v7().to_string(),
@@ -167,6 +169,7 @@ impl Engine {
             topic: topic.clone(),
             payload: message,
             idempotency_key: None,
+            max_unread: self.config.max_unread_messages,
         };
         let id = self.store.send_message_step(&fence, step_id, new, self.now()).await?;
         self.wake_receiver(&destination_id, &topic).await;
@@ -184,7 +187,7 @@ impl Engine {
         deadline: Millis,
     ) -> EngineResult<Received> {
         let now = self.now();
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, 0).await?;
         validate::optional_name("topic", &topic)?;
         if deadline < 0 || deadline > now + MAX_WAIT_MS {
             return Err(EngineError::invalid(
@@ -195,6 +198,10 @@ impl Engine {
         let result = self.store.recv(&fence, step_id, &topic, deadline, now).await;
         if !matches!(result, Ok(Received::Waiting)) {
             self.recv_waits.forget(&fence.workflow_id, &topic, step_id);
+        }
+        if let Ok(Received::Delivered(m)) = &result {
+            // Known only now: the next write finds the cap if this passed it.
+            session.grow_history(&fence.workflow_id, m.len());
         }
         Ok(result?)
     }

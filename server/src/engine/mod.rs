@@ -35,7 +35,7 @@ pub mod schedules;
 pub mod sessions;
 pub mod streams;
 pub mod validate;
-pub mod waiters;
+pub mod wait_map;
 pub mod worker;
 pub mod workflows;
 
@@ -44,6 +44,10 @@ pub use config::EngineConfig;
 pub use error::{EngineError, EngineResult, ErrorCode};
 pub use sessions::{Registration, ToWorker, WorkerSession};
 pub use worker::Held;
+
+/// A finished workflow's record handed to its awaiters when the waker has it; `None` means
+/// "look it up".
+pub type Finished = Option<Arc<waymark_store::WorkflowRecord>>;
 
 pub struct Engine {
     pub(crate) store: Arc<dyn Store>,
@@ -67,7 +71,7 @@ pub struct Engine {
     /// When failed remote steps are due again, so the dispatcher wakes for them.
     pub(crate) retry_times: remote_steps::RetryTimes,
     /// AwaitWorkflow calls waiting on this replica, woken when a workflow finishes here.
-    pub(crate) waiters: waiters::Waiters,
+    pub(crate) workflow_awaits: wait_map::WaitMap<String, Finished>,
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
     /// can be cached and starts skip the lookup.
     pub(crate) known_names: std::sync::RwLock<std::collections::HashSet<String>>,
@@ -85,6 +89,8 @@ pub struct Engine {
     pub(crate) store_health: health::StoreHealth,
     /// Flips to true once when the replica starts draining.
     pub(crate) shutdown: watch::Sender<bool>,
+    /// Places for client calls that wait (see [`EngineConfig::max_waits`]).
+    pub(crate) wait_places: Arc<tokio::sync::Semaphore>,
 }
 
 impl Engine {
@@ -92,11 +98,10 @@ impl Engine {
         Arc::new(Engine {
             store,
             clock,
-            config,
             sessions: Default::default(),
             dispatch_wanted: Notify::new(),
             schedules_changed: Notify::new(),
-            waiters: Default::default(),
+            workflow_awaits: Default::default(),
             recv_waits: Default::default(),
             event_waits: Default::default(),
             stream_waits: Default::default(),
@@ -110,6 +115,8 @@ impl Engine {
             shutting_down: AtomicBool::new(false),
             store_health: Default::default(),
             shutdown: watch::channel(false).0,
+            wait_places: Arc::new(tokio::sync::Semaphore::new(config.max_waits)),
+            config,
         })
     }
 
@@ -167,7 +174,7 @@ impl Engine {
 
     /// A workflow reached a terminal status through this replica: wake whoever waits on it
     /// here (awaiters get the record when there is one; stream readers look again).
-    pub(crate) fn announce_finished(&self, workflow_id: &str, record: waiters::Finished) {
+    pub(crate) fn announce_finished(&self, workflow_id: &str, record: Finished) {
         // A workflow parked awaiting this one is back in its queue. With announcements live the
         // store announces that wake itself (only when there was one to wake), so an ordinary
         // completion costs no claim; a limited queue may have room again either way.
@@ -176,7 +183,7 @@ impl Engine {
         } else {
             self.work_enqueued();
         }
-        self.waiters.wake(workflow_id, record);
+        self.workflow_awaits.wake(&workflow_id.to_string(), record);
         self.stream_waits.wake(workflow_id, None);
         let (engine_waits, id) = (&self.child_waits, workflow_id.to_string());
         // Waking sends on worker streams, which may wait; do it off the caller's path.
@@ -210,6 +217,8 @@ impl Engine {
     }
 }
 
+#[cfg(test)]
+mod bounds_tests;
 #[cfg(test)]
 mod fuzz_tests;
 #[cfg(test)]

@@ -115,7 +115,7 @@ impl Engine {
         step_id: u32,
         req: CallRequest,
     ) -> EngineResult<Option<StepRecord>> {
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, 0).await?;
         validate::name("step_name", &req.step_name)?;
         validate::payload("step input", &req.input, self.config.max_payload_bytes)?;
         validate_policy(&req.policy)?;
@@ -184,7 +184,7 @@ impl Engine {
         targets: Vec<WaitTarget>,
         mode: WaitFor,
     ) -> EngineResult<Option<u32>> {
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, 0).await?;
         if targets.is_empty() || targets.len() > MAX_TARGETS {
             return Err(EngineError::invalid(format!(
                 "a wait for the first of needs between 1 and {MAX_TARGETS} targets"

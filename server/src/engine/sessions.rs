@@ -76,6 +76,10 @@ pub struct WorkerSession {
 #[derive(Debug, Clone, Copy)]
 struct Dispatched {
     epoch: u64,
+    /// Bytes of history the workflow has as far as this stream knows: what its dispatch
+    /// carried, plus what the worker recorded since. Checked against the history cap as each
+    /// write arrives.
+    history_bytes: usize,
     /// Its place among the dispatches the stream carried, once the transport took it (the
     /// order the worker receives them in); `None` while it is still queued for the stream.
     number: Option<u64>,
@@ -143,10 +147,19 @@ impl WorkerSession {
     /// order, as the transport takes it).
     pub fn note_dispatched(&self, workflow_id: &str, epoch: u64) {
         let number = Some(self.dispatches_sent.fetch_add(1, Ordering::SeqCst) + 1);
-        self.dispatched
-            .lock()
-            .unwrap()
-            .insert(workflow_id.to_string(), Dispatched { epoch, number });
+        let mut dispatched = self.dispatched.lock().unwrap();
+        let history_bytes = dispatched
+            .get(workflow_id)
+            .filter(|d| d.epoch == epoch)
+            .map_or(0, |d| d.history_bytes);
+        dispatched.insert(
+            workflow_id.to_string(),
+            Dispatched {
+                epoch,
+                history_bytes,
+                number,
+            },
+        );
     }
 
     /// Whether this stream holds `workflow_id` at `epoch`: it was dispatched here, under that
@@ -158,6 +171,19 @@ impl WorkerSession {
             .unwrap()
             .get(workflow_id)
             .is_some_and(|d| d.epoch == epoch)
+    }
+
+    /// Adds `bytes` to the history of `workflow_id` as this stream counts it; returns the new
+    /// total (0 when the stream does not hold it).
+    pub(crate) fn grow_history(&self, workflow_id: &str, bytes: usize) -> usize {
+        let mut dispatched = self.dispatched.lock().unwrap();
+        match dispatched.get_mut(workflow_id) {
+            Some(d) => {
+                d.history_bytes = d.history_bytes.saturating_add(bytes);
+                d.history_bytes
+            }
+            None => 0,
+        }
     }
 
     /// The worker let go of `workflow_id` in a way the server saw (completed, parked).
@@ -194,6 +220,7 @@ impl WorkerSession {
                 w.workflow.workflow_id.clone(),
                 Dispatched {
                     epoch: w.workflow.epoch,
+                    history_bytes: super::dispatch::history_bytes(w),
                     number: None,
                 },
             );

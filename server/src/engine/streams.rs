@@ -2,11 +2,11 @@
 //! offset as values are written. A reader registers before it reads (no lost wakeups); appends
 //! and completions through this replica wake it at once, others are seen at the next poll.
 
-use std::{collections::HashMap, sync::Mutex, time::Duration};
+use std::time::Duration;
 
-use tokio::sync::oneshot;
 use waymark_store::{Fence, StreamEntry};
 
+use super::wait_map::{Wait, WaitMap};
 use super::{validate, Engine, EngineError, EngineResult, WorkerSession};
 
 /// Most entries handed to a reader at once.
@@ -18,32 +18,23 @@ type StreamKey = (String, String);
 /// Stream readers waiting on this replica, by (workflow, key).
 #[derive(Default)]
 pub struct StreamWaits {
-    by_key: Mutex<HashMap<StreamKey, Vec<oneshot::Sender<()>>>>,
+    readers: WaitMap<StreamKey, ()>,
 }
 
 impl StreamWaits {
-    fn add(&self, workflow_id: &str, key: &str) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        let mut map = self.by_key.lock().unwrap();
-        let list = map.entry((workflow_id.to_string(), key.to_string())).or_default();
-        list.retain(|w| !w.is_closed());
-        list.push(tx);
-        rx
+    fn add(&self, workflow_id: &str, key: &str) -> Wait<'_, StreamKey, ()> {
+        self.readers.wait((workflow_id.to_string(), key.to_string()))
     }
 
     /// Wakes the readers of one stream, or with `key` None of every stream of the workflow.
     pub(crate) fn wake(&self, workflow_id: &str, key: Option<&str>) {
-        let mut map = self.by_key.lock().unwrap();
-        let keys: Vec<StreamKey> = map
-            .keys()
-            .filter(|(w, k)| w == workflow_id && key.is_none_or(|key| key == k))
-            .cloned()
-            .collect();
-        for k in keys {
-            for tx in map.remove(&k).unwrap_or_default() {
-                let _ = tx.send(());
-            }
-        }
+        self.readers
+            .wake_matching(|(w, k)| w == workflow_id && key.is_none_or(|key| key == k), ());
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.readers.len()
     }
 }
 
@@ -64,7 +55,8 @@ impl Engine {
         key: String,
         value: Option<String>,
     ) -> EngineResult<u64> {
-        self.worker_write(session, &fence)?;
+        let adds = key.len() + value.as_ref().map_or(0, String::len);
+        self.worker_write(session, &fence, adds).await?;
         validate::name("key", &key)?;
         if let Some(v) = &value {
             validate::payload("stream value", v, self.config.max_payload_bytes)?;
@@ -75,6 +67,14 @@ impl Engine {
             .await?;
         self.stream_waits.wake(&fence.workflow_id, Some(&key));
         Ok(offset)
+    }
+
+    /// Checks that a reader may follow the stream (the workflow exists) and takes its place
+    /// among the server's waits, held for as long as the reader follows.
+    pub async fn open_stream_reader(&self, workflow_id: &str, key: &str) -> EngineResult<super::wait_map::WaitPermit> {
+        validate::name("key", key)?;
+        self.get_workflow(workflow_id).await?;
+        self.begin_wait()
     }
 
     /// The next entries of a stream from `from`, waiting until there are some, the stream is

@@ -186,7 +186,12 @@ impl Engine {
     /// the stream making it holds the workflow at the epoch it presents — it was dispatched
     /// there and not let go of. Another stream that knows or guesses the epoch (it is 1 for
     /// most workflows) is refused as a stale writer would be.
-    pub(crate) fn worker_write(&self, session: &WorkerSession, fence: &Fence) -> EngineResult<()> {
+    ///
+    /// `adds` is what the write records into the workflow's history (bytes of JSON). A write
+    /// that would take the history past `max_history_bytes` fails the workflow with
+    /// HISTORY_TOO_LARGE at once, while the error can still reach its worker: past the cap it
+    /// could never be dispatched again.
+    pub(crate) async fn worker_write(&self, session: &WorkerSession, fence: &Fence, adds: usize) -> EngineResult<()> {
         session.touch(self.now());
         validate::name("workflow_id", &fence.workflow_id)?;
         if !session.holds(&fence.workflow_id, fence.epoch) {
@@ -199,13 +204,48 @@ impl Engine {
                 ),
             ));
         }
+        let history = session.grow_history(&fence.workflow_id, adds);
+        let most = self.config.max_history_bytes;
+        if history > most {
+            let message = format!(
+                "this write would take the workflow's recorded history to {history} bytes; a workflow may record at most {most}"
+            );
+            let failure = Failure {
+                kind: "HISTORY_TOO_LARGE".into(),
+                message: message.clone(),
+            };
+            tracing::warn!(workflow_id = %fence.workflow_id, history, "history cap reached; workflow failed");
+            session.let_go(&fence.workflow_id);
+            if let Ok(done) = self
+                .store
+                .complete_workflow(fence, Outcome::Failure(failure), self.now())
+                .await
+            {
+                self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow)));
+            }
+            // (Had the database not answered, the workflow is recovered and fails at dispatch.)
+            return Err(EngineError::new(
+                super::ErrorCode::ResourceExhausted,
+                "HISTORY_TOO_LARGE",
+                message,
+            ));
+        }
         Ok(())
+    }
+
+    /// The bytes a step adds to its workflow's history (what `dispatch::history_bytes` counts).
+    pub(crate) fn step_bytes(step: &NewStep) -> usize {
+        step.name.len()
+            + match &step.outcome {
+                Outcome::Output(o) => o.len(),
+                Outcome::Failure(f) => f.kind.len() + f.message.len(),
+            }
     }
 
     /// Checkpoints a step. A different step at a recorded position fails the workflow: the code
     /// that is running is not the code that ran, and carrying on would corrupt its history.
     pub async fn record_step(&self, session: &WorkerSession, fence: Fence, step: NewStep) -> EngineResult<Recorded> {
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, Self::step_bytes(&step)).await?;
         validate::name("step name", &step.name)?;
         if let Outcome::Output(o) = &step.outcome {
             validate::payload("step output", o, self.config.max_payload_bytes)?;
@@ -216,12 +256,24 @@ impl Engine {
                 tracing::debug!(workflow_id = %fence.workflow_id, step_id, "step recorded");
                 Ok(r)
             }
-            Err(e) => Err(self.refused_step(&fence, e).await),
+            Err(e) => Err(self.refused_step(session, &fence, e).await),
         }
     }
 
     /// A refused step write as the caller's error. Non-determinism also fails the workflow.
-    async fn refused_step(&self, fence: &Fence, e: StoreError) -> EngineError {
+    /// When the run is over for good (fenced, finished, cancelled, gone, non-deterministic) it
+    /// stops counting as held by this stream. Unavailable is not that: the worker resends, or
+    /// gives up and its heartbeat stops listing the workflow, which then goes back to its queue.
+    async fn refused_step(&self, session: &WorkerSession, fence: &Fence, e: StoreError) -> EngineError {
+        if matches!(
+            e,
+            StoreError::StaleEpoch { .. }
+                | StoreError::NotRunning { .. }
+                | StoreError::WorkflowNotFound(_)
+                | StoreError::NonDeterminism { .. }
+        ) {
+            session.let_go(&fence.workflow_id);
+        }
         let nondeterministic = matches!(e, StoreError::NonDeterminism { .. });
         let err = EngineError::from(e);
         if nondeterministic {
@@ -251,7 +303,7 @@ impl Engine {
         wake_at: waymark_store::Millis,
         on: ParkedOn,
     ) -> EngineResult<bool> {
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, 0).await?;
         match &on {
             ParkedOn::Timer | ParkedOn::Step(_) => {}
             ParkedOn::Workflow(id) => validate::name("awaited workflow_id", id)?,
@@ -278,7 +330,8 @@ impl Engine {
         steps: Vec<NewStep>,
         outcome: Outcome,
     ) -> EngineResult<Completed> {
-        self.worker_write(session, &fence)?;
+        self.worker_write(session, &fence, steps.iter().map(Self::step_bytes).sum())
+            .await?;
         // An output over the limit is the workflow's own doing and will not shrink on a retry:
         // the workflow fails with PAYLOAD_TOO_LARGE rather than being refused and run again.
         let outcome = match outcome {
@@ -300,13 +353,11 @@ impl Engine {
         let done = match self.store.complete_with_steps(&fence, steps, outcome, self.now()).await {
             Ok(done) => done,
             Err(e) => {
-                // Refused for good (fenced, cancelled, …): the worker lets the run go and nothing
-                // is left to take back. Unavailable is not that: the worker resends, or gives up
-                // and its heartbeat stops listing the workflow, which then goes back to its queue.
+                // A completion refused for any reason but the database's absence ends the run.
                 if !matches!(e, StoreError::Unavailable(_)) {
                     session.let_go(&fence.workflow_id);
                 }
-                return Err(self.refused_step(&fence, e).await);
+                return Err(self.refused_step(session, &fence, e).await);
             }
         };
         session.let_go(&fence.workflow_id);

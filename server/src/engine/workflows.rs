@@ -328,11 +328,15 @@ impl Engine {
         validate::name("workflow_id", workflow_id)?;
         let wait = async {
             let mut shutdown = self.shutdown_signal();
+            let mut place = None;
             loop {
-                let woken = self.waiters.wait(workflow_id);
+                let woken = self.workflow_awaits.wait(workflow_id.to_string());
                 let w = self.get_workflow(workflow_id).await?;
                 if w.status.is_terminal() {
                     return Ok(w);
+                }
+                if place.is_none() {
+                    place = Some(self.begin_wait()?);
                 }
                 // Completions through other replicas are not announced here: look again now
                 // and then.
@@ -341,7 +345,7 @@ impl Engine {
                     _ = poll => {}
                     _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
                     got = woken => {
-                        if let Ok(Some(w)) = got {
+                        if let Some(Some(w)) = got {
                             if w.status.is_terminal() {
                                 return Ok((*w).clone());
                             }
@@ -350,16 +354,18 @@ impl Engine {
                 }
             }
         };
-        match timeout {
-            None => wait.await,
-            Some(t) => tokio::time::timeout(t, wait).await.map_err(|_| {
-                EngineError::new(
-                    ErrorCode::DeadlineExceeded,
-                    "DEADLINE_EXCEEDED",
-                    format!("workflow {workflow_id:?} did not finish before the call's deadline"),
-                )
-            })?,
-        }
+        // A call without a deadline waits as long as a client's GetEvent may: no call is held
+        // for ever.
+        let t = timeout
+            .unwrap_or(super::events::MAX_CLIENT_WAIT)
+            .min(super::events::MAX_CLIENT_WAIT);
+        tokio::time::timeout(t, wait).await.map_err(|_| {
+            EngineError::new(
+                ErrorCode::DeadlineExceeded,
+                "DEADLINE_EXCEEDED",
+                format!("workflow {workflow_id:?} did not finish before the call's deadline"),
+            )
+        })?
     }
 
     /// Moves a delayed start: it now runs `delay_ms` from now (0: at once).

@@ -293,6 +293,11 @@ pub struct NewMessage {
     pub payload: String,
     /// A second send with the same key to the same workflow is not delivered again.
     pub idempotency_key: Option<String>,
+    /// Most unread messages the receiver's inbox may hold: a send that finds it full is
+    /// refused with `InboxFull` (a keyed resend of a message already sent is still answered as
+    /// the duplicate it is). 0: no limit. Concurrent sends may each see room, so the inbox can
+    /// pass the limit by as many sends as are in flight at once.
+    pub max_unread: u32,
 }
 
 /// A message as stored.
@@ -458,6 +463,9 @@ pub enum StoreError {
         step_id: u32,
         attempt: u32,
     },
+    /// The receiver's inbox holds `limit` unread messages already.
+    #[error("the inbox of workflow {workflow_id:?} holds {limit} unread messages")]
+    InboxFull { workflow_id: String, limit: u32 },
     #[error("queue {0:?} already exists")]
     QueueExists(String),
     #[error("queue {0:?} does not exist")]

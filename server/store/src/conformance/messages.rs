@@ -9,6 +9,7 @@ fn msg(id: &str, to: &str, topic: &str, payload: &str) -> NewMessage {
         topic: topic.to_string(),
         payload: payload.to_string(),
         idempotency_key: None,
+        max_unread: 0,
     }
 }
 
@@ -67,6 +68,53 @@ pub async fn send_to_a_workflow_that_ended_with_an_outcome_is_refused(s: Arc<dyn
     s.send_message(msg("meanwhile", "paused", "", "3"), T + 5)
         .await
         .unwrap();
+}
+
+pub async fn a_full_inbox_refuses_sends_until_one_is_read(s: Arc<dyn Store>) {
+    let s = &*s;
+    running(s, "full").await;
+    let capped = |id: &str, topic: &str| NewMessage {
+        max_unread: 2,
+        ..msg(id, "full", topic, "1")
+    };
+    s.send_message(capped("m1", "a"), T + 1).await.unwrap();
+    // The limit counts the whole inbox, every topic.
+    s.send_message(capped("m2", "b"), T + 2).await.unwrap();
+    let e = s.send_message(capped("m3", "a"), T + 3).await.unwrap_err();
+    assert!(
+        matches!(&e, StoreError::InboxFull { workflow_id, limit: 2 } if workflow_id == "full"),
+        "{e:?}"
+    );
+    // A keyed resend of a message that got in is still answered as its duplicate.
+    let keyed = NewMessage {
+        idempotency_key: Some("k".into()),
+        ..capped("m4", "a")
+    };
+    let e = s.send_message(keyed.clone(), T + 4).await.unwrap_err();
+    assert!(matches!(e, StoreError::InboxFull { .. }), "{e:?}");
+    assert_eq!(s.list_messages("full").await.unwrap().len(), 2, "nothing was added");
+    // Reading one makes room for one.
+    let later = T + 60_000;
+    assert_eq!(
+        s.recv(&fence("full", 1), 0, "a", later, T + 5).await.unwrap(),
+        Received::Delivered("1".into())
+    );
+    let sent = s.send_message(keyed.clone(), T + 6).await.unwrap();
+    assert!(!sent.duplicate);
+    let again = s
+        .send_message(
+            NewMessage {
+                message_id: "m5".into(),
+                ..keyed
+            },
+            T + 7,
+        )
+        .await
+        .unwrap();
+    assert_eq!((again.message_id.as_str(), again.duplicate), ("m4", true));
+    // Without a limit nothing is counted.
+    s.send_message(msg("m6", "full", "a", "1"), T + 8).await.unwrap();
+    assert_eq!(s.list_messages("full").await.unwrap().len(), 4);
 }
 
 pub async fn recv_takes_oldest_per_topic_and_records_it(s: Arc<dyn Store>) {

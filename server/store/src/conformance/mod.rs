@@ -80,6 +80,7 @@ macro_rules! conformance_tests {
             start_with_assignment_dispatches_at_once,
             send_to_unknown_workflow_is_not_found,
             send_to_a_workflow_that_ended_with_an_outcome_is_refused,
+            a_full_inbox_refuses_sends_until_one_is_read,
             recv_takes_oldest_per_topic_and_records_it,
             sends_with_one_idempotency_key_deliver_once,
             recv_and_send_steps_are_fenced,

@@ -18,6 +18,7 @@ fn msg(id: &str, to: &str, topic: &str) -> NewMessage {
         topic: topic.into(),
         payload: "1".into(),
         idempotency_key: None,
+        max_unread: 0,
     }
 }
 

@@ -104,6 +104,25 @@ async fn insert_message(conn: &mut PgConnection, m: &NewMessage, now: Millis) ->
         }
         Some(_) => {}
     }
+    if m.max_unread > 0 {
+        let unread: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE workflow_id = $1 AND consumed_at IS NULL LIMIT $2) t",
+        )
+        .bind(&m.workflow_id)
+        .bind(m.max_unread as i64)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        if unread >= m.max_unread as i64 {
+            return match already_sent(conn, m).await? {
+                Some(sent) => Ok(sent),
+                None => Err(StoreError::InboxFull {
+                    workflow_id: m.workflow_id.clone(),
+                    limit: m.max_unread,
+                }),
+            };
+        }
+    }
     let inserted = sqlx::query(
         "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at) \
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",

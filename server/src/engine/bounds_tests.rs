@@ -1,0 +1,207 @@
+//! The engine's bounds, attacked in-process: waits that lead nowhere, too many waits, a
+//! history that keeps growing, an inbox nobody reads.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::mpsc;
+use waymark_store::{sqlite::SqliteStore, Fence, NewStep, Outcome, WorkflowStatus};
+
+use super::*;
+use crate::engine::{messages::SendRequest, workflows::StartRequest};
+
+async fn engine_with(config: EngineConfig) -> Arc<Engine> {
+    let path = std::env::temp_dir().join(format!("waymark-bounds-{}.db", uuid::Uuid::new_v4().simple()));
+    let store = SqliteStore::open(&format!("sqlite:{}", path.display())).await.unwrap();
+    Engine::new(Arc::new(store), Arc::new(ManualClock::new(1_700_000_000_000)), config)
+}
+
+async fn running(engine: &Engine, id: &str) -> (Arc<WorkerSession>, mpsc::Receiver<ToWorker>, Fence) {
+    let (tx, mut rx) = mpsc::channel(100);
+    let registration = Registration {
+        worker_id: format!("worker-of-{id}"),
+        app_version: String::new(),
+        workflow_names: vec!["wf".into()],
+        step_names: vec![],
+        queues: vec![],
+    };
+    let session = engine.attach_worker(registration, tx).await.unwrap();
+    engine
+        .start_workflow(StartRequest {
+            workflow_name: "wf".into(),
+            workflow_id: id.into(),
+            input: "1".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    engine.grant_credits(&session, 1, 0);
+    dispatch::dispatch_once(engine).await;
+    let Ok(ToWorker::Dispatch(w)) = rx.try_recv() else {
+        panic!("{id} was not dispatched")
+    };
+    session.note_dispatched(id, w.workflow.epoch);
+    let fence = Fence {
+        workflow_id: id.into(),
+        epoch: w.workflow.epoch,
+    };
+    (session, rx, fence)
+}
+
+/// Registrations of every kind of client wait, and the places taken among the server's waits.
+fn registered_waits(engine: &Engine) -> (usize, usize, usize, usize) {
+    (
+        engine.workflow_awaits.len(),
+        engine.event_waits.clients_waiting(),
+        engine.stream_waits.len(),
+        engine.config.max_waits - engine.wait_places.available_permits(),
+    )
+}
+
+/// Polls `done` until it holds, for up to a minute.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(tokio::time::Instant::now() < give_up, "{what} never happened");
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[tokio::test]
+async fn waits_on_what_does_not_exist_or_never_comes_leave_nothing_behind() {
+    let engine = engine_with(EngineConfig::default()).await;
+    let _ = running(&engine, "real").await;
+    for i in 0..2_000 {
+        let id = format!("missing-{i}");
+        let e = engine.await_workflow(&id, None).await.unwrap_err();
+        assert_eq!(e.reason, "WORKFLOW_NOT_FOUND");
+        let e = engine.get_event(&id, "k", Duration::from_secs(3600)).await.unwrap_err();
+        assert_eq!(e.reason, "WORKFLOW_NOT_FOUND");
+        assert!(engine.open_stream_reader(&id, "k").await.is_err());
+    }
+    // Waits on a real workflow that end unanswered (their deadline, or the caller gone).
+    for i in 0..200 {
+        let e = engine
+            .await_workflow("real", Some(Duration::from_millis(1)))
+            .await
+            .unwrap_err();
+        assert_eq!(e.reason, "DEADLINE_EXCEEDED");
+        let got = engine
+            .get_event("real", &format!("never-{i}"), Duration::from_millis(1))
+            .await
+            .unwrap();
+        assert_eq!(got, None);
+        let reader = engine.open_stream_reader("real", &format!("s-{i}")).await.unwrap();
+        let read = tokio::time::timeout(
+            Duration::from_millis(1),
+            engine.next_stream_entries("real", &format!("s-{i}"), 0),
+        )
+        .await;
+        assert!(read.is_err(), "nothing was written");
+        drop(reader);
+    }
+    assert_eq!(registered_waits(&engine), (0, 0, 0, 0));
+}
+
+#[tokio::test]
+async fn waits_past_the_cap_are_refused_and_places_come_back() {
+    let engine = engine_with(EngineConfig {
+        max_waits: 3,
+        ..Default::default()
+    })
+    .await;
+    let _ = running(&engine, "slow").await;
+    let holders: Vec<_> = (0..3)
+        .map(|i| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                match i {
+                    0 => engine.await_workflow("slow", None).await.map(|_| ()),
+                    1 => engine
+                        .get_event("slow", "k", Duration::from_secs(3600))
+                        .await
+                        .map(|_| ()),
+                    _ => {
+                        let _place = engine.open_stream_reader("slow", "s").await?;
+                        engine.next_stream_entries("slow", "s", 0).await.map(|_| ())
+                    }
+                }
+            })
+        })
+        .collect();
+    eventually("three waits", || engine.wait_places.available_permits() == 0).await;
+    for refused in [
+        engine.await_workflow("slow", None).await.map(|_| ()),
+        engine.get_event("slow", "k", Duration::from_secs(60)).await.map(|_| ()),
+        engine.open_stream_reader("slow", "s").await.map(|_| ()),
+    ] {
+        let e = refused.unwrap_err();
+        assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "TOO_MANY_WAITS"));
+    }
+    // A read that answers at once is not a wait and still gets through.
+    assert_eq!(engine.get_event("slow", "k", Duration::ZERO).await.unwrap(), None);
+    for h in &holders {
+        h.abort();
+    }
+    for h in holders {
+        let _ = h.await;
+    }
+    assert_eq!(registered_waits(&engine), (0, 0, 0, 0));
+    let again = engine.await_workflow("slow", Some(Duration::from_millis(1))).await;
+    assert_eq!(again.unwrap_err().reason, "DEADLINE_EXCEEDED", "a place is free again");
+}
+
+#[tokio::test]
+async fn a_history_growing_past_its_cap_fails_the_workflow_at_the_write() {
+    let engine = engine_with(EngineConfig {
+        max_history_bytes: 10_000,
+        ..Default::default()
+    })
+    .await;
+    let (session, _rx, fence) = running(&engine, "grows").await;
+    let step = |id: u32| NewStep {
+        step_id: id,
+        name: "s".into(),
+        outcome: Outcome::Output(format!("\"{}\"", "x".repeat(3_000))),
+        attempts: 1,
+    };
+    for id in 0..3 {
+        engine.record_step(&session, fence.clone(), step(id)).await.unwrap();
+    }
+    let e = engine.record_step(&session, fence.clone(), step(3)).await.unwrap_err();
+    assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "HISTORY_TOO_LARGE"));
+    let w = engine.get_workflow("grows").await.unwrap();
+    assert_eq!(w.status, WorkflowStatus::Error);
+    let Some(Outcome::Failure(failure)) = w.outcome else {
+        panic!("not failed: {:?}", w.outcome)
+    };
+    assert_eq!(failure.kind, "HISTORY_TOO_LARGE");
+    // The run is over on this stream: later writes are refused, not recorded.
+    let e = engine.record_step(&session, fence.clone(), step(4)).await.unwrap_err();
+    assert_eq!(e.reason, "STALE_EPOCH");
+    assert_eq!(engine.store.list_steps("grows").await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn an_unread_inbox_is_bounded() {
+    let engine = engine_with(EngineConfig {
+        max_unread_messages: 5,
+        ..Default::default()
+    })
+    .await;
+    let _ = running(&engine, "deaf").await;
+    let send = |n: usize| SendRequest {
+        workflow_id: "deaf".into(),
+        topic: String::new(),
+        message: n.to_string(),
+        idempotency_key: String::new(),
+    };
+    for n in 0..5 {
+        engine.send_message(send(n)).await.unwrap();
+    }
+    for n in 5..50 {
+        let e = engine.send_message(send(n)).await.unwrap_err();
+        assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "INBOX_FULL"));
+    }
+    assert_eq!(engine.store.list_messages("deaf").await.unwrap().len(), 5);
+}
