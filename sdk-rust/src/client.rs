@@ -329,19 +329,28 @@ impl Client {
         key: &str,
         timeout: Option<Duration>,
     ) -> Result<Option<serde_json::Value>, Error> {
-        let mut req = tonic::Request::new(v1::GetEventRequest {
-            workflow_id: workflow_id.into(),
-            key: key.into(),
-            timeout: timeout.map(|t| prost_types::Duration {
-                seconds: t.as_secs() as i64,
-                nanos: t.subsec_nanos() as i32,
-            }),
-        });
-        if let Some(t) = timeout {
-            // Room for the server to answer "not set" itself.
-            req.set_timeout(t + Duration::from_secs(5));
-        }
-        let r = self.rpc.clone().get_event(req).await?.into_inner();
+        // Resent within the caller's timeout: each attempt waits only for what is left of it.
+        let until = timeout.map(|t| tokio::time::Instant::now() + t);
+        let bound = timeout.map_or(self.resend_for, |t| t.min(self.resend_for));
+        let r = crate::resend::retrying(bound, || {
+            let mut c = self.rpc.clone();
+            let left = until.map(|u| u.saturating_duration_since(tokio::time::Instant::now()));
+            let mut req = tonic::Request::new(v1::GetEventRequest {
+                workflow_id: workflow_id.into(),
+                key: key.into(),
+                timeout: left.map(|t| prost_types::Duration {
+                    seconds: t.as_secs() as i64,
+                    nanos: t.subsec_nanos() as i32,
+                }),
+            });
+            if let Some(t) = left {
+                // Room for the server to answer "not set" itself.
+                req.set_timeout(t + Duration::from_secs(5));
+            }
+            async move { c.get_event(req).await }
+        })
+        .await?
+        .into_inner();
         Ok(r.found
             .then(|| json::from_payload(r.value.as_ref()).unwrap_or(serde_json::Value::Null)))
     }
