@@ -13,6 +13,9 @@ use waymark_store::{EventRecord, Fence, Millis, Received};
 use super::wait_map::{Wait, WaitMap};
 use super::{validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
 
+/// About what a built-in step's name and JSON add to a history besides the key it names.
+pub(crate) const BUILTIN_STEP_BYTES: usize = 40;
+
 /// Longest a client may wait for an event in one call.
 pub const MAX_CLIENT_WAIT: Duration = Duration::from_secs(24 * 3600);
 /// Longest a workflow may wait for an event: ten years.
@@ -84,7 +87,9 @@ impl Engine {
         key: String,
         value: String,
     ) -> EngineResult<()> {
-        self.worker_write(session, &fence, key.len() + value.len()).await?;
+        // The step records the key ({"key": …}); the value lives with the event.
+        self.worker_write(session, &fence, BUILTIN_STEP_BYTES + key.len())
+            .await?;
         validate_key(&key)?;
         validate::payload("event value", &value, self.config.max_payload_bytes)?;
         self.store

@@ -55,8 +55,9 @@ impl Engine {
         key: String,
         value: Option<String>,
     ) -> EngineResult<u64> {
-        let adds = key.len() + value.as_ref().map_or(0, String::len);
-        self.worker_write(session, &fence, adds).await?;
+        // The step records the offset ({"offset": N}); the value lives with the stream.
+        self.worker_write(session, &fence, super::events::BUILTIN_STEP_BYTES + key.len())
+            .await?;
         validate::name("key", &key)?;
         if let Some(v) = &value {
             validate::payload("stream value", v, self.config.max_payload_bytes)?;

@@ -50,6 +50,10 @@ class WorkerServiceStub:
          it (the server dispatches it again). Nothing a workflow records may depend on a step whose
          record is not yet acknowledged: a step's function, or any request, starts only after every
          record taken before it in call order is durable.
+      7. A write that would take a workflow's recorded history (its input and every step's name and
+         JSON, counted as the dispatch carries them) past the server's history limit fails the
+         workflow with kind HISTORY_TOO_LARGE and is answered RESOURCE_EXHAUSTED
+         (HISTORY_TOO_LARGE); the workflow is over and the worker lets it go.
 
     Recorded steps of the built-in operations. Every SDK records and replays these names and JSON
     shapes exactly, so a workflow begun by one worker replays on any other (the ones the server
@@ -101,6 +105,10 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
          it (the server dispatches it again). Nothing a workflow records may depend on a step whose
          record is not yet acknowledged: a step's function, or any request, starts only after every
          record taken before it in call order is durable.
+      7. A write that would take a workflow's recorded history (its input and every step's name and
+         JSON, counted as the dispatch carries them) past the server's history limit fails the
+         workflow with kind HISTORY_TOO_LARGE and is answered RESOURCE_EXHAUSTED
+         (HISTORY_TOO_LARGE); the workflow is over and the worker lets it go.
 
     Recorded steps of the built-in operations. Every SDK records and replays these names and JSON
     shapes exactly, so a workflow begun by one worker replays on any other (the ones the server
@@ -148,6 +156,10 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
          it (the server dispatches it again). Nothing a workflow records may depend on a step whose
          record is not yet acknowledged: a step's function, or any request, starts only after every
          record taken before it in call order is durable.
+      7. A write that would take a workflow's recorded history (its input and every step's name and
+         JSON, counted as the dispatch carries them) past the server's history limit fails the
+         workflow with kind HISTORY_TOO_LARGE and is answered RESOURCE_EXHAUSTED
+         (HISTORY_TOO_LARGE); the workflow is over and the worker lets it go.
 
     Recorded steps of the built-in operations. Every SDK records and replays these names and JSON
     shapes exactly, so a workflow begun by one worker replays on any other (the ones the server

@@ -142,7 +142,9 @@ class WorkflowServiceServicer:
 
     def AwaitWorkflow(self, request, context):
         """Wait until the workflow is terminal and return it. Bound the wait with the call's deadline
-        (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
+        (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED. The server waits at most 24
+        hours in one call. A wait takes one of the server's places for waiting calls: when they are
+        all taken it is RESOURCE_EXHAUSTED (TOO_MANY_WAITS); try again later.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -174,7 +176,9 @@ class WorkflowServiceServicer:
         """Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
         retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
         with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
-        (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
+        (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
+        workflow whose inbox holds the server's limit of unread messages takes no more until it
+        reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -189,7 +193,9 @@ class WorkflowServiceServicer:
 
     def GetEvent(self, request, context):
         """The current value of a workflow's event. With `timeout`, waits up to that long for the
-        event to be set; `found` is false when it was not set (in time).
+        event to be set; `found` is false when it was not set (in time). A workflow that does not
+        exist is NOT_FOUND. A wait takes one of the server's places for waiting calls
+        (RESOURCE_EXHAUSTED, TOO_MANY_WAITS, when they are all taken).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -204,7 +210,9 @@ class WorkflowServiceServicer:
 
     def ReadStream(self, request, context):
         """Values of a workflow's stream from `from_offset` on, as they are written. Ends when the
-        stream is closed or the workflow is finished (and everything written was sent).
+        stream is closed or the workflow is finished (and everything written was sent). A reader
+        holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
+        TOO_MANY_WAITS, when they are all taken).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -50,7 +50,9 @@ class WorkflowServiceStub:
     """List workflows, newest first, with filters and pages."""
     AwaitWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.AwaitWorkflowRequest, _workflow_pb2.AwaitWorkflowResponse]
     """Wait until the workflow is terminal and return it. Bound the wait with the call's deadline
-    (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
+    (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED. The server waits at most 24
+    hours in one call. A wait takes one of the server's places for waiting calls: when they are
+    all taken it is RESOURCE_EXHAUSTED (TOO_MANY_WAITS); try again later.
     """
     ListSteps: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ListStepsRequest, _workflow_pb2.ListStepsResponse]
     """The workflow's recorded steps, in order, a page at a time."""
@@ -64,19 +66,25 @@ class WorkflowServiceStub:
     """Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
     retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
     with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
-    (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
+    (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
+    workflow whose inbox holds the server's limit of unread messages takes no more until it
+    reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
     """
     ListMessages: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ListMessagesRequest, _workflow_pb2.ListMessagesResponse]
     """Every message sent to a workflow, consumed or not, oldest first (for audit)."""
     GetEvent: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.GetEventRequest, _workflow_pb2.GetEventResponse]
     """The current value of a workflow's event. With `timeout`, waits up to that long for the
-    event to be set; `found` is false when it was not set (in time).
+    event to be set; `found` is false when it was not set (in time). A workflow that does not
+    exist is NOT_FOUND. A wait takes one of the server's places for waiting calls
+    (RESOURCE_EXHAUSTED, TOO_MANY_WAITS, when they are all taken).
     """
     ListEvents: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ListEventsRequest, _workflow_pb2.ListEventsResponse]
     """Every event of a workflow with its current value and the history of values it was set to."""
     ReadStream: _grpc.UnaryStreamMultiCallable[_workflow_pb2.ReadStreamRequest, _workflow_pb2.ReadStreamResponse]
     """Values of a workflow's stream from `from_offset` on, as they are written. Ends when the
-    stream is closed or the workflow is finished (and everything written was sent).
+    stream is closed or the workflow is finished (and everything written was sent). A reader
+    holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
+    TOO_MANY_WAITS, when they are all taken).
     """
     DelayWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.DelayWorkflowRequest, _workflow_pb2.DelayWorkflowResponse]
     """Move the start of a workflow still waiting for its delayed start (started with `delay` or
@@ -107,7 +115,9 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     """List workflows, newest first, with filters and pages."""
     AwaitWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_pb2.AwaitWorkflowRequest, _workflow_pb2.AwaitWorkflowResponse]  # type: ignore[assignment]
     """Wait until the workflow is terminal and return it. Bound the wait with the call's deadline
-    (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
+    (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED. The server waits at most 24
+    hours in one call. A wait takes one of the server's places for waiting calls: when they are
+    all taken it is RESOURCE_EXHAUSTED (TOO_MANY_WAITS); try again later.
     """
     ListSteps: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ListStepsRequest, _workflow_pb2.ListStepsResponse]  # type: ignore[assignment]
     """The workflow's recorded steps, in order, a page at a time."""
@@ -121,19 +131,25 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     """Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
     retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
     with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
-    (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
+    (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
+    workflow whose inbox holds the server's limit of unread messages takes no more until it
+    reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
     """
     ListMessages: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ListMessagesRequest, _workflow_pb2.ListMessagesResponse]  # type: ignore[assignment]
     """Every message sent to a workflow, consumed or not, oldest first (for audit)."""
     GetEvent: _aio.UnaryUnaryMultiCallable[_workflow_pb2.GetEventRequest, _workflow_pb2.GetEventResponse]  # type: ignore[assignment]
     """The current value of a workflow's event. With `timeout`, waits up to that long for the
-    event to be set; `found` is false when it was not set (in time).
+    event to be set; `found` is false when it was not set (in time). A workflow that does not
+    exist is NOT_FOUND. A wait takes one of the server's places for waiting calls
+    (RESOURCE_EXHAUSTED, TOO_MANY_WAITS, when they are all taken).
     """
     ListEvents: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ListEventsRequest, _workflow_pb2.ListEventsResponse]  # type: ignore[assignment]
     """Every event of a workflow with its current value and the history of values it was set to."""
     ReadStream: _aio.UnaryStreamMultiCallable[_workflow_pb2.ReadStreamRequest, _workflow_pb2.ReadStreamResponse]  # type: ignore[assignment]
     """Values of a workflow's stream from `from_offset` on, as they are written. Ends when the
-    stream is closed or the workflow is finished (and everything written was sent).
+    stream is closed or the workflow is finished (and everything written was sent). A reader
+    holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
+    TOO_MANY_WAITS, when they are all taken).
     """
     DelayWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_pb2.DelayWorkflowRequest, _workflow_pb2.DelayWorkflowResponse]  # type: ignore[assignment]
     """Move the start of a workflow still waiting for its delayed start (started with `delay` or
@@ -185,7 +201,9 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_workflow_pb2.AwaitWorkflowResponse, _abc.Awaitable[_workflow_pb2.AwaitWorkflowResponse]]:
         """Wait until the workflow is terminal and return it. Bound the wait with the call's deadline
-        (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
+        (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED. The server waits at most 24
+        hours in one call. A wait takes one of the server's places for waiting calls: when they are
+        all taken it is RESOURCE_EXHAUSTED (TOO_MANY_WAITS); try again later.
         """
 
     @_abc_1.abstractmethod
@@ -223,7 +241,9 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         """Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
         retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
         with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
-        (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
+        (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
+        workflow whose inbox holds the server's limit of unread messages takes no more until it
+        reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
         """
 
     @_abc_1.abstractmethod
@@ -241,7 +261,9 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_workflow_pb2.GetEventResponse, _abc.Awaitable[_workflow_pb2.GetEventResponse]]:
         """The current value of a workflow's event. With `timeout`, waits up to that long for the
-        event to be set; `found` is false when it was not set (in time).
+        event to be set; `found` is false when it was not set (in time). A workflow that does not
+        exist is NOT_FOUND. A wait takes one of the server's places for waiting calls
+        (RESOURCE_EXHAUSTED, TOO_MANY_WAITS, when they are all taken).
         """
 
     @_abc_1.abstractmethod
@@ -259,7 +281,9 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_workflow_pb2.ReadStreamResponse], _abc.AsyncIterator[_workflow_pb2.ReadStreamResponse]]:
         """Values of a workflow's stream from `from_offset` on, as they are written. Ends when the
-        stream is closed or the workflow is finished (and everything written was sent).
+        stream is closed or the workflow is finished (and everything written was sent). A reader
+        holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
+        TOO_MANY_WAITS, when they are all taken).
         """
 
     @_abc_1.abstractmethod

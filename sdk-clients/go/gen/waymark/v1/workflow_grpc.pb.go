@@ -54,7 +54,9 @@ type WorkflowServiceClient interface {
 	// List workflows, newest first, with filters and pages.
 	ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error)
 	// Wait until the workflow is terminal and return it. Bound the wait with the call's deadline
-	// (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
+	// (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED. The server waits at most 24
+	// hours in one call. A wait takes one of the server's places for waiting calls: when they are
+	// all taken it is RESOURCE_EXHAUSTED (TOO_MANY_WAITS); try again later.
 	AwaitWorkflow(ctx context.Context, in *AwaitWorkflowRequest, opts ...grpc.CallOption) (*AwaitWorkflowResponse, error)
 	// The workflow's recorded steps, in order, a page at a time.
 	ListSteps(ctx context.Context, in *ListStepsRequest, opts ...grpc.CallOption) (*ListStepsResponse, error)
@@ -66,17 +68,23 @@ type WorkflowServiceClient interface {
 	// Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
 	// retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
 	// with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
-	// (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
+	// (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
+	// workflow whose inbox holds the server's limit of unread messages takes no more until it
+	// reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
 	SendMessage(ctx context.Context, in *SendMessageRequest, opts ...grpc.CallOption) (*SendMessageResponse, error)
 	// Every message sent to a workflow, consumed or not, oldest first (for audit).
 	ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error)
 	// The current value of a workflow's event. With `timeout`, waits up to that long for the
-	// event to be set; `found` is false when it was not set (in time).
+	// event to be set; `found` is false when it was not set (in time). A workflow that does not
+	// exist is NOT_FOUND. A wait takes one of the server's places for waiting calls
+	// (RESOURCE_EXHAUSTED, TOO_MANY_WAITS, when they are all taken).
 	GetEvent(ctx context.Context, in *GetEventRequest, opts ...grpc.CallOption) (*GetEventResponse, error)
 	// Every event of a workflow with its current value and the history of values it was set to.
 	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
 	// Values of a workflow's stream from `from_offset` on, as they are written. Ends when the
-	// stream is closed or the workflow is finished (and everything written was sent).
+	// stream is closed or the workflow is finished (and everything written was sent). A reader
+	// holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
+	// TOO_MANY_WAITS, when they are all taken).
 	ReadStream(ctx context.Context, in *ReadStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadStreamResponse], error)
 	// Move the start of a workflow still waiting for its delayed start (started with `delay` or
 	// `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
@@ -251,7 +259,9 @@ type WorkflowServiceServer interface {
 	// List workflows, newest first, with filters and pages.
 	ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error)
 	// Wait until the workflow is terminal and return it. Bound the wait with the call's deadline
-	// (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
+	// (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED. The server waits at most 24
+	// hours in one call. A wait takes one of the server's places for waiting calls: when they are
+	// all taken it is RESOURCE_EXHAUSTED (TOO_MANY_WAITS); try again later.
 	AwaitWorkflow(context.Context, *AwaitWorkflowRequest) (*AwaitWorkflowResponse, error)
 	// The workflow's recorded steps, in order, a page at a time.
 	ListSteps(context.Context, *ListStepsRequest) (*ListStepsResponse, error)
@@ -263,17 +273,23 @@ type WorkflowServiceServer interface {
 	// Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
 	// retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
 	// with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
-	// (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
+	// (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
+	// workflow whose inbox holds the server's limit of unread messages takes no more until it
+	// reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
 	SendMessage(context.Context, *SendMessageRequest) (*SendMessageResponse, error)
 	// Every message sent to a workflow, consumed or not, oldest first (for audit).
 	ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error)
 	// The current value of a workflow's event. With `timeout`, waits up to that long for the
-	// event to be set; `found` is false when it was not set (in time).
+	// event to be set; `found` is false when it was not set (in time). A workflow that does not
+	// exist is NOT_FOUND. A wait takes one of the server's places for waiting calls
+	// (RESOURCE_EXHAUSTED, TOO_MANY_WAITS, when they are all taken).
 	GetEvent(context.Context, *GetEventRequest) (*GetEventResponse, error)
 	// Every event of a workflow with its current value and the history of values it was set to.
 	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
 	// Values of a workflow's stream from `from_offset` on, as they are written. Ends when the
-	// stream is closed or the workflow is finished (and everything written was sent).
+	// stream is closed or the workflow is finished (and everything written was sent). A reader
+	// holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
+	// TOO_MANY_WAITS, when they are all taken).
 	ReadStream(*ReadStreamRequest, grpc.ServerStreamingServer[ReadStreamResponse]) error
 	// Move the start of a workflow still waiting for its delayed start (started with `delay` or
 	// `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is

@@ -22,6 +22,13 @@ export const file_waymark_v1_types: GenFile = /*@__PURE__*/
  * `{"input": {"json": {"name": "Ada"}}}`, never base64. Numbers follow JSON's own rule: integers
  * beyond 2^53 lose precision, so send them as strings.
  *
+ * Sizes. Payload limits (`max_payload_bytes`) count the bytes of the value's JSON text. Its
+ * protobuf encoding is larger: every number takes 9 bytes and every nested value a few bytes of
+ * framing, so a payload of small numbers in arrays can take about five times its JSON size on
+ * the wire. Message limits (`max_message_bytes`, the server's decoding limit) count the
+ * encoding; SDKs measure the encoding when they split batches, and a value whose encoding alone
+ * passes the message limit cannot be sent even though its JSON is within the payload limit.
+ *
  * @generated from message waymark.v1.Payload
  */
 export type Payload = Message$1<"waymark.v1.Payload"> & {

@@ -856,7 +856,9 @@ export const WorkflowService: GenService<{
   },
   /**
    * Wait until the workflow is terminal and return it. Bound the wait with the call's deadline
-   * (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED.
+   * (grpc-timeout); past it the call fails with DEADLINE_EXCEEDED. The server waits at most 24
+   * hours in one call. A wait takes one of the server's places for waiting calls: when they are
+   * all taken it is RESOURCE_EXHAUSTED (TOO_MANY_WAITS); try again later.
    *
    * @generated from rpc waymark.v1.WorkflowService.AwaitWorkflow
    */
@@ -900,7 +902,9 @@ export const WorkflowService: GenService<{
    * Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
    * retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
    * with an outcome (SUCCESS, ERROR) takes no more messages: FAILED_PRECONDITION
-   * (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key).
+   * (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
+   * workflow whose inbox holds the server's limit of unread messages takes no more until it
+   * reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
    *
    * @generated from rpc waymark.v1.WorkflowService.SendMessage
    */
@@ -921,7 +925,9 @@ export const WorkflowService: GenService<{
   },
   /**
    * The current value of a workflow's event. With `timeout`, waits up to that long for the
-   * event to be set; `found` is false when it was not set (in time).
+   * event to be set; `found` is false when it was not set (in time). A workflow that does not
+   * exist is NOT_FOUND. A wait takes one of the server's places for waiting calls
+   * (RESOURCE_EXHAUSTED, TOO_MANY_WAITS, when they are all taken).
    *
    * @generated from rpc waymark.v1.WorkflowService.GetEvent
    */
@@ -942,7 +948,9 @@ export const WorkflowService: GenService<{
   },
   /**
    * Values of a workflow's stream from `from_offset` on, as they are written. Ends when the
-   * stream is closed or the workflow is finished (and everything written was sent).
+   * stream is closed or the workflow is finished (and everything written was sent). A reader
+   * holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
+   * TOO_MANY_WAITS, when they are all taken).
    *
    * @generated from rpc waymark.v1.WorkflowService.ReadStream
    */
