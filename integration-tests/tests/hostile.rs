@@ -215,16 +215,20 @@ async fn malformed_and_late_inputs_are_refused_clearly(backend: Backend) {
     assert_eq!(e.reason(), Some("WORKFLOW_NOT_RUNNING"), "{e:?}");
 }
 
-/// A workflow whose history grew past what a dispatch may carry fails with HISTORY_TOO_LARGE
+/// A workflow whose history is past what a dispatch may carry fails with HISTORY_TOO_LARGE
 /// when it would be dispatched again, instead of a dispatch that could never be delivered (which
-/// ended the stream, came back on reconnect, and ended it again).
+/// ended the stream, came back on reconnect, and ended it again). Writes past the cap are
+/// refused as they arrive (tests/bounds.rs); a history can still be found past it at dispatch
+/// when it was recorded under a larger cap — here, through another replica.
 async fn a_history_too_large_to_dispatch_fails_the_workflow(backend: Backend) {
-    let Some((_db, server)) = server(backend, &["--max-history-bytes", "3000"]).await else {
+    let Some((db, roomy)) = server(backend, &[]).await else {
         return;
     };
-    let client = server.client().await;
-    let mut w = RawWorker::connect(&server.addr, "hoarder", &["target"]).await;
-    w.send(worker_message::Kind::Credit(v1::Credit { workflows: 2, steps: 0 }))
+    // The default lease: the raw worker there does not heartbeat, and must not go quiet.
+    let tight = ServerProcess::start(&db, &["--max-history-bytes", "3000"].map(String::from)).await;
+    let client = roomy.client().await;
+    let mut w = RawWorker::connect(&roomy.addr, "hoarder", &["target"]).await;
+    w.send(worker_message::Kind::Credit(v1::Credit { workflows: 1, steps: 0 }))
         .await;
     client
         .start_json("target", serde_json::json!({}), StartOptions::id("hoard"))
@@ -246,23 +250,31 @@ async fn a_history_too_large_to_dispatch_fails_the_workflow(backend: Backend) {
             .await;
         assert!(matches!(r, reply::Result::StepRecorded(_)), "{r:?}");
     }
-    // The worker loses the run; the server takes it back and would dispatch it again.
+    // The worker loses the run; the server takes it back, and the other replica's worker (the
+    // first has no credit left) would get it.
     w.send(worker_message::Kind::Heartbeat(v1::Heartbeat {
         reports_held: true,
         held_workflow_ids: vec![],
         dispatches_received: 1,
     }))
     .await;
+    let mut other = RawWorker::connect(&tight.addr, "other", &["target"]).await;
+    other
+        .send(worker_message::Kind::Credit(v1::Credit { workflows: 2, steps: 0 }))
+        .await;
     let done = client.await_workflow("hoard", Some(PATIENCE)).await.unwrap();
     assert_eq!(done.status, WorkflowStatus::Error, "{done:?}");
     let failure = done.failure.expect("a failure");
     assert_eq!(failure.kind, "HISTORY_TOO_LARGE", "{failure:?}");
-    // The stream is still up and still gets work.
-    client
+    // The stream is still up and still gets work (started through its replica, which hands it
+    // to its own worker at once).
+    tight
+        .client()
+        .await
         .start_json("target", serde_json::json!({}), StartOptions::id("small"))
         .await
         .unwrap();
-    assert_eq!(w.next_dispatch().await.workflow_id, "small");
+    assert_eq!(other.next_dispatch().await.workflow_id, "small");
 }
 
 /// Lists stay within what a response may carry whatever their payloads: a 1,000-message inbox
