@@ -16,8 +16,7 @@ pub mod guard;
 pub mod queue_service;
 pub mod schedule_service;
 pub mod status;
-pub mod worker_service;
-mod worker_steps;
+pub mod worker;
 pub mod workflow_service;
 
 /// Serves every service on `listener` until `shutdown` resolves, then lets in-flight calls end.
@@ -65,7 +64,7 @@ pub async fn serve(
     let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi { engine: engine.clone() })
         .max_decoding_message_size(max_message)
         .max_encoding_message_size(engine.config().max_worker_message_bytes() * 2);
-    let workers = WorkerServiceServer::new(worker_service::WorkerApi { engine: engine.clone() })
+    let workers = WorkerServiceServer::new(worker::WorkerApi { engine: engine.clone() })
         .max_decoding_message_size(engine.config().worker_decode_limit())
         .max_encoding_message_size(engine.config().max_dispatch_bytes());
 
@@ -119,7 +118,7 @@ async fn set_health(health: &tonic_health::server::HealthReporter, serving: bool
     for name in [
         "",
         <WorkflowServiceServer<workflow_service::WorkflowApi> as NamedService>::NAME,
-        <WorkerServiceServer<worker_service::WorkerApi> as NamedService>::NAME,
+        <WorkerServiceServer<worker::WorkerApi> as NamedService>::NAME,
         <QueueServiceServer<queue_service::QueueApi> as NamedService>::NAME,
         <ScheduleServiceServer<schedule_service::ScheduleApi> as NamedService>::NAME,
     ] {

@@ -1,22 +1,20 @@
-//! The worker stream's remote step requests — call a step, report an attempt's result, wait for
-//! the first of several — and the dispatch of an attempt, converted to and from the engine.
+//! Remote steps on the worker stream: `CallStep` (a workflow calls a step another worker runs),
+//! `StepResult` (that worker reports an attempt), `Select` (wait for the first, or all, of
+//! several steps or workflows).
 
 use std::sync::Arc;
 
-use waymark_proto::v1::{self, reply, server_message};
-use waymark_store::{Fence, Outcome, StepAttempt, StepPolicy, StepTask, WaitFor, WaitTarget};
+use waymark_proto::v1::{self, reply};
+use waymark_store::{Outcome, StepAttempt, StepPolicy, WaitFor, WaitTarget};
 
-use super::convert;
-use crate::engine::{
-    remote_steps::{default_policy, CallRequest},
-    Engine, EngineError, WorkerSession,
+use super::command::{invalid, payload_text, Answer, Fenced};
+use crate::{
+    api::convert,
+    engine::{
+        remote_steps::{default_policy, CallRequest},
+        Engine, EngineError, WorkerSession,
+    },
 };
-
-type Answer = Result<reply::Result, EngineError>;
-
-fn invalid(s: tonic::Status) -> EngineError {
-    EngineError::invalid(s.message().to_string())
-}
 
 /// The wire's retry policy and timeout over the defaults.
 fn policy(retry: Option<&v1::RetryPolicy>, timeout: Option<&prost_types::Duration>) -> Result<StepPolicy, EngineError> {
@@ -41,14 +39,11 @@ fn policy(retry: Option<&v1::RetryPolicy>, timeout: Option<&prost_types::Duratio
     Ok(p)
 }
 
-pub(super) async fn call_step(engine: &Engine, session: &Arc<WorkerSession>, c: v1::CallStep) -> Answer {
-    let fence = Fence {
-        workflow_id: c.workflow_id,
-        epoch: c.epoch,
-    };
+pub async fn call(engine: &Engine, session: &Arc<WorkerSession>, mut c: v1::CallStep) -> Answer {
+    let fence = c.fence();
     let req = CallRequest {
         step_name: c.step_name,
-        input: convert::payload_text("step input", c.input.as_ref()).map_err(invalid)?,
+        input: payload_text("step input", c.input.as_ref())?,
         policy: policy(c.retry.as_ref(), c.timeout.as_ref())?,
     };
     use v1::recv_result::Outcome as O;
@@ -73,13 +68,11 @@ pub(super) async fn call_step(engine: &Engine, session: &Arc<WorkerSession>, c: 
     Ok(reply::Result::CallResult(result))
 }
 
-pub(super) async fn step_result(engine: &Engine, session: &WorkerSession, r: v1::StepResult) -> Answer {
+pub async fn result(engine: &Engine, session: &WorkerSession, r: v1::StepResult) -> Answer {
     let outcome = match &r.outcome {
         Some(v1::step_result::Outcome::Failure(f)) => Outcome::Failure(convert::failure_from_wire(f)),
-        Some(v1::step_result::Outcome::Output(p)) => {
-            Outcome::Output(convert::payload_text("step output", Some(p)).map_err(invalid)?)
-        }
-        None => Outcome::Output(convert::payload_text("step output", None).map_err(invalid)?),
+        Some(v1::step_result::Outcome::Output(p)) => Outcome::Output(payload_text("step output", Some(p))?),
+        None => Outcome::Output(payload_text("step output", None)?),
     };
     let attempt = StepAttempt {
         workflow_id: r.workflow_id,
@@ -90,11 +83,8 @@ pub(super) async fn step_result(engine: &Engine, session: &WorkerSession, r: v1:
     Ok(reply::Result::StepRecorded(v1::StepRecorded {}))
 }
 
-pub(super) async fn select(engine: &Engine, session: &Arc<WorkerSession>, s: v1::Select) -> Answer {
-    let fence = Fence {
-        workflow_id: s.workflow_id,
-        epoch: s.epoch,
-    };
+pub async fn select(engine: &Engine, session: &Arc<WorkerSession>, mut s: v1::Select) -> Answer {
+    let fence = s.fence();
     let targets = s
         .targets
         .into_iter()
@@ -119,15 +109,4 @@ pub(super) async fn select(engine: &Engine, session: &Arc<WorkerSession>, s: v1:
         },
     };
     Ok(reply::Result::Selected(selected))
-}
-
-pub(super) fn dispatch(t: StepTask) -> server_message::Kind {
-    server_message::Kind::DispatchStep(v1::DispatchStep {
-        input: convert::payload(&t.input),
-        deadline: convert::timestamp(t.deadline_at),
-        workflow_id: t.workflow_id,
-        step_id: t.step_id,
-        step_name: t.step_name,
-        attempt: t.attempt,
-    })
 }

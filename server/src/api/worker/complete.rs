@@ -1,0 +1,35 @@
+//! `CompleteWorkflow`: the workflow's outcome, with the last steps it held back.
+
+use waymark_proto::v1::{self, reply};
+use waymark_store::{Completed, NewStep, Outcome};
+
+use super::{
+    command::{payload_text, Answer, Fenced},
+    record_step::new_step,
+};
+use crate::{
+    api::convert,
+    engine::{Engine, WorkerSession},
+};
+
+fn completed(c: Completed) -> v1::WorkflowCompleted {
+    let wire = convert::workflow(c.workflow);
+    v1::WorkflowCompleted {
+        status: wire.status,
+        output: wire.output,
+        failure: wire.failure,
+        adopted: c.adopted,
+    }
+}
+
+pub async fn apply(engine: &Engine, session: &WorkerSession, mut c: v1::CompleteWorkflow) -> Answer {
+    let fence = c.fence();
+    let outcome = match c.outcome {
+        Some(v1::complete_workflow::Outcome::Failure(f)) => Outcome::Failure(convert::failure_from_wire(&f)),
+        Some(v1::complete_workflow::Outcome::Output(p)) => Outcome::Output(payload_text("workflow output", Some(&p))?),
+        None => Outcome::Output(payload_text("workflow output", None)?),
+    };
+    let steps = c.steps.into_iter().map(new_step).collect::<Result<Vec<NewStep>, _>>()?;
+    let done = engine.complete_workflow(session, fence, steps, outcome).await?;
+    Ok(reply::Result::WorkflowCompleted(completed(done)))
+}

@@ -1,0 +1,176 @@
+//! `waymark.v1.WorkerService/Connect`: one task reads the worker's messages and runs each request
+//! on its own task (so many workflows' checkpoints are in flight together); the engine's pushes
+//! (dispatch, wakeup, cancel, drain) join the replies on the way out.
+//!
+//! Each request kind is a command in a file of its own: it takes the fence off the request,
+//! converts the rest, makes one engine call and answers a reply or an error (`route.rs` maps a
+//! message to its command). Adding a request to the stream is one file and one match arm.
+
+mod children;
+mod command;
+mod complete;
+mod events;
+mod messages;
+mod park;
+mod pushes;
+mod record_step;
+mod remote_steps;
+mod route;
+mod write_stream;
+
+use std::{pin::Pin, sync::Arc, time::Duration};
+
+use tokio::{sync::mpsc, task::JoinSet};
+use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
+use tonic::{Request, Response, Status, Streaming};
+use waymark_proto::v1::{
+    self, server_message, worker_message, worker_service_server::WorkerService, ServerMessage, WorkerMessage,
+};
+
+use super::status;
+use crate::engine::{Engine, Registration, ToWorker, WorkerSession};
+
+pub struct WorkerApi {
+    pub engine: Arc<Engine>,
+}
+
+/// How long a new stream may take to say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn msg(kind: server_message::Kind) -> Result<ServerMessage, Status> {
+    Ok(ServerMessage { kind: Some(kind) })
+}
+
+#[tonic::async_trait]
+impl WorkerService for WorkerApi {
+    type ConnectStream = Pin<Box<dyn Stream<Item = Result<ServerMessage, Status>> + Send + 'static>>;
+
+    async fn connect(&self, req: Request<Streaming<WorkerMessage>>) -> Result<Response<Self::ConnectStream>, Status> {
+        let engine = self.engine.clone();
+        let mut inbound = req.into_inner();
+        let hello = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
+            Ok(Ok(Some(WorkerMessage {
+                kind: Some(worker_message::Kind::Hello(h)),
+                ..
+            }))) => h,
+            Ok(Ok(_)) => return Err(status::invalid("the first message on a worker stream must be a hello")),
+            Ok(Err(s)) => return Err(s),
+            Err(_) => return Err(status::invalid("no hello within 10 seconds")),
+        };
+        let registration = Registration {
+            worker_id: hello.worker_id,
+            app_version: hello.app_version,
+            workflow_names: hello.workflow_names,
+            step_names: hello.step_names,
+            queues: hello.queues,
+        };
+        let (push_tx, push_rx) = mpsc::channel::<ToWorker>(1024);
+        let (out, out_rx) = mpsc::channel(4096);
+        let session = engine
+            .attach_worker(registration, push_tx)
+            .await
+            .map_err(status::to_status)?;
+        let welcome = v1::Welcome {
+            session_id: session.session_id.to_string(),
+            heartbeat_interval_ms: engine.config().heartbeat_interval.as_millis() as u32,
+            server_version: env!("CARGO_PKG_VERSION").to_string(),
+            max_payload_bytes: engine.config().max_payload_bytes as u64,
+            max_message_bytes: engine.config().max_worker_message_bytes() as u64,
+        };
+        let _ = out.send(msg(server_message::Kind::Welcome(welcome))).await;
+        let session_for_pushes = session.clone();
+
+        // Stream → engine.
+        tokio::spawn(async move {
+            let mut tasks = JoinSet::new();
+            let mut shutdown = engine.shutdown_signal();
+            let mut drain_deadline: Option<tokio::time::Instant> = None;
+            let most = engine.config().max_requests_per_stream;
+            loop {
+                if drain_deadline.is_some() && tasks.is_empty() {
+                    break;
+                }
+                let received = tokio::select! {
+                    // At the cap the stream is not read: the worker's sends wait in HTTP/2 flow
+                    // control until a request finishes.
+                    m = inbound.message(), if tasks.len() < most => m,
+                    Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+                    _ = shutdown.wait_for(|v| *v), if drain_deadline.is_none() => {
+                        drain_deadline = Some(tokio::time::Instant::now() + engine.config().drain_timeout);
+                        continue;
+                    }
+                    _ = tokio::time::sleep_until(drain_deadline.unwrap_or_else(tokio::time::Instant::now)), if drain_deadline.is_some() => break,
+                };
+                match received {
+                    Ok(Some(WorkerMessage {
+                        kind: Some(worker_message::Kind::Batch(b)),
+                        ..
+                    })) => {
+                        // In order, each as if it had come alone; nothing nested. A batch counts
+                        // against the cap message by message.
+                        for m in b.messages {
+                            while tasks.len() >= most {
+                                tasks.join_next().await;
+                            }
+                            match m.kind {
+                                Some(worker_message::Kind::Batch(_)) | None => {}
+                                Some(kind) => accept(&engine, &session, &out, &mut tasks, m.request_id, kind),
+                            }
+                        }
+                    }
+                    Ok(Some(WorkerMessage {
+                        request_id,
+                        kind: Some(kind),
+                    })) => {
+                        accept(&engine, &session, &out, &mut tasks, request_id, kind);
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            tasks.shutdown().await;
+            engine.detach_worker(&session).await;
+        });
+
+        // Replies and the engine's pushes go out as one stream, the pushes converted as the
+        // transport polls for them: a dispatch or a wakeup reaches the socket without passing
+        // through a task of its own. It ends when the session is dropped everywhere and the
+        // inbound side is done.
+        let clock = self.engine.clone();
+        // Weak: the stream must not keep its own session alive (the session holds the channel
+        // this stream reads, which would then never close).
+        let noted = Arc::downgrade(&session_for_pushes);
+        let pushes = ReceiverStream::new(push_rx).map(move |p| {
+            // Numbered here, in the order the worker will receive them, so its heartbeats'
+            // dispatch count says exactly which dispatches it had seen.
+            if let (ToWorker::Dispatch(w), Some(s)) = (&p, noted.upgrade()) {
+                s.note_dispatched(&w.workflow.workflow_id, w.workflow.epoch);
+            }
+            msg(pushes::pushed(p, clock.now_ms()))
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(out_rx).merge(pushes))))
+    }
+}
+
+/// Takes one message off a worker's stream: credits at once (they only count), anything else
+/// handled on a task of its own, so a slow request does not hold up the stream.
+fn accept(
+    engine: &Arc<Engine>,
+    session: &Arc<WorkerSession>,
+    out: &mpsc::Sender<Result<ServerMessage, Status>>,
+    tasks: &mut JoinSet<()>,
+    request_id: u64,
+    kind: worker_message::Kind,
+) {
+    if let worker_message::Kind::Credit(c) = &kind {
+        engine.grant_credits(session, c.workflows, c.steps);
+        return;
+    }
+    tasks.spawn(route::handle(
+        engine.clone(),
+        session.clone(),
+        out.clone(),
+        request_id,
+        kind,
+    ));
+}
