@@ -205,3 +205,45 @@ async fn an_unread_inbox_is_bounded() {
     }
     assert_eq!(engine.store.list_messages("deaf").await.unwrap().len(), 5);
 }
+
+#[tokio::test]
+async fn waits_of_workflows_that_moved_on_are_dropped() {
+    let engine = engine_with(EngineConfig::default()).await;
+    let (session, _rx, fence) = running(&engine, "waiter").await;
+    let _child = running(&engine, "child").await;
+    let later = engine.now_ms() + 60_000;
+    let got = engine
+        .get_event_step(&session, fence.clone(), 0, "waiter".into(), "k".into(), later)
+        .await
+        .unwrap();
+    assert_eq!(got, waymark_store::Received::Waiting);
+    let got = engine
+        .recv(&session, fence.clone(), 1, "t".into(), later)
+        .await
+        .unwrap();
+    assert_eq!(got, waymark_store::Received::Waiting);
+    let got = engine
+        .await_child(&session, fence.clone(), 2, "child".into())
+        .await
+        .unwrap();
+    assert!(got.is_none());
+    let waiting = |e: &Engine| {
+        (
+            e.event_waits.keys().len(),
+            e.recv_waits.keys().len(),
+            e.child_waits.keys().len(),
+        )
+    };
+    assert_eq!(waiting(&engine), (1, 1, 1));
+    // The workflow finishes without anything it waited for happening.
+    engine
+        .complete_workflow(&session, fence, vec![], Outcome::Output("1".into()))
+        .await
+        .unwrap();
+    assert_eq!(waiting(&engine), (0, 0, 0), "the poller asks about nothing");
+    assert_eq!(
+        (engine.recv_waits.len(), engine.child_waits.len()),
+        (0, 0),
+        "and nothing is kept"
+    );
+}

@@ -2,71 +2,14 @@
 //! one transaction) and awaited (the outcome recorded as the parent's step), with the parent
 //! woken when the child finishes; cancels that cascade level by level.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, Weak},
-};
+use std::sync::Arc;
 
 use waymark_store::{ChildOutcome, Fence, NewWorkflow, WorkflowRecord, WorkflowStatus};
 
 use super::{
-    validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, ErrorCode, ToWorker, WorkerSession,
+    step_waits::StepWaiter, validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, ErrorCode,
+    WorkerSession,
 };
-
-pub(crate) struct Waiter {
-    session: Weak<WorkerSession>,
-    workflow_id: String,
-    step_id: u32,
-}
-
-impl Waiter {
-    /// Step `step_id` of `workflow_id`, running on `session`, waits.
-    pub(crate) fn new(session: &Arc<WorkerSession>, workflow_id: &str, step_id: u32) -> Self {
-        Waiter {
-            session: Arc::downgrade(session),
-            workflow_id: workflow_id.to_string(),
-            step_id,
-        }
-    }
-}
-
-/// Workflows on this replica waiting for another to finish, by the awaited id.
-#[derive(Default)]
-pub struct ChildWaits {
-    by_child: Mutex<HashMap<String, Vec<Waiter>>>,
-}
-
-impl ChildWaits {
-    pub(crate) fn add(&self, child_id: &str, waiter: Waiter) {
-        let mut map = self.by_child.lock().unwrap();
-        let list = map.entry(child_id.to_string()).or_default();
-        // A workflow asking again (after a wakeup for another target) replaces its old entry.
-        list.retain(|w| {
-            w.session.strong_count() > 0 && !(w.workflow_id == waiter.workflow_id && w.step_id == waiter.step_id)
-        });
-        list.push(waiter);
-    }
-
-    pub(crate) fn keys(&self) -> Vec<String> {
-        self.by_child.lock().unwrap().keys().cloned().collect()
-    }
-
-    /// The wakeups for the workflows waiting for `child_id`, as a future to run.
-    pub(crate) fn take_for(&self, child_id: &str) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
-        let waiters = self.by_child.lock().unwrap().remove(child_id)?;
-        Some(async move {
-            for w in waiters {
-                if let Some(s) = w.session.upgrade() {
-                    s.send(ToWorker::Wakeup {
-                        workflow_id: w.workflow_id,
-                        step_id: w.step_id,
-                    })
-                    .await;
-                }
-            }
-        })
-    }
-}
 
 /// What the API needs to start a child.
 pub struct ChildRequest {
@@ -142,7 +85,7 @@ impl Engine {
         self.worker_write(session, &fence, 0).await?;
         validate::name("child_workflow_id", &child_id)?;
         self.child_waits
-            .add(&child_id, Waiter::new(session, &fence.workflow_id, step_id));
+            .add(child_id.clone(), StepWaiter::new(session, &fence, step_id));
         Ok(self
             .store
             .await_child_step(&fence, step_id, &child_id, self.now())

@@ -2,16 +2,13 @@
 //! it is set. Waits are registered before the read (no lost wakeups) and woken by a set through
 //! this replica at once; sets through other replicas are found by the wait poller.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, Weak},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use waymark_store::{EventRecord, Fence, Millis, Received};
 
+use super::step_waits::{StepWaiter, StepWaits};
 use super::wait_map::{Wait, WaitMap};
-use super::{validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
+use super::{validate, Engine, EngineError, EngineResult, WorkerSession};
 
 /// About what a built-in step's name and JSON add to a history besides the key it names.
 pub(crate) const BUILTIN_STEP_BYTES: usize = 40;
@@ -21,46 +18,25 @@ pub const MAX_CLIENT_WAIT: Duration = Duration::from_secs(24 * 3600);
 /// Longest a workflow may wait for an event: ten years.
 const MAX_WAIT_MS: Millis = 10 * 366 * 24 * 3600 * 1000;
 
-/// A workflow's step waiting on its worker's stream for an event.
-struct WorkflowWaiter {
-    session: Weak<WorkerSession>,
-    workflow_id: String,
-    step_id: u32,
-}
-
 /// (workflow, key).
 type EventKey = (String, String);
 
 /// Reads waiting on this replica for an event to be set, by (workflow, key).
 #[derive(Default)]
 pub struct EventWaits {
-    /// Workflows' reads, one per parked step; an entry goes when its worker's stream does.
-    workflows: Mutex<HashMap<EventKey, Vec<WorkflowWaiter>>>,
+    /// Workflows' reads, one per waiting step.
+    workflows: StepWaits<EventKey>,
     /// Clients' GetEvent calls; an entry goes when its call ends.
     clients: WaitMap<EventKey, ()>,
 }
 
 impl EventWaits {
-    fn add_workflow(&self, workflow_id: &str, key: &str, waiter: WorkflowWaiter) {
-        let mut map = self.workflows.lock().unwrap();
-        let list = map.entry((workflow_id.to_string(), key.to_string())).or_default();
-        list.retain(|w| w.session.strong_count() > 0);
-        list.push(waiter);
-    }
-
     fn add_client(&self, workflow_id: &str, key: &str) -> Wait<'_, EventKey, ()> {
         self.clients.wait((workflow_id.to_string(), key.to_string()))
     }
 
-    /// Wakes the clients waiting for the event and hands back the workflows waiting for it.
-    fn take(&self, workflow_id: &str, key: &str) -> Vec<WorkflowWaiter> {
-        let k = (workflow_id.to_string(), key.to_string());
-        self.clients.wake(&k, ());
-        self.workflows.lock().unwrap().remove(&k).unwrap_or_default()
-    }
-
     pub(crate) fn keys(&self) -> Vec<EventKey> {
-        let mut keys: Vec<EventKey> = self.workflows.lock().unwrap().keys().cloned().collect();
+        let mut keys = self.workflows.keys();
         keys.extend(self.clients.keys());
         keys.sort();
         keys.dedup();
@@ -155,12 +131,8 @@ impl Engine {
                 "get_event deadline must be a time between now and ten years from now",
             ));
         }
-        let waiter = WorkflowWaiter {
-            session: Arc::downgrade(session),
-            workflow_id: fence.workflow_id.clone(),
-            step_id,
-        };
-        self.event_waits.add_workflow(&target, &key, waiter);
+        let waiter = StepWaiter::new(session, &fence, step_id);
+        self.event_waits.workflows.add((target.clone(), key.clone()), waiter);
         let got = self
             .store
             .get_event_step(&fence, step_id, &target, &key, deadline, now)
@@ -178,11 +150,8 @@ impl Engine {
     }
 
     pub(crate) async fn wake_event(&self, workflow_id: &str, key: &str) {
-        for w in self.event_waits.take(workflow_id, key) {
-            if let Some(s) = w.session.upgrade() {
-                let (workflow_id, step_id) = (w.workflow_id, w.step_id);
-                s.send(ToWorker::Wakeup { workflow_id, step_id }).await;
-            }
-        }
+        let k = (workflow_id.to_string(), key.to_string());
+        self.event_waits.clients.wake(&k, ());
+        self.event_waits.workflows.wake(&k).await;
     }
 }

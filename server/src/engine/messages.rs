@@ -87,10 +87,21 @@ impl RecvWaits {
         Some((w.session.upgrade()?, w.step_id))
     }
 
-    fn keys(&self) -> Vec<(String, String)> {
+    /// The keys a receive still waits on, dropping those whose stream no longer holds the
+    /// workflow at the waiting epoch (it parked, finished, moved on or went away).
+    pub(crate) fn keys(&self) -> Vec<(String, String)> {
         let mut map = self.by_key.lock().unwrap();
-        map.retain(|_, w| w.session.strong_count() > 0);
+        map.retain(|(workflow_id, _), w| {
+            w.session
+                .upgrade()
+                .is_some_and(|s| s.holds(workflow_id, w.epoch))
+        });
         map.keys().cloned().collect()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.by_key.lock().unwrap().len()
     }
 }
 

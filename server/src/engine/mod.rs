@@ -33,6 +33,7 @@ pub mod recovery;
 pub mod remote_steps;
 pub mod schedules;
 pub mod sessions;
+pub mod step_waits;
 pub mod streams;
 pub mod validate;
 pub mod wait_map;
@@ -65,9 +66,9 @@ pub struct Engine {
     /// Stream readers waiting on this replica.
     pub(crate) stream_waits: streams::StreamWaits,
     /// Workflows on this replica waiting for a child to finish.
-    pub(crate) child_waits: children::ChildWaits,
+    pub(crate) child_waits: step_waits::StepWaits<String>,
     /// Workflows on this replica waiting for a remote step's result (or a wait-for-first).
-    pub(crate) step_waits: remote_steps::StepWaits,
+    pub(crate) step_waits: step_waits::StepWaits<(String, u32)>,
     /// When failed remote steps are due again, so the dispatcher wakes for them.
     pub(crate) retry_times: remote_steps::RetryTimes,
     /// AwaitWorkflow calls waiting on this replica, woken when a workflow finishes here.
@@ -185,10 +186,14 @@ impl Engine {
         }
         self.workflow_awaits.wake(&workflow_id.to_string(), record);
         self.stream_waits.wake(workflow_id, None);
-        let (engine_waits, id) = (&self.child_waits, workflow_id.to_string());
+        let wakeups = self.child_waits.take(&workflow_id.to_string());
         // Waking sends on worker streams, which may wait; do it off the caller's path.
-        if let Some(waiters) = engine_waits.take_for(&id) {
-            tokio::spawn(waiters);
+        if !wakeups.is_empty() {
+            tokio::spawn(async move {
+                for w in wakeups {
+                    w.send().await;
+                }
+            });
         }
     }
 

@@ -6,8 +6,8 @@
 
 use std::{
     cmp::Reverse,
-    collections::{BinaryHeap, HashMap},
-    sync::{Arc, Mutex, Weak},
+    collections::BinaryHeap,
+    sync::{Arc, Mutex},
 };
 
 use waymark_store::{
@@ -15,7 +15,7 @@ use waymark_store::{
     WaitTarget,
 };
 
-use super::{children, validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
+use super::{step_waits::StepWaiter, validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
 
 /// Most attempts claimed for one worker in one round trip.
 const MAX_BATCH: u32 = 64;
@@ -30,49 +30,6 @@ pub fn default_policy() -> StepPolicy {
         backoff_coefficient: 2.0,
         max_backoff_ms: 60_000,
         timeout_ms: 5 * 60_000,
-    }
-}
-
-struct Waiter {
-    session: Weak<WorkerSession>,
-    /// The waiting workflow's step that the wakeup is for.
-    step_id: u32,
-}
-
-/// Workflows on this replica waiting for one of their steps to be recorded (a remote step's
-/// result), by (workflow, step).
-#[derive(Default)]
-pub struct StepWaits {
-    by_step: Mutex<HashMap<(String, u32), Vec<Waiter>>>,
-}
-
-impl StepWaits {
-    fn add(&self, workflow_id: &str, step_id: u32, session: &Arc<WorkerSession>, waiting_step: u32) {
-        let mut map = self.by_step.lock().unwrap();
-        let list = map.entry((workflow_id.to_string(), step_id)).or_default();
-        list.retain(|w| w.session.strong_count() > 0 && w.step_id != waiting_step);
-        list.push(Waiter {
-            session: Arc::downgrade(session),
-            step_id: waiting_step,
-        });
-    }
-
-    fn forget(&self, workflow_id: &str, step_id: u32) {
-        self.by_step.lock().unwrap().remove(&(workflow_id.to_string(), step_id));
-    }
-
-    pub(crate) fn keys(&self) -> Vec<(String, u32)> {
-        let mut map = self.by_step.lock().unwrap();
-        map.retain(|_, list| list.iter().any(|w| w.session.strong_count() > 0));
-        map.keys().cloned().collect()
-    }
-
-    fn take(&self, workflow_id: &str, step_id: u32) -> Vec<(Arc<WorkerSession>, u32)> {
-        let list = self.by_step.lock().unwrap().remove(&(workflow_id.to_string(), step_id));
-        list.into_iter()
-            .flatten()
-            .filter_map(|w| Some((w.session.upgrade()?, w.step_id)))
-            .collect()
     }
 }
 
@@ -119,7 +76,9 @@ impl Engine {
         validate::name("step_name", &req.step_name)?;
         validate::payload("step input", &req.input, self.config.max_payload_bytes)?;
         validate_policy(&req.policy)?;
-        self.step_waits.add(&fence.workflow_id, step_id, session, step_id);
+        let key = (fence.workflow_id.clone(), step_id);
+        self.step_waits
+            .add(key.clone(), StepWaiter::new(session, &fence, step_id));
         let task = NewStepTask {
             step_name: req.step_name,
             input: req.input,
@@ -127,7 +86,7 @@ impl Engine {
         };
         let result = self.store.call_step(&fence, step_id, &task, self.now()).await;
         if !matches!(result, Ok(None)) {
-            self.step_waits.forget(&fence.workflow_id, step_id);
+            self.step_waits.forget(&key);
         } else {
             self.work_enqueued();
         }
@@ -163,14 +122,7 @@ impl Engine {
     /// A step was recorded (here or on another replica): wake whoever waits on it here. Its
     /// caller may also have been parked on it, and is back in its queue.
     pub(crate) async fn step_recorded(&self, workflow_id: &str, step_id: u32) {
-        for (session, waiting_step) in self.step_waits.take(workflow_id, step_id) {
-            session
-                .send(ToWorker::Wakeup {
-                    workflow_id: workflow_id.to_string(),
-                    step_id: waiting_step,
-                })
-                .await;
-        }
+        self.step_waits.wake(&(workflow_id.to_string(), step_id)).await;
         self.work_enqueued();
     }
 
@@ -194,10 +146,13 @@ impl Engine {
             match t {
                 WaitTarget::Workflow(id) => {
                     validate::name("target workflow_id", id)?;
-                    let waiter = children::Waiter::new(session, &fence.workflow_id, step_id);
-                    self.child_waits.add(id, waiter);
+                    self.child_waits
+                        .add(id.clone(), StepWaiter::new(session, &fence, step_id));
                 }
-                WaitTarget::Step(s) => self.step_waits.add(&fence.workflow_id, *s, session, step_id),
+                WaitTarget::Step(s) => self.step_waits.add(
+                    (fence.workflow_id.clone(), *s),
+                    StepWaiter::new(session, &fence, step_id),
+                ),
             }
         }
         Ok(self
