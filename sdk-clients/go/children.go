@@ -25,9 +25,9 @@ func StartChild(ctx Context, name string, input any, opts *ChildOptions) (string
 	if err != nil {
 		return "", err
 	}
-	fields, _, ok, err := r.recordedFields(step, startChildStep)
+	rec, ok, err := r.hist.builtin(step, startChildStep)
 	if err != nil || ok {
-		return field[string](fields, "workflow_id"), err
+		return field[string](rec.fields, "workflow_id"), err
 	}
 	if err := r.stopped(); err != nil {
 		return "", err
@@ -62,10 +62,11 @@ func AwaitChild[T any](ctx Context, childID string) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	fields, _, ok, err := r.recordedFields(step, awaitChildStep)
+	rec, ok, err := r.hist.builtin(step, awaitChildStep)
 	if err != nil {
 		return zero, err
 	}
+	fields := rec.fields
 	since := nowMs()
 	for !ok {
 		if err := r.stopped(); err != nil {

@@ -78,11 +78,11 @@ type durableWait struct {
 // then asks again.
 func (r *run) durableWait(w durableWait) (json.RawMessage, bool, error) {
 	resultStep := w.deadlineStep + 1
-	fields, _, ok, err := r.recordedFields(w.deadlineStep, w.deadlineName)
+	rec, ok, err := r.hist.builtin(w.deadlineStep, w.deadlineName)
 	if err != nil {
 		return nil, false, err
 	}
-	deadline := field[int64](fields, "deadline_ms")
+	deadline := field[int64](rec.fields, "deadline_ms")
 	if !ok {
 		if err := r.stopped(); err != nil {
 			return nil, false, err
@@ -92,12 +92,12 @@ func (r *run) durableWait(w durableWait) (json.RawMessage, bool, error) {
 			return nil, false, err
 		}
 	}
-	fields, isNull, ok, err := r.recordedFields(resultStep, w.resultName)
+	rec, ok, err = r.hist.builtin(resultStep, w.resultName)
 	if err != nil || ok {
-		if isNull || err != nil {
+		if rec.null || err != nil {
 			return nil, false, err
 		}
-		return field[json.RawMessage](fields, w.field), true, nil
+		return field[json.RawMessage](rec.fields, w.field), true, nil
 	}
 	for {
 		if err := r.stopped(); err != nil {

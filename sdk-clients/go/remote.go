@@ -62,8 +62,9 @@ func StartStep(ctx Context, name string, input any, opts ...StepOption) (*StepHa
 		return nil, err
 	}
 	h := &StepHandle{step: step, name: name, input: payload, cfg: stepOptions(opts)}
-	if rec := r.recorded[step]; rec != nil {
-		return h, r.checkName(step, name, rec)
+	// Its result is read by StepResult; here only that the history agrees it was called.
+	if _, ok, err := r.hist.at(step, name); ok {
+		return h, err
 	}
 	if err := r.stopped(); err != nil {
 		return nil, err
@@ -83,8 +84,8 @@ func StepResult[O any](ctx Context, h *StepHandle) (O, error) {
 		var zero O
 		return zero, err
 	}
-	if rec := r.recorded[h.step]; rec != nil {
-		return replayed[O](r, h.step, h.name, rec)
+	if v, ok, err := replay[O](r.hist, h.step, h.name); ok {
+		return v, err
 	}
 	since := nowMs()
 	for {
@@ -98,8 +99,7 @@ func StepResult[O any](ctx Context, h *StepHandle) (O, error) {
 			return zero, err
 		}
 		if res.GetOutcome() == pb.RecvResult_OUTCOME_DELIVERED {
-			rec := &pb.Step{StepId: h.step, Name: h.name, Output: res.GetOutput(), Failure: res.GetFailure()}
-			return replayed[O](r, h.step, h.name, rec)
+			return stepOutcome[O](h.name, entry{output: res.GetOutput(), failure: res.GetFailure()})
 		}
 		if err := r.waitOrPark(since, h.step, func(p *pb.Park) { p.On = &pb.Park_Step{Step: h.step} }); err != nil {
 			var zero O
@@ -157,9 +157,9 @@ func waitSeveral(r *run, targets []Awaitable, all bool) (int, error) {
 	if all {
 		name = waitAllStep
 	}
-	fields, _, ok, err := r.recordedFields(step, name)
+	rec, ok, err := r.hist.builtin(step, name)
 	if err != nil || ok {
-		return field[int](fields, "index"), err
+		return field[int](rec.fields, "index"), err
 	}
 	if len(targets) == 0 {
 		return 0, errors.New("waymark: nothing to wait for")

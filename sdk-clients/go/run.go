@@ -21,8 +21,8 @@ type run struct {
 	id, name         string
 	epoch            uint64
 	recoveryAttempts uint32
-	// Steps recorded by earlier runs, by position: a replay returns these instead of running.
-	recorded  map[uint32]*pb.Step
+	// The replay cursor: every primitive takes its positions and its recorded results there.
+	hist      *history
 	sess      *session
 	conn      *conn
 	parkAfter int64 // milliseconds; negative: never park
@@ -37,8 +37,7 @@ type run struct {
 	// Rung (without blocking; one pending ring is kept) when the server says a wait may be over.
 	wakeup chan struct{}
 
-	mu   sync.Mutex
-	next uint32
+	mu sync.Mutex
 	// Step records held back until the workflow's next request, or its completion, which
 	// carries them: nothing outside the workflow can depend on a step before then, so the last
 	// steps of a run cost no round trip and no commit of their own.
@@ -60,7 +59,7 @@ func newRun(s *session, d *pb.DispatchWorkflow) *run {
 		name:             d.GetWorkflowName(),
 		epoch:            d.GetEpoch(),
 		recoveryAttempts: d.GetRecoveryAttempts(),
-		recorded:         make(map[uint32]*pb.Step, len(d.GetSteps())),
+		hist:             newHistory(d.GetWorkflowId(), d.GetSteps()),
 		sess:             s,
 		conn:             s.conn,
 		parkAfter:        parkAfterMs(s.w.opts.ParkAfter),
@@ -69,9 +68,6 @@ func newRun(s *session, d *pb.DispatchWorkflow) *run {
 		logger:           s.w.logger.With("workflow_id", d.GetWorkflowId(), "workflow", d.GetWorkflowName()),
 		wakeup:           make(chan struct{}, 1),
 		delivered:        map[uint32]*pb.Payload{},
-	}
-	for _, st := range d.GetSteps() {
-		r.recorded[st.GetStepId()] = st
 	}
 	return r
 }
@@ -93,11 +89,7 @@ func (r *run) take(n uint32) (uint32, error) {
 	if err := r.droppedErr(); err != nil {
 		return 0, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	id := r.next
-	r.next += n
-	return id, nil
+	return r.hist.take(n), nil
 }
 
 // stop ends the run with cause (ErrCancelled, ErrParked, ErrFenced): its context is cancelled,

@@ -16,11 +16,11 @@ func Sleep(ctx Context, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	fields, _, ok, err := r.recordedFields(step, sleepStep)
+	rec, ok, err := r.hist.builtin(step, sleepStep)
 	if err != nil {
 		return err
 	}
-	wakeAt := field[int64](fields, "wake_at_ms")
+	wakeAt := field[int64](rec.fields, "wake_at_ms")
 	if !ok {
 		if err := r.stopped(); err != nil {
 			return err

@@ -51,8 +51,8 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, erro
 	if err != nil {
 		return zero, err
 	}
-	if rec := r.recorded[step]; rec != nil {
-		return replayed[T](r, step, name, rec)
+	if v, ok, err := replay[T](r.hist, step, name); ok {
+		return v, err
 	}
 	if err := r.stopped(); err != nil {
 		return zero, err
@@ -100,7 +100,7 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, erro
 }
 
 // failStep holds the record of a step's failure and returns the error a replay of that
-// record returns (see replayed), so the workflow sees the same either way.
+// record returns (see stepOutcome), so the workflow sees the same either way.
 func (r *run) failStep(step uint32, name, kind, message string, attempts uint32) error {
 	f := r.conn.limits.failure(kind, message)
 	r.hold(r.stepRecord(step, name, nil, f, attempts))

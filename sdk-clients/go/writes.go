@@ -13,9 +13,9 @@ func Send(ctx Context, destinationID, topic string, message any) (string, error)
 	if err != nil {
 		return "", err
 	}
-	fields, _, ok, err := r.recordedFields(step, sendStep)
+	rec, ok, err := r.hist.builtin(step, sendStep)
 	if err != nil || ok {
-		return field[string](fields, "message_id"), err
+		return field[string](rec.fields, "message_id"), err
 	}
 	if err := r.stopped(); err != nil {
 		return "", err
@@ -46,7 +46,7 @@ func SetEvent(ctx Context, key string, value any) error {
 	if err != nil {
 		return err
 	}
-	if _, _, ok, err := r.recordedFields(step, setEventStep); err != nil || ok {
+	if _, ok, err := r.hist.builtin(step, setEventStep); err != nil || ok {
 		return err
 	}
 	if err := r.stopped(); err != nil {
@@ -91,9 +91,9 @@ func streamStep(r *run, key string, value *pb.Payload, name string) (uint64, err
 	if err != nil {
 		return 0, err
 	}
-	fields, _, ok, err := r.recordedFields(step, name)
+	rec, ok, err := r.hist.builtin(step, name)
 	if err != nil || ok {
-		return field[uint64](fields, "offset"), err
+		return field[uint64](rec.fields, "offset"), err
 	}
 	if err := r.stopped(); err != nil {
 		return 0, err

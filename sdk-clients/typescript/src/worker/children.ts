@@ -2,16 +2,11 @@
 // so a replaying parent re-joins its child), awaited as a durable wait.
 
 import { create, type JsonValue } from "@bufbuild/protobuf";
-import { AwaitChildSchema, RecvResult_Outcome, StartChildSchema, type ChildResult } from "../gen/waymark/v1/worker_pb.js";
+import { AwaitChildSchema, RecvResult_Outcome, StartChildSchema } from "../gen/waymark/v1/worker_pb.js";
 import { ChildWorkflowError, ParkedError } from "../errors.js";
-import { fromPayload } from "../payload.js";
-import { statusFromWire } from "../types.js";
 import { NEVER_MS, type Run } from "./run.js";
 import { expect } from "./replies.js";
-import { stringField } from "./waits.js";
-
-const START_CHILD_STEP = "waymark.start_child";
-const AWAIT_CHILD_STEP = "waymark.await_child";
+import { liveChildOutcome, type ChildOutcome } from "./history.js";
 
 export interface ChildOptions {
   /** The child's id; derived from this workflow's id and the step position when not given. */
@@ -21,8 +16,8 @@ export interface ChildOptions {
 }
 
 export async function startChild(run: Run, stepId: number, name: string, input: unknown, o: ChildOptions): Promise<string> {
-  const recorded = run.recordedJson(stepId, START_CHILD_STEP);
-  if (recorded !== undefined) return stringField(recorded, "workflow_id");
+  const recorded = run.history.childId(stepId);
+  if (recorded !== undefined) return recorded;
   run.checkCancelled();
   const req = create(StartChildSchema, {
     workflowId: run.workflowId,
@@ -38,13 +33,13 @@ export async function startChild(run: Run, stepId: number, name: string, input: 
 
 export async function awaitChild(run: Run, stepId: number, childId: string): Promise<JsonValue> {
   const waitingSince = Date.now();
-  let outcome = run.recordedJson(stepId, AWAIT_CHILD_STEP);
+  let outcome = run.history.childOutcome(stepId);
   while (outcome === undefined) {
     run.checkCancelled();
     const req = create(AwaitChildSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, childWorkflowId: childId });
     const r = expect(await run.request({ case: "awaitChild", value: req }), "childResult");
     if (r.outcome === RecvResult_Outcome.DELIVERED) {
-      outcome = childJson(r);
+      outcome = liveChildOutcome(r);
       break;
     }
     // Parked once it has waited past the threshold: children can run for days.
@@ -56,20 +51,11 @@ export async function awaitChild(run: Run, stepId: number, childId: string): Pro
   return childOutcome(childId, outcome);
 }
 
-/** A child result in the form await_child steps record (the same in every SDK). */
-function childJson(r: ChildResult): JsonValue {
-  const m: Record<string, JsonValue> = { status: statusFromWire(r.status) };
-  if (r.output) m.output = fromPayload(r.output);
-  if (r.failure) m.failure = { kind: r.failure.kind, message: r.failure.message };
-  return m;
-}
-
-function childOutcome(childId: string, v: JsonValue): JsonValue {
-  const o = (v ?? {}) as Record<string, JsonValue>;
-  const f = (o.failure ?? {}) as Record<string, JsonValue>;
+/** The child's output, or the ChildWorkflowError its end raises in the awaiting workflow. */
+function childOutcome(childId: string, o: ChildOutcome): JsonValue {
   switch (o.status) {
     case "SUCCESS":
-      return o.output ?? null;
+      return o.output;
     case "CANCELLED":
       throw new ChildWorkflowError("ChildCancelled", childId, `child workflow ${childId} was cancelled`);
     case "MAX_RECOVERY_ATTEMPTS_EXCEEDED":
@@ -78,7 +64,7 @@ function childOutcome(childId: string, v: JsonValue): JsonValue {
       throw new ChildWorkflowError(
         "ChildFailed",
         childId,
-        `child workflow ${childId} failed: ${String(f.kind ?? "")}: ${String(f.message ?? "")}`,
+        `child workflow ${childId} failed: ${o.failure.kind}: ${o.failure.message}`,
       );
   }
 }

@@ -1,6 +1,7 @@
 // What a workflow function gets: its identity, a cancellation signal, and the durable operations.
-// Every method takes its step position when it is called (not when awaited), so steps started
-// together still number in call order and a replay finds them where they were.
+// Every method takes its step position from the run's history cursor when it is called (not when
+// awaited), so steps started together still number in call order and a replay finds them where
+// they were.
 
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { Run } from "./run.js";
@@ -37,13 +38,11 @@ export class WorkflowContext {
   }
   /** Whether this call is replaying history (the next step is already recorded). */
   get isReplaying(): boolean {
-    return this.run.recorded.has(this.run.nextStep);
+    return this.run.history.isReplaying;
   }
 
   private position(n = 1): number {
-    const id = this.run.nextStep;
-    this.run.nextStep += n;
-    return id;
+    return this.run.history.take(n);
   }
 
   /**

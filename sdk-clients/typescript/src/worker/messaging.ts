@@ -6,16 +6,10 @@ import { create } from "@bufbuild/protobuf";
 import { SendMessageStepSchema, SetEventSchema, WriteStreamSchema } from "../gen/waymark/v1/worker_pb.js";
 import type { Run } from "./run.js";
 import { expect } from "./replies.js";
-import { numberField, stringField } from "./waits.js";
-
-const SEND_STEP = "waymark.send";
-const SET_EVENT_STEP = "waymark.set_event";
-const WRITE_STREAM_STEP = "waymark.write_stream";
-const CLOSE_STREAM_STEP = "waymark.close_stream";
 
 export async function send(run: Run, stepId: number, destination: string, topic: string, message: unknown): Promise<string> {
-  const recorded = run.recordedJson(stepId, SEND_STEP);
-  if (recorded !== undefined) return stringField(recorded, "message_id");
+  const recorded = run.history.messageId(stepId);
+  if (recorded !== undefined) return recorded;
   run.checkCancelled();
   const req = create(SendMessageStepSchema, {
     workflowId: run.workflowId,
@@ -29,7 +23,7 @@ export async function send(run: Run, stepId: number, destination: string, topic:
 }
 
 export async function setEvent(run: Run, stepId: number, key: string, value: unknown): Promise<void> {
-  if (run.recordedJson(stepId, SET_EVENT_STEP) !== undefined) return;
+  if (run.history.eventSet(stepId)) return;
   run.checkCancelled();
   const payload = run.payload(`the value of event ${JSON.stringify(key)}`, value);
   const req = create(SetEventSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, key, value: payload });
@@ -38,9 +32,8 @@ export async function setEvent(run: Run, stepId: number, key: string, value: unk
 
 /** Appends `value` to stream `key`, or closes it when `close`; returns the offset. */
 export async function streamStep(run: Run, stepId: number, key: string, value: unknown, close: boolean): Promise<number> {
-  const name = close ? CLOSE_STREAM_STEP : WRITE_STREAM_STEP;
-  const recorded = run.recordedJson(stepId, name);
-  if (recorded !== undefined) return numberField(recorded, "offset");
+  const recorded = run.history.offset(stepId, close);
+  if (recorded !== undefined) return recorded;
   run.checkCancelled();
   const payload = close ? undefined : run.payload(`the value written to stream ${JSON.stringify(key)}`, value);
   const req = create(WriteStreamSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, key, value: payload, close });

@@ -11,16 +11,13 @@ import {
   WaitTargetSchema,
   type CallResult,
 } from "../gen/waymark/v1/worker_pb.js";
-import { StepSchema, type Payload } from "../gen/waymark/v1/types_pb.js";
-import { NonDeterminismError, ParkedError, WorkflowFailure } from "../errors.js";
+import type { Payload } from "../gen/waymark/v1/types_pb.js";
+import { ParkedError, WorkflowFailure } from "../errors.js";
 import { toPayload } from "../payload.js";
 import { wireRetryPolicy, type RetryPolicy } from "../retry.js";
 import { NEVER_MS, type Run } from "./run.js";
 import { expect } from "./replies.js";
-import { numberField } from "./waits.js";
-
-const SELECT_STEP = "waymark.select";
-const WAIT_ALL_STEP = "waymark.wait_all";
+import { stepOutcome } from "./history.js";
 
 /** How a remote step is retried and timed; unset fields take the server's defaults. */
 export interface RemoteStepOptions {
@@ -58,14 +55,7 @@ async function call(run: Run, h: StepHandle): Promise<CallResult> {
 }
 
 export async function startStep(run: Run, stepId: number, name: string, input: unknown, options: RemoteStepOptions): Promise<StepHandle> {
-  const rec = run.recorded.get(stepId);
-  if (rec) {
-    if (rec.name !== name) {
-      throw new NonDeterminismError(
-        `workflow ${JSON.stringify(run.workflowId)} called step ${JSON.stringify(name)} at position ${stepId}, ` +
-          `where its history records ${JSON.stringify(rec.name)}`,
-      );
-    }
+  if (run.history.isRecorded(stepId, name)) {
     // Finished and recorded: its input is never sent again, so it is not checked again.
     return new StepHandle(stepId, name, toPayload(input), options);
   }
@@ -76,16 +66,13 @@ export async function startStep(run: Run, stepId: number, name: string, input: u
 }
 
 export async function stepResult(run: Run, h: StepHandle): Promise<JsonValue> {
-  const rec = run.recorded.get(h.stepId);
-  if (rec) return run.replay(h.stepId, h.name, rec);
+  const recorded = run.history.json(h.stepId, h.name);
+  if (recorded !== undefined) return recorded;
   const waitingSince = Date.now();
   for (;;) {
     run.checkCancelled();
     const r = await call(run, h);
-    if (r.outcome === RecvResult_Outcome.DELIVERED) {
-      const step = create(StepSchema, { stepId: h.stepId, name: h.name, output: r.output, failure: r.failure });
-      return run.replay(h.stepId, h.name, step);
-    }
+    if (r.outcome === RecvResult_Outcome.DELIVERED) return stepOutcome(h.name, r);
     const parkAt = run.config.parkAfterMs === null ? NEVER_MS : waitingSince + run.config.parkAfterMs;
     if (parkAt !== NEVER_MS && Date.now() >= parkAt) {
       if (await run.park(h.stepId, NEVER_MS, { case: "step", value: h.stepId })) throw new ParkedError();
@@ -95,8 +82,8 @@ export async function stepResult(run: Run, h: StepHandle): Promise<JsonValue> {
 
 /** Waits for the first (or, with `all`, the last) of `targets` to finish; the index is recorded. */
 export async function waitSeveral(run: Run, stepId: number, targets: Awaitable[], all: boolean): Promise<number> {
-  const recorded = run.recordedJson(stepId, all ? WAIT_ALL_STEP : SELECT_STEP);
-  if (recorded !== undefined) return numberField(recorded, "index");
+  const recorded = run.history.index(stepId, all);
+  if (recorded !== undefined) return recorded;
   if (targets.length === 0) throw new WorkflowFailure("InvalidArgument", "nothing to wait for");
   const wire = targets.map((t) =>
     create(WaitTargetSchema, {

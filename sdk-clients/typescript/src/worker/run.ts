@@ -1,5 +1,6 @@
-// One dispatched run of a workflow: its recorded history, its step counter, the step records it
-// holds back, and every request it makes to the server. The WorkflowContext methods are built on
+// One dispatched run of a workflow: its recorded history (read only through `history`, the
+// cursor every primitive takes its position from), the step records it holds back, and every
+// request it makes to the server. The WorkflowContext methods are built on
 // this; the session starts it and hears when it ends.
 
 import { create, type JsonValue } from "@bufbuild/protobuf";
@@ -12,15 +13,13 @@ import {
   type Park,
   type RecordStep,
 } from "../gen/waymark/v1/worker_pb.js";
-import type { Payload, Step } from "../gen/waymark/v1/types_pb.js";
+import type { Payload } from "../gen/waymark/v1/types_pb.js";
 import {
   CancelledError,
   DisconnectedError,
   FencedError,
   Interruption,
-  NonDeterminismError,
   RunDroppedError,
-  StepFailedError,
   WorkflowFailure,
   SerializationError,
 } from "../errors.js";
@@ -33,6 +32,7 @@ import { WorkflowContext } from "./context.js";
 import { expect, isUnavailable } from "./replies.js";
 import { Records } from "./records.js";
 import { checkedPayload, failure, messageBytes } from "./limits.js";
+import { History } from "./history.js";
 
 /** Far enough to mean "no deadline", and still an exact integer in every language's JSON. */
 export const NEVER_MS = Number.MAX_SAFE_INTEGER;
@@ -44,8 +44,8 @@ export class Run {
   readonly workflowName: string;
   readonly epoch: bigint;
   readonly recoveryAttempts: number;
-  readonly recorded = new Map<number, Step>();
-  nextStep = 0;
+  /** The recorded steps and the position cursor: every primitive replays through it. */
+  readonly history: History;
   /** Aborted on cancel (reason CancelledError) or when the run stops (Fenced, dropped). */
   readonly controller = new AbortController();
   readonly wake = new Wake();
@@ -64,7 +64,7 @@ export class Run {
     this.workflowName = dispatch.workflowName;
     this.epoch = dispatch.epoch;
     this.recoveryAttempts = dispatch.recoveryAttempts;
-    for (const s of dispatch.steps) this.recorded.set(s.stepId, s);
+    this.history = new History(this.workflowId, dispatch.steps);
     this.records = new Records(this.workflowId, this.epoch, (kind) => this.send(kind));
   }
 
@@ -177,27 +177,6 @@ export class Run {
       attempts: 1,
     });
     expect(await this.request({ case: "recordStep", value: value_ }), "stepRecorded");
-  }
-
-  /**
-   * The recorded result at `stepId`, raising what it recorded (a failure, or non-determinism
-   * when another step is recorded there).
-   */
-  replay(stepId: number, name: string, rec: Step): JsonValue {
-    if (rec.name !== name) {
-      throw new NonDeterminismError(
-        `workflow ${JSON.stringify(this.workflowId)} called step ${JSON.stringify(name)} at position ${stepId}, ` +
-          `where its history records ${JSON.stringify(rec.name)}`,
-      );
-    }
-    if (rec.failure) throw new StepFailedError(name, rec.failure.message, rec.failure.kind || "StepFailed");
-    return fromPayload(rec.output);
-  }
-
-  /** The JSON recorded at `stepId` under `name`; undefined when nothing is recorded there. */
-  recordedJson(stepId: number, name: string): JsonValue | undefined {
-    const rec = this.recorded.get(stepId);
-    return rec ? this.replay(stepId, name, rec) : undefined;
   }
 
   /** Whether a wait until `untilMs` (by a clock now at `nowMs`) is long enough to park for. */

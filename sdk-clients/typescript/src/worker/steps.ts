@@ -29,8 +29,9 @@ export async function runStep<T>(
   fn: (attempt: StepAttempt) => Promise<T> | T,
   options: StepOptions,
 ): Promise<T> {
-  const rec = run.recorded.get(stepId);
-  if (rec) return run.replay(stepId, name, rec) as T;
+  const replayed = run.history.at(stepId, name);
+  if (replayed.kind === "output") return replayed.value as T;
+  if (replayed.kind === "failure") throw replayed.error;
   run.checkCancelled();
   // This step may depend on the ones before: their records are durable first (also those
   // another operation is flushing right now).

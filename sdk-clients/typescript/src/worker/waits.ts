@@ -9,27 +9,7 @@ import { fromPayload } from "../payload.js";
 import type { Kind } from "./conn.js";
 import { NEVER_MS, type Run } from "./run.js";
 import { expect } from "./replies.js";
-
-/** Step names every SDK records for durable waits. */
-export const SLEEP_STEP = "waymark.sleep";
-const RECV_DEADLINE_STEP = "waymark.recv.deadline";
-const RECV_STEP = "waymark.recv";
-const GET_EVENT_DEADLINE_STEP = "waymark.get_event.deadline";
-const GET_EVENT_STEP = "waymark.get_event";
-
-function field(v: JsonValue | undefined, key: string): JsonValue | undefined {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? v[key] : undefined;
-}
-
-export function numberField(v: JsonValue | undefined, key: string): number {
-  const n = field(v, key);
-  return typeof n === "number" ? n : 0;
-}
-
-export function stringField(v: JsonValue | undefined, key: string): string {
-  const s = field(v, key);
-  return typeof s === "string" ? s : "";
-}
+import { BUILTIN, deadlineRecord, GET_EVENT_WAIT, RECV_WAIT, sleepRecord, type WaitSteps } from "./history.js";
 
 /**
  * The longest a recv or getEvent waits: the server takes deadlines up to ten years ahead, so
@@ -44,13 +24,11 @@ function deadlineFrom(timeoutMs: number | undefined, cap: number): number {
 }
 
 export async function sleep(run: Run, stepId: number, ms: number): Promise<void> {
-  const recorded = run.recordedJson(stepId, SLEEP_STEP);
-  let wakeAt: number;
-  if (recorded !== undefined) wakeAt = numberField(recorded, "wake_at_ms");
-  else {
+  let wakeAt = run.history.wakeAt(stepId);
+  if (wakeAt === undefined) {
     run.checkCancelled();
     wakeAt = deadlineFrom(ms, NEVER_MS);
-    await run.record(stepId, SLEEP_STEP, { wake_at_ms: wakeAt });
+    await run.record(stepId, BUILTIN.sleep, sleepRecord(wakeAt));
   }
   if (run.shouldPark(wakeAt, Date.now()) && (await run.park(stepId, wakeAt, { case: "timer", value: true }))) {
     throw new ParkedError();
@@ -62,7 +40,7 @@ export function recv(run: Run, stepId: number, topic: string, timeoutMs: number 
   return durableWait(
     run,
     stepId,
-    [RECV_DEADLINE_STEP, RECV_STEP, "message"],
+    RECV_WAIT,
     timeoutMs,
     { case: "topic", value: topic },
     (step, deadlineMs) => ({
@@ -76,7 +54,7 @@ export function getEvent(run: Run, stepId: number, target: string, key: string, 
   return durableWait(
     run,
     stepId,
-    [GET_EVENT_DEADLINE_STEP, GET_EVENT_STEP, "value"],
+    GET_EVENT_WAIT,
     timeoutMs,
     { case: "event", value: create(EventKeySchema, { workflowId: target, key }) },
     (step, deadlineMs) => ({
@@ -100,22 +78,20 @@ export function getEvent(run: Run, stepId: number, target: string, key: string, 
 async function durableWait(
   run: Run,
   deadlineStep: number,
-  [deadlineName, resultName, key]: [string, string, string],
+  wait: WaitSteps,
   timeoutMs: number | undefined,
   parkOn: Park["on"],
   request: (stepId: number, deadlineMs: number) => Kind,
 ): Promise<JsonValue | undefined> {
   const resultStep = deadlineStep + 1;
-  const recordedDeadline = run.recordedJson(deadlineStep, deadlineName);
-  let deadlineMs: number;
-  if (recordedDeadline !== undefined) deadlineMs = numberField(recordedDeadline, "deadline_ms");
-  else {
+  let deadlineMs = run.history.deadline(deadlineStep, wait);
+  if (deadlineMs === undefined) {
     run.checkCancelled();
     deadlineMs = deadlineFrom(timeoutMs, LONGEST_WAIT_MS);
-    await run.record(deadlineStep, deadlineName, { deadline_ms: deadlineMs });
+    await run.record(deadlineStep, wait.deadline, deadlineRecord(deadlineMs));
   }
-  const recorded = run.recordedJson(resultStep, resultName);
-  if (recorded !== undefined) return recorded === null ? undefined : (field(recorded, key) ?? null);
+  const waited = run.history.waited(resultStep, wait);
+  if (waited !== undefined) return waited.timedOut ? undefined : waited.value;
   for (;;) {
     run.checkCancelled();
     // The server may have completed the wait itself and pushed the answer with the wakeup.
