@@ -67,6 +67,10 @@ async fn a_round_of_waits(
         .start_json("target", serde_json::json!({}), StartOptions::id(&id))
         .await
         .unwrap();
+    // The worker's lease is renewed by its heartbeats, not by its writes.
+    worker
+        .send(worker_message::Kind::Heartbeat(v1::Heartbeat::default()))
+        .await;
     worker
         .send(worker_message::Kind::Credit(v1::Credit { workflows: 1, steps: 0 }))
         .await;
@@ -148,11 +152,13 @@ fn complete(workflow_id: &str, epoch: u64) -> worker_message::Kind {
 /// 2,000 the server's memory stays where it is however many more come (within 10 %), and past the wait cap calls are refused
 /// with TOO_MANY_WAITS while others are answered.
 async fn waits_that_lead_nowhere_cost_nothing_once_over(backend: Backend) {
-    // The default lease: the worker here says nothing while a round runs.
+    // A long lease: the worker here heartbeats once a round, and a round on a loaded machine
+    // may take a while.
     let Some(db) = TestDatabase::new(backend).await else {
         return;
     };
-    let server = ServerProcess::start(&db, &["--max-waits".to_string(), "500".to_string()]).await;
+    let args = ["--max-waits", "500", "--worker-lease", "10m"].map(String::from);
+    let server = ServerProcess::start(&db, &args).await;
     let client = server.client().await;
     let mut w = RawWorker::connect(&server.addr, "finisher", &["target"]).await;
     let rpc = rpc(&server).await;
