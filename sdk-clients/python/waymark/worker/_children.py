@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from .._payload import from_payload
 from .._proto import worker_pb2
 from .._time import now_ms
 from ..errors import ChildWorkflowFailed
-from ..types import status as wire_status
-from ._core import AWAIT_CHILD_STEP, DELIVERED, START_CHILD_STEP, ContextCore
+from ._core import DELIVERED, ContextCore
+from ._history import ChildOutcome
 from ._replies import expect
 
 
@@ -32,9 +31,9 @@ class ChildrenMixin(ContextCore):
     async def _start_child(
         self, step_id: int, name: str, input: Any, child_id: str, queue: str
     ) -> str:
-        found, recorded = self._replay(step_id, START_CHILD_STEP)
-        if found:
-            return str(recorded.get("workflow_id", ""))
+        started_id = self._history().child_started(step_id)
+        if started_id is not None:
+            return started_id
         self._check_cancelled()
         r = self._run
         req = worker_pb2.StartChild(
@@ -72,12 +71,12 @@ class ChildrenMixin(ContextCore):
         return await self.await_child(child_id)
 
     async def _await_child(self, step_id: int, child_id: str) -> Any:
-        found, outcome = self._replay(step_id, AWAIT_CHILD_STEP)
-        if not found:
+        outcome = self._history().child_outcome(step_id)
+        if outcome is None:
             outcome = await self._wait_child(step_id, child_id)
         return _child_result(child_id, outcome)
 
-    async def _wait_child(self, step_id: int, child_id: str) -> dict[str, Any]:
+    async def _wait_child(self, step_id: int, child_id: str) -> ChildOutcome:
         waiting_since = now_ms()
         r = self._run
         while True:
@@ -92,32 +91,21 @@ class ChildrenMixin(ContextCore):
                 await self._request(worker_pb2.WorkerMessage(await_child=req)), "child_result"
             )
             if res.outcome == DELIVERED:
-                return _child_json(res)
+                return ChildOutcome.from_result(res)
             # Parked once it has waited past the threshold: children can run for days.
             await self._wait_parking(waiting_since, step_id, awaited_workflow_id=child_id)
 
 
-def _child_json(r: worker_pb2.ChildResult) -> dict[str, Any]:
-    """A child result in the form await_child steps record (the same in every SDK)."""
-    out: dict[str, Any] = {"status": wire_status(r.status).name}
-    if r.HasField("output"):
-        out["output"] = from_payload(r.output)
-    if r.HasField("failure"):
-        out["failure"] = {"kind": r.failure.kind, "message": r.failure.message}
-    return out
-
-
-def _child_result(child_id: str, v: Any) -> Any:
-    v = v or {}
-    status = v.get("status", "")
+def _child_result(child_id: str, v: ChildOutcome) -> Any:
+    """The awaited workflow's output, or the error its ending raises (live and on replay)."""
+    status = v.status
     if status == "SUCCESS":
-        return v.get("output")
-    f = v.get("failure") or {}
+        return v.output
     if status == "CANCELLED":
         kind, message = "ChildCancelled", f"child workflow {child_id} was cancelled"
     elif status == "MAX_RECOVERY_ATTEMPTS_EXCEEDED":
         kind, message = "ChildDeadLettered", f"child workflow {child_id} was dead-lettered"
     else:
-        detail = f"{f.get('kind', '')}: {f.get('message', '')}"
+        detail = f"{v.failure_kind}: {v.failure_message}"
         kind, message = "ChildFailed", f"child workflow {child_id} failed: {detail}"
     raise ChildWorkflowFailed(kind, message, workflow_id=child_id, status=status)

@@ -1,5 +1,5 @@
 """The part of a workflow context every operation shares: the recorded history it replays
-from, step positions, held-back step records, requests to the server and waiting for wakeups.
+from (see _history), held-back step records, requests to the server and waiting for wakeups.
 """
 
 from __future__ import annotations
@@ -8,30 +8,15 @@ import asyncio
 import logging
 from typing import Any
 
-from .._payload import from_payload, to_payload
+from .._payload import to_payload
 from .._proto import types_pb2, worker_pb2
 from .._time import now_ms
-from ..errors import NonDeterminismError, Parked, StepFailed
+from ..errors import Parked
+from ._history import History
 from ._replies import expect
 from ._run import Run
 
 log = logging.getLogger("waymark.worker")
-
-# Step names the SDKs record for durable operations; every SDK uses the same ones, so a
-# workflow's history reads the same whatever language wrote it.
-SLEEP_STEP = "waymark.sleep"
-RECV_DEADLINE_STEP = "waymark.recv.deadline"
-RECV_STEP = "waymark.recv"
-SEND_STEP = "waymark.send"
-SET_EVENT_STEP = "waymark.set_event"
-GET_EVENT_DEADLINE_STEP = "waymark.get_event.deadline"
-GET_EVENT_STEP = "waymark.get_event"
-WRITE_STREAM_STEP = "waymark.write_stream"
-CLOSE_STREAM_STEP = "waymark.close_stream"
-START_CHILD_STEP = "waymark.start_child"
-AWAIT_CHILD_STEP = "waymark.await_child"
-SELECT_STEP = "waymark.select"
-WAIT_ALL_STEP = "waymark.wait_all"
 
 DELIVERED = worker_pb2.RecvResult.OUTCOME_DELIVERED
 TIMED_OUT = worker_pb2.RecvResult.OUTCOME_TIMED_OUT
@@ -64,7 +49,7 @@ class ContextCore:
     @property
     def is_replaying(self) -> bool:
         """True while the next step is answered from the recorded history."""
-        return self._run.next_step in self._run.recorded
+        return self._run.history.replaying
 
     @property
     def cancelled(self) -> bool:
@@ -75,12 +60,9 @@ class ContextCore:
         """A logger that names this workflow in every record."""
         return logging.LoggerAdapter(log, {"workflow_id": self.workflow_id})
 
-    # The position is taken when an operation is called, not when it is awaited, so
-    # operations started together (asyncio.gather) still number in call order.
     def _take(self, n: int = 1) -> int:
-        step_id = self._run.next_step
-        self._run.next_step += n
-        return step_id
+        """Takes the next `n` positions; called when an operation is called (see `History.take`)."""
+        return self._run.history.take(n)
 
     def _check_cancelled(self) -> None:
         """Raises when the run may not go on: dropped by this worker, or cancelled."""
@@ -88,26 +70,11 @@ class ContextCore:
         if self._run.cancelled:
             raise asyncio.CancelledError("workflow cancelled")
 
-    def _recorded(self, step_id: int, name: str) -> types_pb2.Step | None:
-        """The step recorded at `step_id`; NonDeterminismError if it has another name. Every
-        operation starts here, so a dropped run cannot go on even by replaying."""
+    def _history(self) -> History:
+        """The recorded history to replay from. Every operation reads it through here, so a
+        dropped run cannot go on even by replaying."""
         self._run.check_dropped()
-        rec = self._run.recorded.get(step_id)
-        if rec is not None and rec.name != name:
-            raise NonDeterminismError(
-                f"workflow {self.workflow_id!r} called step {name!r} at position {step_id}, "
-                f"where its history records {rec.name!r}"
-            )
-        return rec
-
-    def _replay(self, step_id: int, name: str) -> tuple[bool, Any]:
-        """(True, output) when the step is recorded; a recorded failure is raised again."""
-        rec = self._recorded(step_id, name)
-        if rec is None:
-            return False, None
-        if rec.HasField("failure"):
-            raise StepFailed(name, rec.failure.message, rec.failure.kind)
-        return True, from_payload(rec.output)
+        return self._run.history
 
     def _payload(self, what: str, value: Any) -> types_pb2.Payload:
         """`value` as a payload to send, or `PayloadTooLarge` when the server would not take it:

@@ -13,7 +13,7 @@ from .._proto import types_pb2, worker_pb2
 from .._time import Seconds, now_ms, to_duration
 from ..errors import StepFailed
 from ..retry import RetryPolicy
-from ._core import DELIVERED, SELECT_STEP, WAIT_ALL_STEP, ContextCore
+from ._core import DELIVERED, ContextCore
 from ._replies import expect
 
 
@@ -66,7 +66,8 @@ class RemoteMixin(ContextCore):
         return self._start_step(handle)
 
     async def _start_step(self, h: StepHandle) -> StepHandle:
-        if self._recorded(h.step_id, h.name) is not None:
+        # Recorded, even as a failure: the call was made; `step_result` replays how it ended.
+        if self._history().recorded(h.step_id, h.name):
             return h
         self._check_cancelled()
         self._run.limits.check_payload(f"the input of step {h.name!r}", h.input)
@@ -98,9 +99,9 @@ class RemoteMixin(ContextCore):
     async def step_result(self, handle: StepHandle) -> Any:
         """The result of a remote step started with `start_step`, waiting for it. A workflow
         that waits past its worker's park threshold is parked until the result is recorded."""
-        found, value = self._replay(handle.step_id, handle.name)
-        if found:
-            return value
+        replayed = self._history().replay(handle.step_id, handle.name)
+        if replayed is not None:
+            return replayed.output
         waiting_since = now_ms()
         while True:
             self._check_cancelled()
@@ -121,9 +122,9 @@ class RemoteMixin(ContextCore):
         return self._wait_several(self._take(), targets, True)
 
     async def _wait_several(self, step_id: int, targets: tuple[Awaitable, ...], all: bool) -> int:
-        found, recorded = self._replay(step_id, WAIT_ALL_STEP if all else SELECT_STEP)
-        if found:
-            return int((recorded or {}).get("index", 0))
+        index = self._history().selected(step_id, all)
+        if index is not None:
+            return index
         if not targets:
             raise ValueError("nothing to wait for")
         wire = [

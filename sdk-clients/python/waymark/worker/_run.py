@@ -9,6 +9,7 @@ from .._proto import types_pb2, worker_pb2
 from ..errors import Disconnected, Dropped
 from . import _resend
 from ._conn import Conn
+from ._history import History
 from ._limits import Limits
 from ._records import Records
 from ._replies import check_recorded
@@ -26,9 +27,9 @@ class Run:
         self.workflow_name = d.workflow_name
         self.epoch = d.epoch
         self.recovery_attempts = d.recovery_attempts
-        # Steps recorded by earlier runs, by position: a replay returns these instead of running.
-        self.recorded: dict[int, types_pb2.Step] = {s.step_id: s for s in d.steps}
-        self.next_step = 0
+        # Steps recorded by earlier runs, and the next position: a replay returns these
+        # instead of running.
+        self.history = History(d.workflow_id, d.steps)
         self.conn = conn
         self.park_after = park_after
         # How long a request is resent while the server answers UNAVAILABLE.

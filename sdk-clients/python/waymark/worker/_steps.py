@@ -47,9 +47,9 @@ class StepsMixin(ContextCore):
         kwargs: dict[str, Any],
         policy: RetryPolicy,
     ) -> Any:
-        found, value = self._replay(step_id, name)
-        if found:
-            return value
+        replayed = self._history().replay(step_id, name)
+        if replayed is not None:
+            return replayed.output
         self._check_cancelled()
         # This step may depend on the ones before: their records are durable first.
         await self._flush()

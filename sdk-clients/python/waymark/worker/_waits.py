@@ -9,16 +9,8 @@ from typing import Any
 from .._payload import from_payload, to_payload
 from .._proto import worker_pb2
 from .._time import Seconds, now_ms, seconds
-from ._core import (
-    DELIVERED,
-    GET_EVENT_DEADLINE_STEP,
-    GET_EVENT_STEP,
-    RECV_DEADLINE_STEP,
-    RECV_STEP,
-    SLEEP_STEP,
-    TIMED_OUT,
-    ContextCore,
-)
+from ._core import DELIVERED, TIMED_OUT, ContextCore
+from ._history import GET_EVENT, RECV, SLEEP_STEP, Wait, deadline_output, sleep_output
 from ._replies import expect
 
 # A wait without a timeout still needs a deadline on the wire: this far away.
@@ -32,13 +24,11 @@ class WaitsMixin(ContextCore):
         return self._sleep(self._take(), seconds(duration))
 
     async def _sleep(self, step_id: int, duration: float) -> None:
-        found, recorded = self._replay(step_id, SLEEP_STEP)
-        if found:
-            wake_at = int(recorded.get("wake_at_ms", 0))
-        else:
+        wake_at = self._history().sleep(step_id)
+        if wake_at is None:
             self._check_cancelled()
             wake_at = now_ms() + int(duration * 1000)
-            await self._record(step_id, SLEEP_STEP, to_payload({"wake_at_ms": wake_at}))
+            await self._record(step_id, SLEEP_STEP, to_payload(sleep_output(wake_at)))
         if self._should_park(wake_at, now_ms()):
             await self._park(step_id, wake_at, timer=True)
         while now_ms() < wake_at:
@@ -62,8 +52,7 @@ class WaitsMixin(ContextCore):
                 )
             )
 
-        names = (RECV_DEADLINE_STEP, RECV_STEP, "message")
-        return self._durable_wait(step_id, names, timeout, {"topic": topic}, request)
+        return self._durable_wait(step_id, RECV, timeout, {"topic": topic}, request)
 
     def get_event(
         self, workflow_id: str, key: str, *, timeout: Seconds | None = None
@@ -85,34 +74,30 @@ class WaitsMixin(ContextCore):
                 )
             )
 
-        names = (GET_EVENT_DEADLINE_STEP, GET_EVENT_STEP, "value")
         park_on = {"event": worker_pb2.EventKey(workflow_id=workflow_id, key=key)}
-        return self._durable_wait(step_id, names, timeout, park_on, request)
+        return self._durable_wait(step_id, GET_EVENT, timeout, park_on, request)
 
     async def _durable_wait(
         self,
         deadline_step: int,
-        names: tuple[str, str, str],
+        kind: Wait,
         timeout: Seconds | None,
         park_on: dict[str, Any],
         request: Callable[[int, int], worker_pb2.WorkerMessage],
     ) -> Any:
         """A wait over two positions: the deadline (recorded first) and the outcome, which the
         server records. Asks; on WAITING waits for the wakeup or the deadline, then asks again."""
-        deadline_name, result_name, field = names
         result_step = deadline_step + 1
-        found, recorded = self._replay(deadline_step, deadline_name)
-        if found:
-            deadline_ms = int(recorded.get("deadline_ms", 0))
-        else:
+        deadline_ms = self._history().deadline(deadline_step, kind)
+        if deadline_ms is None:
             self._check_cancelled()
             wait = _FOREVER if timeout is None else seconds(timeout)
             deadline_ms = now_ms() + int(wait * 1000)
-            payload = to_payload({"deadline_ms": deadline_ms})
-            await self._record(deadline_step, deadline_name, payload)
-        found, recorded = self._replay(result_step, result_name)
-        if found:
-            return None if recorded is None else recorded.get(field)
+            payload = to_payload(deadline_output(deadline_ms))
+            await self._record(deadline_step, kind.deadline_step, payload)
+        replayed = self._history().wait_result(result_step, kind)
+        if replayed is not None:
+            return replayed.output
         while True:
             self._check_cancelled()
             # The server may have completed the wait itself and sent the answer with the wakeup.

@@ -8,13 +8,7 @@ from typing import Any
 
 from .._payload import to_payload
 from .._proto import worker_pb2
-from ._core import (
-    CLOSE_STREAM_STEP,
-    SEND_STEP,
-    SET_EVENT_STEP,
-    WRITE_STREAM_STEP,
-    ContextCore,
-)
+from ._core import ContextCore
 from ._replies import expect
 
 
@@ -24,9 +18,9 @@ class WritesMixin(ContextCore):
         return self._send(self._take(), workflow_id, message, topic)
 
     async def _send(self, step_id: int, destination: str, message: Any, topic: str) -> str:
-        found, recorded = self._replay(step_id, SEND_STEP)
-        if found:
-            return str(recorded.get("message_id", ""))
+        message_id = self._history().sent(step_id)
+        if message_id is not None:
+            return message_id
         self._check_cancelled()
         r = self._run
         req = worker_pb2.SendMessageStep(
@@ -48,8 +42,7 @@ class WritesMixin(ContextCore):
         return self._set_event(self._take(), key, value)
 
     async def _set_event(self, step_id: int, key: str, value: Any) -> None:
-        found, _ = self._replay(step_id, SET_EVENT_STEP)
-        if found:
+        if self._history().event_set(step_id):
             return
         self._check_cancelled()
         r = self._run
@@ -65,19 +58,20 @@ class WritesMixin(ContextCore):
     def write_stream(self, key: str, value: Any) -> Coroutine[Any, Any, int]:
         """Appends `value` to this workflow's stream `key`; returns its offset. Readers
         following the stream get it at once."""
-        return self._stream_step(self._take(), key, WRITE_STREAM_STEP, to_payload(value))
+        return self._stream_step(self._take(), key, to_payload(value))
 
     def close_stream(self, key: str) -> Coroutine[Any, Any, None]:
         """Closes stream `key`: readers end after the values written before it."""
         return self._close_stream(self._take(), key)
 
     async def _close_stream(self, step_id: int, key: str) -> None:
-        await self._stream_step(step_id, key, CLOSE_STREAM_STEP, None)
+        await self._stream_step(step_id, key, None)
 
-    async def _stream_step(self, step_id: int, key: str, name: str, value: Any) -> int:
-        found, recorded = self._replay(step_id, name)
-        if found:
-            return int(recorded.get("offset", 0))
+    async def _stream_step(self, step_id: int, key: str, value: Any) -> int:
+        """Writes `value` to stream `key`, or closes the stream when `value` is None."""
+        offset = self._history().stream_offset(step_id, close=value is None)
+        if offset is not None:
+            return offset
         self._check_cancelled()
         if value is not None:
             self._run.limits.check_payload(f"the value written to stream {key!r}", value)

@@ -1,0 +1,142 @@
+"""`WorkflowContext` replaying through its history cursor, with no server: the run's connection
+is closed, so an operation that asked the server anything would fail at once (and drop the run)
+instead of waiting forever; every test checks that none did."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from waymark import Dropped, NonDeterminismError, StepFailed, WorkflowContext
+from waymark._payload import from_payload, to_payload
+from waymark._proto import types_pb2, worker_pb2
+from waymark._time import now_ms
+from waymark.worker._conn import Conn
+from waymark.worker._run import Run
+
+
+def out(step_id: int, name: str, value: Any) -> types_pb2.Step:
+    return types_pb2.Step(step_id=step_id, name=name, output=to_payload(value))
+
+
+def replaying(*steps: types_pb2.Step) -> tuple[WorkflowContext, Run]:
+    d = worker_pb2.DispatchWorkflow(workflow_id="wf", workflow_name="w", epoch=2, steps=steps)
+    conn = Conn()
+    conn.closed = True
+    run = Run(d, conn, park_after=None, patience=1.0)
+    return WorkflowContext(run), run
+
+
+def never(*_: Any) -> Any:
+    raise AssertionError("a replayed step's function ran")
+
+
+def nothing_sent(run: Run) -> bool:
+    # A request on the closed connection raises `Disconnected` and drops the run.
+    return run.conn.outbox.empty() and not run.dropped
+
+
+async def test_steps_started_together_replay_by_call_order_not_await_order() -> None:
+    ctx, run = replaying(out(0, "a", "A"), out(1, "b", "B"))
+    a = ctx.step("a", never)
+    b = ctx.step("b", never)
+    # Awaited the other way round: b runs first, still at position 1.
+    assert await asyncio.gather(b, a) == ["B", "A"]
+    assert run.history.next_position == 2
+    assert nothing_sent(run)
+
+
+async def test_operations_of_several_positions_started_together_keep_their_order() -> None:
+    past = now_ms() - 1000
+    ctx, run = replaying(
+        out(0, "waymark.sleep", {"wake_at_ms": past}),
+        out(1, "waymark.recv.deadline", {"deadline_ms": past}),
+        out(2, "waymark.recv", None),
+        out(3, "after", {"ok": True}),
+        out(4, "waymark.get_event.deadline", {"deadline_ms": past}),
+        out(5, "waymark.get_event", {"value": 17}),
+    )
+    sleep = ctx.sleep(60)
+    got = ctx.recv("orders", timeout=5)
+    after = ctx.step("after", never)
+    event = ctx.get_event("other", "k")
+    # A recv takes two positions (its deadline, its result), so "after" is at 3, not 2.
+    assert await asyncio.gather(event, after, got, sleep) == [17, {"ok": True}, None, None]
+    assert run.history.next_position == 6
+    assert nothing_sent(run)
+
+
+async def test_a_replayed_failure_is_raised_and_the_function_not_run() -> None:
+    failure = types_pb2.Failure(kind="StepFailed", message="card declined")
+    ctx, run = replaying(types_pb2.Step(step_id=0, name="charge", failure=failure))
+    with pytest.raises(StepFailed) as e:
+        await ctx.step("charge", never)
+    assert (e.value.name, e.value.message) == ("charge", "card declined")
+    assert nothing_sent(run)
+
+
+async def test_a_different_step_at_a_recorded_position_is_non_determinism() -> None:
+    ctx, run = replaying(out(0, "a", 1), out(1, "waymark.send", {"message_id": "m"}))
+    assert await ctx.step("a", never) == 1
+    with pytest.raises(NonDeterminismError) as e:
+        await ctx.set_event("k", "v")
+    assert str(e.value) == (
+        "workflow 'wf' called step 'waymark.set_event' at position 1, "
+        "where its history records 'waymark.send'"
+    )
+    assert nothing_sent(run)
+
+
+async def test_replayed_writes_and_children_return_what_was_recorded() -> None:
+    ctx, run = replaying(
+        out(0, "waymark.send", {"message_id": "m-9"}),
+        out(1, "waymark.set_event", {"key": "k"}),
+        out(2, "waymark.write_stream", {"offset": 3}),
+        out(3, "waymark.close_stream", {"offset": 4}),
+        out(4, "waymark.start_child", {"workflow_id": "wf-c"}),
+        out(5, "waymark.await_child", {"status": "SUCCESS", "output": "done"}),
+        out(6, "waymark.select", {"index": 1}),
+    )
+    assert await ctx.send("other", {"hi": 1}) == "m-9"
+    assert await ctx.set_event("k", "v") is None
+    assert await ctx.write_stream("s", 1) == 3
+    assert await ctx.close_stream("s") is None
+    assert await ctx.child("child", None) == "done"
+    assert await ctx.wait_first("wf-x", "wf-y") == 1
+    assert nothing_sent(run)
+
+
+async def test_a_replayed_remote_step_is_not_called_again() -> None:
+    ctx, run = replaying(out(0, "remote.add", 5))
+    assert await ctx.call_step("remote.add", [2, 3]) == 5
+    assert nothing_sent(run)
+
+
+async def test_past_the_history_a_step_runs_live_at_the_next_position() -> None:
+    ctx, run = replaying(out(0, "a", 1))
+    calls = []
+
+    def b(x: int) -> int:
+        calls.append(x)
+        return x * 10
+
+    assert ctx.is_replaying
+    assert await ctx.step("a", never) == 1
+    assert not ctx.is_replaying
+    assert await ctx.step("b", b, 4) == 40
+    assert calls == [4]
+    # Its record is held back (nothing sent yet) and goes with the completion.
+    [record] = await run.records.settle()
+    assert (record.step_id, record.name, from_payload(record.output)) == (1, "b", 40)
+    assert (record.workflow_id, record.epoch, record.attempts) == ("wf", 2, 1)
+    assert nothing_sent(run)
+
+
+async def test_a_dropped_run_does_not_go_on_even_by_replaying() -> None:
+    ctx, run = replaying(out(0, "a", 1))
+    run.drop()
+    with pytest.raises(Dropped):
+        await ctx.step("a", never)
+    assert run.conn.outbox.empty()
