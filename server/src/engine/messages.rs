@@ -91,11 +91,7 @@ impl RecvWaits {
     /// workflow at the waiting epoch (it parked, finished, moved on or went away).
     pub(crate) fn keys(&self) -> Vec<(String, String)> {
         let mut map = self.by_key.lock().unwrap();
-        map.retain(|(workflow_id, _), w| {
-            w.session
-                .upgrade()
-                .is_some_and(|s| s.holds(workflow_id, w.epoch))
-        });
+        map.retain(|(workflow_id, _), w| w.session.upgrade().is_some_and(|s| s.holds(workflow_id, w.epoch)));
         map.keys().cloned().collect()
     }
 
