@@ -360,15 +360,11 @@ pub struct EventValue {
 }
 
 /// Step names the store records for messaging and events, so a replay can check it is at the
-/// same call.
-pub const SEND_STEP: &str = "waymark.send";
-pub const RECV_STEP: &str = "waymark.recv";
-pub const SET_EVENT_STEP: &str = "waymark.set_event";
-pub const GET_EVENT_STEP: &str = "waymark.get_event";
-pub const WRITE_STREAM_STEP: &str = "waymark.write_stream";
-pub const CLOSE_STREAM_STEP: &str = "waymark.close_stream";
-pub const START_CHILD_STEP: &str = "waymark.start_child";
-pub const AWAIT_CHILD_STEP: &str = "waymark.await_child";
+/// same call (the journal's names, under the names the store has always used).
+pub use waymark_journal::names::{
+    AWAIT_CHILD as AWAIT_CHILD_STEP, CLOSE_STREAM as CLOSE_STREAM_STEP, GET_EVENT as GET_EVENT_STEP, RECV as RECV_STEP,
+    SEND as SEND_STEP, SET_EVENT as SET_EVENT_STEP, START_CHILD as START_CHILD_STEP, WRITE_STREAM as WRITE_STREAM_STEP,
+};
 
 /// What a parked workflow waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -845,4 +841,15 @@ pub trait Store: Send + Sync + 'static {
     /// are and returned with `created` false, whatever their workflow name. The schedule's own
     /// row is not changed. `ScheduleNotFound` when the schedule does not exist.
     async fn start_scheduled(&self, name: &str, workflows: &[NewWorkflow], now: Millis) -> StoreResult<Vec<Started>>;
+}
+
+impl From<waymark_journal::NonDeterminism> for StoreError {
+    fn from(e: waymark_journal::NonDeterminism) -> Self {
+        StoreError::NonDeterminism {
+            workflow_id: e.workflow_id,
+            step_id: e.step_id,
+            recorded: e.recorded,
+            presented: e.presented,
+        }
+    }
 }

@@ -3,22 +3,25 @@
 //! whose payload is JSON `null` is not mistaken for a timeout; a send step records
 //! `{"message_id": "…"}`.
 
-use crate::{
-    Outcome, Received, StepRecord, StoreError, StoreResult, GET_EVENT_STEP, RECV_STEP, SEND_STEP, SET_EVENT_STEP,
-};
+use waymark_journal::{shapes, shapes::Shape, NonDeterminism};
+
+use crate::{Outcome, Received, StepRecord, StoreError, StoreResult, SET_EVENT_STEP};
+
+/// A recorded built-in step read as its shape: non-determinism when another step is recorded
+/// there, and a shape that is not what the name promises is refused as unreadable.
+pub(crate) fn replay_builtin<S: Shape>(workflow_id: &str, step: &StepRecord, name: &str) -> StoreResult<S> {
+    expect_name(workflow_id, step, name)?;
+    S::read(name, &output_json(step)?).map_err(|e| StoreError::Unavailable(e.to_string()))
+}
 
 /// What a stream write step records.
 pub(crate) fn stream_output(offset: u64) -> String {
-    serde_json::json!({ "offset": offset }).to_string()
+    shapes::StreamWritten { offset }.record()
 }
 
 /// A recorded stream write (or close) step, as the offset it wrote.
 pub(crate) fn replay_stream(workflow_id: &str, step: &StepRecord, name: &str) -> StoreResult<u64> {
-    expect_name(workflow_id, step, name)?;
-    output_json(step)?
-        .get("offset")
-        .and_then(|v| v.as_u64())
-        .ok_or_else(|| StoreError::Unavailable("recorded stream step is malformed".into()))
+    Ok(replay_builtin::<shapes::StreamWritten>(workflow_id, step, name)?.offset)
 }
 
 #[derive(sqlx::FromRow)]
@@ -39,16 +42,14 @@ impl From<StreamRow> for crate::StreamEntry {
 }
 
 pub(crate) fn child_started_output(child_id: &str) -> String {
-    serde_json::json!({ "workflow_id": child_id }).to_string()
+    shapes::ChildStarted {
+        workflow_id: child_id.to_string(),
+    }
+    .record()
 }
 
 pub(crate) fn replay_start_child(workflow_id: &str, step: &StepRecord) -> StoreResult<String> {
-    expect_name(workflow_id, step, crate::START_CHILD_STEP)?;
-    output_json(step)?
-        .get("workflow_id")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-        .ok_or_else(|| StoreError::Unavailable("recorded start_child step is malformed".into()))
+    Ok(replay_builtin::<shapes::ChildStarted>(workflow_id, step, crate::START_CHILD_STEP)?.workflow_id)
 }
 
 /// A finished workflow's outcome, as an awaiting step records it.
@@ -68,57 +69,47 @@ pub(crate) fn child_outcome(w: &crate::WorkflowRecord) -> crate::ChildOutcome {
 /// What an await_child step records, in the form every SDK reads on replay:
 /// `{"status": "SUCCESS", "output": <value>}` or `{"status": "ERROR", "failure": {"kind", "message"}}`.
 pub(crate) fn await_child_output(o: &crate::ChildOutcome) -> String {
-    let mut m = serde_json::json!({ "status": o.status.as_str() });
-    if let Some(out) = &o.output {
-        m["output"] = serde_json::from_str(out).unwrap_or(serde_json::Value::Null);
+    shapes::ChildOutcome {
+        status: o.status.as_str().to_string(),
+        output: o
+            .output
+            .as_deref()
+            .map(|out| serde_json::from_str(out).unwrap_or(serde_json::Value::Null)),
+        failure: o.failure.as_ref().map(|f| shapes::ChildFailure {
+            kind: f.kind.clone(),
+            message: f.message.clone(),
+        }),
     }
-    if let Some(f) = &o.failure {
-        m["failure"] = serde_json::json!({ "kind": f.kind, "message": f.message });
-    }
-    m.to_string()
+    .record()
 }
 
 pub(crate) fn replay_await_child(workflow_id: &str, step: &StepRecord) -> StoreResult<crate::ChildOutcome> {
-    expect_name(workflow_id, step, crate::AWAIT_CHILD_STEP)?;
-    let malformed = || StoreError::Unavailable("recorded await_child step is malformed".into());
-    let v = output_json(step)?;
-    let status = v
-        .get("status")
-        .and_then(|s| s.as_str())
-        .and_then(crate::WorkflowStatus::parse)
-        .ok_or_else(malformed)?;
-    let failure = match v.get("failure") {
-        Some(f) => Some(serde_json::from_value::<crate::Failure>(f.clone()).map_err(|_| malformed())?),
-        None => None,
-    };
+    let o: shapes::ChildOutcome = replay_builtin(workflow_id, step, crate::AWAIT_CHILD_STEP)?;
+    let status = crate::WorkflowStatus::parse(&o.status)
+        .ok_or_else(|| StoreError::Unavailable("recorded await_child step is malformed".into()))?;
     Ok(crate::ChildOutcome {
         status,
-        output: v.get("output").map(|o| o.to_string()),
-        failure,
+        output: o.output.map(|v| v.to_string()),
+        failure: o.failure.map(|f| crate::Failure {
+            kind: f.kind,
+            message: f.message,
+        }),
     })
 }
 
 pub(crate) fn recv_output(payload: Option<&str>) -> String {
-    match payload {
-        Some(p) => format!("{{\"message\":{p}}}"),
-        None => "null".to_string(),
-    }
+    shapes::RECV.record(payload)
 }
 
 pub(crate) fn send_output(message_id: &str) -> String {
-    serde_json::json!({ "message_id": message_id }).to_string()
+    shapes::Sent {
+        message_id: message_id.to_string(),
+    }
+    .record()
 }
 
 fn expect_name(workflow_id: &str, step: &StepRecord, name: &str) -> StoreResult<()> {
-    if step.name != name {
-        return Err(StoreError::NonDeterminism {
-            workflow_id: workflow_id.to_string(),
-            step_id: step.step_id,
-            recorded: step.name.clone(),
-            presented: name.to_string(),
-        });
-    }
-    Ok(())
+    Ok(NonDeterminism::check(workflow_id, step.step_id, &step.name, name)?)
 }
 
 fn output_json(step: &StepRecord) -> StoreResult<serde_json::Value> {
@@ -130,48 +121,38 @@ fn output_json(step: &StepRecord) -> StoreResult<serde_json::Value> {
     }
 }
 
+/// A recorded wait (recv, get_event), as the result it stands for.
+fn replay_wait(workflow_id: &str, step: &StepRecord, kind: &shapes::WaitKind) -> StoreResult<Received> {
+    expect_name(workflow_id, step, kind.result_step)?;
+    match kind.read(&output_json(step)?) {
+        Ok(shapes::Waited::TimedOut) => Ok(Received::TimedOut),
+        Ok(shapes::Waited::Delivered(v)) => Ok(Received::Delivered(v.to_string())),
+        Err(e) => Err(StoreError::Unavailable(e.to_string())),
+    }
+}
+
 /// A recorded recv step, as the result it stands for.
 pub(crate) fn replay_recv(workflow_id: &str, step: &StepRecord) -> StoreResult<Received> {
-    expect_name(workflow_id, step, RECV_STEP)?;
-    match output_json(step)? {
-        serde_json::Value::Null => Ok(Received::TimedOut),
-        serde_json::Value::Object(mut m) => {
-            Ok(Received::Delivered(m.remove("message").unwrap_or_default().to_string()))
-        }
-        _ => Err(StoreError::Unavailable("recorded recv step is malformed".into())),
-    }
+    replay_wait(workflow_id, step, &shapes::RECV)
 }
 
 /// A recorded send step, as the message id it sent.
 pub(crate) fn replay_send(workflow_id: &str, step: &StepRecord) -> StoreResult<String> {
-    expect_name(workflow_id, step, SEND_STEP)?;
-    output_json(step)?
-        .get("message_id")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-        .ok_or_else(|| StoreError::Unavailable("recorded send step is malformed".into()))
+    Ok(replay_builtin::<shapes::Sent>(workflow_id, step, crate::SEND_STEP)?.message_id)
 }
 
 /// What a get_event step records: `{"value": <value>}`, or `null` when it timed out.
 pub(crate) fn get_event_output(value: Option<&str>) -> String {
-    match value {
-        Some(v) => format!("{{\"value\":{v}}}"),
-        None => "null".to_string(),
-    }
+    shapes::GET_EVENT.record(value)
 }
 
 pub(crate) fn set_event_output(key: &str) -> String {
-    serde_json::json!({ "key": key }).to_string()
+    shapes::EventSet { key: key.to_string() }.record()
 }
 
 /// A recorded get_event step, as the result it stands for.
 pub(crate) fn replay_get_event(workflow_id: &str, step: &StepRecord) -> StoreResult<Received> {
-    expect_name(workflow_id, step, GET_EVENT_STEP)?;
-    match output_json(step)? {
-        serde_json::Value::Null => Ok(Received::TimedOut),
-        serde_json::Value::Object(mut m) => Ok(Received::Delivered(m.remove("value").unwrap_or_default().to_string())),
-        _ => Err(StoreError::Unavailable("recorded get_event step is malformed".into())),
-    }
+    replay_wait(workflow_id, step, &shapes::GET_EVENT)
 }
 
 /// A recorded set_event step: only its name is checked.
@@ -247,6 +228,7 @@ pub(crate) fn events(current: Vec<EventRow>, history: Vec<EventHistoryRow>) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{RECV_STEP, SEND_STEP};
 
     fn step(name: &str, output: &str) -> StepRecord {
         StepRecord {

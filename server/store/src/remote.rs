@@ -3,29 +3,11 @@
 //! again), dispatched to workers attempt by attempt, and its final result is recorded as the
 //! caller's step at that position, in the same transaction that closes the row.
 
+use waymark_journal::{shapes, shapes::Shape, NonDeterminism};
+
 use crate::Millis;
 
-/// How a remote step is retried and how long one attempt may run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StepPolicy {
-    /// Attempts in all, including the first (at least 1).
-    pub max_attempts: u32,
-    pub initial_backoff_ms: Millis,
-    /// Each retry waits this many times longer than the one before.
-    pub backoff_coefficient: f64,
-    pub max_backoff_ms: Millis,
-    /// Start-to-close timeout of one attempt: past it the attempt counts as failed.
-    pub timeout_ms: Millis,
-}
-
-impl StepPolicy {
-    /// How long to wait before attempt `failed_attempt + 1`.
-    pub fn backoff(&self, failed_attempt: u32) -> Millis {
-        let exp = failed_attempt.saturating_sub(1).min(64) as i32;
-        let raw = self.initial_backoff_ms as f64 * self.backoff_coefficient.max(1.0).powi(exp);
-        (raw.min(self.max_backoff_ms as f64) as Millis).max(0)
-    }
-}
+pub use waymark_journal::{retry::StepPolicy, select::WaitFor};
 
 /// A remote step call, as the caller makes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,25 +81,9 @@ pub enum WaitTarget {
 pub const STEP_TIMED_OUT: &str = "StepTimedOut";
 
 /// Step name recorded for "wait for the first of".
-pub const SELECT_STEP: &str = "waymark.select";
+pub const SELECT_STEP: &str = waymark_journal::names::SELECT;
 /// Step name recorded for "wait for all of".
-pub const WAIT_ALL_STEP: &str = "waymark.wait_all";
-
-/// Whether a wait over several targets ends at the first or after all of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitFor {
-    First,
-    All,
-}
-
-impl WaitFor {
-    pub fn step_name(self) -> &'static str {
-        match self {
-            WaitFor::First => SELECT_STEP,
-            WaitFor::All => WAIT_ALL_STEP,
-        }
-    }
-}
+pub const WAIT_ALL_STEP: &str = waymark_journal::names::WAIT_ALL;
 
 /// Columns of `step_tasks` that decide what a finished attempt leads to, in [`TaskRow`] order.
 macro_rules! task_columns {
@@ -231,12 +197,12 @@ impl TaskRow {
 
     pub(crate) fn next(&self, outcome: crate::Outcome, now: Millis) -> Next {
         let attempt = self.attempt as u32;
-        match outcome {
-            crate::Outcome::Failure(f) if attempt < self.max_attempts as u32 => Next::Retry {
-                at: now + self.policy().backoff(attempt),
+        match (outcome, self.policy().retry_at(attempt, now)) {
+            (crate::Outcome::Failure(f), Some(at)) => Next::Retry {
+                at,
                 failure: serde_json::to_string(&f).expect("failure serializes"),
             },
-            outcome => Next::Close {
+            (outcome, _) => Next::Close {
                 outcome,
                 attempts: attempt,
             },
@@ -271,82 +237,17 @@ impl TaskRow {
     }
 }
 
-/// Decides a wait over several targets, `done_at[i]` being when target `i` finished. First:
-/// among those done, the earliest to finish (ties to the lower index). All: once every one is
-/// done, the last to finish.
-pub(crate) fn decide(mode: WaitFor, done_at: &[Option<Millis>]) -> Option<u32> {
-    let done = done_at.iter().enumerate().filter_map(|(i, t)| t.map(|t| (t, i)));
-    let pick = match mode {
-        WaitFor::First => done.min(),
-        WaitFor::All if done_at.iter().all(Option::is_some) => done.max_by_key(|&(t, i)| (t, std::cmp::Reverse(i))),
-        WaitFor::All => None,
-    };
-    pick.map(|(_, i)| i as u32)
-}
-
 /// What a select step records: the winner's index.
 pub(crate) fn select_output(index: u32) -> String {
-    serde_json::json!({ "index": index }).to_string()
+    shapes::Selected { index }.record()
 }
 
 pub(crate) fn replay_select(workflow_id: &str, step: &crate::StepRecord, mode: WaitFor) -> crate::StoreResult<u32> {
-    check_call(workflow_id, step, mode.step_name())?;
-    match &step.outcome {
-        crate::Outcome::Output(o) => serde_json::from_str::<serde_json::Value>(o)
-            .ok()
-            .and_then(|v| v.get("index").and_then(|i| i.as_u64()))
-            .map(|i| i as u32)
-            .ok_or_else(|| crate::StoreError::Unavailable("recorded select step is malformed".into())),
-        crate::Outcome::Failure(_) => Err(crate::StoreError::Unavailable(
-            "recorded select step is malformed".into(),
-        )),
-    }
+    let selected: shapes::Selected = crate::messaging::replay_builtin(workflow_id, step, mode.step_name())?;
+    Ok(selected.index)
 }
 
 /// A recorded step at a remote step's position must be that step.
 pub(crate) fn check_call(workflow_id: &str, step: &crate::StepRecord, step_name: &str) -> crate::StoreResult<()> {
-    if step.name == step_name {
-        Ok(())
-    } else {
-        Err(crate::StoreError::NonDeterminism {
-            workflow_id: workflow_id.to_string(),
-            step_id: step.step_id,
-            recorded: step.name.clone(),
-            presented: step_name.to_string(),
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn policy() -> StepPolicy {
-        StepPolicy {
-            max_attempts: 5,
-            initial_backoff_ms: 100,
-            backoff_coefficient: 2.0,
-            max_backoff_ms: 1_000,
-            timeout_ms: 1_000,
-        }
-    }
-
-    #[test]
-    fn first_and_all() {
-        use WaitFor::*;
-        assert_eq!(decide(First, &[None, None]), None);
-        assert_eq!(decide(First, &[Some(5), Some(3), Some(3)]), Some(1));
-        assert_eq!(decide(All, &[Some(5), None]), None);
-        assert_eq!(decide(All, &[Some(5), Some(9), Some(9)]), Some(1));
-    }
-
-    #[test]
-    fn backoff_grows_and_is_capped() {
-        let p = policy();
-        assert_eq!(p.backoff(1), 100);
-        assert_eq!(p.backoff(2), 200);
-        assert_eq!(p.backoff(3), 400);
-        assert_eq!(p.backoff(5), 1_000);
-        assert_eq!(p.backoff(u32::MAX), 1_000);
-    }
+    Ok(NonDeterminism::check(workflow_id, step.step_id, &step.name, step_name)?)
 }

@@ -296,7 +296,7 @@ impl PostgresStore {
             };
             done_at.push(at);
         }
-        let Some(winner) = remote::decide(mode, &done_at) else {
+        let Some(winner) = mode.decide(&done_at) else {
             return Ok(None);
         };
         if !insert_step(

@@ -253,7 +253,7 @@ impl SqliteStore {
             };
             done_at.push(at);
         }
-        let Some(winner) = remote::decide(mode, &done_at) else {
+        let Some(winner) = mode.decide(&done_at) else {
             return Ok(None);
         };
         insert_step(
