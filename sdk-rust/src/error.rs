@@ -94,6 +94,21 @@ pub enum WorkflowError {
     Serialization(String),
 }
 
+impl From<waymark_journal::NonDeterminism> for WorkflowError {
+    fn from(e: waymark_journal::NonDeterminism) -> Self {
+        WorkflowError::NonDeterminism(e.to_string())
+    }
+}
+
+impl From<waymark_journal::history::ReplayError> for WorkflowError {
+    fn from(e: waymark_journal::history::ReplayError) -> Self {
+        match e {
+            waymark_journal::history::ReplayError::NonDeterminism(e) => e.into(),
+            waymark_journal::history::ReplayError::Malformed(e) => WorkflowError::Serialization(e.to_string()),
+        }
+    }
+}
+
 impl WorkflowError {
     /// A failure of the workflow's own, with a kind a program can match.
     pub fn failed(kind: impl Into<String>, message: impl Into<String>) -> Self {

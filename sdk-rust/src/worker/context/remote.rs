@@ -2,16 +2,14 @@
 //! that registered it runs it — in this process, another one, or another language; the result
 //! is recorded as this workflow's step, so a replay (even after this worker died) finds it.
 
-use std::{future::Future, sync::atomic::Ordering, time::Duration};
+use std::{future::Future, time::Duration};
 
 use serde::{de::DeserializeOwned, Serialize};
+use waymark_journal::{select::WaitFor, shapes};
 use waymark_proto::v1::{self, reply, worker_message};
 
-use super::{refused, replay, unix_ms, Inner, WorkflowContext};
+use super::{recorded, refused, replay, unix_ms, Inner, WorkflowContext};
 use crate::{RetryPolicy, WorkflowError};
-
-const SELECT_STEP: &str = "waymark.select";
-const WAIT_ALL_STEP: &str = "waymark.wait_all";
 
 /// How a remote step is retried and timed. Unset fields take the server's defaults: three
 /// attempts, 1 s doubling up to 60 s between them, five minutes per attempt.
@@ -154,7 +152,7 @@ impl WorkflowContext {
         input: &I,
         options: StepOptions,
     ) -> impl Future<Output = Result<StepHandle, WorkflowError>> + Send {
-        let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let step_id = self.inner.history.take(1);
         let inner = self.inner.clone();
         let name = name.to_string();
         let input = serde_json::to_value(input);
@@ -165,13 +163,8 @@ impl WorkflowContext {
                 input: inner.conn.limits.payload("the remote step's input", &input?)?,
                 options,
             };
-            if let Some(rec) = inner.recorded.get(&step_id) {
-                if rec.name != handle.name {
-                    return Err(WorkflowError::NonDeterminism(format!(
-                        "workflow {:?} called step {:?} at position {step_id}, where its history records {:?}",
-                        inner.workflow_id, handle.name, rec.name
-                    )));
-                }
+            // Recorded: called before, and its result (when it has one) is read by step_result.
+            if inner.history.at(step_id, &handle.name)?.is_some() {
                 return Ok(handle);
             }
             inner.check_cancelled()?;
@@ -189,8 +182,8 @@ impl WorkflowContext {
     ) -> impl Future<Output = Result<O, WorkflowError>> + Send {
         let (inner, h) = (self.inner.clone(), handle.clone());
         async move {
-            if let Some(rec) = inner.recorded.get(&h.step_id) {
-                return replay(&inner.workflow_id, h.step_id, &h.name, rec);
+            if let Some(rec) = inner.history.at(h.step_id, &h.name)? {
+                return replay(rec, &h.name);
             }
             let waiting_since = unix_ms();
             loop {
@@ -204,7 +197,7 @@ impl WorkflowContext {
                         failure: r.failure,
                         ..Default::default()
                     };
-                    return replay(&inner.workflow_id, h.step_id, &h.name, &rec);
+                    return replay(&recorded(&rec), &h.name);
                 }
                 let park_at = inner
                     .park_after
@@ -242,12 +235,12 @@ impl WorkflowContext {
         targets: &[Awaitable],
         all: bool,
     ) -> impl Future<Output = Result<usize, WorkflowError>> + Send {
-        let step_id = self.inner.next_step.fetch_add(1, Ordering::SeqCst);
+        let step_id = self.inner.history.take(1);
         let (inner, targets) = (self.inner.clone(), targets.to_vec());
         async move {
-            let name = if all { WAIT_ALL_STEP } else { SELECT_STEP };
-            if let Some(v) = inner.recorded_json(step_id, name)? {
-                return Ok(v.get("index").and_then(|i| i.as_u64()).unwrap_or_default() as usize);
+            let mode = if all { WaitFor::All } else { WaitFor::First };
+            if let Some(s) = inner.builtin::<shapes::Selected>(step_id, mode.step_name())? {
+                return Ok(s.index as usize);
             }
             if targets.is_empty() {
                 return Err(WorkflowError::failed("InvalidArgument", "nothing to wait for"));
