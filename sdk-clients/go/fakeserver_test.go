@@ -61,17 +61,21 @@ func startFakeWelcome(t *testing.T, w *Worker, welcome *pb.Welcome, answer func(
 		welcome:  welcome,
 		changed:  make(chan struct{}),
 	}
+	// As in Run: the session ends, then every goroutine it started has returned — none of
+	// them may log to the test's log once the test is over.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = w.converse(context.Background(), f)
+		var g goroutines
+		_, _ = w.converse(context.Background(), f, &g)
+		g.wait(w.logger)
 	}()
 	t.Cleanup(func() {
 		f.breakStream()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("the worker's session did not end after the stream broke")
+		case <-time.After(30 * time.Second):
+			t.Error("the worker's session and the goroutines it started did not end after the stream broke")
 		}
 	})
 	f.waitFor("the worker's credits", func(msgs []*pb.WorkerMessage) bool {

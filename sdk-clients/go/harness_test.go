@@ -34,13 +34,23 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithCancel(context.Background())
 	idle := waymark.NewWorker(waymark.WorkerOptions{Server: s.addr, Queues: []string{"go-sdk-idle"}, Logger: slog.New(slog.DiscardHandler)})
 	waymark.RegisterWorkflow(idle, "noworker", func(waymark.Context, any) (any, error) { return nil, nil })
-	go func() { _ = idle.Run(ctx) }()
+	idleDone := make(chan struct{})
+	go func() {
+		defer close(idleDone)
+		_ = idle.Run(ctx)
+	}()
 	if err := untilRegistered(s.addr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
 	cancel()
+	// The idle worker is done before its server goes.
+	select {
+	case <-idleDone:
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "the idle worker did not stop")
+	}
 	s.stop()
 	os.Exit(code)
 }
@@ -212,7 +222,8 @@ func newWorker(t *testing.T, opts waymark.WorkerOptions) (*waymark.Worker, strin
 }
 
 // runWorker runs w until the test ends, once it is connected: the queue it serves exists
-// (a worker's hello creates the queues it names, and registers its workflow names).
+// (a worker's hello creates the queues it names, and registers its workflow names). The test
+// ends only once Run has returned, so nothing the worker started logs to the test's log after.
 func runWorker(t *testing.T, w *waymark.Worker, queue string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -225,7 +236,7 @@ func runWorker(t *testing.T, w *waymark.Worker, queue string) {
 			if err != nil {
 				t.Errorf("worker: %v", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Errorf("worker did not stop")
 		}
 	})

@@ -23,6 +23,8 @@ type session struct {
 	conn   *conn
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// Where the session starts its goroutines: its Run's, which waits for them all.
+	g *goroutines
 
 	mu sync.Mutex
 	// The runs this worker holds, by workflow id: from the moment their dispatch is taken off
@@ -33,8 +35,10 @@ type session struct {
 	dispatches uint64
 }
 
-// session runs one stream until it breaks; welcomed says whether the server accepted it.
-func (w *Worker) session(ctx context.Context, cc *grpc.ClientConn) (welcomed bool, err error) {
+// session runs one stream until it breaks; welcomed says whether the server accepted it. The
+// goroutines it starts go on g, and may outlive it: a run dropped when the stream broke ends
+// once its function sees its context end, while the worker reconnects.
+func (w *Worker) session(ctx context.Context, cc *grpc.ClientConn, g *goroutines) (welcomed bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// gRPC's own limits must never be what refuses a message: the SDK keeps what it sends
@@ -45,14 +49,14 @@ func (w *Worker) session(ctx context.Context, cc *grpc.ClientConn) (welcomed boo
 	if err != nil {
 		return false, rpcError(err)
 	}
-	return w.converse(ctx, stream)
+	return w.converse(ctx, stream, g)
 }
 
 // converse holds the conversation on an open stream: hello and welcome, credits, then the
 // server's messages until the stream breaks.
-func (w *Worker) converse(ctx context.Context, stream workerStream) (welcomed bool, err error) {
+func (w *Worker) converse(ctx context.Context, stream workerStream, g *goroutines) (welcomed bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	s := &session{w: w, conn: newConn(stream), ctx: ctx, cancel: cancel, running: map[string]*run{}}
+	s := &session{w: w, conn: newConn(stream), ctx: ctx, cancel: cancel, g: g, running: map[string]*run{}}
 	defer s.end()
 	if err := s.conn.send(w.hello()); err != nil {
 		_, err = stream.Recv()
@@ -79,7 +83,8 @@ func (w *Worker) converse(ctx context.Context, stream workerStream) (welcomed bo
 		stepCredits = w.opts.MaxConcurrentSteps
 	}
 	_ = s.conn.send(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Credit{Credit: &pb.Credit{Workflows: w.opts.MaxConcurrentWorkflows, Steps: stepCredits}}})
-	go s.heartbeat(time.Duration(max(welcome.GetHeartbeatIntervalMs(), 100)) * time.Millisecond)
+	every := time.Duration(max(welcome.GetHeartbeatIntervalMs(), 100)) * time.Millisecond
+	s.g.start(nil, func() { s.heartbeat(every) })
 
 	for {
 		msg, err := stream.Recv()
@@ -137,7 +142,7 @@ func (s *session) handle(msg *pb.ServerMessage) {
 			r.wake(k.Wakeup)
 		}
 	case *pb.ServerMessage_DispatchStep:
-		go s.serveStep(k.DispatchStep)
+		s.g.start(&s.g.attempts, func() { s.serveStep(k.DispatchStep) })
 	case *pb.ServerMessage_Drain:
 		s.w.logger.Info("server is draining; will reconnect when it closes the stream")
 	}
@@ -168,7 +173,7 @@ func (s *session) dispatch(d *pb.DispatchWorkflow) {
 	if old != nil {
 		s.grantWorkflowCredit()
 	}
-	go s.execute(r, d)
+	s.g.start(&s.g.runs, func() { s.execute(r, d) })
 }
 
 // finished forgets a run and grants its credit back, only when the run is still the one this

@@ -155,15 +155,22 @@ func (w *Worker) step(name string) stepFunc {
 // stream breaks; what was running when it broke is dropped here and the server hands it out
 // again. It returns an error only for what retrying cannot fix (the server refused the
 // worker's registration).
+//
+// Run returns only once every workflow run and remote step attempt it started has returned:
+// when ctx ends, their contexts end too, and the worker sends nothing more for them. A
+// workflow or step function that does not heed its context holds Run up until it returns.
 func (w *Worker) Run(ctx context.Context) error {
 	cc, err := dial(w.opts.Server, w.opts.DialOptions...)
 	if err != nil {
 		return err
 	}
 	defer cc.Close()
+	// Before the connection closes: nothing started here uses it after.
+	var g goroutines
+	defer g.wait(w.logger)
 	failures := 0
 	for {
-		welcomed, err := w.session(ctx, cc)
+		welcomed, err := w.session(ctx, cc, &g)
 		if ctx.Err() != nil {
 			return nil
 		}
