@@ -16,6 +16,8 @@ pub const START_CHILD: &str = "waymark.start_child";
 pub const AWAIT_CHILD: &str = "waymark.await_child";
 pub const SELECT: &str = "waymark.select";
 pub const WAIT_ALL: &str = "waymark.wait_all";
+pub const NOW: &str = "waymark.now";
+pub const UUID: &str = "waymark.uuid";
 
 /// Who writes a built-in step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +29,7 @@ pub enum RecordedBy {
 }
 
 /// Every built-in step, its shape (as worker.proto writes it) and who records it.
-pub const BUILTIN: [(&str, &str, RecordedBy); 13] = [
+pub const BUILTIN: [(&str, &str, RecordedBy); 15] = [
     (SLEEP, r#"{"wake_at_ms": N}"#, RecordedBy::Worker),
     (RECV_DEADLINE, r#"{"deadline_ms": N}"#, RecordedBy::Worker),
     (RECV, r#"{"message": V} | null"#, RecordedBy::Server),
@@ -45,6 +47,8 @@ pub const BUILTIN: [(&str, &str, RecordedBy); 13] = [
     ),
     (SELECT, r#"{"index": N}"#, RecordedBy::Server),
     (WAIT_ALL, r#"{"index": N}"#, RecordedBy::Server),
+    (NOW, r#"{"now_ms": N}"#, RecordedBy::Worker),
+    (UUID, r#"{"uuid": "…"}"#, RecordedBy::Worker),
 ];
 
 #[cfg(test)]

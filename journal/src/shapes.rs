@@ -73,6 +73,22 @@ pub struct Selected {
 }
 impl Shape for Selected {}
 
+/// `waymark.now`: the worker's clock when the workflow first read it, so a replay reads the
+/// same time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Now {
+    pub now_ms: i64,
+}
+impl Shape for Now {}
+
+/// `waymark.uuid`: a random UUID (v4, lowercase, hyphenated) drawn when the workflow first asked,
+/// so a replay gets the same one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Uuid {
+    pub uuid: String,
+}
+impl Shape for Uuid {}
+
 /// A failure as an awaited child's record carries it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildFailure {
@@ -175,6 +191,13 @@ mod tests {
             r#"{"workflow_id":"c"}"#,
         );
         round_trip(Selected { index: 2 }, r#"{"index":2}"#);
+        round_trip(Now { now_ms: 1_700_000_000_000 }, r#"{"now_ms":1700000000000}"#);
+        round_trip(
+            Uuid {
+                uuid: "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20".into(),
+            },
+            r#"{"uuid":"0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20"}"#,
+        );
         round_trip(
             ChildOutcome {
                 status: "SUCCESS".into(),

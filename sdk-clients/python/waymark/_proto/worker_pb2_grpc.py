@@ -70,6 +70,8 @@ class WorkerServiceStub:
     {"status": S, "failure": {"kind": "…", "message": "…"}}
     waymark.select *            {"index": N}                   the winner (wait for the first)
     waymark.wait_all *          {"index": N}                   the last to finish
+    waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
+    waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
     A remote step is recorded under its own name with its result (or failure), as a local step.
     """
 
@@ -131,6 +133,8 @@ class WorkerServiceServicer:
     {"status": S, "failure": {"kind": "…", "message": "…"}}
     waymark.select *            {"index": N}                   the winner (wait for the first)
     waymark.wait_all *          {"index": N}                   the last to finish
+    waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
+    waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
     A remote step is recorded under its own name with its result (or failure), as a local step.
     """
 
@@ -201,6 +205,8 @@ class WorkerService:
     {"status": S, "failure": {"kind": "…", "message": "…"}}
     waymark.select *            {"index": N}                   the winner (wait for the first)
     waymark.wait_all *          {"index": N}                   the last to finish
+    waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
+    waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
     A remote step is recorded under its own name with its result (or failure), as a local step.
     """
 

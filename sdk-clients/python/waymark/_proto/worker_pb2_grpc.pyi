@@ -71,6 +71,8 @@ class WorkerServiceStub:
                                   {"status": S, "failure": {"kind": "…", "message": "…"}}
       waymark.select *            {"index": N}                   the winner (wait for the first)
       waymark.wait_all *          {"index": N}                   the last to finish
+      waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
+      waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
     A remote step is recorded under its own name with its result (or failure), as a local step.
     """
 
@@ -126,6 +128,8 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
                                   {"status": S, "failure": {"kind": "…", "message": "…"}}
       waymark.select *            {"index": N}                   the winner (wait for the first)
       waymark.wait_all *          {"index": N}                   the last to finish
+      waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
+      waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
     A remote step is recorded under its own name with its result (or failure), as a local step.
     """
 
@@ -177,6 +181,8 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
                                   {"status": S, "failure": {"kind": "…", "message": "…"}}
       waymark.select *            {"index": N}                   the winner (wait for the first)
       waymark.wait_all *          {"index": N}                   the last to finish
+      waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
+      waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
     A remote step is recorded under its own name with its result (or failure), as a local step.
     """
 

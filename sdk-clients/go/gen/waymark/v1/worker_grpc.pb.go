@@ -71,6 +71,8 @@ const (
 //	                            {"status": S, "failure": {"kind": "…", "message": "…"}}
 //	waymark.select *            {"index": N}                   the winner (wait for the first)
 //	waymark.wait_all *          {"index": N}                   the last to finish
+//	waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
+//	waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
 //
 // A remote step is recorded under its own name with its result (or failure), as a local step.
 type WorkerServiceClient interface {
@@ -147,6 +149,8 @@ type WorkerService_ConnectClient = grpc.BidiStreamingClient[WorkerMessage, Serve
 //	                            {"status": S, "failure": {"kind": "…", "message": "…"}}
 //	waymark.select *            {"index": N}                   the winner (wait for the first)
 //	waymark.wait_all *          {"index": N}                   the last to finish
+//	waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
+//	waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
 //
 // A remote step is recorded under its own name with its result (or failure), as a local step.
 type WorkerServiceServer interface {

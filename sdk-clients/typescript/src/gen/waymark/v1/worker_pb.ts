@@ -1833,6 +1833,8 @@ export const SelectedSchema: GenMessage<Selected> = /*@__PURE__*/
  *                               {"status": S, "failure": {"kind": "…", "message": "…"}}
  *   waymark.select *            {"index": N}                   the winner (wait for the first)
  *   waymark.wait_all *          {"index": N}                   the last to finish
+ *   waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
+ *   waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
  * A remote step is recorded under its own name with its result (or failure), as a local step.
  *
  * @generated from service waymark.v1.WorkerService
