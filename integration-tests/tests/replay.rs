@@ -55,6 +55,43 @@ async fn changed_code_fails_the_replay(backend: Backend) {
         .all(|s| s.name.starts_with("step-")));
 }
 
+/// The time and a UUID a workflow drew are recorded: the run that replays them after its worker
+/// was killed gets the same values, which are also what the history shows.
+async fn drawn_values_replay_the_same(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let client = server.client().await;
+    let log = db.dir.join("effects.log");
+    let mut first = WorkerProcess::start(&server.addr, &log, 5, "first");
+    wait_for_registration(&client, "drawn").await;
+    client
+        .start_json("drawn", serde_json::json!({}), StartOptions::id("drawn"))
+        .await
+        .unwrap();
+    // Both drawn and the receive's deadline recorded: the run is waiting.
+    wait_for("the run to wait", PATIENCE, || {
+        let client = client.clone();
+        async move { (client.steps("drawn").await.ok()?.len() >= 3).then_some(()) }
+    })
+    .await;
+    first.kill();
+    // Held by the dead worker, or parked while it waits: either way the run that ends it is
+    // another, which replays what was drawn.
+    let _second = WorkerProcess::start(&server.addr, &log, 5, "second");
+    client.send_message("drawn", "go", &1, None).await.unwrap();
+    let w = client.await_workflow("drawn", Some(PATIENCE)).await.unwrap();
+    assert_eq!(w.status, WorkflowStatus::Success, "{w:?}");
+    let out: serde_json::Value = w.output_as().unwrap();
+    assert!(out["epoch"].as_u64().unwrap() >= 2, "a later run finished it: {out}");
+    let steps = client.steps("drawn").await.unwrap();
+    assert_eq!(steps[0].name, "waymark.now");
+    assert_eq!(steps[0].output, Some(serde_json::json!({ "now_ms": out["now_ms"] })));
+    assert_eq!(steps[1].name, "waymark.uuid");
+    assert_eq!(steps[1].output, Some(serde_json::json!({ "uuid": out["uuid"] })));
+}
+
 async fn recovery_stays_on_the_app_version(backend: Backend) {
     let Some(db) = TestDatabase::new(backend).await else {
         return;
@@ -106,4 +143,8 @@ async fn recovery_stays_on_the_app_version(backend: Backend) {
     );
 }
 
-waymark_integration_tests::on_both_stores!(changed_code_fails_the_replay, recovery_stays_on_the_app_version);
+waymark_integration_tests::on_both_stores!(
+    changed_code_fails_the_replay,
+    recovery_stays_on_the_app_version,
+    drawn_values_replay_the_same
+);

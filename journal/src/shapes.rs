@@ -191,7 +191,12 @@ mod tests {
             r#"{"workflow_id":"c"}"#,
         );
         round_trip(Selected { index: 2 }, r#"{"index":2}"#);
-        round_trip(Now { now_ms: 1_700_000_000_000 }, r#"{"now_ms":1700000000000}"#);
+        round_trip(
+            Now {
+                now_ms: 1_700_000_000_000,
+            },
+            r#"{"now_ms":1700000000000}"#,
+        );
         round_trip(
             Uuid {
                 uuid: "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20".into(),

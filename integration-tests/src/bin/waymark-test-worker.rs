@@ -151,6 +151,19 @@ async fn inbox(ctx: WorkflowContext, input: Inbox) -> Result<serde_json::Value, 
     Ok(serde_json::json!({ "received": got }))
 }
 
+/// Reads the time and draws a UUID, then waits for a message on "go": a run that is recovered
+/// while it waits replays both. Returns them with the epoch of the run that finished.
+async fn drawn(ctx: WorkflowContext, _input: serde_json::Value) -> Result<serde_json::Value, WorkflowError> {
+    let now = ctx.now().await?;
+    let id = ctx.uuid().await?;
+    let _: Option<serde_json::Value> = ctx.recv("go", Duration::from_secs(600)).await?;
+    let now_ms = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    Ok(serde_json::json!({ "now_ms": now_ms, "uuid": id.to_string(), "epoch": ctx.epoch() }))
+}
+
 #[derive(Deserialize)]
 struct Nap {
     ms: u64,
@@ -455,7 +468,8 @@ async fn main() {
             .workflow("family", family)
             .workflow("caller", caller)
             .workflow("racer", racer)
-            .workflow("hold", hold);
+            .workflow("hold", hold)
+            .workflow("drawn", drawn);
     }
     if let Ok(queues) = std::env::var("WAYMARK_QUEUES") {
         for q in queues.split(',').filter(|q| !q.is_empty()) {

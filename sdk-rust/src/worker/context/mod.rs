@@ -25,6 +25,7 @@ use super::{records::Records, session::Conn};
 use crate::{RetryPolicy, WorkflowError};
 
 mod children;
+mod drawn;
 mod remote;
 mod waits;
 mod writes;
@@ -332,3 +333,6 @@ pub(crate) fn refused(e: v1::ReplyError) -> WorkflowError {
         _ => WorkflowError::failed(e.reason, e.message),
     }
 }
+
+#[cfg(test)]
+mod tests;
