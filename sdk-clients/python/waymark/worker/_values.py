@@ -10,7 +10,8 @@ They return at once, without a round trip: reading a clock or drawing a UUID has
 outside the workflow, so it need not wait for earlier records to be durable, and its own record
 is held back with a local step's (see _records) — it goes with the workflow's next step,
 request or completion, which waits for it before doing anything that could depend on the
-value."""
+value. Like a step, a cancelled workflow still replays what is recorded, but reads nothing new
+(`asyncio.CancelledError`)."""
 
 from __future__ import annotations
 
