@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 import re
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -21,7 +22,9 @@ from waymark.worker._history import (
     Replayed,
     ReplayedFailure,
     deadline_output,
+    now_output,
     sleep_output,
+    uuid_output,
 )
 
 PROTO = pathlib.Path(__file__).parents[3] / "proto" / "waymark" / "v1" / "worker.proto"
@@ -88,6 +91,8 @@ def test_a_position_not_recorded_goes_live() -> None:
     assert h.child_started(1) is None
     assert h.child_outcome(1) is None
     assert h.selected(1, all=True) is None
+    assert h.now_read(1) is None
+    assert h.uuid_drawn(1) is None
 
 
 def test_another_name_at_a_recorded_position_is_non_determinism() -> None:
@@ -158,6 +163,8 @@ def test_the_built_in_shapes_decode() -> None:
             out(5, "waymark.start_child", {"workflow_id": "wf-child"}),
             out(6, "waymark.select", {"index": 2}),
             out(7, "waymark.wait_all", {"index": 1}),
+            out(8, "waymark.now", {"now_ms": 1_700_000_000_123}),
+            out(9, "waymark.uuid", {"uuid": "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20"}),
         ],
     )
     assert h.sleep(0) == 1234
@@ -168,11 +175,18 @@ def test_the_built_in_shapes_decode() -> None:
     assert h.child_started(5) == "wf-child"
     assert h.selected(6, all=False) == 2
     assert h.selected(7, all=True) == 1
+    assert h.now_read(8) == 1_700_000_000_123
+    assert h.uuid_drawn(9) == UUID("0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20")
     # Write and close are different steps; so are select and wait_all.
     with pytest.raises(NonDeterminismError):
         h.stream_offset(3, close=True)
     with pytest.raises(NonDeterminismError):
         h.selected(6, all=True)
+    # A time is not a UUID, nor the other way round.
+    with pytest.raises(NonDeterminismError):
+        h.uuid_drawn(8)
+    with pytest.raises(NonDeterminismError):
+        h.now_read(9)
 
 
 def test_await_child_shapes_decode_alike_recorded_and_live() -> None:
@@ -220,6 +234,22 @@ def test_what_the_sdk_records_for_waits() -> None:
     )
 
 
+def test_what_the_sdk_records_for_the_time_and_uuids() -> None:
+    assert now_output(1_700_000_000_123) == {"now_ms": 1_700_000_000_123}
+    u = UUID("0B8E4C1E-3F55-4C1A-9D3E-2A7F6D1C9B20")
+    # Lowercase and hyphenated, as every SDK writes it, however it was spelled.
+    assert uuid_output(u) == {"uuid": "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20"}
+    # What is recorded reads back as what was drawn.
+    h = History("wf", [out(0, "waymark.uuid", uuid_output(u))])
+    assert h.uuid_drawn(0) == u
+
+
+def test_a_recorded_uuid_that_is_not_one_is_an_error_not_a_new_value() -> None:
+    h = History("wf", [out(0, "waymark.uuid", {"uuid": "not-a-uuid"})])
+    with pytest.raises(ValueError):
+        h.uuid_drawn(0)
+
+
 def test_the_built_in_names_are_the_ones_worker_proto_documents() -> None:
     # The names are a contract between SDKs and the server: the list at the top of
     # worker.proto is the source, and this module must name every one of them, no more.
@@ -227,5 +257,5 @@ def test_the_built_in_names_are_the_ones_worker_proto_documents() -> None:
     block = text[text.index("Recorded steps of the built-in operations") : text.index("service ")]
     documented = set(re.findall(r"waymark\.[a-z_]+(?:\.[a-z_]+)?", block))
     defined = {v for k, v in vars(_history).items() if k.endswith("_STEP")}
-    assert len(documented) == 13
+    assert len(documented) == 15
     assert defined == documented

@@ -5,7 +5,9 @@ instead of waiting forever; every test checks that none did."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -139,4 +141,125 @@ async def test_a_dropped_run_does_not_go_on_even_by_replaying() -> None:
     run.drop()
     with pytest.raises(Dropped):
         await ctx.step("a", never)
+    assert run.conn.outbox.empty()
+
+
+UUID_TEXT = "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20"
+
+
+async def test_the_time_and_a_uuid_replay_as_recorded() -> None:
+    ctx, run = replaying(
+        out(0, "waymark.now", {"now_ms": 1_700_000_000_123}),
+        out(1, "waymark.now", {"now_ms": 1_700_000_000_456}),
+        out(2, "waymark.uuid", {"uuid": UUID_TEXT}),
+    )
+    now = ctx.now()
+    assert now == datetime(2023, 11, 14, 22, 13, 20, 123_000, tzinfo=UTC)
+    assert now.tzinfo is UTC
+    # `now_ms` reads the same step: either can replay the other's record.
+    assert ctx.now_ms() == 1_700_000_000_456
+    assert ctx.uuid() == UUID(UUID_TEXT)
+    assert run.history.next_position == 3
+    assert nothing_sent(run)
+    assert await run.records.settle() == []
+
+
+async def test_the_time_and_uuids_take_positions_in_call_order_among_other_steps() -> None:
+    past = now_ms() - 1000
+    ctx, run = replaying(
+        out(0, "a", "A"),
+        out(1, "waymark.now", {"now_ms": 5}),
+        out(2, "waymark.recv.deadline", {"deadline_ms": past}),
+        out(3, "waymark.recv", None),
+        out(4, "waymark.uuid", {"uuid": UUID_TEXT}),
+        out(5, "b", "B"),
+    )
+    a = ctx.step("a", never)
+    now = ctx.now_ms()
+    got = ctx.recv("orders", timeout=5)
+    # Taken when called, like a step: after the recv's two positions, before "b".
+    drawn = ctx.uuid()
+    b = ctx.step("b", never)
+    assert (now, drawn) == (5, UUID(UUID_TEXT))
+    assert await asyncio.gather(b, got, a) == ["B", None, "A"]
+    assert run.history.next_position == 6
+    assert nothing_sent(run)
+
+
+async def test_the_time_or_a_uuid_where_another_step_is_recorded_is_non_determinism() -> None:
+    ctx, run = replaying(
+        out(0, "waymark.uuid", {"uuid": UUID_TEXT}),
+        out(1, "charge", 1),
+        out(2, "waymark.now", {"now_ms": 5}),
+    )
+    with pytest.raises(NonDeterminismError) as e:
+        ctx.now()
+    assert str(e.value) == (
+        "workflow 'wf' called step 'waymark.now' at position 0, "
+        "where its history records 'waymark.uuid'"
+    )
+    with pytest.raises(NonDeterminismError) as e:
+        ctx.uuid()
+    assert str(e.value) == (
+        "workflow 'wf' called step 'waymark.uuid' at position 1, where its history records 'charge'"
+    )
+    # And a step where the time is recorded.
+    with pytest.raises(NonDeterminismError) as e:
+        await ctx.step("charge", never)
+    assert str(e.value) == (
+        "workflow 'wf' called step 'charge' at position 2, where its history records 'waymark.now'"
+    )
+    assert nothing_sent(run)
+
+
+async def test_past_the_history_the_time_and_a_uuid_are_read_live_and_held_back() -> None:
+    ctx, run = replaying(out(0, "a", 1))
+    assert await ctx.step("a", never) == 1
+    before = now_ms()
+    now = ctx.now()
+    drawn = ctx.uuid()
+    ms = ctx.now_ms()
+    assert before <= ms and now.tzinfo is UTC and drawn.version == 4
+    # Held back as a step's record (nothing sent yet), with the shapes worker.proto gives.
+    records = await run.records.settle()
+    first_ms = from_payload(records[0].output)["now_ms"]
+    assert [(r.step_id, r.name, from_payload(r.output)) for r in records] == [
+        (1, "waymark.now", {"now_ms": first_ms}),
+        (2, "waymark.uuid", {"uuid": str(drawn)}),
+        (3, "waymark.now", {"now_ms": ms}),
+    ]
+    assert before <= first_ms <= ms
+    assert all((r.workflow_id, r.epoch, r.attempts) == ("wf", 2, 1) for r in records)
+    assert nothing_sent(run)
+    # What the live run returned is what a replay of its records returns: the time to the
+    # millisecond, not finer.
+    again, rerun = replaying(
+        out(0, "a", 1),
+        *(types_pb2.Step(step_id=r.step_id, name=r.name, output=r.output) for r in records),
+    )
+    assert await again.step("a", never) == 1
+    assert (again.now(), again.uuid(), again.now_ms()) == (now, drawn, ms)
+    assert nothing_sent(rerun)
+
+
+async def test_a_cancelled_run_replays_the_time_but_reads_no_new_one() -> None:
+    ctx, run = replaying(out(0, "waymark.now", {"now_ms": 5}))
+    run.cancelled = True
+    # As a step: what is recorded is returned; nothing new is read or recorded.
+    assert ctx.now_ms() == 5
+    with pytest.raises(asyncio.CancelledError):
+        ctx.uuid()
+    with pytest.raises(asyncio.CancelledError):
+        ctx.now()
+    assert await run.records.settle() == []
+    assert nothing_sent(run)
+
+
+async def test_a_dropped_run_reads_neither_the_time_nor_a_uuid() -> None:
+    ctx, run = replaying(out(0, "waymark.now", {"now_ms": 5}))
+    run.drop()
+    with pytest.raises(Dropped):
+        ctx.now()
+    with pytest.raises(Dropped):
+        ctx.uuid()
     assert run.conn.outbox.empty()

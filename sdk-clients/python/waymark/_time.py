@@ -10,6 +10,8 @@ from google.protobuf import duration_pb2, timestamp_pb2
 # Everything that takes a duration takes seconds (like asyncio) or a timedelta.
 Seconds = float | timedelta
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def seconds(d: Seconds) -> float:
     return d.total_seconds() if isinstance(d, timedelta) else float(d)
@@ -40,6 +42,11 @@ def from_timestamp(ts: timestamp_pb2.Timestamp | None, present: bool = True) -> 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def from_ms(ms: int) -> datetime:
+    """Milliseconds since the epoch as an aware UTC datetime, exactly (no float rounding)."""
+    return _EPOCH + timedelta(milliseconds=ms)
 
 
 def timestamp_ms(ts: timestamp_pb2.Timestamp) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from .._payload import from_payload
 from .._proto import types_pb2, worker_pb2
@@ -30,6 +31,10 @@ START_CHILD_STEP = "waymark.start_child"
 AWAIT_CHILD_STEP = "waymark.await_child"
 SELECT_STEP = "waymark.select"
 WAIT_ALL_STEP = "waymark.wait_all"
+# Recorded by the worker alone: values a workflow must not compute itself, because a replay
+# would compute different ones.
+NOW_STEP = "waymark.now"
+UUID_STEP = "waymark.uuid"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,16 @@ def sleep_output(wake_at_ms: int) -> dict[str, Any]:
 def deadline_output(deadline_ms: int) -> dict[str, Any]:
     """What the first position of a `Wait` records."""
     return {"deadline_ms": deadline_ms}
+
+
+def now_output(now_ms: int) -> dict[str, Any]:
+    """What a read of the clock records: the time read, in ms since the epoch."""
+    return {"now_ms": now_ms}
+
+
+def uuid_output(u: UUID) -> dict[str, Any]:
+    """What a drawn UUID records: its text, lowercase and hyphenated (what `str` gives)."""
+    return {"uuid": str(u)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,3 +228,14 @@ class History:
         """The index a select (or wait_all, when `all`) step recorded."""
         rec = self.replay(step_id, WAIT_ALL_STEP if all else SELECT_STEP)
         return None if rec is None else int((rec.output or {}).get("index", 0))
+
+    def now_read(self, step_id: int) -> int | None:
+        """The time a read of the clock recorded, in ms since the epoch."""
+        rec = self.replay(step_id, NOW_STEP)
+        return None if rec is None else int(rec.output.get("now_ms", 0))
+
+    def uuid_drawn(self, step_id: int) -> UUID | None:
+        """The UUID a draw recorded. A recorded text that is not a UUID raises `ValueError`:
+        the history is not what any SDK writes, and no value would replay it faithfully."""
+        rec = self.replay(step_id, UUID_STEP)
+        return None if rec is None else UUID(str(rec.output.get("uuid", "")))
