@@ -50,10 +50,10 @@ async fn running(engine: &Engine, id: &str) -> (Arc<WorkerSession>, mpsc::Receiv
 /// Registrations of every kind of client wait, and the places taken among the server's waits.
 fn registered_waits(engine: &Engine) -> (usize, usize, usize, usize) {
     (
-        engine.workflow_awaits.len(),
-        engine.event_waits.clients_waiting(),
-        engine.stream_waits.len(),
-        engine.config.max_waits - engine.wait_places.available_permits(),
+        engine.waits.workflows.len(),
+        engine.waits.events.clients_waiting(),
+        engine.waits.streams.len(),
+        engine.config.max_waits - engine.waits.places.available_permits(),
     )
 }
 
@@ -129,7 +129,7 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
             })
         })
         .collect();
-    eventually("three waits", || engine.wait_places.available_permits() == 0).await;
+    eventually("three waits", || engine.waits.places.available_permits() == 0).await;
     for refused in [
         engine.await_workflow("slow", None).await.map(|_| ()),
         engine.get_event("slow", "k", Duration::from_secs(60)).await.map(|_| ()),
@@ -229,9 +229,9 @@ async fn waits_of_workflows_that_moved_on_are_dropped() {
     assert!(got.is_none());
     let waiting = |e: &Engine| {
         (
-            e.event_waits.keys().len(),
-            e.recv_waits.keys().len(),
-            e.child_waits.keys().len(),
+            e.waits.events.keys().len(),
+            e.waits.recv.keys().len(),
+            e.waits.children.keys().len(),
         )
     };
     assert_eq!(waiting(&engine), (1, 1, 1));
@@ -242,7 +242,7 @@ async fn waits_of_workflows_that_moved_on_are_dropped() {
         .unwrap();
     assert_eq!(waiting(&engine), (0, 0, 0), "the poller asks about nothing");
     assert_eq!(
-        (engine.recv_waits.len(), engine.child_waits.len()),
+        (engine.waits.recv.len(), engine.waits.children.len()),
         (0, 0),
         "and nothing is kept"
     );

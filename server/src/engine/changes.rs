@@ -45,7 +45,7 @@ async fn apply(engine: &Engine, change: Change) {
             engine.wake_event(&workflow_id, &key).await;
             engine.work_enqueued();
         }
-        Change::Stream { workflow_id, key } => engine.stream_waits.wake(&workflow_id, Some(&key)),
+        Change::Stream { workflow_id, key } => engine.waits.streams.wake(&workflow_id, Some(&key)),
         Change::Finished { workflow_id } => engine.announce_finished(&workflow_id, None),
         Change::StepDone { workflow_id, step_id } => engine.step_recorded(&workflow_id, step_id).await,
         Change::Enqueued => engine.work_enqueued(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use waymark_store::{ChildOutcome, Fence, NewWorkflow, WorkflowRecord, WorkflowStatus};
 
 use super::{
-    step_waits::StepWaiter, validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, ErrorCode,
+    validate, waits::step_waits::StepWaiter, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, ErrorCode,
     WorkerSession,
 };
 
@@ -84,7 +84,8 @@ impl Engine {
     ) -> EngineResult<Option<ChildOutcome>> {
         self.worker_write(session, &fence, 0).await?;
         validate::name("child_workflow_id", &child_id)?;
-        self.child_waits
+        self.waits
+            .children
             .add(child_id.clone(), StepWaiter::new(session, &fence, step_id));
         Ok(self
             .store

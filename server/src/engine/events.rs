@@ -6,8 +6,8 @@ use std::{sync::Arc, time::Duration};
 
 use waymark_store::{EventRecord, Fence, Millis, Received};
 
-use super::step_waits::{StepWaiter, StepWaits};
-use super::wait_map::{Wait, WaitMap};
+use super::waits::step_waits::{StepWaiter, StepWaits};
+use super::waits::wait_map::{Wait, WaitMap};
 use super::{validate, Engine, EngineError, EngineResult, WorkerSession};
 
 /// About what a built-in step's name and JSON add to a history besides the key it names.
@@ -90,7 +90,7 @@ impl Engine {
         // A wait holds a place among the server's waits; a read that answers at once does not.
         let mut permit = None;
         loop {
-            let woken = self.event_waits.add_client(workflow_id, key);
+            let woken = self.waits.events.add_client(workflow_id, key);
             if let Some(v) = self.store.get_event(workflow_id, key).await? {
                 return Ok(Some(v));
             }
@@ -132,7 +132,7 @@ impl Engine {
             ));
         }
         let waiter = StepWaiter::new(session, &fence, step_id);
-        self.event_waits.workflows.add((target.clone(), key.clone()), waiter);
+        self.waits.events.workflows.add((target.clone(), key.clone()), waiter);
         let got = self
             .store
             .get_event_step(&fence, step_id, &target, &key, deadline, now)
@@ -151,7 +151,7 @@ impl Engine {
 
     pub(crate) async fn wake_event(&self, workflow_id: &str, key: &str) {
         let k = (workflow_id.to_string(), key.to_string());
-        self.event_waits.clients.wake(&k, ());
-        self.event_waits.workflows.wake(&k).await;
+        self.waits.events.clients.wake(&k, ());
+        self.waits.events.workflows.wake(&k).await;
     }
 }

@@ -3,7 +3,7 @@
 //! A receive that finds nothing registers a wait here — (workflow, topic) → the worker stream
 //! and step waiting — *before* it looks, so a send that lands between the look and the wait
 //! still finds it. A send through this replica wakes the waiter at once; sends through other
-//! replicas are found by [`poll_waits`], one query per interval for all waits of this replica.
+//! replicas are found by the poller (`waits/poller.rs`), one query per interval for all waits of this replica.
 
 use std::{
     collections::HashMap,
@@ -129,11 +129,11 @@ impl Engine {
         let (to, topic) = (message.workflow_id.clone(), message.topic.clone());
         // A receive waiting here is completed in the send's own transaction, and its worker gets
         // the message with the wakeup: one commit and one push between a send and the receive.
-        if let Some(waiter) = self.recv_waits.peek(&to, &topic) {
+        if let Some(waiter) = self.waits.recv.peek(&to, &topic) {
             let (sent, delivered) = self.store.send_message_delivering(message, &waiter, self.now()).await?;
             match delivered {
                 Some(message) => {
-                    if let Some((session, step_id)) = self.recv_waits.take(&to, &topic) {
+                    if let Some((session, step_id)) = self.waits.recv.take(&to, &topic) {
                         session.grow_history(&to, message.len());
                         let delivery = ToWorker::Delivered {
                             workflow_id: to.clone(),
@@ -201,10 +201,10 @@ impl Engine {
                 "recv deadline must be a time between now and ten years from now",
             ));
         }
-        self.recv_waits.register(&fence, &topic, session, step_id, deadline);
+        self.waits.recv.register(&fence, &topic, session, step_id, deadline);
         let result = self.store.recv(&fence, step_id, &topic, deadline, now).await;
         if !matches!(result, Ok(Received::Waiting)) {
-            self.recv_waits.forget(&fence.workflow_id, &topic, step_id);
+            self.waits.recv.forget(&fence.workflow_id, &topic, step_id);
         }
         if let Ok(Received::Delivered(m)) = &result {
             // Known only now: the next write finds the cap if this passed it.
@@ -219,7 +219,7 @@ impl Engine {
     }
 
     pub(crate) async fn wake_receiver(&self, workflow_id: &str, topic: &str) {
-        if let Some((session, step_id)) = self.recv_waits.take(workflow_id, topic) {
+        if let Some((session, step_id)) = self.waits.recv.take(workflow_id, topic) {
             session
                 .send(ToWorker::Wakeup {
                     workflow_id: workflow_id.to_string(),
@@ -227,66 +227,5 @@ impl Engine {
                 })
                 .await;
         }
-    }
-}
-
-/// Wakes the receives of this replica whose message arrived through another replica: one
-/// query for all of them.
-pub async fn poll_waits(engine: &Engine) {
-    let keys = engine.recv_waits.keys();
-    if !keys.is_empty() {
-        match engine.store.pending_messages(&keys).await {
-            Ok(ready) => {
-                for (workflow_id, topic) in ready {
-                    engine.wake_receiver(&workflow_id, &topic).await;
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "could not check waiting receives"),
-        }
-    }
-    let awaited = engine.child_waits.keys();
-    if !awaited.is_empty() {
-        match engine.store.finished_among(&awaited).await {
-            Ok(done) => {
-                for id in done {
-                    engine.announce_finished(&id, None);
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "could not check awaited workflows"),
-        }
-    }
-    let keys = engine.step_waits.keys();
-    if !keys.is_empty() {
-        match engine.store.steps_recorded(&keys).await {
-            Ok(done) => {
-                for (workflow_id, step_id) in done {
-                    engine.step_recorded(&workflow_id, step_id).await;
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "could not check awaited remote steps"),
-        }
-    }
-    let keys = engine.event_waits.keys();
-    if !keys.is_empty() {
-        match engine.store.events_set(&keys).await {
-            Ok(ready) => {
-                for (workflow_id, key) in ready {
-                    engine.wake_event(&workflow_id, &key).await;
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "could not check waiting event reads"),
-        }
-    }
-}
-
-/// Runs [`poll_waits`] every `dispatch_poll_interval` until the replica drains.
-pub async fn run_poller(engine: Arc<Engine>) {
-    let mut shutdown = engine.shutdown_signal();
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(engine.poll_interval()) => {}
-            _ = shutdown.wait_for(|v| *v) => return,
-        }
-        poll_waits(&engine).await;
     }
 }

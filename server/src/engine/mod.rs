@@ -33,10 +33,9 @@ pub mod recovery;
 pub mod remote_steps;
 pub mod schedules;
 pub mod sessions;
-pub mod step_waits;
 pub mod streams;
 pub mod validate;
-pub mod wait_map;
+pub mod waits;
 pub mod worker;
 pub mod workflows;
 
@@ -59,20 +58,10 @@ pub struct Engine {
     pub(crate) dispatch_wanted: Notify,
     /// Wakes the scheduler: a schedule was created or changed through this replica.
     pub(crate) schedules_changed: Notify,
-    /// Receives waiting on this replica for a message.
-    pub(crate) recv_waits: messages::RecvWaits,
-    /// Event reads waiting on this replica.
-    pub(crate) event_waits: events::EventWaits,
-    /// Stream readers waiting on this replica.
-    pub(crate) stream_waits: streams::StreamWaits,
-    /// Workflows on this replica waiting for a child to finish.
-    pub(crate) child_waits: step_waits::StepWaits<String>,
-    /// Workflows on this replica waiting for a remote step's result (or a wait-for-first).
-    pub(crate) step_waits: step_waits::StepWaits<(String, u32)>,
+    /// Everything waiting on this replica (see `waits/`).
+    pub(crate) waits: waits::Waits,
     /// When failed remote steps are due again, so the dispatcher wakes for them.
     pub(crate) retry_times: remote_steps::RetryTimes,
-    /// AwaitWorkflow calls waiting on this replica, woken when a workflow finishes here.
-    pub(crate) workflow_awaits: wait_map::WaitMap<String, Finished>,
     /// Workflow names known to be registered. Names are never forgotten, so a positive answer
     /// can be cached and starts skip the lookup.
     pub(crate) known_names: std::sync::RwLock<std::collections::HashSet<String>>,
@@ -90,8 +79,6 @@ pub struct Engine {
     pub(crate) store_health: health::StoreHealth,
     /// Flips to true once when the replica starts draining.
     pub(crate) shutdown: watch::Sender<bool>,
-    /// Places for client calls that wait (see [`EngineConfig::max_waits`]).
-    pub(crate) wait_places: Arc<tokio::sync::Semaphore>,
 }
 
 impl Engine {
@@ -102,12 +89,7 @@ impl Engine {
             sessions: Default::default(),
             dispatch_wanted: Notify::new(),
             schedules_changed: Notify::new(),
-            workflow_awaits: Default::default(),
-            recv_waits: Default::default(),
-            event_waits: Default::default(),
-            stream_waits: Default::default(),
-            child_waits: Default::default(),
-            step_waits: Default::default(),
+            waits: waits::Waits::new(config.max_waits),
             retry_times: Default::default(),
             known_names: Default::default(),
             known_queues: Default::default(),
@@ -116,7 +98,6 @@ impl Engine {
             shutting_down: AtomicBool::new(false),
             store_health: Default::default(),
             shutdown: watch::channel(false).0,
-            wait_places: Arc::new(tokio::sync::Semaphore::new(config.max_waits)),
             config,
         })
     }
@@ -139,7 +120,7 @@ impl Engine {
         vec![
             tokio::spawn(dispatch::run(self.clone())),
             tokio::spawn(recovery::run(self.clone())),
-            tokio::spawn(messages::run_poller(self.clone())),
+            tokio::spawn(waits::poller::run_poller(self.clone())),
             tokio::spawn(changes::run(self.clone())),
             tokio::spawn(schedules::scheduler::run(self.clone())),
             tokio::spawn(health::run(self.clone())),
@@ -184,9 +165,9 @@ impl Engine {
         } else {
             self.work_enqueued();
         }
-        self.workflow_awaits.wake(&workflow_id.to_string(), record);
-        self.stream_waits.wake(workflow_id, None);
-        let wakeups = self.child_waits.take(&workflow_id.to_string());
+        self.waits.workflows.wake(&workflow_id.to_string(), record);
+        self.waits.streams.wake(workflow_id, None);
+        let wakeups = self.waits.children.take(&workflow_id.to_string());
         // Waking sends on worker streams, which may wait; do it off the caller's path.
         if !wakeups.is_empty() {
             tokio::spawn(async move {

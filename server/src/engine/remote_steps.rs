@@ -15,7 +15,7 @@ use waymark_store::{
     WaitTarget,
 };
 
-use super::{step_waits::StepWaiter, validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
+use super::{validate, waits::step_waits::StepWaiter, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
 
 /// Most attempts claimed for one worker in one round trip.
 const MAX_BATCH: u32 = 64;
@@ -77,7 +77,8 @@ impl Engine {
         validate::payload("step input", &req.input, self.config.max_payload_bytes)?;
         validate_policy(&req.policy)?;
         let key = (fence.workflow_id.clone(), step_id);
-        self.step_waits
+        self.waits
+            .steps
             .add(key.clone(), StepWaiter::new(session, &fence, step_id));
         let task = NewStepTask {
             step_name: req.step_name,
@@ -86,7 +87,7 @@ impl Engine {
         };
         let result = self.store.call_step(&fence, step_id, &task, self.now()).await;
         if !matches!(result, Ok(None)) {
-            self.step_waits.forget(&key);
+            self.waits.steps.forget(&key);
         } else {
             self.work_enqueued();
         }
@@ -122,7 +123,7 @@ impl Engine {
     /// A step was recorded (here or on another replica): wake whoever waits on it here. Its
     /// caller may also have been parked on it, and is back in its queue.
     pub(crate) async fn step_recorded(&self, workflow_id: &str, step_id: u32) {
-        self.step_waits.wake(&(workflow_id.to_string(), step_id)).await;
+        self.waits.steps.wake(&(workflow_id.to_string(), step_id)).await;
         self.work_enqueued();
     }
 
@@ -146,10 +147,11 @@ impl Engine {
             match t {
                 WaitTarget::Workflow(id) => {
                     validate::name("target workflow_id", id)?;
-                    self.child_waits
+                    self.waits
+                        .children
                         .add(id.clone(), StepWaiter::new(session, &fence, step_id));
                 }
-                WaitTarget::Step(s) => self.step_waits.add(
+                WaitTarget::Step(s) => self.waits.steps.add(
                     (fence.workflow_id.clone(), *s),
                     StepWaiter::new(session, &fence, step_id),
                 ),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use waymark_store::{Fence, StreamEntry};
 
-use super::wait_map::{Wait, WaitMap};
+use super::waits::wait_map::{Wait, WaitMap};
 use super::{validate, Engine, EngineError, EngineResult, WorkerSession};
 
 /// Most entries handed to a reader at once.
@@ -66,13 +66,13 @@ impl Engine {
             .store
             .write_stream_step(&fence, step_id, &key, value.as_deref(), self.now())
             .await?;
-        self.stream_waits.wake(&fence.workflow_id, Some(&key));
+        self.waits.streams.wake(&fence.workflow_id, Some(&key));
         Ok(offset)
     }
 
     /// Checks that a reader may follow the stream (the workflow exists) and takes its place
     /// among the server's waits, held for as long as the reader follows.
-    pub async fn open_stream_reader(&self, workflow_id: &str, key: &str) -> EngineResult<super::wait_map::WaitPermit> {
+    pub async fn open_stream_reader(&self, workflow_id: &str, key: &str) -> EngineResult<super::waits::WaitPermit> {
         validate::name("key", key)?;
         self.get_workflow(workflow_id).await?;
         self.begin_wait()
@@ -85,7 +85,7 @@ impl Engine {
         validate::name("key", key)?;
         let mut shutdown = self.shutdown_signal();
         loop {
-            let woken = self.stream_waits.add(workflow_id, key);
+            let woken = self.waits.streams.add(workflow_id, key);
             let entries = self.store.read_stream(workflow_id, key, from, READ_BATCH).await?;
             if entries.first().is_some_and(|e| e.closed) {
                 return Ok(StreamNext::End);

@@ -330,7 +330,7 @@ impl Engine {
             let mut shutdown = self.shutdown_signal();
             let mut place = None;
             loop {
-                let woken = self.workflow_awaits.wait(workflow_id.to_string());
+                let woken = self.waits.workflows.wait(workflow_id.to_string());
                 let w = self.get_workflow(workflow_id).await?;
                 if w.status.is_terminal() {
                     return Ok(w);

@@ -130,30 +130,6 @@ impl<K: Eq + Hash, T> Drop for Wait<'_, K, T> {
     }
 }
 
-/// A client call's place among the waits this replica holds, given back when dropped.
-pub struct WaitPermit {
-    _place: tokio::sync::OwnedSemaphorePermit,
-}
-
-impl super::Engine {
-    /// Takes a place for a call about to wait (AwaitWorkflow, GetEvent with a timeout,
-    /// ReadStream). Past [`max_waits`](super::EngineConfig::max_waits) the call is refused with
-    /// RESOURCE_EXHAUSTED rather than held: each wait costs memory until it ends.
-    pub(crate) fn begin_wait(&self) -> super::EngineResult<WaitPermit> {
-        match self.wait_places.clone().try_acquire_owned() {
-            Ok(place) => Ok(WaitPermit { _place: place }),
-            Err(_) => Err(super::EngineError::new(
-                super::ErrorCode::ResourceExhausted,
-                "TOO_MANY_WAITS",
-                format!(
-                    "this server holds its limit of {} waiting calls; try again later or another replica",
-                    self.config.max_waits
-                ),
-            )),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

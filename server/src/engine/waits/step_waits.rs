@@ -15,7 +15,7 @@ use std::{
     sync::{Arc, Mutex, Weak},
 };
 
-use super::{ToWorker, WorkerSession};
+use crate::engine::{ToWorker, WorkerSession};
 
 /// One workflow step waiting.
 pub struct StepWaiter {
