@@ -68,6 +68,9 @@ soak: ## PostgreSQL at half the measured maximum for SOAK_MINUTES (10), a worker
 	WAYMARK_LOG=$${WAYMARK_LOG:-info} bash integration-tests/with-postgres.sh \
 		$(TARGET_DIR)/release/waymark-bench soak --minutes $(SOAK_MINUTES)
 
+golden: build ## Write contract/histories/ again from live runs of the golden workflows (integration-tests/src/golden.rs); commit the result
+	WAYMARK_WRITE_GOLDEN=1 $(CARGO) test -p waymark-integration-tests --test golden golden_histories_come_from_real_runs
+
 fmt: ## Format the Rust code
 	$(CARGO) fmt --all
 

@@ -20,6 +20,9 @@ pub enum Error {
     /// A value could not be converted to or from JSON.
     #[error("serialization: {0}")]
     Serialization(String),
+    /// A [`Replayer`](crate::Replayer) was given a history of a workflow no one registered.
+    #[error("no workflow named {0:?} is registered with this worker")]
+    UnknownWorkflow(String),
 }
 
 impl Error {
@@ -92,6 +95,10 @@ pub enum WorkflowError {
     /// A value could not be converted to or from JSON.
     #[error("serialization: {0}")]
     Serialization(String),
+    /// Only when replaying offline ([`Replayer`](crate::Replayer)): the code made a call at a
+    /// position the history does not record, where a live run would go on.
+    #[error("the history ends at step {step_id}")]
+    HistoryEnded { step_id: u32 },
 }
 
 impl From<waymark_journal::NonDeterminism> for WorkflowError {
@@ -123,7 +130,11 @@ impl WorkflowError {
     pub fn is_interruption(&self) -> bool {
         matches!(
             self,
-            WorkflowError::Cancelled | WorkflowError::Fenced(_) | WorkflowError::Disconnected | WorkflowError::Parked
+            WorkflowError::Cancelled
+                | WorkflowError::Fenced(_)
+                | WorkflowError::Disconnected
+                | WorkflowError::Parked
+                | WorkflowError::HistoryEnded { .. }
         )
     }
 
@@ -137,6 +148,7 @@ impl WorkflowError {
             WorkflowError::Fenced(_) => "Fenced".into(),
             WorkflowError::Disconnected => "Disconnected".into(),
             WorkflowError::Parked => "Parked".into(),
+            WorkflowError::HistoryEnded { .. } => "HistoryEnded".into(),
         }
     }
 }

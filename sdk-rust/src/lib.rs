@@ -36,6 +36,7 @@ pub use schedules::{ScheduleDef, ScheduleInfo, ScheduleRun, ScheduleUpdate};
 pub use types::{EventInfo, Failure, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
 pub use worker::{
     context::{Awaitable, StepHandle, StepOptions, WorkflowContext},
+    replayer::{RecordedFailure, RecordedHistory, RecordedStep, Replayed, Replayer},
     Worker, WorkerBuilder,
 };
 

@@ -454,6 +454,9 @@ async fn main() {
     if role == "steps" || role == "all" {
         builder = builder.step("double", double).step("fail_then", fail_then);
     }
+    if role == "golden" {
+        builder = waymark_integration_tests::golden::register(builder);
+    }
     if role == "workflows" || role == "all" {
         builder = builder
             .workflow("counted", counted)

@@ -12,6 +12,7 @@ pub mod context;
 #[cfg(test)]
 mod fake;
 mod records;
+pub mod replayer;
 mod session;
 #[cfg(test)]
 mod sizes_tests;

@@ -50,6 +50,7 @@ impl WorkflowContext {
             if let Some(s) = inner.builtin::<S>(step_id, name)? {
                 return Ok(s);
             }
+            inner.live(step_id)?;
             inner.check_cancelled()?;
             let s = draw();
             inner.defer(step_id, name, shape_payload(&s), 1);

@@ -55,6 +55,9 @@ struct Inner {
     delivered: Deliveries,
     records: Arc<Records>,
     park_after: Option<Duration>,
+    /// Replaying offline (a [`Replayer`](crate::Replayer)): a call the history does not record
+    /// ends the run with `HistoryEnded` instead of going live, and nothing waits.
+    offline: bool,
 }
 
 impl WorkflowContext {
@@ -80,8 +83,24 @@ impl WorkflowContext {
                 delivered,
                 records,
                 park_after,
+                offline: false,
             }),
         }
+    }
+
+    /// A context that replays `d`'s steps and goes no further (see [`Inner::offline`]).
+    pub(crate) fn offline(d: &v1::DispatchWorkflow, conn: Arc<Conn>) -> Self {
+        let mut ctx = Self::new(
+            d,
+            conn,
+            Default::default(),
+            Default::default(),
+            Default::default(),
+            Default::default(),
+            None,
+        );
+        Arc::get_mut(&mut ctx.inner).expect("not shared yet").offline = true;
+        ctx
     }
 
     pub fn workflow_id(&self) -> &str {
@@ -136,6 +155,7 @@ impl WorkflowContext {
             if let Some(rec) = inner.history.at(step_id, &name)? {
                 return replay(rec, &name);
             }
+            inner.live(step_id)?;
             if inner.cancelled.load(Ordering::SeqCst) {
                 return Err(WorkflowError::Cancelled);
             }
@@ -190,6 +210,7 @@ impl WorkflowContext {
 impl Inner {
     /// Sends a request for this workflow, after the step records it holds back.
     async fn request(&self, kind: worker_message::Kind) -> Result<reply::Result, WorkflowError> {
+        self.live(step_of(&kind))?;
         self.flush().await?;
         let reply = self.conn.request_resending(kind).await;
         if reply.is_err() {
@@ -266,6 +287,15 @@ impl Inner {
         }
     }
 
+    /// A call at `step_id` is about to go live: refused when replaying offline, where the
+    /// history ends here.
+    fn live(&self, step_id: u32) -> Result<(), WorkflowError> {
+        if self.offline {
+            return Err(WorkflowError::HistoryEnded { step_id });
+        }
+        Ok(())
+    }
+
     fn check_cancelled(&self) -> Result<(), WorkflowError> {
         if self.cancelled.load(Ordering::SeqCst) {
             Err(WorkflowError::Cancelled)
@@ -276,12 +306,35 @@ impl Inner {
 
     /// Waits until `until` (Unix ms, by `clock`'s reckoning at `now`), or a wakeup, or a cancel.
     async fn wait_until(&self, until_ms: i64, now_ms: i64) -> Result<(), WorkflowError> {
+        if self.offline {
+            // A replay never waits: what the wait led to is recorded, or the history ends.
+            return Ok(());
+        }
         let remaining = Duration::from_millis(until_ms.saturating_sub(now_ms).max(0) as u64);
         tokio::select! {
             _ = tokio::time::sleep(remaining) => {}
             _ = self.wakeup.notified() => {}
         }
         self.check_cancelled()
+    }
+}
+
+/// The step position a request is for.
+fn step_of(kind: &worker_message::Kind) -> u32 {
+    use worker_message::Kind as K;
+    match kind {
+        K::RecordStep(r) => r.step_id,
+        K::SendMessage(m) => m.step_id,
+        K::Recv(r) => r.step_id,
+        K::SetEvent(e) => e.step_id,
+        K::GetEvent(g) => g.step_id,
+        K::WriteStream(w) => w.step_id,
+        K::StartChild(c) => c.step_id,
+        K::AwaitChild(a) => a.step_id,
+        K::Park(p) => p.step_id,
+        K::CallStep(c) => c.step_id,
+        K::Select(s) => s.step_id,
+        _ => 0,
     }
 }
 

@@ -44,6 +44,8 @@ impl WorkflowContext {
                 return Err(WorkflowError::Parked);
             }
             while unix_ms() < wake_at {
+                // A replay of a sleep still running ends where the live run sleeps.
+                inner.live(step_id)?;
                 inner.wait_until(wake_at, unix_ms()).await?;
             }
             Ok(())

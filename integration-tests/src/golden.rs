@@ -1,0 +1,118 @@
+//! The golden workflows: small workflows, one per durable operation, whose recorded histories
+//! (`contract/histories/`) are the cross-SDK contract. The test worker registers them; a live
+//! run writes their histories; every SDK's suite replays those histories offline against its
+//! own copy of the same code (same names, same calls in the same order, same results) and must
+//! reach the recorded outcome. Each function's comment is the specification the other SDKs
+//! follow.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use waymark_sdk::{RetryPolicy, StepOptions, WorkerBuilder, WorkflowContext, WorkflowError};
+
+/// Registers every golden workflow (and the remote step they call).
+pub fn register(builder: WorkerBuilder) -> WorkerBuilder {
+    builder
+        .workflow("golden.steps", steps)
+        .workflow("golden.sleep", sleep)
+        .workflow("golden.messages", messages)
+        .workflow("golden.events", events)
+        .workflow("golden.stream", stream)
+        .workflow("golden.child", child)
+        .workflow("golden.child_body", child_body)
+        .workflow("golden.remote", remote)
+        .workflow("golden.drawn", drawn)
+        .step("golden.flaky", flaky)
+}
+
+/// Input `{"n": N}`. Step "add" returns N + 1; step "fail" fails with "boom" (no retries), which
+/// the workflow catches. Returns `{"sum": N + 1, "caught": "boom"}`.
+async fn steps(ctx: WorkflowContext, input: Value) -> Result<Value, WorkflowError> {
+    let n = input["n"].as_i64().unwrap_or(0);
+    let sum: i64 = ctx.step("add", || async move { Ok::<_, String>(n + 1) }).await?;
+    let caught = match ctx.step("fail", || async { Err::<i64, _>("boom") }).await {
+        Err(WorkflowError::Step { message, .. }) => message,
+        other => return Err(WorkflowError::failed("Unexpected", format!("{other:?}"))),
+    };
+    Ok(json!({ "sum": sum, "caught": caught }))
+}
+
+/// Sleeps 10 ms; returns "slept".
+async fn sleep(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    ctx.sleep(Duration::from_millis(10)).await?;
+    Ok(json!("slept"))
+}
+
+/// Sends `{"hi": 1}` to itself on topic "t", receives on "t" (60 s), then receives on "none"
+/// (10 ms, times out). Returns `{"got": {"hi": 1}, "none": null}`.
+async fn messages(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    ctx.send(ctx.workflow_id(), "t", &json!({ "hi": 1 })).await?;
+    let got: Option<Value> = ctx.recv("t", Duration::from_secs(60)).await?;
+    let none: Option<Value> = ctx.recv("none", Duration::from_millis(10)).await?;
+    Ok(json!({ "got": got, "none": none }))
+}
+
+/// Sets its event "k" to 7, then reads it back (1 s). Returns 7.
+async fn events(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    ctx.set_event("k", &7).await?;
+    let v: Option<Value> = ctx.get_event(ctx.workflow_id(), "k", Duration::from_secs(1)).await?;
+    Ok(v.unwrap_or(Value::Null))
+}
+
+/// Writes "a" then "b" to its stream "s" and closes it. Returns the offset "b" was written at.
+async fn stream(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    ctx.write_stream("s", &"a").await?;
+    let b = ctx.write_stream("s", &"b").await?;
+    ctx.close_stream("s").await?;
+    Ok(json!(b))
+}
+
+/// Starts "golden.child_body" with `{"n": 3}` (its id derived by the server) and awaits it.
+/// Returns the child's output.
+async fn child(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    let id = ctx.start_child("golden.child_body", &json!({ "n": 3 }), None).await?;
+    ctx.await_child::<Value>(&id).await
+}
+
+/// Input `{"n": N}`: step "double" returns 2N; returns it.
+async fn child_body(ctx: WorkflowContext, input: Value) -> Result<Value, WorkflowError> {
+    let n = input["n"].as_i64().unwrap_or(0);
+    let doubled: i64 = ctx.step("double", || async move { Ok::<_, String>(2 * n) }).await?;
+    Ok(json!(doubled))
+}
+
+/// Calls the remote step "golden.flaky" with `{"fail_times": 1}` and up to 3 attempts (50 ms
+/// backoff): its first attempt fails, its second succeeds. Returns the step's output.
+async fn remote(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    let options = StepOptions::default().retry(RetryPolicy::attempts(3).with_backoff(
+        Duration::from_millis(50),
+        2.0,
+        Duration::from_secs(1),
+    ));
+    ctx.call_step("golden.flaky", &json!({ "fail_times": 1 }), options)
+        .await
+}
+
+/// Reads the time and draws a UUID. Returns `{"now_ms": …, "uuid": "…"}`.
+async fn drawn(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    let now = ctx.now().await?;
+    let id = ctx.uuid().await?;
+    let now_ms = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    Ok(json!({ "now_ms": now_ms, "uuid": id.to_string() }))
+}
+
+/// The remote step: fails its first `fail_times` attempts in this process, then returns
+/// `"ok after N failures"`. (Only the live run calls it; a replay reads its recorded result.)
+async fn flaky(input: Value) -> Result<Value, String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let fail_times = input["fail_times"].as_u64().unwrap_or(0);
+    let call = CALLS.fetch_add(1, Ordering::SeqCst);
+    if call < fail_times {
+        return Err(format!("planned failure {}", call + 1));
+    }
+    Ok(json!(format!("ok after {fail_times} failures")))
+}
