@@ -15,7 +15,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 # Minutes of sustained load in `make soak`.
 SOAK_MINUTES ?= 10
 
-.PHONY: help run build deps test test-sdks test-fast lint proto bench soak fmt clean
+.PHONY: help run build deps test test-sdks test-fast lint proto bench soak golden fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
