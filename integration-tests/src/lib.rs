@@ -158,6 +158,16 @@ pub struct ServerProcess {
     child: Option<Child>,
 }
 
+/// A fresh database and a server on it with [`fast_recovery_args`] and `extra` flags; `None`
+/// when the backend is not available here (see [`TestDatabase::new`]).
+pub async fn fast_server(backend: Backend, extra: &[&str]) -> Option<(TestDatabase, ServerProcess)> {
+    let db = TestDatabase::new(backend).await?;
+    let mut args = fast_recovery_args();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let server = ServerProcess::start(&db, &args).await;
+    Some((db, server))
+}
+
 /// Short leases and intervals so recovery happens within a test's patience.
 pub fn fast_recovery_args() -> Vec<String> {
     [

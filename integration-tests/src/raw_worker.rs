@@ -122,3 +122,15 @@ impl RawWorker {
         }
     }
 }
+
+/// A completion of `workflow_id` at `epoch` with `output`, as a raw worker sends it.
+pub fn complete(workflow_id: &str, epoch: u64, output: serde_json::Value) -> worker_message::Kind {
+    worker_message::Kind::CompleteWorkflow(v1::CompleteWorkflow {
+        workflow_id: workflow_id.into(),
+        epoch,
+        outcome: Some(v1::complete_workflow::Outcome::Output(waymark_proto::json::to_payload(
+            &output,
+        ))),
+        steps: vec![],
+    })
+}

@@ -5,18 +5,12 @@
 
 use futures::future::join_all;
 use waymark_integration_tests::{
-    fast_recovery_args, on_both_stores, raw_worker::RawWorker, Backend, ServerProcess, TestDatabase,
+    fast_server, on_both_stores,
+    raw_worker::{complete, RawWorker},
+    Backend, ServerProcess, TestDatabase,
 };
 use waymark_proto::v1::{self, reply, worker_message, workflow_service_client::WorkflowServiceClient};
 use waymark_sdk::{StartOptions, WorkflowStatus};
-
-async fn server(backend: Backend, extra: &[&str]) -> Option<(TestDatabase, ServerProcess)> {
-    let db = TestDatabase::new(backend).await?;
-    let mut args = fast_recovery_args();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let server = ServerProcess::start(&db, &args).await;
-    Some((db, server))
-}
 
 async fn rpc(server: &ServerProcess) -> WorkflowServiceClient<tonic::transport::Channel> {
     let channel = tonic::transport::Channel::from_shared(server.addr.clone())
@@ -129,23 +123,12 @@ async fn a_round_of_waits(
         }
     });
     let mut refused: usize = join_all(nowhere).await.into_iter().sum();
-    let done = worker.request(complete(&id, d.epoch)).await;
+    let done = worker.request(complete(&id, d.epoch, serde_json::json!(1))).await;
     assert!(matches!(done, reply::Result::WorkflowCompleted(_)), "{done:?}");
     for t in until_done {
         refused += t.await.unwrap();
     }
     refused
-}
-
-fn complete(workflow_id: &str, epoch: u64) -> worker_message::Kind {
-    worker_message::Kind::CompleteWorkflow(v1::CompleteWorkflow {
-        workflow_id: workflow_id.into(),
-        epoch,
-        outcome: Some(v1::complete_workflow::Outcome::Output(waymark_proto::json::to_payload(
-            &serde_json::json!(1),
-        ))),
-        steps: vec![],
-    })
 }
 
 /// Waits on what does not exist, or never comes, leave nothing behind: after a few rounds of
@@ -213,7 +196,7 @@ async fn waits_that_lead_nowhere_cost_nothing_once_over(backend: Backend) {
 /// A request over the decoding limit is INVALID_ARGUMENT with the MESSAGE_TOO_LARGE reason, and
 /// the connection goes on serving.
 async fn an_oversized_request_is_invalid_argument(backend: Backend) {
-    let Some((_db, server)) = server(backend, &["--max-payload-bytes", "100000"]).await else {
+    let Some((_db, server)) = fast_server(backend, &["--max-payload-bytes", "100000"]).await else {
         return;
     };
     let mut rpc = rpc(&server).await;
@@ -240,7 +223,7 @@ async fn an_oversized_request_is_invalid_argument(backend: Backend) {
 /// An inbox nobody reads fills up to the cap; past it sends are RESOURCE_EXHAUSTED with
 /// INBOX_FULL, and each message read makes room for one more.
 async fn an_unread_inbox_fills_up_to_its_cap(backend: Backend) {
-    let Some((_db, server)) = server(backend, &["--max-unread-messages", "20"]).await else {
+    let Some((_db, server)) = fast_server(backend, &["--max-unread-messages", "20"]).await else {
         return;
     };
     let client = server.client().await;
@@ -280,7 +263,7 @@ async fn an_unread_inbox_fills_up_to_its_cap(backend: Backend) {
 /// A workflow whose recorded history passes the cap fails with HISTORY_TOO_LARGE at the write
 /// that passes it; its worker hears RESOURCE_EXHAUSTED and its stream goes on.
 async fn a_history_past_its_cap_fails_at_the_write(backend: Backend) {
-    let Some((_db, server)) = server(backend, &["--max-history-bytes", "5000"]).await else {
+    let Some((_db, server)) = fast_server(backend, &["--max-history-bytes", "5000"]).await else {
         return;
     };
     let client = server.client().await;

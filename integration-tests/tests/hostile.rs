@@ -4,29 +4,13 @@
 //! serving everyone else.
 
 use waymark_integration_tests::{
-    fast_recovery_args, on_both_stores, raw_worker::RawWorker, workload::PATIENCE, Backend, ServerProcess, TestDatabase,
+    fast_server, on_both_stores,
+    raw_worker::{complete, RawWorker},
+    workload::PATIENCE,
+    Backend, ServerProcess,
 };
 use waymark_proto::v1::{self, reply, worker_message};
 use waymark_sdk::{StartOptions, WorkflowStatus};
-
-async fn server(backend: Backend, extra: &[&str]) -> Option<(TestDatabase, ServerProcess)> {
-    let db = TestDatabase::new(backend).await?;
-    let mut args = fast_recovery_args();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let server = ServerProcess::start(&db, &args).await;
-    Some((db, server))
-}
-
-fn complete(workflow_id: &str, epoch: u64, output: serde_json::Value) -> worker_message::Kind {
-    worker_message::Kind::CompleteWorkflow(v1::CompleteWorkflow {
-        workflow_id: workflow_id.into(),
-        epoch,
-        outcome: Some(v1::complete_workflow::Outcome::Output(waymark_proto::json::to_payload(
-            &output,
-        ))),
-        steps: vec![],
-    })
-}
 
 fn refusal(r: reply::Result) -> v1::ReplyError {
     match r {
@@ -38,7 +22,7 @@ fn refusal(r: reply::Result) -> v1::ReplyError {
 /// Another stream that knows (or guesses: it is 1 for most workflows) the epoch cannot record
 /// steps for, or complete, a workflow it was not dispatched; the worker that holds it can.
 async fn only_the_stream_holding_a_workflow_may_write_for_it(backend: Backend) {
-    let Some((_db, server)) = server(backend, &[]).await else {
+    let Some((_db, server)) = fast_server(backend, &[]).await else {
         return;
     };
     let client = server.client().await;
@@ -92,7 +76,7 @@ async fn only_the_stream_holding_a_workflow_may_write_for_it(backend: Backend) {
 /// A hello with the id of a worker whose stream is alive is refused: it would otherwise take
 /// over that worker's workflows.
 async fn a_live_workers_id_cannot_be_taken(backend: Backend) {
-    let Some((_db, server)) = server(backend, &[]).await else {
+    let Some((_db, server)) = fast_server(backend, &[]).await else {
         return;
     };
     let _owner = RawWorker::connect(&server.addr, "shared-id", &["target"]).await;
@@ -106,7 +90,7 @@ async fn a_live_workers_id_cannot_be_taken(backend: Backend) {
 
 /// What one hello may register is bounded; the server is not made to persist 100,000 names.
 async fn a_hello_registering_without_end_is_refused(backend: Backend) {
-    let Some((_db, server)) = server(backend, &[]).await else {
+    let Some((_db, server)) = fast_server(backend, &[]).await else {
         return;
     };
     let mut hello = RawWorker::hello_of("greedy", &[]);
@@ -129,7 +113,7 @@ async fn a_hello_registering_without_end_is_refused(backend: Backend) {
 /// A flood of requests on one stream (50,000 in batches, far past the in-flight cap of 16 set
 /// here) is answered in full, one by one, while other clients are served meanwhile.
 async fn a_flood_on_one_stream_is_answered_without_starving_others(backend: Backend) {
-    let Some((_db, server)) = server(backend, &["--max-requests-per-stream", "16"]).await else {
+    let Some((_db, server)) = fast_server(backend, &["--max-requests-per-stream", "16"]).await else {
         return;
     };
     let client = server.client().await;
@@ -185,7 +169,7 @@ async fn a_flood_on_one_stream_is_answered_without_starving_others(backend: Back
 /// Input nested deeper than the limit is INVALID_ARGUMENT with a reason, not INTERNAL; a send to
 /// a workflow that finished is FAILED_PRECONDITION.
 async fn malformed_and_late_inputs_are_refused_clearly(backend: Backend) {
-    let Some((_db, server)) = server(backend, &[]).await else {
+    let Some((_db, server)) = fast_server(backend, &[]).await else {
         return;
     };
     let client = server.client().await;
@@ -221,7 +205,7 @@ async fn malformed_and_late_inputs_are_refused_clearly(backend: Backend) {
 /// refused as they arrive (tests/bounds.rs); a history can still be found past it at dispatch
 /// when it was recorded under a larger cap — here, through another replica.
 async fn a_history_too_large_to_dispatch_fails_the_workflow(backend: Backend) {
-    let Some((db, roomy)) = server(backend, &[]).await else {
+    let Some((db, roomy)) = fast_server(backend, &[]).await else {
         return;
     };
     // The default lease: the raw worker there does not heartbeat, and must not go quiet.
@@ -281,7 +265,7 @@ async fn a_history_too_large_to_dispatch_fails_the_workflow(backend: Backend) {
 /// of 8 KB messages is listed whole, page by page when asked, and workflows with 3 MiB inputs
 /// are listed a few per page instead of a page too large to send.
 async fn large_lists_are_read_a_page_at_a_time(backend: Backend) {
-    let Some((_db, server)) = server(backend, &[]).await else {
+    let Some((_db, server)) = fast_server(backend, &[]).await else {
         return;
     };
     let client = server.client().await;

@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 use waymark_store::{sqlite::SqliteStore, Fence, NewStep, Outcome, WorkflowStatus};
 
 use super::*;
-use crate::engine::{messages::SendRequest, workflows::StartRequest};
+use crate::engine::messages::SendRequest;
 
 async fn engine_with(config: EngineConfig) -> Arc<Engine> {
     let path = std::env::temp_dir().join(format!("waymark-bounds-{}.db", uuid::Uuid::new_v4().simple()));
@@ -25,15 +25,7 @@ async fn running(engine: &Engine, id: &str) -> (Arc<WorkerSession>, mpsc::Receiv
         queues: vec![],
     };
     let session = engine.attach_worker(registration, tx).await.unwrap();
-    engine
-        .start_workflow(StartRequest {
-            workflow_name: "wf".into(),
-            workflow_id: id.into(),
-            input: "1".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    super::tests::start(engine, id).await;
     engine.grant_credits(&session, 1, 0);
     dispatch::dispatch_once(engine).await;
     let Ok(ToWorker::Dispatch(w)) = rx.try_recv() else {

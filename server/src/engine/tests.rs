@@ -46,7 +46,7 @@ async fn attach(engine: &Engine, worker_id: &str, credits: u32) -> (Arc<WorkerSe
     (s, rx)
 }
 
-async fn start(engine: &Engine, id: &str) {
+pub(super) async fn start(engine: &Engine, id: &str) {
     engine
         .start_workflow(StartRequest {
             workflow_name: "wf".into(),
