@@ -9,6 +9,7 @@ from .errors import (
     Disconnected,
     Dropped,
     Fenced,
+    HistoryEnded,
     NonDeterminismError,
     Parked,
     PayloadTooLarge,
@@ -20,6 +21,7 @@ from .errors import (
     WorkflowInterrupted,
 )
 from .queues import KEEP, Queue, Queues, RateLimit
+from .replay import Replayed, Replayer
 from .retry import RetryPolicy
 from .schedules import Schedule, ScheduleRun, Schedules
 from .types import Event, EventValue, Failure, Message, Step, StreamEntry, Workflow, WorkflowStatus
@@ -37,6 +39,7 @@ __all__ = [
     "EventValue",
     "Failure",
     "Fenced",
+    "HistoryEnded",
     "Message",
     "NonDeterminismError",
     "Page",
@@ -45,6 +48,8 @@ __all__ = [
     "Queue",
     "Queues",
     "RateLimit",
+    "Replayed",
+    "Replayer",
     "RetryPolicy",
     "RpcError",
     "Schedule",

@@ -188,6 +188,20 @@ class Client:
             retry_for=self._patience,
         )
 
+    async def history(self, workflow_id: str) -> dict[str, Any]:
+        """The workflow's history as a `Replayer` replays it (the format of the project's
+        `contract/histories/`): its id, name and input, and every recorded step with its output
+        or failure. Saved as JSON, it lets a test suite replay changed workflow code against
+        workflows already running before the change is deployed."""
+        wf = await self.get(workflow_id)
+        steps = await self.steps(workflow_id)
+        return {
+            "workflow_id": wf.workflow_id,
+            "workflow_name": wf.workflow_name,
+            "input": wf.input,
+            "steps": [_recorded(s) for s in steps],
+        }
+
     async def cancel(self, workflow_id: str, *, cascade: bool = False) -> Workflow:
         """Cancels a workflow (and with `cascade`, its children and theirs). It stops at its
         next await point; a finished workflow is returned as it is."""
@@ -354,3 +368,11 @@ class WorkflowHandle:
 
     def read_stream(self, key: str, *, from_offset: int = 0) -> AsyncIterator[StreamEntry]:
         return self.client.read_stream(self.workflow_id, key, from_offset=from_offset)
+
+
+def _recorded(s: Step) -> dict[str, Any]:
+    """One step of `Client.history`: a failure, or else an output (`null` included)."""
+    if s.failure is not None:
+        failure = {"kind": s.failure.kind, "message": s.failure.message}
+        return {"step_id": s.step_id, "name": s.name, "failure": failure}
+    return {"step_id": s.step_id, "name": s.name, "output": s.output}

@@ -119,6 +119,16 @@ class Disconnected(Dropped):
     """The stream to the server broke; the server hands the workflow out again."""
 
 
+class HistoryEnded(WorkflowInterrupted):
+    """Only in an offline replay (`Replayer`): the workflow made a call at `step_id`, a position
+    its history does not record, where a live run would go on — ask the server, run a step,
+    read the clock. The replay ends here (`Suspended`) instead, having sent and run nothing."""
+
+    def __init__(self, step_id: int) -> None:
+        super().__init__(f"the history ends at step {step_id}")
+        self.step_id = step_id
+
+
 def failure_kind(e: BaseException) -> str:
     """The failure kind recorded for an exception that fails a workflow."""
     kind = getattr(e, "kind", None)

@@ -4,7 +4,6 @@ and runs what the server dispatches. It reconnects with backoff when the stream 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -16,6 +15,7 @@ from ._context import WorkflowContext
 from ._core import log
 from ._remote import Awaitable as WaitTarget
 from ._remote import StepHandle
+from ._runner import as_workflow_fn
 from ._session import Config, Session
 
 __all__ = ["StepHandle", "WaitTarget", "Worker", "WorkflowContext"]
@@ -80,12 +80,7 @@ class Worker:
         function's name when None). Input and output are JSON."""
 
         def register(fn: W) -> W:
-            takes_input = len(inspect.signature(fn).parameters) > 1
-
-            async def call(ctx: WorkflowContext, input: Any) -> Any:
-                return await (fn(ctx, input) if takes_input else fn(ctx))
-
-            self._config.workflows[name or fn.__name__] = call
+            self._config.workflows[name or fn.__name__] = as_workflow_fn(fn)
             return fn
 
         return register

@@ -64,6 +64,10 @@ class ContextCore:
         """Takes the next `n` positions; called when an operation is called (see `History.take`)."""
         return self._run.history.take(n)
 
+    def _live(self, step_id: int) -> None:
+        """About to do something at `step_id` a replay must not: see `Run.live`."""
+        self._run.live(step_id)
+
     def _check_cancelled(self) -> None:
         """Raises when the run may not go on: dropped by this worker, or cancelled."""
         self._run.check_dropped()
@@ -132,6 +136,10 @@ class ContextCore:
 
     async def _wait_until(self, until_ms: int | None, now: int) -> None:
         """Waits until `until_ms` (by a clock reading `now` at this moment) or a wakeup."""
+        if self._run.offline:
+            # A replay never waits: what the wait led to is recorded, or the history ends at
+            # the request before it (every caller asks the server, or checks `_live`, first).
+            return
         timeout = None if until_ms is None else max(until_ms - now, 0) / 1000
         try:
             await asyncio.wait_for(self._run.wakeup.wait(), timeout)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from .._proto import types_pb2, worker_pb2
-from ..errors import Disconnected, Dropped
+from ..errors import Disconnected, Dropped, HistoryEnded
 from . import _resend
 from ._conn import Conn
 from ._history import History
@@ -37,6 +37,9 @@ class Run:
         self.cancelled = False
         # Set once this worker let go of the run (see `drop`); for good.
         self.dropped = False
+        # Replaying offline (a `Replayer`): a call the history does not record ends the run
+        # with `HistoryEnded` instead of going live, and nothing waits.
+        self.offline = False
         # Set when the server says a wait may be over (like a permit: a wakeup that arrives
         # before the wait starts is not lost), on cancel and on drop.
         self.wakeup = asyncio.Event()
@@ -65,12 +68,20 @@ class Run:
         if self.dropped:
             raise Dropped(f"workflow {self.workflow_id} was let go by this worker")
 
+    def live(self, step_id: int) -> None:
+        """A call at `step_id` is about to go live (ask the server, run a step's function, read
+        the clock, wait): refused when replaying offline, where the history ends here."""
+        if self.offline:
+            raise HistoryEnded(step_id)
+
     async def ask(self, msg: worker_pb2.WorkerMessage) -> worker_pb2.Reply:
         """Sends a request for this run and returns the answer, resending it while the server
         answers UNAVAILABLE. Past the worker's patience, or if the stream breaks before the
         answer, the run is dropped: `Dropped` (or `Disconnected`) is raised, now and on every
-        later request."""
+        later request. Offline, nothing is sent: every request and step record goes through
+        here, so this one check keeps a replay off the wire."""
         self.check_dropped()
+        self.live(step_of(msg))
         try:
             # Checked before every resend too: a run let go while the server answered
             # UNAVAILABLE (dropped, or replaced by a newer dispatch) sends nothing more.
@@ -84,3 +95,10 @@ class Run:
         # Another branch of the workflow may have dropped it meanwhile: this answer is not used.
         self.check_dropped()
         return reply
+
+
+def step_of(msg: worker_pb2.WorkerMessage) -> int:
+    """The step position a request is for (every request a run sends names one; 0 for any
+    other message)."""
+    kind = msg.WhichOneof("kind")
+    return int(getattr(getattr(msg, kind), "step_id", 0)) if kind else 0

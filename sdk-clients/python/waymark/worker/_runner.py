@@ -4,6 +4,7 @@ server with the outcome — or, when this worker let go of the run (dropped), se
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +26,17 @@ from ._limits import bounded
 from ._run import Run
 
 WorkflowFn = Callable[[WorkflowContext, Any], Awaitable[Any]]
+
+
+def as_workflow_fn(fn: Callable[..., Awaitable[Any]]) -> WorkflowFn:
+    """A registered workflow function, `fn(ctx, input)` or `fn(ctx)`, as one that takes both."""
+    if len(inspect.signature(fn).parameters) > 1:
+        return fn
+
+    async def call(ctx: WorkflowContext, input: Any) -> Any:
+        return await fn(ctx)
+
+    return call
 
 
 async def run_workflow(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> None:

@@ -50,6 +50,7 @@ class StepsMixin(ContextCore):
         replayed = self._history().replay(step_id, name)
         if replayed is not None:
             return replayed.output
+        self._live(step_id)
         self._check_cancelled()
         # This step may depend on the ones before: their records are durable first.
         await self._flush()

@@ -39,6 +39,7 @@ class ValuesMixin(ContextCore):
         recorded = self._history().now_read(step_id)
         if recorded is not None:
             return recorded
+        self._live(step_id)
         self._check_cancelled()
         now = _time.now_ms()
         self._defer(step_id, NOW_STEP, 1, output=to_payload(now_output(now)))
@@ -52,6 +53,7 @@ class ValuesMixin(ContextCore):
         recorded = self._history().uuid_drawn(step_id)
         if recorded is not None:
             return recorded
+        self._live(step_id)
         self._check_cancelled()
         drawn = uuid4()
         self._defer(step_id, UUID_STEP, 1, output=to_payload(uuid_output(drawn)))

@@ -32,6 +32,8 @@ class WaitsMixin(ContextCore):
         if self._should_park(wake_at, now_ms()):
             await self._park(step_id, wake_at, timer=True)
         while now_ms() < wake_at:
+            # A replay of a sleep still running ends where the live run sleeps.
+            self._live(step_id)
             await self._wait_until(wake_at, now_ms())
 
     def recv(self, topic: str = "", *, timeout: Seconds | None = None) -> Coroutine[Any, Any, Any]:
