@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
@@ -24,6 +25,8 @@ const (
 	awaitChildStep        = "waymark.await_child"
 	selectStep            = "waymark.select"
 	waitAllStep           = "waymark.wait_all"
+	nowStep               = "waymark.now"
+	uuidStep              = "waymark.uuid"
 	stepFailedKind        = "StepFailed"
 	nonDeterminismMessage = "workflow %q called step %q at position %d, where its history records %q"
 )
@@ -144,4 +147,38 @@ func field[T any](fields map[string]json.RawMessage, name string) T {
 		_ = json.Unmarshal(raw, &v)
 	}
 	return v
+}
+
+// recordedNow is the clock reading a waymark.now step records at position step ({"now_ms": N}),
+// in UTC; ok false when nothing is recorded there.
+func (h *history) recordedNow(step uint32) (t time.Time, ok bool, err error) {
+	ms, ok, err := requiredField[int64](h, step, nowStep, "now_ms")
+	if !ok || err != nil {
+		return t, ok, err
+	}
+	return time.UnixMilli(ms).UTC(), true, nil
+}
+
+// recordedUUID is the UUID a waymark.uuid step records at position step ({"uuid": "…"}); ok
+// false when nothing is recorded there.
+func (h *history) recordedUUID(step uint32) (string, bool, error) {
+	return requiredField[string](h, step, uuidStep, "uuid")
+}
+
+// requiredField reads the one field of a built-in record that is the whole of what it
+// recorded. Unlike field, a record without it is an error, not a zero value: a replay that
+// returned the zero time or an empty UUID would hand the workflow a value it never had.
+func requiredField[T any](h *history, step uint32, name, key string) (v T, ok bool, err error) {
+	rec, ok, err := h.builtin(step, name)
+	if !ok || err != nil {
+		return v, ok, err
+	}
+	raw, found := rec.fields[key]
+	if !found {
+		return v, true, fmt.Errorf("waymark: recorded %s step has no %s", name, key)
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, true, fmt.Errorf("waymark: recorded %s step's %s: %w", name, key, err)
+	}
+	return v, true, nil
 }

@@ -3,10 +3,18 @@ package waymark
 import (
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
 	"reflect"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
@@ -256,6 +264,93 @@ func TestHistoryDecodesBuiltinShapes(t *testing.T) {
 	if !ok || err == nil || err.Error() != "waymark: recorded waymark.sleep step is not an object: json: cannot unmarshal array into Go value of type map[string]json.RawMessage" {
 		t.Fatalf("an array recorded for a sleep: ok %v, err %v", ok, err)
 	}
+}
+
+// waymark.now reads as its time in UTC and waymark.uuid as its string. Their one field is the
+// whole record, so a record without it (or null) is an error rather than a zero value.
+func TestHistoryDecodesNowAndUUID(t *testing.T) {
+	h := newHistory("wf-1", []*pb.Step{
+		recordedStep(t, 0, nowStep, `{"now_ms": 1700000000123}`),
+		recordedStep(t, 1, uuidStep, `{"uuid": "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20"}`),
+		recordedStep(t, 2, nowStep, `{}`),
+		recordedStep(t, 3, uuidStep, `null`),
+		recordedStep(t, 4, nowStep, `{"now_ms": "soon"}`),
+	})
+	now, ok, err := h.recordedNow(0)
+	if !ok || err != nil || now != time.UnixMilli(1700000000123).UTC() {
+		t.Fatalf("now: %v, %v, %v", now, ok, err)
+	}
+	id, ok, err := h.recordedUUID(1)
+	if !ok || err != nil || id != "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20" {
+		t.Fatalf("uuid: %q, %v, %v", id, ok, err)
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{second(h.recordedNow(2)), "waymark: recorded waymark.now step has no now_ms"},
+		{second(h.recordedUUID(3)), "waymark: recorded waymark.uuid step has no uuid"},
+		{second(h.recordedNow(4)), "waymark: recorded waymark.now step's now_ms: json: cannot unmarshal string into Go value of type int64"},
+		{second(h.recordedNow(1)), `waymark: non-determinism: workflow "wf-1" called step "waymark.now" at position 1, where its history records "waymark.uuid"`},
+	} {
+		if c.err == nil || c.err.Error() != c.want {
+			t.Fatalf("got %v, want %s", c.err, c.want)
+		}
+	}
+	if _, ok, err := h.recordedNow(5); ok || err != nil {
+		t.Fatalf("nothing recorded at 5: %v, %v", ok, err)
+	}
+}
+
+// second is the error of a (value, ok, error) result.
+func second[T any](_ T, _ bool, err error) error { return err }
+
+// The built-in names are a contract between the SDKs and the server: the list at the top of
+// worker.proto is the source, and history.go defines every one of them, each once, no more.
+func TestBuiltinNamesAreWorkerProtos(t *testing.T) {
+	proto, err := os.ReadFile("../../proto/waymark/v1/worker.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(proto)
+	start, end := strings.Index(text, "Recorded steps of the built-in operations"), strings.Index(text, "service ")
+	if start < 0 || end < start {
+		t.Fatalf("worker.proto has no list of built-in steps")
+	}
+	documented := map[string]bool{}
+	for _, name := range regexp.MustCompile(`waymark\.[a-z_]+(?:\.[a-z_]+)?`).FindAllString(text[start:end], -1) {
+		documented[name] = true
+	}
+	// The constants of history.go whose value is a built-in name, read from its source: the
+	// names are defined there once, with no list of them to keep in step.
+	file, err := parser.ParseFile(token.NewFileSet(), "history.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	ast.Inspect(file, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if v, _ := strconv.Unquote(lit.Value); strings.HasPrefix(v, "waymark.") && !strings.ContainsAny(v, " %") {
+				if defined[v] {
+					t.Errorf("history.go defines %s twice", v)
+				}
+				defined[v] = true
+			}
+		}
+		return true
+	})
+	if len(documented) != 15 || !reflect.DeepEqual(defined, documented) {
+		t.Fatalf("history.go defines %v; worker.proto lists %v", keys(defined), keys(documented))
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // A position recorded twice in a dispatch keeps its last record.
