@@ -32,6 +32,8 @@ async fn steps(ctx: WorkflowContext, input: Value) -> Result<Value, WorkflowErro
     let sum: i64 = ctx.step("add", || async move { Ok::<_, String>(n + 1) }).await?;
     let caught = match ctx.step("fail", || async { Err::<i64, _>("boom") }).await {
         Err(WorkflowError::Step { message, .. }) => message,
+        // Cancelled, taken over, the end of a replayed history: not this workflow's to catch.
+        Err(e) if e.is_interruption() => return Err(e),
         other => return Err(WorkflowError::failed("Unexpected", format!("{other:?}"))),
     };
     Ok(json!({ "sum": sum, "caught": caught }))

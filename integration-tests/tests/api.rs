@@ -400,6 +400,18 @@ async fn cli_drives_workflows() {
     assert_eq!(v["status"], "SUCCESS");
     let (code, out, _) = cli(&s.server, &["workflow", "steps", &id]);
     assert!(code == 0 && out.contains("echo"), "{out}");
+    // Export: the history a Replayer replays, with the workflow's name and input.
+    let (code, out, err) = cli(&s.server, &["workflow", "export", &id]);
+    assert_eq!(code, 0, "{err}");
+    let history: waymark_sdk::RecordedHistory = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (history.workflow_id.as_str(), history.workflow_name.as_str()),
+        (id.as_str(), "echo")
+    );
+    assert_eq!(history.input, serde_json::json!({"hello": "world"}));
+    assert_eq!(history.steps.len(), s.client.steps(&id).await.unwrap().len());
+    let (code, _, _) = cli(&s.server, &["workflow", "export", "nope"]);
+    assert_eq!(code, 5);
     let (code, out, _) = cli(
         &s.server,
         &["workflow", "list", "--status", "success", "--name", "echo"],

@@ -191,6 +191,19 @@ impl Client {
         workflow(r.into_inner().workflow)
     }
 
+    /// A workflow's recorded history — its name, input and steps — in the form a
+    /// [`Replayer`](crate::Replayer) replays and `waymark workflow export` prints.
+    pub async fn history(&self, workflow_id: &str) -> Result<crate::RecordedHistory, Error> {
+        let w = self.get(workflow_id).await?;
+        let steps = self.steps(workflow_id).await?;
+        Ok(crate::RecordedHistory {
+            workflow_id: w.workflow_id,
+            workflow_name: w.workflow_name,
+            input: w.input,
+            steps: steps.into_iter().map(crate::RecordedStep::from).collect(),
+        })
+    }
+
     /// Waits until the workflow is terminal. With a timeout, gives up after it with a
     /// `DEADLINE_EXCEEDED` error.
     pub async fn await_workflow(&self, workflow_id: &str, timeout: Option<Duration>) -> Result<WorkflowInfo, Error> {

@@ -2,7 +2,8 @@
 //! side effects. Every call the code makes is answered from the history; a call it does not
 //! record ends the replay where a live run would go on. Use it in a test suite to check that a
 //! change to workflow code still replays the histories of workflows already running (histories
-//! come from `waymark workflow export`, or the project's golden histories in `contract/`).
+//! come from `waymark workflow export` or `Client::history`, or the project's golden histories
+//! in `contract/`).
 
 use std::{collections::HashMap, time::Duration};
 
@@ -43,6 +44,24 @@ pub struct RecordedStep {
     pub output: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<RecordedFailure>,
+}
+
+impl From<crate::StepInfo> for RecordedStep {
+    fn from(s: crate::StepInfo) -> Self {
+        RecordedStep {
+            step_id: s.step_id,
+            name: s.name,
+            output: if s.failure.is_some() {
+                None
+            } else {
+                s.output.or(Some(Value::Null))
+            },
+            failure: s.failure.map(|f| RecordedFailure {
+                kind: f.kind,
+                message: f.message,
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -90,6 +90,13 @@ pub enum WorkflowCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Print a workflow's recorded history as JSON (its name, input and steps): the form each
+    /// SDK's Replayer replays offline against changed workflow code before a deploy.
+    Export {
+        id: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Wait for a workflow to finish and print its result. Exit code 3 if it did not succeed.
     Await {
         id: String,
@@ -355,6 +362,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 print_steps(&steps)
             }
         }
+        WorkflowCommand::Export { id, client } => print_json(&connect(&client).await?.history(&id).await?),
         WorkflowCommand::Await { id, timeout, client } => {
             let w = connect(&client).await?.await_workflow(&id, timeout).await?;
             if client.json {
