@@ -19,9 +19,11 @@ import {
   GET_EVENT_WAIT,
   History,
   liveChildOutcome,
+  nowRecord,
   RECV_WAIT,
   sleepRecord,
   stepOutcome,
+  uuidRecord,
 } from "../src/worker/history.js";
 import { WorkflowContext } from "../src/worker/context.js";
 import { DEFAULT_LIMITS } from "../src/worker/limits.js";
@@ -88,7 +90,8 @@ test("a position not recorded goes live", () => {
   assert.equal(h.json(1, "a"), undefined);
   assert.equal(h.isRecorded(1, "a"), false);
   const decoded = [h.wakeAt(1), h.deadline(1, RECV_WAIT), h.waited(1, RECV_WAIT), h.messageId(1), h.offset(1, false)];
-  assert.deepEqual([...decoded, h.childId(1), h.childOutcome(1), h.index(1, false), h.eventSet(1)], [...Array(8).fill(undefined), false]);
+  const more = [h.childId(1), h.childOutcome(1), h.index(1, false), h.nowMs(1), h.uuid(1)];
+  assert.deepEqual([...decoded, ...more, h.eventSet(1)], [...Array(10).fill(undefined), false]);
 });
 
 test("another name at a recorded position is non-determinism, with the standard message", () => {
@@ -143,6 +146,10 @@ test("the built-in shapes decode; a missing field reads as 0 or empty", () => {
     rec(8, BUILTIN.waitAll, { index: 2 }),
     rec(9, BUILTIN.sleep, {}),
     rec(10, BUILTIN.send, { message_id: 5 }),
+    rec(11, BUILTIN.now, nowRecord(1_700_000_000_123)),
+    rec(12, BUILTIN.uuid, uuidRecord("0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20")),
+    rec(13, BUILTIN.now, {}),
+    rec(14, BUILTIN.uuid, { uuid: 7 }),
   );
   assert.equal(h.wakeAt(0), 1_700_000_000_000);
   assert.equal(h.deadline(1, RECV_WAIT), 42);
@@ -152,6 +159,13 @@ test("the built-in shapes decode; a missing field reads as 0 or empty", () => {
   assert.equal(h.childId(6), "child-1");
   assert.deepEqual([h.index(7, false), h.index(8, true)], [1, 2]);
   assert.deepEqual([h.wakeAt(9), h.messageId(10)], [0, ""]);
+  assert.deepEqual([h.nowMs(11), h.uuid(12)], [1_700_000_000_123, "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20"]);
+  assert.deepEqual([h.nowMs(13), h.uuid(14)], [0, ""]);
+  // The shapes are exactly worker.proto's, field names and all.
+  assert.deepEqual([nowRecord(5), uuidRecord("u")], [{ now_ms: 5 }, { uuid: "u" }]);
+  // A time replayed as a UUID (or the other way round) is another step.
+  assert.throws(() => h.uuid(11), NonDeterminismError);
+  assert.throws(() => h.nowMs(12), NonDeterminismError);
   // A write replayed as a close (or the other way round) is another step.
   assert.throws(() => h.offset(4, true), NonDeterminismError);
   assert.throws(() => h.index(7, true), NonDeterminismError);
@@ -241,4 +255,39 @@ test("a replayed step failure and a timed-out wait reach the workflow as they di
   await assert.rejects(ctx.step("a", () => 1), { name: "StepFailedError", message: 'step "a" failed: it broke' });
   assert.equal(await ctx.getEvent("other", "k", { timeoutMs: 5 }), undefined);
   await ctx.sleep(60_000);
+});
+
+test("now() and uuid() replay the recorded time and UUID, in call order, drawing nothing", async () => {
+  const id = "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20";
+  const recorded = [
+    rec(0, BUILTIN.now, nowRecord(1_700_000_000_123)),
+    rec(1, "b", 5),
+    rec(2, BUILTIN.uuid, uuidRecord(id)),
+    rec(3, BUILTIN.now, nowRecord(1_700_000_000_456)),
+  ];
+  const ctx = replayingContext(recorded);
+  // Positions are taken when called: the second now() is at 3 though all four resolve together.
+  const [t0, b, u, t1] = await Promise.all([ctx.now(), ctx.step("b", () => -1), ctx.uuid(), ctx.now()]);
+  assert.ok(t0 instanceof Date && t1 instanceof Date);
+  assert.deepEqual([t0.getTime(), b, u, t1.getTime()], [1_700_000_000_123, 5, id, 1_700_000_000_456]);
+  assert.equal(ctx.isReplaying, false);
+
+  // The same history read again gives the same values: a replay is a replay.
+  const again = replayingContext(recorded);
+  assert.equal((await again.now()).getTime(), t0.getTime());
+});
+
+test("now() or uuid() where the history records another step is non-determinism", async () => {
+  const recorded = [rec(0, BUILTIN.now, nowRecord(1)), rec(1, "b", 5)];
+  const swapped = replayingContext(recorded);
+  // uuid() where now() was called, then now() where step b was: each with the standard message.
+  const [first, second] = await Promise.allSettled([swapped.uuid(), swapped.now()]);
+  assert.ok(first.status === "rejected" && first.reason instanceof NonDeterminismError);
+  assert.equal(first.reason.message, diverged(BUILTIN.uuid, 0, BUILTIN.now));
+  assert.ok(second.status === "rejected" && second.reason instanceof NonDeterminismError);
+  assert.equal(second.reason.message, diverged(BUILTIN.now, 1, "b"));
+
+  // A step called where now() was recorded diverges the same way.
+  const stepFirst = replayingContext(recorded);
+  await assert.rejects(stepFirst.step("a", () => 0), { name: "NonDeterminismError", message: diverged("a", 0, BUILTIN.now) });
 });

@@ -1,5 +1,6 @@
 // Recovery onto another worker in this process: the replay returns recorded steps without
-// running them, and a replay that calls another step is non-determinism.
+// running them (the time and UUIDs the workflow drew included), and a replay that calls another
+// step is non-determinism.
 
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
@@ -67,4 +68,44 @@ test("a replay calling another step than recorded fails with NonDeterminism", as
   assert.equal(done.failure?.kind, "NonDeterminism");
   assert.equal(runs.get("nd-1/changed"), undefined);
   await stopB();
+});
+
+/** Reads the time and draws a UUID, waits for a message, and returns what it read and drew. */
+function clock(seen: Map<string, unknown[]>) {
+  return (w: Worker) =>
+    w.workflow("clock", async (ctx) => {
+      const t = (await ctx.now()).getTime();
+      const u = await ctx.uuid();
+      seen.set(ctx.workflowId, [...(seen.get(ctx.workflowId) ?? []), { t, u }]);
+      await ctx.recv("go");
+      return { t, u, recoveries: ctx.recoveryAttempts };
+    });
+}
+
+test("another worker replays the recorded time and UUID: the workflow reads the same both times", async () => {
+  const seen = new Map<string, unknown[]>();
+  const stopA = await worker(clock(seen));
+  await client.start("clock", null, { workflowId: "clock-1" });
+  // The now and uuid records went out with the recv's first request (its deadline).
+  await waitFor(async () => (await client.steps("clock-1")).length >= 3, "the recv to be waiting");
+  await stopA();
+  const [first] = seen.get("clock-1")!;
+  const { t, u } = first as { t: number; u: string };
+  assert.deepEqual(
+    (await client.steps("clock-1")).slice(0, 2).map((s) => [s.name, s.output]),
+    [
+      ["waymark.now", { now_ms: t }],
+      ["waymark.uuid", { uuid: u }],
+    ],
+  );
+
+  const stopB = await worker(clock(seen));
+  // Stopped even when an assertion fails: a worker left running keeps the test process alive.
+  try {
+    await client.send("clock-1", "go", { topic: "go" });
+    assert.deepEqual(await client.result("clock-1", { timeoutMs: 30_000 }), { t, u, recoveries: 1 });
+    assert.deepEqual(seen.get("clock-1"), [first, first], "the replay read the time and UUID the first run drew");
+  } finally {
+    await stopB();
+  }
 });

@@ -5,7 +5,7 @@
 
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { Run } from "./run.js";
-import { runStep, type StepAttempt, type StepOptions } from "./steps.js";
+import { drawUuid, readClock, runStep, type StepAttempt, type StepOptions } from "./steps.js";
 import * as waits from "./waits.js";
 import * as messaging from "./messaging.js";
 import * as children from "./children.js";
@@ -52,6 +52,25 @@ export class WorkflowContext {
    */
   step<T>(name: string, fn: (attempt: StepAttempt) => Promise<T> | T, options: StepOptions = {}): Promise<T> {
     return runStep(this.run, this.position(), name, fn, options);
+  }
+
+  /**
+   * The time, read from this worker's clock once and recorded (`waymark.now`); every replay
+   * reads the recorded time. Workflow code takes the time from here, never from `Date.now()` or
+   * `new Date()`: code outside steps runs again on each replay, later, and would see another
+   * time (and may take another branch than the one recorded). A new `Date` each call.
+   */
+  now(): Promise<Date> {
+    return readClock(this.run, this.position());
+  }
+
+  /**
+   * A random UUID (v4, lowercase, hyphenated), drawn once and recorded (`waymark.uuid`); every
+   * replay gets the recorded one. Workflow code draws randomness here, never with
+   * `crypto.randomUUID()` or `Math.random()`, which draw another value on each replay.
+   */
+  uuid(): Promise<string> {
+    return drawUuid(this.run, this.position());
   }
 
   /** Sleeps durably: a workflow recovered mid-sleep sleeps only what is left. */

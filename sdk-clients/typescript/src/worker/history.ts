@@ -29,6 +29,8 @@ export const BUILTIN = {
   awaitChild: "waymark.await_child",
   select: "waymark.select",
   waitAll: "waymark.wait_all",
+  now: "waymark.now",
+  uuid: "waymark.uuid",
 } as const;
 
 /**
@@ -173,6 +175,16 @@ export class History {
     return numberAt(this.json(stepId, all ? BUILTIN.waitAll : BUILTIN.select), "index");
   }
 
+  /** The clock as a `now()` read it (`{"now_ms": N}`, Unix ms). */
+  nowMs(stepId: number): number | undefined {
+    return numberAt(this.json(stepId, BUILTIN.now), "now_ms");
+  }
+
+  /** The UUID a `uuid()` drew (`{"uuid": "…"}`). */
+  uuid(stepId: number): string | undefined {
+    return stringAt(this.json(stepId, BUILTIN.uuid), "uuid");
+  }
+
   /** The step recorded at `stepId`, after checking it is `name`; undefined when none is. */
   private checked(stepId: number, name: string): Step | undefined {
     const rec = this.steps.get(stepId);
@@ -204,6 +216,16 @@ export function sleepRecord(wakeAtMs: number): JsonValue {
 /** The JSON a wait's deadline step records. */
 export function deadlineRecord(deadlineMs: number): JsonValue {
   return { deadline_ms: deadlineMs };
+}
+
+/** The JSON a `now()` records: the clock it read, so every replay reads the same time. */
+export function nowRecord(nowMs: number): JsonValue {
+  return { now_ms: nowMs };
+}
+
+/** The JSON a `uuid()` records: the UUID it drew, so every replay gets the same one. */
+export function uuidRecord(uuid: string): JsonValue {
+  return { uuid };
 }
 
 /**

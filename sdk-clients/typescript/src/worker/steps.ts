@@ -1,6 +1,8 @@
 // Local steps: run a function once, retry it per policy, checkpoint its result. On replay the
-// recorded result comes back and the function is not called.
+// recorded result comes back and the function is not called. The clock and random UUIDs are
+// steps of the same kind, built in: read once live, recorded, and read back from then on.
 
+import { randomUUID } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Interruption, PayloadTooLargeError, StepFailedError } from "../errors.js";
 import { toJsonValue } from "../payload.js";
@@ -8,6 +10,7 @@ import { maxAttempts, retryDelayMs, type RetryPolicy } from "../retry.js";
 import { sleep } from "../internal/wake.js";
 import type { Run } from "./run.js";
 import { boundedMessage, failure } from "./limits.js";
+import { BUILTIN, nowRecord, uuidRecord } from "./history.js";
 
 export interface StepOptions {
   /** Retry the function with backoff before the step fails. Default: one attempt. */
@@ -75,4 +78,28 @@ export async function runStep<T>(
   }
   run.defer(stepId, name, { case: "failure", value: failure(kind, result.message) }, attempt);
   throw new StepFailedError(name, result.message, kind);
+}
+
+/** The worker's clock, read once at `stepId` (Unix ms); a replay reads the recorded time. */
+export async function readClock(run: Run, stepId: number): Promise<Date> {
+  return new Date(run.history.nowMs(stepId) ?? drawOnce(run, stepId, BUILTIN.now, () => Date.now(), nowRecord));
+}
+
+/** A random UUID (v4, lowercase, hyphenated), drawn once at `stepId`; a replay gets the recorded one. */
+export async function drawUuid(run: Run, stepId: number): Promise<string> {
+  return run.history.uuid(stepId) ?? drawOnce(run, stepId, BUILTIN.uuid, () => randomUUID(), uuidRecord);
+}
+
+/**
+ * Draws a value live and records it as built-in step `name`, held back like a step's result:
+ * it costs no round trip of its own and is durable before anything that could depend on it
+ * (the next step's function, any request, the completion). Nothing is flushed first, unlike a
+ * step's function: the clock and the random source depend on no record taken before.
+ */
+function drawOnce<T>(run: Run, stepId: number, name: string, draw: () => T, record: (value: T) => JsonValue): T {
+  // A cancelled (or dropped) run draws nothing, as a step's function does not run.
+  run.checkCancelled();
+  const value = draw();
+  run.defer(stepId, name, { case: "output", value: run.payload(`the record of ${name}`, record(value)) }, 1);
+  return value;
 }
