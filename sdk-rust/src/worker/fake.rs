@@ -8,7 +8,7 @@ use std::{
 use tokio::sync::mpsc;
 use waymark_proto::v1::{self, reply, worker_message, WorkerMessage};
 
-use super::session::{Conn, Limits};
+use super::conn::{Conn, Limits};
 
 pub(crate) fn fake_conn_with(resend_for: Duration, limits: Limits) -> (Arc<Conn>, mpsc::Receiver<WorkerMessage>) {
     let (tx, rx) = mpsc::channel(64);

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::{Error, WorkflowError};
 
+mod conn;
 pub mod context;
 #[cfg(test)]
 mod fake;

@@ -16,7 +16,7 @@ use std::sync::{
 
 use waymark_proto::v1::{self, reply, worker_message};
 
-use super::session::Conn;
+use super::conn::Conn;
 use crate::WorkflowError;
 
 #[derive(Default)]

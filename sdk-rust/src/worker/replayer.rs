@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use waymark_proto::{json, v1};
 
 use super::{
+    conn::{Conn, Limits},
     context::WorkflowContext,
-    session::{Conn, Limits},
     Worker, WorkflowFn,
 };
 use crate::{Error, WorkflowError};

@@ -8,9 +8,10 @@ use tokio::sync::mpsc;
 use waymark_proto::v1::{self, reply, worker_message, WorkerMessage};
 
 use super::{
+    conn::Limits,
     context::WorkflowContext,
     fake::{answer_all, dispatch, fake_conn_with, recorded},
-    session::{self, Limits},
+    session,
 };
 use crate::{Worker, WorkflowError};
 

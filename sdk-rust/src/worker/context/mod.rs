@@ -21,7 +21,7 @@ use waymark_proto::{
 
 use waymark_journal::{shapes::Shape, History, Recorded, RecordedOutcome};
 
-use super::{records::Records, session::Conn};
+use super::{conn::Conn, records::Records};
 use crate::{RetryPolicy, WorkflowError};
 
 mod children;

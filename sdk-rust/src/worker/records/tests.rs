@@ -9,10 +9,11 @@ use tokio::sync::mpsc;
 
 use crate::{
     worker::{
+        conn::Conn,
         context::WorkflowContext,
         fake::{answer, answer_all, dispatch, fake_conn, recorded, settle, step_id, unavailable},
         records::Records,
-        session::{self, Conn},
+        session,
     },
     Worker, WorkflowError,
 };
