@@ -13,6 +13,7 @@ mod output;
 pub mod queue;
 pub mod schedule;
 pub mod workflow;
+mod workflow_view;
 
 #[derive(Parser)]
 #[command(

@@ -1,0 +1,90 @@
+//! How `waymark workflow …` shows workflows and their steps: JSON for programs, tables and
+//! short lines for people.
+
+use waymark_sdk::{StepInfo, WorkflowInfo};
+
+use super::output;
+
+pub(super) fn print_json<T: serde::Serialize>(v: &T) {
+    println!("{}", serde_json::to_string_pretty(v).expect("serializes"));
+}
+
+/// One workflow, as JSON or as the readable table.
+pub(super) fn show(w: &WorkflowInfo, json: bool) {
+    if json {
+        print_json(w)
+    } else {
+        print_workflow(w)
+    }
+}
+
+fn print_workflow(w: &WorkflowInfo) {
+    let mut rows = vec![
+        ("id", w.workflow_id.clone()),
+        ("name", w.workflow_name.clone()),
+        ("status", w.status.as_str().to_string()),
+        ("queue", w.queue_name.clone()),
+        (
+            "app version",
+            if w.app_version.is_empty() {
+                "-".into()
+            } else {
+                w.app_version.clone()
+            },
+        ),
+        ("input", w.input.to_string()),
+    ];
+    if let Some(o) = &w.output {
+        rows.push(("output", o.to_string()));
+    }
+    if let Some(f) = &w.failure {
+        rows.push(("failure", format!("{}: {}", f.kind, f.message)));
+    }
+    rows.push(("created", output::time(w.created_at_ms)));
+    rows.push(("updated", output::time(w.updated_at_ms)));
+    rows.push(("recoveries", w.recovery_attempts.to_string()));
+    rows.push(("epoch", w.epoch.to_string()));
+    if !w.worker_id.is_empty() {
+        rows.push(("worker", w.worker_id.clone()));
+    }
+    if w.priority != 0 {
+        rows.push(("priority", w.priority.to_string()));
+    }
+    if !w.partition_key.is_empty() {
+        rows.push(("partition", w.partition_key.clone()));
+    }
+    if !w.dedup_id.is_empty() {
+        rows.push(("dedup id", w.dedup_id.clone()));
+    }
+    if w.started_at_ms != 0 {
+        rows.push(("started", output::time(w.started_at_ms)));
+    }
+    if w.wake_at_ms != 0 {
+        rows.push(("runs at", output::time(w.wake_at_ms)));
+    }
+    for (k, v) in rows {
+        println!("{k:<12} {v}");
+    }
+}
+
+pub(super) fn print_steps(steps: &[StepInfo]) {
+    let rows: Vec<Vec<String>> = steps
+        .iter()
+        .map(|s| {
+            let result = match (&s.output, &s.failure) {
+                (_, Some(f)) => format!("failed: {}", f.message),
+                (Some(o), None) => output::short(o, 60),
+                (None, None) => "null".into(),
+            };
+            vec![
+                s.step_id.to_string(),
+                s.name.clone(),
+                result,
+                s.attempts.to_string(),
+                s.epoch.to_string(),
+                output::time(s.recorded_at_ms),
+            ]
+        })
+        .collect();
+    output::table(&["STEP", "NAME", "RESULT", "ATTEMPTS", "EPOCH", "RECORDED"], &rows);
+}
