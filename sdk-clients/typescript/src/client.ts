@@ -28,6 +28,7 @@ import {
 } from "./types.js";
 import { Queues } from "./queues.js";
 import { Schedules } from "./schedules.js";
+import { recordedStep, type RecordedHistory } from "./recorded.js";
 
 export interface ClientOptions {
   /** `http://host:port` or `host:port`; `WAYMARK_SERVER`, else `http://127.0.0.1:7450`. */
@@ -244,6 +245,18 @@ export class Client {
       (pageToken, a) => this.rpc.listSteps({ workflowId, pageToken }, a),
       (r) => r.steps.map(stepInfo),
     );
+  }
+
+  /**
+   * The workflow's history as a `Replayer` replays it (the JSON `waymark workflow export ID`
+   * prints, the format of the project's golden histories): its id, name and input, and every
+   * recorded step with its output or failure. Saved with JSON.stringify next to a test suite,
+   * it lets CI replay changed workflow code against workflows already running before deploying.
+   */
+  async history(workflowId: string, options?: CallOptions): Promise<Required<RecordedHistory>> {
+    const w = await this.get(workflowId, options);
+    const steps = await this.steps(workflowId, options);
+    return { workflow_id: w.workflowId, workflow_name: w.workflowName, input: w.input, steps: steps.map(recordedStep) };
   }
 
   /** Cancels a workflow (with `cascade`, its children too); it stops at its next step. */

@@ -158,6 +158,28 @@ export class ParkedError extends Interruption {
   }
 }
 
+/**
+ * Only in an offline replay (`Replayer`): the workflow made a call at `stepId`, a position its
+ * history does not record, where a live run would go on (ask the server, run a step, read the
+ * clock, sleep on). An interruption like a cancel, not a step's failure: the replay ends there
+ * (`suspended`) having sent and run nothing, and code that catches it does not change that —
+ * every later ctx call throws it again.
+ */
+export class HistoryEndedError extends Interruption {
+  override name = "HistoryEndedError";
+  constructor(readonly stepId: number) {
+    super(`the history ends at step ${stepId}`);
+  }
+}
+
+/** A `Replayer` was given a history of a workflow that is not registered with it. */
+export class UnknownWorkflowError extends WaymarkError {
+  override name = "UnknownWorkflowError";
+  constructor(readonly workflowName: string) {
+    super(`no workflow named ${JSON.stringify(workflowName)} is registered`);
+  }
+}
+
 /** Converts a Connect error (or anything thrown by a call) into an `RpcError`. */
 export function toRpcError(e: unknown): unknown {
   if (e instanceof WaymarkError) return e;

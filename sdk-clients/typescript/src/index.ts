@@ -8,6 +8,8 @@ export type { QueueInfo, QueueLimits, QueueUpdate, Queues } from "./queues.js";
 export type { ScheduleDef, ScheduleInfo, ScheduleUpdate, Schedules } from "./schedules.js";
 export { Worker, type WorkerOptions } from "./worker/worker.js";
 export { WorkflowContext } from "./worker/context.js";
+export { Replayer, type Replayed } from "./worker/replayer.js";
+export type { RecordedFailure, RecordedHistory, RecordedStep } from "./recorded.js";
 export type { StepAttempt, StepOptions } from "./worker/steps.js";
 export { StepHandle, type Awaitable, type RemoteStepOptions } from "./worker/remote.js";
 export type { ChildOptions } from "./worker/children.js";
@@ -22,6 +24,7 @@ export {
   Code,
   DisconnectedError,
   FencedError,
+  HistoryEndedError,
   Interruption,
   NonDeterminismError,
   ParkedError,
@@ -30,6 +33,7 @@ export {
   RunDroppedError,
   SerializationError,
   StepFailedError,
+  UnknownWorkflowError,
   WaymarkError,
   WorkflowFailedError,
   WorkflowFailure,

@@ -48,7 +48,7 @@ export const RECV_WAIT: WaitSteps = { deadline: BUILTIN.recvDeadline, outcome: B
 export const GET_EVENT_WAIT: WaitSteps = { deadline: BUILTIN.getEventDeadline, outcome: BUILTIN.getEvent, field: "value" };
 
 /** What the history holds at a position for the step the workflow calls there. */
-export type Replayed =
+export type AtPosition =
   | { readonly kind: "live" }
   | { readonly kind: "output"; readonly value: JsonValue }
   | { readonly kind: "failure"; readonly error: StepFailedError };
@@ -102,7 +102,7 @@ export class History {
    * What is recorded at `stepId` for step `name`: its output, its failure, or nothing (the
    * primitive runs live). Throws NonDeterminismError when another step is recorded there.
    */
-  at(stepId: number, name: string): Replayed {
+  at(stepId: number, name: string): AtPosition {
     const rec = this.checked(stepId, name);
     if (!rec) return { kind: "live" };
     if (rec.failure) return { kind: "failure", error: failedStep(name, rec.failure) };

@@ -18,6 +18,7 @@ import {
   CancelledError,
   DisconnectedError,
   FencedError,
+  HistoryEndedError,
   Interruption,
   RunDroppedError,
   WorkflowFailure,
@@ -59,6 +60,11 @@ export class Run {
     readonly dispatch: DispatchWorkflow,
     readonly conn: Requests,
     readonly config: WorkerConfig,
+    /**
+     * Replaying offline (a `Replayer`): a call the history does not record ends the run with
+     * HistoryEndedError instead of going live, and nothing waits.
+     */
+    readonly offline = false,
   ) {
     this.workflowId = dispatch.workflowId;
     this.workflowName = dispatch.workflowName;
@@ -100,6 +106,17 @@ export class Run {
     return this.dropping.signal.reason;
   }
 
+  /**
+   * A call at `stepId` is about to go live (ask the server, run a step's function, read the
+   * clock, wait): offline, where the history ends here, the run is interrupted instead. The
+   * first position stands, so code that swallows the error cannot move the end of the replay.
+   */
+  live(stepId: number): void {
+    if (!this.offline) return;
+    this.interrupt(new HistoryEndedError(stepId));
+    throw this.signal.reason;
+  }
+
   /** Throws the interruption if the run was dropped, cancelled or fenced. */
   checkCancelled(): void {
     if (this.dropped) throw this.dropping.signal.reason;
@@ -113,6 +130,8 @@ export class Run {
    */
   private async send(kind: Kind): Promise<ReplyResult> {
     if (this.dropped) throw this.dropping.signal.reason;
+    // Every request and step record goes out here: this one check keeps a replay off the wire.
+    this.live(stepOf(kind));
     let r: ReplyResult;
     try {
       r = await resending(() => this.conn.request(kind), {
@@ -151,6 +170,9 @@ export class Run {
 
   /** Sends a request for this workflow once every step record taken before it is durable. */
   async request(kind: Kind): Promise<ReplyResult> {
+    // Checked before anything is awaited, so of several calls started together offline the
+    // first in call order is where the history ends.
+    this.live(stepOf(kind));
     await this.flush();
     return this.send(kind);
   }
@@ -198,6 +220,9 @@ export class Run {
 
   /** Waits until `untilMs` (by a clock now at `nowMs`), a wakeup, or a cancel. */
   async waitUntil(untilMs: number, nowMs: number): Promise<void> {
+    // A replay never waits: what the wait led to is recorded, or the history ends at the
+    // request (or `live` check) every wait makes first.
+    if (this.offline) return;
     await this.wake.wait(untilMs >= NEVER_MS ? Infinity : untilMs - nowMs, this.signal);
     this.checkCancelled();
   }
@@ -286,14 +311,20 @@ export class Run {
   }
 }
 
+/** The step position a request is for (0 for one that names none). */
+function stepOf(kind: Kind): number {
+  const v = kind.value as { stepId?: unknown } | undefined;
+  return typeof v?.stepId === "number" ? v.stepId : 0;
+}
+
 /** The kind a thrown error fails its workflow with. */
-function kindOf(e: unknown): string {
+export function kindOf(e: unknown): string {
   if (e instanceof WorkflowFailure) return e.kind;
   if (e instanceof SerializationError) return "Serialization";
   if (e instanceof Error) return e.name || "Error";
   return "Error";
 }
 
-function messageOf(e: unknown): string {
+export function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }

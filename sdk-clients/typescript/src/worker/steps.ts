@@ -35,6 +35,8 @@ export async function runStep<T>(
   const replayed = run.history.at(stepId, name);
   if (replayed.kind === "output") return replayed.value as T;
   if (replayed.kind === "failure") throw replayed.error;
+  // Past the end of a history replayed offline, the function is never called.
+  run.live(stepId);
   run.checkCancelled();
   // This step may depend on the ones before: their records are durable first (also those
   // another operation is flushing right now).
@@ -97,6 +99,9 @@ export async function drawUuid(run: Run, stepId: number): Promise<string> {
  * step's function: the clock and the random source depend on no record taken before.
  */
 function drawOnce<T>(run: Run, stepId: number, name: string, draw: () => T, record: (value: T) => JsonValue): T {
+  // Offline, a value the history does not record is where the replay ends: drawn now, it would
+  // be another value than any live run's.
+  run.live(stepId);
   // A cancelled (or dropped) run draws nothing, as a step's function does not run.
   run.checkCancelled();
   const value = draw();

@@ -33,7 +33,11 @@ export async function sleep(run: Run, stepId: number, ms: number): Promise<void>
   if (run.shouldPark(wakeAt, Date.now()) && (await run.park(stepId, wakeAt, { case: "timer", value: true }))) {
     throw new ParkedError();
   }
-  while (Date.now() < wakeAt) await run.waitUntil(wakeAt, Date.now());
+  while (Date.now() < wakeAt) {
+    // A replay of a sleep still running ends where the live run sleeps.
+    run.live(stepId);
+    await run.waitUntil(wakeAt, Date.now());
+  }
 }
 
 export function recv(run: Run, stepId: number, topic: string, timeoutMs: number | undefined) {

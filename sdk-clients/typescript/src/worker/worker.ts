@@ -92,6 +92,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return this;
   }
 
+  /** @internal The workflow functions registered here, by name: what a `Replayer` replays. */
+  registeredWorkflows(): ReadonlyMap<string, WorkflowFn> {
+    return this.config.workflows;
+  }
+
   /**
    * @internal For tests only: forgets the run of `workflowId` as if it had died unnoticed —
    * nothing is sent for it and its credit is not granted back — so that only the held list of

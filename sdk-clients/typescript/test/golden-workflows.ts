@@ -1,0 +1,168 @@
+// The golden workflows in TypeScript: the same code as integration-tests/src/golden.rs (each
+// function's comment there is the specification) — the same workflow names, the same calls in
+// the same order with the same step names, topics, keys and inputs, the same results — so that
+// their recorded histories (contract/histories/) replay here to the outcomes they record, and a
+// live run here records those histories.
+//
+// `ran` lists the step functions that ran (local and remote): a replay must leave it empty.
+
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  Interruption,
+  StepFailedError,
+  WorkflowFailure,
+  type JsonValue,
+  type RecordedHistory,
+  type Worker,
+  type WorkflowContext,
+} from "../src/index.js";
+import { sdkRoot } from "./harness.js";
+
+export const ran: string[] = [];
+
+const repoRoot = join(sdkRoot, "../..");
+/** The golden histories: one file per scenario. */
+export const HISTORIES = join(repoRoot, "contract/histories");
+/** The specification this copy follows. */
+export const GOLDEN_RS = join(repoRoot, "integration-tests/src/golden.rs");
+
+/** A golden file: a history and what replaying it must come to. */
+export interface Golden {
+  about: string;
+  history: Required<RecordedHistory>;
+  expect: { returned: JsonValue } | { failed: string } | { suspended_at: number };
+}
+
+/** Every golden file, by name (its stem), in name order: read from the directory, so a new file is a new case. */
+export function goldenFiles(): [string, Golden][] {
+  return readdirSync(HISTORIES)
+    .filter((f) => f.endsWith(".json"))
+    .sort()
+    .map((f) => [f.slice(0, -".json".length), JSON.parse(readFileSync(join(HISTORIES, f), "utf8")) as Golden]);
+}
+
+/** Registers every golden workflow (and the remote step they call). */
+export function register(w: Worker): Worker {
+  return w
+    .workflow("golden.steps", steps)
+    .workflow("golden.sleep", sleep)
+    .workflow("golden.messages", messages)
+    .workflow("golden.events", events)
+    .workflow("golden.stream", stream)
+    .workflow("golden.child", child)
+    .workflow("golden.child_body", childBody)
+    .workflow("golden.remote", remote)
+    .workflow("golden.drawn", drawn)
+    .step("golden.flaky", flaky);
+}
+
+/** `input.n` as an integer, 0 when there is none (Rust: `as_i64().unwrap_or(0)`). */
+function n(input: unknown): number {
+  const v = (input as { n?: unknown } | null)?.n;
+  return typeof v === "number" && Number.isInteger(v) ? v : 0;
+}
+
+/**
+ * Input {"n": N}. Step "add" returns N + 1; step "fail" fails with "boom" (no retries), which the
+ * workflow catches. Returns {"sum": N + 1, "caught": "boom"}.
+ */
+async function steps(ctx: WorkflowContext, input: unknown): Promise<JsonValue> {
+  const sum = await ctx.step("add", () => {
+    ran.push("add");
+    return n(input) + 1;
+  });
+  const caught = await ctx
+    .step<number>("fail", () => {
+      ran.push("fail");
+      throw new Error("boom");
+    })
+    .then(
+      (got) => {
+        throw new WorkflowFailure("Unexpected", `step "fail" returned ${JSON.stringify(got)}`);
+      },
+      (e: unknown) => {
+        if (e instanceof StepFailedError) return e.stepMessage;
+        // Cancelled, taken over, the end of a replayed history: not this workflow's to catch.
+        if (e instanceof Interruption) throw e;
+        throw new WorkflowFailure("Unexpected", String(e));
+      },
+    );
+  return { sum, caught };
+}
+
+/** Sleeps 10 ms; returns "slept". */
+async function sleep(ctx: WorkflowContext): Promise<JsonValue> {
+  await ctx.sleep(10);
+  return "slept";
+}
+
+/**
+ * Sends {"hi": 1} to itself on topic "t", receives on "t" (60 s), then receives on "none" (10 ms,
+ * times out). Returns {"got": {"hi": 1}, "none": null}.
+ */
+async function messages(ctx: WorkflowContext): Promise<JsonValue> {
+  await ctx.send(ctx.workflowId, { hi: 1 }, { topic: "t" });
+  const got = await ctx.recv("t", { timeoutMs: 60_000 });
+  const none = await ctx.recv("none", { timeoutMs: 10 });
+  return { got: got ?? null, none: none ?? null };
+}
+
+/** Sets its event "k" to 7, then reads it back (1 s). Returns 7. */
+async function events(ctx: WorkflowContext): Promise<JsonValue> {
+  await ctx.setEvent("k", 7);
+  return (await ctx.getEvent(ctx.workflowId, "k", { timeoutMs: 1000 })) ?? null;
+}
+
+/** Writes "a" then "b" to its stream "s" and closes it. Returns the offset "b" was written at. */
+async function stream(ctx: WorkflowContext): Promise<JsonValue> {
+  await ctx.writeStream("s", "a");
+  const b = await ctx.writeStream("s", "b");
+  await ctx.closeStream("s");
+  return b;
+}
+
+/** Starts "golden.child_body" with {"n": 3} (its id derived by the server) and awaits it. Returns the child's output. */
+async function child(ctx: WorkflowContext): Promise<JsonValue> {
+  const id = await ctx.startChild("golden.child_body", { n: 3 });
+  return ctx.awaitChild(id);
+}
+
+/** Input {"n": N}: step "double" returns 2N; returns it. */
+async function childBody(ctx: WorkflowContext, input: unknown): Promise<JsonValue> {
+  return ctx.step("double", () => {
+    ran.push("double");
+    return 2 * n(input);
+  });
+}
+
+/**
+ * Calls the remote step "golden.flaky" with {"fail_times": 1} and up to 3 attempts (50 ms
+ * backoff): its first attempt fails, its second succeeds. Returns the step's output.
+ */
+async function remote(ctx: WorkflowContext): Promise<JsonValue> {
+  const retry = { maxAttempts: 3, initialIntervalMs: 50, backoffCoefficient: 2, maxIntervalMs: 1000 };
+  return ctx.callStep("golden.flaky", { fail_times: 1 }, { retry });
+}
+
+/** Reads the time and draws a UUID. Returns {"now_ms": …, "uuid": "…"}. */
+async function drawn(ctx: WorkflowContext): Promise<JsonValue> {
+  const now = await ctx.now();
+  const uuid = await ctx.uuid();
+  return { now_ms: now.getTime(), uuid };
+}
+
+let flakyCalls = 0;
+
+/**
+ * The remote step: fails its first `fail_times` attempts in this process, then returns
+ * "ok after N failures". (Only a live run calls it; a replay reads its recorded result.)
+ */
+function flaky(input: unknown): JsonValue {
+  ran.push("golden.flaky");
+  const v = (input as { fail_times?: unknown } | null)?.fail_times;
+  const failTimes = typeof v === "number" && Number.isInteger(v) && v > 0 ? v : 0;
+  const call = flakyCalls++;
+  if (call < failTimes) throw new Error(`planned failure ${call + 1}`);
+  return `ok after ${failTimes} failures`;
+}
