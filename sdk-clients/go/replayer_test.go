@@ -151,8 +151,8 @@ func TestReplayFailsAsTheLiveRunDid(t *testing.T) {
 	if f, ok := got.(waymark.Failed); !ok || f.Kind != "StepFailed" || !errors.As(f.Err, &stepErr) || stepErr.Message != "declined" {
 		t.Errorf("an unhandled recorded failure: %v", got)
 	}
-	if got := r.replay("picky", nil); got != (waymark.Failed{Kind: "PaymentDeclined", Message: "card expired", Err: got.(waymark.Failed).Err}) {
-		t.Errorf("the workflow's own failure: %v", got)
+	if f, ok := r.replay("picky", nil).(waymark.Failed); !ok || f.Kind != "PaymentDeclined" || f.Message != "card expired" {
+		t.Errorf("the workflow's own failure: %v", f)
 	}
 	if f, ok := r.replay("panicky", nil).(waymark.Failed); !ok || f.Kind != "Panic" || f.Message != "oops" {
 		t.Errorf("a panic: %v", f)
