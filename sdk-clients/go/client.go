@@ -2,6 +2,7 @@ package waymark
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"google.golang.org/grpc"
@@ -161,6 +162,35 @@ func (c *Client) Steps(ctx context.Context, workflowID string) ([]StepRecord, er
 			return &pb.ListStepsRequest{WorkflowId: workflowID, PageToken: token}
 		},
 		(*pb.ListStepsResponse).GetSteps, stepFromWire)
+}
+
+// History is the workflow's recorded history — its id, name and input, and every recorded
+// step with its output or failure — in the form a Replayer replays and `waymark workflow
+// export` prints. Saved as JSON, it lets a test suite replay changed workflow code against
+// workflows already running before the change is deployed.
+func (c *Client) History(ctx context.Context, workflowID string) (*RecordedHistory, error) {
+	wf, err := c.Get(ctx, workflowID)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := c.Steps(ctx, workflowID)
+	if err != nil {
+		return nil, err
+	}
+	h := &RecordedHistory{WorkflowID: wf.ID, WorkflowName: wf.Name, Input: wf.Input, Steps: []RecordedStep{}}
+	for _, s := range steps {
+		rec := RecordedStep{StepID: s.ID, Name: s.Name, Failure: s.Failure}
+		if s.Failure == nil {
+			// A step without an output recorded null (a wait that timed out): kept as null,
+			// not left out, as the other SDKs write it.
+			rec.Output = s.Output
+			if len(rec.Output) == 0 {
+				rec.Output = json.RawMessage("null")
+			}
+		}
+		h.Steps = append(h.Steps, rec)
+	}
+	return h, nil
 }
 
 // Cancel cancels a workflow that has not finished; it stops at its next step or wait. A

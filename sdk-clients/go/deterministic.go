@@ -60,6 +60,10 @@ func drawOnce[T any](ctx Context, name string, recorded func(*history, uint32) (
 	if v, ok, err := recorded(r.hist, step); ok {
 		return v, err
 	}
+	// Offline, nothing is drawn: the history ends here.
+	if err := r.live(step); err != nil {
+		return zero, err
+	}
 	if err := r.stopped(); err != nil {
 		return zero, err
 	}

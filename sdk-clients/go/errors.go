@@ -179,8 +179,10 @@ func failureOf(err error) *Failure {
 	return &Failure{Kind: kind, Message: err.Error()}
 }
 
-// isInterruption: the run ends without a completion.
+// isInterruption: the run ends without a completion (a replay's, without an outcome of the
+// code's: it is Suspended).
 func isInterruption(err error) bool {
 	return errors.Is(err, ErrCancelled) || errors.Is(err, ErrParked) ||
-		errors.Is(err, ErrFenced) || errors.Is(err, ErrDisconnected) || errors.Is(err, ErrDropped)
+		errors.Is(err, ErrFenced) || errors.Is(err, ErrDisconnected) || errors.Is(err, ErrDropped) ||
+		errors.Is(err, ErrHistoryEnded)
 }

@@ -1,6 +1,10 @@
 package waymark
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
+)
 
 // LoseRunSilently makes the worker forget the run behind ctx without a word to the server,
 // as a bug or a lost reply might (see session.lose). Compiled into the package's tests only.
@@ -14,5 +18,13 @@ func LoseRunSilently(ctx Context) {
 func CountWelcomes(w *Worker) func() int32 {
 	var n atomic.Int32
 	w.hooks.welcomed = func() { n.Add(1) }
+	return n.Load
+}
+
+// CountReplaySends counts the messages p's replays try to put on a stream, from now on; none
+// ever should.
+func CountReplaySends(p *Replayer) func() int32 {
+	var n atomic.Int32
+	p.sent = func(*pb.WorkerMessage) { n.Add(1) }
 	return n.Load
 }

@@ -36,6 +36,9 @@ type run struct {
 	dropped atomic.Pointer[error]
 	// Rung (without blocking; one pending ring is kept) when the server says a wait may be over.
 	wakeup chan struct{}
+	// Replaying offline (a Replayer): a call the history does not record ends the run with
+	// ErrHistoryEnded instead of going live, and nothing waits (see offline.go).
+	offline bool
 
 	mu sync.Mutex
 	// Step records held back until the workflow's next request, or its completion, which
@@ -140,8 +143,13 @@ func (r *run) takeDelivered(step uint32) (*pb.Payload, bool) {
 }
 
 // request sends a request for this workflow once every step record taken before it is
-// durable, and waits for its answer.
+// durable, and waits for its answer. Offline, the history ends at the request's position:
+// every request goes through here, so this one check keeps a replay off the wire.
 func (r *run) request(msg *pb.WorkerMessage) (*pb.Reply, error) {
+	if r.offline {
+		// Only then: stepOf reads the position by reflection, which a live request need not pay.
+		return nil, r.live(stepOf(msg))
+	}
 	if err := r.flush(); err != nil {
 		return nil, err
 	}

@@ -36,6 +36,10 @@ func Sleep(ctx Context, d time.Duration) error {
 		}
 	}
 	for nowMs() < wakeAt {
+		// A replay of a sleep still running ends where the live run sleeps.
+		if err := r.live(step); err != nil {
+			return err
+		}
 		if err := r.waitUntil(wakeAt, nowMs()); err != nil {
 			return err
 		}

@@ -54,6 +54,10 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, erro
 	if v, ok, err := replay[T](r.hist, step, name); ok {
 		return v, err
 	}
+	// Offline, fn is never called: the history ends here.
+	if err := r.live(step); err != nil {
+		return zero, err
+	}
 	if err := r.stopped(); err != nil {
 		return zero, err
 	}

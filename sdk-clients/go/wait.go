@@ -24,6 +24,11 @@ func msDuration(ms int64) time.Duration {
 
 // waitUntil waits until untilMs (by a clock that reads nowMs now), a wakeup, or the run's end.
 func (r *run) waitUntil(untilMs, now int64) error {
+	if r.offline {
+		// A replay never waits: what the wait led to is recorded, or the history ends at the
+		// request before it (every caller asks the server, or calls live, first).
+		return r.stopped()
+	}
 	var timeout <-chan time.Time
 	if untilMs != forever {
 		t := time.NewTimer(msDuration(untilMs - now))
