@@ -17,6 +17,7 @@ use std::sync::{
 use tokio::sync::{watch, Notify};
 use waymark_store::Store;
 
+pub mod catalog;
 pub mod changes;
 pub mod children;
 pub mod clock;
@@ -62,22 +63,17 @@ pub struct Engine {
     pub(crate) waits: waits::Waits,
     /// When failed remote steps are due again, so the dispatcher wakes for them.
     pub(crate) retry_times: remote_steps::RetryTimes,
-    /// Workflow names known to be registered. Names are never forgotten, so a positive answer
-    /// can be cached and starts skip the lookup.
-    pub(crate) known_names: std::sync::RwLock<std::collections::HashSet<String>>,
-    /// Queues known to exist, with their limits as last read (see `queues.rs`): which queues
-    /// this replica claims one at a time under their lock, and which it may dispatch directly.
-    pub(crate) known_queues: std::sync::RwLock<std::collections::HashMap<String, waymark_store::QueueLimits>>,
+    /// Workflow names and queues known here (see `catalog.rs`).
+    pub(crate) catalog: catalog::Catalog,
     /// The dispatcher's last claim came back full, so ENQUEUED work is waiting here. Starts are
     /// then queued behind it instead of being dispatched directly.
     pub(crate) backlog: AtomicBool,
     /// Other replicas' changes arrive as announcements (PostgreSQL NOTIFY, or a single-process
     /// store where there are no other replicas): polling is then only a slow safety net.
     pub(crate) changes_live: AtomicBool,
-    pub(crate) shutting_down: AtomicBool,
     /// Whether the database answers; health checks and recovery follow it.
     pub(crate) store_health: health::StoreHealth,
-    /// Flips to true once when the replica starts draining.
+    /// Flips to true once when the replica starts draining (what `is_shutting_down` reads).
     pub(crate) shutdown: watch::Sender<bool>,
 }
 
@@ -91,11 +87,9 @@ impl Engine {
             schedules_changed: Notify::new(),
             waits: waits::Waits::new(config.max_waits),
             retry_times: Default::default(),
-            known_names: Default::default(),
-            known_queues: Default::default(),
+            catalog: Default::default(),
             backlog: AtomicBool::new(false),
             changes_live: AtomicBool::new(false),
-            shutting_down: AtomicBool::new(false),
             store_health: Default::default(),
             shutdown: watch::channel(false).0,
             config,
@@ -128,12 +122,11 @@ impl Engine {
     }
 
     pub fn is_shutting_down(&self) -> bool {
-        self.shutting_down.load(Ordering::SeqCst)
+        *self.shutdown.borrow()
     }
 
     /// Stops dispatching and tells every worker to drain. In-flight requests still complete.
     pub async fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::SeqCst);
         self.shutdown.send_replace(true);
         self.dispatch_wanted.notify_one();
         for s in self.sessions.all() {

@@ -84,7 +84,7 @@ impl Engine {
                 "the default queue cannot be deleted",
             ));
         }
-        self.known_queues.write().unwrap().remove(name);
+        self.catalog.queues.write().unwrap().remove(name);
         if self.store.delete_queue(name).await? {
             Ok(())
         } else {
@@ -99,7 +99,7 @@ impl Engine {
     /// is created again), and limits set elsewhere are still kept: the store judges a queue by
     /// its stored row whenever it claims or directly dispatches.
     pub(crate) async fn check_queue(&self, name: &str) -> EngineResult<QueueLimits> {
-        if let Some(limits) = self.known_queues.read().unwrap().get(name) {
+        if let Some(limits) = self.catalog.queues.read().unwrap().get(name) {
             return Ok(limits.clone());
         }
         match self.store.get_queue(name).await? {
@@ -112,7 +112,8 @@ impl Engine {
     }
 
     fn remember_queue(&self, q: &QueueRecord) {
-        self.known_queues
+        self.catalog
+            .queues
             .write()
             .unwrap()
             .insert(q.name.clone(), q.limits.clone());
@@ -122,7 +123,7 @@ impl Engine {
     pub(crate) async fn refresh_queues(&self) {
         match self.store.list_queues().await {
             Ok(queues) => {
-                *self.known_queues.write().unwrap() = queues.into_iter().map(|q| (q.name, q.limits)).collect();
+                *self.catalog.queues.write().unwrap() = queues.into_iter().map(|q| (q.name, q.limits)).collect();
             }
             Err(e) => tracing::warn!(error = %e, "reading queues failed; keeping what was known"),
         }
@@ -130,7 +131,7 @@ impl Engine {
 
     /// Which of `queues` have limits, as far as this replica knows.
     pub(crate) fn limited_queues(&self, queues: &[String]) -> Vec<String> {
-        let known = self.known_queues.read().unwrap();
+        let known = self.catalog.queues.read().unwrap();
         queues
             .iter()
             .filter(|q| known.get(q.as_str()).is_some_and(|l| l.any()))

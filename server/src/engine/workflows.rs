@@ -251,12 +251,12 @@ impl Engine {
     }
 
     pub(crate) async fn is_known_name(&self, name: &str) -> EngineResult<bool> {
-        if self.known_names.read().unwrap().contains(name) {
+        if self.catalog.names.read().unwrap().contains(name) {
             return Ok(true);
         }
         let known = self.store.is_workflow_name_known(name).await?;
         if known {
-            self.known_names.write().unwrap().insert(name.to_string());
+            self.catalog.names.write().unwrap().insert(name.to_string());
         }
         Ok(known)
     }
