@@ -38,6 +38,7 @@ pub mod streams;
 pub mod validate;
 pub mod waits;
 pub mod worker;
+pub mod workflow_list;
 pub mod workflows;
 
 pub use clock::{Clock, ManualClock, SystemClock};
