@@ -20,6 +20,7 @@
 
 mod client;
 mod error;
+mod messaging;
 mod pages;
 mod queues;
 mod resend;
