@@ -160,6 +160,11 @@ async fn a_history_growing_past_its_cap_fails_the_workflow_at_the_write() {
     for id in 0..3 {
         engine.record_step(&session, fence.clone(), step(id)).await.unwrap();
     }
+    // Resends of a recorded step (a reply lost, a database that was away) are not counted again.
+    for _ in 0..10 {
+        let again = engine.record_step(&session, fence.clone(), step(2)).await.unwrap();
+        assert_eq!(again, waymark_store::Recorded::AlreadyRecorded);
+    }
     let e = engine.record_step(&session, fence.clone(), step(3)).await.unwrap_err();
     assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "HISTORY_TOO_LARGE"));
     let w = engine.get_workflow("grows").await.unwrap();

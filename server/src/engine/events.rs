@@ -64,13 +64,14 @@ impl Engine {
         value: String,
     ) -> EngineResult<()> {
         // The step records the key ({"key": …}); the value lives with the event.
-        self.worker_write(session, &fence, BUILTIN_STEP_BYTES + key.len())
-            .await?;
+        let adds = BUILTIN_STEP_BYTES + key.len();
+        self.worker_write(session, &fence, adds).await?;
         validate_key(&key)?;
         validate::payload("event value", &value, self.config.max_payload_bytes)?;
         self.store
             .set_event_step(&fence, step_id, &key, &value, self.now())
             .await?;
+        session.grow_history(&fence.workflow_id, adds);
         self.wake_event(&fence.workflow_id, &key).await;
         // Readers parked on it are back in their queue now.
         self.work_enqueued();
@@ -97,9 +98,8 @@ impl Engine {
             if tokio::time::Instant::now() >= give_up {
                 return Ok(None);
             }
+            // (A workflow that does not exist was answered NOT_FOUND by the read above.)
             if permit.is_none() {
-                // Events of a workflow that does not exist will never be set.
-                self.get_workflow(workflow_id).await?;
                 permit = Some(self.begin_wait()?);
             }
             let poll = tokio::time::Instant::now() + self.poll_interval().max(Duration::from_millis(200));

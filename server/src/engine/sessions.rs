@@ -173,16 +173,19 @@ impl WorkerSession {
             .is_some_and(|d| d.epoch == epoch)
     }
 
-    /// Adds `bytes` to the history of `workflow_id` as this stream counts it; returns the new
-    /// total (0 when the stream does not hold it).
-    pub(crate) fn grow_history(&self, workflow_id: &str, bytes: usize) -> usize {
-        let mut dispatched = self.dispatched.lock().unwrap();
-        match dispatched.get_mut(workflow_id) {
-            Some(d) => {
-                d.history_bytes = d.history_bytes.saturating_add(bytes);
-                d.history_bytes
-            }
-            None => 0,
+    /// The history of `workflow_id` as this stream counts it (0 when it does not hold it).
+    pub(crate) fn history_bytes(&self, workflow_id: &str) -> usize {
+        self.dispatched
+            .lock()
+            .unwrap()
+            .get(workflow_id)
+            .map_or(0, |d| d.history_bytes)
+    }
+
+    /// Adds `bytes`, durably recorded, to the history of `workflow_id` as this stream counts it.
+    pub(crate) fn grow_history(&self, workflow_id: &str, bytes: usize) {
+        if let Some(d) = self.dispatched.lock().unwrap().get_mut(workflow_id) {
+            d.history_bytes = d.history_bytes.saturating_add(bytes);
         }
     }
 

@@ -56,8 +56,8 @@ impl Engine {
         value: Option<String>,
     ) -> EngineResult<u64> {
         // The step records the offset ({"offset": N}); the value lives with the stream.
-        self.worker_write(session, &fence, super::events::BUILTIN_STEP_BYTES + key.len())
-            .await?;
+        let adds = super::events::BUILTIN_STEP_BYTES + key.len();
+        self.worker_write(session, &fence, adds).await?;
         validate::name("key", &key)?;
         if let Some(v) = &value {
             validate::payload("stream value", v, self.config.max_payload_bytes)?;
@@ -66,6 +66,7 @@ impl Engine {
             .store
             .write_stream_step(&fence, step_id, &key, value.as_deref(), self.now())
             .await?;
+        session.grow_history(&fence.workflow_id, adds);
         self.waits.streams.wake(&fence.workflow_id, Some(&key));
         Ok(offset)
     }

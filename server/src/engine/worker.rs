@@ -187,10 +187,12 @@ impl Engine {
     /// there and not let go of. Another stream that knows or guesses the epoch (it is 1 for
     /// most workflows) is refused as a stale writer would be.
     ///
-    /// `adds` is what the write records into the workflow's history (bytes of JSON). A write
-    /// that would take the history past `max_history_bytes` fails the workflow with
+    /// `adds` is what the write would record into the workflow's history (bytes of JSON). A
+    /// write that would take the history past `max_history_bytes` fails the workflow with
     /// HISTORY_TOO_LARGE at once, while the error can still reach its worker: past the cap it
-    /// could never be dispatched again.
+    /// could never be dispatched again. Nothing is counted here: the caller counts the bytes
+    /// once its write is durable (`grow_history`), so a write refused by a database that is
+    /// away, and resent, is not counted once per attempt.
     pub(crate) async fn worker_write(&self, session: &WorkerSession, fence: &Fence, adds: usize) -> EngineResult<()> {
         session.touch(self.now());
         validate::name("workflow_id", &fence.workflow_id)?;
@@ -204,33 +206,35 @@ impl Engine {
                 ),
             ));
         }
-        let history = session.grow_history(&fence.workflow_id, adds);
-        let most = self.config.max_history_bytes;
-        if history > most {
-            let message = format!(
-                "this write would take the workflow's recorded history to {history} bytes; a workflow may record at most {most}"
-            );
-            let failure = Failure {
-                kind: "HISTORY_TOO_LARGE".into(),
-                message: message.clone(),
-            };
-            tracing::warn!(workflow_id = %fence.workflow_id, history, "history cap reached; workflow failed");
-            session.let_go(&fence.workflow_id);
-            if let Ok(done) = self
-                .store
-                .complete_workflow(fence, Outcome::Failure(failure), self.now())
-                .await
-            {
-                self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow)));
-            }
-            // (Had the database not answered, the workflow is recovered and fails at dispatch.)
-            return Err(EngineError::new(
-                super::ErrorCode::ResourceExhausted,
-                "HISTORY_TOO_LARGE",
-                message,
-            ));
+        let history = session.history_bytes(&fence.workflow_id).saturating_add(adds);
+        if history > self.config.max_history_bytes {
+            return Err(self.fail_history_too_large(session, fence, history).await);
         }
         Ok(())
+    }
+
+    /// Fails a workflow whose history a write would take past `max_history_bytes`, and says so
+    /// to its worker.
+    async fn fail_history_too_large(&self, session: &WorkerSession, fence: &Fence, history: usize) -> EngineError {
+        let most = self.config.max_history_bytes;
+        let message = format!(
+            "this write would take the workflow's recorded history to {history} bytes; a workflow may record at most {most}"
+        );
+        let failure = Failure {
+            kind: "HISTORY_TOO_LARGE".into(),
+            message: message.clone(),
+        };
+        tracing::warn!(workflow_id = %fence.workflow_id, history, "history cap reached; workflow failed");
+        session.let_go(&fence.workflow_id);
+        if let Ok(done) = self
+            .store
+            .complete_workflow(fence, Outcome::Failure(failure), self.now())
+            .await
+        {
+            self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow)));
+        }
+        // (Had the database not answered, the workflow is recovered and fails at dispatch.)
+        EngineError::new(super::ErrorCode::ResourceExhausted, "HISTORY_TOO_LARGE", message)
     }
 
     /// The bytes a step adds to its workflow's history (what `dispatch::history_bytes` counts).
@@ -245,7 +249,17 @@ impl Engine {
     /// Checkpoints a step. A different step at a recorded position fails the workflow: the code
     /// that is running is not the code that ran, and carrying on would corrupt its history.
     pub async fn record_step(&self, session: &WorkerSession, fence: Fence, step: NewStep) -> EngineResult<Recorded> {
-        self.worker_write(session, &fence, Self::step_bytes(&step)).await?;
+        self.worker_write(session, &fence, 0).await?;
+        let adds = Self::step_bytes(&step);
+        let history = session.history_bytes(&fence.workflow_id).saturating_add(adds);
+        // Past the cap, unless this is a resend of a step already recorded (and counted): a
+        // reply lost, or a database that was away, is never the workflow's failure.
+        if history > self.config.max_history_bytes {
+            let recorded = self.store.list_steps(&fence.workflow_id).await?;
+            if !recorded.iter().any(|s| s.step_id == step.step_id) {
+                return Err(self.fail_history_too_large(session, &fence, history).await);
+            }
+        }
         validate::name("step name", &step.name)?;
         if let Outcome::Output(o) = &step.outcome {
             validate::payload("step output", o, self.config.max_payload_bytes)?;
@@ -254,6 +268,10 @@ impl Engine {
         match self.store.record_step(&fence, step, self.now()).await {
             Ok(r) => {
                 tracing::debug!(workflow_id = %fence.workflow_id, step_id, "step recorded");
+                // A resend of a step already recorded adds nothing.
+                if r == Recorded::New {
+                    session.grow_history(&fence.workflow_id, adds);
+                }
                 Ok(r)
             }
             Err(e) => Err(self.refused_step(session, &fence, e).await),
