@@ -96,7 +96,7 @@ impl PostgresStore {
         .map_err(db_error)
     }
 
-    pub(super) async fn start_workflow_impl(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
+    pub(super) async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
         if new.debounce.is_some() {
             return self.start_debounced(new, now).await;
         }
@@ -162,7 +162,7 @@ impl PostgresStore {
         ))
     }
 
-    pub(super) async fn set_start_time_impl(
+    pub(super) async fn move_start(
         &self,
         workflow_id: &str,
         run_at: Millis,
@@ -191,7 +191,7 @@ impl PostgresStore {
         }
     }
 
-    pub(super) async fn claim_limited_impl(
+    pub(super) async fn claim_from_limited(
         &self,
         queue: &str,
         claim: &Claim,

@@ -6,78 +6,12 @@
 
 use sqlx::{PgConnection, Postgres, Transaction};
 
+use super::fencing::{fenced_step, insert_step, recorded_step};
 use super::PostgresStore;
 use crate::changes::Change;
-use crate::messaging::{self, MessageRow};
-use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
+use crate::messaging;
+use crate::rows::db_error;
 use crate::*;
-
-async fn locked_workflow(conn: &mut PgConnection, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
-    let row: Option<WorkflowRow> = sqlx::query_as(concat!(
-        "SELECT ",
-        workflow_columns!(),
-        " FROM workflows WHERE workflow_id = $1 FOR SHARE"
-    ))
-    .bind(workflow_id)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    row.map(WorkflowRecord::try_from).transpose()
-}
-
-async fn recorded_step(conn: &mut PgConnection, workflow_id: &str, step_id: u32) -> StoreResult<Option<StepRecord>> {
-    let row: Option<StepRow> = sqlx::query_as(concat!(
-        "SELECT ",
-        step_columns!(),
-        " FROM steps WHERE workflow_id = $1 AND step_id = $2"
-    ))
-    .bind(workflow_id)
-    .bind(step_id as i64)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    row.map(StepRecord::try_from).transpose()
-}
-
-/// Checks the fence (holding the workflow row until commit) and returns the step already
-/// recorded at `step_id`, if any.
-pub(super) async fn fenced_step(
-    tx: &mut Transaction<'_, Postgres>,
-    fence: &Fence,
-    step_id: u32,
-) -> StoreResult<Option<StepRecord>> {
-    let current = locked_workflow(tx, &fence.workflow_id).await?;
-    match &current {
-        Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
-        _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
-    }
-    recorded_step(tx, &fence.workflow_id, step_id).await
-}
-
-/// Records the step unless a concurrent request for the same step got there first (false).
-pub(super) async fn insert_step(
-    tx: &mut Transaction<'_, Postgres>,
-    fence: &Fence,
-    step_id: u32,
-    name: &str,
-    output: &str,
-    now: Millis,
-) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-         VALUES ($1, $2, $3, $4, NULL, 1, $5, $6) ON CONFLICT (workflow_id, step_id) DO NOTHING",
-    )
-    .bind(&fence.workflow_id)
-    .bind(step_id as i64)
-    .bind(name)
-    .bind(output)
-    .bind(fence.epoch as i64)
-    .bind(now)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_error)?;
-    Ok(done.rows_affected() == 1)
-}
 
 async fn insert_message(conn: &mut PgConnection, m: &NewMessage, now: Millis) -> StoreResult<Sent> {
     // KEY SHARE keeps the receiver from being deleted under the insert without blocking its
@@ -178,8 +112,9 @@ async fn already_sent(conn: &mut PgConnection, m: &NewMessage) -> StoreResult<Op
 /// The SQLSTATE `waymark_send_delivering` raises when the message was sent before.
 const DUPLICATE_MESSAGE: &str = "WMDUP";
 
-impl PostgresStore {
-    pub(super) async fn send_message_impl(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
+#[async_trait::async_trait]
+impl Messages for PostgresStore {
+    async fn send_message(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let sent = insert_message(&mut tx, &m, now).await?;
         tx.commit().await.map_err(db_error)?;
@@ -192,13 +127,7 @@ impl PostgresStore {
         Ok(sent)
     }
 
-    pub(super) async fn send_message_step_impl(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        m: NewMessage,
-        now: Millis,
-    ) -> StoreResult<String> {
+    async fn send_message_step(&self, fence: &Fence, step_id: u32, m: NewMessage, now: Millis) -> StoreResult<String> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
             return messaging::replay_send(&fence.workflow_id, &done);
@@ -226,7 +155,7 @@ impl PostgresStore {
         Ok(sent.message_id)
     }
 
-    pub(super) async fn recv_impl(
+    async fn recv(
         &self,
         fence: &Fence,
         step_id: u32,
@@ -254,14 +183,14 @@ impl PostgresStore {
     /// The send that ends a receive: one round trip, because it is the latency between them.
     /// The statements run inside `waymark_send_delivering` (migration 0015), which documents
     /// them; they are the ones [`insert_message`] and [`take_oldest`] send one by one.
-    pub(super) async fn send_message_delivering_impl(
+    async fn send_message_delivering(
         &self,
         m: NewMessage,
         waiter: &RecvWaiter,
         now: Millis,
     ) -> StoreResult<(Sent, Option<String>)> {
         if waiter.fence.workflow_id != m.workflow_id || waiter.deadline <= now {
-            return Ok((self.send_message_impl(m, now).await?, None));
+            return Ok((self.send_message(m, now).await?, None));
         }
         let answer: Result<(String, Option<String>), _> = sqlx::query_as(
             "SELECT outcome, delivered FROM waymark_send_delivering($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -285,7 +214,7 @@ impl PostgresStore {
             // A duplicate (idempotency key), or a clash: nothing was written; the plain path
             // explains which.
             Err(sqlx::Error::Database(d)) if d.code().as_deref() == Some(DUPLICATE_MESSAGE) => {
-                return Ok((self.send_message_impl(m, now).await?, None))
+                return Ok((self.send_message(m, now).await?, None))
             }
             Err(e) => return Err(db_error(e)),
         };
@@ -303,6 +232,14 @@ impl PostgresStore {
             },
             delivered,
         ))
+    }
+
+    async fn list_messages(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
+        self.inbox(workflow_id).await
+    }
+
+    async fn pending_messages(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        self.unread_among(waits).await
     }
 }
 
@@ -366,37 +303,5 @@ impl PostgresStore {
             .await?
             .ok_or_else(|| StoreError::Unavailable("a concurrently recorded step vanished".into()))?;
         read(&fence.workflow_id, &step)
-    }
-
-    pub(super) async fn list_messages_impl(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
-        if self.workflow(workflow_id).await?.is_none() {
-            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
-        }
-        let rows: Vec<MessageRow> = sqlx::query_as(
-            "SELECT message_id, workflow_id, topic, payload, idempotency_key, sent_at, consumed_at, consumed_by_step \
-             FROM messages WHERE workflow_id = $1 ORDER BY seq",
-        )
-        .bind(workflow_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        Ok(rows.into_iter().map(MessageRecord::from).collect())
-    }
-
-    pub(super) async fn pending_messages_impl(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
-        if waits.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (ids, topics): (Vec<&str>, Vec<&str>) = waits.iter().map(|(w, t)| (w.as_str(), t.as_str())).unzip();
-        sqlx::query_as(
-            "SELECT DISTINCT m.workflow_id, m.topic FROM messages m \
-             JOIN unnest($1::text[], $2::text[]) AS w(workflow_id, topic) ON m.workflow_id = w.workflow_id AND m.topic = w.topic \
-             WHERE m.consumed_at IS NULL",
-        )
-        .bind(&ids)
-        .bind(&topics)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)
     }
 }

@@ -5,7 +5,7 @@
 
 use sqlx::{Postgres, Transaction};
 
-use super::messages::{fenced_step, insert_step};
+use super::fencing::{fenced_step, insert_step};
 use super::parking::wake_parked;
 use super::PostgresStore;
 use crate::changes::Change;
@@ -97,8 +97,11 @@ impl PostgresStore {
             }
         }
     }
+}
 
-    pub(super) async fn call_step_impl(
+#[async_trait::async_trait]
+impl RemoteSteps for PostgresStore {
+    async fn call_step(
         &self,
         fence: &Fence,
         step_id: u32,
@@ -147,7 +150,7 @@ impl PostgresStore {
         Ok(None)
     }
 
-    pub(super) async fn claim_step_tasks_impl(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
+    async fn claim_step_tasks(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
         if claim.limit == 0 || claim.step_names.is_empty() {
             return Ok(Vec::new());
         }
@@ -176,7 +179,7 @@ impl PostgresStore {
         Ok(claimed.into_iter().map(StepTask::from).collect())
     }
 
-    pub(super) async fn finish_step_task_impl(
+    async fn finish_step_task(
         &self,
         attempt: &StepAttempt,
         outcome: Outcome,
@@ -206,7 +209,7 @@ impl PostgresStore {
         Ok(finished)
     }
 
-    pub(super) async fn expire_step_tasks_impl(&self, now: Millis) -> StoreResult<ExpiredSteps> {
+    async fn expire_step_tasks(&self, now: Millis) -> StoreResult<ExpiredSteps> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         sqlx::query(
             "UPDATE step_tasks t SET status = 'CANCELLED', updated_at = $1 WHERE t.status IN ('QUEUED', 'RUNNING') \
@@ -239,26 +242,7 @@ impl PostgresStore {
         Ok(out)
     }
 
-    pub(super) async fn steps_recorded_impl(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<&str> = keys.iter().map(|(w, _)| w.as_str()).collect();
-        let steps: Vec<i64> = keys.iter().map(|(_, s)| *s as i64).collect();
-        let found: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT s.workflow_id, s.step_id FROM steps s \
-             JOIN unnest($1::text[], $2::bigint[]) AS k(workflow_id, step_id) \
-               ON s.workflow_id = k.workflow_id AND s.step_id = k.step_id",
-        )
-        .bind(&ids)
-        .bind(&steps)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        Ok(found.into_iter().map(|(w, s)| (w, s as u32)).collect())
-    }
-
-    pub(super) async fn select_step_impl(
+    async fn select_step(
         &self,
         fence: &Fence,
         step_id: u32,

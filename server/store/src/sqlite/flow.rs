@@ -2,7 +2,7 @@
 //! of a queue with limits. Every write runs on the single writer connection, so a transaction
 //! here sees and counts everything before it; no row locks are needed.
 
-use super::{json_list, SqliteStore};
+use super::{dialect, SqliteStore};
 use crate::admission::{self, Load};
 use crate::queues::{has_limits, queue_columns, QueueRow};
 use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
@@ -53,7 +53,7 @@ impl SqliteStore {
         Ok(done.rows_affected() == 1)
     }
 
-    pub(super) async fn start_workflow_impl(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
+    pub(super) async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
         let mut tx = self.write.begin().await.map_err(db_error)?;
         let started = Self::start_in(&mut tx, &new, now).await?;
         tx.commit().await.map_err(db_error)?;
@@ -116,7 +116,7 @@ impl SqliteStore {
         }
     }
 
-    pub(super) async fn set_start_time_impl(
+    pub(super) async fn move_start(
         &self,
         workflow_id: &str,
         run_at: Millis,
@@ -145,7 +145,7 @@ impl SqliteStore {
         }
     }
 
-    pub(super) async fn claim_limited_impl(
+    pub(super) async fn claim_from_limited(
         &self,
         queue: &str,
         claim: &Claim,
@@ -191,7 +191,7 @@ impl SqliteStore {
         if room == 0 {
             return Ok(Vec::new());
         }
-        let names = json_list(&claim.workflow_names);
+        let names = dialect::list(&claim.workflow_names);
         let head = "SELECT workflow_id, partition_key, started_at IS NOT NULL FROM workflows \
                     WHERE status = 'ENQUEUED' AND queue_name = ?1 AND workflow_name IN (SELECT value FROM json_each(?2)) \
                       AND (app_version IS NULL OR app_version = ?3)";
@@ -264,7 +264,7 @@ impl SqliteStore {
              WHERE workflow_id IN (SELECT value FROM json_each(?1)) AND status = 'ENQUEUED' RETURNING ",
             workflow_columns!()
         ))
-        .bind(json_list(&chosen))
+        .bind(dialect::list(&chosen))
         .bind(&claim.worker_id)
         .bind(&claim.session_id)
         .bind(&claim.app_version)
@@ -299,7 +299,7 @@ impl SqliteStore {
                 step_columns!(),
                 " FROM steps WHERE workflow_id IN (SELECT value FROM json_each(?1)) ORDER BY workflow_id, step_id"
             ))
-            .bind(json_list(&replays))
+            .bind(dialect::list(&replays))
             .fetch_all(&mut *tx)
             .await
             .map_err(db_error)?

@@ -4,58 +4,11 @@
 
 use sqlx::{Sqlite, Transaction};
 
+use super::fencing::{fenced_step, insert_step};
 use super::SqliteStore;
-use crate::messaging::{self, MessageRow};
-use crate::rows::{self, db_error, step_columns, StepRow};
+use crate::messaging;
+use crate::rows::db_error;
 use crate::*;
-
-/// Checks the fence and returns the step already recorded at `step_id`, if any.
-pub(super) async fn fenced_step(
-    tx: &mut Transaction<'_, Sqlite>,
-    fence: &Fence,
-    step_id: u32,
-) -> StoreResult<Option<StepRecord>> {
-    let current = SqliteStore::workflow_on(&mut **tx, &fence.workflow_id).await?;
-    match &current {
-        Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
-        _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
-    }
-    let row: Option<StepRow> = sqlx::query_as(concat!(
-        "SELECT ",
-        step_columns!(),
-        " FROM steps WHERE workflow_id = ?1 AND step_id = ?2"
-    ))
-    .bind(&fence.workflow_id)
-    .bind(step_id as i64)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_error)?;
-    row.map(StepRecord::try_from).transpose()
-}
-
-pub(super) async fn insert_step(
-    tx: &mut Transaction<'_, Sqlite>,
-    fence: &Fence,
-    step_id: u32,
-    name: &str,
-    output: &str,
-    now: Millis,
-) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-         VALUES (?1, ?2, ?3, ?4, NULL, 1, ?5, ?6)",
-    )
-    .bind(&fence.workflow_id)
-    .bind(step_id as i64)
-    .bind(name)
-    .bind(output)
-    .bind(fence.epoch as i64)
-    .bind(now)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_error)?;
-    Ok(())
-}
 
 /// Inserts the message unless its idempotency key was used; returns the stored message id and
 /// whether it was a duplicate. `WorkflowNotFound` when the receiver does not exist.
@@ -138,81 +91,6 @@ async fn already_sent(tx: &mut Transaction<'_, Sqlite>, m: &NewMessage) -> Store
     }))
 }
 
-impl SqliteStore {
-    pub(super) async fn send_message_impl(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
-        let mut tx = self.write.begin().await.map_err(db_error)?;
-        let sent = insert_message(&mut tx, &m, now).await?;
-        tx.commit().await.map_err(db_error)?;
-        Ok(sent)
-    }
-
-    pub(super) async fn send_message_step_impl(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        m: NewMessage,
-        now: Millis,
-    ) -> StoreResult<String> {
-        let mut tx = self.write.begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return messaging::replay_send(&fence.workflow_id, &done);
-        }
-        let sent = insert_message(&mut tx, &m, now).await?;
-        insert_step(
-            &mut tx,
-            fence,
-            step_id,
-            SEND_STEP,
-            &messaging::send_output(&sent.message_id),
-            now,
-        )
-        .await?;
-        tx.commit().await.map_err(db_error)?;
-        Ok(sent.message_id)
-    }
-
-    pub(super) async fn recv_impl(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        topic: &str,
-        deadline: Millis,
-        now: Millis,
-    ) -> StoreResult<Received> {
-        let mut tx = self.write.begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return messaging::replay_recv(&fence.workflow_id, &done);
-        }
-        let received = take_oldest(&mut tx, fence, step_id, topic, deadline, now).await?;
-        tx.commit().await.map_err(db_error)?;
-        Ok(received)
-    }
-
-    pub(super) async fn send_message_delivering_impl(
-        &self,
-        m: NewMessage,
-        waiter: &RecvWaiter,
-        now: Millis,
-    ) -> StoreResult<(Sent, Option<String>)> {
-        let mut tx = self.write.begin().await.map_err(db_error)?;
-        let sent = insert_message(&mut tx, &m, now).await?;
-        let mut delivered = None;
-        // The single writer connection: nothing can record the waiter's step in between.
-        if !sent.duplicate
-            && waiter.deadline > now
-            && matches!(fenced_step(&mut tx, &waiter.fence, waiter.step_id).await, Ok(None))
-        {
-            if let Received::Delivered(p) =
-                take_oldest(&mut tx, &waiter.fence, waiter.step_id, &m.topic, waiter.deadline, now).await?
-            {
-                delivered = Some(p);
-            }
-        }
-        tx.commit().await.map_err(db_error)?;
-        Ok((sent, delivered))
-    }
-}
-
 /// Takes the oldest unconsumed message of `topic` for the fenced workflow (fence checked, step
 /// not recorded) and records it — or, past `deadline`, the timeout — as step `step_id`.
 async fn take_oldest(
@@ -260,36 +138,80 @@ async fn take_oldest(
     Ok(received)
 }
 
-impl SqliteStore {
-    pub(super) async fn list_messages_impl(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
-        if Self::workflow_on(&self.read, workflow_id).await?.is_none() {
-            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
-        }
-        let rows: Vec<MessageRow> = sqlx::query_as(
-            "SELECT message_id, workflow_id, topic, payload, idempotency_key, sent_at, consumed_at, consumed_by_step \
-             FROM messages WHERE workflow_id = ?1 ORDER BY seq",
-        )
-        .bind(workflow_id)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_error)?;
-        Ok(rows.into_iter().map(MessageRecord::from).collect())
+#[async_trait::async_trait]
+impl Messages for SqliteStore {
+    async fn send_message(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let sent = insert_message(&mut tx, &m, now).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(sent)
     }
 
-    pub(super) async fn pending_messages_impl(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
-        if waits.is_empty() {
-            return Ok(Vec::new());
+    async fn send_message_step(&self, fence: &Fence, step_id: u32, m: NewMessage, now: Millis) -> StoreResult<String> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_send(&fence.workflow_id, &done);
         }
-        let pairs =
-            serde_json::to_string(&waits.iter().map(|(w, t)| [w, t]).collect::<Vec<_>>()).expect("strings serialize");
-        sqlx::query_as(
-            "SELECT DISTINCT m.workflow_id, m.topic FROM messages m \
-             JOIN json_each(?1) j ON m.workflow_id = json_extract(j.value, '$[0]') AND m.topic = json_extract(j.value, '$[1]') \
-             WHERE m.consumed_at IS NULL",
+        let sent = insert_message(&mut tx, &m, now).await?;
+        insert_step(
+            &mut tx,
+            fence,
+            step_id,
+            SEND_STEP,
+            &messaging::send_output(&sent.message_id),
+            now,
         )
-        .bind(pairs)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_error)
+        .await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(sent.message_id)
+    }
+
+    async fn recv(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        topic: &str,
+        deadline: Millis,
+        now: Millis,
+    ) -> StoreResult<Received> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_recv(&fence.workflow_id, &done);
+        }
+        let received = take_oldest(&mut tx, fence, step_id, topic, deadline, now).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(received)
+    }
+
+    async fn send_message_delivering(
+        &self,
+        m: NewMessage,
+        waiter: &RecvWaiter,
+        now: Millis,
+    ) -> StoreResult<(Sent, Option<String>)> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let sent = insert_message(&mut tx, &m, now).await?;
+        let mut delivered = None;
+        // The single writer connection: nothing can record the waiter's step in between.
+        if !sent.duplicate
+            && waiter.deadline > now
+            && matches!(fenced_step(&mut tx, &waiter.fence, waiter.step_id).await, Ok(None))
+        {
+            if let Received::Delivered(p) =
+                take_oldest(&mut tx, &waiter.fence, waiter.step_id, &m.topic, waiter.deadline, now).await?
+            {
+                delivered = Some(p);
+            }
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok((sent, delivered))
+    }
+
+    async fn list_messages(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
+        self.inbox(workflow_id).await
+    }
+
+    async fn pending_messages(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        self.unread_among(waits).await
     }
 }

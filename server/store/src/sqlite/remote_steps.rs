@@ -4,9 +4,9 @@
 
 use sqlx::{Sqlite, Transaction};
 
-use super::messages::{fenced_step, insert_step};
+use super::fencing::{fenced_step, insert_step};
 use super::parking::wake_parked;
-use super::{json_list, SqliteStore};
+use super::{dialect, SqliteStore};
 use crate::remote::{self, claimed_columns, expired_select, task_columns, ClaimedRow, ExpiredRow, Next, TaskRow};
 use crate::rows::{self, db_error};
 use crate::*;
@@ -77,8 +77,9 @@ async fn apply(tx: &mut Transaction<'_, Sqlite>, task: &TaskRow, next: Next, now
     }
 }
 
-impl SqliteStore {
-    pub(super) async fn call_step_impl(
+#[async_trait::async_trait]
+impl RemoteSteps for SqliteStore {
+    async fn call_step(
         &self,
         fence: &Fence,
         step_id: u32,
@@ -122,7 +123,7 @@ impl SqliteStore {
         Ok(None)
     }
 
-    pub(super) async fn claim_step_tasks_impl(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
+    async fn claim_step_tasks(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
         if claim.limit == 0 || claim.step_names.is_empty() {
             return Ok(Vec::new());
         }
@@ -140,7 +141,7 @@ impl SqliteStore {
         .bind(&claim.worker_id)
         .bind(&claim.session_id)
         .bind(now)
-        .bind(json_list(&claim.step_names))
+        .bind(dialect::list(&claim.step_names))
         .bind(claim.limit as i64)
         .fetch_all(&self.write)
         .await
@@ -148,7 +149,7 @@ impl SqliteStore {
         Ok(claimed.into_iter().map(StepTask::from).collect())
     }
 
-    pub(super) async fn finish_step_task_impl(
+    async fn finish_step_task(
         &self,
         attempt: &StepAttempt,
         outcome: Outcome,
@@ -175,7 +176,7 @@ impl SqliteStore {
         Ok(finished)
     }
 
-    pub(super) async fn expire_step_tasks_impl(&self, now: Millis) -> StoreResult<ExpiredSteps> {
+    async fn expire_step_tasks(&self, now: Millis) -> StoreResult<ExpiredSteps> {
         let mut tx = self.write.begin().await.map_err(db_error)?;
         sqlx::query(
             "UPDATE step_tasks SET status = 'CANCELLED', updated_at = ?1 WHERE status IN ('QUEUED', 'RUNNING') \
@@ -205,23 +206,7 @@ impl SqliteStore {
         Ok(out)
     }
 
-    pub(super) async fn steps_recorded_impl(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>> {
-        let mut out = Vec::new();
-        for (workflow_id, step_id) in keys {
-            let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM steps WHERE workflow_id = ?1 AND step_id = ?2")
-                .bind(workflow_id)
-                .bind(*step_id as i64)
-                .fetch_optional(&self.read)
-                .await
-                .map_err(db_error)?;
-            if found.is_some() {
-                out.push((workflow_id.clone(), *step_id));
-            }
-        }
-        Ok(out)
-    }
-
-    pub(super) async fn select_step_impl(
+    async fn select_step(
         &self,
         fence: &Fence,
         step_id: u32,

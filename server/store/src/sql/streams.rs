@@ -1,15 +1,16 @@
-//! Streams on PostgreSQL: appends recorded as steps, and reads from an offset. An append locks
-//! the workflow row `FOR NO KEY UPDATE` (rather than the usual `FOR SHARE` fence), so two
-//! appends of one workflow take turns and `MAX + 1` cannot hand out one offset twice.
+//! Streams: appends recorded as steps, and reads from an offset. An append's fence locks the
+//! workflow row for itself (PostgreSQL's `FOR NO KEY UPDATE` rather than the usual `FOR SHARE`;
+//! SQLite's one writer), so two appends of one workflow take turns.
 
-use super::messages::insert_step;
-use super::PostgresStore;
+use super::fencing::{fenced_step_alone, insert_step};
+use super::Backend;
 use crate::messaging::{self, StreamRow};
-use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
+use crate::rows::db_error;
 use crate::*;
 
-impl PostgresStore {
-    pub(super) async fn write_stream_step_impl(
+#[async_trait::async_trait]
+impl Streams for Backend {
+    async fn write_stream_step(
         &self,
         fence: &Fence,
         step_id: u32,
@@ -22,33 +23,11 @@ impl PostgresStore {
         } else {
             CLOSE_STREAM_STEP
         };
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let current: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            workflow_columns!(),
-            " FROM workflows WHERE workflow_id = $1 FOR NO KEY UPDATE"
-        ))
-        .bind(&fence.workflow_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        let current = current.map(WorkflowRecord::try_from).transpose()?;
-        match &current {
-            Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
-            _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
-        }
-        let done: Option<StepRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            step_columns!(),
-            " FROM steps WHERE workflow_id = $1 AND step_id = $2"
-        ))
-        .bind(&fence.workflow_id)
-        .bind(step_id as i64)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        // Appends of one workflow take turns, so `MAX + 1` cannot hand out one offset twice.
+        let done = fenced_step_alone(&mut tx, fence, step_id).await?;
         if let Some(done) = done {
-            return messaging::replay_stream(&fence.workflow_id, &StepRecord::try_from(done)?, name);
+            return messaging::replay_stream(&fence.workflow_id, &done, name);
         }
         let offset: i64 = sqlx::query_scalar(
             "SELECT COALESCE(MAX(position) + 1, 0) FROM streams WHERE workflow_id = $1 AND stream_key = $2",
@@ -89,13 +68,7 @@ impl PostgresStore {
         Ok(offset as u64)
     }
 
-    pub(super) async fn read_stream_impl(
-        &self,
-        workflow_id: &str,
-        key: &str,
-        from: u64,
-        limit: u32,
-    ) -> StoreResult<Vec<StreamEntry>> {
+    async fn read_stream(&self, workflow_id: &str, key: &str, from: u64, limit: u32) -> StoreResult<Vec<StreamEntry>> {
         if self.workflow(workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         }
@@ -107,7 +80,7 @@ impl PostgresStore {
         .bind(key)
         .bind(from.min(i64::MAX as u64) as i64)
         .bind(limit as i64)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await
         .map_err(db_error)?;
         Ok(rows.into_iter().map(StreamEntry::from).collect())

@@ -1,29 +1,30 @@
-//! Child workflows on SQLite: the child's row and the parent's record of it in one transaction,
+//! Child workflows: the child's row and the parent's record of it in one fenced transaction,
 //! and the recorded wait for a child to finish.
 
-use super::messages::{fenced_step, insert_step};
-use super::SqliteStore;
+use super::fencing::{fenced_step, insert_step};
+use super::Backend;
 use crate::messaging;
 use crate::rows::db_error;
 use crate::*;
 
-impl SqliteStore {
-    pub(super) async fn start_child_step_impl(
+#[async_trait::async_trait]
+impl Children for Backend {
+    async fn start_child_step(
         &self,
         fence: &Fence,
         step_id: u32,
         child: NewWorkflow,
         now: Millis,
     ) -> StoreResult<String> {
-        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
             return messaging::replay_start_child(&fence.workflow_id, &done);
         }
-        sqlx::query(
+        let inserted = sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, updated_at, \
-               parent_workflow_id, deadline_at, priority) VALUES (?1, ?2, 'ENQUEUED', ?3, ?4, ?5, ?6, ?6, ?7, \
-               (SELECT CASE WHEN p.deadline_at IS NULL THEN ?8 WHEN ?8 IS NULL THEN p.deadline_at \
-                 WHEN p.deadline_at < ?8 THEN p.deadline_at ELSE ?8 END FROM workflows p WHERE p.workflow_id = ?7), ?9) \
+               parent_workflow_id, deadline_at, priority) VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6, $7, \
+               (SELECT CASE WHEN p.deadline_at IS NULL THEN CAST($8 AS BIGINT) WHEN CAST($8 AS BIGINT) IS NULL THEN p.deadline_at \
+                 WHEN p.deadline_at < CAST($8 AS BIGINT) THEN p.deadline_at ELSE CAST($8 AS BIGINT) END FROM workflows p WHERE p.workflow_id = $7), $9) \
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(&child.workflow_id)
@@ -37,7 +38,9 @@ impl SqliteStore {
         .bind(child.priority as i64)
         .execute(&mut *tx)
         .await
-        .map_err(db_error)?;
+        .map_err(db_error)?
+        .rows_affected()
+            == 1;
         let existing = Self::workflow_on(&mut *tx, &child.workflow_id)
             .await?
             .ok_or_else(|| StoreError::WorkflowNotFound(child.workflow_id.clone()))?;
@@ -47,7 +50,7 @@ impl SqliteStore {
                 existing_name: existing.workflow_name,
             });
         }
-        insert_step(
+        if !insert_step(
             &mut tx,
             fence,
             step_id,
@@ -55,19 +58,25 @@ impl SqliteStore {
             &messaging::child_started_output(&child.workflow_id),
             now,
         )
-        .await?;
+        .await?
+        {
+            return Err(StoreError::Unavailable("start_child step recorded concurrently".into()));
+        }
         tx.commit().await.map_err(db_error)?;
+        if inserted {
+            self.announce_soon(crate::changes::Change::Enqueued);
+        }
         Ok(child.workflow_id)
     }
 
-    pub(super) async fn await_child_step_impl(
+    async fn await_child_step(
         &self,
         fence: &Fence,
         step_id: u32,
         child_id: &str,
         now: Millis,
     ) -> StoreResult<Option<ChildOutcome>> {
-        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
             return messaging::replay_await_child(&fence.workflow_id, &done).map(Some);
         }
@@ -78,7 +87,7 @@ impl SqliteStore {
             return Ok(None);
         }
         let outcome = messaging::child_outcome(&child);
-        insert_step(
+        if !insert_step(
             &mut tx,
             fence,
             step_id,
@@ -86,31 +95,20 @@ impl SqliteStore {
             &messaging::await_child_output(&outcome),
             now,
         )
-        .await?;
+        .await?
+        {
+            return Err(StoreError::Unavailable("await_child step recorded concurrently".into()));
+        }
         tx.commit().await.map_err(db_error)?;
         Ok(Some(outcome))
     }
 
-    pub(super) async fn children_impl(&self, workflow_id: &str) -> StoreResult<Vec<String>> {
+    async fn children(&self, workflow_id: &str) -> StoreResult<Vec<String>> {
         sqlx::query_scalar(
-            "SELECT workflow_id FROM workflows WHERE parent_workflow_id = ?1 ORDER BY created_at, workflow_id",
+            "SELECT workflow_id FROM workflows WHERE parent_workflow_id = $1 ORDER BY created_at, workflow_id",
         )
         .bind(workflow_id)
-        .fetch_all(&self.read)
-        .await
-        .map_err(db_error)
-    }
-
-    pub(super) async fn finished_among_impl(&self, ids: &[String]) -> StoreResult<Vec<String>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        sqlx::query_scalar(
-            "SELECT workflow_id FROM workflows WHERE workflow_id IN (SELECT value FROM json_each(?1)) \
-             AND status IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')",
-        )
-        .bind(serde_json::to_string(ids).expect("strings serialize"))
-        .fetch_all(&self.read)
+        .fetch_all(self.reader())
         .await
         .map_err(db_error)
     }

@@ -1,17 +1,13 @@
-//! Queues on PostgreSQL: a row per queue with its limits.
+//! Queues: a row per queue with its limits.
 
-use super::PostgresStore;
+use super::Backend;
 use crate::queues::{self, limit_columns, queue_columns, QueueRow};
 use crate::rows::db_error;
 use crate::*;
 
-impl PostgresStore {
-    pub(super) async fn create_queue_impl(
-        &self,
-        name: &str,
-        limits: &QueueLimits,
-        now: Millis,
-    ) -> StoreResult<QueueRecord> {
+#[async_trait::async_trait]
+impl Queues for Backend {
+    async fn create_queue(&self, name: &str, limits: &QueueLimits, now: Millis) -> StoreResult<QueueRecord> {
         let [worker, global, rate, period, partition] = limit_columns(limits);
         let row: Option<QueueRow> = sqlx::query_as(concat!(
             "INSERT INTO queues (queue_name, worker_concurrency, global_concurrency, rate_limit, rate_period_ms, \
@@ -26,7 +22,7 @@ impl PostgresStore {
         .bind(period)
         .bind(partition)
         .bind(now)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.writer())
         .await
         .map_err(db_error)?;
         match row {
@@ -38,17 +34,13 @@ impl PostgresStore {
         }
     }
 
-    pub(super) async fn update_queue_impl(
-        &self,
-        name: &str,
-        update: &QueueUpdate,
-        now: Millis,
-    ) -> StoreResult<QueueRecord> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
+    async fn update_queue(&self, name: &str, update: &QueueUpdate, now: Millis) -> StoreResult<QueueRecord> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
         let current: Option<QueueRow> = sqlx::query_as(concat!(
             "SELECT ",
             queue_columns!(),
-            " FROM queues WHERE queue_name = $1 FOR UPDATE"
+            " FROM queues WHERE queue_name = $1",
+            for_update!()
         ))
         .bind(name)
         .fetch_optional(&mut *tx)
@@ -76,39 +68,39 @@ impl PostgresStore {
         Ok(row.into())
     }
 
-    pub(super) async fn get_queue_impl(&self, name: &str) -> StoreResult<Option<QueueRecord>> {
+    async fn get_queue(&self, name: &str) -> StoreResult<Option<QueueRecord>> {
         let row: Option<QueueRow> = sqlx::query_as(concat!(
             "SELECT ",
             queue_columns!(),
             " FROM queues WHERE queue_name = $1"
         ))
         .bind(name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.reader())
         .await
         .map_err(db_error)?;
         Ok(row.map(Into::into))
     }
 
-    pub(super) async fn list_queues_impl(&self) -> StoreResult<Vec<QueueRecord>> {
+    async fn list_queues(&self) -> StoreResult<Vec<QueueRecord>> {
         let rows: Vec<QueueRow> =
             sqlx::query_as(concat!("SELECT ", queue_columns!(), " FROM queues ORDER BY queue_name"))
-                .fetch_all(&self.pool)
+                .fetch_all(self.reader())
                 .await
                 .map_err(db_error)?;
         Ok(rows.into_iter().map(Into::into).collect())
     }
 
-    pub(super) async fn delete_queue_impl(&self, name: &str) -> StoreResult<bool> {
+    async fn delete_queue(&self, name: &str) -> StoreResult<bool> {
         let done = sqlx::query("DELETE FROM queues WHERE queue_name = $1")
             .bind(name)
-            .execute(&self.pool)
+            .execute(self.writer())
             .await
             .map_err(db_error)?;
         self.announce_soon(crate::changes::Change::QueuesChanged);
         Ok(done.rows_affected() == 1)
     }
 
-    pub(super) async fn ensure_queues_impl(&self, names: &[String], now: Millis) -> StoreResult<()> {
+    async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()> {
         for name in names {
             sqlx::query(
                 "INSERT INTO queues (queue_name, created_at, updated_at) VALUES ($1, $2, $2) \
@@ -116,7 +108,7 @@ impl PostgresStore {
             )
             .bind(name)
             .bind(now)
-            .execute(&self.pool)
+            .execute(self.writer())
             .await
             .map_err(db_error)?;
         }

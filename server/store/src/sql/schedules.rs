@@ -1,20 +1,17 @@
-//! Schedules on PostgreSQL. A fire locks the schedule's row with `FOR UPDATE SKIP LOCKED`,
-//! fenced on the version the engine read: a replica racing on the same fire skips the row
-//! instead of queueing behind it, and one that reads the row after the first committed finds
-//! the version moved. The workflow insert and the schedule's move commit together.
+//! Schedules. A fire reads the schedule's row fenced on the version the engine read, locking
+//! it with `FOR UPDATE SKIP LOCKED` on PostgreSQL: a replica racing on the same fire skips the
+//! row instead of queueing behind it, and one that reads the row after the first committed
+//! finds the version moved. The workflow insert and the schedule's move commit together. (On
+//! SQLite the one writer connection keeps the three statements from interleaving with others.)
 
-use super::{insert_workflow, PostgresStore};
+use super::{insert_workflow, Backend};
 use crate::rows::db_error;
 use crate::schedules::{self, schedule_columns, ScheduleRow};
 use crate::*;
 
-impl PostgresStore {
-    pub(super) async fn create_schedule_impl(
-        &self,
-        name: &str,
-        state: &ScheduleState,
-        now: Millis,
-    ) -> StoreResult<ScheduleRecord> {
+#[async_trait::async_trait]
+impl Schedules for Backend {
+    async fn create_schedule(&self, name: &str, state: &ScheduleState, now: Millis) -> StoreResult<ScheduleRecord> {
         let sp = &state.spec;
         let row: Option<ScheduleRow> = sqlx::query_as(concat!(
             "INSERT INTO schedules (schedule_name, cron, timezone, workflow_name, input, queue_name, paused, \
@@ -31,13 +28,13 @@ impl PostgresStore {
         .bind(state.paused)
         .bind(state.next_fire_at)
         .bind(now)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.writer())
         .await
         .map_err(db_error)?;
         row.map(Into::into).ok_or_else(|| schedules::exists(name))
     }
 
-    pub(super) async fn update_schedule_impl(
+    async fn update_schedule(
         &self,
         name: &str,
         version: u64,
@@ -61,73 +58,76 @@ impl PostgresStore {
         .bind(state.paused)
         .bind(state.next_fire_at)
         .bind(now)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.writer())
         .await
         .map_err(db_error)?;
         match row {
             Some(r) => Ok(Some(r.into())),
             // Moved on since it was read, or gone: say which.
-            None => match self.get_schedule_impl(name).await? {
+            None => match self.get_schedule(name).await? {
                 Some(_) => Ok(None),
                 None => Err(schedules::not_found(name)),
             },
         }
     }
 
-    pub(super) async fn get_schedule_impl(&self, name: &str) -> StoreResult<Option<ScheduleRecord>> {
+    async fn get_schedule(&self, name: &str) -> StoreResult<Option<ScheduleRecord>> {
         let row: Option<ScheduleRow> = sqlx::query_as(concat!(
             "SELECT ",
             schedule_columns!(),
             " FROM schedules WHERE schedule_name = $1"
         ))
         .bind(name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.reader())
         .await
         .map_err(db_error)?;
         Ok(row.map(Into::into))
     }
 
-    pub(super) async fn list_schedules_impl(&self) -> StoreResult<Vec<ScheduleRecord>> {
+    async fn list_schedules(&self) -> StoreResult<Vec<ScheduleRecord>> {
         let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
             "SELECT ",
             schedule_columns!(),
             " FROM schedules ORDER BY schedule_name"
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await
         .map_err(db_error)?;
         Ok(rows.into_iter().map(Into::into).collect())
     }
 
-    pub(super) async fn delete_schedule_impl(&self, name: &str) -> StoreResult<bool> {
+    async fn delete_schedule(&self, name: &str) -> StoreResult<bool> {
         let done = sqlx::query("DELETE FROM schedules WHERE schedule_name = $1")
             .bind(name)
-            .execute(&self.pool)
+            .execute(self.writer())
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected() == 1)
     }
 
-    pub(super) async fn upcoming_schedules_impl(&self, limit: u32) -> StoreResult<Vec<ScheduleRecord>> {
+    async fn upcoming_schedules(&self, limit: u32) -> StoreResult<Vec<ScheduleRecord>> {
         // The WHERE clause repeats the partial index's condition so the planner uses it.
         let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
             "SELECT ",
             schedule_columns!(),
-            " FROM schedules WHERE NOT paused AND next_fire_at IS NOT NULL ORDER BY next_fire_at LIMIT $1"
+            " FROM schedules WHERE ",
+            unpaused!(),
+            " AND next_fire_at IS NOT NULL ORDER BY next_fire_at LIMIT $1"
         ))
         .bind(limit as i64)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await
         .map_err(db_error)?;
         Ok(rows.into_iter().map(Into::into).collect())
     }
 
-    pub(super) async fn fire_schedule_impl(&self, fire: &ScheduleFire, now: Millis) -> StoreResult<Option<Started>> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let held: Option<i64> = sqlx::query_scalar(
-            "SELECT version FROM schedules WHERE schedule_name = $1 AND version = $2 AND NOT paused \
-             FOR UPDATE SKIP LOCKED",
-        )
+    async fn fire_schedule(&self, fire: &ScheduleFire, now: Millis) -> StoreResult<Option<Started>> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        let held: Option<i64> = sqlx::query_scalar(concat!(
+            "SELECT version FROM schedules WHERE schedule_name = $1 AND version = $2 AND ",
+            unpaused!(),
+            skip_locked!()
+        ))
         .bind(&fire.name)
         .bind(fire.version as i64)
         .fetch_optional(&mut *tx)
@@ -155,19 +155,16 @@ impl PostgresStore {
         Ok(Some(started))
     }
 
-    pub(super) async fn start_scheduled_impl(
-        &self,
-        name: &str,
-        workflows: &[NewWorkflow],
-        now: Millis,
-    ) -> StoreResult<Vec<Started>> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let exists: Option<i64> =
-            sqlx::query_scalar("SELECT 1::BIGINT FROM schedules WHERE schedule_name = $1 FOR SHARE")
-                .bind(name)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_error)?;
+    async fn start_scheduled(&self, name: &str, workflows: &[NewWorkflow], now: Millis) -> StoreResult<Vec<Started>> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        let exists: Option<i64> = sqlx::query_scalar(concat!(
+            "SELECT CAST(1 AS BIGINT) FROM schedules WHERE schedule_name = $1",
+            for_share!()
+        ))
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
         if exists.is_none() {
             return Err(schedules::not_found(name));
         }

@@ -1,14 +1,16 @@
-//! Events on PostgreSQL: set (current value + history + step in one transaction, fenced by the
-//! workflow row lock), get, and the recorded get a workflow makes.
+//! Events: set (current value + history + step in one fenced transaction), get, and the
+//! recorded get a workflow makes.
 
-use super::messages::{fenced_step, insert_step};
-use super::PostgresStore;
+use super::dialect;
+use super::fencing::{fenced_step, insert_step};
+use super::{Backend, Db};
 use crate::messaging::{self, EventHistoryRow, EventRow};
 use crate::rows::db_error;
 use crate::*;
 
-impl PostgresStore {
-    pub(super) async fn set_event_step_impl(
+#[async_trait::async_trait]
+impl Events for Backend {
+    async fn set_event_step(
         &self,
         fence: &Fence,
         step_id: u32,
@@ -16,7 +18,7 @@ impl PostgresStore {
         value: &str,
         now: Millis,
     ) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
             return messaging::replay_set_event(&fence.workflow_id, &done);
         }
@@ -66,27 +68,14 @@ impl PostgresStore {
         Ok(())
     }
 
-    async fn event_value<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
-        exec: E,
-        workflow_id: &str,
-        key: &str,
-    ) -> StoreResult<Option<String>> {
-        sqlx::query_scalar("SELECT value FROM events WHERE workflow_id = $1 AND event_key = $2")
-            .bind(workflow_id)
-            .bind(key)
-            .fetch_optional(exec)
-            .await
-            .map_err(db_error)
-    }
-
-    pub(super) async fn get_event_impl(&self, workflow_id: &str, key: &str) -> StoreResult<Option<String>> {
+    async fn get_event(&self, workflow_id: &str, key: &str) -> StoreResult<Option<String>> {
         if self.workflow(workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         }
-        Self::event_value(&self.pool, workflow_id, key).await
+        event_value(self.reader(), workflow_id, key).await
     }
 
-    pub(super) async fn get_event_step_impl(
+    async fn get_event_step(
         &self,
         fence: &Fence,
         step_id: u32,
@@ -95,20 +84,14 @@ impl PostgresStore {
         deadline: Millis,
         now: Millis,
     ) -> StoreResult<Received> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
             return messaging::replay_get_event(&fence.workflow_id, &done);
         }
-        if sqlx::query_scalar::<_, i32>("SELECT 1 FROM workflows WHERE workflow_id = $1")
-            .bind(target)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?
-            .is_none()
-        {
+        if Self::workflow_on(&mut *tx, target).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(target.to_string()));
         }
-        let received = match Self::event_value(&mut *tx, target, key).await? {
+        let received = match event_value(&mut *tx, target, key).await? {
             Some(value) => {
                 insert_step(
                     &mut tx,
@@ -139,40 +122,54 @@ impl PostgresStore {
         Ok(received)
     }
 
-    pub(super) async fn list_events_impl(&self, workflow_id: &str) -> StoreResult<Vec<EventRecord>> {
+    async fn list_events(&self, workflow_id: &str) -> StoreResult<Vec<EventRecord>> {
         if self.workflow(workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         }
         let current: Vec<EventRow> =
             sqlx::query_as("SELECT event_key, value, updated_at FROM events WHERE workflow_id = $1 ORDER BY event_key")
                 .bind(workflow_id)
-                .fetch_all(&self.pool)
+                .fetch_all(self.reader())
                 .await
                 .map_err(db_error)?;
         let history: Vec<EventHistoryRow> = sqlx::query_as(
             "SELECT event_key, value, step_id, set_at FROM event_history WHERE workflow_id = $1 ORDER BY seq",
         )
         .bind(workflow_id)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await
         .map_err(db_error)?;
         Ok(messaging::events(current, history))
     }
 
-    pub(super) async fn events_set_impl(&self, keys: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+    async fn events_set(&self, keys: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let (ids, names): (Vec<&str>, Vec<&str>) = keys.iter().map(|(w, k)| (w.as_str(), k.as_str())).unzip();
-        sqlx::query_as(
-            "SELECT e.workflow_id, e.event_key FROM events e \
-             JOIN unnest($1::text[], $2::text[]) AS k(workflow_id, event_key) \
-               ON e.workflow_id = k.workflow_id AND e.event_key = k.event_key",
-        )
-        .bind(&ids)
-        .bind(&names)
-        .fetch_all(&self.pool)
+        let (ids, keys): (Vec<&str>, Vec<&str>) = keys.iter().map(|(w, k)| (w.as_str(), k.as_str())).unzip();
+        sqlx::query_as(concat!(
+            "SELECT e.workflow_id, e.event_key FROM events e JOIN ",
+            pairs!("$1", "$2"),
+            " ON e.workflow_id = k.first AND e.event_key = k.second"
+        ))
+        .bind(dialect::list(&ids))
+        .bind(dialect::list(&keys))
+        .fetch_all(self.reader())
         .await
         .map_err(db_error)
     }
+}
+
+/// The current value of an event, read on `exec`.
+async fn event_value<'e, E: sqlx::Executor<'e, Database = Db>>(
+    exec: E,
+    workflow_id: &str,
+    key: &str,
+) -> StoreResult<Option<String>> {
+    sqlx::query_scalar("SELECT value FROM events WHERE workflow_id = $1 AND event_key = $2")
+        .bind(workflow_id)
+        .bind(key)
+        .fetch_optional(exec)
+        .await
+        .map_err(db_error)
 }

@@ -1,0 +1,79 @@
+//! Dispatch to worker streams, their leases, and taking back what a lost stream held.
+
+use async_trait::async_trait;
+
+use crate::*;
+
+/// What a worker can take: the claim's filter.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub worker_id: String,
+    /// The stream the workflows go out on; its lease keeps them from recovery.
+    pub session_id: String,
+    pub app_version: String,
+    pub workflow_names: Vec<String>,
+    pub queues: Vec<String>,
+    pub limit: u32,
+}
+
+/// A workflow dispatched to a worker, with its checkpoints.
+#[derive(Debug, Clone)]
+pub struct ClaimedWorkflow {
+    pub workflow: WorkflowRecord,
+    pub steps: Vec<StepRecord>,
+}
+
+/// What a recovery pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Put back in their queue.
+    pub requeued: Vec<String>,
+    /// Recovered more often than the limit allows: now MAX_RECOVERY_ATTEMPTS_EXCEEDED.
+    pub dead_lettered: Vec<String>,
+}
+
+/// Dispatch to worker streams, their leases, and taking back what a lost stream held.
+#[async_trait]
+pub trait Workers: Send + Sync {
+    /// Take up to `claim.limit` ENQUEUED workflows the worker can run, lowest priority first,
+    /// oldest first within a priority: each becomes
+    /// PENDING, owned by the worker, with its epoch raised by one and its app version pinned.
+    /// Concurrent claims never take the same workflow. Queues with limits are not claimed here
+    /// (judged by their stored row as the claim runs); see [`Store::claim_limited`].
+    async fn claim_workflows(&self, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>>;
+
+    /// Like `claim_workflows` for the one queue `queue` (`claim.queues` is ignored), which has
+    /// limits: under the queue's lock, counts what runs (fleet-wide, on this worker, per
+    /// partition) and what started within the rate window, and takes no more than every limit
+    /// allows, partitions in turn (see [`admission`]). Claims of one queue run one at a time
+    /// across all replicas.
+    async fn claim_limited(&self, queue: &str, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>>;
+
+    /// Create or extend the lease of one worker stream: the workflows dispatched on it are safe
+    /// from recovery until `until`.
+    async fn renew_session_lease(
+        &self,
+        session_id: &str,
+        worker_id: &str,
+        until: Millis,
+        now: Millis,
+    ) -> StoreResult<()>;
+
+    /// Take back at once every workflow still owned by this worker (it reconnected, so it dropped
+    /// them). Counts as a recovery, like `recover_expired`.
+    async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
+
+    /// Take back workflows a live worker says it no longer holds (its heartbeat left them out:
+    /// the SDK lost the run). Only a workflow still PENDING at the listed epoch is taken back —
+    /// one that finished, parked or was dispatched again meanwhile is left alone. Counts as a
+    /// recovery, like `recover_expired`.
+    async fn release_lost(&self, lost: &[Fence], max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
+
+    /// Take back the PENDING workflows whose stream's lease ended before `now` (or that have no
+    /// live stream at all): each one's recovery count goes up by one and it returns to ENQUEUED,
+    /// or becomes MAX_RECOVERY_ATTEMPTS_EXCEEDED when the count passes the limit.
+    async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
+
+    /// Forget worker streams whose lease ended before `before` and that own nothing.
+    async fn prune_sessions(&self, before: Millis) -> StoreResult<u64>;
+}

@@ -1,0 +1,124 @@
+//! Fencing: a worker's write lands only while its workflow is PENDING at the epoch the write
+//! carries (see [`crate::Fence`]). Every fenced write but the batched hot path (step records and
+//! completions, which fence inside their one statement) starts here, in its transaction.
+//!
+//! On PostgreSQL the fence read locks the workflow row `FOR SHARE` until commit, so a concurrent
+//! claim or recovery (which raises the epoch) waits for the write or makes it see the new epoch;
+//! writes of one workflow's steps do not block each other. On SQLite the one writer connection
+//! does the same by running one transaction at a time.
+
+use super::{Backend, Db};
+use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
+use crate::*;
+
+type Conn = <Db as sqlx::Database>::Connection;
+
+impl Backend {
+    /// The workflow as stored, read on `exec`.
+    pub(super) async fn workflow_on<'e, E: sqlx::Executor<'e, Database = Db>>(
+        exec: E,
+        workflow_id: &str,
+    ) -> StoreResult<Option<WorkflowRecord>> {
+        let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            workflow_columns!(),
+            " FROM workflows WHERE workflow_id = $1"
+        ))
+        .bind(workflow_id)
+        .fetch_optional(exec)
+        .await
+        .map_err(db_error)?;
+        row.map(WorkflowRecord::try_from).transpose()
+    }
+
+    /// The workflow as stored, read outside any transaction.
+    pub(super) async fn workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
+        Self::workflow_on(self.reader(), workflow_id).await
+    }
+}
+
+/// The step recorded at `step_id` of a workflow, read on `conn`.
+pub(super) async fn recorded_step(conn: &mut Conn, workflow_id: &str, step_id: u32) -> StoreResult<Option<StepRecord>> {
+    let row: Option<StepRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        step_columns!(),
+        " FROM steps WHERE workflow_id = $1 AND step_id = $2"
+    ))
+    .bind(workflow_id)
+    .bind(step_id as i64)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    row.map(StepRecord::try_from).transpose()
+}
+
+/// Checks the fence, holding the workflow row until commit, and returns the step already
+/// recorded at `step_id`, if any (a replay). Refused with `StaleEpoch`, `NotRunning` or
+/// `WorkflowNotFound` otherwise.
+pub(super) async fn fenced_step(conn: &mut Conn, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
+    const SHARED: &str = concat!(
+        "SELECT ",
+        workflow_columns!(),
+        " FROM workflows WHERE workflow_id = $1",
+        for_share!()
+    );
+    fence_with(conn, SHARED, fence, step_id).await
+}
+
+/// Like [`fenced_step`], and two such fences of one workflow take turns: for a write that
+/// reads what the last one wrote (a stream append computing `MAX + 1`).
+pub(super) async fn fenced_step_alone(conn: &mut Conn, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
+    const ALONE: &str = concat!(
+        "SELECT ",
+        workflow_columns!(),
+        " FROM workflows WHERE workflow_id = $1",
+        for_no_key_update!()
+    );
+    fence_with(conn, ALONE, fence, step_id).await
+}
+
+async fn fence_with(
+    conn: &mut Conn,
+    read: &'static str,
+    fence: &Fence,
+    step_id: u32,
+) -> StoreResult<Option<StepRecord>> {
+    let row: Option<WorkflowRow> = sqlx::query_as(read)
+        .bind(&fence.workflow_id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    let current = row.map(WorkflowRecord::try_from).transpose()?;
+    match &current {
+        Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
+        _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+    }
+    recorded_step(conn, &fence.workflow_id, step_id).await
+}
+
+/// Records a built-in step (an output, one attempt) of the fenced workflow, after
+/// [`fenced_step`] in the same transaction. False when a concurrent request for the same step
+/// got there first.
+pub(super) async fn insert_step(
+    conn: &mut Conn,
+    fence: &Fence,
+    step_id: u32,
+    name: &str,
+    output: &str,
+    now: Millis,
+) -> StoreResult<bool> {
+    let done = sqlx::query(
+        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+         VALUES ($1, $2, $3, $4, NULL, 1, $5, $6) ON CONFLICT (workflow_id, step_id) DO NOTHING",
+    )
+    .bind(&fence.workflow_id)
+    .bind(step_id as i64)
+    .bind(name)
+    .bind(output)
+    .bind(fence.epoch as i64)
+    .bind(now)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,64 @@
+//! Steps: a workflow's checkpoints and its completion. The hot path — recording a step and
+//! completing — is group-committed differently by each backend (`steps.rs` in each); reads are
+//! the same.
+
+use super::dialect;
+use super::Backend;
+use crate::rows::{self, db_error, step_columns, StepRow};
+use crate::*;
+
+#[async_trait::async_trait]
+impl Steps for Backend {
+    async fn list_steps(&self, workflow_id: &str) -> StoreResult<Vec<StepRecord>> {
+        let rows: Vec<StepRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            step_columns!(),
+            " FROM steps WHERE workflow_id = $1 ORDER BY step_id"
+        ))
+        .bind(workflow_id)
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)?;
+        if rows.is_empty() && self.workflow(workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        rows::steps(rows)
+    }
+
+    async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
+        self.record(fence, step, now).await
+    }
+
+    async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
+        self.complete(fence, outcome, now).await
+    }
+
+    async fn complete_with_steps(
+        &self,
+        fence: &Fence,
+        steps: Vec<NewStep>,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<Completed> {
+        self.complete_after(fence, steps, outcome, now).await
+    }
+
+    async fn steps_recorded(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = keys.iter().map(|(w, _)| w.as_str()).collect();
+        let steps: Vec<String> = keys.iter().map(|(_, s)| s.to_string()).collect();
+        let found: Vec<(String, i64)> = sqlx::query_as(concat!(
+            "SELECT s.workflow_id, s.step_id FROM steps s JOIN ",
+            pairs!("$1", "$2"),
+            " ON s.workflow_id = k.first AND s.step_id = CAST(k.second AS BIGINT)"
+        ))
+        .bind(dialect::list(&ids))
+        .bind(dialect::list(&steps))
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)?;
+        Ok(found.into_iter().map(|(w, s)| (w, s as u32)).collect())
+    }
+}

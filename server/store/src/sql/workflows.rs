@@ -1,0 +1,181 @@
+//! Workflows: starts, reads, lists, cancels and resumes, deadlines, parking, and the names
+//! workers registered. Starts and delayed starts differ by backend (`flow.rs` in each).
+
+use super::dialect;
+use super::Backend;
+use crate::changes::Change;
+use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
+use crate::*;
+
+#[async_trait::async_trait]
+impl Workflows for Backend {
+    async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
+        self.start(new, now).await
+    }
+
+    async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
+        self.workflow(workflow_id).await
+    }
+
+    async fn list_workflows(&self, q: &ListQuery) -> StoreResult<Vec<WorkflowRecord>> {
+        let statuses =
+            (!q.statuses.is_empty()).then(|| dialect::list(&q.statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>()));
+        let rows: Vec<WorkflowRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            workflow_columns!(),
+            " FROM workflows WHERE ($1 IS NULL OR status",
+            in_list!("$1"),
+            ") AND (CAST($2 AS TEXT) IS NULL OR workflow_name = $2) AND (CAST($3 AS TEXT) IS NULL OR queue_name = $3) \
+              AND (CAST($4 AS BIGINT) IS NULL OR created_at >= $4) AND (CAST($5 AS BIGINT) IS NULL OR created_at < $5) \
+              AND (CAST($6 AS BIGINT) IS NULL OR (created_at, workflow_id) < ($6, CAST($7 AS TEXT))) \
+              ORDER BY created_at DESC, workflow_id DESC LIMIT $8"
+        ))
+        .bind(statuses)
+        .bind(&q.workflow_name)
+        .bind(&q.queue_name)
+        .bind(q.created_at_or_after)
+        .bind(q.created_before)
+        .bind(q.after.as_ref().map(|a| a.0))
+        .bind(q.after.as_ref().map(|a| a.1.as_str()))
+        .bind(q.limit as i64)
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)?;
+        rows::workflows(rows)
+    }
+
+    async fn set_start_time(&self, workflow_id: &str, run_at: Millis, now: Millis) -> StoreResult<WorkflowRecord> {
+        self.move_start(workflow_id, run_at, now).await
+    }
+
+    async fn cancel_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {
+        let cancelled: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'CANCELLED', updated_at = $1 WHERE workflow_id = $2 \
+             AND status IN ('ENQUEUED', 'DELAYED', 'PENDING') RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(now)
+        .bind(workflow_id)
+        .fetch_optional(self.writer())
+        .await
+        .map_err(db_error)?;
+        match cancelled {
+            Some(row) => {
+                self.announce_soon(Change::Finished {
+                    workflow_id: workflow_id.to_string(),
+                });
+                row.try_into()
+            }
+            // Cancelled, finished or gone already: a finished workflow is returned as it is.
+            None => Self::workflow_on(self.writer(), workflow_id)
+                .await?
+                .ok_or_else(|| StoreError::WorkflowNotFound(workflow_id.to_string())),
+        }
+    }
+
+    async fn resume_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {
+        let resumed: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'ENQUEUED', recovery_attempts = 0, updated_at = $1 \
+             WHERE workflow_id = $2 AND status IN ('CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED') RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(now)
+        .bind(workflow_id)
+        .fetch_optional(self.writer())
+        .await
+        .map_err(db_error)?;
+        match resumed {
+            Some(row) => {
+                self.announce_soon(Change::Enqueued);
+                row.try_into()
+            }
+            None => match Self::workflow_on(self.writer(), workflow_id).await? {
+                None => Err(StoreError::WorkflowNotFound(workflow_id.to_string())),
+                Some(w) => Err(StoreError::NotResumable {
+                    workflow_id: workflow_id.to_string(),
+                    status: w.status,
+                }),
+            },
+        }
+    }
+
+    async fn cancel_expired(&self, now: Millis) -> StoreResult<Vec<WorkflowRecord>> {
+        let rows: Vec<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'CANCELLED', updated_at = $1 WHERE workflow_id",
+            in_locked!(
+                "SELECT workflow_id FROM workflows WHERE deadline_at IS NOT NULL AND deadline_at < $1 \
+                 AND status IN ('ENQUEUED', 'DELAYED', 'PENDING')"
+            ),
+            " AND status IN ('ENQUEUED', 'DELAYED', 'PENDING') RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(now)
+        .fetch_all(self.writer())
+        .await
+        .map_err(db_error)?;
+        let cancelled = rows::workflows(rows)?;
+        for w in &cancelled {
+            self.announce_soon(Change::Finished {
+                workflow_id: w.workflow_id.clone(),
+            });
+        }
+        Ok(cancelled)
+    }
+
+    async fn park(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        wake_at: Millis,
+        on: &ParkedOn,
+        now: Millis,
+    ) -> StoreResult<bool> {
+        self.park_fenced(fence, step_id, wake_at, on, now).await
+    }
+
+    async fn wake_due(&self, now: Millis) -> StoreResult<u64> {
+        self.wake_parked_due(now).await
+    }
+
+    async fn finished_among(&self, ids: &[String]) -> StoreResult<Vec<String>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        sqlx::query_scalar(concat!(
+            "SELECT workflow_id FROM workflows WHERE workflow_id",
+            in_list!("$1"),
+            " AND status IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')"
+        ))
+        .bind(dialect::list(ids))
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)
+    }
+
+    async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(concat!(
+            "INSERT INTO workflow_names (workflow_name, first_seen_at, last_seen_at) SELECT l.value, $2, $2 FROM ",
+            list_rows!("$1"),
+            " WHERE true ON CONFLICT (workflow_name) DO UPDATE SET last_seen_at = excluded.last_seen_at"
+        ))
+        .bind(dialect::list(names))
+        .bind(now)
+        .execute(self.writer())
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn is_workflow_name_known(&self, name: &str) -> StoreResult<bool> {
+        let found: Option<String> =
+            sqlx::query_scalar("SELECT workflow_name FROM workflow_names WHERE workflow_name = $1")
+                .bind(name)
+                .fetch_optional(self.reader())
+                .await
+                .map_err(db_error)?;
+        Ok(found.is_some())
+    }
+}

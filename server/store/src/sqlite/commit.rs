@@ -1,0 +1,119 @@
+//! The hot path on SQLite: step checkpoints group-committed (concurrent ones share one
+//! transaction, so one fsync) and completions, each checked on the one writer connection.
+
+use sqlx::SqlitePool;
+
+use super::fencing::recorded_step;
+use super::SqliteStore;
+use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
+use crate::*;
+
+/// Records a batch of steps in one transaction on the single writer connection. Each step is
+/// checked on its own (fence, existing step) and gets its own answer; a refused step does not
+/// affect the others, only a database failure fails the batch.
+pub(super) async fn record_steps(
+    write: SqlitePool,
+    batch: Vec<(Fence, NewStep, Millis)>,
+) -> StoreResult<Vec<StoreResult<Recorded>>> {
+    let mut tx = write.begin().await.map_err(db_error)?;
+    let mut results = Vec::with_capacity(batch.len());
+    for (fence, step, now) in batch {
+        results.push(record_step_in(&mut tx, &fence, step, now).await);
+    }
+    if results.iter().any(|r| matches!(r, Err(StoreError::Unavailable(_)))) {
+        return Err(StoreError::Unavailable(
+            "a step write failed; the batch was rolled back".into(),
+        ));
+    }
+    tx.commit().await.map_err(db_error)?;
+    Ok(results)
+}
+
+async fn record_step_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    fence: &Fence,
+    step: NewStep,
+    now: Millis,
+) -> StoreResult<Recorded> {
+    let current = SqliteStore::workflow_on(&mut **tx, &fence.workflow_id).await?;
+    match &current {
+        Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
+        _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+    }
+    if let Some(existing) = recorded_step(tx, &fence.workflow_id, step.step_id).await? {
+        return rows::check_existing_step(&fence.workflow_id, &existing, &step);
+    }
+    let (output, failure) = rows::outcome_columns(&step.outcome);
+    sqlx::query(
+        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(&fence.workflow_id)
+    .bind(step.step_id as i64)
+    .bind(&step.name)
+    .bind(output)
+    .bind(failure)
+    .bind(step.attempts as i64)
+    .bind(fence.epoch as i64)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    Ok(Recorded::New)
+}
+
+impl SqliteStore {
+    pub(super) async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
+        self.steps.submit((fence.clone(), step, now)).await?
+    }
+
+    pub(super) async fn complete(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
+        let (output, failure) = rows::outcome_columns(&outcome);
+        let status = match outcome {
+            Outcome::Output(_) => WorkflowStatus::Success,
+            Outcome::Failure(_) => WorkflowStatus::Error,
+        };
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        let written: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
+             WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(status.as_str())
+        .bind(output)
+        .bind(failure)
+        .bind(now)
+        .bind(&fence.workflow_id)
+        .bind(fence.epoch as i64)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let result = match written {
+            Some(row) => Ok(Completed {
+                workflow: row.try_into()?,
+                adopted: false,
+            }),
+            None => match Self::workflow_on(&mut *tx, &fence.workflow_id).await? {
+                Some(w) if w.status.is_terminal() => Ok(Completed {
+                    workflow: w,
+                    adopted: true,
+                }),
+                current => Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+            },
+        };
+        tx.commit().await.map_err(db_error)?;
+        result
+    }
+
+    /// Records the steps one by one, then completes: on the single writer each is a short
+    /// transaction, batched with others' step writes.
+    pub(super) async fn complete_after(
+        &self,
+        fence: &Fence,
+        steps: Vec<NewStep>,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<Completed> {
+        crate::contract::steps::record_then_complete(self, fence, steps, outcome, now).await
+    }
+}

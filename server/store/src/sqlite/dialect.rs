@@ -1,0 +1,91 @@
+//! What the shared SQL in `sql/` says differently on SQLite. Row locks are no-ops here: every
+//! write runs on the one writer connection, so a transaction is never interleaved with another.
+
+/// Locks the rows read for the transaction's writes (PostgreSQL's `FOR UPDATE`).
+macro_rules! for_update {
+    () => {
+        ""
+    };
+}
+
+/// Locks the rows read against writers, not against other readers (`FOR SHARE`).
+macro_rules! for_share {
+    () => {
+        ""
+    };
+}
+
+/// Locks the rows read for writes that change no key (`FOR NO KEY UPDATE`): two such
+/// transactions on one row take turns.
+macro_rules! for_no_key_update {
+    () => {
+        ""
+    };
+}
+
+/// Locks the rows read, skipping those another transaction holds (`FOR UPDATE SKIP LOCKED`).
+macro_rules! skip_locked {
+    () => {
+        ""
+    };
+}
+
+/// A schedule that is not paused, in the very words of the partial index `schedules_due`, which
+/// SQLite uses only when the query repeats its condition.
+macro_rules! unpaused {
+    () => {
+        "paused = 0"
+    };
+}
+
+/// A list of strings bound as one parameter: JSON array text, read with `json_each`.
+pub(super) type List = String;
+
+pub(super) fn list<T: AsRef<str>>(items: &[T]) -> List {
+    serde_json::to_string(&items.iter().map(|s| s.as_ref()).collect::<Vec<_>>()).expect("strings serialize")
+}
+
+/// `IN` the list bound at the placeholder.
+macro_rules! in_list {
+    ($p:literal) => {
+        concat!(" IN (SELECT value FROM json_each(", $p, "))")
+    };
+}
+
+/// Two lists bound at the placeholders, zipped into a table `k(first, second)`.
+macro_rules! pairs {
+    ($a:literal, $b:literal) => {
+        concat!(
+            "(SELECT f.value AS first, s.value AS second FROM json_each(",
+            $a,
+            ") f JOIN json_each(",
+            $b,
+            ") s ON f.key = s.key) AS k"
+        )
+    };
+}
+
+/// `IN` the rows of the subquery, each locked and skipped when another transaction holds it.
+/// (The single writer holds no row locks: a plain `IN`.)
+macro_rules! in_locked {
+    ($($sub:tt)*) => {
+        concat!(" IN (", $($sub)*, ")")
+    };
+}
+
+/// Parking and the writes that resolve a wait take turns on the wait's key on PostgreSQL; the
+/// single writer connection already runs them one at a time.
+pub(super) async fn lock_wait_key(
+    _conn: &mut sqlx::SqliteConnection,
+    _workflow_id: Option<&str>,
+    _on: &crate::ParkedOn,
+) -> crate::StoreResult<()> {
+    Ok(())
+}
+
+/// The list bound at the placeholder as a table `l(value)`.
+macro_rules! list_rows {
+    ($p:literal) => {
+        concat!("json_each(", $p, ") AS l")
+    };
+}
