@@ -28,28 +28,8 @@ mod messages;
 mod remote_steps;
 
 // Written once for both backends.
-#[path = "sql/children.rs"]
-mod children;
-#[path = "sql/events.rs"]
-mod events;
-#[path = "sql/fencing.rs"]
-mod fencing;
-#[path = "sql/inbox.rs"]
-mod inbox;
-#[path = "sql/parking.rs"]
-mod parking;
-#[path = "sql/queues.rs"]
-mod queues;
-#[path = "sql/schedules.rs"]
-mod schedules;
-#[path = "sql/steps.rs"]
-mod steps;
-#[path = "sql/streams.rs"]
-mod streams;
-#[path = "sql/workers.rs"]
-mod workers;
-#[path = "sql/workflows.rs"]
-mod workflows;
+#[path = "sql/mod.rs"]
+mod sql;
 
 use crate::batch::Batcher;
 use crate::rows::db_error;

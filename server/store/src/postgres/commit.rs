@@ -4,7 +4,7 @@
 
 use sqlx::PgPool;
 
-use super::fencing::recorded_step;
+use super::sql::fencing::recorded_step;
 use super::PostgresStore;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::*;

@@ -98,3 +98,18 @@ macro_rules! list_rows {
         concat!("unnest(", $p, "::text[]) AS l(value)")
     };
 }
+
+/// Locks the rows read of the named table only, skipping those another transaction holds.
+macro_rules! skip_locked_of {
+    ($t:literal) => {
+        concat!(" FOR UPDATE OF ", $t, " SKIP LOCKED")
+    };
+}
+
+/// Locks the rows read against their deletion (and key changes) only, not against ordinary
+/// updates.
+macro_rules! for_key_share {
+    () => {
+        " FOR KEY SHARE"
+    };
+}

@@ -2,7 +2,7 @@
 //! lost. Claims lock their rows `FOR UPDATE SKIP LOCKED`, so replicas claiming at once split
 //! the work instead of queueing behind each other.
 
-use super::workers::recover_set;
+use super::sql::workers::recover_set;
 use super::PostgresStore;
 use crate::queues::has_limits;
 use crate::rows::{db_error, workflow_columns, WorkflowRow};

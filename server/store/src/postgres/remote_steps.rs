@@ -1,107 +1,15 @@
-//! Remote steps on PostgreSQL: calls queued as rows, attempts claimed with `FOR UPDATE SKIP
-//! LOCKED` (two replicas never start the same attempt), results recorded as the caller's step in
-//! the transaction that closes the call, with a NOTIFY so the replica holding the caller's
-//! worker wakes it; and "wait for the first of".
+//! Remote steps on PostgreSQL, what differs: queueing a call answers, in the same statement,
+//! what was there before (one round trip), and attempts are claimed `FOR UPDATE SKIP LOCKED`.
 
-use sqlx::{Postgres, Transaction};
-
-use super::fencing::{fenced_step, insert_step};
-use super::parking::wake_parked;
+use super::sql::fencing::fenced_step;
 use super::PostgresStore;
 use crate::changes::Change;
-use crate::remote::{self, expired_select, task_columns, ClaimedRow, ExpiredRow, Next, TaskRow};
-use crate::rows::{self, db_error};
+use crate::remote::{self, ClaimedRow};
+use crate::rows::db_error;
 use crate::*;
 
-async fn locked_task(
-    tx: &mut Transaction<'_, Postgres>,
-    workflow_id: &str,
-    step_id: u32,
-) -> StoreResult<Option<TaskRow>> {
-    sqlx::query_as(concat!(
-        "SELECT ",
-        task_columns!(),
-        " FROM step_tasks WHERE workflow_id = $1 AND step_id = $2 FOR UPDATE"
-    ))
-    .bind(workflow_id)
-    .bind(step_id as i64)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_error)
-}
-
 impl PostgresStore {
-    /// Applies what a finished attempt leads to. True when the result was recorded.
-    async fn apply(
-        &self,
-        tx: &mut Transaction<'_, Postgres>,
-        task: &TaskRow,
-        next: Next,
-        now: Millis,
-    ) -> StoreResult<bool> {
-        match next {
-            Next::Retry { at, failure } => {
-                sqlx::query(
-                    "UPDATE step_tasks SET status = 'QUEUED', available_at = $1, last_failure = $2, worker_id = NULL, \
-                     session_id = NULL, attempt_deadline_at = NULL, updated_at = $3 WHERE workflow_id = $4 AND step_id = $5",
-                )
-                .bind(at)
-                .bind(failure)
-                .bind(now)
-                .bind(&task.workflow_id)
-                .bind(task.step_id)
-                .execute(&mut **tx)
-                .await
-                .map_err(db_error)?;
-                Ok(false)
-            }
-            Next::Close { outcome, attempts } => {
-                let (output, failure) = rows::outcome_columns(&outcome);
-                sqlx::query(
-                    "UPDATE step_tasks SET status = 'DONE', attempt_deadline_at = NULL, updated_at = $1 \
-                     WHERE workflow_id = $2 AND step_id = $3",
-                )
-                .bind(now)
-                .bind(&task.workflow_id)
-                .bind(task.step_id)
-                .execute(&mut **tx)
-                .await
-                .map_err(db_error)?;
-                // Recorded under the caller's current epoch: the caller may have been recovered
-                // since it made the call, and its new run reads this record.
-                sqlx::query(
-                    "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-                     SELECT $1, $2, $3, $4, $5, $6, epoch, $7 FROM workflows WHERE workflow_id = $1 \
-                     ON CONFLICT (workflow_id, step_id) DO NOTHING",
-                )
-                .bind(&task.workflow_id)
-                .bind(task.step_id)
-                .bind(&task.step_name)
-                .bind(output)
-                .bind(failure)
-                .bind(attempts as i64)
-                .bind(now)
-                .execute(&mut **tx)
-                .await
-                .map_err(db_error)?;
-                let on = ParkedOn::Step(task.step_id as u32);
-                if wake_parked(tx, Some(&task.workflow_id), &on, now).await? > 0 {
-                    self.announce(&mut **tx, Change::Enqueued).await?;
-                }
-                let done = Change::StepDone {
-                    workflow_id: task.workflow_id.clone(),
-                    step_id: task.step_id as u32,
-                };
-                self.announce(&mut **tx, done).await?;
-                Ok(true)
-            }
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl RemoteSteps for PostgresStore {
-    async fn call_step(
+    pub(super) async fn queue_call(
         &self,
         fence: &Fence,
         step_id: u32,
@@ -150,10 +58,7 @@ impl RemoteSteps for PostgresStore {
         Ok(None)
     }
 
-    async fn claim_step_tasks(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
-        if claim.limit == 0 || claim.step_names.is_empty() {
-            return Ok(Vec::new());
-        }
+    pub(super) async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
         // The locking subquery sits in FROM with a LIMIT, so it runs once (see claim_workflows
         // for why that matters with SKIP LOCKED); `OF q` keeps the workflow rows unlocked.
         let claimed: Vec<ClaimedRow> = sqlx::query_as(concat!(
@@ -177,125 +82,5 @@ impl RemoteSteps for PostgresStore {
         .await
         .map_err(db_error)?;
         Ok(claimed.into_iter().map(StepTask::from).collect())
-    }
-
-    async fn finish_step_task(
-        &self,
-        attempt: &StepAttempt,
-        outcome: Outcome,
-        now: Millis,
-    ) -> StoreResult<StepFinished> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let task = locked_task(&mut tx, &attempt.workflow_id, attempt.step_id)
-            .await?
-            .ok_or_else(|| StoreError::StepAttemptStale {
-                workflow_id: attempt.workflow_id.clone(),
-                step_id: attempt.step_id,
-                attempt: attempt.attempt,
-            })?;
-        if !task.is_running(attempt.attempt) {
-            // Release the row lock now: a dropped transaction rolls back only when its
-            // connection is next used, and claims skip locked rows meanwhile.
-            tx.rollback().await.map_err(db_error)?;
-            return Err(task.stale(attempt.attempt));
-        }
-        let next = task.next(outcome, now);
-        let finished = match &next {
-            Next::Retry { at, .. } => StepFinished::Retrying { at: *at },
-            Next::Close { .. } => StepFinished::Recorded,
-        };
-        self.apply(&mut tx, &task, next, now).await?;
-        tx.commit().await.map_err(db_error)?;
-        Ok(finished)
-    }
-
-    async fn expire_step_tasks(&self, now: Millis) -> StoreResult<ExpiredSteps> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        sqlx::query(
-            "UPDATE step_tasks t SET status = 'CANCELLED', updated_at = $1 WHERE t.status IN ('QUEUED', 'RUNNING') \
-             AND NOT EXISTS (SELECT 1 FROM workflows w WHERE w.workflow_id = t.workflow_id \
-               AND w.status IN ('ENQUEUED', 'DELAYED', 'PENDING'))",
-        )
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        let expired: Vec<ExpiredRow> = sqlx::query_as(concat!(expired_select!("$1"), " FOR UPDATE OF t SKIP LOCKED"))
-            .bind(now)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        let mut out = ExpiredSteps::default();
-        for ExpiredRow { task, lost } in expired {
-            let next = task.next(task.timed_out(lost), now);
-            if let Next::Retry { at, .. } = &next {
-                out.retrying.push(*at);
-            }
-            if self.apply(&mut tx, &task, next, now).await? {
-                out.recorded.push((task.workflow_id.clone(), task.step_id as u32));
-            }
-        }
-        tx.commit().await.map_err(db_error)?;
-        if !out.retrying.is_empty() {
-            self.announce_soon(Change::Enqueued);
-        }
-        Ok(out)
-    }
-
-    async fn select_step(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        targets: &[WaitTarget],
-        mode: WaitFor,
-        now: Millis,
-    ) -> StoreResult<Option<u32>> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return remote::replay_select(&fence.workflow_id, &done, mode).map(Some);
-        }
-        let mut done_at = Vec::with_capacity(targets.len());
-        for target in targets {
-            let at: Option<i64> = match target {
-                WaitTarget::Workflow(id) => {
-                    let row: Option<(String, i64)> =
-                        sqlx::query_as("SELECT status, updated_at FROM workflows WHERE workflow_id = $1")
-                            .bind(id)
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(db_error)?;
-                    let (status, at) = row.ok_or_else(|| StoreError::WorkflowNotFound(id.clone()))?;
-                    WorkflowStatus::parse(&status)
-                        .is_some_and(WorkflowStatus::is_terminal)
-                        .then_some(at)
-                }
-                WaitTarget::Step(s) => {
-                    sqlx::query_scalar("SELECT recorded_at FROM steps WHERE workflow_id = $1 AND step_id = $2")
-                        .bind(&fence.workflow_id)
-                        .bind(*s as i64)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(db_error)?
-                }
-            };
-            done_at.push(at);
-        }
-        let Some(winner) = mode.decide(&done_at) else {
-            return Ok(None);
-        };
-        if !insert_step(
-            &mut tx,
-            fence,
-            step_id,
-            mode.step_name(),
-            &remote::select_output(winner),
-            now,
-        )
-        .await?
-        {
-            return Err(StoreError::Unavailable("select step recorded concurrently".into()));
-        }
-        tx.commit().await.map_err(db_error)?;
-        Ok(Some(winner))
     }
 }

@@ -15,7 +15,7 @@ type Conn = <Db as sqlx::Database>::Connection;
 
 impl Backend {
     /// The workflow as stored, read on `exec`.
-    pub(super) async fn workflow_on<'e, E: sqlx::Executor<'e, Database = Db>>(
+    pub(crate) async fn workflow_on<'e, E: sqlx::Executor<'e, Database = Db>>(
         exec: E,
         workflow_id: &str,
     ) -> StoreResult<Option<WorkflowRecord>> {
@@ -32,13 +32,13 @@ impl Backend {
     }
 
     /// The workflow as stored, read outside any transaction.
-    pub(super) async fn workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
+    pub(crate) async fn workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
         Self::workflow_on(self.reader(), workflow_id).await
     }
 }
 
 /// The step recorded at `step_id` of a workflow, read on `conn`.
-pub(super) async fn recorded_step(conn: &mut Conn, workflow_id: &str, step_id: u32) -> StoreResult<Option<StepRecord>> {
+pub(crate) async fn recorded_step(conn: &mut Conn, workflow_id: &str, step_id: u32) -> StoreResult<Option<StepRecord>> {
     let row: Option<StepRow> = sqlx::query_as(concat!(
         "SELECT ",
         step_columns!(),
@@ -55,7 +55,7 @@ pub(super) async fn recorded_step(conn: &mut Conn, workflow_id: &str, step_id: u
 /// Checks the fence, holding the workflow row until commit, and returns the step already
 /// recorded at `step_id`, if any (a replay). Refused with `StaleEpoch`, `NotRunning` or
 /// `WorkflowNotFound` otherwise.
-pub(super) async fn fenced_step(conn: &mut Conn, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
+pub(crate) async fn fenced_step(conn: &mut Conn, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
     const SHARED: &str = concat!(
         "SELECT ",
         workflow_columns!(),
@@ -67,7 +67,7 @@ pub(super) async fn fenced_step(conn: &mut Conn, fence: &Fence, step_id: u32) ->
 
 /// Like [`fenced_step`], and two such fences of one workflow take turns: for a write that
 /// reads what the last one wrote (a stream append computing `MAX + 1`).
-pub(super) async fn fenced_step_alone(conn: &mut Conn, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
+pub(crate) async fn fenced_step_alone(conn: &mut Conn, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
     const ALONE: &str = concat!(
         "SELECT ",
         workflow_columns!(),
@@ -99,7 +99,7 @@ async fn fence_with(
 /// Records a built-in step (an output, one attempt) of the fenced workflow, after
 /// [`fenced_step`] in the same transaction. False when a concurrent request for the same step
 /// got there first.
-pub(super) async fn insert_step(
+pub(crate) async fn insert_step(
     conn: &mut Conn,
     fence: &Fence,
     step_id: u32,

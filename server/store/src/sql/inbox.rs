@@ -9,7 +9,7 @@ use crate::*;
 
 impl Backend {
     /// Every message sent to a workflow, oldest first.
-    pub(super) async fn inbox(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
+    pub(crate) async fn inbox(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
         if self.workflow(workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         }
@@ -25,7 +25,7 @@ impl Backend {
     }
 
     /// Which of these (workflow, topic) waits have an unconsumed message now.
-    pub(super) async fn unread_among(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+    pub(crate) async fn unread_among(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
         if waits.is_empty() {
             return Ok(Vec::new());
         }

@@ -9,7 +9,7 @@ use crate::*;
 
 /// Puts back in its queue every workflow parked on `on` (for a message: only `workflow_id`).
 /// Runs inside the transaction of the write that resolves the wait.
-pub(super) async fn wake_parked(
+pub(crate) async fn wake_parked(
     conn: &mut <Db as sqlx::Database>::Connection,
     workflow_id: Option<&str>,
     on: &ParkedOn,
@@ -30,7 +30,7 @@ pub(super) async fn wake_parked(
 }
 
 impl Backend {
-    pub(super) async fn park_fenced(
+    pub(crate) async fn park_fenced(
         &self,
         fence: &Fence,
         step_id: u32,
@@ -112,7 +112,7 @@ impl Backend {
         Ok(true)
     }
 
-    pub(super) async fn wake_parked_due(&self, now: Millis) -> StoreResult<u64> {
+    pub(crate) async fn wake_parked_due(&self, now: Millis) -> StoreResult<u64> {
         let done = sqlx::query(concat!(
             "UPDATE workflows SET status = 'ENQUEUED', wake_at = NULL, parked_on = NULL, updated_at = $1 \
              WHERE workflow_id",

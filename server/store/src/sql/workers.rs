@@ -14,12 +14,12 @@ macro_rules! recover_set {
          updated_at = $2"
     };
 }
-pub(super) use recover_set;
+pub(crate) use recover_set;
 
 impl Backend {
     /// What a recovery statement returned (workflow, new status), with the requeued ones
     /// announced to the other replicas.
-    pub(super) fn recovered(&self, rows: Vec<(String, String)>) -> Recovery {
+    pub(crate) fn recovered(&self, rows: Vec<(String, String)>) -> Recovery {
         let recovery = rows::recovery(rows);
         if !recovery.requeued.is_empty() {
             self.announce_soon(Change::Enqueued);

@@ -3,7 +3,7 @@
 
 use sqlx::SqlitePool;
 
-use super::fencing::recorded_step;
+use super::sql::fencing::recorded_step;
 use super::SqliteStore;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::*;

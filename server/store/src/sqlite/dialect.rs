@@ -89,3 +89,28 @@ macro_rules! list_rows {
         concat!("json_each(", $p, ") AS l")
     };
 }
+
+/// Locks the rows read of the named table only, skipping those another transaction holds.
+macro_rules! skip_locked_of {
+    ($t:literal) => {
+        ""
+    };
+}
+
+impl super::SqliteStore {
+    /// Tells the other replicas of a change inside a transaction: there are none.
+    pub(crate) async fn announce<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
+        &self,
+        _exec: E,
+        _change: crate::changes::Change,
+    ) -> crate::StoreResult<()> {
+        Ok(())
+    }
+}
+
+/// Locks the rows read against their deletion only (`FOR KEY SHARE`).
+macro_rules! for_key_share {
+    () => {
+        ""
+    };
+}

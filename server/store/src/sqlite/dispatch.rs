@@ -2,7 +2,7 @@
 //! The one writer connection runs each claim alone, so no row locks are needed.
 
 use super::dialect;
-use super::workers::recover_set;
+use super::sql::workers::recover_set;
 use super::SqliteStore;
 use crate::queues::has_limits;
 use crate::rows::{db_error, workflow_columns, WorkflowRow};

@@ -1,0 +1,264 @@
+//! Messaging: sends, fenced sends recorded as steps, and consuming receives. Each is one
+//! transaction that first holds the receiving workflow's row (the fence: a concurrent
+//! re-dispatch waits for it, or it sees the new epoch and is refused); a receive takes the
+//! oldest message `FOR UPDATE SKIP LOCKED` on PostgreSQL, so concurrent receivers — a zombie
+//! and its successor, or two replicas — never take the same message (SQLite's one writer runs
+//! them one at a time). The send that ends a waiting receive differs by backend
+//! (`messages.rs` in each).
+
+use super::fencing::{fenced_step, insert_step, recorded_step};
+use super::{Backend, Db};
+use crate::changes::Change;
+use crate::messaging;
+use crate::rows::db_error;
+use crate::*;
+
+type Conn = <Db as sqlx::Database>::Connection;
+
+pub(crate) async fn insert_message(conn: &mut Conn, m: &NewMessage, now: Millis) -> StoreResult<Sent> {
+    // KEY SHARE keeps the receiver from being deleted under the insert without blocking its
+    // ordinary updates.
+    let status: Option<String> = sqlx::query_scalar(concat!(
+        "SELECT status FROM workflows WHERE workflow_id = $1",
+        for_key_share!()
+    ))
+    .bind(&m.workflow_id)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    match status.as_deref().map(WorkflowStatus::parse) {
+        None => return Err(StoreError::WorkflowNotFound(m.workflow_id.clone())),
+        // A workflow that ended with an outcome reads no more messages: keeping them would only
+        // grow its inbox. (A cancelled or dead-lettered one may be resumed, and read them then.)
+        Some(Some(s)) if s.has_outcome() => {
+            // (A resend of a message it did get is still answered as the duplicate it is.)
+            if let Some(sent) = already_sent(conn, m).await? {
+                return Ok(sent);
+            }
+            return Err(StoreError::NotRunning {
+                workflow_id: m.workflow_id.clone(),
+                status: s,
+            });
+        }
+        Some(_) => {}
+    }
+    // The inbox limit is checked in the insert itself: a send costs no extra round trip.
+    let inserted = sqlx::query(
+        "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at) \
+         SELECT $1, $2, $3, $4, $5, $6 \
+          WHERE $7 = 0 OR (SELECT COUNT(*) FROM (SELECT 1 FROM messages \
+                             WHERE workflow_id = $2 AND consumed_at IS NULL LIMIT $7) t) < $7 \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&m.message_id)
+    .bind(&m.workflow_id)
+    .bind(&m.topic)
+    .bind(&m.payload)
+    .bind(&m.idempotency_key)
+    .bind(now)
+    .bind(m.max_unread as i64)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?
+    .rows_affected()
+        == 1;
+    if inserted {
+        // A workflow parked waiting for this goes back to its queue.
+        super::parking::wake_parked(conn, Some(&m.workflow_id), &ParkedOn::Message(m.topic.clone()), now).await?;
+        return Ok(Sent {
+            message_id: m.message_id.clone(),
+            duplicate: false,
+        });
+    }
+    // Nothing inserted: a resend of a message it got, a full inbox, or a taken message id.
+    if let Some(sent) = already_sent(conn, m).await? {
+        return Ok(sent);
+    }
+    if m.max_unread > 0 && unread(conn, &m.workflow_id, m.max_unread).await? >= m.max_unread as i64 {
+        return Err(StoreError::InboxFull {
+            workflow_id: m.workflow_id.clone(),
+            limit: m.max_unread,
+        });
+    }
+    Err(StoreError::Unavailable(format!(
+        "message id {:?} is already taken",
+        m.message_id
+    )))
+}
+
+/// Unread messages of `workflow_id`, counted up to `most`.
+async fn unread(conn: &mut Conn, workflow_id: &str, most: u32) -> StoreResult<i64> {
+    sqlx::query_scalar(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE workflow_id = $1 AND consumed_at IS NULL LIMIT $2) t",
+    )
+    .bind(workflow_id)
+    .bind(most as i64)
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(db_error)
+}
+
+/// The message sent before under `m`'s idempotency key, if any.
+async fn already_sent(conn: &mut Conn, m: &NewMessage) -> StoreResult<Option<Sent>> {
+    let existing: Option<String> =
+        sqlx::query_scalar("SELECT message_id FROM messages WHERE workflow_id = $1 AND idempotency_key = $2")
+            .bind(&m.workflow_id)
+            .bind(&m.idempotency_key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_error)?;
+    Ok(existing.map(|message_id| Sent {
+        message_id,
+        duplicate: true,
+    }))
+}
+
+#[async_trait::async_trait]
+impl Messages for Backend {
+    async fn send_message(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        let sent = insert_message(&mut tx, &m, now).await?;
+        tx.commit().await.map_err(db_error)?;
+        if !sent.duplicate {
+            self.announce_soon(Change::Message {
+                workflow_id: m.workflow_id.clone(),
+                topic: m.topic.clone(),
+            });
+        }
+        Ok(sent)
+    }
+
+    async fn send_message_step(&self, fence: &Fence, step_id: u32, m: NewMessage, now: Millis) -> StoreResult<String> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_send(&fence.workflow_id, &done);
+        }
+        let sent = insert_message(&mut tx, &m, now).await?;
+        if !insert_step(
+            &mut tx,
+            fence,
+            step_id,
+            SEND_STEP,
+            &messaging::send_output(&sent.message_id),
+            now,
+        )
+        .await?
+        {
+            // A concurrent request recorded this step first: undo ours, answer with theirs.
+            tx.rollback().await.map_err(db_error)?;
+            return self.replayed(fence, step_id, messaging::replay_send).await;
+        }
+        tx.commit().await.map_err(db_error)?;
+        self.announce_soon(Change::Message {
+            workflow_id: m.workflow_id.clone(),
+            topic: m.topic.clone(),
+        });
+        Ok(sent.message_id)
+    }
+
+    async fn recv(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        topic: &str,
+        deadline: Millis,
+        now: Millis,
+    ) -> StoreResult<Received> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            return messaging::replay_recv(&fence.workflow_id, &done);
+        }
+        match take_oldest(&mut tx, fence, step_id, topic, deadline, now).await? {
+            Some(Received::Waiting) => Ok(Received::Waiting),
+            Some(received) => {
+                tx.commit().await.map_err(db_error)?;
+                Ok(received)
+            }
+            None => {
+                tx.rollback().await.map_err(db_error)?;
+                self.replayed(fence, step_id, messaging::replay_recv).await
+            }
+        }
+    }
+
+    async fn send_message_delivering(
+        &self,
+        m: NewMessage,
+        waiter: &RecvWaiter,
+        now: Millis,
+    ) -> StoreResult<(Sent, Option<String>)> {
+        self.send_delivering(m, waiter, now).await
+    }
+
+    async fn list_messages(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
+        self.inbox(workflow_id).await
+    }
+
+    async fn pending_messages(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        self.unread_among(waits).await
+    }
+}
+
+/// Marks the oldest unconsumed message of (workflow, topic) consumed by step `step_id`, in one
+/// statement; concurrent receivers skip the row it locks. Returns its sequence and payload.
+async fn consume_oldest(
+    tx: &mut Conn,
+    workflow_id: &str,
+    topic: &str,
+    step_id: u32,
+    now: Millis,
+) -> StoreResult<Option<(i64, String)>> {
+    sqlx::query_as(concat!(
+        "UPDATE messages SET consumed_at = $1, consumed_by_step = $2 WHERE seq = (SELECT seq FROM messages \
+         WHERE workflow_id = $3 AND topic = $4 AND consumed_at IS NULL ORDER BY seq LIMIT 1",
+        skip_locked!(),
+        ") RETURNING seq, payload"
+    ))
+    .bind(now)
+    .bind(step_id as i64)
+    .bind(workflow_id)
+    .bind(topic)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db_error)
+}
+
+/// Takes the oldest unconsumed message of `topic` for the fenced workflow (fence checked and held,
+/// step not recorded) and records it — or, past `deadline`, the timeout — as step `step_id`.
+/// `None` when a concurrent request recorded the step first: roll back.
+pub(crate) async fn take_oldest(
+    tx: &mut Conn,
+    fence: &Fence,
+    step_id: u32,
+    topic: &str,
+    deadline: Millis,
+    now: Millis,
+) -> StoreResult<Option<Received>> {
+    let (received, output) = match consume_oldest(tx, &fence.workflow_id, topic, step_id, now).await? {
+        Some((_, payload)) => {
+            let output = messaging::recv_output(Some(&payload));
+            (Received::Delivered(payload), output)
+        }
+        None if now >= deadline => (Received::TimedOut, messaging::recv_output(None)),
+        None => return Ok(Some(Received::Waiting)),
+    };
+    if !insert_step(tx, fence, step_id, RECV_STEP, &output, now).await? {
+        return Ok(None);
+    }
+    Ok(Some(received))
+}
+
+impl Backend {
+    pub(crate) async fn replayed<T>(
+        &self,
+        fence: &Fence,
+        step_id: u32,
+        read: fn(&str, &StepRecord) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let mut conn = self.writer().acquire().await.map_err(db_error)?;
+        let step = recorded_step(&mut conn, &fence.workflow_id, step_id)
+            .await?
+            .ok_or_else(|| StoreError::Unavailable("a concurrently recorded step vanished".into()))?;
+        read(&fence.workflow_id, &step)
+    }
+}

@@ -1,0 +1,23 @@
+//! The SQL both backends run, written once. Each backend loads this folder as its own module
+//! `sql`, so every file here is compiled twice: against the backend's driver (`Db`), for its
+//! store (`Backend`), with its dialect's macros (`for_share!`, `in_list!`, `pairs!`,
+//! `in_locked!`, … from `sqlite/dialect.rs` or `postgres/dialect.rs`). Placeholders are `$N`
+//! on both drivers. What a backend does its own way (group commit, claims, starts, sends and
+//! receives, remote steps) stays in its own folder, and each concern's trait is implemented
+//! here with a call into it where it differs.
+
+use super::{dialect, insert_workflow, Backend, Db};
+
+pub(super) mod children;
+pub(super) mod events;
+pub(super) mod fencing;
+pub(super) mod inbox;
+pub(super) mod messages;
+pub(super) mod parking;
+pub(super) mod queues;
+pub(super) mod remote_steps;
+pub(super) mod schedules;
+pub(super) mod steps;
+pub(super) mod streams;
+pub(super) mod workers;
+pub(super) mod workflows;
