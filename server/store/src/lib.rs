@@ -17,7 +17,6 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub mod admission;
 mod batch;
 pub mod changes;
 #[doc(hidden)]

@@ -160,7 +160,7 @@ pub(crate) async fn insert_workflow(
     new: &NewWorkflow,
     now: Millis,
 ) -> StoreResult<Started> {
-    flow::try_start(conn, new, now)
+    sql::starts::try_start(conn, new, now)
         .await?
         .ok_or_else(|| StoreError::Unavailable(format!("workflow {:?} was neither started nor found", new.workflow_id)))
 }

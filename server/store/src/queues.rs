@@ -6,23 +6,8 @@ use crate::{Millis, StoreError, StoreResult};
 /// The queue that always exists.
 pub const DEFAULT_QUEUE: &str = "default";
 
-/// At most `max_starts` workflows started from the queue in any window of `period_ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimit {
-    pub max_starts: u32,
-    pub period_ms: Millis,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct QueueLimits {
-    /// Per worker process.
-    pub worker_concurrency: Option<u32>,
-    /// Across the fleet.
-    pub global_concurrency: Option<u32>,
-    pub rate_limit: Option<RateLimit>,
-    /// Per partition key, across the fleet.
-    pub partition_concurrency: Option<u32>,
-}
+/// The limits are the admission policy's input, defined with it in the journal crate.
+pub use waymark_journal::admission::{QueueLimits, RateLimit};
 
 /// A change to some of a queue's limits: `Some(v)` sets the limit to `v` (`None` inside
 /// removes it); `None` leaves it as it is. Applied to the stored row under its lock, so two
@@ -63,16 +48,6 @@ macro_rules! has_limits {
     };
 }
 pub(crate) use has_limits;
-
-impl QueueLimits {
-    /// Whether any limit applies (the queue is then claimed one queue at a time, under its lock).
-    pub fn any(&self) -> bool {
-        self.worker_concurrency.is_some()
-            || self.global_concurrency.is_some()
-            || self.rate_limit.is_some()
-            || self.partition_concurrency.is_some()
-    }
-}
 
 /// Columns of `queues`, in [`QueueRow`] order.
 macro_rules! queue_columns {

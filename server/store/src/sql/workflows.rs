@@ -45,7 +45,27 @@ impl Workflows for Backend {
     }
 
     async fn set_start_time(&self, workflow_id: &str, run_at: Millis, now: Millis) -> StoreResult<WorkflowRecord> {
-        self.move_start(workflow_id, run_at, now).await
+        let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET wake_at = $2, updated_at = $3 \
+             WHERE workflow_id = $1 AND status = 'DELAYED' AND epoch = 0 RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(workflow_id)
+        .bind(run_at)
+        .bind(now)
+        .fetch_optional(self.writer())
+        .await
+        .map_err(db_error)?;
+        match row {
+            Some(r) => r.try_into(),
+            None => match self.workflow(workflow_id).await? {
+                None => Err(StoreError::WorkflowNotFound(workflow_id.to_string())),
+                Some(w) => Err(StoreError::NotDelayed {
+                    workflow_id: workflow_id.to_string(),
+                    status: w.status,
+                }),
+            },
+        }
     }
 
     async fn cancel_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {

@@ -35,9 +35,8 @@ impl SqliteStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(db_error)?;
-        let claimed = Self::with_replay_steps(&mut tx, claimed).await?;
         tx.commit().await.map_err(db_error)?;
-        Ok(claimed)
+        self.with_replay_steps(claimed).await
     }
 
     pub(super) async fn release_fenced(

@@ -1,10 +1,38 @@
 //! What a limited queue admits in one claim: the store counts what is running and what started
 //! lately under the queue's lock and reads the heads of its backlog; these functions decide, with
-//! no database, which of those candidates go out.
+//! no database, which of those candidates go out. The store only counts, reads and applies.
 
 use std::collections::HashMap;
 
-use crate::queues::QueueLimits;
+/// At most `max_starts` workflows started from the queue in any window of `period_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub max_starts: u32,
+    /// Milliseconds.
+    pub period_ms: i64,
+}
+
+/// What a queue lets run at once. A limit that is `None` does not apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// Per worker process.
+    pub worker_concurrency: Option<u32>,
+    /// Across the fleet.
+    pub global_concurrency: Option<u32>,
+    pub rate_limit: Option<RateLimit>,
+    /// Per partition key, across the fleet.
+    pub partition_concurrency: Option<u32>,
+}
+
+impl QueueLimits {
+    /// Whether any limit applies (the queue is then claimed one queue at a time, under its lock).
+    pub fn any(&self) -> bool {
+        self.worker_concurrency.is_some()
+            || self.global_concurrency.is_some()
+            || self.rate_limit.is_some()
+            || self.partition_concurrency.is_some()
+    }
+}
 
 /// What the queue holds right now, counted under its lock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -121,7 +149,6 @@ pub fn admit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queues::RateLimit;
 
     fn c(id: &str, key: &str, started: bool) -> Candidate {
         Candidate {

@@ -1,0 +1,86 @@
+//! Starting a workflow: the one insert every start makes (a client's, a child's, a schedule's),
+//! and what a start that inserted nothing finds in its way.
+
+use super::Db;
+use crate::queues::has_limits;
+use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
+use crate::*;
+
+type Conn = <Db as sqlx::Database>::Connection;
+
+/// Inserts `new` unless a unique key (its id, its live dedup id, its debounce key) is taken.
+/// A direct dispatch applies only on a queue without limits and without a delay.
+pub(crate) async fn insert_row<'e, E: sqlx::Executor<'e, Database = Db>>(
+    exec: E,
+    new: &NewWorkflow,
+    now: Millis,
+) -> StoreResult<Option<WorkflowRow>> {
+    let a = new.assign.as_ref();
+    sqlx::query_as(concat!(
+        "WITH a AS (SELECT CASE WHEN CAST($7 AS TEXT) IS NOT NULL AND CAST($13 AS BIGINT) IS NULL AND NOT EXISTS \
+           (SELECT 1 FROM queues WHERE queue_name = $3 AND ",
+        has_limits!(),
+        ") THEN CAST($7 AS TEXT) END AS worker) \
+         INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
+           updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority, partition_key, \
+           dedup_id, wake_at, started_at, debounce_key, debounce_until) \
+         SELECT $1, $2, CASE WHEN CAST($13 AS BIGINT) IS NOT NULL THEN 'DELAYED' WHEN a.worker IS NULL THEN 'ENQUEUED' \
+           ELSE 'PENDING' END, $3, COALESCE($4, CASE WHEN a.worker IS NOT NULL THEN $9 END), $5, $6, $6, \
+           CASE WHEN a.worker IS NULL THEN 0 ELSE 1 END, a.worker, CASE WHEN a.worker IS NOT NULL THEN $8 END, \
+           $10, $11, $12, $14, $15, $13, CASE WHEN a.worker IS NOT NULL THEN $6 END, $16, $17 FROM a WHERE true \
+         ON CONFLICT DO NOTHING RETURNING ",
+        workflow_columns!()
+    ))
+    .bind(&new.workflow_id)
+    .bind(&new.workflow_name)
+    .bind(&new.queue_name)
+    .bind(&new.app_version)
+    .bind(&new.input)
+    .bind(now)
+    .bind(a.map(|a| &a.worker_id))
+    .bind(a.map(|a| &a.session_id))
+    .bind(a.map(|a| &a.app_version).filter(|v| !v.is_empty()))
+    .bind(&new.parent_workflow_id)
+    .bind(new.deadline_at)
+    .bind(new.priority as i64)
+    .bind(new.run_at)
+    .bind(&new.partition_key)
+    .bind(&new.dedup_id)
+    .bind(new.debounce.as_ref().map(|d| &d.key))
+    .bind(new.debounce.as_ref().map(|d| d.until))
+    .fetch_optional(exec)
+    .await
+    .map_err(db_error)
+}
+
+/// Inserts `new` on `conn`, or finds what stopped it: the workflow already under its id (the
+/// same start again, or `WorkflowIdConflict`), or the unfinished holder of its dedup id
+/// (`Duplicate`, or the holder when asked). `None`: neither — the holder finished between the
+/// insert and the read; the caller may try again.
+pub(crate) async fn try_start(conn: &mut Conn, new: &NewWorkflow, now: Millis) -> StoreResult<Option<Started>> {
+    if let Some(row) = insert_row(&mut *conn, new, now).await? {
+        return Ok(Some(Started {
+            workflow: row.try_into()?,
+            created: true,
+        }));
+    }
+    // ON CONFLICT waited for any concurrent insert of these keys to commit, so the row is
+    // visible to this next statement (read committed takes a fresh snapshot).
+    let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        workflow_columns!(),
+        " FROM workflows WHERE workflow_id = $1 OR (queue_name = $2 AND dedup_id = $3 \
+           AND status IN ('ENQUEUED', 'PENDING', 'DELAYED')) ORDER BY workflow_id = $1 DESC LIMIT 1"
+    ))
+    .bind(&new.workflow_id)
+    .bind(&new.queue_name)
+    .bind(&new.dedup_id)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    match row {
+        Some(r) if r.workflow_id == new.workflow_id => rows::existing_start(new, r.try_into()?).map(Some),
+        Some(holder) => rows::duplicate_start(new, holder.try_into()?).map(Some),
+        None => Ok(None),
+    }
+}
