@@ -25,7 +25,6 @@ mod dialect;
 mod announcer;
 mod commit;
 mod completions;
-mod dispatch;
 mod flow;
 mod messages;
 mod remote_steps;

@@ -22,7 +22,6 @@ mod dialect;
 
 // What SQLite does its own way.
 mod commit;
-mod dispatch;
 mod flow;
 mod messages;
 mod remote_steps;

@@ -113,3 +113,17 @@ macro_rules! for_key_share {
         " FOR KEY SHARE"
     };
 }
+
+/// Not among the rows of the subquery, which runs once (`<> ALL(ARRAY(…))`, an InitPlan).
+macro_rules! not_in_once {
+    ($($sub:tt)*) => {
+        concat!(" <> ALL(ARRAY(", $($sub)*, "))")
+    };
+}
+
+/// The smaller of two values.
+macro_rules! least {
+    () => {
+        "LEAST"
+    };
+}

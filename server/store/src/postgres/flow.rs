@@ -5,9 +5,9 @@
 //! that queue — on any replica — takes its turn, and the counts read by the next statement (a
 //! fresh snapshot under read committed) include everything the previous holder admitted.
 
-use super::sql::starts::{insert_row, try_start};
+use super::sql::starts::{debounce_onto, insert_row, try_start};
 use super::PostgresStore;
-use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
+use crate::rows::{self, db_error};
 use crate::*;
 
 impl PostgresStore {
@@ -37,21 +37,7 @@ impl PostgresStore {
         let d = new.debounce.clone().expect("debounced start");
         for _ in 0..3 {
             let mut tx = self.pool.begin().await.map_err(db_error)?;
-            let updated: Option<WorkflowRow> = sqlx::query_as(concat!(
-                "UPDATE workflows SET input = $3, wake_at = LEAST($4, debounce_until), updated_at = $5 \
-                 WHERE workflow_id = (SELECT workflow_id FROM workflows WHERE workflow_name = $1 AND debounce_key = $2 \
-                   AND status = 'DELAYED' AND epoch = 0 FOR UPDATE) \
-                 AND status = 'DELAYED' AND epoch = 0 RETURNING ",
-                workflow_columns!()
-            ))
-            .bind(&new.workflow_name)
-            .bind(&d.key)
-            .bind(&new.input)
-            .bind(new.run_at)
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
+            let updated = debounce_onto(&mut tx, &new, &d.key, now).await?;
             if let Some(row) = updated {
                 tx.commit().await.map_err(db_error)?;
                 return Ok(Started {

@@ -1,63 +1,12 @@
-//! Remote steps on PostgreSQL, what differs: queueing a call answers, in the same statement,
-//! what was there before (one round trip), and attempts are claimed `FOR UPDATE SKIP LOCKED`.
+//! Remote steps on PostgreSQL, what differs: attempts are claimed `FOR UPDATE SKIP LOCKED`, so
+//! two replicas never start the same attempt.
 
-use super::sql::fencing::fenced_step;
 use super::PostgresStore;
-use crate::changes::Change;
-use crate::remote::{self, ClaimedRow};
+use crate::remote::ClaimedRow;
 use crate::rows::db_error;
 use crate::*;
 
 impl PostgresStore {
-    pub(super) async fn queue_call(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        task: &NewStepTask,
-        now: Millis,
-    ) -> StoreResult<Option<StepRecord>> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            remote::check_call(&fence.workflow_id, &done, &task.step_name)?;
-            return Ok(Some(done));
-        }
-        let p = &task.policy;
-        let (existing, inserted): (String, bool) = sqlx::query_as(
-            "WITH ins AS (INSERT INTO step_tasks (workflow_id, step_id, step_name, input, status, max_attempts, \
-               initial_backoff_ms, backoff_coefficient, max_backoff_ms, timeout_ms, available_at, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, $10, $10, $10) ON CONFLICT DO NOTHING \
-             RETURNING step_name) \
-             SELECT step_name, true FROM ins UNION ALL \
-             SELECT step_name, false FROM step_tasks WHERE workflow_id = $1 AND step_id = $2 LIMIT 1",
-        )
-        .bind(&fence.workflow_id)
-        .bind(step_id as i64)
-        .bind(&task.step_name)
-        .bind(&task.input)
-        .bind(p.max_attempts as i64)
-        .bind(p.initial_backoff_ms)
-        .bind(p.backoff_coefficient)
-        .bind(p.max_backoff_ms)
-        .bind(p.timeout_ms)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if existing != task.step_name {
-            return Err(StoreError::NonDeterminism {
-                workflow_id: fence.workflow_id.clone(),
-                step_id,
-                recorded: existing,
-                presented: task.step_name.clone(),
-            });
-        }
-        tx.commit().await.map_err(db_error)?;
-        if inserted {
-            self.announce_soon(Change::Enqueued);
-        }
-        Ok(None)
-    }
-
     pub(super) async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
         // The locking subquery sits in FROM with a LIMIT, so it runs once (see claim_workflows
         // for why that matters with SKIP LOCKED); `OF q` keeps the workflow rows unlocked.

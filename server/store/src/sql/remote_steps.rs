@@ -100,7 +100,54 @@ impl RemoteSteps for Backend {
         task: &NewStepTask,
         now: Millis,
     ) -> StoreResult<Option<StepRecord>> {
-        self.queue_call(fence, step_id, task, now).await
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
+            remote::check_call(&fence.workflow_id, &done, &task.step_name)?;
+            return Ok(Some(done));
+        }
+        let p = &task.policy;
+        let inserted: Option<String> = sqlx::query_scalar(
+            "INSERT INTO step_tasks (workflow_id, step_id, step_name, input, status, max_attempts, initial_backoff_ms, \
+               backoff_coefficient, max_backoff_ms, timeout_ms, available_at, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, $10, $10, $10) ON CONFLICT DO NOTHING \
+             RETURNING step_name",
+        )
+        .bind(&fence.workflow_id)
+        .bind(step_id as i64)
+        .bind(&task.step_name)
+        .bind(&task.input)
+        .bind(p.max_attempts as i64)
+        .bind(p.initial_backoff_ms)
+        .bind(p.backoff_coefficient)
+        .bind(p.max_backoff_ms)
+        .bind(p.timeout_ms)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        // Queued before (the call is asked again, by a replay): it must be the same call.
+        if inserted.is_none() {
+            let queued: String =
+                sqlx::query_scalar("SELECT step_name FROM step_tasks WHERE workflow_id = $1 AND step_id = $2")
+                    .bind(&fence.workflow_id)
+                    .bind(step_id as i64)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+            if queued != task.step_name {
+                return Err(StoreError::NonDeterminism {
+                    workflow_id: fence.workflow_id.clone(),
+                    step_id,
+                    recorded: queued,
+                    presented: task.step_name.clone(),
+                });
+            }
+        }
+        tx.commit().await.map_err(db_error)?;
+        if inserted.is_some() {
+            self.announce_soon(Change::Enqueued);
+        }
+        Ok(None)
     }
 
     async fn claim_step_tasks(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {

@@ -84,3 +84,32 @@ pub(crate) async fn try_start(conn: &mut Conn, new: &NewWorkflow, now: Millis) -
         None => Ok(None),
     }
 }
+
+/// Collapses `new` onto the not-yet-started workflow with its name and debounce key, if there
+/// is one: that workflow takes this input, and this start time capped by its own `until`. The
+/// row is locked first (PostgreSQL), so the wake pass cannot start it mid-update.
+pub(crate) async fn debounce_onto(
+    conn: &mut Conn,
+    new: &NewWorkflow,
+    key: &str,
+    now: Millis,
+) -> StoreResult<Option<WorkflowRow>> {
+    sqlx::query_as(concat!(
+        "UPDATE workflows SET input = $3, wake_at = ",
+        least!(),
+        "($4, COALESCE(debounce_until, $4)), updated_at = $5 \
+         WHERE workflow_id = (SELECT workflow_id FROM workflows WHERE workflow_name = $1 AND debounce_key = $2 \
+           AND status = 'DELAYED' AND epoch = 0",
+        for_update!(),
+        ") AND status = 'DELAYED' AND epoch = 0 RETURNING ",
+        workflow_columns!()
+    ))
+    .bind(&new.workflow_name)
+    .bind(key)
+    .bind(&new.input)
+    .bind(new.run_at)
+    .bind(now)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)
+}

@@ -1,9 +1,11 @@
-//! Worker streams: their leases, and taking back what a stream no longer holds. Claims differ
-//! by backend (`dispatch.rs` and `flow.rs` in each).
+//! Worker streams: claims of queues without limits (each row locked and skipped by other
+//! claimers on PostgreSQL, so replicas claiming at once split the work), leases, and taking
+//! back what a stream no longer holds. The claim of a queue with limits is in `limited.rs`.
 
-use super::Backend;
+use super::{dialect, Backend};
 use crate::changes::Change;
-use crate::rows::{self, db_error};
+use crate::queues::has_limits;
+use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::*;
 
 /// Counts a recovery and requeues or dead-letters. `$1` is the limit, `$2` now.
@@ -14,7 +16,6 @@ macro_rules! recover_set {
          updated_at = $2"
     };
 }
-pub(crate) use recover_set;
 
 impl Backend {
     /// What a recovery statement returned (workflow, new status), with the requeued ones
@@ -34,7 +35,45 @@ impl Workers for Backend {
         if claim.limit == 0 || claim.workflow_names.is_empty() || claim.queues.is_empty() {
             return Ok(Vec::new());
         }
-        self.claim(claim, now).await
+        // One autocommit statement: the claim is atomic by itself, and a first dispatch (epoch 1)
+        // has no steps to load, so the common case costs one round trip and one commit. Steps
+        // of re-dispatched workflows are read after the claim committed; a late write from an
+        // older epoch cannot land after that (record_step is fenced), so the read is complete.
+        // The outer status check re-checks the locked row. Queues with limits are left to
+        // `claim_limited` (judged by their stored row as this statement runs).
+        let claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'PENDING', worker_id = $1, session_id = $7, epoch = epoch + 1, \
+               app_version = COALESCE(app_version, $2), updated_at = $3, started_at = COALESCE(started_at, $3) \
+             WHERE workflow_id",
+            in_locked!(
+                "SELECT workflow_id FROM workflows WHERE status = 'ENQUEUED' AND queue_name",
+                in_list!("$4"),
+                " AND queue_name",
+                not_in_once!(
+                    "SELECT queue_name FROM queues WHERE queue_name",
+                    in_list!("$4"),
+                    " AND ",
+                    has_limits!()
+                ),
+                " AND workflow_name",
+                in_list!("$5"),
+                " AND (app_version IS NULL OR app_version = $2) \
+                 ORDER BY priority, created_at, workflow_id LIMIT $6"
+            ),
+            " AND status = 'ENQUEUED' RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(&claim.worker_id)
+        .bind(&claim.app_version)
+        .bind(now)
+        .bind(dialect::list(&claim.queues))
+        .bind(dialect::list(&claim.workflow_names))
+        .bind(claim.limit as i64)
+        .bind(&claim.session_id)
+        .fetch_all(self.writer())
+        .await
+        .map_err(db_error)?;
+        self.with_replay_steps(claimed).await
     }
 
     async fn claim_limited(&self, queue: &str, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>> {
@@ -78,7 +117,27 @@ impl Workers for Backend {
     }
 
     async fn release_lost(&self, lost: &[Fence], max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
-        self.release_fenced(lost, max_recovery_attempts, now).await
+        if lost.is_empty() {
+            return Ok(Recovery::default());
+        }
+        let ids: Vec<&str> = lost.iter().map(|f| f.workflow_id.as_str()).collect();
+        let epochs: Vec<String> = lost.iter().map(|f| f.epoch.to_string()).collect();
+        let rows: Vec<(String, String)> = sqlx::query_as(concat!(
+            "UPDATE workflows SET ",
+            recover_set!(),
+            " WHERE status = 'PENDING' AND EXISTS (SELECT 1 FROM ",
+            pairs!("$3", "$4"),
+            " WHERE k.first = workflows.workflow_id AND CAST(k.second AS BIGINT) = workflows.epoch) \
+             RETURNING workflow_id, status"
+        ))
+        .bind(max_recovery_attempts as i64)
+        .bind(now)
+        .bind(dialect::list(&ids))
+        .bind(dialect::list(&epochs))
+        .fetch_all(self.writer())
+        .await
+        .map_err(db_error)?;
+        Ok(self.recovered(rows))
     }
 
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {

@@ -114,3 +114,17 @@ macro_rules! for_key_share {
         ""
     };
 }
+
+/// Not among the rows of the subquery, which runs once.
+macro_rules! not_in_once {
+    ($($sub:tt)*) => {
+        concat!(" NOT IN (", $($sub)*, ")")
+    };
+}
+
+/// The smaller of two values.
+macro_rules! least {
+    () => {
+        "MIN"
+    };
+}

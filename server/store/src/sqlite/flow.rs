@@ -2,9 +2,9 @@
 //! of a queue with limits. Every write runs on the single writer connection, so a transaction
 //! here sees and counts everything before it; no row locks are needed.
 
-use super::sql::starts::try_start;
+use super::sql::starts::{debounce_onto, try_start};
 use super::{dialect, SqliteStore};
-use crate::rows::{db_error, workflow_columns, WorkflowRow};
+use crate::rows::db_error;
 use crate::*;
 
 impl SqliteStore {
@@ -21,19 +21,7 @@ impl SqliteStore {
         now: Millis,
     ) -> StoreResult<Started> {
         if let Some(d) = &new.debounce {
-            let updated: Option<WorkflowRow> = sqlx::query_as(concat!(
-                "UPDATE workflows SET input = ?3, wake_at = MIN(?4, COALESCE(debounce_until, ?4)), updated_at = ?5 \
-                 WHERE workflow_name = ?1 AND debounce_key = ?2 AND status = 'DELAYED' AND epoch = 0 RETURNING ",
-                workflow_columns!()
-            ))
-            .bind(&new.workflow_name)
-            .bind(&d.key)
-            .bind(&new.input)
-            .bind(new.run_at)
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
+            let updated = debounce_onto(tx, new, &d.key, now).await?;
             if let Some(row) = updated {
                 return Ok(Started {
                     workflow: row.try_into()?,
