@@ -116,6 +116,16 @@ pub enum Outcome {
     Failure(Failure),
 }
 
+impl Outcome {
+    /// The status a workflow finishes in with this outcome.
+    pub fn status(&self) -> WorkflowStatus {
+        match self {
+            Outcome::Output(_) => WorkflowStatus::Success,
+            Outcome::Failure(_) => WorkflowStatus::Error,
+        }
+    }
+}
+
 /// The fencing token a worker's write carries: which dispatch of which workflow it comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fence {

@@ -11,11 +11,13 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use sqlx::{postgres::PgPoolOptions, PgPool};
 
 /// The driver the shared SQL in `sql/` runs on here, and the store it is written for.
 type Db = sqlx::Postgres;
+/// Which backend, for logs.
+const NAME: &str = "postgres";
+
 type Backend = PostgresStore;
 
 #[macro_use]
@@ -164,18 +166,9 @@ pub(crate) async fn insert_workflow(
         .ok_or_else(|| StoreError::Unavailable(format!("workflow {:?} was neither started nor found", new.workflow_id)))
 }
 
-#[async_trait]
-impl Store for PostgresStore {
-    fn backend(&self) -> &'static str {
-        "postgres"
-    }
-
-    async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(db_error)?;
-        Ok(())
-    }
-
-    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
+impl PostgresStore {
+    /// Changes other replicas commit, as they commit; see [`Store::subscribe`].
+    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
         if !self.notify {
             return Ok(None);
         }

@@ -7,7 +7,6 @@
 
 use std::{str::FromStr, time::Duration};
 
-use async_trait::async_trait;
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
     SqlitePool,
@@ -15,6 +14,9 @@ use sqlx::{
 
 /// The driver the shared SQL in `sql/` runs on here, and the store it is written for.
 type Db = sqlx::Sqlite;
+/// Which backend, for logs.
+const NAME: &str = "sqlite";
+
 type Backend = SqliteStore;
 
 #[macro_use]
@@ -118,18 +120,9 @@ impl SqliteStore {
     fn announce_soon(&self, _change: crate::changes::Change) {}
 }
 
-#[async_trait]
-impl Store for SqliteStore {
-    fn backend(&self) -> &'static str {
-        "sqlite"
-    }
-
-    async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(&self.read).await.map_err(db_error)?;
-        Ok(())
-    }
-
-    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
+impl SqliteStore {
+    /// Changes other replicas commit, as they commit; see [`Store::subscribe`].
+    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
         // One process owns the file: every change happens through this replica, so there is
         // nothing to announce, and nothing to poll for. The channel stays open and silent.
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();

@@ -13,7 +13,7 @@ impl PostgresStore {
     /// One statement, one commit: insert every step and complete, only if the workflow is
     /// PENDING at this epoch (held `FOR SHARE` for the statement, as the step batch does) and
     /// every step went in. `None` when nothing was written.
-    async fn complete_with_steps_at_once(
+    pub(crate) async fn complete_in_one(
         &self,
         fence: &Fence,
         steps: &[NewStep],
@@ -21,10 +21,7 @@ impl PostgresStore {
         now: Millis,
     ) -> StoreResult<Option<Completed>> {
         let (output, failure) = rows::outcome_columns(outcome);
-        let status = match outcome {
-            Outcome::Output(_) => WorkflowStatus::Success,
-            Outcome::Failure(_) => WorkflowStatus::Error,
-        };
+        let status = outcome.status();
         let finished = crate::changes::Change::Finished {
             workflow_id: fence.workflow_id.clone(),
         };
@@ -113,45 +110,15 @@ impl PostgresStore {
         }
     }
 
-    pub(super) async fn complete_after(
+    /// Finishes the workflow if it is PENDING at the fence's epoch: status-gated and fenced in
+    /// the UPDATE itself, and group-committed with concurrent completions. `None` when refused.
+    pub(crate) async fn finish_fenced(
         &self,
         fence: &Fence,
-        steps: Vec<NewStep>,
         outcome: Outcome,
         now: Millis,
-    ) -> StoreResult<Completed> {
-        if steps.is_empty() {
-            return self.complete(fence, outcome, now).await;
-        }
-        if let Some(done) = self.complete_with_steps_at_once(fence, &steps, &outcome, now).await? {
-            return Ok(done);
-        }
-        // Not all went in at once (a retried completion, a conflict, a lost fence): one by one,
-        // so each refusal is explained.
-        crate::contract::steps::record_then_complete(self, fence, steps, outcome, now).await
-    }
-
-    pub(super) async fn complete(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
-        // Status-gated and fenced in the UPDATE itself; concurrent completions share one.
-        let written = self.completions.submit((fence.clone(), outcome, now)).await?;
-        if let Some(row) = written {
-            self.announce_soon(crate::changes::Change::Finished {
-                workflow_id: fence.workflow_id.clone(),
-            });
-            return Ok(Completed {
-                workflow: row.try_into()?,
-                adopted: false,
-            });
-        }
-        // Terminal is terminal until an operator resumes, so the outcome read here is the one
-        // that beat us.
-        match self.workflow(&fence.workflow_id).await? {
-            Some(w) if w.status.is_terminal() => Ok(Completed {
-                workflow: w,
-                adopted: true,
-            }),
-            current => Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
-        }
+    ) -> StoreResult<Option<WorkflowRow>> {
+        self.completions.submit((fence.clone(), outcome, now)).await
     }
 }
 

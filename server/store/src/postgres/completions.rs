@@ -31,10 +31,7 @@ pub(super) async fn write(pool: PgPool, batch: Vec<Completion>) -> StoreResult<V
         let (output, failure) = outcome_columns(outcome);
         ids.push(fence.workflow_id.clone());
         epochs.push(fence.epoch as i64);
-        statuses.push(match outcome {
-            Outcome::Output(_) => WorkflowStatus::Success.as_str(),
-            Outcome::Failure(_) => WorkflowStatus::Error.as_str(),
-        });
+        statuses.push(outcome.status().as_str());
         outputs.push(output);
         failures.push(failure);
         times.push(*now);

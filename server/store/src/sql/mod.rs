@@ -7,6 +7,8 @@
 //! here with a call into it where it differs.
 
 use super::{dialect, insert_workflow, Backend, Db};
+use crate::rows::db_error;
+use crate::*;
 
 pub(super) mod children;
 pub(super) mod events;
@@ -23,3 +25,19 @@ pub(super) mod steps;
 pub(super) mod streams;
 pub(super) mod workers;
 pub(super) mod workflows;
+
+#[async_trait::async_trait]
+impl Store for Backend {
+    fn backend(&self) -> &'static str {
+        super::NAME
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(self.reader()).await.map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
+        self.changes().await
+    }
+}

@@ -30,7 +30,24 @@ impl Steps for Backend {
     }
 
     async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
-        self.complete(fence, outcome, now).await
+        if let Some(row) = self.finish_fenced(fence, outcome, now).await? {
+            self.announce_soon(crate::changes::Change::Finished {
+                workflow_id: fence.workflow_id.clone(),
+            });
+            return Ok(Completed {
+                workflow: row.try_into()?,
+                adopted: false,
+            });
+        }
+        // Terminal is terminal until an operator resumes, so the outcome read here is the one
+        // that beat us.
+        match Self::workflow_on(self.writer(), &fence.workflow_id).await? {
+            Some(w) if w.status.is_terminal() => Ok(Completed {
+                workflow: w,
+                adopted: true,
+            }),
+            current => Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
+        }
     }
 
     async fn complete_with_steps(
@@ -40,7 +57,14 @@ impl Steps for Backend {
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<Completed> {
-        self.complete_after(fence, steps, outcome, now).await
+        if !steps.is_empty() {
+            if let Some(done) = self.complete_in_one(fence, &steps, &outcome, now).await? {
+                return Ok(done);
+            }
+        }
+        // No steps, or not all went in at once (a retried completion, a conflict, a lost
+        // fence): one by one, so each refusal is explained.
+        crate::contract::steps::record_then_complete(self, fence, steps, outcome, now).await
     }
 
     async fn steps_recorded(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>> {

@@ -1,5 +1,6 @@
 //! The hot path on SQLite: step checkpoints group-committed (concurrent ones share one
-//! transaction, so one fsync) and completions, each checked on the one writer connection.
+//! transaction, so one fsync), and completions, with the steps that come with them in the same
+//! transaction; each checked on the one writer connection.
 
 use sqlx::SqlitePool;
 
@@ -62,58 +63,70 @@ async fn record_step_in(
     Ok(Recorded::New)
 }
 
+/// Finishes the workflow if it is PENDING at the fence's epoch, status-gated and fenced in one
+/// statement.
+async fn finish_row<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
+    exec: E,
+    fence: &Fence,
+    outcome: &Outcome,
+    now: Millis,
+) -> StoreResult<Option<WorkflowRow>> {
+    let (output, failure) = rows::outcome_columns(outcome);
+    sqlx::query_as(concat!(
+        "UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
+         WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 RETURNING ",
+        workflow_columns!()
+    ))
+    .bind(outcome.status().as_str())
+    .bind(output)
+    .bind(failure)
+    .bind(now)
+    .bind(&fence.workflow_id)
+    .bind(fence.epoch as i64)
+    .fetch_optional(exec)
+    .await
+    .map_err(db_error)
+}
+
 impl SqliteStore {
     pub(super) async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
         self.steps.submit((fence.clone(), step, now)).await?
     }
 
-    pub(super) async fn complete(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
-        let (output, failure) = rows::outcome_columns(&outcome);
-        let status = match outcome {
-            Outcome::Output(_) => WorkflowStatus::Success,
-            Outcome::Failure(_) => WorkflowStatus::Error,
-        };
-        let mut tx = self.write.begin().await.map_err(db_error)?;
-        let written: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
-             WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 RETURNING ",
-            workflow_columns!()
-        ))
-        .bind(status.as_str())
-        .bind(output)
-        .bind(failure)
-        .bind(now)
-        .bind(&fence.workflow_id)
-        .bind(fence.epoch as i64)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        let result = match written {
-            Some(row) => Ok(Completed {
-                workflow: row.try_into()?,
-                adopted: false,
-            }),
-            None => match Self::workflow_on(&mut *tx, &fence.workflow_id).await? {
-                Some(w) if w.status.is_terminal() => Ok(Completed {
-                    workflow: w,
-                    adopted: true,
-                }),
-                current => Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
-            },
-        };
-        tx.commit().await.map_err(db_error)?;
-        result
-    }
-
-    /// Records the steps one by one, then completes: on the single writer each is a short
-    /// transaction, batched with others' step writes.
-    pub(super) async fn complete_after(
+    /// Finishes the workflow if it is PENDING at the fence's epoch. `None` when refused.
+    pub(crate) async fn finish_fenced(
         &self,
         fence: &Fence,
-        steps: Vec<NewStep>,
         outcome: Outcome,
         now: Millis,
-    ) -> StoreResult<Completed> {
-        crate::contract::steps::record_then_complete(self, fence, steps, outcome, now).await
+    ) -> StoreResult<Option<WorkflowRow>> {
+        finish_row(&self.write, fence, &outcome, now).await
+    }
+
+    /// Records every step and finishes, in one transaction (one fsync). `None`, writing
+    /// nothing, when any of it is refused: the caller then goes one by one to explain why.
+    pub(crate) async fn complete_in_one(
+        &self,
+        fence: &Fence,
+        steps: &[NewStep],
+        outcome: &Outcome,
+        now: Millis,
+    ) -> StoreResult<Option<Completed>> {
+        let mut tx = self.write.begin().await.map_err(db_error)?;
+        for step in steps {
+            match record_step_in(&mut tx, fence, step.clone(), now).await {
+                Ok(_) => {}
+                Err(e @ StoreError::Unavailable(_)) => return Err(e),
+                Err(_) => return Ok(None),
+            }
+        }
+        let Some(row) = finish_row(&mut *tx, fence, outcome, now).await? else {
+            return Ok(None);
+        };
+        tx.commit().await.map_err(db_error)?;
+        Ok(Some(Completed {
+            workflow: row.try_into()?,
+            adopted: false,
+        }))
     }
 }
