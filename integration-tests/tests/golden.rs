@@ -156,6 +156,40 @@ fn normalized(v: &Value) -> Value {
     }
 }
 
+/// A cancelled run: golden.child whose child was cancelled before it ran. The child's id is
+/// derived from its parent's, so the child is started first (delayed, so no worker takes it)
+/// and cancelled; the parent's start then joins it, and its await records how it ended.
+async fn cancelled_child(client: &waymark_sdk::Client) -> Golden {
+    let id = "golden-cancelled_child";
+    let child = StartOptions {
+        delay: Some(std::time::Duration::from_secs(3600)),
+        ..StartOptions::id(format!("{id}/child-0"))
+    };
+    client
+        .start_json("golden.child_body", json!({ "n": 3 }), child)
+        .await
+        .unwrap();
+    client.cancel(&format!("{id}/child-0")).await.unwrap();
+    let input = json!({ "n": 41 });
+    client
+        .start_json("golden.child", input.clone(), StartOptions::id(id))
+        .await
+        .unwrap();
+    let done = client
+        .await_workflow(id, Some(std::time::Duration::from_secs(120)))
+        .await
+        .unwrap();
+    let failure = done
+        .failure
+        .clone()
+        .unwrap_or_else(|| panic!("the parent of a cancelled child did not fail: {done:?}"));
+    Golden {
+        about: "golden.child, whose child was cancelled before it finished: the await records how the child ended (CANCELLED), and the parent fails with ChildCancelled.".into(),
+        history: client.history(id).await.unwrap(),
+        expect: Expect::Failed(failure.kind),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn golden_histories_come_from_real_runs() {
     let Some(db) = TestDatabase::new(Backend::Sqlite).await else {
@@ -191,6 +225,7 @@ async fn golden_histories_come_from_real_runs() {
         };
         live.push((name.to_string(), g));
     }
+    live.push(("cancelled_child".into(), cancelled_child(&client).await));
     let all = with_derived(live);
     if std::env::var("WAYMARK_WRITE_GOLDEN").is_ok_and(|v| v == "1") {
         std::fs::create_dir_all(dir()).unwrap();
