@@ -69,7 +69,7 @@ impl Engine {
             assign: None,
             ..Default::default()
         };
-        let id = self.store.start_child_step(&fence, step_id, child, self.now()).await?;
+        let id = super::recorded::start_child(&*self.store, &fence, step_id, child, self.now()).await?;
         self.work_enqueued();
         Ok(id)
     }
@@ -87,10 +87,7 @@ impl Engine {
         self.waits
             .children
             .add(child_id.clone(), StepWaiter::new(session, &fence, step_id));
-        Ok(self
-            .store
-            .await_child_step(&fence, step_id, &child_id, self.now())
-            .await?)
+        Ok(super::recorded::await_child(&*self.store, &fence, step_id, &child_id, self.now()).await?)
     }
 
     /// Cancels a workflow and, with `cascade`, its children and theirs, level by level.

@@ -68,9 +68,7 @@ impl Engine {
         self.worker_write(session, &fence, adds).await?;
         validate_key(&key)?;
         validate::payload("event value", &value, self.config.max_payload_bytes)?;
-        self.store
-            .set_event_step(&fence, step_id, &key, &value, self.now())
-            .await?;
+        super::recorded::set_event(&*self.store, &fence, step_id, &key, &value, self.now()).await?;
         session.grow_history(&fence.workflow_id, adds);
         self.wake_event(&fence.workflow_id, &key).await;
         // Readers parked on it are back in their queue now.
@@ -133,10 +131,7 @@ impl Engine {
         }
         let waiter = StepWaiter::new(session, &fence, step_id);
         self.waits.events.workflows.add((target.clone(), key.clone()), waiter);
-        let got = self
-            .store
-            .get_event_step(&fence, step_id, &target, &key, deadline, now)
-            .await?;
+        let got = super::recorded::get_event(&*self.store, &fence, step_id, &target, &key, deadline, now).await?;
         if let Received::Delivered(value) = &got {
             // Known only now: the next write finds the cap if this passed it.
             session.grow_history(&fence.workflow_id, value.len());

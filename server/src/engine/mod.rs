@@ -30,6 +30,7 @@ pub mod lists;
 pub mod messages;
 pub mod pages;
 pub mod queues;
+pub mod recorded;
 pub mod recovery;
 pub mod remote_steps;
 pub mod schedules;
@@ -201,5 +202,7 @@ impl Engine {
 mod bounds_tests;
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod recorded_tests;
 #[cfg(test)]
 mod tests;

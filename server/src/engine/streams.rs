@@ -62,10 +62,8 @@ impl Engine {
         if let Some(v) = &value {
             validate::payload("stream value", v, self.config.max_payload_bytes)?;
         }
-        let offset = self
-            .store
-            .write_stream_step(&fence, step_id, &key, value.as_deref(), self.now())
-            .await?;
+        let offset =
+            super::recorded::write_stream(&*self.store, &fence, step_id, &key, value.as_deref(), self.now()).await?;
         session.grow_history(&fence.workflow_id, adds);
         self.waits.streams.wake(&fence.workflow_id, Some(&key));
         Ok(offset)

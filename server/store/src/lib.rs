@@ -25,14 +25,24 @@ mod contract;
 mod messaging;
 pub mod postgres;
 pub mod queues;
+pub mod recorded;
 mod remote;
 mod rows;
 pub mod schedules;
 pub mod sqlite;
 
 pub use contract::{
-    children::*, events::*, messages::*, queues::Queues, remote_steps::RemoteSteps, schedules::Schedules, steps::*,
-    streams::*, workers::*, workflows::*,
+    children::*,
+    events::*,
+    messages::*,
+    queues::Queues,
+    remote_steps::RemoteSteps,
+    schedules::Schedules,
+    steps::*,
+    streams::*,
+    transaction::{FenceLock, Transaction},
+    workers::*,
+    workflows::*,
 };
 pub use remote::{
     ExpiredSteps, NewStepTask, StepAttempt, StepClaim, StepFinished, StepPolicy, StepTask, WaitFor, WaitTarget,
@@ -230,6 +240,10 @@ pub trait Store:
     /// backend cannot announce them; the engine then polls. A single-process backend returns a
     /// channel that stays silent: there are no other replicas.
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<changes::Change>>>;
+
+    /// Begins a transaction at `now`, for an operation composed of table operations (see
+    /// [`Transaction`]).
+    async fn begin(&self, now: Millis) -> StoreResult<Box<dyn Transaction + '_>>;
 }
 
 impl From<waymark_journal::NonDeterminism> for StoreError {

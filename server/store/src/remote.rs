@@ -243,7 +243,7 @@ pub(crate) fn select_output(index: u32) -> String {
 }
 
 pub(crate) fn replay_select(workflow_id: &str, step: &crate::StepRecord, mode: WaitFor) -> crate::StoreResult<u32> {
-    let selected: shapes::Selected = crate::messaging::replay_builtin(workflow_id, step, mode.step_name())?;
+    let selected: shapes::Selected = crate::recorded::replay_builtin(workflow_id, step, mode.step_name())?;
     Ok(selected.index)
 }
 

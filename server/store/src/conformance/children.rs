@@ -1,4 +1,6 @@
-//! Child workflow cases: started with the parent's record of it, re-joined on replay, awaited.
+//! Child workflow cases: deadlines, which children inherit from their parent. (Starting and
+//! awaiting children as a workflow's steps are composed by the engine; their cases are in the
+//! engine's tests, on both backends.)
 
 use super::*;
 
@@ -7,73 +9,6 @@ fn child(id: &str) -> NewWorkflow {
         input: "7".into(),
         ..wf(id, "C", "q")
     }
-}
-
-pub async fn children_start_with_their_record_and_rejoin_on_replay(s: Arc<dyn Store>) {
-    let s = &*s;
-    start(s, wf("parent", "P", "q"), T).await;
-    s.renew_session_lease(&session("A"), "A", T + 60_000, T).await.unwrap();
-    claim_one(s, "A", "P", "parent", T).await;
-    let f = fence("parent", 1);
-    assert_eq!(
-        s.start_child_step(&f, 0, child("parent/0"), T + 1).await.unwrap(),
-        "parent/0"
-    );
-    let c = get(s, "parent/0").await;
-    assert_eq!(
-        (c.status, c.parent_workflow_id.as_deref(), c.input.as_str()),
-        (WorkflowStatus::Enqueued, Some("parent"), "7")
-    );
-    // A replay re-joins the recorded child, even when it would derive another id.
-    assert_eq!(
-        s.start_child_step(&f, 0, child("parent/other"), T + 2).await.unwrap(),
-        "parent/0"
-    );
-    assert!(
-        s.get_workflow("parent/other").await.unwrap().is_none(),
-        "no second child"
-    );
-    assert_eq!(s.children("parent").await.unwrap(), ["parent/0"]);
-    // An id used by another kind of workflow is a conflict, and nothing is recorded.
-    let taken = NewWorkflow {
-        workflow_name: "Other".into(),
-        ..child("parent")
-    };
-    assert!(matches!(
-        s.start_child_step(&f, 1, taken, T + 3).await,
-        Err(StoreError::WorkflowIdConflict { .. })
-    ));
-    assert_eq!(s.list_steps("parent").await.unwrap().len(), 1);
-    // Awaiting: nothing while the child runs, its outcome once finished, recorded for replays.
-    assert_eq!(s.await_child_step(&f, 1, "parent/0", T + 4).await.unwrap(), None);
-    assert!(s.finished_among(&["parent/0".into()]).await.unwrap().is_empty());
-    claim_one(s, "A", "C", "parent/0", T + 5).await;
-    s.complete_workflow(&fence("parent/0", 1), Outcome::Output("49".into()), T + 6)
-        .await
-        .unwrap();
-    assert_eq!(
-        s.finished_among(&["parent/0".into(), "parent".into()]).await.unwrap(),
-        ["parent/0"]
-    );
-    let done = ChildOutcome {
-        status: WorkflowStatus::Success,
-        output: Some("49".into()),
-        failure: None,
-    };
-    assert_eq!(
-        s.await_child_step(&f, 1, "parent/0", T + 7).await.unwrap(),
-        Some(done.clone())
-    );
-    assert_eq!(s.await_child_step(&f, 1, "parent/0", T + 8).await.unwrap(), Some(done));
-    assert!(matches!(
-        s.await_child_step(&f, 2, "nobody", T + 9).await,
-        Err(StoreError::WorkflowNotFound(_))
-    ));
-    // Fenced like every step.
-    assert!(matches!(
-        s.start_child_step(&fence("parent", 9), 3, child("x"), T).await,
-        Err(StoreError::StaleEpoch { .. })
-    ));
 }
 
 /// Deadlines: past one, unfinished workflows are cancelled; children inherit the earlier of
@@ -102,9 +37,12 @@ pub async fn deadlines_cancel_and_children_inherit_them(s: Arc<dyn Store>) {
         deadline_at: Some(T + 500),
         ..child("parent/early")
     };
-    s.start_child_step(&f, 0, late, T + 1).await.unwrap();
-    s.start_child_step(&f, 1, early, T + 1).await.unwrap();
-    s.start_child_step(&f, 2, child("parent/none"), T + 1).await.unwrap();
+    let mut tx = s.begin(T + 1).await.unwrap();
+    tx.fence(&f, 0, FenceLock::Shared).await.unwrap();
+    for c in [late, early, child("parent/none")] {
+        assert!(tx.insert_child("parent", &c).await.unwrap());
+    }
+    tx.commit(Vec::new()).await.unwrap();
     assert_eq!(
         get(s, "parent/late").await.deadline_at,
         Some(T + 1_000),

@@ -19,6 +19,7 @@ use crate::*;
 mod children;
 mod dispatch;
 mod events;
+pub mod fixtures;
 mod flow;
 mod messages;
 mod parking;
@@ -27,6 +28,7 @@ mod remote_steps;
 mod schedules;
 mod steps;
 mod streams;
+mod transaction;
 mod workflows;
 
 pub use children::*;
@@ -40,6 +42,7 @@ pub use remote_steps::*;
 pub use schedules::*;
 pub use steps::*;
 pub use streams::*;
+pub use transaction::*;
 pub use workflows::*;
 
 /// One case's database: the store under test, and how to throw the database away afterwards.
@@ -87,11 +90,11 @@ macro_rules! conformance_tests {
             send_step_is_recorded_once,
             concurrent_receivers_take_each_message_once,
             a_send_completes_a_waiting_receive_in_its_transaction,
-            set_event_keeps_value_history_and_step,
-            set_event_is_fenced,
-            get_event_step_waits_then_records,
-            streams_append_in_order_and_close,
-            children_start_with_their_record_and_rejoin_on_replay,
+            events_are_read_back_with_their_history,
+            streams_are_read_from_an_offset,
+            transactions_write_only_when_committed,
+            transactions_fence_and_detect_replays,
+            transactions_insert_children_once,
             deadlines_cancel_and_children_inherit_them,
             parked_workflows_wake_when_their_wait_resolves,
             parked_parents_wake_when_the_awaited_workflow_finishes,
@@ -130,9 +133,9 @@ macro_rules! conformance_tests {
 
 /// The instant every case starts at (milliseconds since the Unix epoch).
 pub const T: Millis = 1_700_000_000_000;
-const V1: &str = "v1";
+pub const V1: &str = "v1";
 
-fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
+pub fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
     NewWorkflow {
         workflow_id: id.to_string(),
         workflow_name: name.to_string(),
@@ -148,11 +151,11 @@ fn wf(id: &str, name: &str, queue: &str) -> NewWorkflow {
 }
 
 /// The stream a test worker claims on: one per worker unless a case says otherwise.
-fn session(worker: &str) -> String {
+pub fn session(worker: &str) -> String {
     format!("{worker}/stream-1")
 }
 
-fn claim(worker: &str, names: &[&str], queues: &[&str], limit: u32) -> Claim {
+pub fn claim(worker: &str, names: &[&str], queues: &[&str], limit: u32) -> Claim {
     Claim {
         worker_id: worker.to_string(),
         session_id: session(worker),
@@ -163,7 +166,7 @@ fn claim(worker: &str, names: &[&str], queues: &[&str], limit: u32) -> Claim {
     }
 }
 
-fn step(step_id: u32, name: &str, output: &str) -> NewStep {
+pub fn step(step_id: u32, name: &str, output: &str) -> NewStep {
     NewStep {
         step_id,
         name: name.to_string(),
@@ -172,40 +175,40 @@ fn step(step_id: u32, name: &str, output: &str) -> NewStep {
     }
 }
 
-fn fence(id: &str, epoch: u64) -> Fence {
+pub fn fence(id: &str, epoch: u64) -> Fence {
     Fence {
         workflow_id: id.to_string(),
         epoch,
     }
 }
 
-fn failure(kind: &str) -> Outcome {
+pub fn failure(kind: &str) -> Outcome {
     Outcome::Failure(Failure {
         kind: kind.to_string(),
         message: format!("{kind} happened"),
     })
 }
 
-fn ids(claimed: &[ClaimedWorkflow]) -> Vec<&str> {
+pub fn ids(claimed: &[ClaimedWorkflow]) -> Vec<&str> {
     claimed.iter().map(|c| c.workflow.workflow_id.as_str()).collect()
 }
 
-fn list_ids(list: &[WorkflowRecord]) -> Vec<&str> {
+pub fn list_ids(list: &[WorkflowRecord]) -> Vec<&str> {
     list.iter().map(|w| w.workflow_id.as_str()).collect()
 }
 
-async fn start(s: &dyn Store, new: NewWorkflow, now: Millis) -> WorkflowRecord {
+pub async fn start(s: &dyn Store, new: NewWorkflow, now: Millis) -> WorkflowRecord {
     let started = s.start_workflow(new, now).await.expect("start");
     assert!(started.created);
     started.workflow
 }
 
-async fn get(s: &dyn Store, id: &str) -> WorkflowRecord {
+pub async fn get(s: &dyn Store, id: &str) -> WorkflowRecord {
     s.get_workflow(id).await.expect("get").expect("exists")
 }
 
 /// Claims exactly the workflow `id` (the only runnable one of its name) for `worker`.
-async fn claim_one(s: &dyn Store, worker: &str, name: &str, id: &str, now: Millis) -> u64 {
+pub async fn claim_one(s: &dyn Store, worker: &str, name: &str, id: &str, now: Millis) -> u64 {
     let got = s
         .claim_workflows(&claim(worker, &[name], &["q"], 1), now)
         .await

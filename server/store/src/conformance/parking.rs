@@ -75,11 +75,9 @@ pub async fn parked_workflows_wake_when_their_wait_resolves(s: Arc<dyn Store>) {
         .park(&fence("reader", 1), 99, T + 60_000, &event, T + 1)
         .await
         .unwrap());
-    s.set_event_step(&fence("writer", 1), 0, "other", "1", T + 2)
-        .await
-        .unwrap();
+    set_event_waking(s, "writer", "other", 0, T + 2).await;
     assert_eq!(get(s, "reader").await.status, WorkflowStatus::Delayed);
-    s.set_event_step(&fence("writer", 1), 1, "k", "1", T + 3).await.unwrap();
+    set_event_waking(s, "writer", "k", 1, T + 3).await;
     assert_eq!(get(s, "reader").await.status, WorkflowStatus::Enqueued);
 
     // Fenced, and a parked workflow can be cancelled.
@@ -149,4 +147,16 @@ pub async fn parked_parents_wake_when_the_awaited_workflow_finishes(s: Arc<dyn S
         .await,
         Err(StoreError::WorkflowNotFound(_))
     ));
+}
+
+/// Sets an event and wakes the workflows parked on it, in one transaction (as the engine does).
+async fn set_event_waking(s: &dyn Store, workflow_id: &str, key: &str, step_id: u32, now: Millis) {
+    let mut tx = s.begin(now).await.unwrap();
+    tx.set_event(workflow_id, key, "1", step_id).await.unwrap();
+    let on = ParkedOn::Event {
+        workflow_id: workflow_id.into(),
+        key: key.into(),
+    };
+    tx.wake_parked(None, &on).await.unwrap();
+    tx.commit(Vec::new()).await.unwrap();
 }

@@ -275,13 +275,19 @@ pub async fn concurrent_step_claims_take_each_call_once(s: Arc<dyn Store>) {
 pub async fn select_records_the_first_to_finish(s: Arc<dyn Store>) {
     let s = &*s;
     let f = running_caller(s, "parent").await;
+    // The children started as the parent's steps 0 and 1, as the engine starts them.
+    let mut tx = s.begin(T + 1).await.unwrap();
+    tx.fence(&f, 0, FenceLock::Shared).await.unwrap();
     for (step, id) in [(0, "parent/a"), (1, "parent/b")] {
         let child = NewWorkflow {
             input: "1".into(),
             ..wf(id, "C", "q")
         };
-        s.start_child_step(&f, step, child, T + 1).await.unwrap();
+        assert!(tx.insert_child("parent", &child).await.unwrap());
+        let started = crate::recorded::child_started_output(id);
+        assert!(tx.record_step(&f, step, START_CHILD_STEP, &started).await.unwrap());
     }
+    tx.commit(Vec::new()).await.unwrap();
     s.call_step(&f, 2, &call("double", "1", 1), T + 2).await.unwrap();
     let targets = [
         WaitTarget::Workflow("parent/a".into()),

@@ -24,26 +24,8 @@ pub struct EventValue {
 /// A workflow's events: set as a step, read from outside or as a recorded step.
 #[async_trait]
 pub trait Events: Send + Sync {
-    /// Sets an event of the fenced workflow: current value, history entry and step `step_id`
-    /// in one transaction. A replay (step recorded) changes nothing.
-    async fn set_event_step(&self, fence: &Fence, step_id: u32, key: &str, value: &str, now: Millis)
-        -> StoreResult<()>;
-
     /// The current value of an event; `WorkflowNotFound` when the workflow does not exist.
     async fn get_event(&self, workflow_id: &str, key: &str) -> StoreResult<Option<String>>;
-
-    /// Reads another workflow's event from the fenced workflow and records the outcome as step
-    /// `step_id`: `Delivered(value)` when set, `TimedOut` past `deadline`, else `Waiting`
-    /// (nothing written). A recorded step is answered from the record.
-    async fn get_event_step(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        target_workflow_id: &str,
-        key: &str,
-        deadline: Millis,
-        now: Millis,
-    ) -> StoreResult<Received>;
 
     /// Every event of a workflow with its history; `WorkflowNotFound` when it does not exist.
     async fn list_events(&self, workflow_id: &str) -> StoreResult<Vec<EventRecord>>;

@@ -10,5 +10,6 @@ pub mod remote_steps;
 pub mod schedules;
 pub mod steps;
 pub mod streams;
+pub mod transaction;
 pub mod workers;
 pub mod workflows;

@@ -16,18 +16,6 @@ pub struct StreamEntry {
 /// A workflow's streams: appends and closes recorded as steps, reads from an offset.
 #[async_trait]
 pub trait Streams: Send + Sync {
-    /// Appends `value` to the fenced workflow's stream `key` (or, with `None`, closes it),
-    /// recorded as step `step_id` in the same transaction; returns the entry's offset. A replay
-    /// (step recorded) returns the recorded offset and writes nothing.
-    async fn write_stream_step(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        key: &str,
-        value: Option<&str>,
-        now: Millis,
-    ) -> StoreResult<u64>;
-
     /// Up to `limit` entries of stream `key` from offset `from`, in order.
     /// `WorkflowNotFound` when the workflow does not exist.
     async fn read_stream(&self, workflow_id: &str, key: &str, from: u64, limit: u32) -> StoreResult<Vec<StreamEntry>>;

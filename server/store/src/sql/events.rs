@@ -1,8 +1,7 @@
-//! Events: set (current value + history + step in one fenced transaction), get, and the
-//! recorded get a workflow makes.
+//! Events: reads from outside a workflow, and which waits have theirs set. (Setting an event and
+//! a workflow's recorded read are composed by the engine from table operations.)
 
 use super::dialect;
-use super::fencing::{fenced_step, insert_step};
 use super::{Backend, Db};
 use crate::messaging::{self, EventHistoryRow, EventRow};
 use crate::rows::db_error;
@@ -10,116 +9,11 @@ use crate::*;
 
 #[async_trait::async_trait]
 impl Events for Backend {
-    async fn set_event_step(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        key: &str,
-        value: &str,
-        now: Millis,
-    ) -> StoreResult<()> {
-        let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return messaging::replay_set_event(&fence.workflow_id, &done);
-        }
-        sqlx::query(
-            "INSERT INTO events (workflow_id, event_key, value, updated_at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (workflow_id, event_key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        )
-        .bind(&fence.workflow_id)
-        .bind(key)
-        .bind(value)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        sqlx::query(
-            "INSERT INTO event_history (workflow_id, event_key, value, step_id, set_at) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(&fence.workflow_id)
-        .bind(key)
-        .bind(value)
-        .bind(step_id as i64)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        insert_step(
-            &mut tx,
-            fence,
-            step_id,
-            SET_EVENT_STEP,
-            &messaging::set_event_output(key),
-            now,
-        )
-        .await?;
-        // Workflows parked waiting for this event go back to their queue.
-        let on = ParkedOn::Event {
-            workflow_id: fence.workflow_id.clone(),
-            key: key.to_string(),
-        };
-        super::parking::wake_parked(&mut tx, None, &on, now).await?;
-        let change = crate::changes::Change::Event {
-            workflow_id: fence.workflow_id.clone(),
-            key: key.to_string(),
-        };
-        tx.commit().await.map_err(db_error)?;
-        self.announce_soon(change);
-        Ok(())
-    }
-
     async fn get_event(&self, workflow_id: &str, key: &str) -> StoreResult<Option<String>> {
         if self.workflow(workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         }
         event_value(self.reader(), workflow_id, key).await
-    }
-
-    async fn get_event_step(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        target: &str,
-        key: &str,
-        deadline: Millis,
-        now: Millis,
-    ) -> StoreResult<Received> {
-        let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return messaging::replay_get_event(&fence.workflow_id, &done);
-        }
-        if Self::workflow_on(&mut *tx, target).await?.is_none() {
-            return Err(StoreError::WorkflowNotFound(target.to_string()));
-        }
-        let received = match event_value(&mut *tx, target, key).await? {
-            Some(value) => {
-                insert_step(
-                    &mut tx,
-                    fence,
-                    step_id,
-                    GET_EVENT_STEP,
-                    &messaging::get_event_output(Some(&value)),
-                    now,
-                )
-                .await?;
-                Received::Delivered(value)
-            }
-            None if now >= deadline => {
-                insert_step(
-                    &mut tx,
-                    fence,
-                    step_id,
-                    GET_EVENT_STEP,
-                    &messaging::get_event_output(None),
-                    now,
-                )
-                .await?;
-                Received::TimedOut
-            }
-            None => Received::Waiting,
-        };
-        tx.commit().await.map_err(db_error)?;
-        Ok(received)
     }
 
     async fn list_events(&self, workflow_id: &str) -> StoreResult<Vec<EventRecord>> {
@@ -161,7 +55,7 @@ impl Events for Backend {
 }
 
 /// The current value of an event, read on `exec`.
-async fn event_value<'e, E: sqlx::Executor<'e, Database = Db>>(
+pub(crate) async fn event_value<'e, E: sqlx::Executor<'e, Database = Db>>(
     exec: E,
     workflow_id: &str,
     key: &str,

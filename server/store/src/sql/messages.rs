@@ -9,7 +9,7 @@
 use super::fencing::{fenced_step, insert_step, recorded_step};
 use super::{Backend, Db};
 use crate::changes::Change;
-use crate::messaging;
+use crate::recorded;
 use crate::rows::db_error;
 use crate::*;
 
@@ -131,7 +131,7 @@ impl Messages for Backend {
     async fn send_message_step(&self, fence: &Fence, step_id: u32, m: NewMessage, now: Millis) -> StoreResult<String> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return messaging::replay_send(&fence.workflow_id, &done);
+            return recorded::replay_send(&fence.workflow_id, &done);
         }
         let sent = insert_message(&mut tx, &m, now).await?;
         if !insert_step(
@@ -139,14 +139,14 @@ impl Messages for Backend {
             fence,
             step_id,
             SEND_STEP,
-            &messaging::send_output(&sent.message_id),
+            &recorded::send_output(&sent.message_id),
             now,
         )
         .await?
         {
             // A concurrent request recorded this step first: undo ours, answer with theirs.
             tx.rollback().await.map_err(db_error)?;
-            return self.replayed(fence, step_id, messaging::replay_send).await;
+            return self.replayed(fence, step_id, recorded::replay_send).await;
         }
         tx.commit().await.map_err(db_error)?;
         self.announce_soon(Change::Message {
@@ -166,7 +166,7 @@ impl Messages for Backend {
     ) -> StoreResult<Received> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return messaging::replay_recv(&fence.workflow_id, &done);
+            return recorded::replay_recv(&fence.workflow_id, &done);
         }
         match take_oldest(&mut tx, fence, step_id, topic, deadline, now).await? {
             Some(Received::Waiting) => Ok(Received::Waiting),
@@ -176,7 +176,7 @@ impl Messages for Backend {
             }
             None => {
                 tx.rollback().await.map_err(db_error)?;
-                self.replayed(fence, step_id, messaging::replay_recv).await
+                self.replayed(fence, step_id, recorded::replay_recv).await
             }
         }
     }
@@ -236,10 +236,10 @@ pub(crate) async fn take_oldest(
 ) -> StoreResult<Option<Received>> {
     let (received, output) = match consume_oldest(tx, &fence.workflow_id, topic, step_id, now).await? {
         Some((_, payload)) => {
-            let output = messaging::recv_output(Some(&payload));
+            let output = recorded::recv_output(Some(&payload));
             (Received::Delivered(payload), output)
         }
-        None if now >= deadline => (Received::TimedOut, messaging::recv_output(None)),
+        None if now >= deadline => (Received::TimedOut, recorded::recv_output(None)),
         None => return Ok(Some(Received::Waiting)),
     };
     if !insert_step(tx, fence, step_id, RECV_STEP, &output, now).await? {

@@ -23,6 +23,7 @@ pub(super) mod schedules;
 pub(super) mod starts;
 pub(super) mod steps;
 pub(super) mod streams;
+pub(super) mod transaction;
 pub(super) mod workers;
 pub(super) mod workflows;
 
@@ -39,5 +40,9 @@ impl Store for Backend {
 
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
         self.changes().await
+    }
+
+    async fn begin(&self, now: Millis) -> StoreResult<Box<dyn Transaction + '_>> {
+        self.begin_at(now).await
     }
 }

@@ -1,0 +1,60 @@
+//! One transaction, for the durable operations the engine composes out of table operations:
+//! check the fence, write what the operation writes, record it as the workflow's step, wake
+//! what waited for it — all in one commit. Hot paths whose backends answer with one statement
+//! of their own (step records, completions, claims, sends and receives) stay whole operations
+//! of their concern's trait.
+
+use async_trait::async_trait;
+
+use crate::changes::Change;
+use crate::*;
+
+/// How the fence holds the workflow's row until the transaction ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FenceLock {
+    /// Other fenced writes of the workflow go on beside this one; an epoch change waits.
+    Shared,
+    /// Fenced writes of the workflow take turns: for a write that reads what the last one
+    /// wrote (a stream append hands out `MAX + 1`).
+    Alone,
+}
+
+/// A transaction on the store, at the time `now` it was begun with. Nothing is written until
+/// [`Transaction::commit`]; dropped without it, it rolls back.
+#[async_trait]
+pub trait Transaction: Send {
+    /// Checks the fence — the workflow is PENDING at the fence's epoch, else `StaleEpoch`,
+    /// `NotRunning` or `WorkflowNotFound` — holding its row until the transaction ends, and
+    /// returns the step already recorded at `step_id`, if any (the call is a replay).
+    async fn fence(&mut self, fence: &Fence, step_id: u32, lock: FenceLock) -> StoreResult<Option<StepRecord>>;
+
+    /// Records a built-in step of the fenced workflow: `output` (JSON text), one attempt.
+    /// False when a concurrent request for the same step recorded it first.
+    async fn record_step(&mut self, fence: &Fence, step_id: u32, name: &str, output: &str) -> StoreResult<bool>;
+
+    /// The workflow as stored.
+    async fn workflow(&mut self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>>;
+
+    /// Sets an event's current value and adds it to the event's history, as set by step
+    /// `step_id` of its workflow.
+    async fn set_event(&mut self, workflow_id: &str, key: &str, value: &str, step_id: u32) -> StoreResult<()>;
+
+    /// An event's current value.
+    async fn event(&mut self, workflow_id: &str, key: &str) -> StoreResult<Option<String>>;
+
+    /// Appends `value` to a workflow's stream, or with `None` its close marker; returns the
+    /// entry's offset. Under a [`FenceLock::Alone`] fence, so two appends cannot take one
+    /// offset.
+    async fn append_stream(&mut self, workflow_id: &str, key: &str, value: Option<&str>) -> StoreResult<u64>;
+
+    /// Inserts `child` ENQUEUED as a child of `parent` (its deadline capped by the parent's),
+    /// unless its id is taken; true when it was inserted.
+    async fn insert_child(&mut self, parent: &str, child: &NewWorkflow) -> StoreResult<bool>;
+
+    /// Puts back in its queue every workflow parked on `on` (for a message or a step result:
+    /// only `workflow_id`, the one that waits); returns how many.
+    async fn wake_parked(&mut self, workflow_id: Option<&str>, on: &ParkedOn) -> StoreResult<u64>;
+
+    /// Commits, then tells the other replicas of `changes`.
+    async fn commit(self: Box<Self>, changes: Vec<Change>) -> StoreResult<()>;
+}
