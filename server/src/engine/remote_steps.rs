@@ -113,7 +113,7 @@ impl Engine {
             }
             StepFinished::Retrying { at } => {
                 tracing::debug!(workflow_id = %attempt.workflow_id, step_id = attempt.step_id, attempt = attempt.attempt, "remote step failed; retrying");
-                self.retry_times.add(at);
+                self.dispatch.retry_times.add(at);
                 self.work_enqueued();
             }
         }
@@ -209,7 +209,7 @@ impl Engine {
         match self.store.expire_step_tasks(self.now()).await {
             Ok(expired) => {
                 for at in expired.retrying {
-                    self.retry_times.add(at);
+                    self.dispatch.retry_times.add(at);
                 }
                 for (workflow_id, step_id) in expired.recorded {
                     tracing::info!(%workflow_id, step_id, "remote step out of attempts after a timeout");

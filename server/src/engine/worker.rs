@@ -140,7 +140,7 @@ impl Engine {
         session.grant(workflows);
         session.grant_steps(steps);
         if workflows > 0 || steps > 0 {
-            self.dispatch_wanted.notify_one();
+            self.dispatch.wanted.notify_one();
         }
     }
 

@@ -196,7 +196,7 @@ impl Engine {
         queue: &str,
         app_version: &str,
     ) -> Option<Arc<WorkerSession>> {
-        if self.is_shutting_down() || self.backlog.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.is_shutting_down() || self.dispatch.backlog.load(std::sync::atomic::Ordering::Relaxed) {
             return None;
         }
         let now = self.now();
