@@ -2,8 +2,9 @@
 //!
 //! No driver types and no SQL cross this boundary. Two implementations live beside it —
 //! [`sqlite::SqliteStore`] (the embedded default) and [`postgres::PostgresStore`] (production,
-//! shared by any number of server replicas) — and one conformance suite ([`conformance`]) runs
-//! the same cases against both.
+//! shared by any number of server replicas) — sharing the SQL written once in `sql/`, and one
+//! conformance suite ([`conformance`]) runs the same cases against both. The contract is one
+//! trait per concern (`contract/`) plus a transaction handle ([`Transaction`]).
 //!
 //! Time is passed in by the caller as milliseconds since the Unix epoch, so the engine's clock
 //! can be injected and every time-based decision (lease expiry, recovery) tested without waiting.

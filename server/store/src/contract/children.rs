@@ -1,4 +1,5 @@
-//! Child workflows: started and awaited as recorded steps of their parent.
+//! Child workflows: which ones a workflow started, and how an awaited one ended. (Starting and
+//! awaiting a child are composed by the engine from [`crate::Transaction`]'s table operations.)
 
 use async_trait::async_trait;
 
@@ -13,7 +14,7 @@ pub struct ChildOutcome {
     pub failure: Option<Failure>,
 }
 
-/// Child workflows: started and awaited as recorded steps of their parent.
+/// Child workflows: which ones a workflow started.
 #[async_trait]
 pub trait Children: Send + Sync {
     /// Ids of the workflows started as children of this one.

@@ -1,4 +1,5 @@
-//! A workflow's events: set as a step, read from outside or as a recorded step.
+//! A workflow's events, read from outside. (Setting one and a workflow's recorded read are
+//! composed by the engine from [`crate::Transaction`]'s table operations.)
 
 use async_trait::async_trait;
 
@@ -21,7 +22,7 @@ pub struct EventValue {
     pub set_at: Millis,
 }
 
-/// A workflow's events: set as a step, read from outside or as a recorded step.
+/// A workflow's events, read from outside.
 #[async_trait]
 pub trait Events: Send + Sync {
     /// The current value of an event; `WorkflowNotFound` when the workflow does not exist.

@@ -1,6 +1,7 @@
 //! The storage contract by concern: one trait per kind of record, each with the types it
-//! speaks in. [`crate::Store`] is all of them together. A backend implements each trait in the
-//! file of the same name; SQL both backends run is written once in `sql/`.
+//! speaks in, and the transaction handle the engine composes operations from.
+//! [`crate::Store`] is all of them together. Each trait is implemented once, for both backends,
+//! in the file of the same name in `sql/`; where the backends differ it calls into theirs.
 
 pub mod children;
 pub mod events;

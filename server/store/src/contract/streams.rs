@@ -1,4 +1,5 @@
-//! A workflow's streams: appends and closes recorded as steps, reads from an offset.
+//! A workflow's streams, read from an offset. (Appends and closes, recorded as steps, are
+//! composed by the engine from [`crate::Transaction`]'s table operations.)
 
 use async_trait::async_trait;
 
@@ -13,7 +14,7 @@ pub struct StreamEntry {
     pub closed: bool,
 }
 
-/// A workflow's streams: appends and closes recorded as steps, reads from an offset.
+/// A workflow's streams, read from an offset.
 #[async_trait]
 pub trait Streams: Send + Sync {
     /// Up to `limit` entries of stream `key` from offset `from`, in order.
