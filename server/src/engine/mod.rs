@@ -5,9 +5,10 @@
 //! [`Clock`], so its decisions can be tested with an in-process store and a manual clock.
 //!
 //! Parts: [`workflows`] (the client API), [`worker`] (what a connected worker asks),
-//! [`dispatch`] (pushing ENQUEUED workflows to workers with credits), [`recovery`] (taking back
-//! workflows from workers whose lease ended), [`schedules`] (cron schedules and the scheduler
-//! that fires them).
+//! [`recorded`] (durable operations composed from the store's table operations, one transaction
+//! each), [`dispatch`] (pushing ENQUEUED workflows to workers with credits), [`recovery`] (taking
+//! back workflows from workers whose lease ended), [`waits`] (everything waiting on this
+//! replica), [`schedules`] (cron schedules and the scheduler that fires them).
 
 use std::sync::{
     atomic::{AtomicBool, Ordering},
