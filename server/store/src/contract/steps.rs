@@ -74,18 +74,16 @@ pub trait Steps: Send + Sync {
     async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed>;
 
     /// Records `steps` as `record_step` would (fenced; one already recorded the same way is
-    /// fine) and then completes like `complete_workflow`. A backend may do both in one
-    /// transaction; this default does them in turn, which is safe too: a crash in between
-    /// leaves the steps recorded and the workflow to be recovered and replayed.
+    /// fine) and then completes like `complete_workflow`, in one transaction where it can; one
+    /// by one is safe too (`record_then_complete`): a crash in between leaves the steps
+    /// recorded and the workflow to be recovered and replayed.
     async fn complete_with_steps(
         &self,
         fence: &Fence,
         steps: Vec<NewStep>,
         outcome: Outcome,
         now: Millis,
-    ) -> StoreResult<Completed> {
-        record_then_complete(self, fence, steps, outcome, now).await
-    }
+    ) -> StoreResult<Completed>;
 
     /// Which of these (workflow, step) positions are recorded.
     async fn steps_recorded(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>>;

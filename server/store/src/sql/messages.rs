@@ -6,9 +6,11 @@
 //! them one at a time). The send that ends a waiting receive differs by backend
 //! (`messages.rs` in each).
 
+use super::dialect;
 use super::fencing::{fenced_step, insert_step, recorded_step};
 use super::{Backend, Db};
 use crate::changes::Change;
+use crate::messaging::MessageRow;
 use crate::recorded;
 use crate::rows::db_error;
 use crate::*;
@@ -191,11 +193,35 @@ impl Messages for Backend {
     }
 
     async fn list_messages(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
-        self.inbox(workflow_id).await
+        if self.workflow(workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        let rows: Vec<MessageRow> = sqlx::query_as(
+            "SELECT message_id, workflow_id, topic, payload, idempotency_key, sent_at, consumed_at, consumed_by_step \
+             FROM messages WHERE workflow_id = $1 ORDER BY seq",
+        )
+        .bind(workflow_id)
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)?;
+        Ok(rows.into_iter().map(MessageRecord::from).collect())
     }
 
     async fn pending_messages(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
-        self.unread_among(waits).await
+        if waits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (ids, topics): (Vec<&str>, Vec<&str>) = waits.iter().map(|(w, t)| (w.as_str(), t.as_str())).unzip();
+        sqlx::query_as(concat!(
+            "SELECT DISTINCT m.workflow_id, m.topic FROM messages m JOIN ",
+            pairs!("$1", "$2"),
+            " ON m.workflow_id = k.first AND m.topic = k.second WHERE m.consumed_at IS NULL"
+        ))
+        .bind(dialect::list(&ids))
+        .bind(dialect::list(&topics))
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)
     }
 }
 

@@ -13,7 +13,6 @@ use crate::*;
 pub(super) mod children;
 pub(super) mod events;
 pub(super) mod fencing;
-pub(super) mod inbox;
 pub(super) mod limited;
 pub(super) mod messages;
 pub(super) mod parking;
