@@ -386,6 +386,16 @@ impl WorkerProcess {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Waits until this worker's session is open (the Rust SDK logs it at info level). One
+    /// worker registering a workflow lets starts through; a test that needs the whole fleet
+    /// attached waits on each.
+    pub async fn wait_connected(&self) {
+        wait_for("a worker to connect", Duration::from_secs(120), || async {
+            self.log_text().contains("connected to Waymark").then_some(())
+        })
+        .await
+    }
 }
 
 impl Drop for WorkerProcess {

@@ -137,12 +137,16 @@ async fn postgres_limits_hold_across_three_replicas_and_thirty_workers() {
     c.create_queue("rate10", &limit(None, None, Some((10, Duration::from_secs(1)))))
         .await
         .unwrap();
-    let _workers: Vec<WorkerProcess> = (0..30)
+    let workers: Vec<WorkerProcess> = (0..30)
         .map(|i| {
             let server = &replicas[i % 3].addr;
             worker(server, &db.dir, &format!("w{i}"), "global5,worker2,rate10", 10)
         })
         .collect();
+    // All thirty attached before the first start, or the first few take all the work.
+    for w in &workers {
+        w.wait_connected().await;
+    }
     wait_for_registration(c, "hold").await;
     // Starts spread over the replicas, all at once.
     let mut starts = tokio::task::JoinSet::new();

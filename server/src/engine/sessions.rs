@@ -189,9 +189,15 @@ impl WorkerSession {
         }
     }
 
-    /// The worker let go of `workflow_id` in a way the server saw (completed, parked).
-    pub(crate) fn let_go(&self, workflow_id: &str) {
-        self.dispatched.lock().unwrap().remove(workflow_id);
+    /// The worker let go of the run `fence` names in a way the server saw (completed, parked,
+    /// refused). Only that run: a refusal that reaches an older run after the workflow was
+    /// dispatched here again (cancelled, resumed, re-dispatched) must not drop the newer one,
+    /// or its writes would be refused and nothing would ever take it back.
+    pub(crate) fn let_go(&self, fence: &Fence) {
+        let mut dispatched = self.dispatched.lock().unwrap();
+        if dispatched.get(&fence.workflow_id).is_some_and(|d| d.epoch == fence.epoch) {
+            dispatched.remove(&fence.workflow_id);
+        }
     }
 
     /// What the worker lost, judging by a heartbeat that lists what it `held` after taking
@@ -328,6 +334,13 @@ mod tests {
         Sessions::default().attach(registration, "lease".into(), 0, tx)
     }
 
+    fn fence(id: &str, epoch: u64) -> Fence {
+        Fence {
+            workflow_id: id.into(),
+            epoch,
+        }
+    }
+
     fn ids(fences: &[Fence]) -> Vec<(&str, u64)> {
         let mut v: Vec<(&str, u64)> = fences.iter().map(|f| (f.workflow_id.as_str(), f.epoch)).collect();
         v.sort();
@@ -346,7 +359,7 @@ mod tests {
         // Forgotten once reported: not lost twice.
         assert!(s.lost(&["b".into()], 2).is_empty());
         // Let go of in the server's sight (completed, parked): never lost.
-        s.let_go("b");
+        s.let_go(&fence("b", 3));
         assert_eq!(ids(&s.lost(&[], 3)), [("c", 1)]);
         assert!(s.lost(&[], 3).is_empty());
     }
@@ -369,7 +382,19 @@ mod tests {
         assert!(s.holds("a", 2));
         assert!(!s.holds("a", 1), "an older epoch is not held");
         assert!(!s.holds("a", 3), "nor a guessed newer one");
-        s.let_go("a");
+        s.let_go(&fence("a", 2));
+        assert!(!s.holds("a", 2));
+    }
+
+    #[test]
+    fn letting_go_of_an_older_run_keeps_the_newer_dispatch() {
+        let s = session();
+        s.note_dispatched("a", 1);
+        s.note_dispatched("a", 2);
+        // The epoch-1 run's last write is refused after the epoch-2 dispatch went out.
+        s.let_go(&fence("a", 1));
+        assert!(s.holds("a", 2), "the newer run is still held");
+        s.let_go(&fence("a", 2));
         assert!(!s.holds("a", 2));
     }
 

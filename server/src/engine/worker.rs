@@ -225,7 +225,7 @@ impl Engine {
             message: message.clone(),
         };
         tracing::warn!(workflow_id = %fence.workflow_id, history, "history cap reached; workflow failed");
-        session.let_go(&fence.workflow_id);
+        session.let_go(fence);
         if let Ok(done) = self
             .store
             .complete_workflow(fence, Outcome::Failure(failure), self.now())
@@ -290,7 +290,7 @@ impl Engine {
                 | StoreError::WorkflowNotFound(_)
                 | StoreError::NonDeterminism { .. }
         ) {
-            session.let_go(&fence.workflow_id);
+            session.let_go(fence);
         }
         let nondeterministic = matches!(e, StoreError::NonDeterminism { .. });
         let err = EngineError::from(e);
@@ -333,7 +333,7 @@ impl Engine {
         }
         let parked = self.store.park(&fence, step_id, wake_at, &on, self.now()).await?;
         if parked {
-            session.let_go(&fence.workflow_id);
+            session.let_go(&fence);
             tracing::debug!(workflow_id = %fence.workflow_id, "parked");
         }
         Ok(parked)
@@ -373,12 +373,12 @@ impl Engine {
             Err(e) => {
                 // A completion refused for any reason but the database's absence ends the run.
                 if !matches!(e, StoreError::Unavailable(_)) {
-                    session.let_go(&fence.workflow_id);
+                    session.let_go(&fence);
                 }
                 return Err(self.refused_step(session, &fence, e).await);
             }
         };
-        session.let_go(&fence.workflow_id);
+        session.let_go(&fence);
         tracing::debug!(workflow_id = %fence.workflow_id, adopted = done.adopted, "complete");
         self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
         Ok(done)
