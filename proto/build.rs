@@ -10,6 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "waymark/v1/worker.proto",
         "waymark/v1/queue.proto",
         "waymark/v1/schedule.proto",
+        "waymark/v1/admin.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

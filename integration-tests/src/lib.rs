@@ -8,6 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+pub mod certs;
 pub mod golden;
 pub mod postgres_cluster;
 pub mod raw_worker;

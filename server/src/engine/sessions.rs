@@ -195,7 +195,10 @@ impl WorkerSession {
     /// or its writes would be refused and nothing would ever take it back.
     pub(crate) fn let_go(&self, fence: &Fence) {
         let mut dispatched = self.dispatched.lock().unwrap();
-        if dispatched.get(&fence.workflow_id).is_some_and(|d| d.epoch == fence.epoch) {
+        if dispatched
+            .get(&fence.workflow_id)
+            .is_some_and(|d| d.epoch == fence.epoch)
+        {
             dispatched.remove(&fence.workflow_id);
         }
     }
