@@ -35,6 +35,7 @@ pub mod sqlite;
 pub use contract::{
     children::*,
     events::*,
+    keys::{ApiKeyRecord, ApiKeys},
     messages::*,
     queues::Queues,
     remote_steps::RemoteSteps,
@@ -218,6 +219,8 @@ pub enum StoreError {
     ScheduleExists(String),
     #[error("schedule {0:?} does not exist")]
     ScheduleNotFound(String),
+    #[error("API key {0:?} already exists")]
+    ApiKeyExists(String),
     /// The database failed or could not be reached.
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -229,7 +232,18 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// and what concerns the database as a whole.
 #[async_trait]
 pub trait Store:
-    Workflows + Steps + Workers + Messages + Events + Streams + Children + RemoteSteps + Queues + Schedules + 'static
+    Workflows
+    + Steps
+    + Workers
+    + Messages
+    + Events
+    + Streams
+    + Children
+    + RemoteSteps
+    + Queues
+    + Schedules
+    + ApiKeys
+    + 'static
 {
     /// Which backend, for logs: "sqlite" or "postgres".
     fn backend(&self) -> &'static str;

@@ -21,6 +21,7 @@ mod dispatch;
 mod events;
 pub mod fixtures;
 mod flow;
+mod keys;
 mod messages;
 mod parking;
 mod queues;
@@ -35,6 +36,7 @@ pub use children::*;
 pub use dispatch::*;
 pub use events::*;
 pub use flow::*;
+pub use keys::*;
 pub use messages::*;
 pub use parking::*;
 pub use queues::*;
@@ -118,6 +120,7 @@ macro_rules! conformance_tests {
             backfills_start_one_workflow_per_fire_time,
             triggers_start_now_even_when_paused,
             deleting_a_schedule_leaves_its_workflows,
+            api_keys_are_stored_listed_and_revoked,
         );
     };
     (@each $fresh:path; $($case:ident),* $(,)?) => {$(

@@ -5,6 +5,7 @@
 
 pub mod children;
 pub mod events;
+pub mod keys;
 pub mod messages;
 pub mod queues;
 pub mod remote_steps;

@@ -13,6 +13,7 @@ use crate::*;
 pub(super) mod children;
 pub(super) mod events;
 pub(super) mod fencing;
+pub(super) mod keys;
 pub(super) mod limited;
 pub(super) mod messages;
 pub(super) mod parking;
