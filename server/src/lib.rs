@@ -7,6 +7,7 @@
 //! - The stores live in the `waymark-store` crate (`server/store`).
 
 pub mod api;
+pub mod auth;
 pub mod cli;
 pub mod engine;
 pub mod server;

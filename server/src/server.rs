@@ -1,9 +1,12 @@
 //! `waymark server`: open the store, apply migrations, serve, drain on SIGTERM.
 
-use std::{sync::Arc, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 use waymark_store::{postgres::PostgresStore, sqlite::SqliteStore, Store};
 
+use crate::auth::Authenticator;
 use crate::engine::{Engine, EngineConfig, SystemClock};
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7450";
@@ -15,7 +18,56 @@ pub struct ServerOptions {
     pub database_url: String,
     /// Announce changes to other replicas with PostgreSQL NOTIFY (off: they poll).
     pub notify: bool,
+    pub security: SecurityOptions,
     pub engine: EngineConfig,
+}
+
+/// Authentication and TLS (see `waymark server --help`).
+#[derive(Debug, Clone, Default)]
+pub struct SecurityOptions {
+    pub auth: bool,
+    pub init_admin_key_file: Option<PathBuf>,
+    pub key_cache_ttl: Duration,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub tls_client_ca: Option<PathBuf>,
+    pub insecure: bool,
+}
+
+impl SecurityOptions {
+    fn tls(&self) -> anyhow::Result<Option<ServerTlsConfig>> {
+        let read = |p: &PathBuf| std::fs::read(p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()));
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            anyhow::ensure!(
+                self.tls_cert.is_none() && self.tls_key.is_none() && self.tls_client_ca.is_none(),
+                "TLS needs both --tls-cert and --tls-key"
+            );
+            return Ok(None);
+        };
+        let mut tls = ServerTlsConfig::new().identity(Identity::from_pem(read(cert)?, read(key)?));
+        if let Some(ca) = &self.tls_client_ca {
+            tls = tls.client_ca_root(Certificate::from_pem(read(ca)?));
+        }
+        Ok(Some(tls))
+    }
+
+    /// Listening beyond this machine without keys or without TLS is refused unless asked for.
+    fn check_exposure(&self, addr: std::net::SocketAddr) -> anyhow::Result<()> {
+        let tls = self.tls_cert.is_some();
+        if addr.ip().is_loopback() || self.insecure || (self.auth && tls) {
+            return Ok(());
+        }
+        let missing = match (self.auth, tls) {
+            (false, false) => "authentication and TLS",
+            (false, true) => "authentication",
+            _ => "TLS",
+        };
+        anyhow::bail!(
+            "refusing to listen on {addr} without {missing}: anyone who can reach it could read and \
+             control every workflow. Turn on --auth (with --init-admin-key-file PATH for the first key) \
+             and --tls-cert/--tls-key, or pass --insecure to accept the risk"
+        )
+    }
 }
 
 /// Opens the store a URL names: `sqlite:<path>` or `postgres://…` / `postgresql://…`.
@@ -41,10 +93,25 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;
-    let engine = Engine::new(store, Arc::new(SystemClock), opts.engine);
+    let security = &opts.security;
+    security.check_exposure(listener.local_addr()?)?;
+    let tls = security.tls()?;
+    let clock: Arc<dyn crate::engine::Clock> = Arc::new(SystemClock);
+    let auth = Arc::new(Authenticator::new(
+        security.auth,
+        store.clone(),
+        clock.clone(),
+        security.key_cache_ttl,
+    ));
+    if let Some(path) = &security.init_admin_key_file {
+        auth.bootstrap_admin_key(path).await?;
+    }
+    let engine = Engine::new(store, clock, opts.engine);
     let background = engine.spawn_background();
-    tracing::info!(listen = %listener.local_addr()?, store = engine.backend(), "waymark server ready");
-    crate::api::serve(engine.clone(), listener, crate::api::termination()).await?;
+    tracing::info!(listen = %listener.local_addr()?, store = engine.backend(), auth = security.auth,
+        tls = tls.is_some(), "waymark server ready");
+    let security = crate::api::Security { tls, auth };
+    crate::api::serve(engine.clone(), security, listener, crate::api::termination()).await?;
     for task in background {
         task.abort();
     }

@@ -3,14 +3,17 @@
 
 use std::{future::Future, sync::Arc, time::Duration};
 
-use tonic::transport::Server;
+use tonic::transport::{Server, ServerTlsConfig};
 use waymark_proto::v1::{
-    queue_service_server::QueueServiceServer, schedule_service_server::ScheduleServiceServer,
-    worker_service_server::WorkerServiceServer, workflow_service_server::WorkflowServiceServer,
+    admin_service_server::AdminServiceServer, queue_service_server::QueueServiceServer,
+    schedule_service_server::ScheduleServiceServer, worker_service_server::WorkerServiceServer,
+    workflow_service_server::WorkflowServiceServer,
 };
 
-use crate::engine::Engine;
+use crate::{auth::Authenticator, engine::Engine};
 
+pub mod admin_service;
+pub mod authn;
 pub mod convert;
 pub mod guard;
 pub mod queue_service;
@@ -19,9 +22,17 @@ pub mod status;
 pub mod worker;
 pub mod workflow_service;
 
+/// Who may connect and call: TLS (with client certificates when it names a client CA) and the
+/// API keys checked on every call.
+pub struct Security {
+    pub tls: Option<ServerTlsConfig>,
+    pub auth: Arc<Authenticator>,
+}
+
 /// Serves every service on `listener` until `shutdown` resolves, then lets in-flight calls end.
 pub async fn serve(
     engine: Arc<Engine>,
+    security: Security,
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
@@ -64,14 +75,20 @@ pub async fn serve(
     let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi { engine: engine.clone() })
         .max_decoding_message_size(max_message)
         .max_encoding_message_size(engine.config().max_worker_message_bytes() * 2);
-    let workers = WorkerServiceServer::new(worker::WorkerApi { engine: engine.clone() })
-        .max_decoding_message_size(engine.config().worker_decode_limit())
-        .max_encoding_message_size(engine.config().max_dispatch_bytes());
+    let workers = WorkerServiceServer::new(worker::WorkerApi {
+        engine: engine.clone(),
+        auth: security.auth.clone(),
+    })
+    .max_decoding_message_size(engine.config().worker_decode_limit())
+    .max_encoding_message_size(engine.config().max_dispatch_bytes());
 
     let queues = QueueServiceServer::new(queue_service::QueueApi { engine: engine.clone() });
     let schedules = ScheduleServiceServer::new(schedule_service::ScheduleApi { engine: engine.clone() })
         .max_decoding_message_size(max_message)
         .max_encoding_message_size(max_message);
+    let admin = AdminServiceServer::new(admin_service::AdminApi {
+        auth: security.auth.clone(),
+    });
 
     let drained = {
         let engine = engine.clone();
@@ -88,10 +105,15 @@ pub async fn serve(
     // it binds itself. Without it, small stream messages (a reply, then a wakeup) wait out
     // Nagle's algorithm and delayed ACKs: tens of milliseconds.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    Server::builder()
+    let mut builder = Server::builder();
+    if let Some(tls) = security.tls {
+        builder = builder.tls_config(tls)?;
+    }
+    builder
         .layer(guard::CallGuardLayer {
             request_timeout: engine.config().request_timeout,
         })
+        .layer(authn::AuthLayer { auth: security.auth })
         .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
         .http2_keepalive_timeout(Some(Duration::from_secs(60)))
@@ -102,6 +124,7 @@ pub async fn serve(
         .add_service(workers)
         .add_service(queues)
         .add_service(schedules)
+        .add_service(admin)
         .serve_with_incoming_shutdown(incoming, drained)
         .await
 }
@@ -121,6 +144,7 @@ async fn set_health(health: &tonic_health::server::HealthReporter, serving: bool
         <WorkerServiceServer<worker::WorkerApi> as NamedService>::NAME,
         <QueueServiceServer<queue_service::QueueApi> as NamedService>::NAME,
         <ScheduleServiceServer<schedule_service::ScheduleApi> as NamedService>::NAME,
+        <AdminServiceServer<admin_service::AdminApi> as NamedService>::NAME,
     ] {
         health.set_service_status(name, status).await;
     }

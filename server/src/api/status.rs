@@ -21,6 +21,8 @@ pub fn code(c: ErrorCode) -> Code {
         ErrorCode::DeadlineExceeded => Code::DeadlineExceeded,
         ErrorCode::Unavailable => Code::Unavailable,
         ErrorCode::Internal => Code::Internal,
+        ErrorCode::Unauthenticated => Code::Unauthenticated,
+        ErrorCode::PermissionDenied => Code::PermissionDenied,
     }
 }
 

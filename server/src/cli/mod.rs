@@ -105,6 +105,29 @@ pub struct ServerArgs {
     /// Log format: text or json.
     #[arg(long, default_value = "text")]
     pub log_format: String,
+    /// Require an API key on every call (`authorization: Bearer <key>`); see `waymark key`.
+    #[arg(long, env = "WAYMARK_AUTH")]
+    pub auth: bool,
+    /// At start, if PATH does not exist, create an admin API key and write it there (mode
+    /// 0600): the first key, from which `waymark key create` makes the others.
+    #[arg(long, value_name = "PATH")]
+    pub init_admin_key_file: Option<std::path::PathBuf>,
+    /// How long a verified key is trusted before it is read again: the longest a revocation
+    /// made on another replica takes to apply here.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub key_cache_ttl: std::time::Duration,
+    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "PATH", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Require client certificates signed by this CA (PEM): mutual TLS. Needs --tls-cert.
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    pub tls_client_ca: Option<std::path::PathBuf>,
+    /// Allow listening on a non-loopback address without authentication or without TLS.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 impl ServerArgs {
@@ -113,6 +136,15 @@ impl ServerArgs {
             listen: self.listen.clone(),
             database_url: self.database_url.clone(),
             notify: !self.no_notify,
+            security: crate::server::SecurityOptions {
+                auth: self.auth,
+                init_admin_key_file: self.init_admin_key_file.clone(),
+                key_cache_ttl: self.key_cache_ttl,
+                tls_cert: self.tls_cert.clone(),
+                tls_key: self.tls_key.clone(),
+                tls_client_ca: self.tls_client_ca.clone(),
+                insecure: self.insecure,
+            },
             engine: crate::engine::EngineConfig {
                 worker_lease: self.worker_lease,
                 heartbeat_interval: self.heartbeat_interval,

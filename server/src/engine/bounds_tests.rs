@@ -23,6 +23,7 @@ async fn running(engine: &Engine, id: &str) -> (Arc<WorkerSession>, mpsc::Receiv
         workflow_names: vec!["wf".into()],
         step_names: vec![],
         queues: vec![],
+        key_id: None,
     };
     let session = engine.attach_worker(registration, tx).await.unwrap();
     super::tests::start(engine, id).await;

@@ -15,6 +15,8 @@ pub enum ErrorCode {
     DeadlineExceeded,
     Unavailable,
     Internal,
+    Unauthenticated,
+    PermissionDenied,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +146,9 @@ impl From<StoreError> for EngineError {
                     status_name(status)
                 ),
             ),
+            StoreError::ApiKeyExists(_) => {
+                EngineError::new(AlreadyExists, "API_KEY_EXISTS", "a key with this id exists; try again")
+            }
             StoreError::ScheduleExists(name) => EngineError::new(
                 AlreadyExists,
                 "SCHEDULE_EXISTS",

@@ -152,6 +152,7 @@ impl World {
             workflow_names: vec!["wf".into()],
             step_names: vec![],
             queues: vec![],
+            key_id: None,
         }
     }
 

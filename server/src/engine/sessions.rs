@@ -43,6 +43,9 @@ pub struct Registration {
     /// Remote steps it runs.
     pub step_names: Vec<String>,
     pub queues: Vec<String>,
+    /// The API key the stream authenticated with (`None` with authentication off). A worker id
+    /// is bound to the key that holds it: another key cannot take it over.
+    pub key_id: Option<String>,
 }
 
 /// One worker stream attached to this replica.
@@ -332,6 +335,7 @@ mod tests {
             workflow_names: vec!["wf".into()],
             step_names: vec![],
             queues: vec!["default".into()],
+            key_id: None,
         };
         let (tx, _rx) = mpsc::channel(1);
         Sessions::default().attach(registration, "lease".into(), 0, tx)

@@ -36,6 +36,7 @@ fn registration(worker_id: &str) -> Registration {
         workflow_names: vec!["wf".into()],
         step_names: vec!["double".into()],
         queues: vec![],
+        key_id: None,
     }
 }
 

@@ -67,7 +67,10 @@ impl Engine {
         // reconnect after a network break the server had not noticed yet) and is replaced.
         let live_after = self.now() - 2 * Self::ms(self.config.heartbeat_interval);
         for old in self.sessions.by_worker(&registration.worker_id) {
-            if old.last_seen() >= live_after {
+            // Another key never takes a worker id over, live or quiet: the id's workflows and
+            // their histories would go to whoever guessed it.
+            let other_key = old.registration.key_id != registration.key_id;
+            if other_key || old.last_seen() >= live_after {
                 return Err(EngineError::new(
                     super::ErrorCode::AlreadyExists,
                     "WORKER_ID_IN_USE",

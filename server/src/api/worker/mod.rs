@@ -28,10 +28,29 @@ use waymark_proto::v1::{
 };
 
 use super::status;
+use crate::auth::{permission_denied, unauthenticated, Authenticator, Principal};
 use crate::engine::{Engine, Registration, ToWorker, WorkerSession};
 
 pub struct WorkerApi {
     pub engine: Arc<Engine>,
+    pub auth: Arc<Authenticator>,
+}
+
+/// How often an open stream checks that its key is still good (through the key cache, so
+/// mostly without a database read): a revoked key's streams close within this and the cache's
+/// time to live.
+const KEY_RECHECK: Duration = Duration::from_secs(1);
+
+/// A worker key registers only the names its patterns allow.
+fn check_names(principal: Option<&Principal>, registration: &Registration) -> Result<(), Status> {
+    let Some(p) = principal else { return Ok(()) };
+    let names = registration.workflow_names.iter().chain(&registration.step_names);
+    match names.into_iter().find(|n| !p.may_register(n)) {
+        None => Ok(()),
+        Some(n) => Err(status::to_status(permission_denied(format!(
+            "this key may not register {n:?}"
+        )))),
+    }
 }
 
 /// How long a new stream may take to say hello.
@@ -47,6 +66,7 @@ impl WorkerService for WorkerApi {
 
     async fn connect(&self, req: Request<Streaming<WorkerMessage>>) -> Result<Response<Self::ConnectStream>, Status> {
         let engine = self.engine.clone();
+        let principal = req.extensions().get::<Arc<Principal>>().cloned();
         let mut inbound = req.into_inner();
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
             Ok(Ok(Some(WorkerMessage {
@@ -63,7 +83,9 @@ impl WorkerService for WorkerApi {
             workflow_names: hello.workflow_names,
             step_names: hello.step_names,
             queues: hello.queues,
+            key_id: principal.as_ref().map(|p| p.key_id.clone()),
         };
+        check_names(principal.as_deref(), &registration)?;
         let (push_tx, push_rx) = mpsc::channel::<ToWorker>(1024);
         let (out, out_rx) = mpsc::channel(4096);
         let session = engine
@@ -81,14 +103,25 @@ impl WorkerService for WorkerApi {
         let session_for_pushes = session.clone();
 
         // Stream → engine.
+        let auth = self.auth.clone();
         tokio::spawn(async move {
             let mut tasks = JoinSet::new();
+            let mut key_check = tokio::time::interval(KEY_RECHECK);
             let mut shutdown = engine.shutdown_signal();
             let mut drain_deadline: Option<tokio::time::Instant> = None;
             let most = engine.config().max_requests_per_stream;
+            let mut recheck_key = false;
             loop {
                 if drain_deadline.is_some() && tasks.is_empty() {
                     break;
+                }
+                if let Some(p) = principal.as_deref().filter(|_| std::mem::take(&mut recheck_key)) {
+                    if !auth.still_valid(p).await {
+                        tracing::info!(key_id = %p.key_id, worker_id = %session.registration.worker_id,
+                            "the stream's key was revoked or expired; closing it");
+                        let _ = out.send(Err(status::to_status(unauthenticated()))).await;
+                        break;
+                    }
                 }
                 let received = tokio::select! {
                     // At the cap the stream is not read: the worker's sends wait in HTTP/2 flow
@@ -100,6 +133,10 @@ impl WorkerService for WorkerApi {
                         continue;
                     }
                     _ = tokio::time::sleep_until(drain_deadline.unwrap_or_else(tokio::time::Instant::now)), if drain_deadline.is_some() => break,
+                    _ = key_check.tick(), if principal.is_some() => {
+                        recheck_key = true;
+                        continue;
+                    }
                 };
                 match received {
                     Ok(Some(WorkerMessage {

@@ -27,7 +27,11 @@ pub async fn api_keys_are_stored_listed_and_revoked(s: Arc<dyn Store>) {
         s.create_api_key(&key("k1", "reader", T + 1)).await,
         Err(StoreError::ApiKeyExists(id)) if id == "k1"
     ));
-    assert_eq!(s.get_api_key("k1").await.unwrap().as_ref(), Some(&k1), "read back as written");
+    assert_eq!(
+        s.get_api_key("k1").await.unwrap().as_ref(),
+        Some(&k1),
+        "read back as written"
+    );
     let mut k2 = key("k2", "worker", T + 5);
     k2.namespaces = vec!["*".into()];
     k2.name_patterns = vec![];

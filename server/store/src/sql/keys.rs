@@ -64,11 +64,12 @@ impl ApiKeys for Backend {
     }
 
     async fn get_api_key(&self, key_id: &str) -> StoreResult<Option<ApiKeyRecord>> {
-        let row: Option<KeyRow> = sqlx::query_as(concat!("SELECT ", key_columns!(), " FROM api_keys WHERE key_id = $1"))
-            .bind(key_id)
-            .fetch_optional(self.reader())
-            .await
-            .map_err(db_error)?;
+        let row: Option<KeyRow> =
+            sqlx::query_as(concat!("SELECT ", key_columns!(), " FROM api_keys WHERE key_id = $1"))
+                .bind(key_id)
+                .fetch_optional(self.reader())
+                .await
+                .map_err(db_error)?;
         Ok(row.map(from_row))
     }
 

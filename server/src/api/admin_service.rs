@@ -1,0 +1,92 @@
+//! `waymark.v1.AdminService`: API keys. Converts, calls the authenticator, maps errors. Only
+//! admin keys get here (the authentication layer refuses the rest).
+
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+use waymark_proto::v1::{self, admin_service_server::AdminService};
+use waymark_store::ApiKeyRecord;
+
+use super::{convert, status::to_status};
+use crate::auth::{Authenticator, KeySpec, Role};
+
+pub struct AdminApi {
+    pub auth: Arc<Authenticator>,
+}
+
+fn role_to_wire(role: &str) -> v1::Role {
+    match Role::parse(role) {
+        Some(Role::Reader) => v1::Role::Reader,
+        Some(Role::Client) => v1::Role::Client,
+        Some(Role::Worker) => v1::Role::Worker,
+        Some(Role::Admin) => v1::Role::Admin,
+        None => v1::Role::Unspecified,
+    }
+}
+
+fn role_from_wire(n: i32) -> Result<Role, Status> {
+    match v1::Role::try_from(n) {
+        Ok(v1::Role::Reader) => Ok(Role::Reader),
+        Ok(v1::Role::Client) => Ok(Role::Client),
+        Ok(v1::Role::Worker) => Ok(Role::Worker),
+        Ok(v1::Role::Admin) => Ok(Role::Admin),
+        _ => Err(super::status::invalid("role must be READER, CLIENT, WORKER or ADMIN")),
+    }
+}
+
+fn to_wire(k: ApiKeyRecord) -> v1::ApiKey {
+    v1::ApiKey {
+        role: role_to_wire(&k.role) as i32,
+        key_id: k.key_id,
+        name: k.name,
+        namespaces: k.namespaces,
+        name_patterns: k.name_patterns,
+        created_at: convert::timestamp(k.created_at),
+        expires_at: k.expires_at.and_then(convert::timestamp),
+        revoked_at: k.revoked_at.and_then(convert::timestamp),
+    }
+}
+
+#[tonic::async_trait]
+impl AdminService for AdminApi {
+    async fn create_api_key(
+        &self,
+        req: Request<v1::CreateApiKeyRequest>,
+    ) -> Result<Response<v1::CreateApiKeyResponse>, Status> {
+        let r = req.into_inner();
+        let spec = KeySpec {
+            name: r.name,
+            role: role_from_wire(r.role)?,
+            namespaces: r.namespaces,
+            name_patterns: r.name_patterns,
+            expires_at: r.expires_at.as_ref().map(convert::millis),
+        };
+        let created = self.auth.create_key(spec).await.map_err(to_status)?;
+        Ok(Response::new(v1::CreateApiKeyResponse {
+            key: Some(to_wire(created.record)),
+            secret: created.text,
+        }))
+    }
+
+    async fn list_api_keys(
+        &self,
+        _req: Request<v1::ListApiKeysRequest>,
+    ) -> Result<Response<v1::ListApiKeysResponse>, Status> {
+        let keys = self.auth.list_keys().await.map_err(to_status)?;
+        Ok(Response::new(v1::ListApiKeysResponse {
+            keys: keys.into_iter().map(to_wire).collect(),
+        }))
+    }
+
+    async fn revoke_api_key(
+        &self,
+        req: Request<v1::RevokeApiKeyRequest>,
+    ) -> Result<Response<v1::RevokeApiKeyResponse>, Status> {
+        let revoked = self
+            .auth
+            .revoke_key(&req.into_inner().key_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::RevokeApiKeyResponse { revoked }))
+    }
+}

@@ -1,0 +1,144 @@
+//! The authentication layer: before any service sees a call, the key it carries is checked
+//! ([`crate::auth`]) and the call's method is matched against the key's role; the verified
+//! [`Principal`] rides on in the request's extensions for services that need more (the worker
+//! stream binds itself to it). A refusal is answered here, with UNAUTHENTICATED or
+//! PERMISSION_DENIED, and the service is never called.
+//!
+//! The namespace a call names (`waymark-namespace` metadata, `default` when absent) is checked
+//! here too: the key must be allowed in it, and only `default` exists for now.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use tower::{Layer, Service};
+
+use super::status::to_status;
+use crate::auth::{access, permission_denied, Authenticator, Principal, DEFAULT_NAMESPACE};
+use crate::engine::{EngineError, EngineResult, ErrorCode};
+
+/// The metadata naming the namespace a call acts in.
+pub const NAMESPACE_HEADER: &str = "waymark-namespace";
+
+#[derive(Clone)]
+pub struct AuthLayer {
+    pub auth: Arc<Authenticator>,
+}
+
+impl<S> Layer<S> for AuthLayer {
+    type Service = Authn<S>;
+    fn layer(&self, inner: S) -> Authn<S> {
+        Authn {
+            inner,
+            auth: self.auth.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Authn<S> {
+    inner: S,
+    auth: Arc<Authenticator>,
+}
+
+/// What the check reads off a call, taken before the body is touched.
+struct Call {
+    path: String,
+    namespace: Result<String, ()>,
+    authorization: Option<String>,
+}
+
+impl Call {
+    fn of<B>(req: &http::Request<B>) -> Call {
+        let text = |name| {
+            req.headers()
+                .get(name)
+                .map(|v: &http::HeaderValue| v.to_str().map(str::to_string))
+        };
+        Call {
+            path: req.uri().path().to_string(),
+            namespace: text(NAMESPACE_HEADER)
+                .unwrap_or_else(|| Ok(DEFAULT_NAMESPACE.to_string()))
+                .map_err(|_| ()),
+            authorization: text(http::header::AUTHORIZATION.as_str()).and_then(Result::ok),
+        }
+    }
+}
+
+/// Who may make this call: `None` when authentication is off or the call is open to all.
+async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<Option<Principal>> {
+    let path = call.path.as_str();
+    let needed = access::required(path);
+    let namespace = call
+        .namespace
+        .as_deref()
+        .map_err(|_| EngineError::invalid("the waymark-namespace header is not text"))?;
+    if !auth.enabled || needed == access::Access::Open {
+        check_namespace_exists(namespace)?;
+        return Ok(None);
+    }
+    let principal = auth.authenticate(call.authorization.as_deref()).await?;
+    if !principal.role.may(needed) {
+        return Err(permission_denied(format!(
+            "this key's role ({}) may not call {path}",
+            principal.role.as_str()
+        )));
+    }
+    // Checked before existence, so a key learns nothing about namespaces it may not use.
+    if !principal.may_act_in(namespace) {
+        return Err(permission_denied(format!(
+            "this key may not act in namespace {namespace:?}"
+        )));
+    }
+    check_namespace_exists(namespace)?;
+    Ok(Some(principal))
+}
+
+fn check_namespace_exists(namespace: &str) -> EngineResult<()> {
+    if namespace == DEFAULT_NAMESPACE {
+        return Ok(());
+    }
+    Err(EngineError::new(
+        ErrorCode::NotFound,
+        "NAMESPACE_NOT_FOUND",
+        "no such namespace (only \"default\" exists on this server)",
+    ))
+}
+
+impl<S, B, R> Service<http::Request<B>> for Authn<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+    R: Default + Send + 'static,
+{
+    type Response = http::Response<R>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
+        // The service made ready is the one that must take the call; a fresh clone stays behind.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let auth = self.auth.clone();
+        let call = Call::of(&req);
+        Box::pin(async move {
+            match admit(&auth, &call).await {
+                Ok(principal) => {
+                    if let Some(p) = principal {
+                        req.extensions_mut().insert(Arc::new(p));
+                    }
+                    inner.call(req).await
+                }
+                Err(e) => Ok(to_status(e).into_http()),
+            }
+        })
+    }
+}

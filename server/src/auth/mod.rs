@@ -1,0 +1,312 @@
+//! Who is calling, and what they may do. With authentication on (`waymark server --auth`) every
+//! call but health checks and reflection carries an API key (`authorization: Bearer wmk_…`);
+//! the key's role decides which calls it may make ([`access`]), its namespaces where, and a
+//! worker key's name patterns which workflows and steps its worker may register.
+//!
+//! Keys are checked against the database through a cache ([`cache`]), so authentication costs
+//! no round trip per call. A refusal never says whether a key exists: every bad key is the same
+//! UNAUTHENTICATED.
+
+pub mod access;
+pub mod cache;
+pub mod key;
+
+use std::{sync::Arc, time::Duration};
+
+use waymark_store::{ApiKeyRecord, Millis, Store};
+
+use crate::engine::{Clock, EngineError, EngineResult, ErrorCode};
+
+/// What a key may do (see `Role` in admin.proto).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Reader,
+    Client,
+    Worker,
+    Admin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Reader => "reader",
+            Role::Client => "client",
+            Role::Worker => "worker",
+            Role::Admin => "admin",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Role> {
+        [Role::Reader, Role::Client, Role::Worker, Role::Admin]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+}
+
+/// The namespace every request is in until namespaces of its own are made.
+pub const DEFAULT_NAMESPACE: &str = "default";
+/// A key's namespace that stands for all of them.
+pub const ANY_NAMESPACE: &str = "*";
+
+/// The verified caller of one request (or one worker stream).
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub key_id: String,
+    pub role: Role,
+    pub namespaces: Vec<String>,
+    pub name_patterns: Vec<String>,
+}
+
+impl Principal {
+    pub fn may_act_in(&self, namespace: &str) -> bool {
+        self.namespaces.iter().any(|n| n == ANY_NAMESPACE || n == namespace)
+    }
+
+    /// Whether a worker with this key may register `name`: any name when the key has no
+    /// patterns; else one equal to a pattern, or starting with a pattern's text before its
+    /// closing `*`.
+    pub fn may_register(&self, name: &str) -> bool {
+        self.name_patterns.is_empty() || self.name_patterns.iter().any(|p| pattern_matches(p, name))
+    }
+}
+
+pub fn pattern_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
+}
+
+pub fn unauthenticated() -> EngineError {
+    EngineError::new(
+        ErrorCode::Unauthenticated,
+        "UNAUTHENTICATED",
+        "a valid API key is required: send `authorization: Bearer <key>`",
+    )
+}
+
+pub fn permission_denied(what: impl Into<String>) -> EngineError {
+    EngineError::new(ErrorCode::PermissionDenied, "PERMISSION_DENIED", what)
+}
+
+/// Most keys one replica keeps verified in memory.
+pub const MAX_CACHED_KEYS: usize = 10_000;
+/// Most keys a list returns.
+pub const MAX_LISTED_KEYS: u32 = 10_000;
+
+/// Checks keys and makes and revokes them.
+pub struct Authenticator {
+    /// Off: every call is let in, as the one principal-less caller (the loopback quickstart).
+    pub enabled: bool,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    cache: cache::KeyCache,
+    /// Bounds the database reads for keys not in the cache, so a flood of made-up keys queues
+    /// here instead of at the database.
+    lookups: tokio::sync::Semaphore,
+}
+
+/// A key as made, with the text shown once.
+pub struct CreatedKey {
+    pub record: ApiKeyRecord,
+    pub text: String,
+}
+
+/// What a new key may do.
+pub struct KeySpec {
+    pub name: String,
+    pub role: Role,
+    pub namespaces: Vec<String>,
+    pub name_patterns: Vec<String>,
+    pub expires_at: Option<Millis>,
+}
+
+impl Authenticator {
+    pub fn new(enabled: bool, store: Arc<dyn Store>, clock: Arc<dyn Clock>, cache_ttl: Duration) -> Self {
+        Authenticator {
+            enabled,
+            store,
+            clock,
+            cache: cache::KeyCache::new(cache_ttl, MAX_CACHED_KEYS),
+            lookups: tokio::sync::Semaphore::new(16),
+        }
+    }
+
+    /// The principal behind an `authorization` header value, if the key is valid now.
+    pub async fn authenticate(&self, authorization: Option<&str>) -> EngineResult<Principal> {
+        let text = authorization
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or_else(unauthenticated)?;
+        let presented = key::parse(text).ok_or_else(unauthenticated)?;
+        let record = self.lookup(presented.key_id).await?.ok_or_else(unauthenticated)?;
+        if !key::matches(presented.secret, &record.secret_sha256) {
+            return Err(unauthenticated());
+        }
+        self.principal(&record).ok_or_else(unauthenticated)
+    }
+
+    /// Whether the key behind `p` is still good (not revoked, not expired), as the cache knows
+    /// it: open worker streams ask this every heartbeat.
+    pub async fn still_valid(&self, p: &Principal) -> bool {
+        matches!(self.lookup(&p.key_id).await, Ok(Some(r)) if self.principal(&r).is_some())
+    }
+
+    fn principal(&self, r: &ApiKeyRecord) -> Option<Principal> {
+        let now = self.clock.now();
+        if r.revoked_at.is_some() || r.expires_at.is_some_and(|t| t <= now) {
+            return None;
+        }
+        Some(Principal {
+            key_id: r.key_id.clone(),
+            role: Role::parse(&r.role)?,
+            namespaces: r.namespaces.clone(),
+            name_patterns: r.name_patterns.clone(),
+        })
+    }
+
+    async fn lookup(&self, key_id: &str) -> EngineResult<Option<ApiKeyRecord>> {
+        if let cache::Cached::Known(k) = self.cache.get(key_id) {
+            return Ok(k);
+        }
+        let _turn = self.lookups.acquire().await.expect("never closed");
+        // Another call may have read it while this one waited.
+        if let cache::Cached::Known(k) = self.cache.get(key_id) {
+            return Ok(k);
+        }
+        let k = self.store.get_api_key(key_id).await?;
+        self.cache.put(key_id, k.clone());
+        Ok(k)
+    }
+
+    pub async fn create_key(&self, spec: KeySpec) -> EngineResult<CreatedKey> {
+        let now = self.clock.now();
+        let name = spec.name.trim().to_string();
+        if name.chars().count() > 256 {
+            return Err(EngineError::invalid("a key's name is at most 256 characters"));
+        }
+        let namespaces = if spec.namespaces.is_empty() {
+            vec![DEFAULT_NAMESPACE.to_string()]
+        } else {
+            spec.namespaces
+        };
+        if namespaces.len() > 100 || spec.name_patterns.len() > 100 {
+            return Err(EngineError::invalid(
+                "a key lists at most 100 namespaces and 100 name patterns",
+            ));
+        }
+        for ns in &namespaces {
+            // Namespaces other than "default" are not built yet: a key for one would be refused
+            // everywhere, so it is refused here.
+            if ns != DEFAULT_NAMESPACE && ns != ANY_NAMESPACE {
+                return Err(EngineError::new(
+                    ErrorCode::NotFound,
+                    "NAMESPACE_NOT_FOUND",
+                    format!("namespace {ns:?} does not exist"),
+                ));
+            }
+        }
+        for p in &spec.name_patterns {
+            let stem = p.strip_suffix('*').unwrap_or(p);
+            if stem.contains('*') || (stem.is_empty() && p.is_empty()) {
+                return Err(EngineError::invalid(format!(
+                    "name pattern {p:?}: a name, or a prefix followed by one trailing *"
+                )));
+            }
+            crate::engine::validate::name("name_patterns", p)?;
+        }
+        if !spec.name_patterns.is_empty() && spec.role != Role::Worker {
+            return Err(EngineError::invalid("name patterns apply to worker keys only"));
+        }
+        if spec.expires_at.is_some_and(|t| t <= now) {
+            return Err(EngineError::invalid("expires_at must be in the future"));
+        }
+        let made = key::generate();
+        let record = ApiKeyRecord {
+            key_id: made.key_id,
+            secret_sha256: made.secret_sha256,
+            name,
+            role: spec.role.as_str().to_string(),
+            namespaces,
+            name_patterns: spec.name_patterns,
+            created_at: now,
+            expires_at: spec.expires_at,
+            revoked_at: None,
+        };
+        self.store.create_api_key(&record).await?;
+        tracing::info!(key_id = %record.key_id, role = %record.role, "API key created");
+        Ok(CreatedKey {
+            record,
+            text: made.text,
+        })
+    }
+
+    pub async fn list_keys(&self) -> EngineResult<Vec<ApiKeyRecord>> {
+        Ok(self.store.list_api_keys(MAX_LISTED_KEYS).await?)
+    }
+
+    /// Revokes a key; this replica forgets it at once, the others when their cache entry ends.
+    pub async fn revoke_key(&self, key_id: &str) -> EngineResult<bool> {
+        crate::engine::validate::name("key_id", key_id)?;
+        if self.store.get_api_key(key_id).await?.is_none() {
+            return Err(EngineError::new(
+                ErrorCode::NotFound,
+                "API_KEY_NOT_FOUND",
+                format!("API key {key_id:?} does not exist"),
+            ));
+        }
+        let revoked = self.store.revoke_api_key(key_id, self.clock.now()).await?;
+        self.cache.forget(key_id);
+        tracing::info!(%key_id, revoked, "API key revoked");
+        Ok(revoked)
+    }
+
+    /// Makes the first admin key and writes it to `path`, unless `path` exists already (the key
+    /// was made at an earlier start). The file is readable by its owner only.
+    pub async fn bootstrap_admin_key(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        if path.exists() {
+            return Ok(());
+        }
+        let created = self
+            .create_key(KeySpec {
+                name: "bootstrap admin".into(),
+                role: Role::Admin,
+                namespaces: vec![ANY_NAMESPACE.into()],
+                name_patterns: vec![],
+                expires_at: None,
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot create the first admin key: {e}"))?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut f = options
+            .open(path)
+            .map_err(|e| anyhow::anyhow!("cannot write the admin key to {}: {e}", path.display()))?;
+        std::io::Write::write_all(&mut f, format!("{}\n", created.text).as_bytes())?;
+        tracing::info!(key_id = %created.record.key_id, path = %path.display(), "first admin key written");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_patterns_match_exact_names_and_prefixes() {
+        assert!(pattern_matches("billing.*", "billing.charge"));
+        assert!(pattern_matches("billing.*", "billing."));
+        assert!(!pattern_matches("billing.*", "billin"));
+        assert!(pattern_matches("charge", "charge"));
+        assert!(!pattern_matches("charge", "charge2"));
+        let p = Principal {
+            key_id: "k".into(),
+            role: Role::Worker,
+            namespaces: vec!["default".into()],
+            name_patterns: vec![],
+        };
+        assert!(p.may_register("anything"), "no patterns: any name");
+        assert!(p.may_act_in("default") && !p.may_act_in("other"));
+    }
+}
