@@ -3,16 +3,16 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use tonic::transport::Channel;
 use waymark_proto::{
     json, v1,
     v1::{
-        queue_service_client::QueueServiceClient, schedule_service_client::ScheduleServiceClient,
+        admin_service_client::AdminServiceClient, queue_service_client::QueueServiceClient, schedule_service_client::ScheduleServiceClient,
         workflow_service_client::WorkflowServiceClient,
     },
 };
 
-use crate::{Error, Started, StepInfo, WorkflowInfo, WorkflowStatus};
+use crate::connection::Transport;
+use crate::{ConnectOptions, Error, Started, StepInfo, WorkflowInfo, WorkflowStatus};
 
 /// Options of a start. All optional.
 #[derive(Debug, Clone, Default)]
@@ -71,7 +71,7 @@ pub struct ListOptions {
     pub page_token: Option<String>,
 }
 
-fn ts(ms: i64) -> prost_types::Timestamp {
+pub(crate) fn timestamp(ms: i64) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: ms.div_euclid(1000),
         nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
@@ -80,22 +80,32 @@ fn ts(ms: i64) -> prost_types::Timestamp {
 
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) rpc: WorkflowServiceClient<Channel>,
-    pub(crate) queues: QueueServiceClient<Channel>,
-    pub(crate) schedules: ScheduleServiceClient<Channel>,
+    pub(crate) rpc: WorkflowServiceClient<Transport>,
+    pub(crate) queues: QueueServiceClient<Transport>,
+    pub(crate) schedules: ScheduleServiceClient<Transport>,
+    pub(crate) admin: AdminServiceClient<Transport>,
     /// How long calls that are safe to repeat are sent again while the server answers
     /// UNAVAILABLE (see [`Client::resend_for`]).
     pub(crate) resend_for: Duration,
 }
 
 impl Client {
-    /// Connects to the server at `addr` (`http://host:port` or `host:port`).
+    /// Connects to the server at `addr` (`http://host:port`, `https://host:port` or
+    /// `host:port`), with TLS settings, API key and namespace from the environment (see
+    /// [`ConnectOptions`]).
     pub async fn connect(addr: &str) -> Result<Client, Error> {
-        let channel = crate::channel(addr).await?;
+        Self::connect_with(&ConnectOptions::new(addr)).await
+    }
+
+    /// Connects with explicit options (TLS, API key, namespace); unset ones come from the
+    /// environment.
+    pub async fn connect_with(options: &ConnectOptions) -> Result<Client, Error> {
+        let channel = options.connect().await?;
         Ok(Client {
             rpc: WorkflowServiceClient::new(channel.clone()).max_decoding_message_size(64 * 1024 * 1024),
             queues: QueueServiceClient::new(channel.clone()),
-            schedules: ScheduleServiceClient::new(channel),
+            schedules: ScheduleServiceClient::new(channel.clone()),
+            admin: AdminServiceClient::new(channel),
             resend_for: Duration::from_secs(60),
         })
     }
@@ -109,9 +119,10 @@ impl Client {
         self
     }
 
-    /// Connects to `WAYMARK_SERVER`, else `http://127.0.0.1:7450`.
+    /// Connects to `WAYMARK_SERVER`, else `http://127.0.0.1:7450`, with everything else from
+    /// the environment too.
     pub async fn from_env() -> Result<Client, Error> {
-        Self::connect(&crate::default_server()).await
+        Self::connect_with(&ConnectOptions::from_env()).await
     }
 
     /// Starts a workflow with a typed input.
@@ -233,8 +244,8 @@ impl Client {
                 statuses: options.statuses.iter().map(|s| s.to_wire() as i32).collect(),
                 workflow_name: options.workflow_name.unwrap_or_default(),
                 queue_name: options.queue.unwrap_or_default(),
-                created_after: options.created_after_ms.map(ts),
-                created_before: options.created_before_ms.map(ts),
+                created_after: options.created_after_ms.map(timestamp),
+                created_before: options.created_before_ms.map(timestamp),
                 page_size: options.page_size,
                 page_token: options.page_token.unwrap_or_default(),
             })

@@ -19,7 +19,9 @@
 //! `http://127.0.0.1:7450`.
 
 mod client;
+mod connection;
 mod error;
+mod keys;
 mod messaging;
 mod pages;
 mod queues;
@@ -30,6 +32,8 @@ mod types;
 mod worker;
 
 pub use client::{Client, ListOptions, StartOptions};
+pub use connection::ConnectOptions;
+pub use keys::{ApiKeyInfo, ApiKeySpec, Role};
 pub use error::{Error, WorkflowError};
 pub use queues::{QueueInfo, QueueLimits, QueueUpdate};
 pub use retry::RetryPolicy;
@@ -59,18 +63,4 @@ pub(crate) fn normalize(addr: &str) -> String {
     } else {
         format!("http://{addr}")
     }
-}
-
-pub(crate) async fn channel(addr: &str) -> Result<tonic::transport::Channel, Error> {
-    let endpoint = tonic::transport::Endpoint::from_shared(normalize(addr))
-        .map_err(|e| Error::Transport(format!("bad server address {addr:?}: {e}")))?
-        .tcp_nodelay(true)
-        .connect_timeout(std::time::Duration::from_secs(5))
-        .http2_keep_alive_interval(std::time::Duration::from_secs(20))
-        .keep_alive_timeout(std::time::Duration::from_secs(60))
-        .keep_alive_while_idle(true);
-    endpoint
-        .connect()
-        .await
-        .map_err(|e| Error::Transport(format!("cannot reach the Waymark server at {addr}: {e}")))
 }

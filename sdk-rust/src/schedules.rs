@@ -73,12 +73,7 @@ pub struct ScheduleRun {
     pub created: bool,
 }
 
-fn ts(ms: i64) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: ms.div_euclid(1000),
-        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
-    }
-}
+use crate::client::timestamp as ts;
 
 impl From<v1::Schedule> for ScheduleInfo {
     fn from(s: v1::Schedule) -> Self {

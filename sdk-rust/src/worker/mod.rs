@@ -28,7 +28,7 @@ pub(crate) type StepFn = Arc<dyn Fn(Value) -> BoxFuture<Result<Value, String>> +
 
 /// Configures a [`Worker`].
 pub struct WorkerBuilder {
-    server: Option<String>,
+    connect: crate::ConnectOptions,
     worker_id: Option<String>,
     app_name: String,
     app_version: String,
@@ -47,7 +47,7 @@ pub struct Worker {
 }
 
 pub(crate) struct WorkerConfig {
-    pub server: String,
+    pub connect: crate::ConnectOptions,
     pub worker_id: String,
     pub app_name: String,
     pub app_version: String,
@@ -67,7 +67,7 @@ pub(crate) struct WorkerConfig {
 impl Worker {
     pub fn builder() -> WorkerBuilder {
         WorkerBuilder {
-            server: None,
+            connect: crate::ConnectOptions::from_env(),
             worker_id: None,
             app_name: String::new(),
             app_version: String::new(),
@@ -91,7 +91,10 @@ impl Worker {
     }
 
     /// Serves until `stop` resolves. Reconnects, with backoff, whenever the stream breaks; what
-    /// was running when it broke is dropped here and the server gives it out again.
+    /// was running when it broke is dropped here and the server gives it out again. A stream
+    /// refused for its credentials (UNAUTHENTICATED, PERMISSION_DENIED: a missing, wrong or
+    /// revoked key, or one that may not register these names) is not retried: that error is
+    /// returned.
     pub async fn run_until(self, stop: impl Future<Output = ()> + Send) -> Result<(), Error> {
         tokio::pin!(stop);
         let mut failures = 0u32;
@@ -101,6 +104,10 @@ impl Worker {
                 _ = &mut stop => return Ok(()),
                 ended = attempt => match ended {
                     Ok(()) => failures = 0,
+                    Err(e) if matches!(e.code(), Some(tonic::Code::Unauthenticated | tonic::Code::PermissionDenied)) => {
+                        tracing::error!(error = %e, "the server refused this worker's credentials; stopping");
+                        return Err(e);
+                    }
                     Err(e) => {
                         failures += 1;
                         tracing::warn!(error = %e, "worker stream ended; reconnecting");
@@ -141,9 +148,18 @@ async fn termination() {
 }
 
 impl WorkerBuilder {
-    /// Server address; `WAYMARK_SERVER` or `http://127.0.0.1:7450` when not set.
+    /// Server address; `WAYMARK_SERVER` or `http://127.0.0.1:7450` when not set. TLS settings,
+    /// API key and namespace come from the environment unless [`WorkerBuilder::connect_options`]
+    /// sets them.
     pub fn server(mut self, addr: impl Into<String>) -> Self {
-        self.server = Some(addr.into());
+        let options = std::mem::take(&mut self.connect);
+        self.connect = options.server(addr);
+        self
+    }
+
+    /// Where and how to connect: address, TLS, API key (a `worker` key), namespace.
+    pub fn connect_options(mut self, options: crate::ConnectOptions) -> Self {
+        self.connect = options;
         self
     }
     /// Stable id of this worker process (generated when not set).
@@ -246,7 +262,7 @@ impl WorkerBuilder {
     pub fn build(self) -> Worker {
         Worker {
             config: Arc::new(WorkerConfig {
-                server: self.server.unwrap_or_else(crate::default_server),
+                connect: self.connect,
                 worker_id: self.worker_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
                 app_name: self.app_name,
                 app_version: self.app_version,

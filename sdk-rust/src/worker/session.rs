@@ -49,7 +49,7 @@ impl Drop for AbortAll {
 }
 
 pub(crate) async fn run(config: Arc<WorkerConfig>) -> Result<(), Error> {
-    let channel = crate::channel(&config.server).await?;
+    let channel = config.connect.connect().await?;
     let mut client = WorkerServiceClient::new(channel).max_decoding_message_size(256 * 1024 * 1024);
     let (tx, rx) = mpsc::channel::<WorkerMessage>(4096);
     let hello = v1::Hello {

@@ -3,12 +3,13 @@
 //! Exit codes: 0 success; 1 the request failed for another reason (the message says why);
 //! 2 bad usage; 3 `await` saw the workflow end without success; 4 `event` found the event not
 //! set; 5 not found (workflow, queue, schedule); 6 invalid input; 7 the server (or its database)
-//! is unavailable: try again.
+//! is unavailable: try again; 8 refused: no valid API key, or one that may not do this.
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::server::{parse_duration, ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN};
 
+pub mod key;
 mod output;
 pub mod queue;
 pub mod schedule;
@@ -22,7 +23,8 @@ mod workflow_view;
     about = "Waymark: durable execution for functions in any language",
     after_help = "Exit codes: 0 success; 1 the request failed (the message says why); 2 bad usage; \
 3 `workflow await` saw the workflow end without success; 4 `workflow event` found the event not set; \
-5 not found; 6 invalid input; 7 the server or its database is unavailable (try again)."
+5 not found; 6 invalid input; 7 the server or its database is unavailable (try again); \
+8 refused (no valid API key, or one that may not do this)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -42,6 +44,10 @@ pub enum Command {
     /// Start workflows on a cron schedule: create, pause, resume, trigger, backfill.
     #[command(subcommand)]
     Schedule(schedule::ScheduleCommand),
+    /// API keys: create (shown once), list, revoke. Needs an admin key, or --database-url to
+    /// write the first one straight into the database.
+    #[command(subcommand)]
+    Key(key::KeyCommand),
 }
 
 #[derive(Args, Debug)]
@@ -165,15 +171,85 @@ impl ServerArgs {
     }
 }
 
-/// Options every client command takes.
-#[derive(Args, Debug, Clone)]
+/// Options every client command takes. Those not given come from the environment
+/// (`WAYMARK_SERVER`, `WAYMARK_API_KEY`, `WAYMARK_TLS_CA`, `WAYMARK_TLS_CERT`, `WAYMARK_TLS_KEY`,
+/// `WAYMARK_NAMESPACE`).
+#[derive(Args, Debug, Clone, Default)]
 pub struct ClientArgs {
-    /// Server address; `WAYMARK_SERVER` or http://127.0.0.1:7450 when not given.
-    #[arg(long, global = true)]
-    pub server: Option<String>,
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Namespace to act in; else `WAYMARK_NAMESPACE`, else default.
+    #[arg(long, global = true)]
+    pub namespace: Option<String>,
+}
+
+/// Where the server is and how to prove who we are.
+#[derive(Args, Clone, Default)]
+pub struct ConnectionArgs {
+    /// Server address (https://… for TLS); `WAYMARK_SERVER` or http://127.0.0.1:7450 when not given.
+    #[arg(long, global = true)]
+    pub server: Option<String>,
+    /// API key to send (`authorization: Bearer …`); else `WAYMARK_API_KEY`.
+    #[arg(long, global = true)]
+    pub api_key: Option<String>,
+    /// CA certificate (PEM file) that signs the server's; else `WAYMARK_TLS_CA`.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// Client certificate (PEM file) for mutual TLS; else `WAYMARK_TLS_CERT`.
+    #[arg(long, global = true, value_name = "PATH", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// Its private key (PEM file); else `WAYMARK_TLS_KEY`.
+    #[arg(long, global = true, value_name = "PATH", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+}
+
+// By hand, so the API key never reaches a log or an error through `{:?}`.
+impl std::fmt::Debug for ConnectionArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionArgs")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnectionArgs {
+    /// The connection these options (and the environment) describe.
+    pub fn options(&self) -> anyhow::Result<waymark_sdk::ConnectOptions> {
+        let read = |p: &std::path::PathBuf| {
+            std::fs::read(p).map_err(|e| invalid(format!("cannot read {}: {e}", p.display())))
+        };
+        let mut o = waymark_sdk::ConnectOptions::from_env();
+        if let Some(s) = &self.server {
+            o = o.server(s);
+        }
+        if let Some(k) = &self.api_key {
+            o = o.api_key(k);
+        }
+        if let Some(ca) = &self.tls_ca {
+            o = o.tls_ca_pem(read(ca)?);
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            o = o.client_identity_pem(read(cert)?, read(key)?);
+        }
+        Ok(o)
+    }
+
+    pub async fn connect(&self) -> anyhow::Result<waymark_sdk::Client> {
+        Ok(waymark_sdk::Client::connect_with(&self.options()?).await?)
+    }
+}
+
+impl ClientArgs {
+    pub async fn connect(&self) -> anyhow::Result<waymark_sdk::Client> {
+        let mut o = self.connection.options()?;
+        if let Some(n) = &self.namespace {
+            o = o.namespace(n);
+        }
+        Ok(waymark_sdk::Client::connect_with(&o).await?)
+    }
 }
 
 /// Runs a client command and returns the process exit code.
@@ -182,6 +258,7 @@ pub async fn run_client(cmd: Command) -> i32 {
         Command::Workflow(cmd) => workflow::run(cmd).await,
         Command::Queue(cmd) => queue::run(cmd).await,
         Command::Schedule(cmd) => schedule::run(cmd).await,
+        Command::Key(cmd) => key::run(cmd).await,
         Command::Server(_) => Err(anyhow::anyhow!("`server` is not a client command")),
     };
     match result {
@@ -214,6 +291,7 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
             Some(Code::NotFound) => EXIT_NOT_FOUND,
             Some(Code::InvalidArgument | Code::OutOfRange) => EXIT_INVALID,
             Some(Code::Unavailable | Code::DeadlineExceeded) => EXIT_UNAVAILABLE,
+            Some(Code::Unauthenticated | Code::PermissionDenied) => EXIT_DENIED,
             _ => 1,
         },
         _ => 1,
@@ -223,3 +301,4 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
 pub const EXIT_NOT_FOUND: i32 = 5;
 pub const EXIT_INVALID: i32 = 6;
 pub const EXIT_UNAVAILABLE: i32 = 7;
+pub const EXIT_DENIED: i32 = 8;

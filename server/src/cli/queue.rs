@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use waymark_sdk::{Client, QueueInfo, QueueLimits, QueueUpdate};
+use waymark_sdk::{QueueInfo, QueueLimits, QueueUpdate};
 
 use super::{output, ClientArgs};
 use crate::server::parse_duration;
@@ -119,10 +119,6 @@ fn show(queues: &[QueueInfo], json: bool) {
     }
 }
 
-async fn connect(c: &ClientArgs) -> anyhow::Result<Client> {
-    let addr = c.server.clone().unwrap_or_else(waymark_sdk::default_server);
-    Ok(Client::connect(&addr).await?)
-}
 
 pub async fn run(cmd: QueueCommand) -> anyhow::Result<i32> {
     match cmd {
@@ -133,7 +129,7 @@ pub async fn run(cmd: QueueCommand) -> anyhow::Result<i32> {
                 rate_limit: limits.rate(),
                 partition_concurrency: limits.partition_concurrency,
             };
-            let q = connect(&client).await?.create_queue(&name, &l).await?;
+            let q = client.connect().await?.create_queue(&name, &l).await?;
             show(&[q], client.json);
         }
         QueueCommand::Update {
@@ -159,15 +155,15 @@ pub async fn run(cmd: QueueCommand) -> anyhow::Result<i32> {
                     ),
                 }
             }
-            let q = connect(&client).await?.update_queue(&name, &u).await?;
+            let q = client.connect().await?.update_queue(&name, &u).await?;
             show(&[q], client.json);
         }
         QueueCommand::Get { name, client } => {
-            let q = connect(&client).await?.get_queue(&name).await?;
+            let q = client.connect().await?.get_queue(&name).await?;
             show(&[q], client.json);
         }
         QueueCommand::List { client } => {
-            let qs = connect(&client).await?.list_queues().await?;
+            let qs = client.connect().await?.list_queues().await?;
             if client.json {
                 println!("{}", serde_json::to_string_pretty(&qs).expect("serializes"));
             } else {
@@ -175,7 +171,7 @@ pub async fn run(cmd: QueueCommand) -> anyhow::Result<i32> {
             }
         }
         QueueCommand::Delete { name, client } => {
-            connect(&client).await?.delete_queue(&name).await?;
+            client.connect().await?.delete_queue(&name).await?;
         }
     }
     Ok(0)

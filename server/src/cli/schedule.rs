@@ -1,7 +1,7 @@
 //! `waymark schedule …`: cron schedules from a shell.
 
 use clap::{Args, Subcommand};
-use waymark_sdk::{Client, ScheduleDef, ScheduleInfo, ScheduleUpdate};
+use waymark_sdk::{ScheduleDef, ScheduleInfo, ScheduleUpdate};
 
 use super::{output, ClientArgs};
 
@@ -152,10 +152,6 @@ fn show(s: &ScheduleInfo, json: bool) {
     }
 }
 
-async fn connect(c: &ClientArgs) -> anyhow::Result<Client> {
-    let addr = c.server.clone().unwrap_or_else(waymark_sdk::default_server);
-    Ok(Client::connect(&addr).await?)
-}
 
 pub async fn run(cmd: ScheduleCommand) -> anyhow::Result<i32> {
     match cmd {
@@ -175,7 +171,7 @@ pub async fn run(cmd: ScheduleCommand) -> anyhow::Result<i32> {
                 queue: fields.queue,
                 paused,
             };
-            let s = connect(&client).await?.create_schedule(&name, &def).await?;
+            let s = client.connect().await?.create_schedule(&name, &def).await?;
             show(&s, client.json);
         }
         ScheduleCommand::Update { name, fields, client } => {
@@ -186,26 +182,26 @@ pub async fn run(cmd: ScheduleCommand) -> anyhow::Result<i32> {
                 input: fields.input.map(|i| json_arg("input", &i)).transpose()?,
                 queue: fields.queue,
             };
-            let s = connect(&client).await?.update_schedule(&name, &update).await?;
+            let s = client.connect().await?.update_schedule(&name, &update).await?;
             show(&s, client.json);
         }
         ScheduleCommand::Pause { name, client } => {
-            let s = connect(&client).await?.pause_schedule(&name).await?;
+            let s = client.connect().await?.pause_schedule(&name).await?;
             show(&s, client.json);
         }
         ScheduleCommand::Resume { name, client } => {
-            let s = connect(&client).await?.resume_schedule(&name).await?;
+            let s = client.connect().await?.resume_schedule(&name).await?;
             show(&s, client.json);
         }
         ScheduleCommand::Delete { name, client } => {
-            connect(&client).await?.delete_schedule(&name).await?;
+            client.connect().await?.delete_schedule(&name).await?;
         }
         ScheduleCommand::Get { name, client } => {
-            let s = connect(&client).await?.get_schedule(&name).await?;
+            let s = client.connect().await?.get_schedule(&name).await?;
             show(&s, client.json);
         }
         ScheduleCommand::List { client } => {
-            let all = connect(&client).await?.list_schedules().await?;
+            let all = client.connect().await?.list_schedules().await?;
             if client.json {
                 println!("{}", serde_json::to_string_pretty(&all).expect("serializes"));
             } else {
@@ -217,7 +213,7 @@ pub async fn run(cmd: ScheduleCommand) -> anyhow::Result<i32> {
             request_id,
             client,
         } => {
-            let started = connect(&client)
+            let started = client.connect()
                 .await?
                 .trigger_schedule(&name, request_id.as_deref())
                 .await?;
@@ -229,7 +225,7 @@ pub async fn run(cmd: ScheduleCommand) -> anyhow::Result<i32> {
         }
         ScheduleCommand::Backfill { name, from, to, client } => {
             let (from, to) = (time_arg("from", &from)?, time_arg("to", &to)?);
-            let runs = connect(&client).await?.backfill_schedule(&name, from, to).await?;
+            let runs = client.connect().await?.backfill_schedule(&name, from, to).await?;
             if client.json {
                 println!("{}", serde_json::to_string_pretty(&runs).expect("serializes"));
             } else {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::Subcommand;
-use waymark_sdk::{Client, ListOptions, StartOptions, WorkflowStatus};
+use waymark_sdk::{ListOptions, StartOptions, WorkflowStatus};
 
 use super::{
     output,
@@ -175,10 +175,6 @@ pub enum WorkflowCommand {
     },
 }
 
-async fn connect(c: &ClientArgs) -> anyhow::Result<Client> {
-    let addr = c.server.clone().unwrap_or_else(waymark_sdk::default_server);
-    Ok(Client::connect(&addr).await?)
-}
 
 pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
     match cmd {
@@ -200,7 +196,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
         } => {
             let input: serde_json::Value =
                 serde_json::from_str(&input).map_err(|e| super::invalid(format!("--input is not valid JSON: {e}")))?;
-            let started = connect(&client)
+            let started = client.connect()
                 .await?
                 .start_json(
                     &name,
@@ -227,9 +223,9 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             }
         }
         WorkflowCommand::Delay { id, delay, client } => {
-            show(&connect(&client).await?.delay(&id, delay).await?, client.json)
+            show(&client.connect().await?.delay(&id, delay).await?, client.json)
         }
-        WorkflowCommand::Get { id, client } => show(&connect(&client).await?.get(&id).await?, client.json),
+        WorkflowCommand::Get { id, client } => show(&client.connect().await?.get(&id).await?, client.json),
         WorkflowCommand::List {
             status,
             name,
@@ -242,7 +238,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 .iter()
                 .map(|s| WorkflowStatus::parse(s).ok_or_else(|| super::invalid(format!("unknown status {s:?}"))))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let (workflows, next) = connect(&client)
+            let (workflows, next) = client.connect()
                 .await?
                 .list(ListOptions {
                     statuses,
@@ -275,16 +271,16 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             }
         }
         WorkflowCommand::Steps { id, client } => {
-            let steps = connect(&client).await?.steps(&id).await?;
+            let steps = client.connect().await?.steps(&id).await?;
             if client.json {
                 print_json(&steps)
             } else {
                 print_steps(&steps)
             }
         }
-        WorkflowCommand::Export { id, client } => print_json(&connect(&client).await?.history(&id).await?),
+        WorkflowCommand::Export { id, client } => print_json(&client.connect().await?.history(&id).await?),
         WorkflowCommand::Await { id, timeout, client } => {
-            let w = connect(&client).await?.await_workflow(&id, timeout).await?;
+            let w = client.connect().await?.await_workflow(&id, timeout).await?;
             if client.json {
                 print_json(&w);
             } else {
@@ -313,7 +309,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
         } => {
             let message: serde_json::Value = serde_json::from_str(&message)
                 .map_err(|e| super::invalid(format!("--message is not valid JSON: {e}")))?;
-            let (message_id, duplicate) = connect(&client)
+            let (message_id, duplicate) = client.connect()
                 .await?
                 .send_message(&id, &topic, &message, idempotency_key.as_deref())
                 .await?;
@@ -327,7 +323,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             }
         }
         WorkflowCommand::Messages { id, client } => {
-            let messages = connect(&client).await?.messages(&id).await?;
+            let messages = client.connect().await?.messages(&id).await?;
             if client.json {
                 print_json(&messages);
             } else {
@@ -357,7 +353,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             }
         }
         WorkflowCommand::Events { id, client } => {
-            let events = connect(&client).await?.events(&id).await?;
+            let events = client.connect().await?.events(&id).await?;
             if client.json {
                 print_json(&events);
             } else {
@@ -376,7 +372,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             }
         }
         WorkflowCommand::Event { id, key, wait, client } => {
-            match connect(&client).await?.get_event(&id, &key, wait).await? {
+            match client.connect().await?.get_event(&id, &key, wait).await? {
                 Some(v) if client.json => print_json(&serde_json::json!({ "found": true, "value": v })),
                 Some(v) => println!("{v}"),
                 None => {
@@ -392,7 +388,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
         WorkflowCommand::Stream { id, key, from, client } => {
             use futures::StreamExt;
             use std::io::Write;
-            let mut values = Box::pin(connect(&client).await?.read_stream(&id, &key, from).await?);
+            let mut values = Box::pin(client.connect().await?.read_stream(&id, &key, from).await?);
             while let Some(item) = values.next().await {
                 let (offset, value) = item?;
                 if client.json {
@@ -404,7 +400,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             }
         }
         WorkflowCommand::Cancel { id, cascade, client } => {
-            let w = connect(&client).await?.cancel_with(&id, cascade).await?;
+            let w = client.connect().await?.cancel_with(&id, cascade).await?;
             if client.json {
                 print_json(&w)
             } else {
@@ -412,7 +408,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             }
         }
         WorkflowCommand::Resume { id, client } => {
-            let w = connect(&client).await?.resume(&id).await?;
+            let w = client.connect().await?.resume(&id).await?;
             if client.json {
                 print_json(&w)
             } else {
