@@ -157,6 +157,8 @@ pub struct ServerProcess {
     pub log: PathBuf,
     extra: Vec<String>,
     child: Option<Child>,
+    /// How clients reach it: TLS settings and a key, for a server started with them.
+    pub connect: waymark_sdk::ConnectOptions,
 }
 
 /// A fresh database and a server on it with [`fast_recovery_args`] and `extra` flags; `None`
@@ -190,9 +192,22 @@ pub fn fast_recovery_args() -> Vec<String> {
 
 impl ServerProcess {
     pub async fn start(db: &TestDatabase, extra: &[String]) -> ServerProcess {
+        Self::start_secured(db, extra, false, waymark_sdk::ConnectOptions::from_env()).await
+    }
+
+    /// Starts a server whose clients connect with `connect` (its address is filled in here),
+    /// over TLS when `tls` (the flags for it are the caller's, in `extra`).
+    pub async fn start_secured(
+        db: &TestDatabase,
+        extra: &[String],
+        tls: bool,
+        connect: waymark_sdk::ConnectOptions,
+    ) -> ServerProcess {
         let port = free_port();
+        let addr = format!("{}://127.0.0.1:{port}", if tls { "https" } else { "http" });
         let mut s = ServerProcess {
-            addr: format!("http://127.0.0.1:{port}"),
+            connect: connect.server(&addr),
+            addr,
             port,
             database_url: db.url.clone(),
             log: db.dir.join(format!("server-{port}.log")),
@@ -230,15 +245,24 @@ impl ServerProcess {
         self.child = Some(child);
         let addr = self.addr.clone();
         let log = self.log.clone();
+        let connect = self.connect.clone();
         wait_for(
             &format!("server at {addr} to answer (log: {})", log.display()),
             Duration::from_secs(60),
             || {
-                let addr = addr.clone();
+                let connect = connect.clone();
                 async move {
-                    let c = waymark_sdk::Client::connect(&addr).await.ok()?;
+                    let c = waymark_sdk::Client::connect_with(&connect).await.ok()?;
+                    // Any answer from the service itself will do, refusals of the key included.
                     match c.get("readiness-probe").await {
-                        Err(e) if e.reason() == Some("WORKFLOW_NOT_FOUND") => Some(()),
+                        Err(e)
+                            if matches!(
+                                e.reason(),
+                                Some("WORKFLOW_NOT_FOUND" | "UNAUTHENTICATED" | "PERMISSION_DENIED")
+                            ) =>
+                        {
+                            Some(())
+                        }
                         _ => None,
                     }
                 }
@@ -267,7 +291,9 @@ impl ServerProcess {
     }
 
     pub async fn client(&self) -> waymark_sdk::Client {
-        waymark_sdk::Client::connect(&self.addr).await.expect("connect client")
+        waymark_sdk::Client::connect_with(&self.connect)
+            .await
+            .expect("connect client")
     }
 }
 
@@ -386,6 +412,22 @@ impl WorkerProcess {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits (polling, up to `patience`) for the process to exit by itself; its exit code.
+    pub async fn wait_exit(&mut self, patience: Duration) -> Option<i32> {
+        let deadline = std::time::Instant::now() + patience;
+        let child = self.child.as_mut().expect("running");
+        loop {
+            if let Some(status) = child.try_wait().expect("wait on the worker") {
+                return status.code();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the worker did not exit within {patience:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Waits until this worker's session is open (the Rust SDK logs it at info level). One

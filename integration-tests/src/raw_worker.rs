@@ -36,6 +36,11 @@ impl RawWorker {
 
     /// Says `hello`; the server's refusal, or the welcomed stream.
     pub async fn hello(addr: &str, hello: v1::Hello) -> Result<RawWorker, tonic::Status> {
+        Self::hello_with_key(addr, hello, None).await
+    }
+
+    /// Says `hello` presenting an API key (`authorization: Bearer <key>`).
+    pub async fn hello_with_key(addr: &str, hello: v1::Hello, key: Option<&str>) -> Result<RawWorker, tonic::Status> {
         let channel = tonic::transport::Channel::from_shared(addr.to_string())
             .unwrap()
             .connect()
@@ -50,13 +55,21 @@ impl RawWorker {
         })
         .await
         .unwrap();
+        let mut request = tonic::Request::new(ReceiverStream::new(rx));
+        if let Some(k) = key {
+            request
+                .metadata_mut()
+                .insert("authorization", format!("Bearer {k}").parse().unwrap());
+        }
         let mut w = RawWorker {
             tx,
-            inbound: client.connect(ReceiverStream::new(rx)).await?.into_inner(),
+            inbound: client.connect(request).await?.into_inner(),
             next_request: 0,
         };
-        match w.next().await {
-            server_message::Kind::Welcome(_) => Ok(w),
+        match w.inbound.message().await? {
+            Some(v1::ServerMessage {
+                kind: Some(server_message::Kind::Welcome(_)),
+            }) => Ok(w),
             other => panic!("expected a welcome, got {other:?}"),
         }
     }
@@ -99,6 +112,20 @@ impl RawWorker {
             .await
             .unwrap();
         self.next_request
+    }
+
+    /// Reads until the server ends the stream with an error, and returns it.
+    pub async fn closed_with(&mut self) -> tonic::Status {
+        loop {
+            match tokio::time::timeout(PATIENCE, self.inbound.next())
+                .await
+                .expect("the stream ends in time")
+            {
+                Some(Ok(_)) => continue,
+                Some(Err(s)) => return s,
+                None => panic!("the stream ended without an error"),
+            }
+        }
     }
 
     pub async fn next(&mut self) -> server_message::Kind {

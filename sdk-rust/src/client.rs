@@ -6,8 +6,8 @@ use serde::Serialize;
 use waymark_proto::{
     json, v1,
     v1::{
-        admin_service_client::AdminServiceClient, queue_service_client::QueueServiceClient, schedule_service_client::ScheduleServiceClient,
-        workflow_service_client::WorkflowServiceClient,
+        admin_service_client::AdminServiceClient, queue_service_client::QueueServiceClient,
+        schedule_service_client::ScheduleServiceClient, workflow_service_client::WorkflowServiceClient,
     },
 };
 

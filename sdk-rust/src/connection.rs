@@ -47,12 +47,17 @@ impl std::fmt::Debug for ConnectOptions {
 }
 
 fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 fn read_env_file(name: &str) -> Result<Option<Vec<u8>>, Error> {
     env(name)
-        .map(|path| std::fs::read(&path).map_err(|e| Error::Transport(format!("cannot read {name} file {path:?}: {e}"))))
+        .map(|path| {
+            std::fs::read(&path).map_err(|e| Error::Transport(format!("cannot read {name} file {path:?}: {e}")))
+        })
         .transpose()
 }
 
@@ -190,10 +195,12 @@ impl ConnectOptions {
                 .tls_config(tls)
                 .map_err(|e| Error::Transport(format!("bad TLS settings: {e}")))?;
         }
-        let channel = endpoint
-            .connect()
-            .await
-            .map_err(|e| Error::Transport(format!("cannot reach the Waymark server at {addr}: {}", source_chain(&e))))?;
+        let channel = endpoint.connect().await.map_err(|e| {
+            Error::Transport(format!(
+                "cannot reach the Waymark server at {addr}: {}",
+                source_chain(&e)
+            ))
+        })?;
         Ok(InterceptedService::new(channel, r.credentials))
     }
 }

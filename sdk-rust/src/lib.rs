@@ -33,8 +33,8 @@ mod worker;
 
 pub use client::{Client, ListOptions, StartOptions};
 pub use connection::ConnectOptions;
-pub use keys::{ApiKeyInfo, ApiKeySpec, Role};
 pub use error::{Error, WorkflowError};
+pub use keys::{ApiKeyInfo, ApiKeySpec, Role};
 pub use queues::{QueueInfo, QueueLimits, QueueUpdate};
 pub use retry::RetryPolicy;
 pub use schedules::{ScheduleDef, ScheduleInfo, ScheduleRun, ScheduleUpdate};

@@ -145,6 +145,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_loopback_or_auth_with_tls_or_insecure_may_listen() {
+        let open: std::net::SocketAddr = "0.0.0.0:7450".parse().unwrap();
+        let local: std::net::SocketAddr = "127.0.0.1:7450".parse().unwrap();
+        let six: std::net::SocketAddr = "[::1]:7450".parse().unwrap();
+        let none = SecurityOptions::default();
+        assert!(none.check_exposure(local).is_ok() && none.check_exposure(six).is_ok());
+        let e = none.check_exposure(open).unwrap_err().to_string();
+        assert!(
+            e.contains("without authentication and TLS") && e.contains("--insecure"),
+            "{e}"
+        );
+        let auth_only = SecurityOptions {
+            auth: true,
+            ..Default::default()
+        };
+        assert!(auth_only
+            .check_exposure(open)
+            .unwrap_err()
+            .to_string()
+            .contains("without TLS"));
+        let tls_only = SecurityOptions {
+            tls_cert: Some("c".into()),
+            tls_key: Some("k".into()),
+            ..Default::default()
+        };
+        assert!(tls_only
+            .check_exposure(open)
+            .unwrap_err()
+            .to_string()
+            .contains("without authentication:"));
+        let both = SecurityOptions { auth: true, ..tls_only };
+        assert!(both.check_exposure(open).is_ok());
+        let insecure = SecurityOptions {
+            insecure: true,
+            ..Default::default()
+        };
+        assert!(insecure.check_exposure(open).is_ok());
+    }
+
+    #[test]
     fn durations_parse() {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("15s").unwrap(), Duration::from_secs(15));

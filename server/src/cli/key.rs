@@ -61,7 +61,11 @@ fn print_keys(keys: &[ApiKeyInfo]) {
                 k.key_id.clone(),
                 k.role.map_or("?".into(), |r| format!("{r:?}").to_lowercase()),
                 k.namespaces.join(","),
-                if k.name_patterns.is_empty() { "*".into() } else { k.name_patterns.join(",") },
+                if k.name_patterns.is_empty() {
+                    "*".into()
+                } else {
+                    k.name_patterns.join(",")
+                },
                 output::time(k.created_at_ms),
                 k.expires_at_ms.map_or("-".into(), output::time),
                 k.revoked_at_ms.map_or("-".into(), output::time),
@@ -70,7 +74,16 @@ fn print_keys(keys: &[ApiKeyInfo]) {
         })
         .collect();
     output::table(
-        &["KEY ID", "ROLE", "NAMESPACES", "NAMES", "CREATED", "EXPIRES", "REVOKED", "NAME"],
+        &[
+            "KEY ID",
+            "ROLE",
+            "NAMESPACES",
+            "NAMES",
+            "CREATED",
+            "EXPIRES",
+            "REVOKED",
+            "NAME",
+        ],
         &rows,
     );
 }
@@ -122,7 +135,8 @@ pub async fn run(cmd: KeyCommand) -> anyhow::Result<i32> {
                 role,
                 namespaces,
                 name_patterns: patterns,
-                expires_at_ms: expires.map(|d| crate::engine::Clock::now(&crate::engine::SystemClock) + d.as_millis() as i64),
+                expires_at_ms: expires
+                    .map(|d| crate::engine::Clock::now(&crate::engine::SystemClock) + d.as_millis() as i64),
             };
             let (info, text) = match database_url {
                 Some(url) => create_in_database(&url, spec).await?,

@@ -218,9 +218,8 @@ impl std::fmt::Debug for ConnectionArgs {
 impl ConnectionArgs {
     /// The connection these options (and the environment) describe.
     pub fn options(&self) -> anyhow::Result<waymark_sdk::ConnectOptions> {
-        let read = |p: &std::path::PathBuf| {
-            std::fs::read(p).map_err(|e| invalid(format!("cannot read {}: {e}", p.display())))
-        };
+        let read =
+            |p: &std::path::PathBuf| std::fs::read(p).map_err(|e| invalid(format!("cannot read {}: {e}", p.display())));
         let mut o = waymark_sdk::ConnectOptions::from_env();
         if let Some(s) = &self.server {
             o = o.server(s);

@@ -119,7 +119,6 @@ fn show(queues: &[QueueInfo], json: bool) {
     }
 }
 
-
 pub async fn run(cmd: QueueCommand) -> anyhow::Result<i32> {
     match cmd {
         QueueCommand::Create { name, limits, client } => {

@@ -152,7 +152,6 @@ fn show(s: &ScheduleInfo, json: bool) {
     }
 }
 
-
 pub async fn run(cmd: ScheduleCommand) -> anyhow::Result<i32> {
     match cmd {
         ScheduleCommand::Create {
@@ -213,7 +212,8 @@ pub async fn run(cmd: ScheduleCommand) -> anyhow::Result<i32> {
             request_id,
             client,
         } => {
-            let started = client.connect()
+            let started = client
+                .connect()
                 .await?
                 .trigger_schedule(&name, request_id.as_deref())
                 .await?;

@@ -175,7 +175,6 @@ pub enum WorkflowCommand {
     },
 }
 
-
 pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
     match cmd {
         WorkflowCommand::Start {
@@ -196,7 +195,8 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
         } => {
             let input: serde_json::Value =
                 serde_json::from_str(&input).map_err(|e| super::invalid(format!("--input is not valid JSON: {e}")))?;
-            let started = client.connect()
+            let started = client
+                .connect()
                 .await?
                 .start_json(
                     &name,
@@ -238,7 +238,8 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 .iter()
                 .map(|s| WorkflowStatus::parse(s).ok_or_else(|| super::invalid(format!("unknown status {s:?}"))))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let (workflows, next) = client.connect()
+            let (workflows, next) = client
+                .connect()
                 .await?
                 .list(ListOptions {
                     statuses,
@@ -309,7 +310,8 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
         } => {
             let message: serde_json::Value = serde_json::from_str(&message)
                 .map_err(|e| super::invalid(format!("--message is not valid JSON: {e}")))?;
-            let (message_id, duplicate) = client.connect()
+            let (message_id, duplicate) = client
+                .connect()
                 .await?
                 .send_message(&id, &topic, &message, idempotency_key.as_deref())
                 .await?;

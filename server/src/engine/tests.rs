@@ -516,3 +516,32 @@ async fn workers_declare_queues_and_starts_need_an_existing_queue() {
     let e = engine.start_workflow(start("nowhere")).await.unwrap_err();
     assert_eq!((e.code, e.reason), (ErrorCode::NotFound, "QUEUE_NOT_FOUND"));
 }
+
+#[tokio::test]
+async fn a_worker_id_is_bound_to_its_key_live_or_quiet() {
+    let (engine, clock) = engine().await;
+    let keyed = |key: &str| Registration {
+        key_id: Some(key.into()),
+        ..registration("w1")
+    };
+    let (tx, _rx1) = mpsc::channel(100);
+    engine.attach_worker(keyed("k1"), tx).await.unwrap();
+    let refused = |r: EngineResult<Arc<WorkerSession>>| match r {
+        Err(e) => assert_eq!(e.reason, "WORKER_ID_IN_USE"),
+        Ok(_) => panic!("another key took the worker id over"),
+    };
+    let (tx, _rx2) = mpsc::channel(100);
+    refused(engine.attach_worker(keyed("k2"), tx).await);
+    // Quiet well past two heartbeats: the same key's reconnect replaces the stream, and
+    // another key is still refused.
+    clock.advance(60_000);
+    let (tx, _rx3) = mpsc::channel(100);
+    refused(engine.attach_worker(keyed("k2"), tx).await);
+    let (tx, _rx4) = mpsc::channel(100);
+    refused(engine.attach_worker(registration("w1"), tx).await);
+    let (tx, _rx5) = mpsc::channel(100);
+    engine
+        .attach_worker(keyed("k1"), tx)
+        .await
+        .expect("the owner reconnects");
+}
