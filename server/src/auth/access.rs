@@ -56,13 +56,14 @@ pub fn required(path: &str) -> Access {
 
 impl Role {
     pub fn may(self, access: Access) -> bool {
-        match (self, access) {
-            (_, Access::Open) | (Role::Admin, _) => true,
-            (Role::Reader, Access::Read) => true,
-            (Role::Client, Access::Read | Access::Write) => true,
-            (Role::Worker, Access::Work) => true,
-            _ => false,
-        }
+        matches!(
+            (self, access),
+            (_, Access::Open)
+                | (Role::Admin, _)
+                | (Role::Reader, Access::Read)
+                | (Role::Client, Access::Read | Access::Write)
+                | (Role::Worker, Access::Work)
+        )
     }
 }
 
@@ -77,8 +78,8 @@ mod tests {
         let set = prost_types::FileDescriptorSet::decode(waymark_proto::FILE_DESCRIPTOR_SET).unwrap();
         let mut paths = Vec::new();
         for f in set.file {
-            for s in f.service {
-                for m in s.method {
+            for s in &f.service {
+                for m in &s.method {
                     paths.push(format!("/{}.{}/{}", f.package(), s.name(), m.name()));
                 }
             }

@@ -74,6 +74,10 @@ impl KeyCache {
     pub fn len(&self) -> usize {
         self.entries.lock().unwrap().len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 #[cfg(test)]
