@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from .._backoff import DEFAULT_PATIENCE
+from .._connection import Pem, resolve
 from .._time import Seconds, seconds
 from ._context import WorkflowContext
 from ._core import log
@@ -41,12 +42,21 @@ class Worker:
 
     A request the server answers UNAVAILABLE (its database restarting, say) is sent again with
     backoff for up to `retry_unavailable_for` seconds; past that the run is dropped — left
-    unfinished, for the server to dispatch again — never failed."""
+    unfinished, for the server to dispatch again — never failed.
+
+    The connection options are the client's (see `Client`): `server`, `tls_ca`, `tls_cert`,
+    `tls_key`, `api_key`, `namespace`, each from its environment variable when not given. The
+    key and namespace go with the worker's stream."""
 
     def __init__(
         self,
         *,
         server: str | None = None,
+        tls_ca: Pem | None = None,
+        tls_cert: Pem | None = None,
+        tls_key: Pem | None = None,
+        api_key: str | None = None,
+        namespace: str | None = None,
         app_name: str = "",
         app_version: str = "",
         worker_id: str | None = None,
@@ -57,7 +67,14 @@ class Worker:
         retry_unavailable_for: Seconds = DEFAULT_PATIENCE,
     ) -> None:
         self._config = Config(
-            server=server,
+            connection=resolve(
+                server,
+                tls_ca=tls_ca,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                api_key=api_key,
+                namespace=namespace,
+            ),
             worker_id=worker_id or str(uuid.uuid4()),
             app_name=app_name,
             app_version=app_version,
