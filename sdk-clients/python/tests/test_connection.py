@@ -1,9 +1,11 @@
 """Connection options without a Waymark server: how the address, TLS options, key and namespace
 resolve (arguments, then environment variables), and — against small in-process gRPC services
-— that every kind of call carries the key and namespace."""
+— that every kind of call carries the key and namespace, and that a worker whose stream is
+refused for its key stops instead of reconnecting for ever."""
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -12,12 +14,14 @@ import grpc
 import pytest
 from server import free_port
 
-from waymark import Client, Worker
+from waymark import Client, RpcError, Worker, WorkflowContext
 from waymark._connection import resolve
 from waymark._proto import (
     queue_pb2,
     queue_pb2_grpc,
     types_pb2,
+    worker_pb2,
+    worker_pb2_grpc,
     workflow_pb2,
     workflow_pb2_grpc,
 )
@@ -174,12 +178,40 @@ class Recorder(workflow_pb2_grpc.WorkflowServiceServicer, queue_pb2_grpc.QueueSe
         return queue_pb2.GetQueueResponse(queue=queue_pb2.Queue(name=request.name))
 
 
+class Gate(worker_pb2_grpc.WorkerServiceServicer):
+    """A worker service that, connection by connection, refuses the stream at once
+    (`("refuse", code, reason)`) or welcomes the worker and then ends the stream with that
+    status (`("later", code, reason)`); it welcomes and holds any connection past the script."""
+
+    def __init__(self, *script: tuple[str, grpc.StatusCode, str]) -> None:
+        self.script = list(script)
+        self.connections: list[dict[str, str]] = []
+        self.hellos: list[worker_pb2.Hello] = []
+
+    async def Connect(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
+        self.connections.append(metadata_of(context))
+        step = self.script.pop(0) if self.script else None
+        if step is not None and step[0] == "refuse":
+            await context.abort(step[1], step[2].lower(), trailing_metadata=refusal(*step[1:]))
+        first = await anext(aiter(request_iterator))
+        self.hellos.append(first.hello)
+        yield worker_pb2.ServerMessage(
+            welcome=worker_pb2.Welcome(session_id="s", heartbeat_interval_ms=60_000)
+        )
+        if step is not None:
+            await context.abort(step[1], step[2].lower(), trailing_metadata=refusal(*step[1:]))
+        async for _ in request_iterator:
+            pass
+
+
 async def serving(*servicers: Any) -> tuple[grpc.aio.Server, str]:
     server = grpc.aio.server()
     for s in servicers:
         if isinstance(s, Recorder):
             workflow_pb2_grpc.add_WorkflowServiceServicer_to_server(s, server)
             queue_pb2_grpc.add_QueueServiceServicer_to_server(s, server)
+        else:
+            worker_pb2_grpc.add_WorkerServiceServicer_to_server(s, server)
     address = f"127.0.0.1:{free_port()}"
     server.add_insecure_port(address)
     await server.start()
@@ -204,5 +236,68 @@ async def test_every_kind_of_client_call_carries_the_key_and_namespace() -> None
             await client.get("wf-1")
         assert "authorization" not in recorder.seen["GetWorkflow"]
         assert "waymark-namespace" not in recorder.seen["GetWorkflow"]
+    finally:
+        await server.stop(None)
+
+
+def a_worker(address: str, **options: Any) -> Worker:
+    w = Worker(server=address, app_version="1", **options)
+
+    @w.workflow("noop")
+    async def noop(ctx: WorkflowContext) -> None:
+        return None
+
+    return w
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        (grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+        (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
+    ],
+)
+async def test_a_worker_refused_at_connect_stops_with_the_reason(
+    code: grpc.StatusCode, reason: str
+) -> None:
+    gate = Gate(("refuse", code, reason))
+    server, address = await serving(gate)
+    try:
+        worker = a_worker(address, api_key=KEY, namespace="default")
+        with pytest.raises(RpcError) as refused:
+            await asyncio.wait_for(worker.run(), 20)
+        assert (refused.value.code, refused.value.reason) == (code, reason)
+        assert "refused this worker's stream" in str(refused.value)
+        assert KEY not in str(refused.value) and KEY not in repr(refused.value)
+        assert len(gate.connections) == 1, "no reconnect after a refusal"
+        assert gate.connections[0]["authorization"] == f"Bearer {KEY}"
+        assert gate.connections[0]["waymark-namespace"] == "default"
+    finally:
+        await server.stop(None)
+
+
+async def test_a_worker_refused_later_stops_and_other_ends_reconnect() -> None:
+    gate = Gate(
+        # Not a refusal for the key: reconnects (twice).
+        ("refuse", grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
+        ("later", grpc.StatusCode.INTERNAL, "INTERNAL"),
+        # The key revoked while the stream is open.
+        ("later", grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+        ("refuse", grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
+    )
+    server, address = await serving(gate)
+    try:
+        worker = a_worker(address, api_key=KEY)
+        with pytest.raises(RpcError) as refused:
+            await asyncio.wait_for(worker.run(), 20)
+        assert refused.value.reason == "UNAUTHENTICATED"
+        assert len(gate.connections) == 3
+        assert all(c["authorization"] == f"Bearer {KEY}" for c in gate.connections)
+        assert [h.workflow_names for h in gate.hellos] == [["noop"], ["noop"]]
+        # `run` can be called again (and is refused again).
+        with pytest.raises(RpcError) as again:
+            await asyncio.wait_for(worker.run(), 20)
+        assert again.value.reason == "PERMISSION_DENIED"
+        assert len(gate.connections) == 4
     finally:
         await server.stop(None)
