@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 from waymark import RetryPolicy
+from waymark._connection import resolve
 from waymark._payload import from_payload, to_payload
 from waymark._proto import worker_pb2
-from waymark._rpc import target
 from waymark._time import from_duration, to_duration
 from waymark.worker._conn import Conn
 
@@ -39,11 +39,11 @@ def test_retry_backoff_grows_and_is_capped() -> None:
 
 
 def test_addresses_and_durations(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert target("http://10.1.2.3:7450/") == "10.1.2.3:7450"
+    assert resolve("http://10.1.2.3:7450/").target == "10.1.2.3:7450"
     monkeypatch.setenv("WAYMARK_SERVER", "example:1")
-    assert target(None) == "example:1"
+    assert resolve(None).target == "example:1"
     monkeypatch.delenv("WAYMARK_SERVER")
-    assert target(None) == "127.0.0.1:7450"
+    assert resolve(None).target == "127.0.0.1:7450"
     assert from_duration(to_duration(1.25)) == timedelta(seconds=1.25)
     assert from_duration(to_duration(timedelta(hours=2))) == timedelta(hours=2)
 

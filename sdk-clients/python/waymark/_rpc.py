@@ -1,5 +1,5 @@
-"""gRPC plumbing shared by the client and the worker: the channel, and server errors as
-`RpcError` with their ErrorInfo reason.
+"""gRPC plumbing shared by the client and the worker: the channel (built by `_connection`), and
+server errors as `RpcError` with their ErrorInfo reason.
 
 The reason travels in the `grpc-status-details-bin` trailer (a `google.rpc.Status` holding an
 `ErrorInfo`). Those two messages are declared here, in a private descriptor pool, rather than
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -19,33 +18,16 @@ import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from ._backoff import Backoff
+from ._connection import Connection, open_channel, resolve
 from .errors import RpcError, UnavailableError
 
 log = logging.getLogger("waymark.client")
 
-DEFAULT_SERVER = "127.0.0.1:7450"
 
-_MAX_MESSAGE = 256 * 1024 * 1024
-CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", _MAX_MESSAGE),
-    ("grpc.keepalive_time_ms", 20_000),
-    ("grpc.keepalive_timeout_ms", 60_000),
-    # gRPC's own reconnect backoff grows to two minutes by default; calls retried while the
-    # server is unavailable (see `attempts`) would then miss it coming back for that long.
-    ("grpc.max_reconnect_backoff_ms", 2_000),
-]
-
-
-def target(server: str | None) -> str:
-    """`host:port` from an address or URL; `WAYMARK_SERVER`, else 127.0.0.1:7450."""
-    addr = (server or os.environ.get("WAYMARK_SERVER", "").strip() or DEFAULT_SERVER).strip()
-    if "://" in addr:
-        addr = addr.split("://", 1)[1]
-    return addr.rstrip("/")
-
-
-def channel(server: str | None) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(target(server), options=CHANNEL_OPTIONS)
+def channel(where: Connection | str | None) -> grpc.aio.Channel:
+    """The channel to the server: a resolved `Connection`, or an address (with every other
+    option from the environment)."""
+    return open_channel(where if isinstance(where, Connection) else resolve(where))
 
 
 def _status_classes() -> tuple[Any, Any]:

@@ -14,6 +14,7 @@ import grpc
 
 from . import _rpc
 from ._backoff import DEFAULT_PATIENCE, Backoff
+from ._connection import Pem, resolve
 from ._pages import read_all
 from ._payload import from_payload, to_payload
 from ._proto import types_pb2, workflow_pb2, workflow_pb2_grpc
@@ -39,6 +40,16 @@ class Client:
     """Connects to a Waymark server (`host:port` or a URL; `WAYMARK_SERVER`, else
     127.0.0.1:7450). Use it as `async with Client() as client:` or call `close()`.
 
+    `https://` connects with TLS, as does an address without a scheme when a TLS option is
+    set: `tls_ca` is the CA to trust (a PEM file's path, or PEM bytes; the system's roots when
+    not given), `tls_cert` and `tls_key` a client certificate for mutual TLS. `api_key` is sent
+    as `authorization: Bearer <key>` and `namespace` as `waymark-namespace` on every call.
+    Each option left at None comes from its environment variable: `WAYMARK_TLS_CA`,
+    `WAYMARK_TLS_CERT`, `WAYMARK_TLS_KEY`, `WAYMARK_API_KEY`, `WAYMARK_NAMESPACE`. An `http://`
+    address with a TLS option raises `ValueError`. A call the server refuses for the key raises
+    `RpcError` with reason UNAUTHENTICATED (no key, or one unknown, revoked or expired) or
+    PERMISSION_DENIED (the key's role does not allow the call).
+
     Calls that are safe to make twice — reads, waits, starts (always with a workflow id: one is
     made here when not given), cancel, resume, and sends with an idempotency key — are made
     again, with backoff, while the server answers UNAVAILABLE (unreachable, or its database
@@ -46,14 +57,33 @@ class Client:
     `RpcError` with code UNAVAILABLE) is raised. Other calls raise it at once."""
 
     def __init__(
-        self, server: str | None = None, *, retry_unavailable_for: Seconds = DEFAULT_PATIENCE
+        self,
+        server: str | None = None,
+        *,
+        tls_ca: Pem | None = None,
+        tls_cert: Pem | None = None,
+        tls_key: Pem | None = None,
+        api_key: str | None = None,
+        namespace: str | None = None,
+        retry_unavailable_for: Seconds = DEFAULT_PATIENCE,
     ) -> None:
-        self._channel = _rpc.channel(server)
+        self._connection = resolve(
+            server,
+            tls_ca=tls_ca,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            api_key=api_key,
+            namespace=namespace,
+        )
+        self._channel = _rpc.channel(self._connection)
         self._rpc = workflow_pb2_grpc.WorkflowServiceStub(self._channel)
         # How long calls that are safe to repeat are retried while the server is unavailable.
         self._patience = seconds(retry_unavailable_for)
         self.queues = Queues(self._channel, self._patience)
         self.schedules = Schedules(self._channel, self._patience)
+
+    def __repr__(self) -> str:
+        return f"Client({self._connection!r})"
 
     async def __aenter__(self) -> Client:
         return self

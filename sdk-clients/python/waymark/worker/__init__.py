@@ -7,10 +7,14 @@ import asyncio
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
+
+import grpc
 
 from .._backoff import DEFAULT_PATIENCE
+from .._connection import Pem, resolve
 from .._time import Seconds, seconds
+from ..errors import RpcError
 from ._context import WorkflowContext
 from ._core import log
 from ._remote import Awaitable as WaitTarget
@@ -41,12 +45,24 @@ class Worker:
 
     A request the server answers UNAVAILABLE (its database restarting, say) is sent again with
     backoff for up to `retry_unavailable_for` seconds; past that the run is dropped — left
-    unfinished, for the server to dispatch again — never failed."""
+    unfinished, for the server to dispatch again — never failed.
+
+    The connection options are the client's (see `Client`): `server`, `tls_ca`, `tls_cert`,
+    `tls_key`, `api_key`, `namespace`, each from its environment variable when not given. The
+    key and namespace go with the worker's stream. A stream the server refuses for the key —
+    UNAUTHENTICATED (unknown, revoked or expired) or PERMISSION_DENIED (not a worker key, or
+    one that may not register these names), when connecting or later — ends `run` with that
+    `RpcError` instead of reconnecting: trying again could not help."""
 
     def __init__(
         self,
         *,
         server: str | None = None,
+        tls_ca: Pem | None = None,
+        tls_cert: Pem | None = None,
+        tls_key: Pem | None = None,
+        api_key: str | None = None,
+        namespace: str | None = None,
         app_name: str = "",
         app_version: str = "",
         worker_id: str | None = None,
@@ -57,7 +73,14 @@ class Worker:
         retry_unavailable_for: Seconds = DEFAULT_PATIENCE,
     ) -> None:
         self._config = Config(
-            server=server,
+            connection=resolve(
+                server,
+                tls_ca=tls_ca,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                api_key=api_key,
+                namespace=namespace,
+            ),
             worker_id=worker_id or str(uuid.uuid4()),
             app_name=app_name,
             app_version=app_version,
@@ -104,7 +127,8 @@ class Worker:
     async def run(self) -> None:
         """Serves until `stop()` is called or the task is cancelled. Reconnects, with backoff,
         whenever the stream breaks; what was running when it broke is dropped here and the
-        server gives it out again."""
+        server gives it out again. Raises `RpcError` (code UNAUTHENTICATED or
+        PERMISSION_DENIED) when the server refuses the stream for its API key."""
         failures = 0
         stopping = asyncio.create_task(self._stop.wait())
         try:
@@ -122,6 +146,14 @@ class Worker:
                 if self._stop.is_set():
                     return
                 error = session.exception()
+                if refused(error):
+                    log.error("the server refused this worker's stream: %s; stopping", error)
+                    raise RpcError(
+                        error.code,
+                        error.reason,
+                        f"the server refused this worker's stream: {error.message}",
+                        error.metadata,
+                    ) from None
                 failures = failures + 1 if error else 0
                 log.warning("worker stream ended (%s); reconnecting", error)
                 try:
@@ -137,6 +169,14 @@ class Worker:
         task had died (False when it is not running here). The server sees it missing from the
         next heartbeat and dispatches it again."""
         return self._session is not None and self._session.lose(workflow_id)
+
+
+def refused(error: BaseException | None) -> TypeGuard[RpcError]:
+    """The server refused the stream for its credentials: reconnecting would be refused too."""
+    return isinstance(error, RpcError) and error.code in (
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.PERMISSION_DENIED,
+    )
 
 
 def _backoff(failures: int) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 import grpc
 
 from .. import _rpc
+from .._connection import Connection
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2, worker_pb2_grpc
 from .._time import now_ms, timestamp_ms
@@ -36,7 +37,7 @@ StepFn = Callable[[Any], Any]
 
 @dataclass
 class Config:
-    server: str | None
+    connection: Connection
     worker_id: str
     app_name: str
     app_version: str
@@ -66,7 +67,7 @@ class Session:
     async def run(self) -> None:
         """Serves until the stream ends; raises what ended it."""
         c = self.config
-        channel = _rpc.channel(c.server)
+        channel = _rpc.channel(c.connection)
         stub = worker_pb2_grpc.WorkerServiceStub(channel)
         hello = worker_pb2.Hello(
             worker_id=c.worker_id,
