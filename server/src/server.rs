@@ -119,20 +119,21 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Parses "250ms", "15s", "2m", "1h" (and a bare number of seconds).
+/// Parses "250ms", "15s", "2m", "1h", "30d" (and a bare number of seconds).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("{s:?} is not a duration like 250ms, 15s, 2m or 1h"))?;
+        .map_err(|_| format!("{s:?} is not a duration like 250ms, 15s, 2m, 1h or 30d"))?;
     let secs = match unit {
         "ms" => n / 1000.0,
         "" | "s" => n,
         "m" => n * 60.0,
         "h" => n * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?}; use ms, s, m or h")),
+        "d" => n * 86400.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?}; use ms, s, m, h or d")),
     };
     if !secs.is_finite() || !(0.0..=10.0 * 365.0 * 86400.0).contains(&secs) {
         return Err(format!("{s:?} is out of range"));
@@ -191,7 +192,8 @@ mod tests {
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
         assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("1d").is_err());
+        assert_eq!(parse_duration("30d").unwrap(), Duration::from_secs(30 * 86400));
+        assert!(parse_duration("1w").is_err());
         assert!(parse_duration("").is_err());
     }
 }
