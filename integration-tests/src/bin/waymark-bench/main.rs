@@ -19,7 +19,9 @@
 //! 8. other languages: the throughput workload run by each SDK's bench worker process (see
 //!    `polyglot.rs`), steps/s as a ratio of the Rust workers' in the same run;
 //! 7. queues with limits: dispatches/s through a limited queue, and the dispatch rate with
-//!    1,000 and with 1,000,000 workflows waiting (see `queued.rs`).
+//!    1,000 and with 1,000,000 workflows waiting (see `queued.rs`);
+//! 9. the cost of TLS and API keys: workloads 1 and 2 again on a second server with both on,
+//!    as ratios of the plaintext figures from the same run (see `secured.rs`).
 //!
 //! ```text
 //! make bench
@@ -49,6 +51,7 @@ mod polyglot;
 mod queued;
 mod raw;
 mod report;
+mod secured;
 mod soak;
 mod soak_stats;
 mod verify;
@@ -58,6 +61,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 use waymark_integration_tests::{Backend, ServerProcess, TestDatabase};
+use waymark_sdk::ConnectOptions;
 use waymark_sdk::{Worker, WorkflowContext, WorkflowError};
 
 use crate::{
@@ -141,6 +145,10 @@ struct Args {
     /// Workflows waiting in the deep backlog.
     #[arg(long, default_value_t = 1_000_000)]
     backlog: usize,
+    /// Run the throughput and latency workloads a second time on a server with TLS and API keys
+    /// on, and print those figures beside the plaintext ones.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    secured: bool,
     /// Other-language bench workers run through the throughput workload (empty: none).
     #[arg(long, value_delimiter = ',', default_value = "python,typescript,go")]
     languages: Vec<String>,
@@ -190,6 +198,34 @@ fn backend_name(backend: Backend) -> &'static str {
     }
 }
 
+/// The in-process Rust workers every workload runs on, until `stop` turns true.
+fn spawn_workers(
+    args: &Args,
+    connect: &ConnectOptions,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<Result<(), waymark_sdk::Error>>> {
+    (0..args.workers.max(1))
+        .map(|i| {
+            let worker = Worker::builder()
+                .connect_options(connect.clone())
+                .worker_id(format!("bench-worker-{i}"))
+                .app_name("waymark-bench")
+                .app_version("bench-1")
+                .max_concurrent_workflows(args.worker_capacity)
+                .workflow("bench", bench)
+                .workflow("one", one)
+                .workflow("waiter", waiter)
+                .workflow("sleeper", parked::sleeper)
+                .workflow("noop", queued::noop)
+                .build();
+            let mut rx = stop.clone();
+            tokio::spawn(worker.run_until(async move {
+                let _ = rx.wait_for(|v| *v).await;
+            }))
+        })
+        .collect()
+}
+
 async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Report>> {
     let name = backend_name(backend);
     let Some(db) = TestDatabase::new(backend).await else {
@@ -214,25 +250,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     eprintln!("[{name}] server at {} (log: {})", server.addr, server.log.display());
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut workers = Vec::new();
-    for i in 0..args.workers.max(1) {
-        let worker = Worker::builder()
-            .server(server.addr.clone())
-            .worker_id(format!("bench-worker-{i}"))
-            .app_name("waymark-bench")
-            .app_version("bench-1")
-            .max_concurrent_workflows(args.worker_capacity)
-            .workflow("bench", bench)
-            .workflow("one", one)
-            .workflow("waiter", waiter)
-            .workflow("sleeper", parked::sleeper)
-            .workflow("noop", queued::noop)
-            .build();
-        let mut rx = stop_rx.clone();
-        workers.push(tokio::spawn(worker.run_until(async move {
-            let _ = rx.wait_for(|v| *v).await;
-        })));
-    }
+    let workers = spawn_workers(args, &server.connect, &stop_rx);
     let client = server.client().await;
     wait_for_workers(&client).await.context("workers")?;
     eprintln!(
@@ -240,7 +258,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         args.workflows, args.steps
     );
 
-    let (starts_s, wall_s) = throughput(args, &server.addr).await.context("throughput")?;
+    let (starts_s, wall_s) = throughput(args, &server.connect).await.context("throughput")?;
     let total_steps = args.workflows as f64 * args.steps as f64;
     eprintln!(
         "[{name}] throughput done in {wall_s:.2} s; latency workload {} runs",
@@ -260,7 +278,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         }
     }
 
-    let lat = latency(args.latency_runs, &server.addr).await.context("latency")?;
+    let lat = latency(args.latency_runs, &server.connect).await.context("latency")?;
     let mean = lat.iter().sum::<f64>() / lat.len().max(1) as f64;
 
     eprintln!("[{name}] wakeup workload {} runs", args.wakeup_runs);
@@ -316,6 +334,17 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     for w in workers {
         let _ = w.await;
     }
+    let secured = if args.secured {
+        eprintln!("[{name}] the throughput and latency workloads again with TLS and API keys");
+        let s = secured::run(args, backend).await.context("TLS and API keys")?;
+        eprintln!(
+            "[{name}] with TLS and keys: {:.1} steps/s, p50 {:.2} ms",
+            s.steps_per_s, s.p50_ms
+        );
+        Some(s)
+    } else {
+        None
+    };
     // The raw baseline runs again with the server stopped, so neither disturbs the other.
     server.terminate();
     if backend == Backend::Postgres {
@@ -370,6 +399,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         parked,
         queued,
         polyglot,
+        secured,
     }))
 }
 

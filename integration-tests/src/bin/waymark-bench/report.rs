@@ -1,6 +1,6 @@
 //! The figures of one backend's run: a table for people and a one-line summary for scripts.
 
-use super::{parked, polyglot, queued, raw};
+use super::{parked, polyglot, queued, raw, secured};
 
 pub struct Report {
     pub backend: &'static str,
@@ -32,6 +32,8 @@ pub struct Report {
     pub parked: Option<parked::Parked>,
     pub queued: Option<queued::Queued>,
     pub polyglot: Vec<polyglot::Polyglot>,
+    /// The throughput and latency workloads again with TLS and API keys on.
+    pub secured: Option<secured::Secured>,
 }
 
 impl Report {
@@ -188,6 +190,21 @@ impl Report {
                 &note,
             );
         }
+        if let Some(s) = &self.secured {
+            row(
+                "with TLS and API keys: steps/s",
+                format!("{:.1}", s.steps_per_s),
+                "same workload, second server",
+            );
+            row(
+                "  ratio to plaintext",
+                format!("{:.2}", s.steps_per_s / self.steps_per_s),
+                "",
+            );
+            row("  latency p50 (ms)", format!("{:.2}", s.p50_ms), "");
+            row("  latency p99 (ms)", format!("{:.2}", s.p99_ms), "");
+            row("  p50 ratio to plaintext", format!("{:.2}", s.p50_ms / self.p50_ms), "");
+        }
         if let Some(q) = &self.queued {
             row("queues with limits: workflows", q.limited_workflows.to_string(), "");
             row(
@@ -219,7 +236,7 @@ impl Report {
         format!(
             "backend={} fs={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} raw_before={} raw_after={} ratio={:.3} \
              wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={} \
-             limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={}",
+             limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={} secured_steps_per_s={} secured_p50_ms={}",
             self.backend,
             self.filesystem.split_whitespace().next().unwrap_or("unknown"),
             self.steps_per_s,
@@ -250,6 +267,14 @@ impl Report {
             self.queued
                 .as_ref()
                 .map(|q| format!("{:.0}", q.deep_per_s))
+                .unwrap_or_else(|| "n/a".into()),
+            self.secured
+                .as_ref()
+                .map(|s| format!("{:.1}", s.steps_per_s))
+                .unwrap_or_else(|| "n/a".into()),
+            self.secured
+                .as_ref()
+                .map(|s| format!("{:.2}", s.p50_ms))
                 .unwrap_or_else(|| "n/a".into()),
         )
     }

@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use waymark_sdk::{Client, StartOptions, WorkflowStatus};
+use waymark_sdk::{Client, ConnectOptions, StartOptions, WorkflowStatus};
 
 use crate::{
     verify::{any_in, expect_output, read_all, Select, UNFINISHED},
@@ -61,10 +61,10 @@ async fn any_unfinished(client: &Client) -> anyhow::Result<bool> {
 /// Starts W `bench` workflows of K steps at once and waits until none is left unfinished;
 /// returns (seconds until every start was acknowledged, seconds until all were done). Fails
 /// unless every one ended SUCCESS with output K.
-pub async fn throughput(args: &Args, addr: &str) -> anyhow::Result<(f64, f64)> {
+pub async fn throughput(args: &Args, connect: &ConnectOptions) -> anyhow::Result<(f64, f64)> {
     let mut clients = Vec::new();
     for _ in 0..args.clients.clamp(1, 8) {
-        clients.push(Client::connect(addr).await?);
+        clients.push(Client::connect_with(connect).await?);
     }
     let next = Arc::new(AtomicUsize::new(0));
     let t0 = Instant::now();
@@ -111,8 +111,8 @@ pub async fn throughput(args: &Args, addr: &str) -> anyhow::Result<(f64, f64)> {
     Ok((starts.as_secs_f64(), wall.as_secs_f64()))
 }
 
-pub async fn latency(runs: usize, addr: &str) -> anyhow::Result<Vec<f64>> {
-    let client = Client::connect(addr).await?;
+pub async fn latency(runs: usize, connect: &ConnectOptions) -> anyhow::Result<Vec<f64>> {
+    let client = Client::connect_with(connect).await?;
     // Warm-up, not measured.
     for i in 0..5 {
         let s = client
