@@ -175,7 +175,9 @@ func (w *Worker) step(name string) stepFunc {
 // stream breaks; what was running when it broke is dropped here and the server hands it out
 // again. It returns an error only for what retrying cannot fix: options that cannot work (an
 // unreadable PEM file, TLS options with an http:// address), or the server refusing the
-// worker's registration.
+// worker's stream — its registration (INVALID_ARGUMENT), its API key (UNAUTHENTICATED: none,
+// unknown, expired, or revoked while the worker runs) or the key's role (PERMISSION_DENIED),
+// each an *Error whose Reason says which.
 //
 // Run returns only once every workflow run and remote step attempt it started has returned:
 // when ctx ends, their contexts end too, and the worker sends nothing more for them. A
@@ -199,7 +201,8 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		}
 		var rpc *Error
-		if errors.As(err, &rpc) && rpc.Code == codes.InvalidArgument {
+		if errors.As(err, &rpc) && refusal(rpc.Code) {
+			w.logger.Error("the server refused this worker's stream; not reconnecting", "code", rpc.Code.String(), "reason", rpc.Reason, "error", err)
 			return err
 		}
 		if welcomed {
@@ -213,6 +216,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-time.After(backoff(failures)):
 		}
 	}
+}
+
+// refusal: the server refused the worker's stream for something reconnecting cannot change.
+func refusal(c codes.Code) bool {
+	return c == codes.InvalidArgument || c == codes.Unauthenticated || c == codes.PermissionDenied
 }
 
 func (w *Worker) hasSteps() bool {
