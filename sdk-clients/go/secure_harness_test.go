@@ -72,7 +72,8 @@ func startSecureServer(t *testing.T, cfg secureConfig) *secureServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &secureServer{cfg: cfg}
+	// Its address, for the options it is probed with, until the process is up.
+	s := &secureServer{cfg: cfg, serverProcess: &serverProcess{addr: addr}}
 	var flags []string
 	if cfg.tls {
 		s.certs = testCerts(t)
