@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -22,11 +21,43 @@ type Client struct {
 	schedules pb.ScheduleServiceClient
 }
 
-// NewClient makes a client of the server at addr ("host:port", or "" for DefaultServer).
-// It connects lazily, on the first call. Without options the connection is plaintext; pass
-// grpc.WithTransportCredentials for TLS.
+// ClientOptions configure a Client; the zero value connects to DefaultServer in plaintext,
+// without an API key, unless the environment says otherwise (see the fields).
+type ClientOptions struct {
+	// Server is the address: "host:port", "http://host:port" (plaintext) or "https://host:port"
+	// (TLS). Empty: WAYMARK_SERVER, else 127.0.0.1:7450. Without a scheme, the connection is
+	// TLS when any TLS option is set; with http://, setting one is an error.
+	Server string
+	// TLS: the CA to trust, and the certificate to present for mutual TLS. Fields left empty
+	// fall back to WAYMARK_TLS_CA, WAYMARK_TLS_CERT and WAYMARK_TLS_KEY.
+	TLS TLSOptions
+	// APIKey is sent as `authorization: Bearer <key>` on every call, for a server started with
+	// --auth. Empty: WAYMARK_API_KEY. It is never put in an error or a log.
+	APIKey string
+	// Namespace is sent as `waymark-namespace` metadata on every call. Empty:
+	// WAYMARK_NAMESPACE, else none (the server's default namespace).
+	Namespace string
+	// DialOptions are added after the SDK's own (interceptors, or transport credentials of
+	// your own, which replace the ones the options above make).
+	DialOptions []grpc.DialOption
+}
+
+// NewClient makes a client of the server at addr ("host:port", an http:// or https:// URL, or
+// "" for DefaultServer), with the TLS, API key and namespace of the environment (see
+// ClientOptions). It connects lazily, on the first call.
 func NewClient(addr string, opts ...grpc.DialOption) (*Client, error) {
-	conn, err := dial(addr, opts...)
+	return NewClientWithOptions(ClientOptions{Server: addr, DialOptions: opts})
+}
+
+// NewClientWithOptions makes a client with these options. It connects lazily, on the first
+// call; an option that cannot work (an unreadable PEM file, TLS options with an http://
+// address, a certificate without its key) is an error here.
+func NewClientWithOptions(opts ClientOptions) (*Client, error) {
+	e, err := connOptions{server: opts.Server, tls: opts.TLS, apiKey: opts.APIKey, namespace: opts.Namespace, dial: opts.DialOptions}.resolve()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := e.dial()
 	if err != nil {
 		return nil, err
 	}
@@ -36,14 +67,6 @@ func NewClient(addr string, opts ...grpc.DialOption) (*Client, error) {
 		queues:    pb.NewQueueServiceClient(conn),
 		schedules: pb.NewScheduleServiceClient(conn),
 	}, nil
-}
-
-func dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
-	all := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20)),
-	}, opts...)
-	return grpc.NewClient(target(addr), all...)
 }
 
 // Close releases the connection.

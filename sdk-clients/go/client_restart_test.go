@@ -53,7 +53,7 @@ func TestClientRetriesWhileTheServerRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own.cmd, own.log = again.cmd, again.log
+	*own = *again // the same server, come back
 	if err := <-got; err != nil {
 		t.Fatalf("the read failed across the restart: %v (%d tries found the server gone)", err, unavailable.Load())
 	}

@@ -15,7 +15,8 @@
 //
 // Values travel as JSON (encoding/json), so workers in every language read each other's.
 // Every program finds the server from WAYMARK_SERVER when no address is given, defaulting to
-// 127.0.0.1:7450.
+// 127.0.0.1:7450; an https:// address (or any TLS option) makes the connection TLS, and an API
+// key (APIKey, or WAYMARK_API_KEY) is sent on every call. See ClientOptions and WorkerOptions.
 package waymark
 
 import (
@@ -24,21 +25,11 @@ import (
 )
 
 // DefaultServer is the address used when none is given: WAYMARK_SERVER, else 127.0.0.1:7450.
+// It may be "host:port", "http://host:port" (plaintext) or "https://host:port" (TLS): the form
+// the Rust SDK and the CLI take, so one WAYMARK_SERVER value works for every SDK.
 func DefaultServer() string {
 	if s := strings.TrimSpace(os.Getenv("WAYMARK_SERVER")); s != "" {
 		return s
 	}
 	return "127.0.0.1:7450"
-}
-
-// target turns "http://host:port" (the form the Rust SDK and the CLI take) into the host:port
-// grpc-go dials, so one WAYMARK_SERVER value works for every SDK.
-func target(addr string) string {
-	if addr == "" {
-		addr = DefaultServer()
-	}
-	for _, scheme := range []string{"http://", "https://"} {
-		addr = strings.TrimPrefix(addr, scheme)
-	}
-	return strings.TrimSuffix(addr, "/")
 }

@@ -60,6 +60,8 @@ type serverProcess struct {
 	cmd  *exec.Cmd
 	dir  string
 	log  *os.File
+	// Closed once the process has exited (and been waited for).
+	exited chan struct{}
 }
 
 // serverBinary is WAYMARK_BIN, else the debug build at the repository's root.
@@ -101,6 +103,13 @@ func startServer() (*serverProcess, error) {
 // startServerAt starts a server on the database in dir, listening on addr: a restart on the
 // same dir and addr is the same server coming back.
 func startServerAt(dir, addr string) (*serverProcess, error) {
+	return launchServer(dir, addr, nil, waymark.ClientOptions{Server: addr})
+}
+
+// launchServer starts a server on the database in dir, listening on addr, with extra flags
+// (TLS, auth), and waits until it answers a client made with ready: a call that succeeds, or
+// that the server refuses for want of a key, says it is up.
+func launchServer(dir, addr string, extra []string, ready waymark.ClientOptions) (*serverProcess, error) {
 	bin, err := serverBinary()
 	if err != nil {
 		return nil, err
@@ -109,16 +118,21 @@ func startServerAt(dir, addr string) (*serverProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "server", "--listen", addr,
-		"--database-url", "sqlite:"+filepath.Join(dir, "waymark.db"),
+	args := append([]string{"server", "--listen", addr,
+		"--database-url", "sqlite:" + filepath.Join(dir, "waymark.db"),
 		"--recovery-grace", "500ms", "--worker-lease", "3s", "--heartbeat-interval", "500ms",
-		"--recovery-interval", "200ms", "--dispatch-poll-interval", "100ms")
+		"--recovery-interval", "200ms", "--dispatch-poll-interval", "100ms"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &serverProcess{addr: addr, cmd: cmd, dir: dir, log: logFile}
-	c, err := waymark.NewClient(addr)
+	s := &serverProcess{addr: addr, cmd: cmd, dir: dir, log: logFile, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
+	c, err := waymark.NewClientWithOptions(ready)
 	if err != nil {
 		s.stop()
 		return nil, err
@@ -129,8 +143,15 @@ func startServerAt(dir, addr string) (*serverProcess, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := c.ListQueues(ctx)
 		cancel()
-		if err == nil {
+		if err == nil || waymark.IsReason(err, "UNAUTHENTICATED") {
 			return s, nil
+		}
+		select {
+		case <-s.exited:
+			text, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+			s.stop()
+			return nil, fmt.Errorf("the server (%s) exited: %s", strings.Join(args, " "), text)
+		default:
 		}
 		if time.Now().After(deadline) {
 			s.stop()
@@ -170,7 +191,7 @@ func (s *serverProcess) stop() {
 // kill ends the server process with SIGKILL, keeping its database.
 func (s *serverProcess) kill() {
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	_ = s.log.Close()
 }
 

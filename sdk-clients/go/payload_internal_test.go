@@ -74,8 +74,12 @@ func wrap(err error) error { return wrapped{err} }
 
 func TestTargetAcceptsURLs(t *testing.T) {
 	for in, want := range map[string]string{"http://h:1": "h:1", "h:2": "h:2", "https://h:3/": "h:3"} {
-		if got := target(in); got != want {
-			t.Errorf("target(%q) = %q", in, got)
+		e, err := connOptions{server: in}.resolve()
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if e.target != want {
+			t.Errorf("target of %q = %q, want %q", in, e.target, want)
 		}
 	}
 }

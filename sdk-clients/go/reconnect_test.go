@@ -60,7 +60,7 @@ func TestWorkerReconnectsAfterTheServerRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own.cmd, own.log = again.cmd, again.log
+	*own = *again // the same server, come back
 	if _, err := c.Send(ctx, s.ID, "", "welcome back", nil); err != nil {
 		t.Fatal(err)
 	}

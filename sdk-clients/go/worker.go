@@ -20,9 +20,22 @@ const sdkName = "go/0.1.0"
 
 // WorkerOptions configure a Worker; the zero value serves queue "default" on DefaultServer.
 type WorkerOptions struct {
-	// Server is the address ("host:port"); DefaultServer when empty.
+	// Server is the address: "host:port", "http://host:port" (plaintext) or "https://host:port"
+	// (TLS). Empty: WAYMARK_SERVER, else 127.0.0.1:7450. Without a scheme, the connection is
+	// TLS when any TLS option is set; with http://, setting one is an error (from Run).
 	Server string
-	// DialOptions are added to the connection's (TLS credentials, interceptors).
+	// TLS: the CA to trust, and the certificate to present for mutual TLS. Fields left empty
+	// fall back to WAYMARK_TLS_CA, WAYMARK_TLS_CERT and WAYMARK_TLS_KEY.
+	TLS TLSOptions
+	// APIKey is sent as `authorization: Bearer <key>` on the worker's stream, for a server
+	// started with --auth: a key of role worker (or admin). Empty: WAYMARK_API_KEY. It is
+	// never put in an error or a log.
+	APIKey string
+	// Namespace is sent as `waymark-namespace` metadata. Empty: WAYMARK_NAMESPACE, else none
+	// (the server's default namespace).
+	Namespace string
+	// DialOptions are added after the SDK's own (interceptors, or transport credentials of
+	// your own, which replace the ones the options above make).
 	DialOptions []grpc.DialOption
 	// WorkerID is the stable id of this process, kept across reconnects; generated when empty.
 	WorkerID string
@@ -54,6 +67,10 @@ type WorkerOptions struct {
 type Worker struct {
 	opts   WorkerOptions
 	logger *slog.Logger
+	// The connection the options describe, resolved by NewWorker; or why they cannot work,
+	// which Run returns.
+	endpoint    *endpoint
+	endpointErr error
 
 	mu        sync.RWMutex
 	workflows map[string]workflowFunc
@@ -89,11 +106,14 @@ func NewWorker(opts WorkerOptions) *Worker {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	e, err := connOptions{server: opts.Server, tls: opts.TLS, apiKey: opts.APIKey, namespace: opts.Namespace, dial: opts.DialOptions}.resolve()
 	return &Worker{
-		opts:      opts,
-		logger:    logger.With("worker_id", opts.WorkerID),
-		workflows: map[string]workflowFunc{},
-		steps:     map[string]stepFunc{},
+		opts:        opts,
+		logger:      logger.With("worker_id", opts.WorkerID),
+		endpoint:    e,
+		endpointErr: err,
+		workflows:   map[string]workflowFunc{},
+		steps:       map[string]stepFunc{},
 	}
 }
 
@@ -153,14 +173,20 @@ func (w *Worker) step(name string) stepFunc {
 
 // Run serves until ctx is done, then returns nil. It reconnects with backoff whenever the
 // stream breaks; what was running when it broke is dropped here and the server hands it out
-// again. It returns an error only for what retrying cannot fix (the server refused the
-// worker's registration).
+// again. It returns an error only for what retrying cannot fix: options that cannot work (an
+// unreadable PEM file, TLS options with an http:// address), or the server refusing the
+// worker's stream — its registration (INVALID_ARGUMENT), its API key (UNAUTHENTICATED: none,
+// unknown, expired, or revoked while the worker runs) or the key's role (PERMISSION_DENIED),
+// each an *Error whose Reason says which.
 //
 // Run returns only once every workflow run and remote step attempt it started has returned:
 // when ctx ends, their contexts end too, and the worker sends nothing more for them. A
 // workflow or step function that does not heed its context holds Run up until it returns.
 func (w *Worker) Run(ctx context.Context) error {
-	cc, err := dial(w.opts.Server, w.opts.DialOptions...)
+	if w.endpointErr != nil {
+		return w.endpointErr
+	}
+	cc, err := w.endpoint.dial()
 	if err != nil {
 		return err
 	}
@@ -175,7 +201,8 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		}
 		var rpc *Error
-		if errors.As(err, &rpc) && rpc.Code == codes.InvalidArgument {
+		if errors.As(err, &rpc) && refusal(rpc.Code) {
+			w.logger.Error("the server refused this worker's stream; not reconnecting", "code", rpc.Code.String(), "reason", rpc.Reason, "error", err)
 			return err
 		}
 		if welcomed {
@@ -189,6 +216,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-time.After(backoff(failures)):
 		}
 	}
+}
+
+// refusal: the server refused the worker's stream for something reconnecting cannot change.
+func refusal(c codes.Code) bool {
+	return c == codes.InvalidArgument || c == codes.Unauthenticated || c == codes.PermissionDenied
 }
 
 func (w *Worker) hasSteps() bool {
