@@ -12,6 +12,9 @@ SDKS := python go typescript
 POLYGLOT := sdk-clients/examples/polyglot
 # Where cargo puts its builds (CARGO_TARGET_DIR when set), for the targets that run them.
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+# grpcurl, which the README's examples use and integration-tests/tests/readme.rs runs as written.
+GRPCURL_VERSION := v1.9.3
+GRPCURL := $(TOOLS)/bin/grpcurl
 # Minutes of sustained load in `make soak`.
 SOAK_MINUTES ?= 10
 
@@ -26,7 +29,7 @@ run: ## Start the server on the embedded SQLite database (./.waymark/) at 127.0.
 build: ## Build the server, the SDK examples and the test binaries
 	$(CARGO) build --workspace --bins --examples
 
-deps: ## Each SDK's dependencies from its registry (Python, Go, TypeScript), the TypeScript SDK built, the polyglot example's programs
+deps: $(GRPCURL) ## Each SDK's dependencies from its registry (Python, Go, TypeScript), the TypeScript SDK built, the polyglot example's programs, grpcurl
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s deps; done
 	$(MAKE) -C sdk-clients/typescript build
 	$(MAKE) -C $(POLYGLOT) programs
@@ -40,6 +43,9 @@ test-sdks: build ## Each SDK's own test suite against the server binary (install
 
 test-fast: build deps ## Every test except the PostgreSQL ones (no database server needed)
 	WAYMARK_SKIP_POSTGRES=1 $(CARGO) test --workspace
+
+$(GRPCURL):
+	mkdir -p $(TOOLS)/bin && GOBIN=$(abspath $(TOOLS))/bin go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
 
 $(BUF):
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf@$(BUF_VERSION)

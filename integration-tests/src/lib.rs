@@ -365,6 +365,17 @@ impl WorkerProcess {
         }
     }
 
+    /// A worker process of any kind, from `command` (its stderr goes to the worker log named
+    /// `name` beside `effects`).
+    pub fn from_command(command: &mut Command, effects: &Path, name: &str) -> WorkerProcess {
+        let (log, err) = worker_log(effects, name);
+        let child = command.stdout(Stdio::null()).stderr(err).spawn().expect("spawn worker");
+        WorkerProcess {
+            child: Some(child),
+            log,
+        }
+    }
+
     /// A worker in Python serving the same `counted` workflow as the Rust test worker (same
     /// step names, results, side-effect lines and app version), so a workflow begun on one can
     /// be recovered on the other: `integration-tests/workers/python/counted.py` on the Python

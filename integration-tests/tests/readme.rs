@@ -1,0 +1,156 @@
+//! The README's grpcurl examples, run as written: each `grpcurl` command in a `sh` block of a
+//! section is taken from the README itself and run by bash with only the server's address
+//! changed (`127.0.0.1:7450`, `waymark.internal:7450` → the test server), so the docs cannot
+//! drift from what the server answers. grpcurl comes from `make deps` (`.tools/bin/grpcurl`).
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use waymark_integration_tests::{
+    own_bin, skip_or_fail, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
+};
+use waymark_sdk::{ApiKeySpec, Client, ConnectOptions, Role};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn grpcurl() -> Option<PathBuf> {
+    let path = root().join(".tools/bin/grpcurl");
+    if path.exists() {
+        Some(path)
+    } else {
+        skip_or_fail(&format!("{} is missing (run `make deps`)", path.display()));
+        None
+    }
+}
+
+/// The grpcurl commands of the README section headed `heading`, continuation lines joined.
+fn commands(heading: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = text
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("no {heading:?}"));
+    let section = &text[start + heading.len() + 2..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let mut out = Vec::new();
+    let mut in_sh = false;
+    let mut current = String::new();
+    for line in section.lines() {
+        if line.starts_with("```") {
+            in_sh = line == "```sh" && !in_sh;
+            continue;
+        }
+        if !in_sh {
+            continue;
+        }
+        let line = line.trim_end();
+        if current.is_empty() && !line.starts_with("grpcurl") {
+            continue;
+        }
+        match line.strip_suffix('\\') {
+            Some(head) => current.push_str(head),
+            None => {
+                current.push_str(line);
+                out.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    assert!(!out.is_empty(), "no grpcurl commands under {heading:?}");
+    out
+}
+
+/// Runs one README command with bash in `dir`, the address replaced; (success, stdout+stderr).
+fn run(command: &str, port: u16, dir: &Path, env: &[(&str, &str)]) -> (bool, String) {
+    let grpcurl = grpcurl().expect("checked");
+    let addr = format!("127.0.0.1:{port}");
+    let line = command
+        .replace("127.0.0.1:7450", &addr)
+        .replace("waymark.internal:7450", &addr)
+        .replacen("grpcurl", &grpcurl.display().to_string(), 1);
+    let out = Command::new("bash")
+        .args(["-c", &line])
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quickstart_grpcurl_commands_work_as_written() {
+    if grpcurl().is_none() {
+        return;
+    }
+    let db = TestDatabase::new(Backend::Sqlite).await.unwrap();
+    let server = ServerProcess::start(&db, &[]).await;
+    // The quickstart's worker, as the README runs it.
+    let example = own_bin("examples/quickstart");
+    let _worker = WorkerProcess::from_command(
+        Command::new(example).env("WAYMARK_SERVER", &server.addr),
+        &db.dir.join("effects.log"),
+        "quickstart",
+    );
+    wait_for_registration(&server.client().await, "quickstart").await;
+    let cmds = commands("## Five-minute quickstart");
+    assert_eq!(cmds.len(), 3, "{cmds:?}");
+    let expect = ["\"greet-ada\"", "Hello, Ada!", "StartWorkflow"];
+    for (cmd, want) in cmds.iter().zip(expect) {
+        let (ok, text) = run(cmd, server.port, &db.dir, &[]);
+        assert!(ok && text.contains(want), "{cmd}\n{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_security_grpcurl_commands_work_as_written() {
+    if grpcurl().is_none() {
+        return;
+    }
+    let db = TestDatabase::new(Backend::Sqlite).await.unwrap();
+    // The README's certificate file names, in the directory the commands run in.
+    waymark_integration_tests::certs::write(&db.dir).unwrap();
+    let key_file = db.dir.join("admin.key");
+    let path = |f: &str| db.dir.join(f).display().to_string();
+    let args: Vec<String> = [
+        "--auth",
+        "--init-admin-key-file",
+        &path("admin.key"),
+        "--tls-cert",
+        &path("server.pem"),
+        "--tls-key",
+        &path("server.key"),
+    ]
+    .map(String::from)
+    .to_vec();
+    let tls = ConnectOptions::from_env().tls_ca_pem(std::fs::read(db.dir.join("ca.pem")).unwrap());
+    let server = ServerProcess::start_secured(&db, &args, true, tls).await;
+    let admin = std::fs::read_to_string(key_file).unwrap().trim().to_string();
+    let admin = Client::connect_with(&server.connect.clone().api_key(admin))
+        .await
+        .unwrap();
+    let (_, reader) = admin
+        .create_api_key(&ApiKeySpec {
+            name: "readme".into(),
+            role: Role::Reader,
+            namespaces: vec![],
+            name_patterns: vec![],
+            expires_at_ms: None,
+        })
+        .await
+        .unwrap();
+    let cmds = commands("## Security");
+    let grpc: Vec<&String> = cmds.iter().filter(|c| c.contains("ListQueues")).collect();
+    assert_eq!(grpc.len(), 2, "{cmds:?}");
+    let env = [("WAYMARK_API_KEY", reader.as_str())];
+    let (ok, text) = run(grpc[0], server.port, &db.dir, &env);
+    assert!(ok && text.contains("\"default\""), "{}\n{text}", grpc[0]);
+    let (ok, text) = run(grpc[1], server.port, &db.dir, &env);
+    assert!(!ok && text.contains("Unauthenticated"), "{}\n{text}", grpc[1]);
+}
