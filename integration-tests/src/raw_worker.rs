@@ -41,6 +41,17 @@ impl RawWorker {
 
     /// Says `hello` presenting an API key (`authorization: Bearer <key>`).
     pub async fn hello_with_key(addr: &str, hello: v1::Hello, key: Option<&str>) -> Result<RawWorker, tonic::Status> {
+        let bearer = key.map(|k| format!("Bearer {k}"));
+        let metadata: Vec<(&str, &str)> = bearer.iter().map(|b| ("authorization", b.as_str())).collect();
+        Self::hello_with(addr, hello, &metadata).await
+    }
+
+    /// Says `hello` with these metadata (`authorization`, `waymark-namespace`).
+    pub async fn hello_with(
+        addr: &str,
+        hello: v1::Hello,
+        metadata: &[(&'static str, &str)],
+    ) -> Result<RawWorker, tonic::Status> {
         let channel = tonic::transport::Channel::from_shared(addr.to_string())
             .unwrap()
             .connect()
@@ -56,10 +67,8 @@ impl RawWorker {
         .await
         .unwrap();
         let mut request = tonic::Request::new(ReceiverStream::new(rx));
-        if let Some(k) = key {
-            request
-                .metadata_mut()
-                .insert("authorization", format!("Bearer {k}").parse().unwrap());
+        for (name, value) in metadata {
+            request.metadata_mut().insert(*name, value.parse().unwrap());
         }
         let mut w = RawWorker {
             tx,

@@ -10,4 +10,5 @@ pub mod api;
 pub mod auth;
 pub mod cli;
 pub mod engine;
+pub mod namespaces;
 pub mod server;

@@ -7,6 +7,10 @@ use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use waymark_store::{postgres::PostgresStore, sqlite::SqliteStore, Store};
 
 use crate::auth::Authenticator;
+use crate::namespaces::{Namespaces, Storage};
+
+/// How often a replica looks for namespaces deleted through another one.
+const NAMESPACE_REFRESH: Duration = Duration::from_secs(5);
 use crate::engine::{Engine, EngineConfig, SystemClock};
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7450";
@@ -20,6 +24,8 @@ pub struct ServerOptions {
     pub notify: bool,
     pub security: SecurityOptions,
     pub engine: EngineConfig,
+    /// Most namespaces, `default` included.
+    pub max_namespaces: usize,
 }
 
 /// Authentication and TLS (see `waymark server --help`).
@@ -106,12 +112,30 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     if let Some(path) = &security.init_admin_key_file {
         auth.bootstrap_admin_key(path).await?;
     }
-    let engine = Engine::new(store, clock, opts.engine);
-    let background = engine.spawn_background();
+    let engine = Engine::new(store, clock.clone(), opts.engine.clone());
+    let mut background = engine.spawn_background();
+    let namespaces = Namespaces::new(
+        engine.clone(),
+        Storage::for_url(&opts.database_url, opts.notify),
+        clock,
+        opts.engine,
+        opts.max_namespaces,
+    );
+    background.push(tokio::spawn({
+        let namespaces = namespaces.clone();
+        async move {
+            // Namespaces deleted through another replica close here within this interval.
+            let mut every = tokio::time::interval(NAMESPACE_REFRESH);
+            loop {
+                every.tick().await;
+                namespaces.forget_deleted().await;
+            }
+        }
+    }));
     tracing::info!(listen = %listener.local_addr()?, store = engine.backend(), auth = security.auth,
         tls = tls.is_some(), "waymark server ready");
     let security = crate::api::Security { tls, auth };
-    crate::api::serve(engine.clone(), security, listener, crate::api::termination()).await?;
+    crate::api::serve(namespaces, security, listener, crate::api::termination()).await?;
     for task in background {
         task.abort();
     }

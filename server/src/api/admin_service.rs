@@ -5,13 +5,22 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 use waymark_proto::v1::{self, admin_service_server::AdminService};
-use waymark_store::ApiKeyRecord;
+use waymark_store::{ApiKeyRecord, NamespaceRecord};
 
 use super::{convert, status::to_status};
 use crate::auth::{Authenticator, KeySpec, Role};
+use crate::namespaces::Namespaces;
 
 pub struct AdminApi {
     pub auth: Arc<Authenticator>,
+    pub namespaces: Arc<Namespaces>,
+}
+
+fn namespace_to_wire(n: NamespaceRecord) -> v1::Namespace {
+    v1::Namespace {
+        name: n.name,
+        created_at: convert::timestamp(n.created_at),
+    }
 }
 
 fn role_to_wire(role: &str) -> v1::Role {
@@ -88,5 +97,53 @@ impl AdminService for AdminApi {
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::RevokeApiKeyResponse { revoked }))
+    }
+
+    async fn create_namespace(
+        &self,
+        req: Request<v1::CreateNamespaceRequest>,
+    ) -> Result<Response<v1::CreateNamespaceResponse>, Status> {
+        let n = self
+            .namespaces
+            .create(&req.into_inner().name)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::CreateNamespaceResponse {
+            namespace: Some(namespace_to_wire(n)),
+        }))
+    }
+
+    async fn list_namespaces(
+        &self,
+        _req: Request<v1::ListNamespacesRequest>,
+    ) -> Result<Response<v1::ListNamespacesResponse>, Status> {
+        let all = self.namespaces.list().await.map_err(to_status)?;
+        Ok(Response::new(v1::ListNamespacesResponse {
+            namespaces: all.into_iter().map(namespace_to_wire).collect(),
+        }))
+    }
+
+    async fn describe_namespace(
+        &self,
+        req: Request<v1::DescribeNamespaceRequest>,
+    ) -> Result<Response<v1::DescribeNamespaceResponse>, Status> {
+        let (n, unfinished) = self
+            .namespaces
+            .describe(&req.into_inner().name)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::DescribeNamespaceResponse {
+            namespace: Some(namespace_to_wire(n)),
+            has_unfinished_workflows: unfinished,
+        }))
+    }
+
+    async fn delete_namespace(
+        &self,
+        req: Request<v1::DeleteNamespaceRequest>,
+    ) -> Result<Response<v1::DeleteNamespaceResponse>, Status> {
+        let r = req.into_inner();
+        self.namespaces.delete(&r.name, r.force).await.map_err(to_status)?;
+        Ok(Response::new(v1::DeleteNamespaceResponse {}))
     }
 }

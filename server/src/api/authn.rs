@@ -5,7 +5,7 @@
 //! PERMISSION_DENIED, and the service is never called.
 //!
 //! The namespace a call names (`waymark-namespace` metadata, `default` when absent) is checked
-//! here too: the key must be allowed in it, and only `default` exists for now.
+//! here too — the key must be allowed in it — and rides on as a [`Namespace`] extension.
 
 use std::{
     future::Future,
@@ -18,7 +18,8 @@ use tower::{Layer, Service};
 
 use super::status::to_status;
 use crate::auth::{access, permission_denied, Authenticator, Principal, DEFAULT_NAMESPACE};
-use crate::engine::{EngineError, EngineResult, ErrorCode};
+use crate::engine::{EngineError, EngineResult};
+use crate::namespaces::Namespace;
 
 /// The metadata naming the namespace a call acts in.
 pub const NAMESPACE_HEADER: &str = "waymark-namespace";
@@ -68,8 +69,10 @@ impl Call {
     }
 }
 
-/// Who may make this call: `None` when authentication is off or the call is open to all.
-async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<Option<Principal>> {
+/// Who may make this call (`None` when authentication is off or the call is open to all), and
+/// in which namespace. Whether the namespace exists is the services' to say: a key learns that
+/// only of namespaces it may act in.
+async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<(Option<Principal>, Namespace)> {
     let path = call.path.as_str();
     let needed = access::required(path);
     let namespace = call
@@ -77,8 +80,7 @@ async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<Option<Princip
         .as_deref()
         .map_err(|_| EngineError::invalid("the waymark-namespace header is not text"))?;
     if !auth.enabled || needed == access::Access::Open {
-        check_namespace_exists(namespace)?;
-        return Ok(None);
+        return Ok((None, Namespace(namespace.to_string())));
     }
     let principal = auth.authenticate(call.authorization.as_deref()).await?;
     if !principal.role.may(needed) {
@@ -87,25 +89,14 @@ async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<Option<Princip
             principal.role.as_str()
         )));
     }
-    // Checked before existence, so a key learns nothing about namespaces it may not use.
-    if !principal.may_act_in(namespace) {
+    // Keys and namespaces are the server's, not a namespace's: an admin call acts on them
+    // whatever namespace it names.
+    if needed != access::Access::Administer && !principal.may_act_in(namespace) {
         return Err(permission_denied(format!(
             "this key may not act in namespace {namespace:?}"
         )));
     }
-    check_namespace_exists(namespace)?;
-    Ok(Some(principal))
-}
-
-fn check_namespace_exists(namespace: &str) -> EngineResult<()> {
-    if namespace == DEFAULT_NAMESPACE {
-        return Ok(());
-    }
-    Err(EngineError::new(
-        ErrorCode::NotFound,
-        "NAMESPACE_NOT_FOUND",
-        "no such namespace (only \"default\" exists on this server)",
-    ))
+    Ok((Some(principal), Namespace(namespace.to_string())))
 }
 
 impl<S, B, R> Service<http::Request<B>> for Authn<S>
@@ -131,10 +122,11 @@ where
         let call = Call::of(&req);
         Box::pin(async move {
             match admit(&auth, &call).await {
-                Ok(principal) => {
+                Ok((principal, namespace)) => {
                     if let Some(p) = principal {
                         req.extensions_mut().insert(Arc::new(p));
                     }
+                    req.extensions_mut().insert(namespace);
                     inner.call(req).await
                 }
                 Err(e) => Ok(to_status(e).into_http()),

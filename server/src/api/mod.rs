@@ -10,7 +10,11 @@ use waymark_proto::v1::{
     workflow_service_server::WorkflowServiceServer,
 };
 
-use crate::{auth::Authenticator, engine::Engine};
+use crate::{
+    auth::Authenticator,
+    engine::Engine,
+    namespaces::{Namespace, Namespaces, DEFAULT},
+};
 
 pub mod admin_service;
 pub mod authn;
@@ -22,6 +26,15 @@ pub mod status;
 pub mod worker;
 pub mod workflow_service;
 
+/// The engine of the namespace a call names (set by the authentication layer; `default`).
+pub(crate) async fn engine_for<T>(
+    namespaces: &Namespaces,
+    req: &tonic::Request<T>,
+) -> Result<Arc<Engine>, tonic::Status> {
+    let name = req.extensions().get::<Namespace>().map_or(DEFAULT, |n| n.0.as_str());
+    namespaces.engine(name).await.map_err(status::to_status)
+}
+
 /// Who may connect and call: TLS (with client certificates when it names a client CA) and the
 /// API keys checked on every call.
 pub struct Security {
@@ -31,11 +44,12 @@ pub struct Security {
 
 /// Serves every service on `listener` until `shutdown` resolves, then lets in-flight calls end.
 pub async fn serve(
-    engine: Arc<Engine>,
+    namespaces: Arc<Namespaces>,
     security: Security,
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
+    let engine = namespaces.default_engine().clone();
     // Room above the payload limit for the rest of the message, so an oversized payload gets our
     // PAYLOAD_TOO_LARGE rather than a transport error.
     let max_message = engine.config().max_payload_bytes + 1024 * 1024;
@@ -72,33 +86,42 @@ pub async fn serve(
 
     // A workflow read back carries its input and its output (each up to a payload): answers
     // get room for both, so a workflow that was accepted can always be read.
-    let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi { engine: engine.clone() })
-        .max_decoding_message_size(max_message)
-        .max_encoding_message_size(engine.config().max_worker_message_bytes() * 2);
+    let workflows = WorkflowServiceServer::new(workflow_service::WorkflowApi {
+        namespaces: namespaces.clone(),
+    })
+    .max_decoding_message_size(max_message)
+    .max_encoding_message_size(engine.config().max_worker_message_bytes() * 2);
     let workers = WorkerServiceServer::new(worker::WorkerApi {
-        engine: engine.clone(),
+        namespaces: namespaces.clone(),
         auth: security.auth.clone(),
     })
     .max_decoding_message_size(engine.config().worker_decode_limit())
     .max_encoding_message_size(engine.config().max_dispatch_bytes());
 
-    let queues = QueueServiceServer::new(queue_service::QueueApi { engine: engine.clone() });
-    let schedules = ScheduleServiceServer::new(schedule_service::ScheduleApi { engine: engine.clone() })
-        .max_decoding_message_size(max_message)
-        .max_encoding_message_size(max_message);
+    let queues = QueueServiceServer::new(queue_service::QueueApi {
+        namespaces: namespaces.clone(),
+    });
+    let schedules = ScheduleServiceServer::new(schedule_service::ScheduleApi {
+        namespaces: namespaces.clone(),
+    })
+    .max_decoding_message_size(max_message)
+    .max_encoding_message_size(max_message);
     let admin = AdminServiceServer::new(admin_service::AdminApi {
         auth: security.auth.clone(),
+        namespaces: namespaces.clone(),
     });
 
     let drained = {
-        let engine = engine.clone();
+        let namespaces = namespaces.clone();
         async move {
             shutdown.await;
             tracing::info!("draining: no new dispatches; in-flight requests finish");
             health
                 .set_not_serving::<WorkflowServiceServer<workflow_service::WorkflowApi>>()
                 .await;
-            engine.begin_shutdown().await;
+            for engine in namespaces.all().await {
+                engine.begin_shutdown().await;
+            }
         }
     };
     // Set on every accepted connection: the builder's own tcp_nodelay only applies to listeners

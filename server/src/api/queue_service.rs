@@ -7,10 +7,10 @@ use waymark_proto::v1::{self, queue_service_server::QueueService};
 use waymark_store::{QueueLimits, QueueRecord, QueueUpdate, RateLimit};
 
 use super::{convert, status::to_status};
-use crate::engine::Engine;
+use crate::namespaces::Namespaces;
 
 pub struct QueueApi {
-    pub engine: Arc<Engine>,
+    pub namespaces: Arc<Namespaces>,
 }
 
 fn to_wire(q: QueueRecord) -> v1::Queue {
@@ -90,9 +90,10 @@ impl QueueService for QueueApi {
         &self,
         req: Request<v1::CreateQueueRequest>,
     ) -> Result<Response<v1::CreateQueueResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let q = queue_of(req.into_inner().queue)?;
         let limits = limits_from_wire(&q)?;
-        let created = self.engine.create_queue(&q.name, limits).await.map_err(to_status)?;
+        let created = engine.create_queue(&q.name, limits).await.map_err(to_status)?;
         Ok(Response::new(v1::CreateQueueResponse {
             queue: Some(to_wire(created)),
         }))
@@ -102,17 +103,19 @@ impl QueueService for QueueApi {
         &self,
         req: Request<v1::UpdateQueueRequest>,
     ) -> Result<Response<v1::UpdateQueueResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let q = queue_of(r.queue)?;
         let update = update_from_wire(&q, r.update_mask.as_ref())?;
-        let updated = self.engine.update_queue(&q.name, update).await.map_err(to_status)?;
+        let updated = engine.update_queue(&q.name, update).await.map_err(to_status)?;
         Ok(Response::new(v1::UpdateQueueResponse {
             queue: Some(to_wire(updated)),
         }))
     }
 
     async fn get_queue(&self, req: Request<v1::GetQueueRequest>) -> Result<Response<v1::GetQueueResponse>, Status> {
-        let q = self.engine.get_queue(&req.into_inner().name).await.map_err(to_status)?;
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let q = engine.get_queue(&req.into_inner().name).await.map_err(to_status)?;
         Ok(Response::new(v1::GetQueueResponse {
             queue: Some(to_wire(q)),
         }))
@@ -122,9 +125,9 @@ impl QueueService for QueueApi {
         &self,
         req: Request<v1::ListQueuesRequest>,
     ) -> Result<Response<v1::ListQueuesResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
-        let page = self
-            .engine
+        let page = engine
             .queues_page(&super::workflow_service::page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
@@ -138,10 +141,8 @@ impl QueueService for QueueApi {
         &self,
         req: Request<v1::DeleteQueueRequest>,
     ) -> Result<Response<v1::DeleteQueueResponse>, Status> {
-        self.engine
-            .delete_queue(&req.into_inner().name)
-            .await
-            .map_err(to_status)?;
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        engine.delete_queue(&req.into_inner().name).await.map_err(to_status)?;
         Ok(Response::new(v1::DeleteQueueResponse {}))
     }
 }

@@ -8,13 +8,11 @@ use waymark_proto::v1::{self, schedule_service_server::ScheduleService};
 use waymark_store::ScheduleRecord;
 
 use super::{convert, status::invalid, status::to_status};
-use crate::engine::{
-    schedules::{NewSchedule, ScheduleChanges},
-    Engine,
-};
+use crate::engine::schedules::{NewSchedule, ScheduleChanges};
+use crate::namespaces::Namespaces;
 
 pub struct ScheduleApi {
-    pub engine: Arc<Engine>,
+    pub namespaces: Arc<Namespaces>,
 }
 
 fn to_wire(s: ScheduleRecord) -> v1::Schedule {
@@ -79,6 +77,7 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::CreateScheduleRequest>,
     ) -> Result<Response<v1::CreateScheduleResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let s = schedule_of(req.into_inner().schedule)?;
         let new = NewSchedule {
             input: convert::payload_text("input", s.input.as_ref())?,
@@ -89,7 +88,7 @@ impl ScheduleService for ScheduleApi {
             queue_name: s.queue_name,
             paused: s.paused,
         };
-        let created = self.engine.create_schedule(new).await.map_err(to_status)?;
+        let created = engine.create_schedule(new).await.map_err(to_status)?;
         Ok(Response::new(v1::CreateScheduleResponse {
             schedule: Some(to_wire(created)),
         }))
@@ -99,11 +98,12 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::UpdateScheduleRequest>,
     ) -> Result<Response<v1::UpdateScheduleResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let s = schedule_of(r.schedule)?;
         let name = s.name.clone();
         let changes = changes_from_wire(s, r.update_mask.as_ref())?;
-        let updated = self.engine.update_schedule(&name, changes).await.map_err(to_status)?;
+        let updated = engine.update_schedule(&name, changes).await.map_err(to_status)?;
         Ok(Response::new(v1::UpdateScheduleResponse {
             schedule: Some(to_wire(updated)),
         }))
@@ -113,11 +113,8 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::GetScheduleRequest>,
     ) -> Result<Response<v1::GetScheduleResponse>, Status> {
-        let s = self
-            .engine
-            .get_schedule(&req.into_inner().name)
-            .await
-            .map_err(to_status)?;
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let s = engine.get_schedule(&req.into_inner().name).await.map_err(to_status)?;
         Ok(Response::new(v1::GetScheduleResponse {
             schedule: Some(to_wire(s)),
         }))
@@ -127,9 +124,9 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::ListSchedulesRequest>,
     ) -> Result<Response<v1::ListSchedulesResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
-        let page = self
-            .engine
+        let page = engine
             .schedules_page(&super::workflow_service::page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
@@ -143,7 +140,8 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::DeleteScheduleRequest>,
     ) -> Result<Response<v1::DeleteScheduleResponse>, Status> {
-        self.engine
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        engine
             .delete_schedule(&req.into_inner().name)
             .await
             .map_err(to_status)?;
@@ -154,11 +152,8 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::PauseScheduleRequest>,
     ) -> Result<Response<v1::PauseScheduleResponse>, Status> {
-        let s = self
-            .engine
-            .pause_schedule(&req.into_inner().name)
-            .await
-            .map_err(to_status)?;
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let s = engine.pause_schedule(&req.into_inner().name).await.map_err(to_status)?;
         Ok(Response::new(v1::PauseScheduleResponse {
             schedule: Some(to_wire(s)),
         }))
@@ -168,8 +163,8 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::ResumeScheduleRequest>,
     ) -> Result<Response<v1::ResumeScheduleResponse>, Status> {
-        let s = self
-            .engine
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let s = engine
             .resume_schedule(&req.into_inner().name)
             .await
             .map_err(to_status)?;
@@ -182,9 +177,9 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::TriggerScheduleRequest>,
     ) -> Result<Response<v1::TriggerScheduleResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
-        let started = self
-            .engine
+        let started = engine
             .trigger_schedule(&r.name, &r.request_id)
             .await
             .map_err(to_status)?;
@@ -198,14 +193,11 @@ impl ScheduleService for ScheduleApi {
         &self,
         req: Request<v1::BackfillScheduleRequest>,
     ) -> Result<Response<v1::BackfillScheduleResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let from = time("start_time", r.start_time.as_ref())?;
         let to = time("end_time", r.end_time.as_ref())?;
-        let runs = self
-            .engine
-            .backfill_schedule(&r.name, from, to)
-            .await
-            .map_err(to_status)?;
+        let runs = engine.backfill_schedule(&r.name, from, to).await.map_err(to_status)?;
         Ok(Response::new(v1::BackfillScheduleResponse {
             runs: runs
                 .into_iter()

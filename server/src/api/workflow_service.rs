@@ -10,11 +10,11 @@ use crate::engine::{
     messages::SendRequest,
     streams::StreamNext,
     workflows::{ListRequest, StartRequest},
-    Engine,
 };
+use crate::namespaces::Namespaces;
 
 pub struct WorkflowApi {
-    pub engine: Arc<Engine>,
+    pub namespaces: Arc<Namespaces>,
 }
 
 /// The caller's deadline, from the `grpc-timeout` header ("<digits><unit>", unit one of
@@ -43,15 +43,15 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::ReadStreamRequest>,
     ) -> Result<Response<Self::ReadStreamStream>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         // Answer NOT_FOUND / INVALID_ARGUMENT up front rather than as a broken stream.
-        let place = self
-            .engine
+        let place = engine
             .open_stream_reader(&r.workflow_id, &r.key)
             .await
             .map_err(to_status)?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
-        let engine = self.engine.clone();
+        let engine = engine.clone();
         tokio::spawn(async move {
             let _place = place;
             let mut from = r.from_offset;
@@ -92,10 +92,10 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::StartWorkflowRequest>,
     ) -> Result<Response<v1::StartWorkflowResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let input = convert::payload_text("input", r.input.as_ref())?;
-        let started = self
-            .engine
+        let started = engine
             .start_workflow(StartRequest {
                 workflow_name: r.workflow_name,
                 workflow_id: r.workflow_id,
@@ -126,8 +126,8 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::GetWorkflowRequest>,
     ) -> Result<Response<v1::GetWorkflowResponse>, Status> {
-        let w = self
-            .engine
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let w = engine
             .get_workflow(&req.into_inner().workflow_id)
             .await
             .map_err(to_status)?;
@@ -140,14 +140,14 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::ListWorkflowsRequest>,
     ) -> Result<Response<v1::ListWorkflowsResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let statuses = r
             .statuses
             .iter()
             .map(|s| convert::status_from_wire(*s))
             .collect::<Result<Vec<_>, _>>()?;
-        let page = self
-            .engine
+        let page = engine
             .list_workflows(ListRequest {
                 statuses,
                 workflow_name: r.workflow_name,
@@ -169,11 +169,11 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::AwaitWorkflowRequest>,
     ) -> Result<Response<v1::AwaitWorkflowResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         // Answer a little before the caller gives up, so it gets our reason rather than a bare
         // deadline error from its own side.
         let timeout = grpc_timeout(&req).map(|t| t.saturating_sub(t.min(Duration::from_millis(50)) / 2));
-        let w = self
-            .engine
+        let w = engine
             .await_workflow(&req.into_inner().workflow_id, timeout)
             .await
             .map_err(to_status)?;
@@ -183,9 +183,9 @@ impl WorkflowService for WorkflowApi {
     }
 
     async fn list_steps(&self, req: Request<v1::ListStepsRequest>) -> Result<Response<v1::ListStepsResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
-        let page = self
-            .engine
+        let page = engine
             .steps_page(&r.workflow_id, &page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
@@ -199,12 +199,9 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::CancelWorkflowRequest>,
     ) -> Result<Response<v1::CancelWorkflowResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
-        let w = self
-            .engine
-            .cancel_tree(&r.workflow_id, r.cascade)
-            .await
-            .map_err(to_status)?;
+        let w = engine.cancel_tree(&r.workflow_id, r.cascade).await.map_err(to_status)?;
         Ok(Response::new(v1::CancelWorkflowResponse {
             workflow: Some(convert::workflow(w)),
         }))
@@ -214,13 +211,10 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::DelayWorkflowRequest>,
     ) -> Result<Response<v1::DelayWorkflowResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let delay = convert::duration_ms("delay", r.delay.as_ref())?.unwrap_or(0);
-        let w = self
-            .engine
-            .delay_workflow(&r.workflow_id, delay)
-            .await
-            .map_err(to_status)?;
+        let w = engine.delay_workflow(&r.workflow_id, delay).await.map_err(to_status)?;
         Ok(Response::new(v1::DelayWorkflowResponse {
             workflow: Some(convert::workflow(w)),
         }))
@@ -230,10 +224,10 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::SendMessageRequest>,
     ) -> Result<Response<v1::SendMessageResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let message = convert::payload_text("message", r.message.as_ref())?;
-        let sent = self
-            .engine
+        let sent = engine
             .send_message(SendRequest {
                 workflow_id: r.workflow_id,
                 topic: r.topic,
@@ -252,9 +246,9 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::ListMessagesRequest>,
     ) -> Result<Response<v1::ListMessagesResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
-        let page = self
-            .engine
+        let page = engine
             .messages_page(&r.workflow_id, &page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
@@ -265,6 +259,7 @@ impl WorkflowService for WorkflowApi {
     }
 
     async fn get_event(&self, req: Request<v1::GetEventRequest>) -> Result<Response<v1::GetEventResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let deadline = grpc_timeout(&req);
         let r = req.into_inner();
         let mut timeout = match r.timeout {
@@ -278,8 +273,7 @@ impl WorkflowService for WorkflowApi {
             // Answer "not found" before the caller's own deadline cuts the call off.
             timeout = timeout.min(d.saturating_sub(d.min(Duration::from_millis(50)) / 2));
         }
-        let value = self
-            .engine
+        let value = engine
             .get_event(&r.workflow_id, &r.key, timeout)
             .await
             .map_err(to_status)?;
@@ -293,9 +287,9 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::ListEventsRequest>,
     ) -> Result<Response<v1::ListEventsResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
-        let page = self
-            .engine
+        let page = engine
             .events_page(&r.workflow_id, &page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
@@ -309,8 +303,8 @@ impl WorkflowService for WorkflowApi {
         &self,
         req: Request<v1::ResumeWorkflowRequest>,
     ) -> Result<Response<v1::ResumeWorkflowResponse>, Status> {
-        let w = self
-            .engine
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let w = engine
             .resume_workflow(&req.into_inner().workflow_id)
             .await
             .map_err(to_status)?;

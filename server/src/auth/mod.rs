@@ -42,8 +42,8 @@ impl Role {
     }
 }
 
-/// The namespace every request is in until namespaces of its own are made.
-pub const DEFAULT_NAMESPACE: &str = "default";
+/// The namespace a request is in when it names none.
+pub const DEFAULT_NAMESPACE: &str = crate::namespaces::DEFAULT;
 /// A key's namespace that stands for all of them.
 pub const ANY_NAMESPACE: &str = "*";
 
@@ -195,14 +195,8 @@ impl Authenticator {
             ));
         }
         for ns in &namespaces {
-            // Namespaces other than "default" are not built yet: a key for one would be refused
-            // everywhere, so it is refused here.
-            if ns != DEFAULT_NAMESPACE && ns != ANY_NAMESPACE {
-                return Err(EngineError::new(
-                    ErrorCode::NotFound,
-                    "NAMESPACE_NOT_FOUND",
-                    format!("namespace {ns:?} does not exist"),
-                ));
+            if ns != ANY_NAMESPACE && self.store.get_namespace(ns).await?.is_none() {
+                return Err(crate::namespaces::not_found(ns));
             }
         }
         for p in &spec.name_patterns {

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::server::{parse_duration, ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN};
 
 pub mod key;
+pub mod namespace;
 mod output;
 pub mod queue;
 pub mod schedule;
@@ -48,6 +49,9 @@ pub enum Command {
     /// write the first one straight into the database.
     #[command(subcommand)]
     Key(key::KeyCommand),
+    /// Namespaces: create, list, describe, delete. Needs an admin key with --auth.
+    #[command(subcommand)]
+    Namespace(namespace::NamespaceCommand),
 }
 
 #[derive(Args, Debug)]
@@ -134,6 +138,10 @@ pub struct ServerArgs {
     /// Allow listening on a non-loopback address without authentication or without TLS.
     #[arg(long)]
     pub insecure: bool,
+    /// Most namespaces, `default` included. Each open namespace has its own engine and, on
+    /// PostgreSQL, a pool of 8 connections.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_namespaces: u32,
 }
 
 impl ServerArgs {
@@ -151,6 +159,7 @@ impl ServerArgs {
                 tls_client_ca: self.tls_client_ca.clone(),
                 insecure: self.insecure,
             },
+            max_namespaces: self.max_namespaces as usize,
             engine: crate::engine::EngineConfig {
                 worker_lease: self.worker_lease,
                 heartbeat_interval: self.heartbeat_interval,
@@ -258,6 +267,7 @@ pub async fn run_client(cmd: Command) -> i32 {
         Command::Queue(cmd) => queue::run(cmd).await,
         Command::Schedule(cmd) => schedule::run(cmd).await,
         Command::Key(cmd) => key::run(cmd).await,
+        Command::Namespace(cmd) => namespace::run(cmd).await,
         Command::Server(_) => Err(anyhow::anyhow!("`server` is not a client command")),
     };
     match result {

@@ -146,6 +146,11 @@ impl From<StoreError> for EngineError {
                     status_name(status)
                 ),
             ),
+            StoreError::NamespaceExists(name) => EngineError::new(
+                AlreadyExists,
+                "NAMESPACE_EXISTS",
+                format!("namespace {name:?} already exists"),
+            ),
             StoreError::ApiKeyExists(_) => {
                 EngineError::new(AlreadyExists, "API_KEY_EXISTS", "a key with this id exists; try again")
             }

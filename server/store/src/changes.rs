@@ -7,8 +7,17 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The PostgreSQL channel replicas listen on.
+/// The PostgreSQL channel replicas listen on, for the `default` namespace (the public schema).
 pub const CHANNEL: &str = "waymark_changes";
+
+/// The channel of the namespace whose data is in `schema` (`None`: the public schema). The
+/// database's `waymark_channel()` (migration 0017) names the same one from inside a trigger.
+pub fn channel(schema: Option<&str>) -> String {
+    match schema {
+        None => CHANNEL.to_string(),
+        Some(s) => format!("{CHANNEL}_{s}"),
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -60,12 +69,16 @@ impl Change {
 mod tests {
     use super::*;
 
-    /// The payload the PostgreSQL trigger that wakes awaiting workflows sends (migration 0015).
+    /// The payload the PostgreSQL trigger that wakes awaiting workflows sends (migration 0017,
+    /// on the schema's channel), and the channel names the trigger computes.
     #[test]
     fn the_wake_trigger_payload_is_the_enqueued_change() {
-        let migration = include_str!("../../../migrations/postgres/0015_hot_paths.sql");
+        let migration = include_str!("../../../migrations/postgres/0017_namespaces.sql");
         let payload = r#"{"kind":"enqueued"}"#;
-        assert!(migration.contains(&format!("pg_notify('{CHANNEL}', '{payload}')")));
+        assert!(migration.contains(&format!("pg_notify(waymark_channel(), '{payload}')")));
+        assert!(migration.contains(&format!("THEN '{CHANNEL}'")));
+        assert!(migration.contains(&format!("ELSE '{CHANNEL}_' || current_schema()")));
+        assert_eq!(channel(Some("wm_a")), "waymark_changes_wm_a");
         assert_eq!(Change::decode_all(payload), vec![Change::Enqueued]);
     }
 

@@ -37,6 +37,7 @@ pub use contract::{
     events::*,
     keys::{ApiKeyRecord, ApiKeys},
     messages::*,
+    namespaces::{NamespaceList, NamespaceRecord},
     queues::Queues,
     remote_steps::RemoteSteps,
     schedules::Schedules,
@@ -221,6 +222,8 @@ pub enum StoreError {
     ScheduleNotFound(String),
     #[error("API key {0:?} already exists")]
     ApiKeyExists(String),
+    #[error("namespace {0:?} already exists")]
+    NamespaceExists(String),
     /// The database failed or could not be reached.
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -243,6 +246,7 @@ pub trait Store:
     + Queues
     + Schedules
     + ApiKeys
+    + NamespaceList
     + 'static
 {
     /// Which backend, for logs: "sqlite" or "postgres".

@@ -55,6 +55,34 @@ pub struct PostgresStore {
     completions: Batcher<completions::Completion, Option<WorkflowRow>>,
     /// Sends committed changes to the other replicas, batched (see `announcer.rs`).
     announcer: announcer::Announcer,
+    /// The changes channel of this store's namespace (see [`crate::changes::channel`]).
+    channel: String,
+}
+
+/// The schema of namespace `name` (names are `[a-z0-9-]`, so the mapping is one to one and
+/// the result needs no quoting); `None` for `default`, which is the public schema.
+pub fn namespace_schema(name: &str) -> Option<String> {
+    (name != "default").then(|| format!("wm_{}", name.replace('-', "_")))
+}
+
+/// Removes namespace `name`'s schema and everything in it.
+pub async fn drop_namespace(url: &str, name: &str) -> StoreResult<()> {
+    let Some(schema) = namespace_schema(name) else {
+        return Err(StoreError::Unavailable("the default namespace is never dropped".into()));
+    };
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .map_err(db_error)?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+    )))
+    .execute(&pool)
+    .await
+    .map_err(db_error)?;
+    pool.close().await;
+    Ok(())
 }
 
 /// Step-writing lanes: batches in flight at once. More lanes than one keep the database busy
@@ -71,7 +99,42 @@ impl PostgresStore {
 
     /// Like [`PostgresStore::open`], with at most `max_connections` connections in the pool.
     pub async fn open_with(url: &str, max_connections: u32) -> StoreResult<PostgresStore> {
+        Self::open_schema(url, None, max_connections).await
+    }
+
+    /// The store of namespace `name`: its own schema in the database `url` names, made and
+    /// migrated if new, with at most `max_connections` connections.
+    pub async fn open_namespace(url: &str, name: &str, max_connections: u32) -> StoreResult<PostgresStore> {
+        Self::open_schema(url, namespace_schema(name), max_connections).await
+    }
+
+    async fn open_schema(url: &str, schema: Option<String>, max_connections: u32) -> StoreResult<PostgresStore> {
+        if let Some(s) = &schema {
+            let setup = PgPoolOptions::new()
+                .max_connections(1)
+                .connect(url)
+                .await
+                .map_err(db_error)?;
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA IF NOT EXISTS \"{s}\"")))
+                .execute(&setup)
+                .await
+                .map_err(db_error)?;
+            setup.close().await;
+        }
+        let search_path = schema.clone();
         let pool = PgPoolOptions::new()
+            // Every connection of a namespace's pool works in its schema alone.
+            .after_connect(move |conn, _| {
+                let search_path = search_path.clone();
+                Box::pin(async move {
+                    if let Some(s) = search_path {
+                        sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path TO \"{s}\"")))
+                            .execute(conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
             .max_connections(max_connections.max(1))
             // A saturated pool should surface as Unavailable, not hang a request forever.
             .acquire_timeout(Duration::from_secs(30))
@@ -97,9 +160,11 @@ impl PostgresStore {
         let completions = Batcher::spawn(completions::LANES, completions::MAX_BATCH, move |batch| {
             completions::write(writer.clone(), batch)
         });
+        let channel = crate::changes::channel(schema.as_deref());
         Ok(PostgresStore {
             completions,
-            announcer: announcer::Announcer::spawn(pool.clone()),
+            announcer: announcer::Announcer::spawn(pool.clone(), channel.clone()),
+            channel,
             pool,
             notify: true,
             steps,
@@ -132,7 +197,7 @@ impl PostgresStore {
     ) -> StoreResult<()> {
         if self.notify {
             sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(crate::changes::CHANNEL)
+                .bind(&self.channel)
                 .bind(change.encode())
                 .execute(exec)
                 .await
@@ -175,7 +240,7 @@ impl PostgresStore {
         let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
             .await
             .map_err(db_error)?;
-        listener.listen(crate::changes::CHANNEL).await.map_err(db_error)?;
+        listener.listen(&self.channel).await.map_err(db_error)?;
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(async move {
             loop {

@@ -61,7 +61,50 @@ pub(crate) async fn insert_workflow(
     SqliteStore::start_in(tx, new, now).await
 }
 
+/// The URL of namespace `name`'s database: `dir/waymark.db` becomes `dir/waymark.<name>.db`
+/// (names are `[a-z0-9-]`, so no two namespaces share a file); `default` is `url` itself.
+pub fn namespace_url(url: &str, name: &str) -> String {
+    if name == "default" {
+        return url.to_string();
+    }
+    let (path, query) = match url.split_once('?') {
+        Some((p, q)) => (p, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    match path
+        .rsplit_once('.')
+        .filter(|(stem, ext)| !ext.contains('/') && !stem.ends_with('/'))
+    {
+        Some((stem, ext)) => format!("{stem}.{name}.{ext}{query}"),
+        None => format!("{path}.{name}{query}"),
+    }
+}
+
+/// Removes namespace `name`'s database files (the database, its WAL and shared memory).
+pub fn drop_namespace(url: &str, name: &str) -> StoreResult<()> {
+    if name == "default" {
+        return Err(StoreError::Unavailable("the default namespace is never dropped".into()));
+    }
+    let url = namespace_url(url, name);
+    let path = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+    let path = path.split('?').next().unwrap_or(path);
+    for suffix in ["", "-wal", "-shm"] {
+        match std::fs::remove_file(format!("{path}{suffix}")) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::Unavailable(format!("cannot remove {path}{suffix}: {e}"))),
+        }
+    }
+    Ok(())
+}
+
 impl SqliteStore {
+    /// The store of namespace `name`: a database file of its own beside the one `url` names
+    /// (see [`namespace_url`]), made and migrated if new.
+    pub async fn open_namespace(url: &str, name: &str) -> StoreResult<SqliteStore> {
+        Self::open(&namespace_url(url, name)).await
+    }
+
     /// Opens (creating if needed) the database at `url` (`sqlite:path` or `sqlite://path`) and
     /// applies the embedded migrations.
     pub async fn open(url: &str) -> StoreResult<SqliteStore> {

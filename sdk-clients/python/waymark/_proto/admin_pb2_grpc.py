@@ -26,7 +26,9 @@ if _version_not_supported:
 
 
 class AdminServiceStub:
-    """API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
+    """Keys and namespaces, for administrators.
+
+    API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
     runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
@@ -58,10 +60,32 @@ class AdminServiceStub:
                 request_serializer=waymark_dot_v1_dot_admin__pb2.RevokeApiKeyRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_admin__pb2.RevokeApiKeyResponse.FromString,
                 _registered_method=True)
+        self.CreateNamespace = channel.unary_unary(
+                '/waymark.v1.AdminService/CreateNamespace',
+                request_serializer=waymark_dot_v1_dot_admin__pb2.CreateNamespaceRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_admin__pb2.CreateNamespaceResponse.FromString,
+                _registered_method=True)
+        self.ListNamespaces = channel.unary_unary(
+                '/waymark.v1.AdminService/ListNamespaces',
+                request_serializer=waymark_dot_v1_dot_admin__pb2.ListNamespacesRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_admin__pb2.ListNamespacesResponse.FromString,
+                _registered_method=True)
+        self.DescribeNamespace = channel.unary_unary(
+                '/waymark.v1.AdminService/DescribeNamespace',
+                request_serializer=waymark_dot_v1_dot_admin__pb2.DescribeNamespaceRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_admin__pb2.DescribeNamespaceResponse.FromString,
+                _registered_method=True)
+        self.DeleteNamespace = channel.unary_unary(
+                '/waymark.v1.AdminService/DeleteNamespace',
+                request_serializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
-    """API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
+    """Keys and namespaces, for administrators.
+
+    API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
     runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
@@ -94,6 +118,36 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateNamespace(self, request, context):
+        """Namespaces: separate worlds on one server, each with its own workflows, steps, messages,
+        events, streams, queues, schedules and workers. "default" always exists. Errors:
+        NAMESPACE_NOT_FOUND, NAMESPACE_EXISTS, NAMESPACE_PROTECTED (default cannot be deleted),
+        NAMESPACE_NOT_EMPTY (unfinished workflows, without force), TOO_MANY_NAMESPACES.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListNamespaces(self, request, context):
+        """Every namespace, by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeNamespace(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteNamespace(self, request, context):
+        """Delete a namespace and everything in it, on every replica.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -112,6 +166,26 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=waymark_dot_v1_dot_admin__pb2.RevokeApiKeyRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_admin__pb2.RevokeApiKeyResponse.SerializeToString,
             ),
+            'CreateNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateNamespace,
+                    request_deserializer=waymark_dot_v1_dot_admin__pb2.CreateNamespaceRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_admin__pb2.CreateNamespaceResponse.SerializeToString,
+            ),
+            'ListNamespaces': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNamespaces,
+                    request_deserializer=waymark_dot_v1_dot_admin__pb2.ListNamespacesRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_admin__pb2.ListNamespacesResponse.SerializeToString,
+            ),
+            'DescribeNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeNamespace,
+                    request_deserializer=waymark_dot_v1_dot_admin__pb2.DescribeNamespaceRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_admin__pb2.DescribeNamespaceResponse.SerializeToString,
+            ),
+            'DeleteNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteNamespace,
+                    request_deserializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'waymark.v1.AdminService', rpc_method_handlers)
@@ -121,7 +195,9 @@ def add_AdminServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AdminService:
-    """API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
+    """Keys and namespaces, for administrators.
+
+    API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
     runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
@@ -203,6 +279,114 @@ class AdminService:
             '/waymark.v1.AdminService/RevokeApiKey',
             waymark_dot_v1_dot_admin__pb2.RevokeApiKeyRequest.SerializeToString,
             waymark_dot_v1_dot_admin__pb2.RevokeApiKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.AdminService/CreateNamespace',
+            waymark_dot_v1_dot_admin__pb2.CreateNamespaceRequest.SerializeToString,
+            waymark_dot_v1_dot_admin__pb2.CreateNamespaceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListNamespaces(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.AdminService/ListNamespaces',
+            waymark_dot_v1_dot_admin__pb2.ListNamespacesRequest.SerializeToString,
+            waymark_dot_v1_dot_admin__pb2.ListNamespacesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.AdminService/DescribeNamespace',
+            waymark_dot_v1_dot_admin__pb2.DescribeNamespaceRequest.SerializeToString,
+            waymark_dot_v1_dot_admin__pb2.DescribeNamespaceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.AdminService/DeleteNamespace',
+            waymark_dot_v1_dot_admin__pb2.DeleteNamespaceRequest.SerializeToString,
+            waymark_dot_v1_dot_admin__pb2.DeleteNamespaceResponse.FromString,
             options,
             channel_credentials,
             insecure,

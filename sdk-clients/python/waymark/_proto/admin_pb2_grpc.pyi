@@ -27,7 +27,9 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class AdminServiceStub:
-    """API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
+    """Keys and namespaces, for administrators.
+
+    API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
     runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
@@ -50,10 +52,23 @@ class AdminServiceStub:
     """Revoke a key: calls made with it are refused from now on, on every replica within the
     server's key cache time (5 s by default), and worker streams opened with it are closed.
     """
+    CreateNamespace: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateNamespaceRequest, _admin_pb2.CreateNamespaceResponse]
+    """Namespaces: separate worlds on one server, each with its own workflows, steps, messages,
+    events, streams, queues, schedules and workers. "default" always exists. Errors:
+    NAMESPACE_NOT_FOUND, NAMESPACE_EXISTS, NAMESPACE_PROTECTED (default cannot be deleted),
+    NAMESPACE_NOT_EMPTY (unfinished workflows, without force), TOO_MANY_NAMESPACES.
+    """
+    ListNamespaces: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListNamespacesRequest, _admin_pb2.ListNamespacesResponse]
+    """Every namespace, by name."""
+    DescribeNamespace: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DescribeNamespaceRequest, _admin_pb2.DescribeNamespaceResponse]
+    DeleteNamespace: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DeleteNamespaceRequest, _admin_pb2.DeleteNamespaceResponse]
+    """Delete a namespace and everything in it, on every replica."""
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
-    """API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
+    """Keys and namespaces, for administrators.
+
+    API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
     runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
@@ -73,9 +88,22 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """Revoke a key: calls made with it are refused from now on, on every replica within the
     server's key cache time (5 s by default), and worker streams opened with it are closed.
     """
+    CreateNamespace: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateNamespaceRequest, _admin_pb2.CreateNamespaceResponse]  # type: ignore[assignment]
+    """Namespaces: separate worlds on one server, each with its own workflows, steps, messages,
+    events, streams, queues, schedules and workers. "default" always exists. Errors:
+    NAMESPACE_NOT_FOUND, NAMESPACE_EXISTS, NAMESPACE_PROTECTED (default cannot be deleted),
+    NAMESPACE_NOT_EMPTY (unfinished workflows, without force), TOO_MANY_NAMESPACES.
+    """
+    ListNamespaces: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListNamespacesRequest, _admin_pb2.ListNamespacesResponse]  # type: ignore[assignment]
+    """Every namespace, by name."""
+    DescribeNamespace: _aio.UnaryUnaryMultiCallable[_admin_pb2.DescribeNamespaceRequest, _admin_pb2.DescribeNamespaceResponse]  # type: ignore[assignment]
+    DeleteNamespace: _aio.UnaryUnaryMultiCallable[_admin_pb2.DeleteNamespaceRequest, _admin_pb2.DeleteNamespaceResponse]  # type: ignore[assignment]
+    """Delete a namespace and everything in it, on every replica."""
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
-    """API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
+    """Keys and namespaces, for administrators.
+
+    API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
     runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
@@ -111,5 +139,40 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         """Revoke a key: calls made with it are refused from now on, on every replica within the
         server's key cache time (5 s by default), and worker streams opened with it are closed.
         """
+
+    @_abc_1.abstractmethod
+    def CreateNamespace(
+        self,
+        request: _admin_pb2.CreateNamespaceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.CreateNamespaceResponse, _abc.Awaitable[_admin_pb2.CreateNamespaceResponse]]:
+        """Namespaces: separate worlds on one server, each with its own workflows, steps, messages,
+        events, streams, queues, schedules and workers. "default" always exists. Errors:
+        NAMESPACE_NOT_FOUND, NAMESPACE_EXISTS, NAMESPACE_PROTECTED (default cannot be deleted),
+        NAMESPACE_NOT_EMPTY (unfinished workflows, without force), TOO_MANY_NAMESPACES.
+        """
+
+    @_abc_1.abstractmethod
+    def ListNamespaces(
+        self,
+        request: _admin_pb2.ListNamespacesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListNamespacesResponse, _abc.Awaitable[_admin_pb2.ListNamespacesResponse]]:
+        """Every namespace, by name."""
+
+    @_abc_1.abstractmethod
+    def DescribeNamespace(
+        self,
+        request: _admin_pb2.DescribeNamespaceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.DescribeNamespaceResponse, _abc.Awaitable[_admin_pb2.DescribeNamespaceResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeleteNamespace(
+        self,
+        request: _admin_pb2.DeleteNamespaceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.DeleteNamespaceResponse, _abc.Awaitable[_admin_pb2.DeleteNamespaceResponse]]:
+        """Delete a namespace and everything in it, on every replica."""
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

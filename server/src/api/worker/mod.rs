@@ -32,7 +32,7 @@ use crate::auth::{permission_denied, unauthenticated, Authenticator, Principal};
 use crate::engine::{Engine, Registration, ToWorker, WorkerSession};
 
 pub struct WorkerApi {
-    pub engine: Arc<Engine>,
+    pub namespaces: Arc<crate::namespaces::Namespaces>,
     pub auth: Arc<Authenticator>,
 }
 
@@ -65,7 +65,7 @@ impl WorkerService for WorkerApi {
     type ConnectStream = Pin<Box<dyn Stream<Item = Result<ServerMessage, Status>> + Send + 'static>>;
 
     async fn connect(&self, req: Request<Streaming<WorkerMessage>>) -> Result<Response<Self::ConnectStream>, Status> {
-        let engine = self.engine.clone();
+        let engine = super::engine_for(&self.namespaces, &req).await?;
         let principal = req.extensions().get::<Arc<Principal>>().cloned();
         let mut inbound = req.into_inner();
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
@@ -103,6 +103,7 @@ impl WorkerService for WorkerApi {
         let session_for_pushes = session.clone();
 
         // Stream → engine.
+        let clock = engine.clone();
         let auth = self.auth.clone();
         tokio::spawn(async move {
             let mut tasks = JoinSet::new();
@@ -173,7 +174,6 @@ impl WorkerService for WorkerApi {
         // transport polls for them: a dispatch or a wakeup reaches the socket without passing
         // through a task of its own. It ends when the session is dropped everywhere and the
         // inbound side is done.
-        let clock = self.engine.clone();
         // Weak: the stream must not keep its own session alive (the session holds the channel
         // this stream reads, which would then never close).
         let noted = Arc::downgrade(&session_for_pushes);

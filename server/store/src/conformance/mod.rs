@@ -23,6 +23,7 @@ pub mod fixtures;
 mod flow;
 mod keys;
 mod messages;
+mod namespaces;
 mod parking;
 mod queues;
 mod remote_steps;
@@ -38,6 +39,7 @@ pub use events::*;
 pub use flow::*;
 pub use keys::*;
 pub use messages::*;
+pub use namespaces::*;
 pub use parking::*;
 pub use queues::*;
 pub use remote_steps::*;
@@ -121,6 +123,7 @@ macro_rules! conformance_tests {
             triggers_start_now_even_when_paused,
             deleting_a_schedule_leaves_its_workflows,
             api_keys_are_stored_listed_and_revoked,
+            namespaces_are_listed_added_and_removed,
         );
     };
     (@each $fresh:path; $($case:ident),* $(,)?) => {$(

@@ -7,6 +7,7 @@ pub mod children;
 pub mod events;
 pub mod keys;
 pub mod messages;
+pub mod namespaces;
 pub mod queues;
 pub mod remote_steps;
 pub mod schedules;

@@ -10,7 +10,7 @@
 use sqlx::PgPool;
 use tokio::sync::mpsc;
 
-use crate::changes::{Change, CHANNEL};
+use crate::changes::Change;
 
 /// Payload bytes per NOTIFY, under PostgreSQL's 8000 with room for the array's brackets.
 const MAX_PAYLOAD: usize = 7900;
@@ -21,9 +21,9 @@ pub(crate) struct Announcer {
 }
 
 impl Announcer {
-    pub(crate) fn spawn(pool: PgPool) -> Announcer {
+    pub(crate) fn spawn(pool: PgPool, channel: String) -> Announcer {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(pool, rx));
+        tokio::spawn(run(pool, channel, rx));
         Announcer { tx }
     }
 
@@ -34,7 +34,7 @@ impl Announcer {
     }
 }
 
-async fn run(pool: PgPool, mut rx: mpsc::UnboundedReceiver<Change>) {
+async fn run(pool: PgPool, channel: String, mut rx: mpsc::UnboundedReceiver<Change>) {
     let mut held: Option<Change> = None;
     loop {
         let first = match held.take() {
@@ -59,7 +59,7 @@ async fn run(pool: PgPool, mut rx: mpsc::UnboundedReceiver<Change>) {
             batch.push(c);
         }
         let sent = sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
+            .bind(&channel)
             .bind(Change::encode_batch(&batch))
             .execute(&pool)
             .await;

@@ -16,6 +16,7 @@ pub(super) mod fencing;
 pub(super) mod keys;
 pub(super) mod limited;
 pub(super) mod messages;
+pub(super) mod namespaces;
 pub(super) mod parking;
 pub(super) mod queues;
 pub(super) mod remote_steps;

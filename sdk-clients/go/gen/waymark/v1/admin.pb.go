@@ -490,6 +490,413 @@ func (x *RevokeApiKeyResponse) GetRevoked() bool {
 	return false
 }
 
+type Namespace struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1-40 characters of a-z, 0-9 and -, not starting with -.
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Namespace) Reset() {
+	*x = Namespace{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Namespace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Namespace) ProtoMessage() {}
+
+func (x *Namespace) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
+func (*Namespace) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Namespace) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Namespace) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type CreateNamespaceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateNamespaceRequest) Reset() {
+	*x = CreateNamespaceRequest{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateNamespaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateNamespaceRequest) ProtoMessage() {}
+
+func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateNamespaceRequest.ProtoReflect.Descriptor instead.
+func (*CreateNamespaceRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CreateNamespaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type CreateNamespaceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     *Namespace             `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateNamespaceResponse) Reset() {
+	*x = CreateNamespaceResponse{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateNamespaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateNamespaceResponse) ProtoMessage() {}
+
+func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateNamespaceResponse.ProtoReflect.Descriptor instead.
+func (*CreateNamespaceResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CreateNamespaceResponse) GetNamespace() *Namespace {
+	if x != nil {
+		return x.Namespace
+	}
+	return nil
+}
+
+type ListNamespacesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNamespacesRequest) Reset() {
+	*x = ListNamespacesRequest{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNamespacesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNamespacesRequest) ProtoMessage() {}
+
+func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
+func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+type ListNamespacesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespaces    []*Namespace           `protobuf:"bytes,1,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNamespacesResponse) Reset() {
+	*x = ListNamespacesResponse{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNamespacesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNamespacesResponse) ProtoMessage() {}
+
+func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
+func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListNamespacesResponse) GetNamespaces() []*Namespace {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+type DescribeNamespaceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeNamespaceRequest) Reset() {
+	*x = DescribeNamespaceRequest{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeNamespaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeNamespaceRequest) ProtoMessage() {}
+
+func (x *DescribeNamespaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeNamespaceRequest.ProtoReflect.Descriptor instead.
+func (*DescribeNamespaceRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DescribeNamespaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DescribeNamespaceResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace *Namespace             `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Whether it holds workflows that have not finished (ENQUEUED, DELAYED or PENDING).
+	HasUnfinishedWorkflows bool `protobuf:"varint,2,opt,name=has_unfinished_workflows,json=hasUnfinishedWorkflows,proto3" json:"has_unfinished_workflows,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *DescribeNamespaceResponse) Reset() {
+	*x = DescribeNamespaceResponse{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeNamespaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeNamespaceResponse) ProtoMessage() {}
+
+func (x *DescribeNamespaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeNamespaceResponse.ProtoReflect.Descriptor instead.
+func (*DescribeNamespaceResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DescribeNamespaceResponse) GetNamespace() *Namespace {
+	if x != nil {
+		return x.Namespace
+	}
+	return nil
+}
+
+func (x *DescribeNamespaceResponse) GetHasUnfinishedWorkflows() bool {
+	if x != nil {
+		return x.HasUnfinishedWorkflows
+	}
+	return false
+}
+
+type DeleteNamespaceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Delete even while it holds workflows that have not finished (they are dropped).
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNamespaceRequest) Reset() {
+	*x = DeleteNamespaceRequest{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNamespaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNamespaceRequest) ProtoMessage() {}
+
+func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNamespaceRequest.ProtoReflect.Descriptor instead.
+func (*DeleteNamespaceRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DeleteNamespaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteNamespaceRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type DeleteNamespaceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNamespaceResponse) Reset() {
+	*x = DeleteNamespaceResponse{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNamespaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNamespaceResponse) ProtoMessage() {}
+
+func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNamespaceResponse.ProtoReflect.Descriptor instead.
+func (*DeleteNamespaceResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{15}
+}
+
 var File_waymark_v1_admin_proto protoreflect.FileDescriptor
 
 const file_waymark_v1_admin_proto_rawDesc = "" +
@@ -528,18 +935,44 @@ const file_waymark_v1_admin_proto_rawDesc = "" +
 	"\x13RevokeApiKeyRequest\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"0\n" +
 	"\x14RevokeApiKeyResponse\x12\x18\n" +
-	"\arevoked\x18\x01 \x01(\bR\arevoked*_\n" +
+	"\arevoked\x18\x01 \x01(\bR\arevoked\"Z\n" +
+	"\tNamespace\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
+	"\n" +
+	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\",\n" +
+	"\x16CreateNamespaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"N\n" +
+	"\x17CreateNamespaceResponse\x123\n" +
+	"\tnamespace\x18\x01 \x01(\v2\x15.waymark.v1.NamespaceR\tnamespace\"\x17\n" +
+	"\x15ListNamespacesRequest\"O\n" +
+	"\x16ListNamespacesResponse\x125\n" +
+	"\n" +
+	"namespaces\x18\x01 \x03(\v2\x15.waymark.v1.NamespaceR\n" +
+	"namespaces\".\n" +
+	"\x18DescribeNamespaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x8a\x01\n" +
+	"\x19DescribeNamespaceResponse\x123\n" +
+	"\tnamespace\x18\x01 \x01(\v2\x15.waymark.v1.NamespaceR\tnamespace\x128\n" +
+	"\x18has_unfinished_workflows\x18\x02 \x01(\bR\x16hasUnfinishedWorkflows\"B\n" +
+	"\x16DeleteNamespaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\x19\n" +
+	"\x17DeleteNamespaceResponse*_\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_READER\x10\x01\x12\x0f\n" +
 	"\vROLE_CLIENT\x10\x02\x12\x0f\n" +
 	"\vROLE_WORKER\x10\x03\x12\x0e\n" +
 	"\n" +
-	"ROLE_ADMIN\x10\x042\x84\x02\n" +
+	"ROLE_ADMIN\x10\x042\xf7\x04\n" +
 	"\fAdminService\x12Q\n" +
 	"\fCreateApiKey\x12\x1f.waymark.v1.CreateApiKeyRequest\x1a .waymark.v1.CreateApiKeyResponse\x12N\n" +
 	"\vListApiKeys\x12\x1e.waymark.v1.ListApiKeysRequest\x1a\x1f.waymark.v1.ListApiKeysResponse\x12Q\n" +
-	"\fRevokeApiKey\x12\x1f.waymark.v1.RevokeApiKeyRequest\x1a .waymark.v1.RevokeApiKeyResponseB\xad\x01\n" +
+	"\fRevokeApiKey\x12\x1f.waymark.v1.RevokeApiKeyRequest\x1a .waymark.v1.RevokeApiKeyResponse\x12Z\n" +
+	"\x0fCreateNamespace\x12\".waymark.v1.CreateNamespaceRequest\x1a#.waymark.v1.CreateNamespaceResponse\x12W\n" +
+	"\x0eListNamespaces\x12!.waymark.v1.ListNamespacesRequest\x1a\".waymark.v1.ListNamespacesResponse\x12`\n" +
+	"\x11DescribeNamespace\x12$.waymark.v1.DescribeNamespaceRequest\x1a%.waymark.v1.DescribeNamespaceResponse\x12Z\n" +
+	"\x0fDeleteNamespace\x12\".waymark.v1.DeleteNamespaceRequest\x1a#.waymark.v1.DeleteNamespaceResponseB\xad\x01\n" +
 	"\x0ecom.waymark.v1B\n" +
 	"AdminProtoP\x01ZFgithub.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
@@ -558,38 +991,59 @@ func file_waymark_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_waymark_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_waymark_v1_admin_proto_goTypes = []any{
-	(Role)(0),                     // 0: waymark.v1.Role
-	(*ApiKey)(nil),                // 1: waymark.v1.ApiKey
-	(*CreateApiKeyRequest)(nil),   // 2: waymark.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),  // 3: waymark.v1.CreateApiKeyResponse
-	(*ListApiKeysRequest)(nil),    // 4: waymark.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),   // 5: waymark.v1.ListApiKeysResponse
-	(*RevokeApiKeyRequest)(nil),   // 6: waymark.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),  // 7: waymark.v1.RevokeApiKeyResponse
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(Role)(0),                         // 0: waymark.v1.Role
+	(*ApiKey)(nil),                    // 1: waymark.v1.ApiKey
+	(*CreateApiKeyRequest)(nil),       // 2: waymark.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),      // 3: waymark.v1.CreateApiKeyResponse
+	(*ListApiKeysRequest)(nil),        // 4: waymark.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),       // 5: waymark.v1.ListApiKeysResponse
+	(*RevokeApiKeyRequest)(nil),       // 6: waymark.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),      // 7: waymark.v1.RevokeApiKeyResponse
+	(*Namespace)(nil),                 // 8: waymark.v1.Namespace
+	(*CreateNamespaceRequest)(nil),    // 9: waymark.v1.CreateNamespaceRequest
+	(*CreateNamespaceResponse)(nil),   // 10: waymark.v1.CreateNamespaceResponse
+	(*ListNamespacesRequest)(nil),     // 11: waymark.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),    // 12: waymark.v1.ListNamespacesResponse
+	(*DescribeNamespaceRequest)(nil),  // 13: waymark.v1.DescribeNamespaceRequest
+	(*DescribeNamespaceResponse)(nil), // 14: waymark.v1.DescribeNamespaceResponse
+	(*DeleteNamespaceRequest)(nil),    // 15: waymark.v1.DeleteNamespaceRequest
+	(*DeleteNamespaceResponse)(nil),   // 16: waymark.v1.DeleteNamespaceResponse
+	(*timestamppb.Timestamp)(nil),     // 17: google.protobuf.Timestamp
 }
 var file_waymark_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: waymark.v1.ApiKey.role:type_name -> waymark.v1.Role
-	8,  // 1: waymark.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 2: waymark.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 3: waymark.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
+	17, // 1: waymark.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	17, // 2: waymark.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	17, // 3: waymark.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
 	0,  // 4: waymark.v1.CreateApiKeyRequest.role:type_name -> waymark.v1.Role
-	8,  // 5: waymark.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	17, // 5: waymark.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 6: waymark.v1.CreateApiKeyResponse.key:type_name -> waymark.v1.ApiKey
 	1,  // 7: waymark.v1.ListApiKeysResponse.keys:type_name -> waymark.v1.ApiKey
-	2,  // 8: waymark.v1.AdminService.CreateApiKey:input_type -> waymark.v1.CreateApiKeyRequest
-	4,  // 9: waymark.v1.AdminService.ListApiKeys:input_type -> waymark.v1.ListApiKeysRequest
-	6,  // 10: waymark.v1.AdminService.RevokeApiKey:input_type -> waymark.v1.RevokeApiKeyRequest
-	3,  // 11: waymark.v1.AdminService.CreateApiKey:output_type -> waymark.v1.CreateApiKeyResponse
-	5,  // 12: waymark.v1.AdminService.ListApiKeys:output_type -> waymark.v1.ListApiKeysResponse
-	7,  // 13: waymark.v1.AdminService.RevokeApiKey:output_type -> waymark.v1.RevokeApiKeyResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	17, // 8: waymark.v1.Namespace.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 9: waymark.v1.CreateNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
+	8,  // 10: waymark.v1.ListNamespacesResponse.namespaces:type_name -> waymark.v1.Namespace
+	8,  // 11: waymark.v1.DescribeNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
+	2,  // 12: waymark.v1.AdminService.CreateApiKey:input_type -> waymark.v1.CreateApiKeyRequest
+	4,  // 13: waymark.v1.AdminService.ListApiKeys:input_type -> waymark.v1.ListApiKeysRequest
+	6,  // 14: waymark.v1.AdminService.RevokeApiKey:input_type -> waymark.v1.RevokeApiKeyRequest
+	9,  // 15: waymark.v1.AdminService.CreateNamespace:input_type -> waymark.v1.CreateNamespaceRequest
+	11, // 16: waymark.v1.AdminService.ListNamespaces:input_type -> waymark.v1.ListNamespacesRequest
+	13, // 17: waymark.v1.AdminService.DescribeNamespace:input_type -> waymark.v1.DescribeNamespaceRequest
+	15, // 18: waymark.v1.AdminService.DeleteNamespace:input_type -> waymark.v1.DeleteNamespaceRequest
+	3,  // 19: waymark.v1.AdminService.CreateApiKey:output_type -> waymark.v1.CreateApiKeyResponse
+	5,  // 20: waymark.v1.AdminService.ListApiKeys:output_type -> waymark.v1.ListApiKeysResponse
+	7,  // 21: waymark.v1.AdminService.RevokeApiKey:output_type -> waymark.v1.RevokeApiKeyResponse
+	10, // 22: waymark.v1.AdminService.CreateNamespace:output_type -> waymark.v1.CreateNamespaceResponse
+	12, // 23: waymark.v1.AdminService.ListNamespaces:output_type -> waymark.v1.ListNamespacesResponse
+	14, // 24: waymark.v1.AdminService.DescribeNamespace:output_type -> waymark.v1.DescribeNamespaceResponse
+	16, // 25: waymark.v1.AdminService.DeleteNamespace:output_type -> waymark.v1.DeleteNamespaceResponse
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_admin_proto_init() }
@@ -603,7 +1057,7 @@ func file_waymark_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_admin_proto_rawDesc), len(file_waymark_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

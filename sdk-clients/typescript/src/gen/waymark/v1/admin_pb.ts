@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/admin.proto.
  */
 export const file_waymark_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChZ3YXltYXJrL3YxL2FkbWluLnByb3RvEgp3YXltYXJrLnYxIoECCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHgoEcm9sZRgDIAEoDjIQLndheW1hcmsudjEuUm9sZRISCgpuYW1lc3BhY2VzGAQgAygJEhUKDW5hbWVfcGF0dGVybnMYBSADKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAingEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeCgRyb2xlGAIgASgOMhAud2F5bWFyay52MS5Sb2xlEhIKCm5hbWVzcGFjZXMYAyADKAkSFQoNbmFtZV9wYXR0ZXJucxgEIAMoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChRDcmVhdGVBcGlLZXlSZXNwb25zZRIfCgNrZXkYASABKAsyEi53YXltYXJrLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiFAoSTGlzdEFwaUtleXNSZXF1ZXN0IjcKE0xpc3RBcGlLZXlzUmVzcG9uc2USIAoEa2V5cxgBIAMoCzISLndheW1hcmsudjEuQXBpS2V5IiUKE1Jldm9rZUFwaUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJIicKFFJldm9rZUFwaUtleVJlc3BvbnNlEg8KB3Jldm9rZWQYASABKAgqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9SRUFERVIQARIPCgtST0xFX0NMSUVOVBACEg8KC1JPTEVfV09SS0VSEAMSDgoKUk9MRV9BRE1JThAEMoQCCgxBZG1pblNlcnZpY2USUQoMQ3JlYXRlQXBpS2V5Eh8ud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiAud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJOCgtMaXN0QXBpS2V5cxIeLndheW1hcmsudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gh8ud2F5bWFyay52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlElEKDFJldm9rZUFwaUtleRIfLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBogLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChZ3YXltYXJrL3YxL2FkbWluLnByb3RvEgp3YXltYXJrLnYxIoECCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHgoEcm9sZRgDIAEoDjIQLndheW1hcmsudjEuUm9sZRISCgpuYW1lc3BhY2VzGAQgAygJEhUKDW5hbWVfcGF0dGVybnMYBSADKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAingEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeCgRyb2xlGAIgASgOMhAud2F5bWFyay52MS5Sb2xlEhIKCm5hbWVzcGFjZXMYAyADKAkSFQoNbmFtZV9wYXR0ZXJucxgEIAMoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChRDcmVhdGVBcGlLZXlSZXNwb25zZRIfCgNrZXkYASABKAsyEi53YXltYXJrLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiFAoSTGlzdEFwaUtleXNSZXF1ZXN0IjcKE0xpc3RBcGlLZXlzUmVzcG9uc2USIAoEa2V5cxgBIAMoCzISLndheW1hcmsudjEuQXBpS2V5IiUKE1Jldm9rZUFwaUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJIicKFFJldm9rZUFwaUtleVJlc3BvbnNlEg8KB3Jldm9rZWQYASABKAgiSQoJTmFtZXNwYWNlEgwKBG5hbWUYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJgoWQ3JlYXRlTmFtZXNwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJIkMKF0NyZWF0ZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlIhcKFUxpc3ROYW1lc3BhY2VzUmVxdWVzdCJDChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEikKCm5hbWVzcGFjZXMYASADKAsyFS53YXltYXJrLnYxLk5hbWVzcGFjZSIoChhEZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJnChlEZXNjcmliZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlEiAKGGhhc191bmZpbmlzaGVkX3dvcmtmbG93cxgCIAEoCCI1ChZEZWxldGVOYW1lc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZm9yY2UYAiABKAgiGQoXRGVsZXRlTmFtZXNwYWNlUmVzcG9uc2UqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9SRUFERVIQARIPCgtST0xFX0NMSUVOVBACEg8KC1JPTEVfV09SS0VSEAMSDgoKUk9MRV9BRE1JThAEMvcECgxBZG1pblNlcnZpY2USUQoMQ3JlYXRlQXBpS2V5Eh8ud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiAud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJOCgtMaXN0QXBpS2V5cxIeLndheW1hcmsudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gh8ud2F5bWFyay52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlElEKDFJldm9rZUFwaUtleRIfLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBogLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USWgoPQ3JlYXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXNwb25zZRJXCg5MaXN0TmFtZXNwYWNlcxIhLndheW1hcmsudjEuTGlzdE5hbWVzcGFjZXNSZXF1ZXN0GiIud2F5bWFyay52MS5MaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEmAKEURlc2NyaWJlTmFtZXNwYWNlEiQud2F5bWFyay52MS5EZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QaJS53YXltYXJrLnYxLkRlc2NyaWJlTmFtZXNwYWNlUmVzcG9uc2USWgoPRGVsZXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5EZWxldGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5EZWxldGVOYW1lc3BhY2VSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message waymark.v1.ApiKey
@@ -211,6 +211,172 @@ export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@_
   messageDesc(file_waymark_v1_admin, 6);
 
 /**
+ * @generated from message waymark.v1.Namespace
+ */
+export type Namespace = Message<"waymark.v1.Namespace"> & {
+  /**
+   * 1-40 characters of a-z, 0-9 and -, not starting with -.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 2;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.Namespace.
+ * Use `create(NamespaceSchema)` to create a new message.
+ */
+export const NamespaceSchema: GenMessage<Namespace> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 7);
+
+/**
+ * @generated from message waymark.v1.CreateNamespaceRequest
+ */
+export type CreateNamespaceRequest = Message<"waymark.v1.CreateNamespaceRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message waymark.v1.CreateNamespaceRequest.
+ * Use `create(CreateNamespaceRequestSchema)` to create a new message.
+ */
+export const CreateNamespaceRequestSchema: GenMessage<CreateNamespaceRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 8);
+
+/**
+ * @generated from message waymark.v1.CreateNamespaceResponse
+ */
+export type CreateNamespaceResponse = Message<"waymark.v1.CreateNamespaceResponse"> & {
+  /**
+   * @generated from field: waymark.v1.Namespace namespace = 1;
+   */
+  namespace?: Namespace | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.CreateNamespaceResponse.
+ * Use `create(CreateNamespaceResponseSchema)` to create a new message.
+ */
+export const CreateNamespaceResponseSchema: GenMessage<CreateNamespaceResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 9);
+
+/**
+ * @generated from message waymark.v1.ListNamespacesRequest
+ */
+export type ListNamespacesRequest = Message<"waymark.v1.ListNamespacesRequest"> & {
+};
+
+/**
+ * Describes the message waymark.v1.ListNamespacesRequest.
+ * Use `create(ListNamespacesRequestSchema)` to create a new message.
+ */
+export const ListNamespacesRequestSchema: GenMessage<ListNamespacesRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 10);
+
+/**
+ * @generated from message waymark.v1.ListNamespacesResponse
+ */
+export type ListNamespacesResponse = Message<"waymark.v1.ListNamespacesResponse"> & {
+  /**
+   * @generated from field: repeated waymark.v1.Namespace namespaces = 1;
+   */
+  namespaces: Namespace[];
+};
+
+/**
+ * Describes the message waymark.v1.ListNamespacesResponse.
+ * Use `create(ListNamespacesResponseSchema)` to create a new message.
+ */
+export const ListNamespacesResponseSchema: GenMessage<ListNamespacesResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 11);
+
+/**
+ * @generated from message waymark.v1.DescribeNamespaceRequest
+ */
+export type DescribeNamespaceRequest = Message<"waymark.v1.DescribeNamespaceRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message waymark.v1.DescribeNamespaceRequest.
+ * Use `create(DescribeNamespaceRequestSchema)` to create a new message.
+ */
+export const DescribeNamespaceRequestSchema: GenMessage<DescribeNamespaceRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 12);
+
+/**
+ * @generated from message waymark.v1.DescribeNamespaceResponse
+ */
+export type DescribeNamespaceResponse = Message<"waymark.v1.DescribeNamespaceResponse"> & {
+  /**
+   * @generated from field: waymark.v1.Namespace namespace = 1;
+   */
+  namespace?: Namespace | undefined;
+
+  /**
+   * Whether it holds workflows that have not finished (ENQUEUED, DELAYED or PENDING).
+   *
+   * @generated from field: bool has_unfinished_workflows = 2;
+   */
+  hasUnfinishedWorkflows: boolean;
+};
+
+/**
+ * Describes the message waymark.v1.DescribeNamespaceResponse.
+ * Use `create(DescribeNamespaceResponseSchema)` to create a new message.
+ */
+export const DescribeNamespaceResponseSchema: GenMessage<DescribeNamespaceResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 13);
+
+/**
+ * @generated from message waymark.v1.DeleteNamespaceRequest
+ */
+export type DeleteNamespaceRequest = Message<"waymark.v1.DeleteNamespaceRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Delete even while it holds workflows that have not finished (they are dropped).
+   *
+   * @generated from field: bool force = 2;
+   */
+  force: boolean;
+};
+
+/**
+ * Describes the message waymark.v1.DeleteNamespaceRequest.
+ * Use `create(DeleteNamespaceRequestSchema)` to create a new message.
+ */
+export const DeleteNamespaceRequestSchema: GenMessage<DeleteNamespaceRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 14);
+
+/**
+ * @generated from message waymark.v1.DeleteNamespaceResponse
+ */
+export type DeleteNamespaceResponse = Message<"waymark.v1.DeleteNamespaceResponse"> & {
+};
+
+/**
+ * Describes the message waymark.v1.DeleteNamespaceResponse.
+ * Use `create(DeleteNamespaceResponseSchema)` to create a new message.
+ */
+export const DeleteNamespaceResponseSchema: GenMessage<DeleteNamespaceResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 15);
+
+/**
  * What a key may do. Each role includes the ones listed before it, except WORKER.
  *
  * @generated from enum waymark.v1.Role
@@ -258,6 +424,8 @@ export const RoleSchema: GenEnum<Role> = /*@__PURE__*/
   enumDesc(file_waymark_v1_admin, 0);
 
 /**
+ * Keys and namespaces, for administrators.
+ *
  * API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
  * runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
  *
@@ -301,6 +469,47 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RevokeApiKeyRequestSchema;
     output: typeof RevokeApiKeyResponseSchema;
+  },
+  /**
+   * Namespaces: separate worlds on one server, each with its own workflows, steps, messages,
+   * events, streams, queues, schedules and workers. "default" always exists. Errors:
+   * NAMESPACE_NOT_FOUND, NAMESPACE_EXISTS, NAMESPACE_PROTECTED (default cannot be deleted),
+   * NAMESPACE_NOT_EMPTY (unfinished workflows, without force), TOO_MANY_NAMESPACES.
+   *
+   * @generated from rpc waymark.v1.AdminService.CreateNamespace
+   */
+  createNamespace: {
+    methodKind: "unary";
+    input: typeof CreateNamespaceRequestSchema;
+    output: typeof CreateNamespaceResponseSchema;
+  },
+  /**
+   * Every namespace, by name.
+   *
+   * @generated from rpc waymark.v1.AdminService.ListNamespaces
+   */
+  listNamespaces: {
+    methodKind: "unary";
+    input: typeof ListNamespacesRequestSchema;
+    output: typeof ListNamespacesResponseSchema;
+  },
+  /**
+   * @generated from rpc waymark.v1.AdminService.DescribeNamespace
+   */
+  describeNamespace: {
+    methodKind: "unary";
+    input: typeof DescribeNamespaceRequestSchema;
+    output: typeof DescribeNamespaceResponseSchema;
+  },
+  /**
+   * Delete a namespace and everything in it, on every replica.
+   *
+   * @generated from rpc waymark.v1.AdminService.DeleteNamespace
+   */
+  deleteNamespace: {
+    methodKind: "unary";
+    input: typeof DeleteNamespaceRequestSchema;
+    output: typeof DeleteNamespaceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waymark_v1_admin, 0);

@@ -1,0 +1,262 @@
+//! Namespaces end to end, with real server and worker processes on both stores: two namespaces
+//! run workflows of the same ids side by side without crossing; queues are per namespace; a
+//! worker attached in one never gets another's work; a key acts only in its namespaces; a
+//! namespace is deleted (refused while it holds unfinished work, unless forced) on every
+//! replica.
+
+use std::time::Duration;
+
+use tonic::Code;
+use waymark_integration_tests::{
+    raw_worker::RawWorker, side_effects, wait_for, wait_for_registration, Backend, ServerProcess, TestDatabase,
+    WorkerProcess,
+};
+use waymark_sdk::{ApiKeySpec, Client, ConnectOptions, QueueLimits, Role, StartOptions, WorkflowStatus};
+
+const PATIENCE: Duration = Duration::from_secs(120);
+
+async fn in_ns(server: &ServerProcess, ns: &str) -> Client {
+    Client::connect_with(&server.connect.clone().namespace(ns))
+        .await
+        .unwrap()
+}
+
+fn worker_in(server: &ServerProcess, db: &TestDatabase, ns: &str) -> WorkerProcess {
+    WorkerProcess::start_with_env(
+        &server.addr,
+        &db.dir.join(format!("effects-{ns}.log")),
+        10,
+        ns,
+        &[("WAYMARK_NAMESPACE", ns)],
+    )
+}
+
+async fn server(backend: Backend, extra: &[&str]) -> Option<(TestDatabase, ServerProcess)> {
+    let db = TestDatabase::new(backend).await?;
+    let mut args = waymark_integration_tests::fast_recovery_args();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let s = ServerProcess::start(&db, &args).await;
+    Some((db, s))
+}
+
+fn reason(e: &waymark_sdk::Error) -> String {
+    e.reason().unwrap_or_default().to_string()
+}
+
+// Attempt: the same workflow id, queue name and message in two namespaces at once, a send
+// across, a read from the default namespace. Outcome: each runs on its own namespace's worker
+// with its own input; nothing is visible across.
+async fn two_namespaces_run_the_same_ids_without_crossing(backend: Backend) {
+    let Some((db, server)) = server(backend, &[]).await else {
+        return;
+    };
+    let admin = server.client().await;
+    for ns in ["blue", "green"] {
+        admin.create_namespace(ns).await.unwrap();
+    }
+    let e = admin.create_namespace("blue").await.unwrap_err();
+    assert_eq!(reason(&e), "NAMESPACE_EXISTS");
+    let _blue_worker = worker_in(&server, &db, "blue");
+    let _green_worker = worker_in(&server, &db, "green");
+    let blue = in_ns(&server, "blue").await;
+    let green = in_ns(&server, "green").await;
+    wait_for_registration(&blue, "counted").await;
+    wait_for_registration(&green, "counted").await;
+    // The default namespace has no worker: its registry is its own.
+    let e = admin
+        .start_json("counted", serde_json::json!({"steps": 1}), StartOptions::id("same"))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&e), "WORKFLOW_NAME_UNKNOWN");
+    blue.start_json("counted", serde_json::json!({"steps": 2}), StartOptions::id("same"))
+        .await
+        .unwrap();
+    green
+        .start_json("counted", serde_json::json!({"steps": 3}), StartOptions::id("same"))
+        .await
+        .unwrap();
+    let b = blue.await_workflow("same", Some(PATIENCE)).await.unwrap();
+    let g = green.await_workflow("same", Some(PATIENCE)).await.unwrap();
+    assert_eq!(
+        (b.status, b.output),
+        (WorkflowStatus::Success, Some(serde_json::json!(2)))
+    );
+    assert_eq!(
+        (g.status, g.output),
+        (WorkflowStatus::Success, Some(serde_json::json!(3)))
+    );
+    // Each ran on its own namespace's worker only.
+    let effects = |ns: &str| side_effects::read(&db.dir.join(format!("effects-{ns}.log"))).len();
+    assert_eq!((effects("blue"), effects("green")), (2, 3));
+    assert_eq!(blue.steps("same").await.unwrap().len(), 2);
+    assert_eq!(reason(&admin.get("same").await.unwrap_err()), "WORKFLOW_NOT_FOUND");
+    // A workflow only green has is not found from blue, for reads and sends alike.
+    green
+        .start_json(
+            "counted",
+            serde_json::json!({"steps": 1}),
+            StartOptions::id("green-only"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reason(&blue.get("green-only").await.unwrap_err()), "WORKFLOW_NOT_FOUND");
+    let e = blue
+        .send_message("green-only", "topic", &serde_json::json!(1), None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some(Code::NotFound), "{e:?}");
+    let (listed, _) = blue.list(Default::default()).await.unwrap();
+    let mut ids: Vec<&str> = listed.iter().map(|w| w.workflow_id.as_str()).collect();
+    ids.sort();
+    // Its own workflow and the harness's registration probe; not green's.
+    assert_eq!(ids, ["registration-probe-counted", "same"], "blue lists only its own");
+    // Queues too.
+    blue.create_queue("orders", &QueueLimits::default()).await.unwrap();
+    assert_eq!(reason(&green.get_queue("orders").await.unwrap_err()), "QUEUE_NOT_FOUND");
+    green.create_queue("orders", &QueueLimits::default()).await.unwrap();
+    // An unknown namespace is NOT_FOUND, and a malformed one never reaches a store.
+    for ns in ["nowhere", "../etc", "UPPER"] {
+        let e = in_ns(&server, ns).await.get("same").await.unwrap_err();
+        assert_eq!(reason(&e), "NAMESPACE_NOT_FOUND", "{ns}");
+    }
+    let names: Vec<String> = admin
+        .list_namespaces()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(names, ["blue", "default", "green"]);
+}
+
+// Attempt: a key for one namespace used in another, for calls and for a worker stream; a key
+// made for a namespace that does not exist. Outcome: PERMISSION_DENIED; NAMESPACE_NOT_FOUND.
+async fn keys_act_only_in_their_namespaces(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let key_file = db.dir.join("admin.key");
+    let args: Vec<String> = ["--auth", "--init-admin-key-file", &key_file.display().to_string()]
+        .map(String::from)
+        .to_vec();
+    let server = ServerProcess::start_secured(&db, &args, false, ConnectOptions::from_env()).await;
+    let admin_key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
+    let admin = Client::connect_with(&server.connect.clone().api_key(&admin_key))
+        .await
+        .unwrap();
+    admin.create_namespace("blue").await.unwrap();
+    admin.create_namespace("green").await.unwrap();
+    let spec = |role, ns: &str| ApiKeySpec {
+        name: format!("{ns} key"),
+        role,
+        namespaces: vec![ns.into()],
+        name_patterns: vec![],
+        expires_at_ms: None,
+    };
+    let (_, blue_client) = admin.create_api_key(&spec(Role::Client, "blue")).await.unwrap();
+    let (_, blue_worker) = admin.create_api_key(&spec(Role::Worker, "blue")).await.unwrap();
+    let e = admin.create_api_key(&spec(Role::Client, "nowhere")).await.unwrap_err();
+    assert_eq!(reason(&e), "NAMESPACE_NOT_FOUND");
+    let as_key = |key: &str, ns: &str| server.connect.clone().api_key(key).namespace(ns);
+    let in_blue = Client::connect_with(&as_key(&blue_client, "blue")).await.unwrap();
+    in_blue.list_queues().await.unwrap();
+    for ns in ["green", "default", "nowhere"] {
+        let c = Client::connect_with(&as_key(&blue_client, ns)).await.unwrap();
+        let e = c.list_queues().await.unwrap_err();
+        assert_eq!(
+            (e.code(), reason(&e)),
+            (Some(Code::PermissionDenied), "PERMISSION_DENIED".into()),
+            "{ns}"
+        );
+    }
+    let hello = || RawWorker::hello_of("w-1", &["counted"]);
+    let bearer = format!("Bearer {blue_worker}");
+    let e = RawWorker::hello_with(
+        &server.addr,
+        hello(),
+        &[("authorization", &bearer), ("waymark-namespace", "green")],
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert_eq!(e.code(), Code::PermissionDenied);
+    RawWorker::hello_with(
+        &server.addr,
+        hello(),
+        &[("authorization", &bearer), ("waymark-namespace", "blue")],
+    )
+    .await
+    .expect("its own namespace");
+}
+
+// Attempt: delete the default namespace; delete one holding unfinished work; force it; use it
+// after; make it again. Outcome: NAMESPACE_PROTECTED; NAMESPACE_NOT_EMPTY; deleted (on every
+// replica); NAMESPACE_NOT_FOUND; a new, empty namespace.
+async fn deleting_a_namespace_drops_it_everywhere(backend: Backend) {
+    let Some((db, a)) = server(backend, &[]).await else {
+        return;
+    };
+    // A second replica where the store allows one.
+    let b = if backend == Backend::Postgres {
+        Some(ServerProcess::start(&db, &waymark_integration_tests::fast_recovery_args()).await)
+    } else {
+        None
+    };
+    let admin = a.client().await;
+    assert_eq!(
+        reason(&admin.delete_namespace("default", true).await.unwrap_err()),
+        "NAMESPACE_PROTECTED"
+    );
+    admin.create_namespace("temp").await.unwrap();
+    let temp = in_ns(&a, "temp").await;
+    // A worker registers the name, then goes: the started workflow stays unfinished.
+    let w = RawWorker::hello_with(
+        &a.addr,
+        RawWorker::hello_of("w", &["counted"]),
+        &[("waymark-namespace", "temp")],
+    )
+    .await
+    .unwrap();
+    drop(w);
+    temp.start_json("counted", serde_json::json!({"steps": 1}), StartOptions::id("left"))
+        .await
+        .unwrap();
+    if let Some(b) = &b {
+        // Made through A, used through B.
+        let on_b = in_ns(b, "temp").await;
+        assert_eq!(on_b.get("left").await.unwrap().workflow_id, "left");
+    }
+    assert!(admin.describe_namespace("temp").await.unwrap().has_unfinished_workflows == Some(true));
+    assert_eq!(
+        reason(&admin.delete_namespace("temp", false).await.unwrap_err()),
+        "NAMESPACE_NOT_EMPTY"
+    );
+    admin.delete_namespace("temp", true).await.unwrap();
+    assert_eq!(reason(&temp.get("left").await.unwrap_err()), "NAMESPACE_NOT_FOUND");
+    if let Some(b) = &b {
+        let on_b = in_ns(b, "temp").await;
+        wait_for("the other replica to close the namespace", PATIENCE, || async {
+            match on_b.get("left").await {
+                Err(e) if e.reason() == Some("NAMESPACE_NOT_FOUND") => Some(()),
+                _ => None,
+            }
+        })
+        .await;
+    }
+    admin.create_namespace("temp").await.unwrap();
+    assert_eq!(
+        reason(&temp.get("left").await.unwrap_err()),
+        "WORKFLOW_NOT_FOUND",
+        "made again, empty"
+    );
+    assert_eq!(
+        admin.describe_namespace("temp").await.unwrap().has_unfinished_workflows,
+        Some(false)
+    );
+}
+
+waymark_integration_tests::on_both_stores!(
+    two_namespaces_run_the_same_ids_without_crossing,
+    keys_act_only_in_their_namespaces,
+    deleting_a_namespace_drops_it_everywhere,
+);

@@ -1,0 +1,87 @@
+//! `waymark namespace …`: namespaces from a shell (an admin key with authentication on).
+
+use clap::Subcommand;
+use waymark_sdk::NamespaceInfo;
+
+use super::{output, ConnectionArgs};
+
+#[derive(Subcommand, Debug)]
+pub enum NamespaceCommand {
+    /// Create a namespace (1-40 of a-z, 0-9 and -).
+    Create {
+        name: String,
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
+    /// List namespaces.
+    List {
+        #[command(flatten)]
+        connection: ConnectionArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one namespace and whether it holds unfinished workflows.
+    Describe {
+        name: String,
+        #[command(flatten)]
+        connection: ConnectionArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a namespace and everything in it. Refused while it holds unfinished workflows,
+    /// unless --force.
+    Delete {
+        name: String,
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
+}
+
+fn print(namespaces: &[NamespaceInfo], json: bool) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(namespaces).expect("serializes"));
+        return;
+    }
+    let rows: Vec<Vec<String>> = namespaces
+        .iter()
+        .map(|n| {
+            let mut row = vec![n.name.clone(), output::time(n.created_at_ms)];
+            if let Some(u) = n.has_unfinished_workflows {
+                row.push(if u { "yes" } else { "no" }.into());
+            }
+            row
+        })
+        .collect();
+    let header: &[&str] = if namespaces.iter().any(|n| n.has_unfinished_workflows.is_some()) {
+        &["NAME", "CREATED", "UNFINISHED"]
+    } else {
+        &["NAME", "CREATED"]
+    };
+    output::table(header, &rows);
+}
+
+pub async fn run(cmd: NamespaceCommand) -> anyhow::Result<i32> {
+    match cmd {
+        NamespaceCommand::Create { name, connection } => {
+            let n = connection.connect().await?.create_namespace(&name).await?;
+            print(&[n], false);
+        }
+        NamespaceCommand::List { connection, json } => {
+            print(&connection.connect().await?.list_namespaces().await?, json);
+        }
+        NamespaceCommand::Describe { name, connection, json } => {
+            let n = connection.connect().await?.describe_namespace(&name).await?;
+            print(&[n], json);
+        }
+        NamespaceCommand::Delete {
+            name,
+            force,
+            connection,
+        } => {
+            connection.connect().await?.delete_namespace(&name, force).await?;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,30 @@
+//! Namespace list cases: `default` is listed from the start; a namespace is added once, read
+//! back, listed by name and removed once.
+
+use super::*;
+
+pub async fn namespaces_are_listed_added_and_removed(s: Arc<dyn Store>) {
+    let s = &*s;
+    let names = |v: Vec<NamespaceRecord>| v.into_iter().map(|n| n.name).collect::<Vec<_>>();
+    assert_eq!(names(s.list_namespaces(10).await.unwrap()), ["default"]);
+    let billing = s.add_namespace("billing", T).await.unwrap();
+    assert_eq!((billing.name.as_str(), billing.created_at), ("billing", T));
+    assert!(matches!(
+        s.add_namespace("billing", T + 1).await,
+        Err(StoreError::NamespaceExists(n)) if n == "billing"
+    ));
+    s.add_namespace("alpha", T + 2).await.unwrap();
+    assert_eq!(
+        names(s.list_namespaces(10).await.unwrap()),
+        ["alpha", "billing", "default"]
+    );
+    assert_eq!(
+        names(s.list_namespaces(2).await.unwrap()),
+        ["alpha", "billing"],
+        "bounded"
+    );
+    assert_eq!(s.get_namespace("billing").await.unwrap(), Some(billing));
+    assert!(s.remove_namespace("billing").await.unwrap());
+    assert!(!s.remove_namespace("billing").await.unwrap());
+    assert_eq!(s.get_namespace("billing").await.unwrap(), None);
+}
