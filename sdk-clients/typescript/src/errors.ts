@@ -29,6 +29,16 @@ export class RpcError extends WaymarkError {
   }
 }
 
+/**
+ * The connection options contradict each other (an `http://` address with TLS options, a client
+ * certificate without its key) or name a file that cannot be read. Thrown when the Client or
+ * Worker is constructed; the message names the options or environment variables at fault,
+ * never an API key.
+ */
+export class ConfigurationError extends WaymarkError {
+  override name = "ConfigurationError";
+}
+
 /** A value could not be converted to or from JSON. */
 export class SerializationError extends WaymarkError {
   override name = "SerializationError";

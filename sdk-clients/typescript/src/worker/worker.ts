@@ -5,16 +5,22 @@ import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { Transport } from "@connectrpc/connect";
 import { consoleLogger, type Logger } from "../logger.js";
-import { defaultServer, transport } from "../transport.js";
+import { ownTransport, type ConnectionOptions } from "../transport.js";
 import { sleep } from "../internal/wake.js";
 import { DEFAULT_RESEND_FOR_MS } from "../internal/resend.js";
 import type { StepFn, WorkerConfig, WorkflowFn } from "./registry.js";
 import { runSession, type SessionHandle } from "./session.js";
 
-export interface WorkerOptions {
-  /** `http://host:port` or `host:port`; `WAYMARK_SERVER`, else `http://127.0.0.1:7450`. */
-  server?: string;
-  /** A Connect transport of your own (TLS, interceptors); `server` is then ignored. */
+/**
+ * Where the server is and how to reach it (`ConnectionOptions`: `server`, `tlsCa`, `tlsCert`,
+ * `tlsKey`, `apiKey`, `namespace`, each falling back to its `WAYMARK_*` environment variable),
+ * and how the worker runs.
+ */
+export interface WorkerOptions extends ConnectionOptions {
+  /**
+   * A Connect transport of your own (e.g. `createTransport({ ..., interceptors })`); `server`
+   * is then ignored, and the other connection options may not be given.
+   */
   transport?: Transport;
   /** Stable id of this worker process (generated when not given). */
   workerId?: string;
@@ -61,7 +67,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
     super();
     this.workerId = options.workerId ?? randomUUID();
     this.config = {
-      server: options.server ?? defaultServer(),
       workerId: this.workerId,
       appName: options.appName ?? "",
       appVersion: options.appVersion ?? "",
@@ -74,7 +79,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       steps: new Map(),
       logger: options.logger ?? consoleLogger(),
     };
-    this.transport = options.transport ?? transport(this.config.server);
+    this.transport = ownTransport(options);
   }
 
   /** Registers a workflow function under `name`. Returns the worker, for chaining. */
