@@ -190,8 +190,11 @@ export class UnknownWorkflowError extends WaymarkError {
   }
 }
 
-/** Converts a Connect error (or anything thrown by a call) into an `RpcError`. */
-export function toRpcError(e: unknown): unknown {
+/**
+ * Converts a Connect error (or anything thrown by a call) into an `RpcError`; `context`, when
+ * given, goes before the server's message ("the server refused the worker stream: …").
+ */
+export function toRpcError(e: unknown, context?: string): unknown {
   if (e instanceof WaymarkError) return e;
   const ce = ConnectError.from(e);
   let reason = Code[ce.code]
@@ -205,7 +208,7 @@ export function toRpcError(e: unknown): unknown {
       metadata = info.metadata;
     }
   }
-  return new RpcError(ce.code, reason, ce.rawMessage, metadata);
+  return new RpcError(ce.code, reason, context ? `${context}: ${ce.rawMessage}` : ce.rawMessage, metadata);
 }
 
 /**
