@@ -157,6 +157,9 @@ test("the API key and namespace go with every call: unary, server-streaming and 
   const port = await serve(t, recording(seen));
   const server = `127.0.0.1:${port}`;
   const client = new Client({ server, apiKey: KEY, namespace: "default" });
+  // Held where printing the client (or a worker) does not show it.
+  assert.ok(!inspect(client, { depth: Infinity }).includes("s3cr3t"));
+  assert.ok(!inspect(new Worker({ server, apiKey: KEY }), { depth: Infinity }).includes("s3cr3t"));
   await client.queues.list();
   for await (const _ of client.readStream("wf", "k"));
   await connectOnce(new Worker({ server, apiKey: KEY, namespace: "default", logger: silentLogger }).workflow("w", async () => 1));
