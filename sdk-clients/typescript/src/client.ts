@@ -9,7 +9,7 @@ import { DuplicatePolicy } from "./gen/waymark/v1/workflow_pb.js";
 import type { Workflow } from "./gen/waymark/v1/types_pb.js";
 import { fromPayload, toPayload } from "./payload.js";
 import { SerializationError, toRpcError, WorkflowFailedError } from "./errors.js";
-import { defaultServer, transport } from "./transport.js";
+import { ownTransport, type ConnectionOptions } from "./transport.js";
 import { isUnavailableError, newWorkflowId, repeatable } from "./repeat.js";
 import { readAll } from "./pages.js";
 import { DEFAULT_RESEND_FOR_MS, resendDelayMs } from "./internal/resend.js";
@@ -30,10 +30,15 @@ import { Queues } from "./queues.js";
 import { Schedules } from "./schedules.js";
 import { recordedStep, type RecordedHistory } from "./recorded.js";
 
-export interface ClientOptions {
-  /** `http://host:port` or `host:port`; `WAYMARK_SERVER`, else `http://127.0.0.1:7450`. */
-  server?: string;
-  /** A Connect transport of your own (TLS, interceptors); `server` is then ignored. */
+/**
+ * Where the server is and how to reach it (`ConnectionOptions`: `server`, `tlsCa`, `tlsCert`,
+ * `tlsKey`, `apiKey`, `namespace`, each falling back to its `WAYMARK_*` environment variable).
+ */
+export interface ClientOptions extends ConnectionOptions {
+  /**
+   * A Connect transport of your own (e.g. `createTransport({ ..., interceptors })`); `server`
+   * is then ignored, and the other connection options may not be given.
+   */
   transport?: Transport;
   /**
    * Calls that are safe to repeat (reads, waits, starts, cancel, resume, sends with an
@@ -130,7 +135,7 @@ export class Client {
   private readonly resendForMs: number;
 
   constructor(options: ClientOptions = {}) {
-    const t = options.transport ?? transport(options.server ?? defaultServer());
+    const t = ownTransport(options);
     this.rpc = createClient(WorkflowService, t);
     this.resendForMs = Math.max(options.resendForMs ?? DEFAULT_RESEND_FOR_MS, 0);
     this.queues = new Queues(t, this.resendForMs);

@@ -29,6 +29,16 @@ export class RpcError extends WaymarkError {
   }
 }
 
+/**
+ * The connection options contradict each other (an `http://` address with TLS options, a client
+ * certificate without its key) or name a file that cannot be read. Thrown when the Client or
+ * Worker is constructed; the message names the options or environment variables at fault,
+ * never an API key.
+ */
+export class ConfigurationError extends WaymarkError {
+  override name = "ConfigurationError";
+}
+
 /** A value could not be converted to or from JSON. */
 export class SerializationError extends WaymarkError {
   override name = "SerializationError";
@@ -180,8 +190,11 @@ export class UnknownWorkflowError extends WaymarkError {
   }
 }
 
-/** Converts a Connect error (or anything thrown by a call) into an `RpcError`. */
-export function toRpcError(e: unknown): unknown {
+/**
+ * Converts a Connect error (or anything thrown by a call) into an `RpcError`; `context`, when
+ * given, goes before the server's message ("the server refused the worker stream: …").
+ */
+export function toRpcError(e: unknown, context?: string): unknown {
   if (e instanceof WaymarkError) return e;
   const ce = ConnectError.from(e);
   let reason = Code[ce.code]
@@ -195,7 +208,7 @@ export function toRpcError(e: unknown): unknown {
       metadata = info.metadata;
     }
   }
-  return new RpcError(ce.code, reason, ce.rawMessage, metadata);
+  return new RpcError(ce.code, reason, context ? `${context}: ${ce.rawMessage}` : ce.rawMessage, metadata);
 }
 
 /**

@@ -1,6 +1,7 @@
 // Waymark's TypeScript SDK: a Worker that runs durable workflows and their steps, and a Client
 // that starts and watches them. Every program finds the server from WAYMARK_SERVER when no
-// address is given, defaulting to http://127.0.0.1:7450.
+// address is given, defaulting to http://127.0.0.1:7450; TLS, the API key and the namespace
+// come from options or WAYMARK_TLS_CA / _CERT / _KEY, WAYMARK_API_KEY and WAYMARK_NAMESPACE.
 
 export { Client } from "./client.js";
 export type { CallOptions, ClientOptions, ListOptions, StartOptions, Started, StreamItem, WorkflowPage } from "./client.js";
@@ -22,6 +23,7 @@ export {
   CancelledError,
   ChildWorkflowError,
   Code,
+  ConfigurationError,
   DisconnectedError,
   FencedError,
   HistoryEndedError,
@@ -38,4 +40,4 @@ export {
   WorkflowFailedError,
   WorkflowFailure,
 } from "./errors.js";
-export { defaultServer } from "./transport.js";
+export { createTransport, defaultServer, type ConnectionOptions } from "./transport.js";

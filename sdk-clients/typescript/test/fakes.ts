@@ -82,7 +82,6 @@ export class FakeConn implements Requests {
 
 export function workerConfig(workflows: Record<string, WorkflowFn>, o: Partial<WorkerConfig> = {}): WorkerConfig {
   return {
-    server: "",
     workerId: "test-worker",
     appName: "",
     appVersion: "",

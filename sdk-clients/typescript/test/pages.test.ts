@@ -12,7 +12,7 @@ import { QueueService } from "../src/gen/waymark/v1/queue_pb.js";
 import { ScheduleService } from "../src/gen/waymark/v1/schedule_pb.js";
 import { Client, RpcError } from "../src/index.js";
 import { toPayload } from "../src/payload.js";
-import { transport } from "../src/transport.js";
+import { createTransport } from "../src/transport.js";
 import { startServer, waitFor } from "./harness.js";
 
 /** Item numbers of each page; page i (past the first) is asked for with the token `page-<i>`. */
@@ -163,7 +163,7 @@ test("260 messages of 64 KiB are listed across pages from a real server", async 
 
     // The pages as the server answers them, read one by one: about 16 MiB of messages, more
     // than a page carries (twice the 4 MiB payload limit by default).
-    const rpc = createClient(WorkflowService, transport(server.address));
+    const rpc = createClient(WorkflowService, createTransport({ server: server.address }));
     const pages: string[][] = [];
     let pageToken = "";
     do {

@@ -10,7 +10,7 @@ import { toBinary } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { WorkerMessageSchema, type WorkerMessage } from "../src/gen/waymark/v1/worker_pb.js";
 import type { Client } from "../src/index.js";
-import { transport } from "../src/transport.js";
+import { createTransport } from "../src/transport.js";
 import { startServer, type TestServer } from "./harness.js";
 
 const MiB = 1024 * 1024;
@@ -42,7 +42,7 @@ const largeRuns: number[] = [];
 before(async () => {
   server = await startServer();
   client = server.client;
-  const w = await server.worker({ parkAfterMs: null, transport: transport(server.address, [measure]) }, (w) => {
+  const w = await server.worker({ parkAfterMs: null, transport: createTransport({ server: server.address, interceptors: [measure] }) }, (w) => {
     w.workflow("large", async (ctx, input: string) => {
       largeRuns.push(ctx.recoveryAttempts);
       // Run together, so both records are still held when the workflow returns: with the

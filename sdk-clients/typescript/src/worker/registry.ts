@@ -22,7 +22,6 @@ export interface StepCall {
 export type StepFn<I = any, O = unknown> = (input: I, call: StepCall) => Promise<O> | O;
 
 export interface WorkerConfig {
-  server: string;
   workerId: string;
   appName: string;
   appVersion: string;

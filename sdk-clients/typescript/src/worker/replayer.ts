@@ -141,7 +141,6 @@ function stepOf(s: unknown): Step {
 /** What a run reads of its worker's options: no parking (a replay never waits), no resending. */
 function offlineConfig(workflows: ReadonlyMap<string, WorkflowFn>): WorkerConfig {
   return {
-    server: "",
     workerId: "replay",
     appName: "",
     appVersion: "",

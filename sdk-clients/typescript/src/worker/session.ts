@@ -155,7 +155,7 @@ export async function runSession(
     }
   } catch (e) {
     if (stop.aborted) return;
-    throw e instanceof DisconnectedError ? e : toRpcError(e);
+    throw e instanceof DisconnectedError ? e : toRpcError(e, "worker stream");
   } finally {
     stop.removeEventListener("abort", onStop);
     if (heartbeat) clearInterval(heartbeat);

@@ -3,18 +3,25 @@
 
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import type { Transport } from "@connectrpc/connect";
+import { Code, type Transport } from "@connectrpc/connect";
 import { consoleLogger, type Logger } from "../logger.js";
-import { defaultServer, transport } from "../transport.js";
+import { ownTransport, type ConnectionOptions } from "../transport.js";
+import { RpcError } from "../errors.js";
 import { sleep } from "../internal/wake.js";
 import { DEFAULT_RESEND_FOR_MS } from "../internal/resend.js";
 import type { StepFn, WorkerConfig, WorkflowFn } from "./registry.js";
 import { runSession, type SessionHandle } from "./session.js";
 
-export interface WorkerOptions {
-  /** `http://host:port` or `host:port`; `WAYMARK_SERVER`, else `http://127.0.0.1:7450`. */
-  server?: string;
-  /** A Connect transport of your own (TLS, interceptors); `server` is then ignored. */
+/**
+ * Where the server is and how to reach it (`ConnectionOptions`: `server`, `tlsCa`, `tlsCert`,
+ * `tlsKey`, `apiKey`, `namespace`, each falling back to its `WAYMARK_*` environment variable),
+ * and how the worker runs.
+ */
+export interface WorkerOptions extends ConnectionOptions {
+  /**
+   * A Connect transport of your own (e.g. `createTransport({ ..., interceptors })`); `server`
+   * is then ignored, and the other connection options may not be given.
+   */
   transport?: Transport;
   /** Stable id of this worker process (generated when not given). */
   workerId?: string;
@@ -61,7 +68,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
     super();
     this.workerId = options.workerId ?? randomUUID();
     this.config = {
-      server: options.server ?? defaultServer(),
       workerId: this.workerId,
       appName: options.appName ?? "",
       appVersion: options.appVersion ?? "",
@@ -74,7 +80,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       steps: new Map(),
       logger: options.logger ?? consoleLogger(),
     };
-    this.transport = options.transport ?? transport(this.config.server);
+    this.transport = ownTransport(options);
   }
 
   /** Registers a workflow function under `name`. Returns the worker, for chaining. */
@@ -109,7 +115,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /**
    * Serves until `signal` aborts (or, without one, until SIGINT/SIGTERM). Reconnects with
    * backoff whenever the stream breaks; what was running then is dropped here and the server
-   * gives it out again.
+   * gives it out again. Rejects with an `RpcError` (code Unauthenticated or PermissionDenied)
+   * when the server refuses the stream for its API key — missing, unknown, revoked, expired, or
+   * of a role that may not run a worker — whether at connect or later: trying again would not help.
    */
   async run(options: { signal?: AbortSignal } = {}): Promise<void> {
     const signal = options.signal ?? terminationSignal();
@@ -124,11 +132,24 @@ export class Worker extends EventEmitter<WorkerEvents> {
       } catch (e) {
         failures += 1;
         this.emit("disconnected", e instanceof Error ? e : new Error(String(e)));
+        if (isRefusal(e)) {
+          this.config.logger.error("the server refused this worker's stream for its API key; the worker stops", {
+            code: Code[e.code],
+            reason: e.reason,
+            error: e.message,
+          });
+          throw e;
+        }
         this.config.logger.warn("worker stream ended; reconnecting", { error: e instanceof Error ? e.message : String(e) });
       }
       if (!signal.aborted) await sleep(backoffMs(failures), signal);
     }
   }
+}
+
+/** The server will not take this worker's stream with its credentials, now or on a retry. */
+function isRefusal(e: unknown): e is RpcError {
+  return e instanceof RpcError && (e.code === Code.Unauthenticated || e.code === Code.PermissionDenied);
 }
 
 /** 50 ms doubling to 5 s, with jitter so a fleet does not reconnect in lockstep. */
