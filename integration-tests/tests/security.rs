@@ -190,13 +190,22 @@ async fn workers_need_a_worker_key_that_covers_their_names(backend: Backend) {
         .expect("count* covers counted");
 }
 
-// Attempt: a second stream, with another key, says hello with the id of a live worker.
-// Outcome: WORKER_ID_IN_USE; the holder keeps its id, and its own reconnect (same key) is let
-// in once the old stream goes quiet. (That another key is refused even once the holder is
+// Attempt: a second stream, with another key, says hello with the id of a live worker, on the
+// same replica and (PostgreSQL) on another. Outcome: WORKER_ID_IN_USE; the holder keeps its
+// id, and its own reconnect (same key) is let in — elsewhere at once, here once the old stream
+// goes quiet. (That another key is refused even once the holder is
 // quiet is decided by the same check, tested with a manual clock in the engine's tests.)
 async fn a_worker_id_cannot_be_taken_by_another_key(backend: Backend) {
-    let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
+    // A lease long enough that the held stream stays live through the checks below.
+    let Some((db, server, admin_key)) = with_auth(backend, &["--worker-lease", "60s"]).await else {
         return;
+    };
+    // On PostgreSQL, a second replica: the binding holds across replicas too.
+    let other = if backend == Backend::Postgres {
+        let args: Vec<String> = ["--auth", "--worker-lease", "60s"].map(String::from).to_vec();
+        Some(ServerProcess::start_secured(&db, &args, false, ConnectOptions::from_env()).await)
+    } else {
+        None
     };
     let admin = client_with(&server, &admin_key).await;
     let (_, mine) = make_key(&admin, Role::Worker, &[]).await;
@@ -205,12 +214,22 @@ async fn a_worker_id_cannot_be_taken_by_another_key(backend: Backend) {
     let _held = RawWorker::hello_with_key(&server.addr, hello(), Some(&mine))
         .await
         .unwrap();
-    let e = RawWorker::hello_with_key(&server.addr, hello(), Some(&theirs))
-        .await
-        .err()
-        .expect("refused");
-    assert_eq!(e.code(), Code::AlreadyExists);
-    assert!(format!("{e:?}").contains("WORKER_ID_IN_USE"), "{e:?}");
+    let mut replicas = vec![&server];
+    replicas.extend(other.as_ref());
+    for replica in replicas {
+        let e = RawWorker::hello_with_key(&replica.addr, hello(), Some(&theirs))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(e.code(), Code::AlreadyExists);
+        assert!(format!("{e:?}").contains("WORKER_ID_IN_USE"), "{e:?}");
+    }
+    if let Some(b) = &other {
+        // The owner's own reconnect through the other replica is let in at once.
+        RawWorker::hello_with_key(&b.addr, hello(), Some(&mine))
+            .await
+            .expect("the same key, elsewhere");
+    }
     // The raw stream sends no heartbeats: it goes quiet, and the owner's reconnect replaces it.
     wait_for("the owner to take its id back", PATIENCE, || async {
         RawWorker::hello_with_key(&server.addr, hello(), Some(&mine)).await.ok()

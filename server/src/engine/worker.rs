@@ -26,6 +26,14 @@ pub struct Held {
     pub dispatches_received: u64,
 }
 
+fn worker_id_in_use(worker_id: &str) -> EngineError {
+    EngineError::new(
+        super::ErrorCode::AlreadyExists,
+        "WORKER_ID_IN_USE",
+        format!("worker id {worker_id:?} is held by another live stream; reconnect later or use another id"),
+    )
+}
+
 impl Engine {
     /// Attaches a worker's stream. Whatever an earlier stream of the same worker still owned goes
     /// back to its queue at once: the worker dropped it when that stream broke.
@@ -71,14 +79,7 @@ impl Engine {
             // their histories would go to whoever guessed it.
             let other_key = old.registration.key_id != registration.key_id;
             if other_key || old.last_seen() >= live_after {
-                return Err(EngineError::new(
-                    super::ErrorCode::AlreadyExists,
-                    "WORKER_ID_IN_USE",
-                    format!(
-                        "worker id {:?} is held by another live stream; reconnect later or use another id",
-                        registration.worker_id
-                    ),
-                ));
+                return Err(worker_id_in_use(&registration.worker_id));
             }
             tracing::info!(worker_id = %registration.worker_id, session = old.session_id, "a quiet stream of this worker is replaced by its new one");
             self.sessions.detach(old.session_id);
@@ -98,9 +99,20 @@ impl Engine {
         let now = self.now();
         let lease_id = uuid::Uuid::new_v4().to_string();
         let until = now + Self::ms(self.config.worker_lease);
-        self.store
-            .renew_session_lease(&lease_id, &registration.worker_id, until, now)
+        let held = self
+            .store
+            .hold_worker_id(
+                &lease_id,
+                &registration.worker_id,
+                registration.key_id.as_deref(),
+                until,
+                now,
+            )
             .await?;
+        if !held {
+            // A live stream on another replica holds the id with another key.
+            return Err(worker_id_in_use(&registration.worker_id));
+        }
         self.store
             .register_workflow_names(&registration.workflow_names, now)
             .await?;

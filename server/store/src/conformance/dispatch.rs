@@ -508,3 +508,34 @@ pub async fn claims_take_lower_priority_first_then_oldest(s: Arc<dyn Store>) {
     let rest = s.claim_workflows(&claim("A", &["P"], &["q"], 2), T + 11).await.unwrap();
     assert_eq!(ids(&rest), ["d", "b"]);
 }
+
+/// A worker id is held by the key of its live stream: another key (or none) gets it only once
+/// that lease has ended; the same key gets it at once (a reconnect through another replica).
+pub async fn a_worker_id_is_held_by_the_key_of_its_live_stream(s: Arc<dyn Store>) {
+    let lease = T + 10_000;
+    assert!(s.hold_worker_id("s1", "w", Some("k1"), lease, T).await.unwrap());
+    assert!(
+        !s.hold_worker_id("s2", "w", Some("k2"), lease, T + 1).await.unwrap(),
+        "another key"
+    );
+    assert!(
+        !s.hold_worker_id("s3", "w", None, lease, T + 1).await.unwrap(),
+        "no key"
+    );
+    assert!(
+        s.hold_worker_id("s4", "w", Some("k1"), lease + 1, T + 2).await.unwrap(),
+        "same key"
+    );
+    assert!(
+        s.hold_worker_id("s5", "other", Some("k2"), lease, T + 2).await.unwrap(),
+        "another id"
+    );
+    // Once every live stream of the id is past its lease, anyone may have it.
+    assert!(s
+        .hold_worker_id("s6", "w", Some("k2"), lease + 20_000, lease + 2)
+        .await
+        .unwrap());
+    // Streams without keys (authentication off) share ids as before.
+    assert!(s.hold_worker_id("s7", "free", None, lease, T).await.unwrap());
+    assert!(s.hold_worker_id("s8", "free", None, lease, T + 1).await.unwrap());
+}

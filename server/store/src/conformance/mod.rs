@@ -83,6 +83,7 @@ macro_rules! conformance_tests {
             completion_is_status_gated,
             cancel_and_resume,
             prune_sessions_only_idle_expired,
+            a_worker_id_is_held_by_the_key_of_its_live_stream,
             old_stream_workflows_recovered_despite_new_stream,
             start_with_assignment_dispatches_at_once,
             send_to_unknown_workflow_is_not_found,

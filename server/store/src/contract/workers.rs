@@ -59,6 +59,20 @@ pub trait Workers: Send + Sync {
         now: Millis,
     ) -> StoreResult<()>;
 
+    /// Opens the lease of a new worker stream (as `renew_session_lease`) for `worker_id`,
+    /// authenticated with `key_id` — unless a live stream of that worker id, on any replica,
+    /// holds it with another key (or none where this one has one): then false, and nothing is
+    /// written. Checked and written under the worker id's lock, so two racing hellos cannot both
+    /// pass.
+    async fn hold_worker_id(
+        &self,
+        session_id: &str,
+        worker_id: &str,
+        key_id: Option<&str>,
+        until: Millis,
+        now: Millis,
+    ) -> StoreResult<bool>;
+
     /// Take back at once every workflow still owned by this worker (it reconnected, so it dropped
     /// them). Counts as a recovery, like `recover_expired`.
     async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;

@@ -75,6 +75,16 @@ macro_rules! in_locked {
 /// misses a resolution committed between its check and its update (a lost wakeup).
 /// The key names the waiting workflow too when the resolving write knows it (a message, a
 /// remote step's result), so unrelated workflows do not queue on one lock.
+/// Serializes the transactions that hand out worker id `worker_id` (see `hold_worker_id`).
+pub(super) async fn lock_worker_id(conn: &mut sqlx::PgConnection, worker_id: &str) -> crate::StoreResult<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("worker\n{worker_id}"))
+        .execute(&mut *conn)
+        .await
+        .map_err(crate::rows::db_error)?;
+    Ok(())
+}
+
 pub(super) async fn lock_wait_key(
     conn: &mut sqlx::PgConnection,
     workflow_id: Option<&str>,

@@ -101,6 +101,46 @@ impl Workers for Backend {
         Ok(())
     }
 
+    async fn hold_worker_id(
+        &self,
+        session_id: &str,
+        worker_id: &str,
+        key_id: Option<&str>,
+        until: Millis,
+        now: Millis,
+    ) -> StoreResult<bool> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        dialect::lock_worker_id(&mut tx, worker_id).await?;
+        let held: Option<(String,)> = sqlx::query_as(
+            "SELECT session_id FROM worker_sessions WHERE worker_id = $1 AND lease_expires_at > $2 \
+               AND key_id IS DISTINCT FROM $3 LIMIT 1",
+        )
+        .bind(worker_id)
+        .bind(now)
+        .bind(key_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if held.is_some() {
+            return Ok(false);
+        }
+        sqlx::query(
+            "INSERT INTO worker_sessions (session_id, worker_id, key_id, lease_expires_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (session_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
+        )
+        .bind(session_id)
+        .bind(worker_id)
+        .bind(key_id)
+        .bind(until)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(true)
+    }
+
     async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         let rows: Vec<(String, String)> = sqlx::query_as(concat!(
             "UPDATE workflows SET ",

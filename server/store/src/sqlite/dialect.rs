@@ -75,6 +75,13 @@ macro_rules! in_locked {
 
 /// Parking and the writes that resolve a wait take turns on the wait's key on PostgreSQL; the
 /// single writer connection already runs them one at a time.
+/// Serializes the transactions that hand out worker id `worker_id` (see `hold_worker_id`).
+pub(super) async fn lock_worker_id(conn: &mut sqlx::SqliteConnection, worker_id: &str) -> crate::StoreResult<()> {
+    // One writer: the transaction alone is the lock.
+    let _ = (conn, worker_id);
+    Ok(())
+}
+
 pub(super) async fn lock_wait_key(
     _conn: &mut sqlx::SqliteConnection,
     _workflow_id: Option<&str>,
