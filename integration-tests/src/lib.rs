@@ -149,6 +149,32 @@ where
     }
 }
 
+/// A server with authentication on (its first admin key made at start) and TLS, with
+/// certificates made for the test in `db.dir/certs` (see [`certs`]); its clients trust that
+/// CA. Returns the server and the admin key.
+pub async fn secured_server(db: &TestDatabase, extra: &[String]) -> (ServerProcess, String) {
+    let dir = db.dir.join("certs");
+    certs::write(&dir).unwrap();
+    let path = |f: &str| dir.join(f).display().to_string();
+    let key_file = db.dir.join("admin.key");
+    let mut args: Vec<String> = [
+        "--auth",
+        "--init-admin-key-file",
+        &key_file.display().to_string(),
+        "--tls-cert",
+        &path("server.pem"),
+        "--tls-key",
+        &path("server.key"),
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(extra.iter().cloned());
+    let tls = waymark_sdk::ConnectOptions::from_env().tls_ca_pem(std::fs::read(dir.join("ca.pem")).unwrap());
+    let server = ServerProcess::start_secured(db, &args, true, tls).await;
+    let admin = std::fs::read_to_string(key_file).unwrap().trim().to_string();
+    (server, admin)
+}
+
 /// A `waymark server` process. Killed with SIGKILL when dropped.
 pub struct ServerProcess {
     pub addr: String,

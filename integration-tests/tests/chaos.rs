@@ -8,7 +8,7 @@
 //!
 //! (On SQLite, the server killed -9 mid-write and reopened is `crash.rs`.)
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use waymark_integration_tests::{
     fast_recovery_args,
@@ -69,27 +69,20 @@ async fn chaos_on_postgres_with_rust_and_python_workers_and_two_replicas() {
     progress(&log, 200).await;
     pg.restart("immediate");
 
-    // The zombie wakes only once another worker has run a step of a workflow it held, under a
-    // newer epoch: its successor is running, and whatever the zombie still has is stale.
-    wait_for("a workflow the zombie held to move on without it", PATIENCE, || {
-        let effects = side_effects::read(&log);
-        async move {
-            let held: HashMap<&str, u64> = effects
-                .iter()
-                .filter(|e| e.pid == zombie_pid)
-                .map(|e| (e.workflow_id.as_str(), e.epoch))
-                .collect();
-            effects
-                .iter()
-                .any(|e| e.pid != zombie_pid && held.get(e.workflow_id.as_str()).is_some_and(|z| e.epoch > *z))
-                .then_some(())
-        }
-    })
-    .await;
+    // The zombie wakes only once the others have finished everything, what it held included
+    // (recovered from it when its lease ended): whatever it still has is stale. It holds
+    // something — workflows mid-step, or dispatched to it and not begun — since it was stopped
+    // with most of the workload still queued.
+    all_succeeded(&client, &ids, STEPS).await;
     signal(zombie_pid, "CONT");
     wait_for("the zombie's stale writes to be refused", PATIENCE, || {
         let text = zombie.log_text();
-        async move { text.contains("taken over by another dispatch").then_some(()) }
+        // A step write refused ("taken over by another dispatch") or, when the zombie had only
+        // finished runs left to report, a completion refused (STALE_EPOCH).
+        async move {
+            let refused = text.contains("taken over by another dispatch") || text.contains("STALE_EPOCH");
+            refused.then_some(())
+        }
     })
     .await;
 

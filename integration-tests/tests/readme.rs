@@ -9,9 +9,9 @@ use std::{
 };
 
 use waymark_integration_tests::{
-    own_bin, skip_or_fail, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
+    own_bin, secured_server, skip_or_fail, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
 };
-use waymark_sdk::{ApiKeySpec, Client, ConnectOptions, Role};
+use waymark_sdk::{ApiKeySpec, Client, Role};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -114,24 +114,9 @@ async fn the_security_grpcurl_commands_work_as_written() {
         return;
     }
     let db = TestDatabase::new(Backend::Sqlite).await.unwrap();
-    // The README's certificate file names, in the directory the commands run in.
-    waymark_integration_tests::certs::write(&db.dir).unwrap();
-    let key_file = db.dir.join("admin.key");
-    let path = |f: &str| db.dir.join(f).display().to_string();
-    let args: Vec<String> = [
-        "--auth",
-        "--init-admin-key-file",
-        &path("admin.key"),
-        "--tls-cert",
-        &path("server.pem"),
-        "--tls-key",
-        &path("server.key"),
-    ]
-    .map(String::from)
-    .to_vec();
-    let tls = ConnectOptions::from_env().tls_ca_pem(std::fs::read(db.dir.join("ca.pem")).unwrap());
-    let server = ServerProcess::start_secured(&db, &args, true, tls).await;
-    let admin = std::fs::read_to_string(key_file).unwrap().trim().to_string();
+    let (server, admin) = secured_server(&db, &[]).await;
+    // The README's certificate file names are those of the directory the commands run in.
+    let certs = db.dir.join("certs");
     let admin = Client::connect_with(&server.connect.clone().api_key(admin))
         .await
         .unwrap();
@@ -149,8 +134,8 @@ async fn the_security_grpcurl_commands_work_as_written() {
     let grpc: Vec<&String> = cmds.iter().filter(|c| c.contains("ListQueues")).collect();
     assert_eq!(grpc.len(), 2, "{cmds:?}");
     let env = [("WAYMARK_API_KEY", reader.as_str())];
-    let (ok, text) = run(grpc[0], server.port, &db.dir, &env);
+    let (ok, text) = run(grpc[0], server.port, &certs, &env);
     assert!(ok && text.contains("\"default\""), "{}\n{text}", grpc[0]);
-    let (ok, text) = run(grpc[1], server.port, &db.dir, &env);
+    let (ok, text) = run(grpc[1], server.port, &certs, &env);
     assert!(!ok && text.contains("Unauthenticated"), "{}\n{text}", grpc[1]);
 }

@@ -3,8 +3,8 @@
 //! connected with a CA and keys made for the run. The report prints these beside the plaintext
 //! figures of the same run, as ratios.
 
-use waymark_integration_tests::{certs, Backend, ServerProcess, TestDatabase};
-use waymark_sdk::{ApiKeySpec, Client, ConnectOptions, Role};
+use waymark_integration_tests::{secured_server, Backend, TestDatabase};
+use waymark_sdk::{ApiKeySpec, Client, Role};
 
 use crate::{latency, percentile, spawn_workers, throughput, wait_for_workers, Args};
 
@@ -31,24 +31,7 @@ pub async fn run(args: &Args, backend: Backend) -> anyhow::Result<Secured> {
     let db = TestDatabase::new(backend)
         .await
         .ok_or_else(|| anyhow::anyhow!("no database"))?;
-    let dir = db.dir.join("certs");
-    certs::write(&dir)?;
-    let path = |f: &str| dir.join(f).display().to_string();
-    let admin_file = db.dir.join("admin.key");
-    let flags: Vec<String> = [
-        "--auth",
-        "--init-admin-key-file",
-        &admin_file.display().to_string(),
-        "--tls-cert",
-        &path("server.pem"),
-        "--tls-key",
-        &path("server.key"),
-    ]
-    .map(String::from)
-    .to_vec();
-    let tls = ConnectOptions::from_env().tls_ca_pem(std::fs::read(dir.join("ca.pem"))?);
-    let mut server = ServerProcess::start_secured(&db, &flags, true, tls).await;
-    let admin_key = std::fs::read_to_string(&admin_file)?.trim().to_string();
+    let (mut server, admin_key) = secured_server(&db, &[]).await;
     let admin = Client::connect_with(&server.connect.clone().api_key(admin_key)).await?;
     let workers = server.connect.clone().api_key(key(&admin, Role::Worker).await?);
     let clients = server.connect.clone().api_key(key(&admin, Role::Client).await?);
