@@ -111,22 +111,13 @@ impl Workers for Backend {
     ) -> StoreResult<bool> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         dialect::lock_worker_id(&mut tx, worker_id).await?;
-        let held: Option<(String,)> = sqlx::query_as(
-            "SELECT session_id FROM worker_sessions WHERE worker_id = $1 AND lease_expires_at > $2 \
-               AND key_id IS DISTINCT FROM $3 LIMIT 1",
-        )
-        .bind(worker_id)
-        .bind(now)
-        .bind(key_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if held.is_some() {
-            return Ok(false);
-        }
-        sqlx::query(
+        // One statement that checks and writes: on SQLite its first statement is the write, so
+        // another process's commit cannot leave this transaction on a stale read.
+        let written = sqlx::query(
             "INSERT INTO worker_sessions (session_id, worker_id, key_id, lease_expires_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5) \
+             SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (\
+               SELECT 1 FROM worker_sessions WHERE worker_id = $2 AND lease_expires_at > $5 \
+                 AND key_id IS DISTINCT FROM $3) \
              ON CONFLICT (session_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
         )
         .bind(session_id)
@@ -138,7 +129,7 @@ impl Workers for Backend {
         .await
         .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
-        Ok(true)
+        Ok(written.rows_affected() == 1)
     }
 
     async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
