@@ -4,8 +4,9 @@
 //! stream binds itself to it). A refusal is answered here, with UNAUTHENTICATED or
 //! PERMISSION_DENIED, and the service is never called.
 //!
-//! The namespace a call names (`waymark-namespace` metadata, `default` when absent) is checked
-//! here too — the key must be allowed in it — and rides on as a [`Namespace`] extension.
+//! The namespace a call acts in — the one its `waymark-namespace` metadata names, else its
+//! key's when the key has just one, else `default` — is checked here too (the key must be
+//! allowed in it) and rides on as a [`Namespace`] extension.
 
 use std::{
     future::Future,
@@ -17,7 +18,7 @@ use std::{
 use tower::{Layer, Service};
 
 use super::status::to_status;
-use crate::auth::{access, permission_denied, Authenticator, Principal, DEFAULT_NAMESPACE};
+use crate::auth::{access, permission_denied, Authenticator, Principal, ANY_NAMESPACE, DEFAULT_NAMESPACE};
 use crate::engine::{EngineError, EngineResult};
 use crate::namespaces::Namespace;
 
@@ -48,7 +49,8 @@ pub struct Authn<S> {
 /// What the check reads off a call, taken before the body is touched.
 struct Call {
     path: String,
-    namespace: Result<String, ()>,
+    /// The `waymark-namespace` header: absent, text, or not text.
+    namespace: Option<Result<String, ()>>,
     authorization: Option<String>,
 }
 
@@ -61,28 +63,33 @@ impl Call {
         };
         Call {
             path: req.uri().path().to_string(),
-            namespace: text(NAMESPACE_HEADER)
-                .unwrap_or_else(|| Ok(DEFAULT_NAMESPACE.to_string()))
-                .map_err(|_| ()),
+            namespace: text(NAMESPACE_HEADER).map(|r| r.map_err(|_| ())),
             authorization: text(http::header::AUTHORIZATION.as_str()).and_then(Result::ok),
         }
     }
 }
 
 /// Who may make this call (`None` when authentication is off or the call is open to all), and
-/// in which namespace. Whether the namespace exists is the services' to say: a key learns that
-/// only of namespaces it may act in.
+/// in which namespace: the one it names; else the key's, when the key has exactly one; else
+/// `default`. Whether the namespace exists is the services' to say: a key learns that only of
+/// namespaces it may act in.
 async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<(Option<Principal>, Namespace)> {
     let path = call.path.as_str();
     let needed = access::required(path);
-    let namespace = call
-        .namespace
-        .as_deref()
-        .map_err(|_| EngineError::invalid("the waymark-namespace header is not text"))?;
+    let named = match &call.namespace {
+        None => None,
+        Some(Ok(n)) => Some(n.as_str()),
+        Some(Err(())) => return Err(EngineError::invalid("the waymark-namespace header is not text")),
+    };
     if !auth.enabled || needed == access::Access::Open {
-        return Ok((None, Namespace(namespace.to_string())));
+        return Ok((None, Namespace(named.unwrap_or(DEFAULT_NAMESPACE).to_string())));
     }
     let principal = auth.authenticate(call.authorization.as_deref()).await?;
+    let namespace = match (named, principal.namespaces.as_slice()) {
+        (Some(n), _) => n,
+        (None, [only]) if only != ANY_NAMESPACE => only.as_str(),
+        (None, _) => DEFAULT_NAMESPACE,
+    };
     if !principal.role.may(needed) {
         return Err(permission_denied(format!(
             "this key's role ({}) may not call {path}",
@@ -96,7 +103,8 @@ async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<(Option<Princi
             "this key may not act in namespace {namespace:?}"
         )));
     }
-    Ok((Some(principal), Namespace(namespace.to_string())))
+    let namespace = Namespace(namespace.to_string());
+    Ok((Some(principal), namespace))
 }
 
 impl<S, B, R> Service<http::Request<B>> for Authn<S>
