@@ -159,12 +159,20 @@ async fn keys_act_only_in_their_namespaces(backend: Backend) {
     assert_eq!(reason(&e), "NAMESPACE_NOT_FOUND");
     let as_key = |key: &str, ns: &str| server.connect.clone().api_key(key).namespace(ns);
     let in_blue = Client::connect_with(&as_key(&blue_client, "blue")).await.unwrap();
-    in_blue.create_queue("blue-only", &QueueLimits::default()).await.unwrap();
+    in_blue
+        .create_queue("blue-only", &QueueLimits::default())
+        .await
+        .unwrap();
     // Naming no namespace, a key with just one acts in it.
-    let unnamed = Client::connect_with(&server.connect.clone().api_key(&blue_client)).await.unwrap();
+    let unnamed = Client::connect_with(&server.connect.clone().api_key(&blue_client))
+        .await
+        .unwrap();
     assert_eq!(unnamed.get_queue("blue-only").await.unwrap().name, "blue-only");
     // An admin key (every namespace) naming none acts in default, where that queue is not.
-    assert_eq!(reason(&admin.get_queue("blue-only").await.unwrap_err()), "QUEUE_NOT_FOUND");
+    assert_eq!(
+        reason(&admin.get_queue("blue-only").await.unwrap_err()),
+        "QUEUE_NOT_FOUND"
+    );
     for ns in ["green", "default", "nowhere"] {
         let c = Client::connect_with(&as_key(&blue_client, ns)).await.unwrap();
         let e = c.list_queues().await.unwrap_err();
