@@ -109,6 +109,7 @@ macro_rules! conformance_tests {
             concurrent_step_claims_take_each_call_once,
             select_records_the_first_to_finish,
             workflow_names_are_remembered,
+            concurrent_registrations_of_the_same_names_all_succeed,
             queues_are_created_changed_and_removed,
             limited_claims_keep_global_and_worker_concurrency,
             rate_limits_count_starts_in_a_sliding_window,

@@ -313,3 +313,32 @@ pub async fn workflow_names_are_remembered(store: Arc<dyn Store>) {
     assert!(store.is_workflow_name_known("refund").await.unwrap());
     assert!(!store.is_workflow_name_known("Checkout").await.unwrap());
 }
+
+/// A fleet of workers registering the same names at once, each in its own order, all get
+/// through: no two registrations lock the names in different orders (which deadlocks on
+/// PostgreSQL).
+pub async fn concurrent_registrations_of_the_same_names_all_succeed(s: Arc<dyn Store>) {
+    let names: Vec<String> = (0..14).map(|i| format!("name-{i:02}")).collect();
+    let mut tasks = Vec::new();
+    for w in 0..24usize {
+        let s = s.clone();
+        let mut mine = names.clone();
+        // A different order per worker, as each worker's hash map gives.
+        mine.rotate_left(w % names.len());
+        if w % 2 == 1 {
+            mine.reverse();
+        }
+        tasks.push(tokio::spawn(async move {
+            for round in 0..5 {
+                s.register_workflow_names(&mine, T + round).await?;
+            }
+            Ok::<_, StoreError>(())
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().expect("every registration succeeds");
+    }
+    for n in &names {
+        assert!(s.is_workflow_name_known(n).await.unwrap());
+    }
+}

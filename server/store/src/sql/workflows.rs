@@ -176,6 +176,13 @@ impl Workflows for Backend {
         if names.is_empty() {
             return Ok(());
         }
+        // In one order for every caller: a fleet of workers registering the same names at once
+        // (each from its own hash map's order) would otherwise lock the rows in different orders
+        // and deadlock.
+        let mut names = names.to_vec();
+        names.sort();
+        names.dedup();
+        let names = names.as_slice();
         sqlx::query(concat!(
             "INSERT INTO workflow_names (workflow_name, first_seen_at, last_seen_at) SELECT l.value, $2, $2 FROM ",
             list_rows!("$1"),
