@@ -268,7 +268,26 @@ async fn deleting_a_namespace_drops_it_everywhere(backend: Backend) {
     );
 }
 
+// Attempt: make more namespaces than the server holds. Outcome: RESOURCE_EXHAUSTED
+// (TOO_MANY_NAMESPACES) past the cap, `default` counted; the ones made still work.
+async fn namespaces_are_capped(backend: Backend) {
+    let Some((_db, server)) = server(backend, &["--max-namespaces", "3"]).await else {
+        return;
+    };
+    let admin = server.client().await;
+    admin.create_namespace("one").await.unwrap();
+    admin.create_namespace("two").await.unwrap();
+    let e = admin.create_namespace("three").await.unwrap_err();
+    assert_eq!(
+        (e.code(), reason(&e)),
+        (Some(Code::ResourceExhausted), "TOO_MANY_NAMESPACES".into())
+    );
+    in_ns(&server, "two").await.list_queues().await.unwrap();
+    assert_eq!(admin.list_namespaces().await.unwrap().len(), 3);
+}
+
 waymark_integration_tests::on_both_stores!(
+    namespaces_are_capped,
     two_namespaces_run_the_same_ids_without_crossing,
     keys_act_only_in_their_namespaces,
     deleting_a_namespace_drops_it_everywhere,

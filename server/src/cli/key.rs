@@ -94,7 +94,12 @@ async fn create_in_database(url: &str, spec: ApiKeySpec) -> anyhow::Result<(ApiK
     let store = crate::server::open_store(url, false).await?;
     let clock: std::sync::Arc<dyn crate::engine::Clock> = std::sync::Arc::new(crate::engine::SystemClock);
     let auth = Authenticator::new(true, store, clock, std::time::Duration::ZERO);
-    let role = crate::auth::Role::parse(&format!("{:?}", spec.role).to_lowercase()).expect("same roles");
+    let role = match spec.role {
+        Role::Reader => crate::auth::Role::Reader,
+        Role::Client => crate::auth::Role::Client,
+        Role::Worker => crate::auth::Role::Worker,
+        Role::Admin => crate::auth::Role::Admin,
+    };
     let created = auth
         .create_key(KeySpec {
             name: spec.name,
