@@ -38,7 +38,7 @@ pub use contract::{
     keys::{ApiKeyRecord, ApiKeys},
     messages::*,
     namespaces::{NamespaceList, NamespaceRecord},
-    queues::Queues,
+    queues::{QueueCounts, Queues},
     remote_steps::RemoteSteps,
     schedules::Schedules,
     steps::*,
@@ -231,6 +231,13 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// A store's database connections at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Connections {
+    pub open: u32,
+    pub idle: u32,
+}
+
 /// Everything the engine needs from a database: one trait per concern (each in `contract/`),
 /// and what concerns the database as a whole.
 #[async_trait]
@@ -254,6 +261,13 @@ pub trait Store:
 
     /// One trivial round trip to the database: Ok while it answers. For health reporting.
     async fn ping(&self) -> StoreResult<()>;
+
+    /// Migrations this build knows that the database has not applied (another replica of an
+    /// older build may have opened it, or it was restored from an older backup). For health.
+    async fn pending_migrations(&self) -> StoreResult<usize>;
+
+    /// This store's database connections now, for metrics.
+    fn connections(&self) -> Connections;
 
     /// Changes other replicas commit, as they commit (see [`changes`]). `None` when this
     /// backend cannot announce them; the engine then polls. A single-process backend returns a

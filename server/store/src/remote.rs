@@ -5,7 +5,7 @@
 
 use waymark_journal::{shapes, shapes::Shape, NonDeterminism};
 
-use crate::Millis;
+use crate::{Millis, TraceContext};
 
 pub use waymark_journal::{retry::StepPolicy, select::WaitFor};
 
@@ -16,6 +16,8 @@ pub struct NewStepTask {
     /// JSON text.
     pub input: String,
     pub policy: StepPolicy,
+    /// The span the workflow called it from; every attempt's dispatch carries it.
+    pub trace: Option<TraceContext>,
 }
 
 /// Which worker stream asks for remote steps, and which step names it runs.
@@ -40,6 +42,8 @@ pub struct StepTask {
     pub attempt: u32,
     /// When this attempt times out.
     pub deadline_at: Millis,
+    /// The calling span.
+    pub trace: Option<TraceContext>,
 }
 
 /// Names an attempt: a result is accepted only for the attempt that is running.
@@ -140,10 +144,31 @@ macro_rules! expired_select {
 }
 pub(crate) use expired_select;
 
-/// Columns a claim returns, in [`ClaimedRow`] order.
+/// Columns a claim returns, in [`ClaimedRow`] order; `claimed_columns!("t")` qualifies each
+/// with the table alias `t`.
 macro_rules! claimed_columns {
     () => {
-        "workflow_id, step_id, step_name, input, attempt, attempt_deadline_at"
+        claimed_columns!("")
+    };
+    ($t:literal) => {
+        concat!(
+            $t,
+            "workflow_id, ",
+            $t,
+            "step_id, ",
+            $t,
+            "step_name, ",
+            $t,
+            "input, ",
+            $t,
+            "attempt, ",
+            $t,
+            "attempt_deadline_at, ",
+            $t,
+            "traceparent, ",
+            $t,
+            "tracestate"
+        )
     };
 }
 pub(crate) use claimed_columns;
@@ -156,6 +181,8 @@ pub(crate) struct ClaimedRow {
     pub input: String,
     pub attempt: i64,
     pub attempt_deadline_at: Option<i64>,
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
 }
 
 impl From<ClaimedRow> for StepTask {
@@ -167,6 +194,7 @@ impl From<ClaimedRow> for StepTask {
             input: r.input,
             attempt: r.attempt as u32,
             deadline_at: r.attempt_deadline_at.unwrap_or_default(),
+            trace: crate::rows::trace(r.traceparent, r.tracestate),
         }
     }
 }

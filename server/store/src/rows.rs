@@ -9,7 +9,7 @@ macro_rules! workflow_columns {
     () => {
         "workflow_id, workflow_name, status, queue_name, app_version, input, output, failure, \
          created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id, deadline_at, priority, \
-         partition_key, dedup_id, started_at, wake_at"
+         partition_key, dedup_id, started_at, wake_at, parked_on, traceparent, tracestate"
     };
 }
 pub(crate) use workflow_columns;
@@ -44,6 +44,9 @@ pub(crate) struct WorkflowRow {
     pub dedup_id: Option<String>,
     pub started_at: Option<i64>,
     pub wake_at: Option<i64>,
+    pub parked_on: Option<String>,
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -69,6 +72,25 @@ fn outcome(output: Option<String>, failure: Option<String>) -> StoreResult<Optio
         ))),
         (Some(o), None) => Ok(Some(Outcome::Output(o))),
         (None, None) => Ok(None),
+    }
+}
+
+/// A stored trace context: none without a `traceparent`.
+pub(crate) fn trace(traceparent: Option<String>, tracestate: Option<String>) -> Option<crate::TraceContext> {
+    traceparent.map(|traceparent| crate::TraceContext {
+        traceparent,
+        tracestate: tracestate.unwrap_or_default(),
+    })
+}
+
+/// The (traceparent, tracestate) column pair of an optional trace context.
+pub(crate) fn trace_columns(trace: Option<&crate::TraceContext>) -> (Option<&str>, Option<&str>) {
+    match trace {
+        Some(t) => (
+            Some(t.traceparent.as_str()),
+            Some(t.tracestate.as_str()).filter(|s| !s.is_empty()),
+        ),
+        None => (None, None),
     }
 }
 
@@ -103,6 +125,8 @@ impl TryFrom<WorkflowRow> for WorkflowRecord {
             dedup_id: r.dedup_id,
             started_at: r.started_at,
             wake_at: r.wake_at,
+            parked_on: r.parked_on.as_deref().and_then(crate::ParkedOn::from_key),
+            trace: trace(r.traceparent, r.tracestate),
         })
     }
 }

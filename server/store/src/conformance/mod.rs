@@ -24,6 +24,7 @@ mod flow;
 mod keys;
 mod messages;
 mod namespaces;
+mod observe;
 mod parking;
 mod queues;
 mod remote_steps;
@@ -40,6 +41,7 @@ pub use flow::*;
 pub use keys::*;
 pub use messages::*;
 pub use namespaces::*;
+pub use observe::*;
 pub use parking::*;
 pub use queues::*;
 pub use remote_steps::*;
@@ -64,6 +66,12 @@ macro_rules! conformance_tests {
     ($fresh:path) => {
         $crate::conformance_tests!(@each $fresh;
             start_is_idempotent_on_id,
+            trace_context_travels_with_the_work,
+            a_parked_workflow_says_what_it_waits_on,
+            queues_are_counted_by_status,
+            a_migrated_store_is_up_to_date,
+            live_worker_streams_are_listed_with_what_they_declared,
+            workflows_are_filtered_by_worker_version_and_parent_and_counted,
             unknown_workflow,
             list_filters_and_order,
             list_pages_with_keyset,

@@ -18,6 +18,7 @@ fn call(name: &str, input: &str, max_attempts: u32) -> NewStepTask {
         step_name: name.to_string(),
         input: input.to_string(),
         policy: policy(max_attempts),
+        trace: None,
     }
 }
 

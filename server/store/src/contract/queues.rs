@@ -4,6 +4,19 @@ use async_trait::async_trait;
 
 use crate::*;
 
+/// How much unfinished work one queue holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    pub queue_name: String,
+    pub enqueued: u64,
+    pub pending: u64,
+    pub delayed: u64,
+    /// When its oldest ENQUEUED workflow was started (none enqueued: `None`).
+    pub oldest_enqueued_at: Option<Millis>,
+    /// Distinct partition keys among its ENQUEUED workflows (the empty key not counted).
+    pub partitions: u64,
+}
+
 /// Queues and their limits.
 #[async_trait]
 pub trait Queues: Send + Sync {
@@ -24,4 +37,9 @@ pub trait Queues: Send + Sync {
 
     /// Creates, without limits, those of `names` that do not exist (a worker declaring them).
     async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()>;
+
+    /// What every queue holding unfinished workflows holds (only `queue` when given), by queue
+    /// name. Reads the unfinished workflows through their per-status indexes, never the
+    /// finished ones: its cost follows the work waiting, not the history kept.
+    async fn queue_counts(&self, queue: Option<&str>) -> StoreResult<Vec<QueueCounts>>;
 }

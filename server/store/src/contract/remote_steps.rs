@@ -18,6 +18,10 @@ pub trait RemoteSteps: Send + Sync {
         now: Millis,
     ) -> StoreResult<Option<StepRecord>>;
 
+    /// The name and current attempt (0 before the first) of the call made as step `step_id` of
+    /// `workflow_id`, if there is one.
+    async fn step_call(&self, workflow_id: &str, step_id: u32) -> StoreResult<Option<(String, u32)>>;
+
     /// Takes up to `claim.limit` queued remote step calls that are due and that this worker
     /// runs, oldest first, starting their next attempt. Concurrent claims never take the same
     /// call. Calls of finished workflows are not taken.

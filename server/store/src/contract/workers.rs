@@ -23,6 +23,20 @@ pub struct ClaimedWorkflow {
     pub steps: Vec<StepRecord>,
 }
 
+/// A live worker stream as the store keeps it (for listing workers across replicas).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub session_id: String,
+    pub worker_id: String,
+    /// What the stream declared (JSON written by the engine); `None` before it was described.
+    pub info: Option<String>,
+    /// Its load at its last heartbeat (JSON written by the engine).
+    pub load: Option<String>,
+    pub lease_expires_at: Millis,
+    /// Its last heartbeat.
+    pub updated_at: Millis,
+}
+
 /// What a recovery pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recovery {
@@ -58,6 +72,23 @@ pub trait Workers: Send + Sync {
         until: Millis,
         now: Millis,
     ) -> StoreResult<()>;
+
+    /// Like `renew_session_lease`, also keeping `load` (what the stream holds and can take, as
+    /// JSON) with the lease: the heartbeat's one write.
+    async fn heartbeat_session(
+        &self,
+        session_id: &str,
+        worker_id: &str,
+        until: Millis,
+        load: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
+
+    /// Keeps what a stream declared (JSON) with its lease, once it holds its worker id.
+    async fn describe_session(&self, session_id: &str, info: &str) -> StoreResult<()>;
+
+    /// Worker streams whose lease is live at `now`, by worker id then session, at most `limit`.
+    async fn live_sessions(&self, now: Millis, limit: u32) -> StoreResult<Vec<SessionRecord>>;
 
     /// Opens the lease of a new worker stream (as `renew_session_lease`) for `worker_id`,
     /// authenticated with `key_id` — unless a live stream of that worker id, on any replica,

@@ -35,6 +35,19 @@ pub struct WorkflowRecord {
     /// While DELAYED: when it is put back in its queue (a delayed start, or a parked wait's
     /// timeout).
     pub wake_at: Option<Millis>,
+    /// While DELAYED and parked: what resolves its wait.
+    pub parked_on: Option<ParkedOn>,
+    /// The span that started it, handed to every dispatch (see [`TraceContext`]).
+    pub trace: Option<TraceContext>,
+}
+
+/// Where a piece of work sits in a distributed trace: a W3C `traceparent` and its `tracestate`,
+/// kept as they were given (the server checks them before they get here) and handed back with
+/// the work, so whatever runs it later opens its spans under the span that asked for it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceContext {
+    pub traceparent: String,
+    pub tracestate: String,
 }
 
 /// What a client asks for when starting a workflow.
@@ -68,6 +81,8 @@ pub struct NewWorkflow {
     /// Collapse onto the not-yet-started workflow with the same name and key (which takes
     /// this input, and this `run_at` capped by its own `until`); `run_at` must be set.
     pub debounce: Option<Debounce>,
+    /// The span that started it (a client's call, a parent's start).
+    pub trace: Option<TraceContext>,
 }
 
 /// A debounce key and the latest time the workflow it names may be put off to.
@@ -101,6 +116,11 @@ pub struct ListQuery {
     pub queue_name: Option<String>,
     pub created_at_or_after: Option<Millis>,
     pub created_before: Option<Millis>,
+    /// Running on, or last run by, this worker.
+    pub worker_id: Option<String>,
+    pub app_version: Option<String>,
+    /// Children of this workflow.
+    pub parent_workflow_id: Option<String>,
     /// Continue after this (created_at, workflow_id) position.
     pub after: Option<(Millis, String)>,
     pub limit: u32,
@@ -133,6 +153,22 @@ impl ParkedOn {
             ParkedOn::Workflow(id) => format!("workflow\n{id}"),
         }
     }
+
+    /// Reads back the stored form; `None` for one this version does not know.
+    pub fn from_key(key: &str) -> Option<ParkedOn> {
+        let mut parts = key.splitn(3, '\n');
+        Some(match (parts.next()?, parts.next(), parts.next()) {
+            ("timer", None, None) => ParkedOn::Timer,
+            ("message", Some(topic), None) => ParkedOn::Message(topic.to_string()),
+            ("event", Some(workflow_id), Some(key)) => ParkedOn::Event {
+                workflow_id: workflow_id.to_string(),
+                key: key.to_string(),
+            },
+            ("step", Some(step_id), None) => ParkedOn::Step(step_id.parse().ok()?),
+            ("workflow", Some(id), None) => ParkedOn::Workflow(id.to_string()),
+            _ => return None,
+        })
+    }
 }
 
 /// Starting, reading, listing, cancelling, resuming and parking workflows.
@@ -147,6 +183,9 @@ pub trait Workflows: Send + Sync {
 
     /// Up to `query.limit` workflows, newest first.
     async fn list_workflows(&self, query: &ListQuery) -> StoreResult<Vec<WorkflowRecord>>;
+
+    /// How many workflows `query`'s filters match (its position and limit ignored).
+    async fn count_workflows(&self, query: &ListQuery) -> StoreResult<u64>;
 
     /// Moves the start of a workflow still waiting for its delayed start (DELAYED, never
     /// dispatched) to `run_at`. [`StoreError::NotDelayed`] otherwise.

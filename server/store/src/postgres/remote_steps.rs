@@ -2,7 +2,7 @@
 //! two replicas never start the same attempt.
 
 use super::PostgresStore;
-use crate::remote::ClaimedRow;
+use crate::remote::{claimed_columns, ClaimedRow};
 use crate::rows::db_error;
 use crate::*;
 
@@ -20,7 +20,7 @@ impl PostgresStore {
                ORDER BY q.available_at, q.created_at LIMIT $5 FOR UPDATE OF q SKIP LOCKED) c \
              WHERE t.workflow_id = c.workflow_id AND t.step_id = c.step_id AND t.status = 'QUEUED' \
              RETURNING ",
-            "t.workflow_id, t.step_id, t.step_name, t.input, t.attempt, t.attempt_deadline_at"
+            claimed_columns!("t.")
         ))
         .bind(&claim.worker_id)
         .bind(&claim.session_id)

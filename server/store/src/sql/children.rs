@@ -7,6 +7,7 @@ use crate::*;
 
 #[async_trait::async_trait]
 impl Children for Backend {
+    #[tracing::instrument(name = "store.children", level = "debug", target = "waymark::store", skip_all)]
     async fn children(&self, workflow_id: &str) -> StoreResult<Vec<String>> {
         sqlx::query_scalar(
             "SELECT workflow_id FROM workflows WHERE parent_workflow_id = $1 ORDER BY created_at, workflow_id",

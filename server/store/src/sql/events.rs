@@ -9,6 +9,7 @@ use crate::*;
 
 #[async_trait::async_trait]
 impl Events for Backend {
+    #[tracing::instrument(name = "store.get_event", level = "debug", target = "waymark::store", skip_all)]
     async fn get_event(&self, workflow_id: &str, key: &str) -> StoreResult<Option<String>> {
         if self.workflow(workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
@@ -16,6 +17,7 @@ impl Events for Backend {
         event_value(self.reader(), workflow_id, key).await
     }
 
+    #[tracing::instrument(name = "store.list_events", level = "debug", target = "waymark::store", skip_all)]
     async fn list_events(&self, workflow_id: &str) -> StoreResult<Vec<EventRecord>> {
         if self.workflow(workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
@@ -36,6 +38,7 @@ impl Events for Backend {
         Ok(messaging::events(current, history))
     }
 
+    #[tracing::instrument(name = "store.events_set", level = "debug", target = "waymark::store", skip_all)]
     async fn events_set(&self, keys: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
         if keys.is_empty() {
             return Ok(Vec::new());

@@ -41,6 +41,7 @@ fn from_row(r: KeyRow) -> ApiKeyRecord {
 
 #[async_trait::async_trait]
 impl ApiKeys for Backend {
+    #[tracing::instrument(name = "store.create_api_key", level = "debug", target = "waymark::store", skip_all)]
     async fn create_api_key(&self, key: &ApiKeyRecord) -> StoreResult<()> {
         let done = sqlx::query(
             "INSERT INTO api_keys (key_id, secret_sha256, name, role, namespaces, name_patterns, created_at, expires_at) \
@@ -63,6 +64,7 @@ impl ApiKeys for Backend {
         Ok(())
     }
 
+    #[tracing::instrument(name = "store.get_api_key", level = "debug", target = "waymark::store", skip_all)]
     async fn get_api_key(&self, key_id: &str) -> StoreResult<Option<ApiKeyRecord>> {
         let row: Option<KeyRow> =
             sqlx::query_as(concat!("SELECT ", key_columns!(), " FROM api_keys WHERE key_id = $1"))
@@ -73,6 +75,7 @@ impl ApiKeys for Backend {
         Ok(row.map(from_row))
     }
 
+    #[tracing::instrument(name = "store.list_api_keys", level = "debug", target = "waymark::store", skip_all)]
     async fn list_api_keys(&self, limit: u32) -> StoreResult<Vec<ApiKeyRecord>> {
         let rows: Vec<KeyRow> = sqlx::query_as(concat!(
             "SELECT ",
@@ -86,6 +89,7 @@ impl ApiKeys for Backend {
         Ok(rows.into_iter().map(from_row).collect())
     }
 
+    #[tracing::instrument(name = "store.revoke_api_key", level = "debug", target = "waymark::store", skip_all)]
     async fn revoke_api_key(&self, key_id: &str, now: Millis) -> StoreResult<bool> {
         let done = sqlx::query("UPDATE api_keys SET revoked_at = $2 WHERE key_id = $1 AND revoked_at IS NULL")
             .bind(key_id)
@@ -96,6 +100,12 @@ impl ApiKeys for Backend {
         Ok(done.rows_affected() == 1)
     }
 
+    #[tracing::instrument(
+        name = "store.any_api_key_with_role",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn any_api_key_with_role(&self, role: &str) -> StoreResult<bool> {
         let found: Option<(String,)> = sqlx::query_as("SELECT key_id FROM api_keys WHERE role = $1 LIMIT 1")
             .bind(role)

@@ -117,6 +117,7 @@ async fn already_sent(conn: &mut Conn, m: &NewMessage) -> StoreResult<Option<Sen
 
 #[async_trait::async_trait]
 impl Messages for Backend {
+    #[tracing::instrument(name = "store.send_message", level = "debug", target = "waymark::store", skip_all)]
     async fn send_message(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         let sent = insert_message(&mut tx, &m, now).await?;
@@ -130,6 +131,12 @@ impl Messages for Backend {
         Ok(sent)
     }
 
+    #[tracing::instrument(
+        name = "store.send_message_step",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn send_message_step(&self, fence: &Fence, step_id: u32, m: NewMessage, now: Millis) -> StoreResult<String> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
@@ -158,6 +165,7 @@ impl Messages for Backend {
         Ok(sent.message_id)
     }
 
+    #[tracing::instrument(name = "store.recv", level = "debug", target = "waymark::store", skip_all)]
     async fn recv(
         &self,
         fence: &Fence,
@@ -183,6 +191,12 @@ impl Messages for Backend {
         }
     }
 
+    #[tracing::instrument(
+        name = "store.send_message_delivering",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn send_message_delivering(
         &self,
         m: NewMessage,
@@ -192,6 +206,7 @@ impl Messages for Backend {
         self.send_delivering(m, waiter, now).await
     }
 
+    #[tracing::instrument(name = "store.list_messages", level = "debug", target = "waymark::store", skip_all)]
     async fn list_messages(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
         if self.workflow(workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
@@ -207,6 +222,12 @@ impl Messages for Backend {
         Ok(rows.into_iter().map(MessageRecord::from).collect())
     }
 
+    #[tracing::instrument(
+        name = "store.pending_messages",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn pending_messages(&self, waits: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
         if waits.is_empty() {
             return Ok(Vec::new());

@@ -34,15 +34,45 @@ impl Store for Backend {
         super::NAME
     }
 
+    #[tracing::instrument(name = "store.ping", level = "debug", target = "waymark::store", skip_all)]
     async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(self.reader()).await.map_err(db_error)?;
         Ok(())
     }
 
+    #[tracing::instrument(
+        name = "store.pending_migrations",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
+    async fn pending_migrations(&self) -> StoreResult<usize> {
+        let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+            .fetch_all(self.reader())
+            .await
+            .map_err(db_error)?;
+        Ok(super::MIGRATOR.iter().filter(|m| !applied.contains(&m.version)).count())
+    }
+
+    fn connections(&self) -> Connections {
+        let mut pools = vec![self.writer()];
+        if !std::ptr::eq(self.writer(), self.reader()) {
+            pools.push(self.reader());
+        }
+        let mut c = Connections::default();
+        for p in pools {
+            c.open += p.size();
+            c.idle += p.num_idle() as u32;
+        }
+        c
+    }
+
+    #[tracing::instrument(name = "store.subscribe", level = "debug", target = "waymark::store", skip_all)]
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
         self.changes().await
     }
 
+    #[tracing::instrument(name = "store.begin", level = "debug", target = "waymark::store", skip_all)]
     async fn begin(&self, now: Millis) -> StoreResult<Box<dyn Transaction + '_>> {
         self.begin_at(now).await
     }

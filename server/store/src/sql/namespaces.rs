@@ -6,6 +6,7 @@ use crate::*;
 
 #[async_trait::async_trait]
 impl NamespaceList for Backend {
+    #[tracing::instrument(name = "store.add_namespace", level = "debug", target = "waymark::store", skip_all)]
     async fn add_namespace(&self, name: &str, now: Millis) -> StoreResult<NamespaceRecord> {
         let done =
             sqlx::query("INSERT INTO namespaces (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
@@ -23,6 +24,7 @@ impl NamespaceList for Backend {
         })
     }
 
+    #[tracing::instrument(name = "store.get_namespace", level = "debug", target = "waymark::store", skip_all)]
     async fn get_namespace(&self, name: &str) -> StoreResult<Option<NamespaceRecord>> {
         let row: Option<(String, Millis)> = sqlx::query_as("SELECT name, created_at FROM namespaces WHERE name = $1")
             .bind(name)
@@ -32,6 +34,7 @@ impl NamespaceList for Backend {
         Ok(row.map(|(name, created_at)| NamespaceRecord { name, created_at }))
     }
 
+    #[tracing::instrument(name = "store.list_namespaces", level = "debug", target = "waymark::store", skip_all)]
     async fn list_namespaces(&self, limit: u32) -> StoreResult<Vec<NamespaceRecord>> {
         let rows: Vec<(String, Millis)> =
             sqlx::query_as("SELECT name, created_at FROM namespaces ORDER BY name LIMIT $1")
@@ -45,6 +48,12 @@ impl NamespaceList for Backend {
             .collect())
     }
 
+    #[tracing::instrument(
+        name = "store.remove_namespace",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn remove_namespace(&self, name: &str) -> StoreResult<bool> {
         let done = sqlx::query("DELETE FROM namespaces WHERE name = $1")
             .bind(name)

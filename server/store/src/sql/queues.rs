@@ -7,6 +7,7 @@ use crate::*;
 
 #[async_trait::async_trait]
 impl Queues for Backend {
+    #[tracing::instrument(name = "store.create_queue", level = "debug", target = "waymark::store", skip_all)]
     async fn create_queue(&self, name: &str, limits: &QueueLimits, now: Millis) -> StoreResult<QueueRecord> {
         let [worker, global, rate, period, partition] = limit_columns(limits);
         let row: Option<QueueRow> = sqlx::query_as(concat!(
@@ -34,6 +35,7 @@ impl Queues for Backend {
         }
     }
 
+    #[tracing::instrument(name = "store.update_queue", level = "debug", target = "waymark::store", skip_all)]
     async fn update_queue(&self, name: &str, update: &QueueUpdate, now: Millis) -> StoreResult<QueueRecord> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         let current: Option<QueueRow> = sqlx::query_as(concat!(
@@ -68,6 +70,7 @@ impl Queues for Backend {
         Ok(row.into())
     }
 
+    #[tracing::instrument(name = "store.get_queue", level = "debug", target = "waymark::store", skip_all)]
     async fn get_queue(&self, name: &str) -> StoreResult<Option<QueueRecord>> {
         let row: Option<QueueRow> = sqlx::query_as(concat!(
             "SELECT ",
@@ -81,6 +84,7 @@ impl Queues for Backend {
         Ok(row.map(Into::into))
     }
 
+    #[tracing::instrument(name = "store.list_queues", level = "debug", target = "waymark::store", skip_all)]
     async fn list_queues(&self) -> StoreResult<Vec<QueueRecord>> {
         let rows: Vec<QueueRow> =
             sqlx::query_as(concat!("SELECT ", queue_columns!(), " FROM queues ORDER BY queue_name"))
@@ -90,6 +94,7 @@ impl Queues for Backend {
         Ok(rows.into_iter().map(Into::into).collect())
     }
 
+    #[tracing::instrument(name = "store.delete_queue", level = "debug", target = "waymark::store", skip_all)]
     async fn delete_queue(&self, name: &str) -> StoreResult<bool> {
         let done = sqlx::query("DELETE FROM queues WHERE queue_name = $1")
             .bind(name)
@@ -100,6 +105,42 @@ impl Queues for Backend {
         Ok(done.rows_affected() == 1)
     }
 
+    #[tracing::instrument(name = "store.queue_counts", level = "debug", target = "waymark::store", skip_all)]
+    async fn queue_counts(&self, queue: Option<&str>) -> StoreResult<Vec<QueueCounts>> {
+        // One branch per status, each matching its partial index's condition exactly.
+        let rows: Vec<(String, String, i64, Option<i64>, i64)> = sqlx::query_as(
+            "SELECT queue_name, 'ENQUEUED', COUNT(*), MIN(created_at), COUNT(DISTINCT NULLIF(partition_key, '')) \
+               FROM workflows WHERE status = 'ENQUEUED' AND (CAST($1 AS TEXT) IS NULL OR queue_name = $1) \
+               GROUP BY queue_name \
+             UNION ALL SELECT queue_name, 'PENDING', COUNT(*), NULL, 0 FROM workflows \
+               WHERE status = 'PENDING' AND (CAST($1 AS TEXT) IS NULL OR queue_name = $1) GROUP BY queue_name \
+             UNION ALL SELECT queue_name, 'DELAYED', COUNT(*), NULL, 0 FROM workflows \
+               WHERE status = 'DELAYED' AND (CAST($1 AS TEXT) IS NULL OR queue_name = $1) GROUP BY queue_name",
+        )
+        .bind(queue)
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)?;
+        let mut by_queue: std::collections::BTreeMap<String, QueueCounts> = Default::default();
+        for (name, status, count, oldest, partitions) in rows {
+            let c = by_queue.entry(name.clone()).or_insert_with(|| QueueCounts {
+                queue_name: name,
+                ..Default::default()
+            });
+            match status.as_str() {
+                "ENQUEUED" => {
+                    c.enqueued = count as u64;
+                    c.oldest_enqueued_at = oldest;
+                    c.partitions = partitions as u64;
+                }
+                "PENDING" => c.pending = count as u64,
+                _ => c.delayed = count as u64,
+            }
+        }
+        Ok(by_queue.into_values().collect())
+    }
+
+    #[tracing::instrument(name = "store.ensure_queues", level = "debug", target = "waymark::store", skip_all)]
     async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()> {
         for name in names {
             sqlx::query(

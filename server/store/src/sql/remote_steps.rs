@@ -93,6 +93,7 @@ impl Backend {
 
 #[async_trait::async_trait]
 impl RemoteSteps for Backend {
+    #[tracing::instrument(name = "store.call_step", level = "debug", target = "waymark::store", skip_all)]
     async fn call_step(
         &self,
         fence: &Fence,
@@ -106,10 +107,12 @@ impl RemoteSteps for Backend {
             return Ok(Some(done));
         }
         let p = &task.policy;
+        let (traceparent, tracestate) = crate::rows::trace_columns(task.trace.as_ref());
         let inserted: Option<String> = sqlx::query_scalar(
             "INSERT INTO step_tasks (workflow_id, step_id, step_name, input, status, max_attempts, initial_backoff_ms, \
-               backoff_coefficient, max_backoff_ms, timeout_ms, available_at, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, $10, $10, $10) ON CONFLICT DO NOTHING \
+               backoff_coefficient, max_backoff_ms, timeout_ms, available_at, created_at, updated_at, traceparent, \
+               tracestate) \
+             VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, $10, $10, $10, $11, $12) ON CONFLICT DO NOTHING \
              RETURNING step_name",
         )
         .bind(&fence.workflow_id)
@@ -122,6 +125,8 @@ impl RemoteSteps for Backend {
         .bind(p.max_backoff_ms)
         .bind(p.timeout_ms)
         .bind(now)
+        .bind(traceparent)
+        .bind(tracestate)
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -150,6 +155,24 @@ impl RemoteSteps for Backend {
         Ok(None)
     }
 
+    #[tracing::instrument(name = "store.step_call", level = "debug", target = "waymark::store", skip_all)]
+    async fn step_call(&self, workflow_id: &str, step_id: u32) -> StoreResult<Option<(String, u32)>> {
+        let row: Option<(String, i64)> =
+            sqlx::query_as("SELECT step_name, attempt FROM step_tasks WHERE workflow_id = $1 AND step_id = $2")
+                .bind(workflow_id)
+                .bind(step_id as i64)
+                .fetch_optional(self.reader())
+                .await
+                .map_err(db_error)?;
+        Ok(row.map(|(name, attempt)| (name, attempt as u32)))
+    }
+
+    #[tracing::instrument(
+        name = "store.claim_step_tasks",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn claim_step_tasks(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
         if claim.limit == 0 || claim.step_names.is_empty() {
             return Ok(Vec::new());
@@ -157,6 +180,12 @@ impl RemoteSteps for Backend {
         self.claim_attempts(claim, now).await
     }
 
+    #[tracing::instrument(
+        name = "store.finish_step_task",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn finish_step_task(
         &self,
         attempt: &StepAttempt,
@@ -187,6 +216,12 @@ impl RemoteSteps for Backend {
         Ok(finished)
     }
 
+    #[tracing::instrument(
+        name = "store.expire_step_tasks",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn expire_step_tasks(&self, now: Millis) -> StoreResult<ExpiredSteps> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         sqlx::query(
@@ -220,6 +255,7 @@ impl RemoteSteps for Backend {
         Ok(out)
     }
 
+    #[tracing::instrument(name = "store.select_step", level = "debug", target = "waymark::store", skip_all)]
     async fn select_step(
         &self,
         fence: &Fence,

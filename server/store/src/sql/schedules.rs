@@ -11,6 +11,7 @@ use crate::*;
 
 #[async_trait::async_trait]
 impl Schedules for Backend {
+    #[tracing::instrument(name = "store.create_schedule", level = "debug", target = "waymark::store", skip_all)]
     async fn create_schedule(&self, name: &str, state: &ScheduleState, now: Millis) -> StoreResult<ScheduleRecord> {
         let sp = &state.spec;
         let row: Option<ScheduleRow> = sqlx::query_as(concat!(
@@ -34,6 +35,7 @@ impl Schedules for Backend {
         row.map(Into::into).ok_or_else(|| schedules::exists(name))
     }
 
+    #[tracing::instrument(name = "store.update_schedule", level = "debug", target = "waymark::store", skip_all)]
     async fn update_schedule(
         &self,
         name: &str,
@@ -71,6 +73,7 @@ impl Schedules for Backend {
         }
     }
 
+    #[tracing::instrument(name = "store.get_schedule", level = "debug", target = "waymark::store", skip_all)]
     async fn get_schedule(&self, name: &str) -> StoreResult<Option<ScheduleRecord>> {
         let row: Option<ScheduleRow> = sqlx::query_as(concat!(
             "SELECT ",
@@ -84,6 +87,7 @@ impl Schedules for Backend {
         Ok(row.map(Into::into))
     }
 
+    #[tracing::instrument(name = "store.list_schedules", level = "debug", target = "waymark::store", skip_all)]
     async fn list_schedules(&self) -> StoreResult<Vec<ScheduleRecord>> {
         let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
             "SELECT ",
@@ -96,6 +100,7 @@ impl Schedules for Backend {
         Ok(rows.into_iter().map(Into::into).collect())
     }
 
+    #[tracing::instrument(name = "store.delete_schedule", level = "debug", target = "waymark::store", skip_all)]
     async fn delete_schedule(&self, name: &str) -> StoreResult<bool> {
         let done = sqlx::query("DELETE FROM schedules WHERE schedule_name = $1")
             .bind(name)
@@ -105,6 +110,12 @@ impl Schedules for Backend {
         Ok(done.rows_affected() == 1)
     }
 
+    #[tracing::instrument(
+        name = "store.upcoming_schedules",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn upcoming_schedules(&self, limit: u32) -> StoreResult<Vec<ScheduleRecord>> {
         // The WHERE clause repeats the partial index's condition so the planner uses it.
         let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
@@ -121,6 +132,7 @@ impl Schedules for Backend {
         Ok(rows.into_iter().map(Into::into).collect())
     }
 
+    #[tracing::instrument(name = "store.fire_schedule", level = "debug", target = "waymark::store", skip_all)]
     async fn fire_schedule(&self, fire: &ScheduleFire, now: Millis) -> StoreResult<Option<Started>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         let held: Option<i64> = sqlx::query_scalar(concat!(
@@ -155,6 +167,7 @@ impl Schedules for Backend {
         Ok(Some(started))
     }
 
+    #[tracing::instrument(name = "store.start_scheduled", level = "debug", target = "waymark::store", skip_all)]
     async fn start_scheduled(&self, name: &str, workflows: &[NewWorkflow], now: Millis) -> StoreResult<Vec<Started>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         let exists: Option<i64> = sqlx::query_scalar(concat!(

@@ -9,6 +9,7 @@ use crate::*;
 
 #[async_trait::async_trait]
 impl Steps for Backend {
+    #[tracing::instrument(name = "store.list_steps", level = "debug", target = "waymark::store", skip_all)]
     async fn list_steps(&self, workflow_id: &str) -> StoreResult<Vec<StepRecord>> {
         let rows: Vec<StepRow> = sqlx::query_as(concat!(
             "SELECT ",
@@ -25,10 +26,17 @@ impl Steps for Backend {
         rows::steps(rows)
     }
 
+    #[tracing::instrument(name = "store.record_step", level = "debug", target = "waymark::store", skip_all)]
     async fn record_step(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
         self.record(fence, step, now).await
     }
 
+    #[tracing::instrument(
+        name = "store.complete_workflow",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn complete_workflow(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Completed> {
         if let Some(row) = self.finish_fenced(fence, outcome, now).await? {
             self.announce_soon(crate::changes::Change::Finished {
@@ -50,6 +58,12 @@ impl Steps for Backend {
         }
     }
 
+    #[tracing::instrument(
+        name = "store.complete_with_steps",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn complete_with_steps(
         &self,
         fence: &Fence,
@@ -67,6 +81,7 @@ impl Steps for Backend {
         crate::contract::steps::record_then_complete(self, fence, steps, outcome, now).await
     }
 
+    #[tracing::instrument(name = "store.steps_recorded", level = "debug", target = "waymark::store", skip_all)]
     async fn steps_recorded(&self, keys: &[(String, u32)]) -> StoreResult<Vec<(String, u32)>> {
         if keys.is_empty() {
             return Ok(Vec::new());

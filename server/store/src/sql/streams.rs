@@ -8,6 +8,7 @@ use crate::*;
 
 #[async_trait::async_trait]
 impl Streams for Backend {
+    #[tracing::instrument(name = "store.read_stream", level = "debug", target = "waymark::store", skip_all)]
     async fn read_stream(&self, workflow_id: &str, key: &str, from: u64, limit: u32) -> StoreResult<Vec<StreamEntry>> {
         if self.workflow(workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));

@@ -94,12 +94,14 @@ impl<'s> Transaction for Tx<'s> {
     }
 
     async fn insert_child(&mut self, parent: &str, child: &NewWorkflow) -> StoreResult<bool> {
+        let (traceparent, tracestate) = crate::rows::trace_columns(child.trace.as_ref());
         let done = sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, parent_workflow_id, deadline_at, priority) VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6, $7, \
+               updated_at, parent_workflow_id, deadline_at, priority, traceparent, tracestate) \
+             VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6, $7, \
                (SELECT CASE WHEN p.deadline_at IS NULL THEN CAST($8 AS BIGINT) WHEN CAST($8 AS BIGINT) IS NULL \
                  THEN p.deadline_at WHEN p.deadline_at < CAST($8 AS BIGINT) THEN p.deadline_at ELSE CAST($8 AS BIGINT) END \
-                FROM workflows p WHERE p.workflow_id = $7), $9) \
+                FROM workflows p WHERE p.workflow_id = $7), $9, $10, $11) \
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(&child.workflow_id)
@@ -111,6 +113,8 @@ impl<'s> Transaction for Tx<'s> {
         .bind(parent)
         .bind(child.deadline_at)
         .bind(child.priority as i64)
+        .bind(traceparent)
+        .bind(tracestate)
         .execute(&mut *self.tx)
         .await
         .map_err(db_error)?;

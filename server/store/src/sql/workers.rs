@@ -27,10 +27,37 @@ impl Backend {
         }
         recovery
     }
+
+    /// Creates or extends a stream's lease, with its load when the heartbeat brings one.
+    async fn upsert_session(
+        &self,
+        session_id: &str,
+        worker_id: &str,
+        until: Millis,
+        load: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO worker_sessions (session_id, worker_id, lease_expires_at, updated_at, load) \
+             VALUES ($1, $4, $2, $3, $5) \
+             ON CONFLICT (session_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, \
+               updated_at = excluded.updated_at, load = COALESCE(excluded.load, worker_sessions.load)",
+        )
+        .bind(session_id)
+        .bind(until)
+        .bind(now)
+        .bind(worker_id)
+        .bind(load)
+        .execute(self.writer())
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
 }
 
 #[async_trait::async_trait]
 impl Workers for Backend {
+    #[tracing::instrument(name = "store.claim_workflows", level = "debug", target = "waymark::store", skip_all)]
     async fn claim_workflows(&self, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>> {
         if claim.limit == 0 || claim.workflow_names.is_empty() || claim.queues.is_empty() {
             return Ok(Vec::new());
@@ -76,10 +103,17 @@ impl Workers for Backend {
         self.with_replay_steps(claimed).await
     }
 
+    #[tracing::instrument(name = "store.claim_limited", level = "debug", target = "waymark::store", skip_all)]
     async fn claim_limited(&self, queue: &str, claim: &Claim, now: Millis) -> StoreResult<Vec<ClaimedWorkflow>> {
         self.claim_from_limited(queue, claim, now).await
     }
 
+    #[tracing::instrument(
+        name = "store.renew_session_lease",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn renew_session_lease(
         &self,
         session_id: &str,
@@ -87,20 +121,69 @@ impl Workers for Backend {
         until: Millis,
         now: Millis,
     ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO worker_sessions (session_id, worker_id, lease_expires_at, updated_at) VALUES ($1, $4, $2, $3) \
-             ON CONFLICT (session_id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at",
-        )
-        .bind(session_id)
-        .bind(until)
-        .bind(now)
-        .bind(worker_id)
-        .execute(self.writer())
-        .await
-        .map_err(db_error)?;
+        self.upsert_session(session_id, worker_id, until, None, now).await
+    }
+
+    #[tracing::instrument(
+        name = "store.heartbeat_session",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
+    async fn heartbeat_session(
+        &self,
+        session_id: &str,
+        worker_id: &str,
+        until: Millis,
+        load: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.upsert_session(session_id, worker_id, until, Some(load), now).await
+    }
+
+    #[tracing::instrument(
+        name = "store.describe_session",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
+    async fn describe_session(&self, session_id: &str, info: &str) -> StoreResult<()> {
+        sqlx::query("UPDATE worker_sessions SET info = $2 WHERE session_id = $1")
+            .bind(session_id)
+            .bind(info)
+            .execute(self.writer())
+            .await
+            .map_err(db_error)?;
         Ok(())
     }
 
+    #[tracing::instrument(name = "store.live_sessions", level = "debug", target = "waymark::store", skip_all)]
+    async fn live_sessions(&self, now: Millis, limit: u32) -> StoreResult<Vec<SessionRecord>> {
+        let rows: Vec<(String, String, Option<String>, Option<String>, i64, i64)> = sqlx::query_as(
+            "SELECT session_id, worker_id, info, load, lease_expires_at, updated_at FROM worker_sessions \
+             WHERE lease_expires_at > $1 ORDER BY worker_id, session_id LIMIT $2",
+        )
+        .bind(now)
+        .bind(limit as i64)
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(session_id, worker_id, info, load, lease_expires_at, updated_at)| SessionRecord {
+                    session_id,
+                    worker_id,
+                    info,
+                    load,
+                    lease_expires_at,
+                    updated_at,
+                },
+            )
+            .collect())
+    }
+
+    #[tracing::instrument(name = "store.hold_worker_id", level = "debug", target = "waymark::store", skip_all)]
     async fn hold_worker_id(
         &self,
         session_id: &str,
@@ -132,6 +215,7 @@ impl Workers for Backend {
         Ok(written.rows_affected() == 1)
     }
 
+    #[tracing::instrument(name = "store.release_worker", level = "debug", target = "waymark::store", skip_all)]
     async fn release_worker(&self, worker_id: &str, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         let rows: Vec<(String, String)> = sqlx::query_as(concat!(
             "UPDATE workflows SET ",
@@ -147,6 +231,7 @@ impl Workers for Backend {
         Ok(self.recovered(rows))
     }
 
+    #[tracing::instrument(name = "store.release_lost", level = "debug", target = "waymark::store", skip_all)]
     async fn release_lost(&self, lost: &[Fence], max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         if lost.is_empty() {
             return Ok(Recovery::default());
@@ -171,6 +256,7 @@ impl Workers for Backend {
         Ok(self.recovered(rows))
     }
 
+    #[tracing::instrument(name = "store.recover_expired", level = "debug", target = "waymark::store", skip_all)]
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         // Replicas recovering at the same time split the rows instead of waiting on each other
         // (or on a worker's in-flight step write); a skipped row is picked up by the next pass.
@@ -192,6 +278,7 @@ impl Workers for Backend {
         Ok(self.recovered(rows))
     }
 
+    #[tracing::instrument(name = "store.prune_sessions", level = "debug", target = "waymark::store", skip_all)]
     async fn prune_sessions(&self, before: Millis) -> StoreResult<u64> {
         let done = sqlx::query(
             "DELETE FROM worker_sessions WHERE lease_expires_at < $1 AND NOT EXISTS \

@@ -7,43 +7,81 @@ use crate::changes::Change;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::*;
 
+/// The conditions of a workflow listing: `$1`-`$8` are [`bind_filters!`]'s.
+macro_rules! list_filters {
+    () => {
+        concat!(
+            "($1 IS NULL OR status",
+            in_list!("$1"),
+            ") AND (CAST($2 AS TEXT) IS NULL OR workflow_name = $2) AND (CAST($3 AS TEXT) IS NULL OR queue_name = $3) \
+              AND (CAST($4 AS BIGINT) IS NULL OR created_at >= $4) AND (CAST($5 AS BIGINT) IS NULL OR created_at < $5) \
+              AND (CAST($6 AS TEXT) IS NULL OR worker_id = $6) AND (CAST($7 AS TEXT) IS NULL OR app_version = $7) \
+              AND (CAST($8 AS TEXT) IS NULL OR parent_workflow_id = $8)"
+        )
+    };
+}
+
+/// Binds a listing's filters as `$1`-`$8` of [`list_filters!`].
+macro_rules! bind_filters {
+    ($query:expr, $q:expr) => {{
+        let q: &ListQuery = $q;
+        let statuses =
+            (!q.statuses.is_empty()).then(|| dialect::list(&q.statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>()));
+        $query
+            .bind(statuses)
+            .bind(q.workflow_name.clone())
+            .bind(q.queue_name.clone())
+            .bind(q.created_at_or_after)
+            .bind(q.created_before)
+            .bind(q.worker_id.clone())
+            .bind(q.app_version.clone())
+            .bind(q.parent_workflow_id.clone())
+    }};
+}
+
 #[async_trait::async_trait]
 impl Workflows for Backend {
+    #[tracing::instrument(name = "store.start_workflow", level = "debug", target = "waymark::store", skip_all)]
     async fn start_workflow(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
         self.start(new, now).await
     }
 
+    #[tracing::instrument(name = "store.get_workflow", level = "debug", target = "waymark::store", skip_all)]
     async fn get_workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
         self.workflow(workflow_id).await
     }
 
+    #[tracing::instrument(name = "store.list_workflows", level = "debug", target = "waymark::store", skip_all)]
     async fn list_workflows(&self, q: &ListQuery) -> StoreResult<Vec<WorkflowRecord>> {
-        let statuses =
-            (!q.statuses.is_empty()).then(|| dialect::list(&q.statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>()));
-        let rows: Vec<WorkflowRow> = sqlx::query_as(concat!(
+        let query = sqlx::query_as(concat!(
             "SELECT ",
             workflow_columns!(),
-            " FROM workflows WHERE ($1 IS NULL OR status",
-            in_list!("$1"),
-            ") AND (CAST($2 AS TEXT) IS NULL OR workflow_name = $2) AND (CAST($3 AS TEXT) IS NULL OR queue_name = $3) \
-              AND (CAST($4 AS BIGINT) IS NULL OR created_at >= $4) AND (CAST($5 AS BIGINT) IS NULL OR created_at < $5) \
-              AND (CAST($6 AS BIGINT) IS NULL OR (created_at, workflow_id) < ($6, CAST($7 AS TEXT))) \
-              ORDER BY created_at DESC, workflow_id DESC LIMIT $8"
-        ))
-        .bind(statuses)
-        .bind(&q.workflow_name)
-        .bind(&q.queue_name)
-        .bind(q.created_at_or_after)
-        .bind(q.created_before)
-        .bind(q.after.as_ref().map(|a| a.0))
-        .bind(q.after.as_ref().map(|a| a.1.as_str()))
-        .bind(q.limit as i64)
-        .fetch_all(self.reader())
-        .await
-        .map_err(db_error)?;
+            " FROM workflows WHERE ",
+            list_filters!(),
+            " AND (CAST($9 AS BIGINT) IS NULL OR (created_at, workflow_id) < ($9, CAST($10 AS TEXT))) \
+              ORDER BY created_at DESC, workflow_id DESC LIMIT $11"
+        ));
+        let rows: Vec<WorkflowRow> = bind_filters!(query, q)
+            .bind(q.after.as_ref().map(|a| a.0))
+            .bind(q.after.as_ref().map(|a| a.1.as_str()))
+            .bind(q.limit as i64)
+            .fetch_all(self.reader())
+            .await
+            .map_err(db_error)?;
         rows::workflows(rows)
     }
 
+    #[tracing::instrument(name = "store.count_workflows", level = "debug", target = "waymark::store", skip_all)]
+    async fn count_workflows(&self, q: &ListQuery) -> StoreResult<u64> {
+        let query = sqlx::query_scalar(concat!("SELECT COUNT(*) FROM workflows WHERE ", list_filters!()));
+        let n: i64 = bind_filters!(query, q)
+            .fetch_one(self.reader())
+            .await
+            .map_err(db_error)?;
+        Ok(n as u64)
+    }
+
+    #[tracing::instrument(name = "store.set_start_time", level = "debug", target = "waymark::store", skip_all)]
     async fn set_start_time(&self, workflow_id: &str, run_at: Millis, now: Millis) -> StoreResult<WorkflowRecord> {
         let row: Option<WorkflowRow> = sqlx::query_as(concat!(
             "UPDATE workflows SET wake_at = $2, updated_at = $3 \
@@ -68,6 +106,7 @@ impl Workflows for Backend {
         }
     }
 
+    #[tracing::instrument(name = "store.cancel_workflow", level = "debug", target = "waymark::store", skip_all)]
     async fn cancel_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {
         let cancelled: Option<WorkflowRow> = sqlx::query_as(concat!(
             "UPDATE workflows SET status = 'CANCELLED', updated_at = $1 WHERE workflow_id = $2 \
@@ -93,6 +132,7 @@ impl Workflows for Backend {
         }
     }
 
+    #[tracing::instrument(name = "store.resume_workflow", level = "debug", target = "waymark::store", skip_all)]
     async fn resume_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {
         let resumed: Option<WorkflowRow> = sqlx::query_as(concat!(
             "UPDATE workflows SET status = 'ENQUEUED', recovery_attempts = 0, updated_at = $1 \
@@ -119,6 +159,7 @@ impl Workflows for Backend {
         }
     }
 
+    #[tracing::instrument(name = "store.cancel_expired", level = "debug", target = "waymark::store", skip_all)]
     async fn cancel_expired(&self, now: Millis) -> StoreResult<Vec<WorkflowRecord>> {
         let rows: Vec<WorkflowRow> = sqlx::query_as(concat!(
             "UPDATE workflows SET status = 'CANCELLED', updated_at = $1 WHERE workflow_id",
@@ -142,6 +183,7 @@ impl Workflows for Backend {
         Ok(cancelled)
     }
 
+    #[tracing::instrument(name = "store.park", level = "debug", target = "waymark::store", skip_all)]
     async fn park(
         &self,
         fence: &Fence,
@@ -153,10 +195,12 @@ impl Workflows for Backend {
         self.park_fenced(fence, step_id, wake_at, on, now).await
     }
 
+    #[tracing::instrument(name = "store.wake_due", level = "debug", target = "waymark::store", skip_all)]
     async fn wake_due(&self, now: Millis) -> StoreResult<u64> {
         self.wake_parked_due(now).await
     }
 
+    #[tracing::instrument(name = "store.finished_among", level = "debug", target = "waymark::store", skip_all)]
     async fn finished_among(&self, ids: &[String]) -> StoreResult<Vec<String>> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -172,6 +216,12 @@ impl Workflows for Backend {
         .map_err(db_error)
     }
 
+    #[tracing::instrument(
+        name = "store.register_workflow_names",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn register_workflow_names(&self, names: &[String], now: Millis) -> StoreResult<()> {
         if names.is_empty() {
             return Ok(());
@@ -196,6 +246,12 @@ impl Workflows for Backend {
         Ok(())
     }
 
+    #[tracing::instrument(
+        name = "store.is_workflow_name_known",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
     async fn is_workflow_name_known(&self, name: &str) -> StoreResult<bool> {
         let found: Option<String> =
             sqlx::query_scalar("SELECT workflow_name FROM workflow_names WHERE workflow_name = $1")
