@@ -4,6 +4,7 @@
 //! - [`api`]: tonic services, thin adapters onto the engine.
 //! - [`server`]: start-up: configuration, store, migrations, serving, drain.
 //! - [`cli`]: the `waymark` command line (`server`, `workflow …`).
+//! - [`telemetry`]: logs, traces, metrics and health endpoints — what operators see.
 //! - The stores live in the `waymark-store` crate (`server/store`).
 
 pub mod api;
@@ -12,3 +13,4 @@ pub mod cli;
 pub mod engine;
 pub mod namespaces;
 pub mod server;
+pub mod telemetry;

@@ -1,20 +1,7 @@
 //! `waymark`: the server (`waymark server`) and the command line (`waymark workflow …`).
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 use waymark_server::cli::{run_client, Cli, Command};
-
-fn init_logging(json: bool) {
-    let filter = EnvFilter::try_from_env("WAYMARK_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-}
 
 /// The command line ends quietly when its reader goes away (`waymark workflow list | head -1`),
 /// as command-line tools do: Rust ignores SIGPIPE, which turns every later print into a panic.
@@ -32,14 +19,22 @@ async fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Server(args) => {
-            init_logging(args.log_format == "json");
-            match waymark_server::server::run(args.options()).await {
+            let telemetry = match waymark_server::telemetry::install(&args.telemetry()) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("waymark: {e:#}");
+                    std::process::exit(1);
+                }
+            };
+            let code = match waymark_server::server::run(args.options()).await {
                 Ok(()) => 0,
                 Err(e) => {
                     tracing::error!("{e:#}");
                     1
                 }
-            }
+            };
+            telemetry.shutdown();
+            code
         }
         cmd => {
             restore_sigpipe();

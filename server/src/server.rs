@@ -19,6 +19,10 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite:.waymark/waymark.db";
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
     pub listen: String,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served (off: none).
+    pub metrics_listen: Option<String>,
+    /// An `info` line per call answered.
+    pub access_log: bool,
     pub database_url: String,
     /// Announce changes to other replicas with PostgreSQL NOTIFY (off: they poll).
     pub notify: bool,
@@ -94,7 +98,46 @@ pub async fn open_store(url: &str, notify: bool) -> anyhow::Result<Arc<dyn Store
     }
 }
 
+/// What `/readyz` and the level metrics read: nothing until the replica has opened its store
+/// (migrations applied), then its namespaces.
+#[derive(Default)]
+struct ReplicaProbe {
+    namespaces: std::sync::OnceLock<Arc<Namespaces>>,
+}
+
+#[async_trait::async_trait]
+impl crate::telemetry::http::Probe for ReplicaProbe {
+    async fn refresh_levels(&self) {
+        crate::telemetry::metrics::metrics().clear_levels();
+        if let Some(namespaces) = self.namespaces.get() {
+            for engine in namespaces.all().await {
+                engine.report_levels().await;
+            }
+        }
+    }
+
+    async fn ready(&self) -> Result<(), String> {
+        let Some(namespaces) = self.namespaces.get() else {
+            return Err("starting: opening the database and applying migrations".into());
+        };
+        namespaces.default_engine().readiness()
+    }
+}
+
 pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
+    // The metrics listener comes first, so an orchestrator sees "not ready" (rather than
+    // nothing) while migrations run.
+    let probe = Arc::new(ReplicaProbe::default());
+    let metrics_task = match &opts.metrics_listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for metrics: {e}"))?;
+            tracing::info!(listen = %listener.local_addr()?, "metrics, /healthz and /readyz served");
+            Some(tokio::spawn(crate::telemetry::http::serve(listener, probe.clone())))
+        }
+        None => None,
+    };
     let store = open_store(&opts.database_url, opts.notify).await?;
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
@@ -132,11 +175,19 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
             }
         }
     }));
+    let _ = probe.namespaces.set(namespaces.clone());
     tracing::info!(listen = %listener.local_addr()?, store = engine.backend(), auth = security.auth,
         tls = tls.is_some(), "waymark server ready");
-    let security = crate::api::Security { tls, auth };
+    let security = crate::api::Security {
+        tls,
+        auth,
+        access_log: opts.access_log,
+    };
     crate::api::serve(namespaces, security, listener, crate::api::termination()).await?;
     for task in background {
+        task.abort();
+    }
+    if let Some(task) = metrics_task {
         task.abort();
     }
     tracing::info!("waymark server stopped");

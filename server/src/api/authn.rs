@@ -134,6 +134,7 @@ where
                     if let Some(p) = principal {
                         req.extensions_mut().insert(Arc::new(p));
                     }
+                    tracing::Span::current().record("waymark.namespace", namespace.0.as_str());
                     req.extensions_mut().insert(namespace);
                     inner.call(req).await
                 }

@@ -3,7 +3,9 @@
 use prost_types::Timestamp;
 use tonic::Status;
 use waymark_proto::{json, v1};
-use waymark_store::{EventRecord, Failure, MessageRecord, Millis, Outcome, StepRecord, WorkflowRecord, WorkflowStatus};
+use waymark_store::{
+    EventRecord, Failure, MessageRecord, Millis, Outcome, StepRecord, TraceContext, WorkflowRecord, WorkflowStatus,
+};
 
 use super::status::invalid;
 
@@ -96,11 +98,52 @@ pub fn workflow(w: WorkflowRecord) -> v1::Workflow {
         dedup_id: w.dedup_id.unwrap_or_default(),
         started_at: w.started_at.and_then(timestamp),
         wake_at: w.wake_at.and_then(timestamp),
+        trace_context: trace_to_wire(w.trace),
+        waiting_on: None,
         app_version: w.app_version.unwrap_or_default(),
         workflow_id: w.workflow_id,
         workflow_name: w.workflow_name,
         queue_name: w.queue_name,
     }
+}
+
+/// What a workflow waits for, as the wire has it.
+pub fn waiting_on(w: crate::engine::waiting::WaitingOn) -> v1::WaitingOn {
+    use crate::engine::waiting::Wait;
+    use v1::waiting_on::What;
+    let what = match w.wait {
+        Wait::Timer => What::Timer(true),
+        Wait::Message { topic } => What::MessageTopic(topic),
+        Wait::Event { workflow_id, key } => What::Event(v1::WaitedEvent { workflow_id, key }),
+        Wait::Workflow { workflow_id } => What::WorkflowId(workflow_id),
+        Wait::RemoteStep {
+            step_id,
+            step_name,
+            attempt,
+        } => What::RemoteStep(v1::WaitedStep {
+            step_id,
+            step_name,
+            attempt,
+        }),
+    };
+    v1::WaitingOn {
+        what: Some(what),
+        until: w.until.and_then(timestamp),
+    }
+}
+
+/// A stored trace context as the wire has it.
+pub fn trace_to_wire(t: Option<TraceContext>) -> Option<v1::TraceContext> {
+    t.map(|t| v1::TraceContext {
+        traceparent: t.traceparent,
+        tracestate: t.tracestate,
+    })
+}
+
+/// A worker's trace context, kept only when it is well-formed (a malformed one is dropped, as
+/// W3C Trace Context says of a bad header; it never fails the request).
+pub fn trace_from_wire(t: Option<&v1::TraceContext>) -> Option<TraceContext> {
+    t.and_then(|t| crate::telemetry::context::checked(&t.traceparent, &t.tracestate))
 }
 
 pub fn step(s: StepRecord) -> v1::Step {

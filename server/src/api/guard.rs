@@ -47,7 +47,7 @@ pub struct CallGuard<S> {
 /// How long the server gives a call on `path` (a gRPC method path), if it bounds it at all.
 pub fn deadline_for(path: &str, request_timeout: Duration) -> Option<Duration> {
     const STREAMS: [&str; 4] = [
-        "/waymark.v1.WorkerService/",
+        "/waymark.v1.WorkerService/Connect",
         "/waymark.v1.WorkflowService/ReadStream",
         "/grpc.health.v1.Health/Watch",
         "/grpc.reflection.",

@@ -20,6 +20,7 @@ pub mod admin_service;
 pub mod authn;
 pub mod convert;
 pub mod guard;
+pub mod observe;
 pub mod queue_service;
 pub mod schedule_service;
 pub mod status;
@@ -35,11 +36,32 @@ pub(crate) async fn engine_for<T>(
     namespaces.engine(name).await.map_err(status::to_status)
 }
 
+/// Every method of every Waymark service (`/waymark.v1.WorkflowService/StartWorkflow`), from the
+/// compiled contract.
+pub fn contract_methods() -> &'static [String] {
+    static METHODS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        use prost::Message;
+        let set = prost_types::FileDescriptorSet::decode(waymark_proto::FILE_DESCRIPTOR_SET).expect("the contract");
+        let mut paths = Vec::new();
+        for f in set.file {
+            for s in &f.service {
+                for m in &s.method {
+                    paths.push(format!("/{}.{}/{}", f.package(), s.name(), m.name()));
+                }
+            }
+        }
+        paths
+    });
+    &METHODS
+}
+
 /// Who may connect and call: TLS (with client certificates when it names a client CA) and the
 /// API keys checked on every call.
 pub struct Security {
     pub tls: Option<ServerTlsConfig>,
     pub auth: Arc<Authenticator>,
+    /// An `info` line per call answered.
+    pub access_log: bool,
 }
 
 /// Serves every service on `listener` until `shutdown` resolves, then lets in-flight calls end.
@@ -133,6 +155,9 @@ pub async fn serve(
         builder = builder.tls_config(tls)?;
     }
     builder
+        .layer(observe::ObserveLayer {
+            access_log: security.access_log,
+        })
         .layer(guard::CallGuardLayer {
             request_timeout: engine.config().request_timeout,
         })

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 use waymark_proto::v1::{self, queue_service_server::QueueService};
-use waymark_store::{QueueLimits, QueueRecord, QueueUpdate, RateLimit};
+use waymark_store::{Millis, QueueCounts, QueueLimits, QueueRecord, QueueUpdate, RateLimit};
 
 use super::{convert, status::to_status};
 use crate::namespaces::Namespaces;
@@ -13,8 +13,27 @@ pub struct QueueApi {
     pub namespaces: Arc<Namespaces>,
 }
 
+/// What a queue holds, for its `stats`; none counted is all zeros.
+fn stats(counts: Option<&QueueCounts>, now: Millis) -> v1::QueueStats {
+    let c = counts.cloned().unwrap_or_default();
+    v1::QueueStats {
+        enqueued: c.enqueued,
+        pending: c.pending,
+        delayed: c.delayed,
+        oldest_enqueued_age: c.oldest_enqueued_at.map(|at| {
+            let ms = (now - at).max(0);
+            prost_types::Duration {
+                seconds: ms / 1000,
+                nanos: ((ms % 1000) * 1_000_000) as i32,
+            }
+        }),
+        partitions: c.partitions,
+    }
+}
+
 fn to_wire(q: QueueRecord) -> v1::Queue {
     v1::Queue {
+        stats: None,
         name: q.name,
         worker_concurrency: q.limits.worker_concurrency,
         global_concurrency: q.limits.global_concurrency,
@@ -116,8 +135,13 @@ impl QueueService for QueueApi {
     async fn get_queue(&self, req: Request<v1::GetQueueRequest>) -> Result<Response<v1::GetQueueResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let q = engine.get_queue(&req.into_inner().name).await.map_err(to_status)?;
+        let counts = engine.queue_counts_now(Some(&q.name)).await.map_err(to_status)?;
+        let stats = stats(counts.first(), engine.now_ms());
         Ok(Response::new(v1::GetQueueResponse {
-            queue: Some(to_wire(q)),
+            queue: Some(v1::Queue {
+                stats: Some(stats),
+                ..to_wire(q)
+            }),
         }))
     }
 
@@ -131,8 +155,17 @@ impl QueueService for QueueApi {
             .queues_page(&super::workflow_service::page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
+        let counts = engine.queue_counts_now(None).await.map_err(to_status)?;
+        let now = engine.now_ms();
+        let with_stats = |q: QueueRecord| {
+            let stats = stats(counts.iter().find(|c| c.queue_name == q.name), now);
+            v1::Queue {
+                stats: Some(stats),
+                ..to_wire(q)
+            }
+        };
         Ok(Response::new(v1::ListQueuesResponse {
-            queues: page.items.into_iter().map(to_wire).collect(),
+            queues: page.items.into_iter().map(with_stats).collect(),
             next_page_token: page.next_token,
         }))
     }

@@ -5,7 +5,11 @@ use std::{sync::Arc, time::Duration};
 use tonic::{Request, Response, Status};
 use waymark_proto::v1::{self, workflow_service_server::WorkflowService};
 
-use super::{convert, status::to_status};
+use super::{
+    convert,
+    observe::{note_workflow, note_workflow_id, IncomingTrace},
+    status::to_status,
+};
 use crate::engine::{
     messages::SendRequest,
     streams::StreamNext,
@@ -93,6 +97,7 @@ impl WorkflowService for WorkflowApi {
         req: Request<v1::StartWorkflowRequest>,
     ) -> Result<Response<v1::StartWorkflowResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
+        let trace = crate::telemetry::context::for_work(IncomingTrace::of(&req));
         let r = req.into_inner();
         let input = convert::payload_text("input", r.input.as_ref())?;
         let started = engine
@@ -113,9 +118,11 @@ impl WorkflowService for WorkflowApi {
                     Some(d) => convert::duration_ms("debounce.max_delay", d.max_delay.as_ref())?,
                     None => None,
                 },
+                trace,
             })
             .await
             .map_err(to_status)?;
+        note_workflow(&started.workflow);
         Ok(Response::new(v1::StartWorkflowResponse {
             workflow: Some(convert::workflow(started.workflow)),
             created: started.created,
@@ -131,8 +138,13 @@ impl WorkflowService for WorkflowApi {
             .get_workflow(&req.into_inner().workflow_id)
             .await
             .map_err(to_status)?;
+        note_workflow(&w);
+        let waiting_on = engine.waiting_on(&w).await.map_err(to_status)?;
         Ok(Response::new(v1::GetWorkflowResponse {
-            workflow: Some(convert::workflow(w)),
+            workflow: Some(v1::Workflow {
+                waiting_on: waiting_on.map(convert::waiting_on),
+                ..convert::workflow(w)
+            }),
         }))
     }
 
@@ -154,14 +166,19 @@ impl WorkflowService for WorkflowApi {
                 queue_name: r.queue_name,
                 created_at_or_after: r.created_after.as_ref().map(convert::millis),
                 created_before: r.created_before.as_ref().map(convert::millis),
+                worker_id: r.worker_id,
+                app_version: r.app_version,
+                parent_workflow_id: r.parent_workflow_id,
                 page_size: r.page_size,
                 page_token: r.page_token,
+                include_total: r.include_total,
             })
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::ListWorkflowsResponse {
             workflows: page.workflows.into_iter().map(convert::workflow).collect(),
             next_page_token: page.next_page_token,
+            total: page.total,
         }))
     }
 
@@ -177,6 +194,7 @@ impl WorkflowService for WorkflowApi {
             .await_workflow(&req.into_inner().workflow_id, timeout)
             .await
             .map_err(to_status)?;
+        note_workflow(&w);
         Ok(Response::new(v1::AwaitWorkflowResponse {
             workflow: Some(convert::workflow(w)),
         }))
@@ -185,6 +203,7 @@ impl WorkflowService for WorkflowApi {
     async fn list_steps(&self, req: Request<v1::ListStepsRequest>) -> Result<Response<v1::ListStepsResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
+        note_workflow_id(&r.workflow_id);
         let page = engine
             .steps_page(&r.workflow_id, &page_request(r.page_size, r.page_token))
             .await
@@ -202,6 +221,7 @@ impl WorkflowService for WorkflowApi {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let w = engine.cancel_tree(&r.workflow_id, r.cascade).await.map_err(to_status)?;
+        note_workflow(&w);
         Ok(Response::new(v1::CancelWorkflowResponse {
             workflow: Some(convert::workflow(w)),
         }))
@@ -215,6 +235,7 @@ impl WorkflowService for WorkflowApi {
         let r = req.into_inner();
         let delay = convert::duration_ms("delay", r.delay.as_ref())?.unwrap_or(0);
         let w = engine.delay_workflow(&r.workflow_id, delay).await.map_err(to_status)?;
+        note_workflow(&w);
         Ok(Response::new(v1::DelayWorkflowResponse {
             workflow: Some(convert::workflow(w)),
         }))
@@ -226,6 +247,7 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<v1::SendMessageResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
+        note_workflow_id(&r.workflow_id);
         let message = convert::payload_text("message", r.message.as_ref())?;
         let sent = engine
             .send_message(SendRequest {
@@ -248,6 +270,7 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<v1::ListMessagesResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
+        note_workflow_id(&r.workflow_id);
         let page = engine
             .messages_page(&r.workflow_id, &page_request(r.page_size, r.page_token))
             .await
@@ -262,6 +285,7 @@ impl WorkflowService for WorkflowApi {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let deadline = grpc_timeout(&req);
         let r = req.into_inner();
+        note_workflow_id(&r.workflow_id);
         let mut timeout = match r.timeout {
             None => Duration::ZERO,
             Some(d) if d.seconds < 0 || d.nanos < 0 => {
@@ -289,6 +313,7 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<v1::ListEventsResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
+        note_workflow_id(&r.workflow_id);
         let page = engine
             .events_page(&r.workflow_id, &page_request(r.page_size, r.page_token))
             .await
@@ -308,6 +333,7 @@ impl WorkflowService for WorkflowApi {
             .resume_workflow(&req.into_inner().workflow_id)
             .await
             .map_err(to_status)?;
+        note_workflow(&w);
         Ok(Response::new(v1::ResumeWorkflowResponse {
             workflow: Some(convert::workflow(w)),
         }))

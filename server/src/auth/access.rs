@@ -20,7 +20,7 @@ pub enum Access {
 }
 
 /// Methods of the client services that only read.
-const READS: [&str; 12] = [
+const READS: [&str; 13] = [
     "/waymark.v1.WorkflowService/GetWorkflow",
     "/waymark.v1.WorkflowService/ListWorkflows",
     "/waymark.v1.WorkflowService/AwaitWorkflow",
@@ -33,6 +33,7 @@ const READS: [&str; 12] = [
     "/waymark.v1.QueueService/ListQueues",
     "/waymark.v1.ScheduleService/GetSchedule",
     "/waymark.v1.ScheduleService/ListSchedules",
+    "/waymark.v1.WorkerService/ListWorkers",
 ];
 
 /// The access a call on `path` needs. Anything not known is administrative: an RPC added
@@ -69,22 +70,10 @@ impl Role {
 
 #[cfg(test)]
 mod tests {
-    use prost::Message;
-
     use super::*;
 
-    /// Every method of every Waymark service, from the compiled contract.
     fn all_methods() -> Vec<String> {
-        let set = prost_types::FileDescriptorSet::decode(waymark_proto::FILE_DESCRIPTOR_SET).unwrap();
-        let mut paths = Vec::new();
-        for f in set.file {
-            for s in &f.service {
-                for m in &s.method {
-                    paths.push(format!("/{}.{}/{}", f.package(), s.name(), m.name()));
-                }
-            }
-        }
-        paths
+        crate::api::contract_methods().to_vec()
     }
 
     #[test]
@@ -95,10 +84,10 @@ mod tests {
             let name = m.rsplit('/').next().unwrap();
             let expected = if m.contains("AdminService") {
                 Access::Administer
-            } else if m.contains("WorkerService") {
-                Access::Work
             } else if ["Get", "List", "Await", "Read"].iter().any(|p| name.starts_with(p)) {
                 Access::Read
+            } else if m.contains("WorkerService") {
+                Access::Work
             } else {
                 Access::Write
             };

@@ -14,6 +14,7 @@ pub mod namespace;
 mod output;
 pub mod queue;
 pub mod schedule;
+pub mod worker;
 pub mod workflow;
 mod workflow_view;
 
@@ -52,6 +53,9 @@ pub enum Command {
     /// Namespaces: create, list, describe, delete. Needs an admin key with --auth.
     #[command(subcommand)]
     Namespace(namespace::NamespaceCommand),
+    /// The workers connected to the server.
+    #[command(subcommand)]
+    Worker(worker::WorkerCommand),
 }
 
 #[derive(Args, Debug)]
@@ -113,8 +117,20 @@ pub struct ServerArgs {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub request_timeout: std::time::Duration,
     /// Log format: text or json.
-    #[arg(long, default_value = "text")]
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+    /// One `info` log line per call answered (method, status, latency, peer, trace and workflow
+    /// ids); `--access-log false` turns it off.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "WAYMARK_ACCESS_LOG")]
+    pub access_log: bool,
+    /// Export spans over OTLP/gRPC to this collector (`http://127.0.0.1:4317`); none exported
+    /// without it.
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+    /// Serve Prometheus metrics (`/metrics`) and health for orchestrators (`/healthz`,
+    /// `/readyz`) over HTTP on this address; off without it.
+    #[arg(long, value_name = "ADDR", env = "WAYMARK_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
     /// Require an API key on every call (`authorization: Bearer <key>`); see `waymark key`.
     #[arg(long, env = "WAYMARK_AUTH")]
     pub auth: bool,
@@ -145,9 +161,20 @@ pub struct ServerArgs {
 }
 
 impl ServerArgs {
+    /// How the replica logs and exports spans.
+    pub fn telemetry(&self) -> crate::telemetry::TelemetryOptions {
+        crate::telemetry::TelemetryOptions {
+            log_json: self.log_format == "json",
+            otlp_endpoint: self.otlp_endpoint.clone(),
+            service_name: "waymark".into(),
+        }
+    }
+
     pub fn options(&self) -> ServerOptions {
         ServerOptions {
             listen: self.listen.clone(),
+            metrics_listen: self.metrics_listen.clone(),
+            access_log: self.access_log,
             database_url: self.database_url.clone(),
             notify: !self.no_notify,
             security: crate::server::SecurityOptions {
@@ -268,6 +295,7 @@ pub async fn run_client(cmd: Command) -> i32 {
         Command::Schedule(cmd) => schedule::run(cmd).await,
         Command::Key(cmd) => key::run(cmd).await,
         Command::Namespace(cmd) => namespace::run(cmd).await,
+        Command::Worker(cmd) => worker::run(cmd).await,
         Command::Server(_) => Err(anyhow::anyhow!("`server` is not a client command")),
     };
     match result {

@@ -93,12 +93,29 @@ fn print_queues(queues: &[QueueInfo]) {
                 limit(q.limits.global_concurrency),
                 rate(q.limits.rate_limit),
                 limit(q.limits.partition_concurrency),
+                q.stats.enqueued.to_string(),
+                q.stats.pending.to_string(),
+                q.stats.delayed.to_string(),
+                q.stats
+                    .oldest_enqueued_age_ms
+                    .map_or("-".into(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
                 output::time(q.updated_at_ms),
             ]
         })
         .collect();
     output::table(
-        &["NAME", "PER WORKER", "GLOBAL", "RATE", "PER PARTITION", "UPDATED"],
+        &[
+            "NAME",
+            "PER WORKER",
+            "GLOBAL",
+            "RATE",
+            "PER PARTITION",
+            "ENQUEUED",
+            "PENDING",
+            "DELAYED",
+            "OLDEST",
+            "UPDATED",
+        ],
         &rows,
     );
 }

@@ -79,6 +79,18 @@ pub enum WorkflowCommand {
         name: Option<String>,
         #[arg(long)]
         queue: Option<String>,
+        /// Only workflows running on (or last run by) this worker id.
+        #[arg(long)]
+        worker: Option<String>,
+        /// Only workflows pinned to this application version.
+        #[arg(long)]
+        app_version: Option<String>,
+        /// Only the children of this workflow.
+        #[arg(long)]
+        parent: Option<String>,
+        /// Also print how many workflows match (a count over every match).
+        #[arg(long)]
+        total: bool,
         /// At most this many.
         #[arg(long, default_value_t = 100)]
         limit: i32,
@@ -230,6 +242,10 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             status,
             name,
             queue,
+            worker,
+            app_version,
+            parent,
+            total,
             limit,
             page_token,
             client,
@@ -238,20 +254,27 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 .iter()
                 .map(|s| WorkflowStatus::parse(s).ok_or_else(|| super::invalid(format!("unknown status {s:?}"))))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let (workflows, next) = client
+            let page = client
                 .connect()
                 .await?
-                .list(ListOptions {
+                .list_page(ListOptions {
                     statuses,
                     workflow_name: name,
                     queue,
                     page_size: limit,
                     page_token,
+                    worker_id: worker,
+                    app_version,
+                    parent_workflow_id: parent,
+                    include_total: total,
                     ..Default::default()
                 })
                 .await?;
+            let (workflows, next) = (page.workflows, page.next_page_token);
             if client.json {
-                print_json(&serde_json::json!({ "workflows": workflows, "next_page_token": next }));
+                print_json(
+                    &serde_json::json!({ "workflows": workflows, "next_page_token": next, "total": page.total }),
+                );
             } else {
                 let rows: Vec<Vec<String>> = workflows
                     .iter()
@@ -266,6 +289,9 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                     })
                     .collect();
                 output::table(&["ID", "NAME", "STATUS", "QUEUE", "CREATED"], &rows);
+                if let Some(n) = page.total {
+                    eprintln!("total: {n}");
+                }
                 if let Some(t) = next {
                     eprintln!("more: --page-token {t}");
                 }

@@ -62,6 +62,16 @@ fn print_workflow(w: &WorkflowInfo) {
     if w.wake_at_ms != 0 {
         rows.push(("runs at", output::time(w.wake_at_ms)));
     }
+    if let Some(waiting) = &w.waiting_on {
+        let until = match waiting.until_ms() {
+            0 => String::new(),
+            ms => format!(" until {}", output::time(ms)),
+        };
+        rows.push(("waiting on", format!("{}{until}", waiting.describe())));
+    }
+    if !w.traceparent.is_empty() {
+        rows.push(("trace", w.traceparent.clone()));
+    }
     for (k, v) in rows {
         println!("{k:<12} {v}");
     }

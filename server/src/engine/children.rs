@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use waymark_store::{ChildOutcome, Fence, NewWorkflow, WorkflowRecord, WorkflowStatus};
+use waymark_store::{ChildOutcome, Fence, NewWorkflow, TraceContext, WorkflowRecord, WorkflowStatus};
 
 use super::{
     validate, waits::step_waits::StepWaiter, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, ErrorCode,
@@ -19,6 +19,8 @@ pub struct ChildRequest {
     /// JSON text.
     pub input: String,
     pub queue_name: String,
+    /// The span the parent started it from.
+    pub trace: Option<TraceContext>,
 }
 
 impl Engine {
@@ -67,9 +69,21 @@ impl Engine {
             deadline_at: None,
             priority: 0,
             assign: None,
+            trace: req.trace,
             ..Default::default()
         };
-        let id = super::recorded::start_child(&*self.store, &fence, step_id, child, self.now()).await?;
+        let labels = crate::telemetry::metrics::WorkflowLabels {
+            namespace: self.namespace().to_string(),
+            workflow_name: child.workflow_name.clone(),
+            queue: child.queue_name.clone(),
+        };
+        let (id, created) = super::recorded::start_child(&*self.store, &fence, step_id, child, self.now()).await?;
+        if created {
+            crate::telemetry::metrics::metrics()
+                .workflows_started
+                .get_or_create(&labels)
+                .inc();
+        }
         self.work_enqueued();
         Ok(id)
     }

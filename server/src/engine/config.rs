@@ -44,6 +44,8 @@ pub struct EngineConfig {
     /// DEADLINE_EXCEEDED (a client's own shorter deadline wins). Calls that wait get this on
     /// top of their wait.
     pub request_timeout: Duration,
+    /// The namespace this engine serves, as metrics and spans name it.
+    pub namespace: String,
 }
 
 impl EngineConfig {
@@ -85,6 +87,7 @@ impl Default for EngineConfig {
             max_waits: 10_000,
             max_unread_messages: 10_000,
             request_timeout: Duration::from_secs(60),
+            namespace: "default".to_string(),
         }
     }
 }

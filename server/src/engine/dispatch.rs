@@ -140,6 +140,7 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             tracing::debug!(workflow_id = %w.workflow.workflow_id, epoch = w.workflow.epoch, worker_id = %r.worker_id, "dispatch");
             // If the stream is gone the workflow stays owned by this worker and is recovered
             // when its lease ends.
+            engine.count_dispatched(&w.workflow);
             session.send(ToWorker::Dispatch(Box::new(w))).await;
         }
     }
@@ -187,7 +188,7 @@ impl Engine {
             .complete_workflow(&fence, waymark_store::Outcome::Failure(failure), self.now())
             .await
         {
-            Ok(done) => self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow))),
+            Ok(done) => self.finished_here(done.workflow),
             // Still PENDING for this worker, which never got it: recovered when the lease ends,
             // and failed here again then.
             Err(e) => {

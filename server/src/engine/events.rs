@@ -35,6 +35,11 @@ impl EventWaits {
         self.clients.wait((workflow_id.to_string(), key.to_string()))
     }
 
+    /// The event a live read of `workflow_id` waits on here, and that read's position.
+    pub(crate) fn waited_by(&self, workflow_id: &str) -> Option<(EventKey, u32)> {
+        self.workflows.waited_by(workflow_id)
+    }
+
     pub(crate) fn keys(&self) -> Vec<EventKey> {
         let mut keys = self.workflows.keys();
         keys.extend(self.clients.keys());
@@ -147,6 +152,8 @@ impl Engine {
     pub(crate) async fn wake_event(&self, workflow_id: &str, key: &str) {
         let k = (workflow_id.to_string(), key.to_string());
         self.waits.events.clients.wake(&k, ());
-        self.waits.events.workflows.wake(&k).await;
+        for _ in 0..self.waits.events.workflows.wake(&k).await {
+            self.count_wakeup("event");
+        }
     }
 }

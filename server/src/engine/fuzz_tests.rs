@@ -153,6 +153,7 @@ impl World {
             step_names: vec![],
             queues: vec![],
             key_id: None,
+            ..Default::default()
         }
     }
 

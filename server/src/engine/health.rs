@@ -1,4 +1,7 @@
-//! Whether this replica can reach its database, watched by one task that pings it.
+//! Whether this replica can use its database, watched by one task that pings it (and, every
+//! [`SCHEMA_CHECK_EVERY`] pings, checks that every migration this build needs is applied: a
+//! database restored from an older backup, or shared with an older build's replicas that
+//! migrated it no further, is not usable either).
 //!
 //! Two things hang on the answer. Health checks report NOT_SERVING while the database is
 //! unreachable and SERVING again once it answers, with no restart. And recovery holds off: while
@@ -8,7 +11,7 @@
 //! waits one lease after the database is back, long enough for every live worker to heartbeat.
 
 use std::sync::{
-    atomic::{AtomicI64, Ordering},
+    atomic::{AtomicI64, AtomicUsize, Ordering},
     Arc,
 };
 
@@ -23,13 +26,19 @@ pub struct StoreHealth {
     /// When the database last came back after being unreachable (engine clock); `Millis::MIN`
     /// when it never went away.
     back_since: AtomicI64,
+    /// Migrations this build needs that the database lacks, at the last check.
+    pending_migrations: AtomicUsize,
 }
+
+/// Pings between two checks of the schema.
+pub const SCHEMA_CHECK_EVERY: u32 = 10;
 
 impl Default for StoreHealth {
     fn default() -> Self {
         StoreHealth {
             reachable: watch::channel(true).0,
             back_since: AtomicI64::new(Millis::MIN),
+            pending_migrations: AtomicUsize::new(0),
         }
     }
 }
@@ -42,6 +51,11 @@ impl StoreHealth {
 
     pub fn is_reachable(&self) -> bool {
         *self.reachable.borrow()
+    }
+
+    /// Migrations the database lacks, as last checked.
+    pub fn pending_migrations(&self) -> usize {
+        self.pending_migrations.load(Ordering::Relaxed)
     }
 
     /// Records a ping's outcome at `now`.
@@ -62,11 +76,29 @@ impl StoreHealth {
     }
 }
 
+impl Engine {
+    /// Whether this replica can take work now; why not, for `/readyz`.
+    pub fn readiness(&self) -> Result<(), String> {
+        if self.is_shutting_down() {
+            return Err("draining".into());
+        }
+        let behind = self.store_health.pending_migrations();
+        if behind > 0 {
+            return Err(format!("the database lacks {behind} migration(s) this build needs"));
+        }
+        if !self.store_health.is_reachable() {
+            return Err("the database does not answer".into());
+        }
+        Ok(())
+    }
+}
+
 /// Pings the database every `health_interval` until the replica shuts down.
 pub async fn run(engine: Arc<Engine>) {
     let mut shutdown = engine.shutdown_signal();
+    let mut pings = 0u32;
     loop {
-        let ok = match tokio::time::timeout(engine.config.health_interval * 5, engine.store.ping()).await {
+        let mut ok = match tokio::time::timeout(engine.config.health_interval * 5, engine.store.ping()).await {
             Ok(Ok(())) => true,
             Ok(Err(e)) => {
                 if engine.store_health.is_reachable() {
@@ -81,6 +113,19 @@ pub async fn run(engine: Arc<Engine>) {
                 false
             }
         };
+        if ok && pings.is_multiple_of(SCHEMA_CHECK_EVERY) {
+            if let Ok(n) = engine.store.pending_migrations().await {
+                let was = engine.store_health.pending_migrations.swap(n, Ordering::Relaxed);
+                if n > 0 && was == 0 {
+                    tracing::warn!(
+                        pending = n,
+                        "the database lacks migrations this build needs; health NOT_SERVING"
+                    );
+                }
+            }
+        }
+        pings = pings.wrapping_add(1);
+        ok &= engine.store_health.pending_migrations() == 0;
         if ok && !engine.store_health.is_reachable() {
             tracing::info!("database reachable again; health SERVING, recovery resumes after one lease");
         }

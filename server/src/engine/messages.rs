@@ -87,6 +87,14 @@ impl RecvWaits {
         Some((w.session.upgrade()?, w.step_id))
     }
 
+    /// The topic the workflow's receive waits on here, and until when.
+    pub(crate) fn waited_by(&self, workflow_id: &str) -> Option<(String, Millis)> {
+        let map = self.by_key.lock().unwrap();
+        map.iter()
+            .find(|((w, _), waiter)| w == workflow_id && waiter.session.strong_count() > 0)
+            .map(|((_, topic), waiter)| (topic.clone(), waiter.deadline))
+    }
+
     /// The keys a receive still waits on, dropping those whose stream no longer holds the
     /// workflow at the waiting epoch (it parked, finished, moved on or went away).
     pub(crate) fn keys(&self) -> Vec<(String, String)> {
@@ -141,6 +149,7 @@ impl Engine {
                             message,
                         };
                         session.send(delivery).await;
+                        self.count_wakeup("message");
                     }
                 }
                 None => {
@@ -226,6 +235,7 @@ impl Engine {
                     step_id,
                 })
                 .await;
+            self.count_wakeup("message");
         }
     }
 }

@@ -29,6 +29,7 @@ pub mod events;
 pub mod health;
 pub mod lists;
 pub mod messages;
+pub mod observe;
 pub mod pages;
 pub mod queues;
 pub mod recorded;
@@ -38,8 +39,10 @@ pub mod schedules;
 pub mod sessions;
 pub mod streams;
 pub mod validate;
+pub mod waiting;
 pub mod waits;
 pub mod worker;
+pub mod worker_list;
 pub mod workflow_list;
 pub mod workflows;
 
@@ -73,6 +76,8 @@ pub struct Engine {
     pub(crate) store_health: health::StoreHealth,
     /// Flips to true once when the replica starts draining (what `is_shutting_down` reads).
     pub(crate) shutdown: watch::Sender<bool>,
+    /// The last queue depth read for the metrics (see `observe.rs`).
+    pub(crate) queue_counts: observe::QueueCountsCache,
 }
 
 impl Engine {
@@ -88,6 +93,7 @@ impl Engine {
             changes_live: AtomicBool::new(false),
             store_health: Default::default(),
             shutdown: watch::channel(false).0,
+            queue_counts: Default::default(),
             config,
         })
     }
@@ -145,6 +151,14 @@ impl Engine {
 
     /// A workflow reached a terminal status through this replica: wake whoever waits on it
     /// here (awaiters get the record when there is one; stream readers look again).
+    /// A workflow this replica just finished (completed, failed, cancelled, timed out): counted
+    /// in the metrics, then announced.
+    pub(crate) fn finished_here(&self, w: waymark_store::WorkflowRecord) {
+        self.count_finished(&w);
+        let id = w.workflow_id.clone();
+        self.announce_finished(&id, Some(Arc::new(w)));
+    }
+
     pub(crate) fn announce_finished(&self, workflow_id: &str, record: Finished) {
         // A workflow parked awaiting this one is back in its queue. With announcements live the
         // store announces that wake itself (only when there was one to wake), so an ordinary
@@ -157,6 +171,9 @@ impl Engine {
         self.waits.workflows.wake(&workflow_id.to_string(), record);
         self.waits.streams.wake(workflow_id, None);
         let wakeups = self.waits.children.take(&workflow_id.to_string());
+        for _ in &wakeups {
+            self.count_wakeup("child");
+        }
         // Waking sends on worker streams, which may wait; do it off the caller's path.
         if !wakeups.is_empty() {
             tokio::spawn(async move {

@@ -71,6 +71,11 @@ impl Engine {
         self.store.get_queue(name).await?.ok_or_else(|| queue_not_found(name))
     }
 
+    /// What queues hold now (only `queue`'s when given), read from the database.
+    pub async fn queue_counts_now(&self, queue: Option<&str>) -> EngineResult<Vec<waymark_store::QueueCounts>> {
+        Ok(self.store.queue_counts(queue).await?)
+    }
+
     pub async fn list_queues(&self) -> EngineResult<Vec<QueueRecord>> {
         Ok(self.store.list_queues().await?)
     }

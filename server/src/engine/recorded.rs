@@ -132,10 +132,10 @@ pub async fn start_child(
     step_id: u32,
     child: NewWorkflow,
     now: Millis,
-) -> StoreResult<String> {
+) -> StoreResult<(String, bool)> {
     let mut tx = store.begin(now).await?;
     if let Some(done) = tx.fence(fence, step_id, FenceLock::Shared).await? {
-        return journal::replay_start_child(&fence.workflow_id, &done);
+        return Ok((journal::replay_start_child(&fence.workflow_id, &done)?, false));
     }
     let inserted = tx.insert_child(&fence.workflow_id, &child).await?;
     let existing = tx
@@ -152,7 +152,7 @@ pub async fn start_child(
     record(&mut tx, fence, step_id, START_CHILD_STEP, &output).await?;
     let changes = if inserted { vec![Change::Enqueued] } else { Vec::new() };
     tx.commit(changes).await?;
-    Ok(child.workflow_id)
+    Ok((child.workflow_id, inserted))
 }
 
 /// If `child_id` has finished, records how as step `step_id` of the fenced workflow and

@@ -244,7 +244,7 @@ async fn children_start_with_their_record_and_rejoin_on_replay(s: Arc<dyn Store>
     let f = fence("parent", 1);
     assert_eq!(
         recorded::start_child(s, &f, 0, child("parent/0"), T + 1).await.unwrap(),
-        "parent/0"
+        ("parent/0".to_string(), true)
     );
     let c = get(s, "parent/0").await;
     assert_eq!(
@@ -256,7 +256,7 @@ async fn children_start_with_their_record_and_rejoin_on_replay(s: Arc<dyn Store>
         recorded::start_child(s, &f, 0, child("parent/other"), T + 2)
             .await
             .unwrap(),
-        "parent/0"
+        ("parent/0".to_string(), false)
     );
     assert!(
         s.get_workflow("parent/other").await.unwrap().is_none(),

@@ -54,8 +54,7 @@ pub async fn expire_once(engine: &Engine) {
                         s.send(super::ToWorker::Cancel(w.workflow_id.clone())).await;
                     }
                 }
-                let id = w.workflow_id.clone();
-                engine.announce_finished(&id, Some(std::sync::Arc::new(w)));
+                engine.finished_here(w);
             }
         }
         Err(e) => tracing::warn!(error = %e, "deadline pass failed"),
@@ -75,6 +74,7 @@ pub async fn recover_once(engine: &Engine) {
         .await
     {
         Ok(r) => {
+            engine.count_recovered(r.requeued.len(), r.dead_lettered.len());
             if !r.requeued.is_empty() {
                 tracing::info!(
                     count = r.requeued.len(),

@@ -11,8 +11,8 @@ use std::{
 };
 
 use waymark_store::{
-    Fence, Millis, NewStepTask, Outcome, StepAttempt, StepClaim, StepFinished, StepPolicy, StepRecord, WaitFor,
-    WaitTarget,
+    Fence, Millis, NewStepTask, Outcome, StepAttempt, StepClaim, StepFinished, StepPolicy, StepRecord, TraceContext,
+    WaitFor, WaitTarget,
 };
 
 use super::{validate, waits::step_waits::StepWaiter, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
@@ -60,6 +60,8 @@ pub struct CallRequest {
     /// JSON text.
     pub input: String,
     pub policy: StepPolicy,
+    /// The span the workflow called it from.
+    pub trace: Option<TraceContext>,
 }
 
 impl Engine {
@@ -84,6 +86,7 @@ impl Engine {
             step_name: req.step_name,
             input: req.input,
             policy: req.policy,
+            trace: req.trace,
         };
         let result = self.store.call_step(&fence, step_id, &task, self.now()).await;
         if !matches!(result, Ok(None)) {
@@ -123,7 +126,9 @@ impl Engine {
     /// A step was recorded (here or on another replica): wake whoever waits on it here. Its
     /// caller may also have been parked on it, and is back in its queue.
     pub(crate) async fn step_recorded(&self, workflow_id: &str, step_id: u32) {
-        self.waits.steps.wake(&(workflow_id.to_string(), step_id)).await;
+        if self.waits.steps.wake(&(workflow_id.to_string(), step_id)).await > 0 {
+            self.count_wakeup("step");
+        }
         self.work_enqueued();
     }
 

@@ -35,10 +35,13 @@ pub enum ToWorker {
 }
 
 /// What a worker declared in its hello.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Registration {
     pub worker_id: String,
+    pub app_name: String,
     pub app_version: String,
+    /// Language and version of its SDK ("rust/0.1.0"), for operators.
+    pub sdk: String,
     pub workflow_names: Vec<String>,
     /// Remote steps it runs.
     pub step_names: Vec<String>,
@@ -101,6 +104,10 @@ impl WorkerSession {
     }
     pub fn credits(&self) -> u32 {
         self.credits.load(Ordering::SeqCst)
+    }
+    /// Workflows dispatched on this stream that the worker still holds.
+    pub fn in_flight(&self) -> usize {
+        self.dispatched.lock().unwrap().len()
     }
     /// Adds room for `n` more workflows, up to [`MAX_CREDITS`] in all: a worker cannot make
     /// the server dispatch (and track) without bound.
@@ -336,6 +343,7 @@ mod tests {
             step_names: vec![],
             queues: vec!["default".into()],
             key_id: None,
+            ..Default::default()
         };
         let (tx, _rx) = mpsc::channel(1);
         Sessions::default().attach(registration, "lease".into(), 0, tx)

@@ -37,6 +37,7 @@ fn registration(worker_id: &str) -> Registration {
         step_names: vec!["double".into()],
         queues: vec![],
         key_id: None,
+        ..Default::default()
     }
 }
 
@@ -391,6 +392,7 @@ async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_tim
             timeout_ms: 1_000,
             ..default_policy()
         },
+        trace: None,
     };
     let fence = || Fence {
         workflow_id: "c".into(),

@@ -113,6 +113,8 @@ impl Engine {
             // A live stream on another replica holds the id with another key.
             return Err(worker_id_in_use(&registration.worker_id));
         }
+        let declared = super::worker_list::Declared::of(&registration, now);
+        self.store.describe_session(&lease_id, &declared.json()).await?;
         self.store
             .register_workflow_names(&registration.workflow_names, now)
             .await?;
@@ -121,6 +123,7 @@ impl Engine {
             .store
             .release_worker(&registration.worker_id, self.config.max_recovery_attempts, now)
             .await?;
+        self.count_recovered(released.requeued.len(), released.dead_lettered.len());
         if !released.requeued.is_empty() || !released.dead_lettered.is_empty() {
             tracing::info!(worker_id = %registration.worker_id, requeued = released.requeued.len(),
                 dead_lettered = released.dead_lettered.len(), "worker reconnected; took back what its earlier stream held");
@@ -166,8 +169,9 @@ impl Engine {
         let now = self.now();
         session.touch(now);
         let until = now + Self::ms(self.config.worker_lease);
+        let load = super::worker_list::Load::of(session).json();
         self.store
-            .renew_session_lease(&session.lease_id, &session.registration.worker_id, until, now)
+            .heartbeat_session(&session.lease_id, &session.registration.worker_id, until, &load, now)
             .await?;
         let Some(held) = held else { return Ok(()) };
         if held.workflow_ids.len() > MAX_HELD_IDS {
@@ -183,6 +187,7 @@ impl Engine {
             .store
             .release_lost(&lost, self.config.max_recovery_attempts, self.now())
             .await?;
+        self.count_recovered(released.requeued.len(), released.dead_lettered.len());
         let worker_id = &session.registration.worker_id;
         for id in &released.requeued {
             tracing::warn!(%worker_id, workflow_id = %id, "worker no longer holds a workflow dispatched to it; put back in its queue");
@@ -246,7 +251,7 @@ impl Engine {
             .complete_workflow(fence, Outcome::Failure(failure), self.now())
             .await
         {
-            self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow)));
+            self.finished_here(done.workflow);
         }
         // (Had the database not answered, the workflow is recovered and fails at dispatch.)
         EngineError::new(super::ErrorCode::ResourceExhausted, "HISTORY_TOO_LARGE", message)
@@ -286,6 +291,7 @@ impl Engine {
                 // A resend of a step already recorded adds nothing.
                 if r == Recorded::New {
                     session.grow_history(&fence.workflow_id, adds);
+                    self.count_steps(1);
                 }
                 Ok(r)
             }
@@ -320,7 +326,7 @@ impl Engine {
                 .complete_workflow(fence, Outcome::Failure(failure), self.now())
                 .await;
             if let Ok(done) = failed {
-                self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow)));
+                self.finished_here(done.workflow);
             }
         }
         err
@@ -383,6 +389,7 @@ impl Engine {
                 validate::payload("step output", o, self.config.max_payload_bytes)?;
             }
         }
+        let steps_sent = steps.len();
         let done = match self.store.complete_with_steps(&fence, steps, outcome, self.now()).await {
             Ok(done) => done,
             Err(e) => {
@@ -395,7 +402,13 @@ impl Engine {
         };
         session.let_go(&fence);
         tracing::debug!(workflow_id = %fence.workflow_id, adopted = done.adopted, "complete");
-        self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
+        if done.adopted {
+            // A resend of a completion already made: counted the first time.
+            self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
+        } else {
+            self.count_steps(steps_sent);
+            self.finished_here(done.workflow.clone());
+        }
         Ok(done)
     }
 }

@@ -17,14 +17,21 @@ pub struct ListRequest {
     pub queue_name: String,
     pub created_at_or_after: Option<Millis>,
     pub created_before: Option<Millis>,
+    pub worker_id: String,
+    pub app_version: String,
+    pub parent_workflow_id: String,
     pub page_size: i32,
     pub page_token: String,
+    /// Count every match too (first page only).
+    pub include_total: bool,
 }
 
 #[derive(Debug)]
 pub struct Page {
     pub workflows: Vec<WorkflowRecord>,
     pub next_page_token: String,
+    /// Every workflow the filters match, when asked for on the first page.
+    pub total: Option<u64>,
 }
 
 fn non_empty(s: &str) -> Option<String> {
@@ -66,8 +73,24 @@ impl Engine {
             queue_name: non_empty(&req.queue_name),
             created_at_or_after: req.created_at_or_after,
             created_before: req.created_before,
+            worker_id: non_empty(&req.worker_id),
+            app_version: non_empty(&req.app_version),
+            parent_workflow_id: non_empty(&req.parent_workflow_id),
             after,
             limit: limit + 1,
+        };
+        for (field, value) in [
+            ("worker_id", &req.worker_id),
+            ("app_version", &req.app_version),
+            ("parent_workflow_id", &req.parent_workflow_id),
+        ] {
+            if !value.is_empty() {
+                super::validate::name(field, value)?;
+            }
+        }
+        let total = match req.include_total && query.after.is_none() {
+            true => Some(self.store.count_workflows(&query).await?),
+            false => None,
         };
         let mut workflows = self.store.list_workflows(&query).await?;
         // Inputs and outputs can be large: the page also ends before its payloads pass the
@@ -97,6 +120,7 @@ impl Engine {
         };
         Ok(Page {
             workflows,
+            total,
             next_page_token,
         })
     }
@@ -128,6 +152,8 @@ mod tests {
             dedup_id: None,
             started_at: None,
             wake_at: None,
+            parked_on: None,
+            trace: None,
         };
         assert_eq!(decode_token(&encode_token(&w)).unwrap(), (1234, "a:b".to_string()));
         assert_eq!(decode_token("not a token!").unwrap_err().reason, "INVALID_PAGE_TOKEN");

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use waymark_store::{Assignment, ClaimedWorkflow, Millis, NewWorkflow, StepRecord, WorkflowRecord, WorkflowStatus};
+use waymark_store::{
+    Assignment, ClaimedWorkflow, Millis, NewWorkflow, StepRecord, TraceContext, WorkflowRecord, WorkflowStatus,
+};
 
 use super::{validate, Engine, EngineError, EngineResult, ErrorCode, ToWorker, WorkerSession};
 
@@ -39,6 +41,8 @@ pub struct StartRequest {
     /// How long a debounced workflow may be put off in all, from its first start. Default: ten
     /// times the delay.
     pub debounce_max_delay_ms: Option<i64>,
+    /// The span the start belongs to, kept with the workflow for its dispatches.
+    pub trace: Option<TraceContext>,
 }
 
 /// Longest workflow timeout: ten years.
@@ -151,6 +155,7 @@ impl Engine {
             return_existing: req.return_existing,
             run_at: flow.run_at,
             debounce: flow.debounce,
+            trace: req.trace,
         };
         let started = match self.store.start_workflow(new, self.now()).await {
             Ok(started) => started,
@@ -164,6 +169,9 @@ impl Engine {
         tracing::debug!(workflow_id = %started.workflow.workflow_id, created = started.created, direct = direct.is_some(), "start");
         // The store refuses a direct dispatch on a queue that has limits by now (set through
         // another replica): the workflow is then ENQUEUED for its queue's claim.
+        if started.created {
+            self.count_started(&started.workflow);
+        }
         let dispatched = started.workflow.status == WorkflowStatus::Pending && started.workflow.epoch == 1;
         match (&direct, started.created && dispatched) {
             (Some(session), true) => {
@@ -172,6 +180,7 @@ impl Engine {
                     steps: Vec::new(),
                 };
                 // If the stream is gone, the workflow is recovered when its lease ends.
+                self.count_dispatched(&claimed.workflow);
                 session.send(ToWorker::Dispatch(Box::new(claimed))).await;
             }
             (Some(session), false) => {
@@ -304,7 +313,7 @@ impl Engine {
                     s.send(ToWorker::Cancel(workflow_id.to_string())).await;
                 }
             }
-            self.announce_finished(workflow_id, Some(Arc::new(w.clone())));
+            self.finished_here(w.clone());
         }
         Ok(w)
     }

@@ -128,7 +128,11 @@ impl Namespaces {
             ));
         }
         let store = self.storage.open(name).await?;
-        let engine = Engine::new(store, self.clock.clone(), self.config.clone());
+        let config = EngineConfig {
+            namespace: name.to_string(),
+            ..self.config.clone()
+        };
+        let engine = Engine::new(store, self.clock.clone(), config);
         let tasks = engine.spawn_background();
         tracing::info!(namespace = name, "namespace opened");
         self.open.write().await.insert(

@@ -17,6 +17,7 @@ pub async fn start(engine: &Engine, session: &WorkerSession, mut c: v1::StartChi
         workflow_name: c.workflow_name,
         child_workflow_id: c.child_workflow_id,
         queue_name: c.queue_name,
+        trace: convert::trace_from_wire(c.trace_context.as_ref()),
     };
     let child_workflow_id = engine.start_child(session, fence, c.step_id, req).await?;
     Ok(reply::Result::ChildStarted(v1::ChildStarted { child_workflow_id }))

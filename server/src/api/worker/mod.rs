@@ -10,6 +10,7 @@ mod children;
 mod command;
 mod complete;
 mod events;
+mod list;
 mod messages;
 mod park;
 mod pushes;
@@ -64,6 +65,13 @@ fn msg(kind: server_message::Kind) -> Result<ServerMessage, Status> {
 impl WorkerService for WorkerApi {
     type ConnectStream = Pin<Box<dyn Stream<Item = Result<ServerMessage, Status>> + Send + 'static>>;
 
+    async fn list_workers(
+        &self,
+        req: Request<v1::ListWorkersRequest>,
+    ) -> Result<Response<v1::ListWorkersResponse>, Status> {
+        list::list_workers(&self.namespaces, req).await
+    }
+
     async fn connect(&self, req: Request<Streaming<WorkerMessage>>) -> Result<Response<Self::ConnectStream>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let principal = req.extensions().get::<Arc<Principal>>().cloned();
@@ -79,7 +87,9 @@ impl WorkerService for WorkerApi {
         };
         let registration = Registration {
             worker_id: hello.worker_id,
+            app_name: hello.app_name,
             app_version: hello.app_version,
+            sdk: hello.sdk,
             workflow_names: hello.workflow_names,
             step_names: hello.step_names,
             queues: hello.queues,

@@ -14,6 +14,7 @@ fn dispatch(w: ClaimedWorkflow) -> server_message::Kind {
         app_version: wf.app_version.unwrap_or_default(),
         recovery_attempts: wf.recovery_attempts,
         created_at: convert::timestamp(wf.created_at),
+        trace_context: convert::trace_to_wire(wf.trace),
         epoch: wf.epoch,
         workflow_id: wf.workflow_id,
         workflow_name: wf.workflow_name,
@@ -24,6 +25,7 @@ fn dispatch_step(t: StepTask) -> server_message::Kind {
     server_message::Kind::DispatchStep(v1::DispatchStep {
         input: convert::payload(&t.input),
         deadline: convert::timestamp(t.deadline_at),
+        trace_context: convert::trace_to_wire(t.trace),
         workflow_id: t.workflow_id,
         step_id: t.step_id,
         step_name: t.step_name,

@@ -45,6 +45,7 @@ pub async fn call(engine: &Engine, session: &Arc<WorkerSession>, mut c: v1::Call
         step_name: c.step_name,
         input: payload_text("step input", c.input.as_ref())?,
         policy: policy(c.retry.as_ref(), c.timeout.as_ref())?,
+        trace: convert::trace_from_wire(c.trace_context.as_ref()),
     };
     use v1::recv_result::Outcome as O;
     let result = match engine.call_step(session, fence, c.step_id, req).await? {

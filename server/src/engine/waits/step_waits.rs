@@ -85,6 +85,16 @@ impl<K: Eq + Hash + Clone> StepWaits<K> {
         list.push(waiter);
     }
 
+    /// What a live step of `workflow_id` waits on here, and that step's position.
+    pub fn waited_by(&self, workflow_id: &str) -> Option<(K, u32)> {
+        let map = self.by_key.lock().unwrap();
+        map.iter().find_map(|(key, list)| {
+            list.iter()
+                .find(|w| w.workflow_id == workflow_id && w.live().is_some())
+                .map(|w| (key.clone(), w.step_id))
+        })
+    }
+
     /// Removes every wait on `key` (it was answered without waiting).
     pub fn forget(&self, key: &K) {
         self.by_key.lock().unwrap().remove(key);
@@ -104,11 +114,14 @@ impl<K: Eq + Hash + Clone> StepWaits<K> {
             .collect()
     }
 
-    /// Wakes every step waiting on `key`.
-    pub async fn wake(&self, key: &K) {
-        for w in self.take(key) {
+    /// Wakes every step waiting on `key`; how many were woken.
+    pub async fn wake(&self, key: &K) -> usize {
+        let wakeups = self.take(key);
+        let n = wakeups.len();
+        for w in wakeups {
             w.send().await;
         }
+        n
     }
 
     /// The keys something alive still waits on (for the poller), dropping dead entries.

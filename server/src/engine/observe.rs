@@ -1,0 +1,181 @@
+//! What the engine reports to the metrics: events as they happen (a workflow started, finished,
+//! dispatched, recovered), and levels read on demand (workers connected, waits, queue depth).
+//!
+//! Queue depth is read from the database, so it is cached: a scrape reads it again only when
+//! the last read is older than [`QUEUE_COUNTS_MAX_AGE`], whatever the scrape interval.
+
+use std::{sync::Mutex, time::Duration};
+
+use waymark_store::{Millis, QueueCounts, WorkflowRecord};
+
+use super::Engine;
+use crate::telemetry::metrics::{
+    self, metrics, FinishedLabels, KindLabels, QueueLabels, QueueStatusLabels, WorkflowLabels,
+};
+
+/// How stale the queue depth a scrape reports may be.
+pub const QUEUE_COUNTS_MAX_AGE: Duration = Duration::from_secs(5);
+
+/// The last queue counts read, and when (engine clock).
+#[derive(Default)]
+pub struct QueueCountsCache(Mutex<Option<(Millis, Vec<QueueCounts>)>>);
+
+impl Engine {
+    /// This engine's namespace, as its metrics and spans name it.
+    pub fn namespace(&self) -> &str {
+        &self.config.namespace
+    }
+
+    fn workflow_labels(&self, w: &WorkflowRecord) -> WorkflowLabels {
+        WorkflowLabels {
+            namespace: self.namespace().to_string(),
+            workflow_name: w.workflow_name.clone(),
+            queue: w.queue_name.clone(),
+        }
+    }
+
+    /// A workflow was inserted by a client's start or a parent's.
+    pub(crate) fn count_started(&self, w: &WorkflowRecord) {
+        metrics()
+            .workflows_started
+            .get_or_create(&self.workflow_labels(w))
+            .inc();
+    }
+
+    /// A workflow reached a terminal status through this replica.
+    pub(crate) fn count_finished(&self, w: &WorkflowRecord) {
+        let m = metrics();
+        m.workflows_finished
+            .get_or_create(&FinishedLabels {
+                namespace: self.namespace().to_string(),
+                workflow_name: w.workflow_name.clone(),
+                queue: w.queue_name.clone(),
+                status: w.status.as_str().to_string(),
+            })
+            .inc();
+        if let Some(started) = w.started_at {
+            let secs = (self.now() - started).max(0) as f64 / 1000.0;
+            m.dispatch_to_finish
+                .get_or_create(&self.workflow_labels(w))
+                .observe(secs);
+        }
+    }
+
+    /// A workflow went out to a worker; its first dispatch measures its time in the queue.
+    pub(crate) fn count_dispatched(&self, w: &WorkflowRecord) {
+        if w.epoch == 1 {
+            let secs = (self.now() - w.created_at).max(0) as f64 / 1000.0;
+            metrics()
+                .start_to_dispatch
+                .get_or_create(&self.workflow_labels(w))
+                .observe(secs);
+        }
+    }
+
+    pub(crate) fn count_steps(&self, n: usize) {
+        metrics()
+            .steps_recorded
+            .get_or_create(&metrics::ns(self.namespace()))
+            .inc_by(n as u64);
+    }
+
+    pub(crate) fn count_recovered(&self, requeued: usize, dead_lettered: usize) {
+        let m = metrics();
+        let ns = metrics::ns(self.namespace());
+        m.recoveries.get_or_create(&ns).inc_by(requeued as u64);
+        m.dead_letters.get_or_create(&ns).inc_by(dead_lettered as u64);
+    }
+
+    /// A wakeup went to a worker; `kind` says what woke it.
+    pub(crate) fn count_wakeup(&self, kind: &str) {
+        metrics()
+            .wakeups
+            .get_or_create(&KindLabels {
+                namespace: self.namespace().to_string(),
+                kind: kind.to_string(),
+            })
+            .inc();
+    }
+
+    /// What each queue holds, read again when the last read is older than `max_age`.
+    pub async fn queue_counts(&self, max_age: Duration) -> Vec<QueueCounts> {
+        let now = self.now();
+        if let Some((at, counts)) = &*self.queue_counts.0.lock().unwrap() {
+            if now - at < max_age.as_millis() as Millis {
+                return counts.clone();
+            }
+        }
+        match self.store.queue_counts(None).await {
+            Ok(counts) => {
+                *self.queue_counts.0.lock().unwrap() = Some((now, counts.clone()));
+                counts
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "queue counts not read");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Sets this namespace's levels in the metrics.
+    pub async fn report_levels(&self) {
+        let m = metrics();
+        let ns = self.namespace().to_string();
+        let kind = |k: &str| KindLabels {
+            namespace: ns.clone(),
+            kind: k.to_string(),
+        };
+        let sessions = self.sessions.all();
+        m.workers_connected
+            .get_or_create(&metrics::ns(&ns))
+            .set(sessions.len() as i64);
+        let (mut credits, mut step_credits, mut held) = (0i64, 0i64, 0i64);
+        for s in &sessions {
+            credits += s.credits() as i64;
+            step_credits += s.step_credits() as i64;
+            held += s.in_flight() as i64;
+        }
+        m.worker_credits.get_or_create(&kind("workflow")).set(credits);
+        m.worker_credits.get_or_create(&kind("step")).set(step_credits);
+        m.in_flight.get_or_create(&kind("workflow")).set(held);
+        let taken = self
+            .config
+            .max_waits
+            .saturating_sub(self.waits.places.available_permits());
+        m.waits.get_or_create(&metrics::ns(&ns)).set(taken as i64);
+        let c = self.store.connections();
+        for (state, n) in [("idle", c.idle), ("in_use", c.open.saturating_sub(c.idle))] {
+            m.store_connections
+                .get_or_create(&metrics::StoreLabels {
+                    namespace: ns.clone(),
+                    state: state.to_string(),
+                })
+                .set(n as i64);
+        }
+        m.store_reachable
+            .get_or_create(&metrics::ns(&ns))
+            .set(self.store_health.is_reachable() as i64);
+        if !self.store_health.is_reachable() {
+            return;
+        }
+        let now = self.now();
+        for q in self.queue_counts(QUEUE_COUNTS_MAX_AGE).await {
+            for (status, n) in [("ENQUEUED", q.enqueued), ("PENDING", q.pending), ("DELAYED", q.delayed)] {
+                m.queue_depth
+                    .get_or_create(&QueueStatusLabels {
+                        namespace: ns.clone(),
+                        queue: q.queue_name.clone(),
+                        status: status.to_string(),
+                    })
+                    .set(n as i64);
+            }
+            let queue = QueueLabels {
+                namespace: ns.clone(),
+                queue: q.queue_name.clone(),
+            };
+            m.queue_partitions.get_or_create(&queue).set(q.partitions as i64);
+            let age = q.oldest_enqueued_at.map_or(0.0, |at| (now - at).max(0) as f64 / 1000.0);
+            m.queue_oldest_age.get_or_create(&queue).set(age);
+        }
+    }
+}

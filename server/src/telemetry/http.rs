@@ -1,0 +1,93 @@
+//! The metrics listener (`--metrics-listen`): plain HTTP/1.1 for Prometheus and orchestrators.
+//!
+//! - `GET /metrics`: every metric in the OpenMetrics text format.
+//! - `GET /healthz`: liveness — 200 while the process serves at all (a replica whose database is
+//!   away is alive: restarting it would not bring the database back).
+//! - `GET /readyz`: readiness — 200 when the replica can do work (its database answers and its
+//!   schema is up to date, and it is not draining), else 503 with the reason.
+//!
+//! Anything else is 404. Requests are small and answered at once; a connection that sends
+//! nothing is dropped after a few seconds, and at most [`MAX_CONNECTIONS`] are served at once.
+
+use std::{convert::Infallible, sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{body::Incoming, server::conn::http1, service::service_fn, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+
+/// What the listener asks the replica.
+#[async_trait]
+pub trait Probe: Send + Sync + 'static {
+    /// Sets the metrics that are levels (connected workers, queue depth…) from current state.
+    async fn refresh_levels(&self);
+    /// `Err(reason)` while the replica cannot do work.
+    async fn ready(&self) -> Result<(), String>;
+}
+
+/// Connections served at once; more wait to be accepted.
+const MAX_CONNECTIONS: usize = 32;
+
+/// Serves the listener until the task is dropped.
+pub async fn serve(listener: tokio::net::TcpListener, probe: Arc<dyn Probe>) {
+    let places = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(place) = places.clone().acquire_owned().await else {
+            return;
+        };
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let probe = probe.clone();
+        tokio::spawn(async move {
+            let _place = place;
+            let service = service_fn(move |req| answer(req, probe.clone()));
+            let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(5))
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn answer(req: Request<Incoming>, probe: Arc<dyn Probe>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.method() != hyper::Method::GET {
+        return Ok(text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into()));
+    }
+    Ok(match req.uri().path() {
+        "/metrics" => {
+            probe.refresh_levels().await;
+            let body = super::metrics::metrics().encode();
+            let mut r = text(StatusCode::OK, body);
+            r.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                    .parse()
+                    .expect("valid"),
+            );
+            r
+        }
+        "/healthz" => text(StatusCode::OK, "ok\n".into()),
+        "/readyz" => match probe.ready().await {
+            Ok(()) => text(StatusCode::OK, "ready\n".into()),
+            Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")),
+        },
+        _ => text(
+            StatusCode::NOT_FOUND,
+            "not found: try /metrics, /healthz or /readyz\n".into(),
+        ),
+    })
+}
+
+fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        "text/plain; charset=utf-8".parse().expect("valid"),
+    );
+    r
+}

@@ -1,0 +1,317 @@
+//! The Prometheus metrics of a replica: one registry for the process, counted into as work
+//! happens (counters and histograms, a few hundred nanoseconds each) and, for what is a level
+//! rather than an event (workers connected, queue depth), set just before each scrape from
+//! state the replica holds or from aggregates it reads at most every few seconds — a scrape never
+//! scans a table.
+//!
+//! Every series carries the namespace. Label values come from names the server has checked
+//! (registered workflow names, queue names, statuses), so their number is bounded.
+
+use std::sync::LazyLock;
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::{Registry, Unit},
+};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceLabels {
+    pub namespace: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WorkflowLabels {
+    pub namespace: String,
+    pub workflow_name: String,
+    pub queue: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FinishedLabels {
+    pub namespace: String,
+    pub workflow_name: String,
+    pub queue: String,
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabels {
+    pub namespace: String,
+    pub queue: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueStatusLabels {
+    pub namespace: String,
+    pub queue: String,
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub namespace: String,
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RpcLabels {
+    pub method: String,
+    pub code: String,
+}
+
+/// A store call's name (`claim_workflows`): one of the store's own methods, a fixed set.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StoreCallLabels {
+    pub call: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StoreLabels {
+    pub namespace: String,
+    pub state: String,
+}
+
+/// Latency buckets in seconds, 0.5 ms to 60 s.
+fn latency() -> Histogram {
+    Histogram::new([
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    ])
+}
+
+/// Waiting and running times in seconds, 1 ms to a day.
+fn long_latency() -> Histogram {
+    Histogram::new([
+        0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 60.0, 300.0, 1800.0, 3600.0, 21600.0, 86400.0,
+    ])
+}
+
+type Latency = Family<WorkflowLabels, Histogram, fn() -> Histogram>;
+
+pub struct Metrics {
+    registry: Registry,
+    pub workflows_started: Family<WorkflowLabels, Counter>,
+    pub workflows_finished: Family<FinishedLabels, Counter>,
+    pub steps_recorded: Family<NamespaceLabels, Counter>,
+    /// From a workflow's start to its first dispatch.
+    pub start_to_dispatch: Latency,
+    /// From a workflow's first dispatch to its end.
+    pub dispatch_to_finish: Latency,
+    pub recoveries: Family<NamespaceLabels, Counter>,
+    pub dead_letters: Family<NamespaceLabels, Counter>,
+    pub wakeups: Family<KindLabels, Counter>,
+    pub rpc_requests: Family<RpcLabels, Counter>,
+    pub rpc_duration: Family<RpcLabels, Histogram, fn() -> Histogram>,
+    // Levels, set before each scrape.
+    pub workers_connected: Family<NamespaceLabels, Gauge>,
+    pub worker_credits: Family<KindLabels, Gauge>,
+    pub in_flight: Family<KindLabels, Gauge>,
+    pub waits: Family<NamespaceLabels, Gauge>,
+    pub queue_depth: Family<QueueStatusLabels, Gauge>,
+    pub queue_partitions: Family<QueueLabels, Gauge>,
+    pub queue_oldest_age: Family<QueueLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    pub store_call_duration: Family<StoreCallLabels, Histogram, fn() -> Histogram>,
+    pub store_connections: Family<StoreLabels, Gauge>,
+    pub store_reachable: Family<NamespaceLabels, Gauge>,
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let m = Metrics {
+            registry: Registry::with_prefix("waymark"),
+            workflows_started: Family::default(),
+            workflows_finished: Family::default(),
+            steps_recorded: Family::default(),
+            start_to_dispatch: Family::new_with_constructor(long_latency),
+            dispatch_to_finish: Family::new_with_constructor(long_latency),
+            recoveries: Family::default(),
+            dead_letters: Family::default(),
+            wakeups: Family::default(),
+            rpc_requests: Family::default(),
+            rpc_duration: Family::new_with_constructor(latency),
+            workers_connected: Family::default(),
+            worker_credits: Family::default(),
+            in_flight: Family::default(),
+            waits: Family::default(),
+            queue_depth: Family::default(),
+            queue_partitions: Family::default(),
+            queue_oldest_age: Family::default(),
+            store_call_duration: Family::new_with_constructor(latency),
+            store_connections: Family::default(),
+            store_reachable: Family::default(),
+        };
+        let mut r = m.registry;
+        r.register(
+            "workflows_started",
+            "Workflows started (by clients, parents and schedules)",
+            m.workflows_started.clone(),
+        );
+        r.register(
+            "workflows_finished",
+            "Workflows that reached a terminal status",
+            m.workflows_finished.clone(),
+        );
+        r.register("steps_recorded", "Step results made durable", m.steps_recorded.clone());
+        r.register_with_unit(
+            "start_to_dispatch",
+            "From a workflow's start to its first dispatch to a worker",
+            Unit::Seconds,
+            m.start_to_dispatch.clone(),
+        );
+        r.register_with_unit(
+            "dispatch_to_finish",
+            "From a workflow's first dispatch to its end",
+            Unit::Seconds,
+            m.dispatch_to_finish.clone(),
+        );
+        r.register(
+            "recoveries",
+            "Workflows taken back from a lost worker and queued again",
+            m.recoveries.clone(),
+        );
+        r.register(
+            "dead_letters",
+            "Workflows recovered too often (MAX_RECOVERY_ATTEMPTS_EXCEEDED)",
+            m.dead_letters.clone(),
+        );
+        r.register(
+            "wakeups",
+            "Wakeups pushed to workers, by what woke them",
+            m.wakeups.clone(),
+        );
+        r.register(
+            "rpc_requests",
+            "gRPC calls answered, by method and code",
+            m.rpc_requests.clone(),
+        );
+        r.register_with_unit(
+            "rpc_duration",
+            "Time to answer a gRPC call (to the first response for streams)",
+            Unit::Seconds,
+            m.rpc_duration.clone(),
+        );
+        r.register(
+            "workers_connected",
+            "Worker streams open on this replica",
+            m.workers_connected.clone(),
+        );
+        r.register(
+            "worker_credits",
+            "Credits workers on this replica have left (kind: workflow or step)",
+            m.worker_credits.clone(),
+        );
+        r.register(
+            "in_flight",
+            "Workflows and remote-step attempts held by workers on this replica",
+            m.in_flight.clone(),
+        );
+        r.register(
+            "waits",
+            "Waits registered on this replica (places taken)",
+            m.waits.clone(),
+        );
+        r.register(
+            "queue_depth",
+            "Unfinished workflows by queue and status (ENQUEUED, PENDING, DELAYED); read at most every few seconds",
+            m.queue_depth.clone(),
+        );
+        r.register(
+            "queue_partitions",
+            "Partitions with enqueued workflows, by queue",
+            m.queue_partitions.clone(),
+        );
+        r.register_with_unit(
+            "queue_oldest_enqueued_age",
+            "Age of the oldest ENQUEUED workflow, by queue",
+            Unit::Seconds,
+            m.queue_oldest_age.clone(),
+        );
+        r.register_with_unit(
+            "store_call_duration",
+            "Time a store call took (every replica and namespace), by call",
+            Unit::Seconds,
+            m.store_call_duration.clone(),
+        );
+        r.register(
+            "store_connections",
+            "Database connections of this replica (state: idle or in_use)",
+            m.store_connections.clone(),
+        );
+        r.register(
+            "store_reachable",
+            "1 while the database answers this replica's pings",
+            m.store_reachable.clone(),
+        );
+        Metrics { registry: r, ..m }
+    }
+
+    /// The registry in the OpenMetrics text format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String");
+        out
+    }
+
+    /// Forgets the levels set at the last scrape (a queue or namespace gone since).
+    pub fn clear_levels(&self) {
+        self.workers_connected.clear();
+        self.worker_credits.clear();
+        self.in_flight.clear();
+        self.waits.clear();
+        self.queue_depth.clear();
+        self.queue_partitions.clear();
+        self.queue_oldest_age.clear();
+        self.store_connections.clear();
+        self.store_reachable.clear();
+    }
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    &METRICS
+}
+
+/// A namespace's label, for the counters its engine bumps.
+pub fn ns(namespace: &str) -> NamespaceLabels {
+    NamespaceLabels {
+        namespace: namespace.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_encodes_as_openmetrics_text() {
+        let m = Metrics::new();
+        m.workflows_started
+            .get_or_create(&WorkflowLabels {
+                namespace: "default".into(),
+                workflow_name: "greet".into(),
+                queue: "default".into(),
+            })
+            .inc();
+        m.start_to_dispatch
+            .get_or_create(&WorkflowLabels {
+                namespace: "default".into(),
+                workflow_name: "greet".into(),
+                queue: "default".into(),
+            })
+            .observe(0.002);
+        let text = m.encode();
+        assert!(
+            text.contains(
+                r#"waymark_workflows_started_total{namespace="default",workflow_name="greet",queue="default"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE waymark_start_to_dispatch_seconds histogram"),
+            "{text}"
+        );
+        assert!(text.trim_end().ends_with("# EOF"), "{text}");
+    }
+}
