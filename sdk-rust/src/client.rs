@@ -69,6 +69,24 @@ pub struct ListOptions {
     pub created_before_ms: Option<i64>,
     pub page_size: i32,
     pub page_token: Option<String>,
+    /// Running on, or last run by, this worker id.
+    pub worker_id: Option<String>,
+    /// Pinned to this application version.
+    pub app_version: Option<String>,
+    /// Children of this workflow.
+    pub parent_workflow_id: Option<String>,
+    /// Count every match too ([`WorkflowPage::total`]); first page only.
+    pub include_total: bool,
+}
+
+/// One page of workflows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkflowPage {
+    pub workflows: Vec<WorkflowInfo>,
+    /// The token of the next page; `None` on the last.
+    pub next_page_token: Option<String>,
+    /// How many workflows match, when `include_total` was asked on the first page.
+    pub total: Option<u64>,
 }
 
 pub(crate) fn timestamp(ms: i64) -> prost_types::Timestamp {
@@ -84,6 +102,8 @@ pub struct Client {
     pub(crate) queues: QueueServiceClient<Transport>,
     pub(crate) schedules: ScheduleServiceClient<Transport>,
     pub(crate) admin: AdminServiceClient<Transport>,
+    /// For services used now and then (a client made per call).
+    pub(crate) channel: Transport,
     /// How long calls that are safe to repeat are sent again while the server answers
     /// UNAVAILABLE (see [`Client::resend_for`]).
     pub(crate) resend_for: Duration,
@@ -105,7 +125,8 @@ impl Client {
             rpc: WorkflowServiceClient::new(channel.clone()).max_decoding_message_size(64 * 1024 * 1024),
             queues: QueueServiceClient::new(channel.clone()),
             schedules: ScheduleServiceClient::new(channel.clone()),
-            admin: AdminServiceClient::new(channel),
+            admin: AdminServiceClient::new(channel.clone()),
+            channel,
             resend_for: Duration::from_secs(60),
         })
     }
@@ -237,6 +258,12 @@ impl Client {
 
     /// One page of workflows and the token of the next page (None on the last page).
     pub async fn list(&self, options: ListOptions) -> Result<(Vec<WorkflowInfo>, Option<String>), Error> {
+        let page = self.list_page(options).await?;
+        Ok((page.workflows, page.next_page_token))
+    }
+
+    /// One page of workflows, with the count of all matches when asked for.
+    pub async fn list_page(&self, options: ListOptions) -> Result<WorkflowPage, Error> {
         let r = self
             .rpc
             .clone()
@@ -248,11 +275,18 @@ impl Client {
                 created_before: options.created_before_ms.map(timestamp),
                 page_size: options.page_size,
                 page_token: options.page_token.unwrap_or_default(),
+                worker_id: options.worker_id.unwrap_or_default(),
+                app_version: options.app_version.unwrap_or_default(),
+                parent_workflow_id: options.parent_workflow_id.unwrap_or_default(),
+                include_total: options.include_total,
             })
             .await?
             .into_inner();
-        let next = (!r.next_page_token.is_empty()).then_some(r.next_page_token);
-        Ok((r.workflows.into_iter().map(WorkflowInfo::from).collect(), next))
+        Ok(WorkflowPage {
+            next_page_token: (!r.next_page_token.is_empty()).then_some(r.next_page_token),
+            total: r.total,
+            workflows: r.workflows.into_iter().map(WorkflowInfo::from).collect(),
+        })
     }
 
     pub async fn steps(&self, workflow_id: &str) -> Result<Vec<StepInfo>, Error> {

@@ -243,6 +243,19 @@ impl Interceptor for Credentials {
         if let Some(n) = &self.namespace {
             req.metadata_mut().insert("waymark-namespace", n.clone());
         }
+        // The caller's current span (OpenTelemetry), so the server's spans and the work it
+        // starts join the caller's trace.
+        if let Some(t) = crate::tracing_ctx::current_wire() {
+            if let Ok(v) = t.traceparent.parse() {
+                req.metadata_mut().insert("traceparent", v);
+            }
+            match t.tracestate.parse() {
+                Ok(v) if !t.tracestate.is_empty() => {
+                    req.metadata_mut().insert("tracestate", v);
+                }
+                _ => {}
+            }
+        }
         Ok(req)
     }
 }

@@ -29,23 +29,26 @@ mod queues;
 mod resend;
 mod retry;
 mod schedules;
+mod tracing_ctx;
 mod types;
 mod worker;
+mod workers;
 
-pub use client::{Client, ListOptions, StartOptions};
+pub use client::{Client, ListOptions, StartOptions, WorkflowPage};
 pub use connection::ConnectOptions;
 pub use error::{Error, WorkflowError};
 pub use keys::{ApiKeyInfo, ApiKeySpec, Role};
 pub use namespaces::NamespaceInfo;
-pub use queues::{QueueInfo, QueueLimits, QueueUpdate};
+pub use queues::{QueueInfo, QueueLimits, QueueStats, QueueUpdate};
 pub use retry::RetryPolicy;
 pub use schedules::{ScheduleDef, ScheduleInfo, ScheduleRun, ScheduleUpdate};
-pub use types::{EventInfo, Failure, MessageInfo, Started, StepInfo, WorkflowInfo, WorkflowStatus};
+pub use types::{EventInfo, Failure, MessageInfo, Started, StepInfo, WaitingOn, WorkflowInfo, WorkflowStatus};
 pub use worker::{
     context::{Awaitable, StepHandle, StepOptions, WorkflowContext},
     replayer::{RecordedFailure, RecordedHistory, RecordedStep, Replayed, Replayer},
     Worker, WorkerBuilder,
 };
+pub use workers::WorkerInfo;
 
 /// Generated wire types, for programs that need the raw contract.
 pub use waymark_proto::v1 as proto;

@@ -27,6 +27,20 @@ pub struct QueueInfo {
     pub limits: QueueLimits,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
+    /// What it holds now (as the server read it when answering).
+    pub stats: QueueStats,
+}
+
+/// How much unfinished work a queue holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueStats {
+    pub enqueued: u64,
+    pub pending: u64,
+    pub delayed: u64,
+    /// How long its oldest ENQUEUED workflow has waited; `None` when none is enqueued.
+    pub oldest_enqueued_age_ms: Option<i64>,
+    /// Partition keys among its ENQUEUED workflows.
+    pub partitions: u64,
 }
 
 /// Which limits an update changes: `Some(v)` sets one (`Some(None)` removes it); `None` leaves
@@ -78,6 +92,18 @@ impl From<v1::Queue> for QueueInfo {
             },
             created_at_ms: ms(q.created_at.as_ref()),
             updated_at_ms: ms(q.updated_at.as_ref()),
+            stats: q
+                .stats
+                .map(|s| QueueStats {
+                    enqueued: s.enqueued,
+                    pending: s.pending,
+                    delayed: s.delayed,
+                    oldest_enqueued_age_ms: s
+                        .oldest_enqueued_age
+                        .map(|d| d.seconds * 1000 + d.nanos as i64 / 1_000_000),
+                    partitions: s.partitions,
+                })
+                .unwrap_or_default(),
             name: q.name,
         }
     }

@@ -118,6 +118,96 @@ pub struct WorkflowInfo {
     pub started_at_ms: i64,
     /// While DELAYED: when it goes back to its queue (Unix ms); 0 otherwise.
     pub wake_at_ms: i64,
+    /// What it waits for, when it waits and the server can tell (see `GetWorkflow`).
+    pub waiting_on: Option<WaitingOn>,
+    /// The W3C `traceparent` of the span that started it; empty for none.
+    pub traceparent: String,
+}
+
+/// What a waiting workflow waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum WaitingOn {
+    /// A durable sleep or a delayed start, until `until_ms`.
+    Timer {
+        until_ms: i64,
+    },
+    Message {
+        topic: String,
+        until_ms: i64,
+    },
+    Event {
+        workflow_id: String,
+        key: String,
+        until_ms: i64,
+    },
+    /// Another workflow (a child) to finish.
+    Workflow {
+        workflow_id: String,
+        until_ms: i64,
+    },
+    /// A remote step's result (`attempt` 0 before its first).
+    RemoteStep {
+        step_id: u32,
+        step_name: String,
+        attempt: u32,
+        until_ms: i64,
+    },
+}
+
+impl WaitingOn {
+    fn from_wire(w: v1::WaitingOn) -> Option<WaitingOn> {
+        use v1::waiting_on::What;
+        let until_ms = ms(w.until.as_ref());
+        Some(match w.what? {
+            What::Timer(_) => WaitingOn::Timer { until_ms },
+            What::MessageTopic(topic) => WaitingOn::Message { topic, until_ms },
+            What::Event(e) => WaitingOn::Event {
+                workflow_id: e.workflow_id,
+                key: e.key,
+                until_ms,
+            },
+            What::WorkflowId(workflow_id) => WaitingOn::Workflow { workflow_id, until_ms },
+            What::RemoteStep(s) => WaitingOn::RemoteStep {
+                step_id: s.step_id,
+                step_name: s.step_name,
+                attempt: s.attempt,
+                until_ms,
+            },
+        })
+    }
+
+    /// When the wait ends if nothing comes (Unix ms); 0 for never.
+    pub fn until_ms(&self) -> i64 {
+        self.parts().1
+    }
+
+    /// What it waits for, for people: `a message on "orders"`.
+    pub fn describe(&self) -> String {
+        self.parts().0
+    }
+
+    fn parts(&self) -> (String, i64) {
+        match self {
+            WaitingOn::Timer { until_ms } => ("a timer".to_string(), *until_ms),
+            WaitingOn::Message { topic, until_ms } => (format!("a message on {topic:?}"), *until_ms),
+            WaitingOn::Event {
+                workflow_id,
+                key,
+                until_ms,
+            } => (format!("event {key:?} of workflow {workflow_id}"), *until_ms),
+            WaitingOn::Workflow { workflow_id, until_ms } => (format!("workflow {workflow_id}"), *until_ms),
+            WaitingOn::RemoteStep {
+                step_id,
+                step_name,
+                attempt,
+                until_ms,
+            } => (
+                format!("remote step {step_name:?} (step {step_id}, attempt {attempt})"),
+                *until_ms,
+            ),
+        }
+    }
 }
 
 impl WorkflowInfo {
@@ -247,6 +337,8 @@ impl From<v1::Workflow> for WorkflowInfo {
             wake_at_ms: ms(w.wake_at.as_ref()),
             partition_key: w.partition_key,
             dedup_id: w.dedup_id,
+            waiting_on: w.waiting_on.and_then(WaitingOn::from_wire),
+            traceparent: w.trace_context.map(|t| t.traceparent).unwrap_or_default(),
         }
     }
 }

@@ -187,6 +187,7 @@ pub(crate) fn start(
     let delivered = super::context::Deliveries::default();
     let records = Arc::new(super::records::Records::default());
     let f = config.workflows.get(&d.workflow_name).cloned();
+    let span = crate::tracing_ctx::workflow(&d);
     let ctx = WorkflowContext::new(
         &d,
         conn.clone(),
@@ -195,7 +196,8 @@ pub(crate) fn start(
         delivered.clone(),
         records.clone(),
         config.park_after,
-    );
+    )
+    .traced(span.clone());
     let (workflow_id, epoch) = (d.workflow_id.clone(), d.epoch);
     let input = json::from_payload(d.input.as_ref());
     let task = tokio::spawn(async move {
@@ -205,8 +207,14 @@ pub(crate) fn start(
                 format!("this worker has no workflow named {:?}", d.workflow_name),
             )),
             (_, Err(e)) => Err(WorkflowError::Serialization(e.to_string())),
-            (Some(f), Ok(input)) => f(ctx, input).await,
+            // The workflow's own spans, if it makes any, hang under its run's.
+            (Some(f), Ok(input)) => opentelemetry::context::FutureExt::with_context(f(ctx, input), span.clone()).await,
         };
+        let failed = match &result {
+            Err(e) if !e.is_interruption() => Some(e.to_string()),
+            _ => None,
+        };
+        crate::tracing_ctx::end(&span, failed);
         let outcome = match result.and_then(|v| conn.limits.payload("the workflow's output", &v)) {
             Ok(p) => Some(v1::complete_workflow::Outcome::Output(p)),
             Err(e) if e.is_interruption() => {
@@ -285,6 +293,14 @@ pub(crate) fn start(
 /// deadline is abandoned: the server has failed it already and refuses a late result.
 async fn run_step(config: Arc<WorkerConfig>, conn: Arc<Conn>, d: v1::DispatchStep) {
     let f = config.steps.get(&d.step_name).cloned();
+    let mut attributes = crate::tracing_ctx::step_attributes(&d.workflow_id, d.step_id, &d.step_name);
+    attributes.push(opentelemetry::KeyValue::new("waymark.step.attempt", d.attempt as i64));
+    let span = crate::tracing_ctx::open(
+        format!("step {}", d.step_name),
+        opentelemetry::trace::SpanKind::Consumer,
+        &crate::tracing_ctx::parent(d.trace_context.as_ref()),
+        attributes,
+    );
     let result = match (f, json::from_payload(d.input.as_ref())) {
         (None, _) => Err(format!("this worker has no step named {:?}", d.step_name)),
         (_, Err(e)) => Err(format!("step input is not JSON: {e}")),
@@ -294,12 +310,17 @@ async fn run_step(config: Arc<WorkerConfig>, conn: Arc<Conn>, d: v1::DispatchSte
                 .as_ref()
                 .map(|t| t.seconds * 1000 + t.nanos as i64 / 1_000_000 - unix_ms())
                 .unwrap_or(i64::MAX);
-            match tokio::time::timeout(Duration::from_millis(left.max(0) as u64), f(input)).await {
+            let run = opentelemetry::context::FutureExt::with_context(f(input), span.clone());
+            match tokio::time::timeout(Duration::from_millis(left.max(0) as u64), run).await {
                 Ok(r) => r,
-                Err(_) => return,
+                Err(_) => {
+                    crate::tracing_ctx::end(&span, Some("the attempt ran past its deadline".into()));
+                    return;
+                }
             }
         }
     };
+    crate::tracing_ctx::end(&span, result.as_ref().err().cloned());
     let outcome = match result {
         Ok(v) => v1::step_result::Outcome::Output(json::to_payload(&v)),
         Err(message) => v1::step_result::Outcome::Failure(v1::Failure {

@@ -32,6 +32,14 @@ impl WorkflowContext {
                 return Ok(started.workflow_id);
             }
             inner.check_cancelled()?;
+            let mut attributes = crate::tracing_ctx::step_attributes(&inner.workflow_id, step_id, &name);
+            attributes.push(opentelemetry::KeyValue::new("waymark.workflow.name", name.clone()));
+            let span = crate::tracing_ctx::open(
+                format!("start child {name}"),
+                opentelemetry::trace::SpanKind::Producer,
+                &inner.otel,
+                attributes,
+            );
             let req = v1::StartChild {
                 workflow_id: inner.workflow_id.clone(),
                 epoch: inner.epoch,
@@ -40,8 +48,11 @@ impl WorkflowContext {
                 child_workflow_id: id,
                 input: Some(inner.conn.limits.payload("the child's input", &input?)?),
                 queue_name: String::new(),
+                trace_context: crate::tracing_ctx::wire(&span),
             };
-            match inner.request(worker_message::Kind::StartChild(req)).await? {
+            let answer = inner.request(worker_message::Kind::StartChild(req)).await;
+            crate::tracing_ctx::end(&span, answer.as_ref().err().map(|e| e.to_string()));
+            match answer? {
                 reply::Result::ChildStarted(c) => Ok(c.child_workflow_id),
                 reply::Result::Error(e) => Err(refused(e)),
                 _ => Err(WorkflowError::Disconnected),
@@ -63,37 +74,40 @@ impl WorkflowContext {
             let waiting_since = unix_ms();
             let outcome = match inner.builtin::<shapes::ChildOutcome>(step_id, names::AWAIT_CHILD)? {
                 Some(o) => o,
-                None => loop {
-                    inner.check_cancelled()?;
-                    let req = v1::AwaitChild {
-                        workflow_id: inner.workflow_id.clone(),
-                        epoch: inner.epoch,
-                        step_id,
-                        child_workflow_id: child_id.clone(),
-                    };
-                    let r = match inner.request(worker_message::Kind::AwaitChild(req)).await? {
-                        reply::Result::ChildResult(r) => r,
-                        reply::Result::Error(e) => return Err(refused(e)),
-                        _ => return Err(WorkflowError::Disconnected),
-                    };
-                    if r.outcome == v1::recv_result::Outcome::Delivered as i32 {
-                        break child_outcome(&r);
-                    }
-                    // Parked once it has waited past the threshold: children can run for days.
-                    match inner
-                        .park_after
-                        .map(|t| waiting_since.saturating_add(t.as_millis() as i64))
-                    {
-                        Some(at) if unix_ms() >= at => {
-                            let on = v1::park::On::AwaitedWorkflowId(child_id.clone());
-                            if inner.park(step_id, i64::MAX, on).await? {
-                                return Err(WorkflowError::Parked);
-                            }
+                None => {
+                    let _span = inner.wait_span("child", step_id, Some(("waymark.wait.workflow_id", child_id.clone())));
+                    loop {
+                        inner.check_cancelled()?;
+                        let req = v1::AwaitChild {
+                            workflow_id: inner.workflow_id.clone(),
+                            epoch: inner.epoch,
+                            step_id,
+                            child_workflow_id: child_id.clone(),
+                        };
+                        let r = match inner.request(worker_message::Kind::AwaitChild(req)).await? {
+                            reply::Result::ChildResult(r) => r,
+                            reply::Result::Error(e) => return Err(refused(e)),
+                            _ => return Err(WorkflowError::Disconnected),
+                        };
+                        if r.outcome == v1::recv_result::Outcome::Delivered as i32 {
+                            break child_outcome(&r);
                         }
-                        Some(at) => inner.wait_until(at, unix_ms()).await?,
-                        None => inner.wait_until(i64::MAX, 0).await?,
+                        // Parked once it has waited past the threshold: children can run for days.
+                        match inner
+                            .park_after
+                            .map(|t| waiting_since.saturating_add(t.as_millis() as i64))
+                        {
+                            Some(at) if unix_ms() >= at => {
+                                let on = v1::park::On::AwaitedWorkflowId(child_id.clone());
+                                if inner.park(step_id, i64::MAX, on).await? {
+                                    return Err(WorkflowError::Parked);
+                                }
+                            }
+                            Some(at) => inner.wait_until(at, unix_ms()).await?,
+                            None => inner.wait_until(i64::MAX, 0).await?,
+                        }
                     }
-                },
+                }
             };
             child_result(&child_id, outcome)
         }

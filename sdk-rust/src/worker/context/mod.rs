@@ -58,6 +58,8 @@ struct Inner {
     /// Replaying offline (a [`Replayer`](crate::Replayer)): a call the history does not record
     /// ends the run with `HistoryEnded` instead of going live, and nothing waits.
     offline: bool,
+    /// The run's span (OpenTelemetry): the parent of its steps', calls' and children's.
+    otel: opentelemetry::Context,
 }
 
 impl WorkflowContext {
@@ -84,8 +86,15 @@ impl WorkflowContext {
                 records,
                 park_after,
                 offline: false,
+                otel: opentelemetry::Context::new(),
             }),
         }
+    }
+
+    /// The same context, its spans under the run's span `cx`.
+    pub(crate) fn traced(mut self, cx: opentelemetry::Context) -> Self {
+        Arc::get_mut(&mut self.inner).expect("not shared yet").otel = cx;
+        self
     }
 
     /// A context that replays `d`'s steps and goes no further (see [`Inner::offline`]).
@@ -161,9 +170,16 @@ impl WorkflowContext {
             }
             // This step may depend on the ones before: their records are durable first.
             inner.flush().await?;
+            let span = crate::tracing_ctx::open(
+                format!("step {name}"),
+                opentelemetry::trace::SpanKind::Internal,
+                &inner.otel,
+                crate::tracing_ctx::step_attributes(&inner.workflow_id, step_id, &name),
+            );
             let mut attempt = 1;
             let result = loop {
-                match f().await {
+                // The step's own spans, if it makes any, hang under its span.
+                match opentelemetry::context::FutureExt::with_context(f(), span.clone()).await {
                     Ok(v) => break Ok(v),
                     Err(e) if attempt >= policy.max_attempts => break Err(e.to_string()),
                     Err(e) => {
@@ -192,6 +208,7 @@ impl WorkflowContext {
                 }
                 Err(message) => Err(("StepFailed", message)),
             };
+            crate::tracing_ctx::end(&span, result.as_ref().err().map(|(_, m)| m.clone()));
             let outcome = match &result {
                 Ok((_, p)) => v1::record_step::Outcome::Output(p.clone()),
                 Err((kind, message)) => v1::record_step::Outcome::Failure(v1::Failure {
@@ -208,6 +225,24 @@ impl WorkflowContext {
 }
 
 impl Inner {
+    /// The span of a wait this run does now (`wait sleep`, `wait recv` …): it ends when the
+    /// returned context is dropped, however the wait ends.
+    fn wait_span(&self, kind: &str, step_id: u32, detail: Option<(&'static str, String)>) -> opentelemetry::Context {
+        let mut attributes = vec![
+            opentelemetry::KeyValue::new("waymark.workflow.id", self.workflow_id.clone()),
+            opentelemetry::KeyValue::new("waymark.step.id", step_id as i64),
+        ];
+        if let Some((key, value)) = detail {
+            attributes.push(opentelemetry::KeyValue::new(key, value));
+        }
+        crate::tracing_ctx::open(
+            format!("wait {kind}"),
+            opentelemetry::trace::SpanKind::Internal,
+            &self.otel,
+            attributes,
+        )
+    }
+
     /// Sends a request for this workflow, after the step records it holds back.
     async fn request(&self, kind: worker_message::Kind) -> Result<reply::Result, WorkflowError> {
         self.live(step_of(&kind))?;
@@ -389,3 +424,5 @@ pub(crate) fn refused(e: v1::ReplyError) -> WorkflowError {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tracing_tests;

@@ -39,6 +39,8 @@ pub struct StepHandle {
     name: String,
     input: v1::Payload,
     options: StepOptions,
+    /// The `call` span, when this run made the call (not when it replayed it).
+    span: Option<opentelemetry::Context>,
 }
 
 /// Something a workflow can wait for alongside others: a child (or any) workflow finishing, or
@@ -84,6 +86,7 @@ impl Inner {
                 max_interval: Some(duration(r.max_interval)),
             }),
             timeout: h.options.timeout.map(duration),
+            trace_context: h.span.as_ref().and_then(crate::tracing_ctx::wire),
         };
         match self.request(worker_message::Kind::CallStep(req)).await? {
             reply::Result::CallResult(r) => Ok(r),
@@ -157,17 +160,24 @@ impl WorkflowContext {
         let name = name.to_string();
         let input = serde_json::to_value(input);
         async move {
-            let handle = StepHandle {
+            let mut handle = StepHandle {
                 step_id,
                 name,
                 input: inner.conn.limits.payload("the remote step's input", &input?)?,
                 options,
+                span: None,
             };
             // Recorded: called before, and its result (when it has one) is read by step_result.
             if inner.history.at(step_id, &handle.name)?.is_some() {
                 return Ok(handle);
             }
             inner.check_cancelled()?;
+            handle.span = Some(crate::tracing_ctx::open(
+                format!("call {}", handle.name),
+                opentelemetry::trace::SpanKind::Client,
+                &inner.otel,
+                crate::tracing_ctx::step_attributes(&inner.workflow_id, step_id, &handle.name),
+            ));
             inner.call(&handle).await?;
             Ok(handle)
         }
@@ -190,6 +200,9 @@ impl WorkflowContext {
                 inner.check_cancelled()?;
                 let r = inner.call(&h).await?;
                 if r.outcome == v1::recv_result::Outcome::Delivered as i32 {
+                    if let Some(span) = &h.span {
+                        crate::tracing_ctx::end(span, r.failure.as_ref().map(|f| f.message.clone()));
+                    }
                     let rec = v1::Step {
                         step_id: h.step_id,
                         name: h.name.clone(),
@@ -245,6 +258,7 @@ impl WorkflowContext {
             if targets.is_empty() {
                 return Err(WorkflowError::failed("InvalidArgument", "nothing to wait for"));
             }
+            let _span = inner.wait_span("select", step_id, None);
             Ok(inner.select(step_id, &targets, all).await? as usize)
         }
     }

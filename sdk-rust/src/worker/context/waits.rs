@@ -40,6 +40,8 @@ impl WorkflowContext {
                     wake_at
                 }
             };
+            // Waiting now (a replay of a sleep already over does not).
+            let _span = (unix_ms() < wake_at).then(|| inner.wait_span("sleep", step_id, None));
             if inner.should_park(wake_at, unix_ms()) && inner.park(step_id, wake_at, v1::park::On::Timer(true)).await? {
                 return Err(WorkflowError::Parked);
             }
@@ -74,7 +76,8 @@ impl WorkflowContext {
                 })
             };
             let park_on = v1::park::On::Topic(topic.clone());
-            let got = inner.durable_wait(steps, timeout, park_on, request).await?;
+            let span = ("recv", ("waymark.wait.topic", topic.clone()));
+            let got = inner.durable_wait(steps, timeout, park_on, span, request).await?;
             got.map(|m| serde_json::from_value(m).map_err(WorkflowError::from))
                 .transpose()
         }
@@ -104,7 +107,8 @@ impl WorkflowContext {
                 workflow_id: target.clone(),
                 key: key.clone(),
             });
-            let got = inner.durable_wait(steps, timeout, park_on, request).await?;
+            let span = ("event", ("waymark.wait.key", key.clone()));
+            let got = inner.durable_wait(steps, timeout, park_on, span, request).await?;
             got.map(|v| serde_json::from_value(v).map_err(WorkflowError::from))
                 .transpose()
         }
@@ -120,6 +124,7 @@ impl Inner {
         (deadline_step, kind): (u32, WaitKind),
         timeout: Duration,
         park_on: v1::park::On,
+        (span_kind, detail): (&str, (&'static str, String)),
         request: impl Fn(u32, i64) -> worker_message::Kind,
     ) -> Result<Option<serde_json::Value>, WorkflowError> {
         let result_step = deadline_step + 1;
@@ -143,6 +148,7 @@ impl Inner {
             Some(Waited::Delivered(v)) => return Ok(Some(v)),
             None => {}
         }
+        let _span = self.wait_span(span_kind, deadline_step, Some(detail));
         loop {
             self.check_cancelled()?;
             // The server may have completed the wait itself and sent the answer with the wakeup.
