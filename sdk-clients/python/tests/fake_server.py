@@ -79,14 +79,19 @@ class FakeServer:
         *,
         steps: Iterable[types_pb2.Step] = (),
         epoch: int = 1,
+        recovery_attempts: int = 0,
+        traceparent: str = "",
     ) -> Run:
-        """Dispatches a workflow to the session; `steps` are its recorded history."""
+        """Dispatches a workflow to the session; `steps` are its recorded history, `traceparent`
+        the trace it goes on (`DispatchWorkflow.trace_context`)."""
         d = worker_pb2.DispatchWorkflow(
             workflow_id=workflow_id,
             workflow_name=name,
             epoch=epoch,
             input=to_payload(input),
             steps=steps,
+            recovery_attempts=recovery_attempts,
+            trace_context=types_pb2.TraceContext(traceparent=traceparent),
         )
         self.session._handle(worker_pb2.ServerMessage(dispatch_workflow=d))
         return self.session.running[workflow_id]

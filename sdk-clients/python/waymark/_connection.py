@@ -24,6 +24,8 @@ from typing import Any, TypeAlias
 
 import grpc
 
+from . import _tracing
+
 DEFAULT_SERVER = "127.0.0.1:7450"
 
 ENV_SERVER = "WAYMARK_SERVER"
@@ -135,14 +137,18 @@ def open_channel(c: Connection) -> grpc.aio.Channel:
     """A channel to the server whose every call — unary, streaming either way — carries the
     connection's metadata."""
     md = c.metadata()
+    # With OpenTelemetry installed, each unary call also carries the caller's current span.
+    traced = _tracing.otel() is not None
     interceptors: list[grpc.aio.ClientInterceptor] | None = None
     if md:
         interceptors = [
-            _UnaryUnary(md),
+            _UnaryUnary(md, traced),
             _UnaryStream(md),
             _StreamUnary(md),
             _StreamStream(md),
         ]
+    elif traced:
+        interceptors = [_UnaryUnary(md, traced)]
     if not c.tls:
         return grpc.aio.insecure_channel(
             c.target, options=CHANNEL_OPTIONS, interceptors=interceptors
@@ -228,13 +234,19 @@ Md = tuple[tuple[str, str], ...]
 
 
 class _WithMetadata:
-    """Adds the connection's metadata in front of a call's own."""
+    """Adds the connection's metadata in front of a call's own, and with `traced` the context
+    of the caller's current span (see `_tracing.outgoing_metadata`): interceptors run in the
+    calling task's context, so the current span there is the caller's."""
 
-    def __init__(self, metadata: Md) -> None:
+    def __init__(self, metadata: Md, traced: bool = False) -> None:
         self._metadata = metadata
+        self._traced = traced
 
     def details(self, d: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
         md = grpc.aio.Metadata(*self._metadata)
+        if self._traced:
+            for key, value in _tracing.outgoing_metadata():
+                md.add(key, value)
         for k, v in d.metadata or ():
             md.add(k, v)
         return grpc.aio.ClientCallDetails(d.method, d.timeout, md, d.credentials, d.wait_for_ready)

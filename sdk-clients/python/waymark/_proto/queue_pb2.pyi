@@ -32,6 +32,7 @@ class Queue(_message.Message):
     PARTITION_CONCURRENCY_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     UPDATED_AT_FIELD_NUMBER: _builtins.int
+    STATS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """1-256 characters."""
     worker_concurrency: _builtins.int
@@ -48,6 +49,12 @@ class Queue(_message.Message):
     def created_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
     def updated_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def stats(self) -> Global___QueueStats:
+        """What the queue holds now (read-only; ignored in create and update). Read from the
+        database when the queue is read, over unfinished workflows only.
+        """
+
     def __init__(
         self,
         *,
@@ -58,10 +65,11 @@ class Queue(_message.Message):
         partition_concurrency: _builtins.int | None = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         updated_at: _timestamp_pb2.Timestamp | None = ...,
+        stats: Global___QueueStats | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_global_concurrency", b"_global_concurrency", "_partition_concurrency", b"_partition_concurrency", "_worker_concurrency", b"_worker_concurrency", "created_at", b"created_at", "global_concurrency", b"global_concurrency", "partition_concurrency", b"partition_concurrency", "rate_limit", b"rate_limit", "updated_at", b"updated_at", "worker_concurrency", b"worker_concurrency"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_global_concurrency", b"_global_concurrency", "_partition_concurrency", b"_partition_concurrency", "_worker_concurrency", b"_worker_concurrency", "created_at", b"created_at", "global_concurrency", b"global_concurrency", "partition_concurrency", b"partition_concurrency", "rate_limit", b"rate_limit", "stats", b"stats", "updated_at", b"updated_at", "worker_concurrency", b"worker_concurrency"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_global_concurrency", b"_global_concurrency", "_partition_concurrency", b"_partition_concurrency", "_worker_concurrency", b"_worker_concurrency", "created_at", b"created_at", "global_concurrency", b"global_concurrency", "name", b"name", "partition_concurrency", b"partition_concurrency", "rate_limit", b"rate_limit", "updated_at", b"updated_at", "worker_concurrency", b"worker_concurrency"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_global_concurrency", b"_global_concurrency", "_partition_concurrency", b"_partition_concurrency", "_worker_concurrency", b"_worker_concurrency", "created_at", b"created_at", "global_concurrency", b"global_concurrency", "name", b"name", "partition_concurrency", b"partition_concurrency", "rate_limit", b"rate_limit", "stats", b"stats", "updated_at", b"updated_at", "worker_concurrency", b"worker_concurrency"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__global_concurrency: _TypeAlias = _typing.Literal["global_concurrency"]  # noqa: Y015
     _WhichOneofArgType__global_concurrency: _TypeAlias = _typing.Literal["_global_concurrency", b"_global_concurrency"]  # noqa: Y015
@@ -77,6 +85,48 @@ class Queue(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__worker_concurrency) -> _WhichOneofReturnType__worker_concurrency | None: ...
 
 Global___Queue: _TypeAlias = Queue  # noqa: Y015
+
+@_typing.final
+class QueueStats(_message.Message):
+    """How much unfinished work a queue holds."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENQUEUED_FIELD_NUMBER: _builtins.int
+    PENDING_FIELD_NUMBER: _builtins.int
+    DELAYED_FIELD_NUMBER: _builtins.int
+    OLDEST_ENQUEUED_AGE_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    enqueued: _builtins.int
+    """Waiting for a worker."""
+    pending: _builtins.int
+    """Running on a worker."""
+    delayed: _builtins.int
+    """Waiting for a start time, a timer or a parked wait."""
+    partitions: _builtins.int
+    """Distinct partition keys among the ENQUEUED workflows."""
+    @_builtins.property
+    def oldest_enqueued_age(self) -> _duration_pb2.Duration:
+        """How long the oldest ENQUEUED workflow has waited since it was started; unset when none
+        is enqueued.
+        """
+
+    def __init__(
+        self,
+        *,
+        enqueued: _builtins.int = ...,
+        pending: _builtins.int = ...,
+        delayed: _builtins.int = ...,
+        oldest_enqueued_age: _duration_pb2.Duration | None = ...,
+        partitions: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["oldest_enqueued_age", b"oldest_enqueued_age"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delayed", b"delayed", "enqueued", b"enqueued", "oldest_enqueued_age", b"oldest_enqueued_age", "partitions", b"partitions", "pending", b"pending"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueStats: _TypeAlias = QueueStats  # noqa: Y015
 
 @_typing.final
 class RateLimit(_message.Message):

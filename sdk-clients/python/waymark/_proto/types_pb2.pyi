@@ -166,6 +166,8 @@ class Workflow(_message.Message):
     DEDUP_ID_FIELD_NUMBER: _builtins.int
     STARTED_AT_FIELD_NUMBER: _builtins.int
     WAKE_AT_FIELD_NUMBER: _builtins.int
+    TRACE_CONTEXT_FIELD_NUMBER: _builtins.int
+    WAITING_ON_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     workflow_name: _builtins.str
     status: Global___WorkflowStatus.ValueType
@@ -215,7 +217,20 @@ class Workflow(_message.Message):
     def wake_at(self) -> _timestamp_pb2.Timestamp:
         """While DELAYED: when it goes back to its queue (a delayed start, or a parked wait's
         timeout).
-        Fields 21-39 are kept for what the next features add.
+        """
+
+    @_builtins.property
+    def trace_context(self) -> Global___TraceContext:
+        """The trace the workflow belongs to: the span that started it (see `TraceContext`). Empty
+        when it was started with none.
+        """
+
+    @_builtins.property
+    def waiting_on(self) -> Global___WaitingOn:
+        """What the workflow waits for, when it waits: always for a parked workflow (DELAYED); for one
+        waiting on its worker (PENDING), when the replica that answers holds the wait. Unset when
+        it does not wait, or the answering replica cannot tell.
+        Fields 23-39 are kept for what the next features add.
         """
 
     def __init__(
@@ -241,14 +256,150 @@ class Workflow(_message.Message):
         dedup_id: _builtins.str = ...,
         started_at: _timestamp_pb2.Timestamp | None = ...,
         wake_at: _timestamp_pb2.Timestamp | None = ...,
+        trace_context: Global___TraceContext | None = ...,
+        waiting_on: Global___WaitingOn | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "deadline", b"deadline", "failure", b"failure", "input", b"input", "output", b"output", "started_at", b"started_at", "updated_at", b"updated_at", "wake_at", b"wake_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "deadline", b"deadline", "failure", b"failure", "input", b"input", "output", b"output", "started_at", b"started_at", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_at", b"created_at", "deadline", b"deadline", "dedup_id", b"dedup_id", "epoch", b"epoch", "failure", b"failure", "input", b"input", "output", b"output", "parent_workflow_id", b"parent_workflow_id", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "recovery_attempts", b"recovery_attempts", "started_at", b"started_at", "status", b"status", "updated_at", b"updated_at", "wake_at", b"wake_at", "worker_id", b"worker_id", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_at", b"created_at", "deadline", b"deadline", "dedup_id", b"dedup_id", "epoch", b"epoch", "failure", b"failure", "input", b"input", "output", b"output", "parent_workflow_id", b"parent_workflow_id", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "recovery_attempts", b"recovery_attempts", "started_at", b"started_at", "status", b"status", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at", "worker_id", b"worker_id", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Workflow: _TypeAlias = Workflow  # noqa: Y015
+
+@_typing.final
+class WaitingOn(_message.Message):
+    """What a waiting workflow waits for."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIMER_FIELD_NUMBER: _builtins.int
+    MESSAGE_TOPIC_FIELD_NUMBER: _builtins.int
+    EVENT_FIELD_NUMBER: _builtins.int
+    WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    REMOTE_STEP_FIELD_NUMBER: _builtins.int
+    UNTIL_FIELD_NUMBER: _builtins.int
+    timer: _builtins.bool
+    """A durable sleep, until `until`."""
+    message_topic: _builtins.str
+    """A message on this topic."""
+    workflow_id: _builtins.str
+    """Another workflow (a child) to finish."""
+    @_builtins.property
+    def event(self) -> Global___WaitedEvent:
+        """An event of a workflow."""
+
+    @_builtins.property
+    def remote_step(self) -> Global___WaitedStep:
+        """A remote step's result."""
+
+    @_builtins.property
+    def until(self) -> _timestamp_pb2.Timestamp:
+        """When the wait ends if nothing comes (its timeout), or the sleep's end."""
+
+    def __init__(
+        self,
+        *,
+        timer: _builtins.bool = ...,
+        message_topic: _builtins.str = ...,
+        event: Global___WaitedEvent | None = ...,
+        workflow_id: _builtins.str = ...,
+        remote_step: Global___WaitedStep | None = ...,
+        until: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "message_topic", b"message_topic", "remote_step", b"remote_step", "timer", b"timer", "until", b"until", "what", b"what", "workflow_id", b"workflow_id"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "message_topic", b"message_topic", "remote_step", b"remote_step", "timer", b"timer", "until", b"until", "what", b"what", "workflow_id", b"workflow_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_what: _TypeAlias = _typing.Literal["timer", "message_topic", "event", "workflow_id", "remote_step"]  # noqa: Y015
+    _WhichOneofArgType_what: _TypeAlias = _typing.Literal["what", b"what"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_what) -> _WhichOneofReturnType_what | None: ...
+
+Global___WaitingOn: _TypeAlias = WaitingOn  # noqa: Y015
+
+@_typing.final
+class WaitedEvent(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    KEY_FIELD_NUMBER: _builtins.int
+    workflow_id: _builtins.str
+    key: _builtins.str
+    def __init__(
+        self,
+        *,
+        workflow_id: _builtins.str = ...,
+        key: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "workflow_id", b"workflow_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WaitedEvent: _TypeAlias = WaitedEvent  # noqa: Y015
+
+@_typing.final
+class WaitedStep(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STEP_ID_FIELD_NUMBER: _builtins.int
+    STEP_NAME_FIELD_NUMBER: _builtins.int
+    ATTEMPT_FIELD_NUMBER: _builtins.int
+    step_id: _builtins.int
+    """Its position in the waiting workflow's history."""
+    step_name: _builtins.str
+    attempt: _builtins.int
+    """The attempt running or next (from 1); 0 when unknown."""
+    def __init__(
+        self,
+        *,
+        step_id: _builtins.int = ...,
+        step_name: _builtins.str = ...,
+        attempt: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "step_id", b"step_id", "step_name", b"step_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WaitedStep: _TypeAlias = WaitedStep  # noqa: Y015
+
+@_typing.final
+class TraceContext(_message.Message):
+    """A W3C Trace Context (https://www.w3.org/TR/trace-context/): where a piece of work sits in a
+    distributed trace, so that whatever runs it later — a worker in any language, after any number
+    of recoveries — can open its spans as children of the span that asked for it.
+
+    The server takes it from the `traceparent`/`tracestate` metadata of the call that starts a
+    workflow (or from the worker request that starts a child or calls a remote step), keeps it
+    with the work, and hands it back in the dispatch. A value that is not a valid version-00
+    `traceparent`, or a `tracestate` over 512 bytes, is dropped (the work starts no trace), as
+    the W3C recommendation says of a malformed header; it never fails the call.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
+    TRACESTATE_FIELD_NUMBER: _builtins.int
+    traceparent: _builtins.str
+    """"00-<32 hex trace id>-<16 hex parent span id>-<2 hex flags>"."""
+    tracestate: _builtins.str
+    """Vendor entries, passed on untouched."""
+    def __init__(
+        self,
+        *,
+        traceparent: _builtins.str = ...,
+        tracestate: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["traceparent", b"traceparent", "tracestate", b"tracestate"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TraceContext: _TypeAlias = TraceContext  # noqa: Y015
 
 @_typing.final
 class Step(_message.Message):

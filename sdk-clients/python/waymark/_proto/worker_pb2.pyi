@@ -23,6 +23,113 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class ListWorkersRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    queue_name: _builtins.str
+    """Only workers taking workflows from this queue."""
+    def __init__(
+        self,
+        *,
+        queue_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["queue_name", b"queue_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListWorkersRequest: _TypeAlias = ListWorkersRequest  # noqa: Y015
+
+@_typing.final
+class ListWorkersResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def workers(self) -> _containers.RepeatedCompositeFieldContainer[Global___WorkerInfo]:
+        """By worker id, then connection time. At most 10,000."""
+
+    def __init__(
+        self,
+        *,
+        workers: _abc.Iterable[Global___WorkerInfo] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["workers", b"workers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListWorkersResponse: _TypeAlias = ListWorkersResponse  # noqa: Y015
+
+@_typing.final
+class WorkerInfo(_message.Message):
+    """One connected worker stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKER_ID_FIELD_NUMBER: _builtins.int
+    APP_NAME_FIELD_NUMBER: _builtins.int
+    APP_VERSION_FIELD_NUMBER: _builtins.int
+    SDK_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    QUEUES_FIELD_NUMBER: _builtins.int
+    WORKFLOW_NAMES_FIELD_NUMBER: _builtins.int
+    STEP_NAMES_FIELD_NUMBER: _builtins.int
+    WORKFLOW_CREDITS_FIELD_NUMBER: _builtins.int
+    STEP_CREDITS_FIELD_NUMBER: _builtins.int
+    WORKFLOWS_IN_FLIGHT_FIELD_NUMBER: _builtins.int
+    CONNECTED_AT_FIELD_NUMBER: _builtins.int
+    LAST_HEARTBEAT_FIELD_NUMBER: _builtins.int
+    worker_id: _builtins.str
+    app_name: _builtins.str
+    app_version: _builtins.str
+    sdk: _builtins.str
+    """"python/0.1.0"."""
+    namespace: _builtins.str
+    workflow_credits: _builtins.int
+    """Workflows and remote-step attempts the server may still send it."""
+    step_credits: _builtins.int
+    workflows_in_flight: _builtins.int
+    """Workflows it holds (dispatched, not finished or let go)."""
+    @_builtins.property
+    def queues(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def workflow_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def step_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def connected_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def last_heartbeat(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        worker_id: _builtins.str = ...,
+        app_name: _builtins.str = ...,
+        app_version: _builtins.str = ...,
+        sdk: _builtins.str = ...,
+        namespace: _builtins.str = ...,
+        queues: _abc.Iterable[_builtins.str] | None = ...,
+        workflow_names: _abc.Iterable[_builtins.str] | None = ...,
+        step_names: _abc.Iterable[_builtins.str] | None = ...,
+        workflow_credits: _builtins.int = ...,
+        step_credits: _builtins.int = ...,
+        workflows_in_flight: _builtins.int = ...,
+        connected_at: _timestamp_pb2.Timestamp | None = ...,
+        last_heartbeat: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["connected_at", b"connected_at", "last_heartbeat", b"last_heartbeat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "app_version", b"app_version", "connected_at", b"connected_at", "last_heartbeat", b"last_heartbeat", "namespace", b"namespace", "queues", b"queues", "sdk", b"sdk", "step_credits", b"step_credits", "step_names", b"step_names", "worker_id", b"worker_id", "workflow_credits", b"workflow_credits", "workflow_names", b"workflow_names", "workflows_in_flight", b"workflows_in_flight"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WorkerInfo: _TypeAlias = WorkerInfo  # noqa: Y015
+
+@_typing.final
 class WorkerMessage(_message.Message):
     """Worker to server."""
 
@@ -470,6 +577,7 @@ class DispatchWorkflow(_message.Message):
     APP_VERSION_FIELD_NUMBER: _builtins.int
     RECOVERY_ATTEMPTS_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
+    TRACE_CONTEXT_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     workflow_name: _builtins.str
     epoch: _builtins.int
@@ -484,6 +592,13 @@ class DispatchWorkflow(_message.Message):
 
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def trace_context(self) -> _types_pb2.TraceContext:
+        """The trace the workflow belongs to (empty: none). An SDK with OpenTelemetry opens the run's
+        span as its child, marked as a replay when `steps` is not empty or `recovery_attempts` is
+        not zero; see "Tracing" in the README for the span names every SDK uses.
+        """
+
     def __init__(
         self,
         *,
@@ -495,10 +610,11 @@ class DispatchWorkflow(_message.Message):
         app_version: _builtins.str = ...,
         recovery_attempts: _builtins.int = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
+        trace_context: _types_pb2.TraceContext | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "input", b"input"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "input", b"input", "trace_context", b"trace_context"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_at", b"created_at", "epoch", b"epoch", "input", b"input", "recovery_attempts", b"recovery_attempts", "steps", b"steps", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_at", b"created_at", "epoch", b"epoch", "input", b"input", "recovery_attempts", b"recovery_attempts", "steps", b"steps", "trace_context", b"trace_context", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1052,6 +1168,7 @@ class StartChild(_message.Message):
     CHILD_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     INPUT_FIELD_NUMBER: _builtins.int
     QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    TRACE_CONTEXT_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     epoch: _builtins.int
     step_id: _builtins.int
@@ -1061,6 +1178,12 @@ class StartChild(_message.Message):
     """Queue of the child; the parent's when empty."""
     @_builtins.property
     def input(self) -> _types_pb2.Payload: ...
+    @_builtins.property
+    def trace_context(self) -> _types_pb2.TraceContext:
+        """The span the parent started the child from: the child's dispatch carries it. Empty: the
+        child joins no trace.
+        """
+
     def __init__(
         self,
         *,
@@ -1071,10 +1194,11 @@ class StartChild(_message.Message):
         child_workflow_id: _builtins.str = ...,
         input: _types_pb2.Payload | None = ...,
         queue_name: _builtins.str = ...,
+        trace_context: _types_pb2.TraceContext | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "trace_context", b"trace_context"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["child_workflow_id", b"child_workflow_id", "epoch", b"epoch", "input", b"input", "queue_name", b"queue_name", "step_id", b"step_id", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["child_workflow_id", b"child_workflow_id", "epoch", b"epoch", "input", b"input", "queue_name", b"queue_name", "step_id", b"step_id", "trace_context", b"trace_context", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1282,6 +1406,7 @@ class CallStep(_message.Message):
     INPUT_FIELD_NUMBER: _builtins.int
     RETRY_FIELD_NUMBER: _builtins.int
     TIMEOUT_FIELD_NUMBER: _builtins.int
+    TRACE_CONTEXT_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     epoch: _builtins.int
     step_id: _builtins.int
@@ -1296,6 +1421,13 @@ class CallStep(_message.Message):
     def timeout(self) -> _duration_pb2.Duration:
         """Start-to-close timeout of one attempt. Unset: 5 minutes."""
 
+    @_builtins.property
+    def trace_context(self) -> _types_pb2.TraceContext:
+        """The span the workflow called the step from; every attempt's `DispatchStep` carries it, so
+        the step's spans join the workflow's trace whichever worker runs it. Only the first
+        `CallStep` of a position is kept.
+        """
+
     def __init__(
         self,
         *,
@@ -1306,10 +1438,11 @@ class CallStep(_message.Message):
         input: _types_pb2.Payload | None = ...,
         retry: Global___RetryPolicy | None = ...,
         timeout: _duration_pb2.Duration | None = ...,
+        trace_context: _types_pb2.TraceContext | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "retry", b"retry", "timeout", b"timeout"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "retry", b"retry", "timeout", b"timeout", "trace_context", b"trace_context"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["epoch", b"epoch", "input", b"input", "retry", b"retry", "step_id", b"step_id", "step_name", b"step_name", "timeout", b"timeout", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["epoch", b"epoch", "input", b"input", "retry", b"retry", "step_id", b"step_id", "step_name", b"step_name", "timeout", b"timeout", "trace_context", b"trace_context", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1399,6 +1532,7 @@ class DispatchStep(_message.Message):
     INPUT_FIELD_NUMBER: _builtins.int
     ATTEMPT_FIELD_NUMBER: _builtins.int
     DEADLINE_FIELD_NUMBER: _builtins.int
+    TRACE_CONTEXT_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     """The calling workflow and the position its result is recorded at."""
     step_id: _builtins.int
@@ -1411,6 +1545,10 @@ class DispatchStep(_message.Message):
     def deadline(self) -> _timestamp_pb2.Timestamp:
         """Past this the attempt counts as failed (and its result is refused)."""
 
+    @_builtins.property
+    def trace_context(self) -> _types_pb2.TraceContext:
+        """The calling span (`CallStep.trace_context`); empty: none."""
+
     def __init__(
         self,
         *,
@@ -1420,10 +1558,11 @@ class DispatchStep(_message.Message):
         input: _types_pb2.Payload | None = ...,
         attempt: _builtins.int = ...,
         deadline: _timestamp_pb2.Timestamp | None = ...,
+        trace_context: _types_pb2.TraceContext | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "input", b"input"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "input", b"input", "trace_context", b"trace_context"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "deadline", b"deadline", "input", b"input", "step_id", b"step_id", "step_name", b"step_name", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "deadline", b"deadline", "input", b"input", "step_id", b"step_id", "step_name", b"step_name", "trace_context", b"trace_context", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -86,6 +86,11 @@ class WorkerServiceStub:
                 request_serializer=waymark_dot_v1_dot_worker__pb2.WorkerMessage.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_worker__pb2.ServerMessage.FromString,
                 _registered_method=True)
+        self.ListWorkers = channel.unary_unary(
+                '/waymark.v1.WorkerService/ListWorkers',
+                request_serializer=waymark_dot_v1_dot_worker__pb2.ListWorkersRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_worker__pb2.ListWorkersResponse.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer:
@@ -144,6 +149,15 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListWorkers(self, request, context):
+        """The workers connected to the namespace through any replica (their stream's lease is live):
+        what each declared, when it connected and last heartbeated, and its credits and work in
+        flight as of its last heartbeat (live for streams on the replica that answers).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -151,6 +165,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.Connect,
                     request_deserializer=waymark_dot_v1_dot_worker__pb2.WorkerMessage.FromString,
                     response_serializer=waymark_dot_v1_dot_worker__pb2.ServerMessage.SerializeToString,
+            ),
+            'ListWorkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWorkers,
+                    request_deserializer=waymark_dot_v1_dot_worker__pb2.ListWorkersRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_worker__pb2.ListWorkersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -227,6 +246,33 @@ class WorkerService:
             '/waymark.v1.WorkerService/Connect',
             waymark_dot_v1_dot_worker__pb2.WorkerMessage.SerializeToString,
             waymark_dot_v1_dot_worker__pb2.ServerMessage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWorkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.WorkerService/ListWorkers',
+            waymark_dot_v1_dot_worker__pb2.ListWorkersRequest.SerializeToString,
+            waymark_dot_v1_dot_worker__pb2.ListWorkersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -81,6 +81,11 @@ class WorkerServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> WorkerServiceAsyncStub: ...
     Connect: _grpc.StreamStreamMultiCallable[_worker_pb2.WorkerMessage, _worker_pb2.ServerMessage]
+    ListWorkers: _grpc.UnaryUnaryMultiCallable[_worker_pb2.ListWorkersRequest, _worker_pb2.ListWorkersResponse]
+    """The workers connected to the namespace through any replica (their stream's lease is live):
+    what each declared, when it connected and last heartbeated, and its credits and work in
+    flight as of its last heartbeat (live for streams on the replica that answers).
+    """
 
 @_typing.type_check_only
 class WorkerServiceAsyncStub(WorkerServiceStub):
@@ -135,6 +140,11 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Connect: _aio.StreamStreamMultiCallable[_worker_pb2.WorkerMessage, _worker_pb2.ServerMessage]  # type: ignore[assignment]
+    ListWorkers: _aio.UnaryUnaryMultiCallable[_worker_pb2.ListWorkersRequest, _worker_pb2.ListWorkersResponse]  # type: ignore[assignment]
+    """The workers connected to the namespace through any replica (their stream's lease is live):
+    what each declared, when it connected and last heartbeated, and its credits and work in
+    flight as of its last heartbeat (live for streams on the replica that answers).
+    """
 
 class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
     """The worker API: one bidirectional stream per worker process multiplexes every workflow it runs.
@@ -192,5 +202,16 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request_iterator: _MaybeAsyncIterator[_worker_pb2.WorkerMessage],
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_worker_pb2.ServerMessage], _abc.AsyncIterator[_worker_pb2.ServerMessage]]: ...
+
+    @_abc_1.abstractmethod
+    def ListWorkers(
+        self,
+        request: _worker_pb2.ListWorkersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_pb2.ListWorkersResponse, _abc.Awaitable[_worker_pb2.ListWorkersResponse]]:
+        """The workers connected to the namespace through any replica (their stream's lease is live):
+        what each declared, when it connected and last heartbeated, and its credits and work in
+        flight as of its last heartbeat (live for streams on the replica that answers).
+        """
 
 def add_WorkerServiceServicer_to_server(servicer: WorkerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -239,6 +239,10 @@ class ListWorkflowsRequest(_message.Message):
     CREATED_BEFORE_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    WORKER_ID_FIELD_NUMBER: _builtins.int
+    APP_VERSION_FIELD_NUMBER: _builtins.int
+    PARENT_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    INCLUDE_TOTAL_FIELD_NUMBER: _builtins.int
     workflow_name: _builtins.str
     """Only workflows of this name."""
     queue_name: _builtins.str
@@ -249,6 +253,16 @@ class ListWorkflowsRequest(_message.Message):
     """
     page_token: _builtins.str
     """`next_page_token` of the previous page, to continue; empty for the first page."""
+    worker_id: _builtins.str
+    """Only workflows running on (PENDING) or last run by this worker id."""
+    app_version: _builtins.str
+    """Only workflows pinned to this application version."""
+    parent_workflow_id: _builtins.str
+    """Only the children of this workflow."""
+    include_total: _builtins.bool
+    """Also count every workflow the filters match (`total`), on the first page only. Costs a
+    count over the matching rows: ask for it when you need it.
+    """
     @_builtins.property
     def statuses(self) -> _containers.RepeatedScalarFieldContainer[_types_pb2.WorkflowStatus.ValueType]:
         """Only workflows in one of these statuses; all statuses when empty."""
@@ -271,10 +285,14 @@ class ListWorkflowsRequest(_message.Message):
         created_before: _timestamp_pb2.Timestamp | None = ...,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        worker_id: _builtins.str = ...,
+        app_version: _builtins.str = ...,
+        parent_workflow_id: _builtins.str = ...,
+        include_total: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before", "page_size", b"page_size", "page_token", b"page_token", "queue_name", b"queue_name", "statuses", b"statuses", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_after", b"created_after", "created_before", b"created_before", "include_total", b"include_total", "page_size", b"page_size", "page_token", b"page_token", "parent_workflow_id", b"parent_workflow_id", "queue_name", b"queue_name", "statuses", b"statuses", "worker_id", b"worker_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -286,8 +304,11 @@ class ListWorkflowsResponse(_message.Message):
 
     WORKFLOWS_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
     """Token for the next page; empty on the last page."""
+    total: _builtins.int
+    """How many workflows match the filters, when `include_total` was asked on the first page."""
     @_builtins.property
     def workflows(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Workflow]: ...
     def __init__(
@@ -295,12 +316,15 @@ class ListWorkflowsResponse(_message.Message):
         *,
         workflows: _abc.Iterable[_types_pb2.Workflow] | None = ...,
         next_page_token: _builtins.str = ...,
+        total: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "total", b"total"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "workflows", b"workflows"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "next_page_token", b"next_page_token", "total", b"total", "workflows", b"workflows"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__total: _TypeAlias = _typing.Literal["total"]  # noqa: Y015
+    _WhichOneofArgType__total: _TypeAlias = _typing.Literal["_total", b"_total"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__total) -> _WhichOneofReturnType__total | None: ...
 
 Global___ListWorkflowsResponse: _TypeAlias = ListWorkflowsResponse  # noqa: Y015
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
+from .. import _tracing
 from .._proto import worker_pb2
 from .._time import now_ms
 from ..errors import ChildWorkflowFailed
@@ -45,9 +46,14 @@ class ChildrenMixin(ContextCore):
             input=self._payload(f"the input of child workflow {name!r}", input),
             queue_name=queue,
         )
-        started = expect(
-            await self._request(worker_pb2.WorkerMessage(start_child=req)), "child_started"
-        )
+        # The child's trace goes on from this span.
+        with r.trace.op(f"start child {name}", "producer", step_id) as span:
+            tc = _tracing.wire(span)
+            if tc is not None:
+                req.trace_context.CopyFrom(tc)
+            started = expect(
+                await self._request(worker_pb2.WorkerMessage(start_child=req)), "child_started"
+            )
         return str(started.child_workflow_id)
 
     def await_child(self, workflow_id: str) -> Coroutine[Any, Any, Any]:
@@ -73,7 +79,8 @@ class ChildrenMixin(ContextCore):
     async def _await_child(self, step_id: int, child_id: str) -> Any:
         outcome = self._history().child_outcome(step_id)
         if outcome is None:
-            outcome = await self._wait_child(step_id, child_id)
+            with self._run.trace.op("wait child", "internal", step_id):
+                outcome = await self._wait_child(step_id, child_id)
         return _child_result(child_id, outcome)
 
     async def _wait_child(self, step_id: int, child_id: str) -> ChildOutcome:

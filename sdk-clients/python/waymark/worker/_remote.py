@@ -8,6 +8,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _tracing
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2
 from .._time import Seconds, now_ms, to_duration
@@ -71,7 +72,13 @@ class RemoteMixin(ContextCore):
             return h
         self._check_cancelled()
         self._run.limits.check_payload(f"the input of step {h.name!r}", h.input)
-        await self._call(h)
+        # The `call` span: open from this call until its result is delivered (or the run ends).
+        self._run.trace.open_call(h.step_id, h.name)
+        try:
+            await self._call(h)
+        except BaseException as e:
+            self._run.trace.end_call(h.step_id, _tracing.failed(e))
+            raise
         return h
 
     async def _call(self, h: StepHandle) -> worker_pb2.CallResult:
@@ -91,6 +98,9 @@ class RemoteMixin(ContextCore):
             req.retry.max_interval.CopyFrom(to_duration(h.retry.max_interval))
         if h.timeout is not None:
             req.timeout.CopyFrom(to_duration(h.timeout))
+        tc = _tracing.wire(r.trace.calls.get(h.step_id))
+        if tc is not None:
+            req.trace_context.CopyFrom(tc)
         result: worker_pb2.CallResult = expect(
             await self._request(worker_pb2.WorkerMessage(call_step=req)), "call_result"
         )
@@ -103,14 +113,19 @@ class RemoteMixin(ContextCore):
         if replayed is not None:
             return replayed.output
         waiting_since = now_ms()
-        while True:
-            self._check_cancelled()
-            res = await self._call(handle)
-            if res.outcome == DELIVERED:
-                if res.HasField("failure"):
-                    raise StepFailed(handle.name, res.failure.message, res.failure.kind)
-                return from_payload(res.output)
-            await self._wait_parking(waiting_since, handle.step_id, step=handle.step_id)
+        try:
+            while True:
+                self._check_cancelled()
+                res = await self._call(handle)
+                if res.outcome == DELIVERED:
+                    if res.HasField("failure"):
+                        raise StepFailed(handle.name, res.failure.message, res.failure.kind)
+                    self._run.trace.end_call(handle.step_id)
+                    return from_payload(res.output)
+                await self._wait_parking(waiting_since, handle.step_id, step=handle.step_id)
+        except BaseException as e:
+            self._run.trace.end_call(handle.step_id, _tracing.failed(e))
+            raise
 
     def wait_first(self, *targets: Awaitable) -> Coroutine[Any, Any, int]:
         """Waits until the first of `targets` (step handles, workflow ids) finishes and returns
@@ -134,12 +149,14 @@ class RemoteMixin(ContextCore):
             for t in targets
         ]
         r = self._run
-        while True:
-            self._check_cancelled()
-            req = worker_pb2.Select(
-                workflow_id=r.workflow_id, epoch=r.epoch, step_id=step_id, targets=wire, all=all
-            )
-            selected = expect(await self._request(worker_pb2.WorkerMessage(select=req)), "selected")
-            if selected.outcome == DELIVERED:
-                return int(selected.index)
-            await self._wait_until(None, 0)
+        with r.trace.op("wait select", "internal", step_id):
+            while True:
+                self._check_cancelled()
+                req = worker_pb2.Select(
+                    workflow_id=r.workflow_id, epoch=r.epoch, step_id=step_id, targets=wire, all=all
+                )
+                reply = await self._request(worker_pb2.WorkerMessage(select=req))
+                selected = expect(reply, "selected")
+                if selected.outcome == DELIVERED:
+                    return int(selected.index)
+                await self._wait_until(None, 0)

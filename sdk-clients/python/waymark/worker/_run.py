@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from .._proto import types_pb2, worker_pb2
+from .._tracing import RunTrace
 from ..errors import Disconnected, Dropped, HistoryEnded
 from . import _resend
 from ._conn import Conn
@@ -27,6 +28,12 @@ class Run:
         self.workflow_name = d.workflow_name
         self.epoch = d.epoch
         self.recovery_attempts = d.recovery_attempts
+        # Where the workflow's trace goes on (an empty one: a new trace), and whether this run
+        # replays an earlier one's history (see contract/tracing.md).
+        self.trace_context = d.trace_context
+        self.replays = len(d.steps) > 0 or d.recovery_attempts > 0
+        # The run's spans (none without OpenTelemetry, or offline).
+        self.trace = RunTrace(d.workflow_id)
         # Steps recorded by earlier runs, and the next position: a replay returns these
         # instead of running.
         self.history = History(d.workflow_id, d.steps)

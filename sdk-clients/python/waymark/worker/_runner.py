@@ -8,6 +8,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .. import _tracing
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2
 from ..errors import (
@@ -41,8 +42,25 @@ def as_workflow_fn(fn: Callable[..., Awaitable[Any]]) -> WorkflowFn:
 
 async def run_workflow(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> None:
     """Runs the workflow function and sends its completion; returns when the server has
-    answered, or at once when the run ends without one (dropped, or the stream broke)."""
-    outcome = await _call(run, fn, input)
+    answered, or at once when the run ends without one (dropped, or the stream broke). The
+    run's `workflow` span is open meanwhile (when OpenTelemetry is installed; not offline)."""
+    if not run.offline:
+        run.trace.begin(
+            run.workflow_name, run.trace_context, run.epoch, run.replays, run.recovery_attempts
+        )
+    failure: str | None = None
+    try:
+        with _tracing.current(run.trace.span):
+            outcome = await _call(run, fn, input)
+        if outcome is not None and "failure" in outcome:
+            failure = outcome["failure"].message
+        await _finish(run, outcome)
+    finally:
+        run.trace.finish(failure)
+
+
+async def _finish(run: Run, outcome: dict[str, Any] | None) -> None:
+    """Sends the run's outcome (nothing when dropped)."""
     # Checked after the function returned, whatever it did: code that caught `Dropped` and
     # returned (or failed) anyway must not finish a workflow this worker let go of.
     if run.dropped:

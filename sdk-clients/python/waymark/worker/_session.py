@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 
-from .. import _rpc
+from .. import _rpc, _tracing
 from .._connection import Connection
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2, worker_pb2_grpc
@@ -229,9 +229,29 @@ class Session:
         self.conn.send(worker_pb2.WorkerMessage(credit=worker_pb2.Credit(steps=1)))
 
     async def _run_step(self, d: worker_pb2.DispatchStep) -> None:
-        """Runs one attempt of a remote step and reports its result. An attempt still running
-        at its deadline is abandoned: the server has failed it already and refuses a late
-        result."""
+        """Runs one attempt of a remote step in its `step` span, a child of the caller's `call`
+        span (`DispatchStep.trace_context`), ended once the result is sent (see `_attempt`)."""
+        span = _tracing.start(
+            f"step {d.step_name}",
+            "consumer",
+            _tracing.remote_parent(d.trace_context),
+            {
+                "waymark.workflow.id": d.workflow_id,
+                "waymark.step.id": d.step_id,
+                "waymark.step.name": d.step_name,
+                "waymark.step.attempt": d.attempt,
+            },
+        )
+        error: str | None = None
+        try:
+            error = await self._attempt(d, span)
+        finally:
+            _tracing.end(span, error)
+
+    async def _attempt(self, d: worker_pb2.DispatchStep, span: Any) -> str | None:
+        """Runs one attempt of a remote step and reports its result; returns the failure's
+        message when it failed. An attempt still running at its deadline is abandoned: the
+        server has failed it already and refuses a late result."""
         result = worker_pb2.StepResult(
             workflow_id=d.workflow_id, step_id=d.step_id, attempt=d.attempt
         )
@@ -241,9 +261,11 @@ class Session:
             if fn is None:
                 raise LookupError(f"this worker has no step named {d.step_name!r}")
             async with asyncio.timeout(left) as limit:
-                output = fn(from_payload(d.input))
-                if inspect.isawaitable(output):
-                    output = await output
+                # The span is current in the function: what it traces nests in the step.
+                with _tracing.current(span):
+                    output = fn(from_payload(d.input))
+                    if inspect.isawaitable(output):
+                        output = await output
             payload = to_payload(output)
             # Over the limit, the result is sent as the attempt's failure: the server would
             # refuse the output, and leave the attempt to time out.
@@ -251,7 +273,7 @@ class Session:
             result.output.CopyFrom(payload)
         except TimeoutError:
             if limit.expired():
-                return
+                return "timed out"
             result.failure.CopyFrom(types_pb2.Failure(kind="TimeoutError", message="timed out"))
         except Exception as e:
             result.failure.CopyFrom(
@@ -271,3 +293,4 @@ class Session:
                     reply.error.message,
                     reply.error.reason,
                 )
+        return result.failure.message if result.HasField("failure") else None

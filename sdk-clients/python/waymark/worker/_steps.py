@@ -54,38 +54,42 @@ class StepsMixin(ContextCore):
         self._check_cancelled()
         # This step may depend on the ones before: their records are durable first.
         await self._flush()
-        attempt = 1
-        while True:
+        # Its span is current while the function runs: what the function traces nests in it.
+        with self._run.trace.op(
+            f"step {name}", "internal", step_id, make_current=True, waymark_step_name=name
+        ):
+            attempt = 1
+            while True:
+                try:
+                    result = fn(*args, **kwargs)
+                    if inspect.isawaitable(result):
+                        result = await result
+                    payload = to_payload(result)
+                    break
+                except Exception as e:
+                    if attempt >= max(policy.max_attempts, 1):
+                        message = bounded(str(e) or type(e).__name__)
+                        failure = types_pb2.Failure(kind="StepFailed", message=message)
+                        self._defer(step_id, name, attempt, failure=failure)
+                        raise StepFailed(name, message) from e
+                    log.debug(
+                        "step %r of workflow %s failed (attempt %d); retrying: %s",
+                        name,
+                        self.workflow_id,
+                        attempt,
+                        e,
+                    )
+                    await asyncio.sleep(policy.delay(attempt))
+                    self._check_cancelled()
+                    attempt += 1
             try:
-                result = fn(*args, **kwargs)
-                if inspect.isawaitable(result):
-                    result = await result
-                payload = to_payload(result)
-                break
-            except Exception as e:
-                if attempt >= max(policy.max_attempts, 1):
-                    message = bounded(str(e) or type(e).__name__)
-                    failure = types_pb2.Failure(kind="StepFailed", message=message)
-                    self._defer(step_id, name, attempt, failure=failure)
-                    raise StepFailed(name, message) from e
-                log.debug(
-                    "step %r of workflow %s failed (attempt %d); retrying: %s",
-                    name,
-                    self.workflow_id,
-                    attempt,
-                    e,
-                )
-                await asyncio.sleep(policy.delay(attempt))
-                self._check_cancelled()
-                attempt += 1
-        try:
-            self._run.limits.check_payload(f"the output of step {name!r}", payload)
-        except PayloadTooLarge as e:
-            # Not retried: the function would most likely return as much again, and run its
-            # effects again to do so. Recorded as the step's failure, raised as a replay raises
-            # it, so the workflow sees the same on every run.
-            failure = types_pb2.Failure(kind=e.kind, message=e.message)
-            self._defer(step_id, name, attempt, failure=failure)
-            raise StepFailed(name, e.message, e.kind) from None
+                self._run.limits.check_payload(f"the output of step {name!r}", payload)
+            except PayloadTooLarge as e:
+                # Not retried: the function would most likely return as much again, and run its
+                # effects again to do so. Recorded as the step's failure, raised as a replay raises
+                # it, so the workflow sees the same on every run.
+                failure = types_pb2.Failure(kind=e.kind, message=e.message)
+                self._defer(step_id, name, attempt, failure=failure)
+                raise StepFailed(name, e.message, e.kind) from None
         self._defer(step_id, name, attempt, output=payload)
         return result

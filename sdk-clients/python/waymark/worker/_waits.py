@@ -25,16 +25,19 @@ class WaitsMixin(ContextCore):
 
     async def _sleep(self, step_id: int, duration: float) -> None:
         wake_at = self._history().sleep(step_id)
-        if wake_at is None:
-            self._check_cancelled()
-            wake_at = now_ms() + int(duration * 1000)
-            await self._record(step_id, SLEEP_STEP, to_payload(sleep_output(wake_at)))
-        if self._should_park(wake_at, now_ms()):
-            await self._park(step_id, wake_at, timer=True)
-        while now_ms() < wake_at:
-            # A replay of a sleep still running ends where the live run sleeps.
-            self._live(step_id)
-            await self._wait_until(wake_at, now_ms())
+        if wake_at is not None and now_ms() >= wake_at:
+            return  # replayed, and over
+        with self._run.trace.op("wait sleep", "internal", step_id):
+            if wake_at is None:
+                self._check_cancelled()
+                wake_at = now_ms() + int(duration * 1000)
+                await self._record(step_id, SLEEP_STEP, to_payload(sleep_output(wake_at)))
+            if self._should_park(wake_at, now_ms()):
+                await self._park(step_id, wake_at, timer=True)
+            while now_ms() < wake_at:
+                # A replay of a sleep still running ends where the live run sleeps.
+                self._live(step_id)
+                await self._wait_until(wake_at, now_ms())
 
     def recv(self, topic: str = "", *, timeout: Seconds | None = None) -> Coroutine[Any, Any, Any]:
         """Takes the oldest message sent to this workflow on `topic`, waiting up to `timeout`
@@ -54,7 +57,8 @@ class WaitsMixin(ContextCore):
                 )
             )
 
-        return self._durable_wait(step_id, RECV, timeout, {"topic": topic}, request)
+        span = ("wait recv", {"waymark_wait_topic": topic})
+        return self._durable_wait(step_id, RECV, timeout, {"topic": topic}, request, span)
 
     def get_event(
         self, workflow_id: str, key: str, *, timeout: Seconds | None = None
@@ -77,7 +81,8 @@ class WaitsMixin(ContextCore):
             )
 
         park_on = {"event": worker_pb2.EventKey(workflow_id=workflow_id, key=key)}
-        return self._durable_wait(step_id, GET_EVENT, timeout, park_on, request)
+        span = ("wait event", {"waymark_wait_key": key})
+        return self._durable_wait(step_id, GET_EVENT, timeout, park_on, request, span)
 
     async def _durable_wait(
         self,
@@ -86,20 +91,38 @@ class WaitsMixin(ContextCore):
         timeout: Seconds | None,
         park_on: dict[str, Any],
         request: Callable[[int, int], worker_pb2.WorkerMessage],
+        span: tuple[str, dict[str, Any]],
     ) -> Any:
         """A wait over two positions: the deadline (recorded first) and the outcome, which the
-        server records. Asks; on WAITING waits for the wakeup or the deadline, then asks again."""
+        server records. Asks; on WAITING waits for the wakeup or the deadline, then asks again.
+        `span`: the name and attributes of the span a wait done now opens."""
         result_step = deadline_step + 1
         deadline_ms = self._history().deadline(deadline_step, kind)
-        if deadline_ms is None:
-            self._check_cancelled()
-            wait = _FOREVER if timeout is None else seconds(timeout)
-            deadline_ms = now_ms() + int(wait * 1000)
-            payload = to_payload(deadline_output(deadline_ms))
-            await self._record(deadline_step, kind.deadline_step, payload)
-        replayed = self._history().wait_result(result_step, kind)
-        if replayed is not None:
-            return replayed.output
+        if deadline_ms is not None:
+            replayed = self._history().wait_result(result_step, kind)
+            if replayed is not None:
+                return replayed.output
+        name, attributes = span
+        with self._run.trace.op(name, "internal", deadline_step, **attributes):
+            if deadline_ms is None:
+                self._check_cancelled()
+                wait = _FOREVER if timeout is None else seconds(timeout)
+                deadline_ms = now_ms() + int(wait * 1000)
+                payload = to_payload(deadline_output(deadline_ms))
+                await self._record(deadline_step, kind.deadline_step, payload)
+                replayed = self._history().wait_result(result_step, kind)
+                if replayed is not None:
+                    return replayed.output
+            return await self._wait_for(result_step, deadline_ms, park_on, request)
+
+    async def _wait_for(
+        self,
+        result_step: int,
+        deadline_ms: int,
+        park_on: dict[str, Any],
+        request: Callable[[int, int], worker_pb2.WorkerMessage],
+    ) -> Any:
+        """Asks for a wait's outcome until it is delivered or timed out."""
         while True:
             self._check_cancelled()
             # The server may have completed the wait itself and sent the answer with the wakeup.
