@@ -10,6 +10,7 @@ import type { Workflow } from "./gen/waymark/v1/types_pb.js";
 import { fromPayload, toPayload } from "./payload.js";
 import { SerializationError, toRpcError, WorkflowFailedError } from "./errors.js";
 import { ownTransport, type ConnectionOptions } from "./transport.js";
+import { tracedTransport } from "./tracing.js";
 import { isUnavailableError, newWorkflowId, repeatable } from "./repeat.js";
 import { readAll } from "./pages.js";
 import { DEFAULT_RESEND_FOR_MS, resendDelayMs } from "./internal/resend.js";
@@ -135,7 +136,9 @@ export class Client {
   private readonly resendForMs: number;
 
   constructor(options: ClientOptions = {}) {
-    const t = ownTransport(options);
+    // Every unary call (also of `queues` and `schedules`) carries the caller's active trace
+    // context, when OpenTelemetry is installed and a span is active.
+    const t = tracedTransport(ownTransport(options));
     this.rpc = createClient(WorkflowService, t);
     this.resendForMs = Math.max(options.resendForMs ?? DEFAULT_RESEND_FOR_MS, 0);
     this.queues = new Queues(t, this.resendForMs);

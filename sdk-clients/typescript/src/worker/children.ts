@@ -7,6 +7,7 @@ import { ChildWorkflowError, ParkedError } from "../errors.js";
 import { NEVER_MS, type Run } from "./run.js";
 import { expect } from "./replies.js";
 import { liveChildOutcome, type ChildOutcome } from "./history.js";
+import { spanning } from "../tracing.js";
 
 export interface ChildOptions {
   /** The child's id; derived from this workflow's id and the step position when not given. */
@@ -19,21 +20,34 @@ export async function startChild(run: Run, stepId: number, name: string, input: 
   const recorded = run.history.childId(stepId);
   if (recorded !== undefined) return recorded;
   run.checkCancelled();
-  const req = create(StartChildSchema, {
-    workflowId: run.workflowId,
-    epoch: run.epoch,
-    stepId,
-    workflowName: name,
-    childWorkflowId: o.workflowId ?? "",
-    input: run.payload(`the input of child workflow ${JSON.stringify(name)}`, input),
-    queueName: o.queue ?? "",
+  const payload = run.payload(`the input of child workflow ${JSON.stringify(name)}`, input);
+  // The child's dispatches hang under this span: its context goes with the start.
+  const span = run.span(`start child ${name}`, "producer", stepId);
+  return spanning(span, async () => {
+    const req = create(StartChildSchema, {
+      workflowId: run.workflowId,
+      epoch: run.epoch,
+      stepId,
+      workflowName: name,
+      childWorkflowId: o.workflowId ?? "",
+      input: payload,
+      queueName: o.queue ?? "",
+      traceContext: span.wire,
+    });
+    return expect(await run.request({ case: "startChild", value: req }), "childStarted").childWorkflowId;
   });
-  return expect(await run.request({ case: "startChild", value: req }), "childStarted").childWorkflowId;
 }
 
 export async function awaitChild(run: Run, stepId: number, childId: string): Promise<JsonValue> {
+  const recorded = run.history.childOutcome(stepId);
+  if (recorded !== undefined) return childOutcome(childId, recorded);
+  return childOutcome(childId, await spanning(run.span("wait child", "internal", stepId), () => waitForChild(run, stepId, childId)));
+}
+
+/** Asks the server for the child's end until it is delivered, waiting (or parking) between. */
+async function waitForChild(run: Run, stepId: number, childId: string): Promise<ChildOutcome> {
   const waitingSince = Date.now();
-  let outcome = run.history.childOutcome(stepId);
+  let outcome: ChildOutcome | undefined;
   while (outcome === undefined) {
     run.checkCancelled();
     const req = create(AwaitChildSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, childWorkflowId: childId });
@@ -48,7 +62,7 @@ export async function awaitChild(run: Run, stepId: number, childId: string): Pro
       if (await run.park(stepId, NEVER_MS, { case: "awaitedWorkflowId", value: childId })) throw new ParkedError();
     } else await run.waitUntil(parkAt, Date.now());
   }
-  return childOutcome(childId, outcome);
+  return outcome;
 }
 
 /** The child's output, or the ChildWorkflowError its end raises in the awaiting workflow. */

@@ -18,6 +18,7 @@ import { wireRetryPolicy, type RetryPolicy } from "../retry.js";
 import { NEVER_MS, type Run } from "./run.js";
 import { expect } from "./replies.js";
 import { stepOutcome } from "./history.js";
+import { endFailed, NOOP, spanning, type TraceSpan } from "../tracing.js";
 
 /** How a remote step is retried and timed; unset fields take the server's defaults. */
 export interface RemoteStepOptions {
@@ -35,6 +36,11 @@ export class StepHandle {
     readonly name: string,
     /** @internal */ readonly input: Payload,
     /** @internal */ readonly options: RemoteStepOptions,
+    /**
+     * @internal The `call` span of this run's call, sent with every CallStep of it; NOOP when
+     * the call was read back from the history.
+     */
+    readonly span: TraceSpan = NOOP,
   ) {}
 }
 
@@ -50,6 +56,7 @@ async function call(run: Run, h: StepHandle): Promise<CallResult> {
     input: h.input,
     retry: h.options.retry ? wireRetryPolicy(h.options.retry) : undefined,
     timeout: h.options.timeoutMs !== undefined ? durationFromMs(h.options.timeoutMs) : undefined,
+    traceContext: h.span.wire,
   });
   return expect(await run.request({ case: "callStep", value: req }), "callResult");
 }
@@ -60,8 +67,16 @@ export async function startStep(run: Run, stepId: number, name: string, input: u
     return new StepHandle(stepId, name, toPayload(input), options);
   }
   run.checkCancelled();
-  const handle = new StepHandle(stepId, name, run.payload(`the input of remote step ${JSON.stringify(name)}`, input), options);
-  await call(run, handle);
+  const payload = run.payload(`the input of remote step ${JSON.stringify(name)}`, input);
+  // Open until the result is delivered (or the run ends first).
+  const span = run.span(`call ${name}`, "client", stepId, { "waymark.step.name": name });
+  const handle = new StepHandle(stepId, name, payload, options, span);
+  try {
+    await call(run, handle);
+  } catch (e) {
+    endFailed(span, e);
+    throw e;
+  }
   return handle;
 }
 
@@ -72,7 +87,11 @@ export async function stepResult(run: Run, h: StepHandle): Promise<JsonValue> {
   for (;;) {
     run.checkCancelled();
     const r = await call(run, h);
-    if (r.outcome === RecvResult_Outcome.DELIVERED) return stepOutcome(h.name, r);
+    if (r.outcome === RecvResult_Outcome.DELIVERED) {
+      if (r.failure) h.span.fail(r.failure.message);
+      h.span.end();
+      return stepOutcome(h.name, r);
+    }
     const parkAt = run.config.parkAfterMs === null ? NEVER_MS : waitingSince + run.config.parkAfterMs;
     if (parkAt !== NEVER_MS && Date.now() >= parkAt) {
       if (await run.park(h.stepId, NEVER_MS, { case: "step", value: h.stepId })) throw new ParkedError();
@@ -90,11 +109,13 @@ export async function waitSeveral(run: Run, stepId: number, targets: Awaitable[]
       target: typeof t === "string" ? { case: "workflowId", value: t } : { case: "stepId", value: t.stepId },
     }),
   );
-  for (;;) {
-    run.checkCancelled();
-    const req = create(SelectSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, targets: wire, all });
-    const r = expect(await run.request({ case: "select", value: req }), "selected");
-    if (r.outcome === RecvResult_Outcome.DELIVERED) return r.index;
-    await run.waitUntil(NEVER_MS, 0);
-  }
+  return spanning(run.span("wait select", "internal", stepId), async () => {
+    for (;;) {
+      run.checkCancelled();
+      const req = create(SelectSchema, { workflowId: run.workflowId, epoch: run.epoch, stepId, targets: wire, all });
+      const r = expect(await run.request({ case: "select", value: req }), "selected");
+      if (r.outcome === RecvResult_Outcome.DELIVERED) return r.index;
+      await run.waitUntil(NEVER_MS, 0);
+    }
+  });
 }

@@ -34,6 +34,7 @@ import { expect, isUnavailable } from "./replies.js";
 import { Records } from "./records.js";
 import { checkedPayload, failure, messageBytes } from "./limits.js";
 import { History } from "./history.js";
+import { NOOP, RunSpans, startSpan, type Attributes, type SpanKindName, type TraceSpan } from "../tracing.js";
 
 /** Far enough to mean "no deadline", and still an exact integer in every language's JSON. */
 export const NEVER_MS = Number.MAX_SAFE_INTEGER;
@@ -55,6 +56,11 @@ export class Run {
   /** Aborted (reason the RunDroppedError) when the run is dropped: from then on it sends nothing. */
   private readonly dropping = new AbortController();
   private readonly records: Records;
+  /**
+   * The workflow span and the spans opened under it. All NOOP until `execute` opens the
+   * workflow span, and so for a replay offline (a `Replayer`), which does no work now.
+   */
+  private spans = new RunSpans();
 
   constructor(
     readonly dispatch: DispatchWorkflow,
@@ -227,9 +233,46 @@ export class Run {
     this.checkCancelled();
   }
 
+  /**
+   * Opens span `name` under the workflow span for an operation done now (never for one read
+   * back from the history). It ends when the caller ends it or, at the latest, with the run.
+   */
+  span(name: string, kind: SpanKindName, stepId: number, attributes: Attributes = {}): TraceSpan {
+    if (this.spans.root === NOOP) return NOOP;
+    return this.spans.child(name, kind, { "waymark.workflow.id": this.workflowId, "waymark.step.id": stepId, ...attributes });
+  }
+
   /** Runs the workflow function and reports its outcome; resolves when the run is over. */
   async execute(): Promise<void> {
-    const outcome = await this.outcome();
+    const d = this.dispatch;
+    const root = startSpan(
+      `workflow ${this.workflowName}`,
+      "consumer",
+      { wire: d.traceContext },
+      {
+        "waymark.workflow.id": this.workflowId,
+        "waymark.workflow.name": this.workflowName,
+        "waymark.epoch": Number(this.epoch),
+        "waymark.replay": d.steps.length > 0 || this.recoveryAttempts > 0,
+        "waymark.recovery_attempts": this.recoveryAttempts,
+      },
+    );
+    this.spans = new RunSpans(root);
+    let outcome: Outcome | undefined;
+    try {
+      outcome = await root.within(() => this.outcome());
+      await this.report(outcome);
+    } finally {
+      // A failed workflow's span is ERROR; an interrupted one (cancelled, parked, dropped,
+      // fenced) stays UNSET. What is still open under it (a wait, a remote call) ends first.
+      if (outcome?.case === "failure") root.fail(outcome.value.message);
+      this.spans.endChildren();
+      root.end();
+    }
+  }
+
+  /** Sends the run's outcome, unless it has none to send or may send nothing. */
+  private async report(outcome: Outcome | undefined): Promise<void> {
     // A dropped run sends nothing, whatever its function returned or threw; nor does one a
     // newer dispatch of its workflow replaced (its epoch is stale: the server would refuse it).
     if (this.dropped || this.signal.reason instanceof FencedError) return;

@@ -12,10 +12,31 @@ import type { Conn } from "./conn.js";
 import { isUnavailable } from "./replies.js";
 import { resending } from "../internal/resend.js";
 import type { WorkerConfig } from "./registry.js";
+import { startSpan, type TraceSpan } from "../tracing.js";
 
 const ABANDONED = Symbol("abandoned");
 
 export async function serveStep(config: WorkerConfig, conn: Conn, d: DispatchStep, stream: AbortSignal): Promise<void> {
+  // Under the caller's `call` span; it ends once the attempt's result is sent.
+  const span = startSpan(
+    `step ${d.stepName}`,
+    "consumer",
+    { wire: d.traceContext },
+    {
+      "waymark.workflow.id": d.workflowId,
+      "waymark.step.id": d.stepId,
+      "waymark.step.name": d.stepName,
+      "waymark.step.attempt": d.attempt,
+    },
+  );
+  try {
+    await attempt(config, conn, d, stream, span);
+  } finally {
+    span.end();
+  }
+}
+
+async function attempt(config: WorkerConfig, conn: Conn, d: DispatchStep, stream: AbortSignal, span: TraceSpan): Promise<void> {
   const fn = config.steps.get(d.stepName);
   const left = d.deadline ? timestampMs(d.deadline) - Date.now() : 2 ** 31 - 1;
   const signal = AbortSignal.any([stream, AbortSignal.timeout(Math.min(Math.max(left, 0), 2 ** 31 - 1))]);
@@ -23,7 +44,7 @@ export async function serveStep(config: WorkerConfig, conn: Conn, d: DispatchSte
   try {
     if (!fn) throw new Error(`this worker has no step named ${JSON.stringify(d.stepName)}`);
     const attempt = Promise.resolve(
-      fn(fromPayload(d.input), { workflowId: d.workflowId, stepId: d.stepId, attempt: d.attempt, signal }),
+      span.within(() => fn(fromPayload(d.input), { workflowId: d.workflowId, stepId: d.stepId, attempt: d.attempt, signal })),
     );
     const aborted = new Promise<typeof ABANDONED>((resolve) => {
       if (signal.aborted) resolve(ABANDONED);
@@ -33,6 +54,7 @@ export async function serveStep(config: WorkerConfig, conn: Conn, d: DispatchSte
     if (out === ABANDONED) {
       attempt.catch(() => undefined);
       config.logger.info("remote step attempt abandoned at its deadline", { workflowId: d.workflowId, step: d.stepName });
+      if (!stream.aborted) span.fail("the attempt was still running at its deadline");
       return;
     }
     // An output over the server's limit fails the attempt with PAYLOAD_TOO_LARGE (caught
@@ -41,6 +63,7 @@ export async function serveStep(config: WorkerConfig, conn: Conn, d: DispatchSte
   } catch (e) {
     const kind = e instanceof PayloadTooLargeError ? e.kind : "StepFailed";
     outcome = { case: "failure", value: failure(kind, e instanceof Error ? e.message : String(e)) };
+    span.fail(outcome.value.message);
   }
   const req = create(StepResultSchema, { workflowId: d.workflowId, stepId: d.stepId, attempt: d.attempt, outcome });
   try {

@@ -11,6 +11,7 @@ import { sleep } from "../internal/wake.js";
 import type { Run } from "./run.js";
 import { boundedMessage, failure } from "./limits.js";
 import { BUILTIN, nowRecord, uuidRecord } from "./history.js";
+import { spanning } from "../tracing.js";
 
 export interface StepOptions {
   /** Retry the function with backoff before the step fails. Default: one attempt. */
@@ -42,6 +43,20 @@ export async function runStep<T>(
   // another operation is flushing right now).
   await run.flush();
   run.checkCancelled();
+  // The step's function runs now: one span over its attempts, the application's own spans
+  // inside it nested under it.
+  const span = run.span(`step ${name}`, "internal", stepId, { "waymark.step.name": name });
+  return spanning(span, () => attemptAll(run, stepId, name, (a) => span.within(() => fn(a)), options));
+}
+
+/** Runs a live step's function (retried per policy), holds back its record and returns its result. */
+async function attemptAll<T>(
+  run: Run,
+  stepId: number,
+  name: string,
+  fn: (attempt: StepAttempt) => Promise<T> | T,
+  options: StepOptions,
+): Promise<T> {
   const attempts = maxAttempts(options.retry);
   let attempt = 1;
   let result: { ok: true; value: JsonValue } | { ok: false; message: string };

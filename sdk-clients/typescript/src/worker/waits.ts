@@ -10,6 +10,7 @@ import type { Kind } from "./conn.js";
 import { NEVER_MS, type Run } from "./run.js";
 import { expect } from "./replies.js";
 import { BUILTIN, deadlineRecord, GET_EVENT_WAIT, RECV_WAIT, sleepRecord, type WaitSteps } from "./history.js";
+import { spanning, type Attributes } from "../tracing.js";
 
 /**
  * The longest a recv or getEvent waits: the server takes deadlines up to ten years ahead, so
@@ -24,20 +25,26 @@ function deadlineFrom(timeoutMs: number | undefined, cap: number): number {
 }
 
 export async function sleep(run: Run, stepId: number, ms: number): Promise<void> {
-  let wakeAt = run.history.wakeAt(stepId);
-  if (wakeAt === undefined) {
-    run.checkCancelled();
-    wakeAt = deadlineFrom(ms, NEVER_MS);
-    await run.record(stepId, BUILTIN.sleep, sleepRecord(wakeAt));
-  }
-  if (run.shouldPark(wakeAt, Date.now()) && (await run.park(stepId, wakeAt, { case: "timer", value: true }))) {
-    throw new ParkedError();
-  }
-  while (Date.now() < wakeAt) {
-    // A replay of a sleep still running ends where the live run sleeps.
-    run.live(stepId);
-    await run.waitUntil(wakeAt, Date.now());
-  }
+  const recorded = run.history.wakeAt(stepId);
+  // A sleep recorded and over is read back: it opens no span. One begun now, or recorded and
+  // not over yet (a recovered run sleeps the rest), is waited now.
+  if (recorded !== undefined && Date.now() >= recorded) return;
+  if (recorded === undefined) run.checkCancelled();
+  return spanning(run.span("wait sleep", "internal", stepId), async () => {
+    let wakeAt = recorded;
+    if (wakeAt === undefined) {
+      wakeAt = deadlineFrom(ms, NEVER_MS);
+      await run.record(stepId, BUILTIN.sleep, sleepRecord(wakeAt));
+    }
+    if (run.shouldPark(wakeAt, Date.now()) && (await run.park(stepId, wakeAt, { case: "timer", value: true }))) {
+      throw new ParkedError();
+    }
+    while (Date.now() < wakeAt) {
+      // A replay of a sleep still running ends where the live run sleeps.
+      run.live(stepId);
+      await run.waitUntil(wakeAt, Date.now());
+    }
+  });
 }
 
 export function recv(run: Run, stepId: number, topic: string, timeoutMs: number | undefined) {
@@ -45,6 +52,8 @@ export function recv(run: Run, stepId: number, topic: string, timeoutMs: number 
     run,
     stepId,
     RECV_WAIT,
+    "wait recv",
+    { "waymark.wait.topic": topic },
     timeoutMs,
     { case: "topic", value: topic },
     (step, deadlineMs) => ({
@@ -59,6 +68,8 @@ export function getEvent(run: Run, stepId: number, target: string, key: string, 
     run,
     stepId,
     GET_EVENT_WAIT,
+    "wait event",
+    { "waymark.wait.key": key },
     timeoutMs,
     { case: "event", value: create(EventKeySchema, { workflowId: target, key }) },
     (step, deadlineMs) => ({
@@ -83,19 +94,42 @@ async function durableWait(
   run: Run,
   deadlineStep: number,
   wait: WaitSteps,
+  spanName: string,
+  attributes: Attributes,
   timeoutMs: number | undefined,
   parkOn: Park["on"],
   request: (stepId: number, deadlineMs: number) => Kind,
 ): Promise<JsonValue | undefined> {
   const resultStep = deadlineStep + 1;
-  let deadlineMs = run.history.deadline(deadlineStep, wait);
-  if (deadlineMs === undefined) {
+  const recordedDeadline = run.history.deadline(deadlineStep, wait);
+  if (recordedDeadline !== undefined) {
+    const waited = run.history.waited(resultStep, wait);
+    // Read back from the history: no span.
+    if (waited !== undefined) return waited.timedOut ? undefined : waited.value;
+  } else {
     run.checkCancelled();
-    deadlineMs = deadlineFrom(timeoutMs, LONGEST_WAIT_MS);
-    await run.record(deadlineStep, wait.deadline, deadlineRecord(deadlineMs));
   }
-  const waited = run.history.waited(resultStep, wait);
-  if (waited !== undefined) return waited.timedOut ? undefined : waited.value;
+  return spanning(run.span(spanName, "internal", deadlineStep, attributes), async () => {
+    let deadlineMs = recordedDeadline;
+    if (deadlineMs === undefined) {
+      deadlineMs = deadlineFrom(timeoutMs, LONGEST_WAIT_MS);
+      await run.record(deadlineStep, wait.deadline, deadlineRecord(deadlineMs));
+      // Recorded just now, so the outcome cannot be; unless a malformed history holds one.
+      const waited = run.history.waited(resultStep, wait);
+      if (waited !== undefined) return waited.timedOut ? undefined : waited.value;
+    }
+    return waitLive(run, resultStep, deadlineMs, parkOn, request);
+  });
+}
+
+/** The live part of a durable wait: ask the server, then wait for a wakeup or park. */
+async function waitLive(
+  run: Run,
+  resultStep: number,
+  deadlineMs: number,
+  parkOn: Park["on"],
+  request: (stepId: number, deadlineMs: number) => Kind,
+): Promise<JsonValue | undefined> {
   for (;;) {
     run.checkCancelled();
     // The server may have completed the wait itself and pushed the answer with the wakeup.

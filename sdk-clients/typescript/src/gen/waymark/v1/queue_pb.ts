@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/queue.proto.
  */
 export const file_waymark_v1_queue: GenFile = /*@__PURE__*/
-  fileDesc("ChZ3YXltYXJrL3YxL3F1ZXVlLnByb3RvEgp3YXltYXJrLnYxIs4CCgVRdWV1ZRIMCgRuYW1lGAEgASgJEh8KEndvcmtlcl9jb25jdXJyZW5jeRgCIAEoDUgAiAEBEh8KEmdsb2JhbF9jb25jdXJyZW5jeRgDIAEoDUgBiAEBEikKCnJhdGVfbGltaXQYBCABKAsyFS53YXltYXJrLnYxLlJhdGVMaW1pdBIiChVwYXJ0aXRpb25fY29uY3VycmVuY3kYBSABKA1IAogBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIVChNfd29ya2VyX2NvbmN1cnJlbmN5QhUKE19nbG9iYWxfY29uY3VycmVuY3lCGAoWX3BhcnRpdGlvbl9jb25jdXJyZW5jeSJKCglSYXRlTGltaXQSEgoKbWF4X3N0YXJ0cxgBIAEoDRIpCgZwZXJpb2QYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNgoSQ3JlYXRlUXVldWVSZXF1ZXN0EiAKBXF1ZXVlGAEgASgLMhEud2F5bWFyay52MS5RdWV1ZSI3ChNDcmVhdGVRdWV1ZVJlc3BvbnNlEiAKBXF1ZXVlGAEgASgLMhEud2F5bWFyay52MS5RdWV1ZSJnChJVcGRhdGVRdWV1ZVJlcXVlc3QSIAoFcXVldWUYASABKAsyES53YXltYXJrLnYxLlF1ZXVlEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayI3ChNVcGRhdGVRdWV1ZVJlc3BvbnNlEiAKBXF1ZXVlGAEgASgLMhEud2F5bWFyay52MS5RdWV1ZSIfCg9HZXRRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSI0ChBHZXRRdWV1ZVJlc3BvbnNlEiAKBXF1ZXVlGAEgASgLMhEud2F5bWFyay52MS5RdWV1ZSI6ChFMaXN0UXVldWVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJQChJMaXN0UXVldWVzUmVzcG9uc2USIQoGcXVldWVzGAEgAygLMhEud2F5bWFyay52MS5RdWV1ZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoSRGVsZXRlUXVldWVSZXF1ZXN0EgwKBG5hbWUYASABKAkiFQoTRGVsZXRlUXVldWVSZXNwb25zZTKSAwoMUXVldWVTZXJ2aWNlEk4KC0NyZWF0ZVF1ZXVlEh4ud2F5bWFyay52MS5DcmVhdGVRdWV1ZVJlcXVlc3QaHy53YXltYXJrLnYxLkNyZWF0ZVF1ZXVlUmVzcG9uc2USTgoLVXBkYXRlUXVldWUSHi53YXltYXJrLnYxLlVwZGF0ZVF1ZXVlUmVxdWVzdBofLndheW1hcmsudjEuVXBkYXRlUXVldWVSZXNwb25zZRJFCghHZXRRdWV1ZRIbLndheW1hcmsudjEuR2V0UXVldWVSZXF1ZXN0Ghwud2F5bWFyay52MS5HZXRRdWV1ZVJlc3BvbnNlEksKCkxpc3RRdWV1ZXMSHS53YXltYXJrLnYxLkxpc3RRdWV1ZXNSZXF1ZXN0Gh4ud2F5bWFyay52MS5MaXN0UXVldWVzUmVzcG9uc2USTgoLRGVsZXRlUXVldWUSHi53YXltYXJrLnYxLkRlbGV0ZVF1ZXVlUmVxdWVzdBofLndheW1hcmsudjEuRGVsZXRlUXVldWVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("ChZ3YXltYXJrL3YxL3F1ZXVlLnByb3RvEgp3YXltYXJrLnYxIvUCCgVRdWV1ZRIMCgRuYW1lGAEgASgJEh8KEndvcmtlcl9jb25jdXJyZW5jeRgCIAEoDUgAiAEBEh8KEmdsb2JhbF9jb25jdXJyZW5jeRgDIAEoDUgBiAEBEikKCnJhdGVfbGltaXQYBCABKAsyFS53YXltYXJrLnYxLlJhdGVMaW1pdBIiChVwYXJ0aXRpb25fY29uY3VycmVuY3kYBSABKA1IAogBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgVzdGF0cxgIIAEoCzIWLndheW1hcmsudjEuUXVldWVTdGF0c0IVChNfd29ya2VyX2NvbmN1cnJlbmN5QhUKE19nbG9iYWxfY29uY3VycmVuY3lCGAoWX3BhcnRpdGlvbl9jb25jdXJyZW5jeSKMAQoKUXVldWVTdGF0cxIQCghlbnF1ZXVlZBgBIAEoBBIPCgdwZW5kaW5nGAIgASgEEg8KB2RlbGF5ZWQYAyABKAQSNgoTb2xkZXN0X2VucXVldWVkX2FnZRgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgpwYXJ0aXRpb25zGAUgASgEIkoKCVJhdGVMaW1pdBISCgptYXhfc3RhcnRzGAEgASgNEikKBnBlcmlvZBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiI2ChJDcmVhdGVRdWV1ZVJlcXVlc3QSIAoFcXVldWUYASABKAsyES53YXltYXJrLnYxLlF1ZXVlIjcKE0NyZWF0ZVF1ZXVlUmVzcG9uc2USIAoFcXVldWUYASABKAsyES53YXltYXJrLnYxLlF1ZXVlImcKElVwZGF0ZVF1ZXVlUmVxdWVzdBIgCgVxdWV1ZRgBIAEoCzIRLndheW1hcmsudjEuUXVldWUSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIjcKE1VwZGF0ZVF1ZXVlUmVzcG9uc2USIAoFcXVldWUYASABKAsyES53YXltYXJrLnYxLlF1ZXVlIh8KD0dldFF1ZXVlUmVxdWVzdBIMCgRuYW1lGAEgASgJIjQKEEdldFF1ZXVlUmVzcG9uc2USIAoFcXVldWUYASABKAsyES53YXltYXJrLnYxLlF1ZXVlIjoKEUxpc3RRdWV1ZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIlAKEkxpc3RRdWV1ZXNSZXNwb25zZRIhCgZxdWV1ZXMYASADKAsyES53YXltYXJrLnYxLlF1ZXVlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIiChJEZWxldGVRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSIVChNEZWxldGVRdWV1ZVJlc3BvbnNlMpIDCgxRdWV1ZVNlcnZpY2USTgoLQ3JlYXRlUXVldWUSHi53YXltYXJrLnYxLkNyZWF0ZVF1ZXVlUmVxdWVzdBofLndheW1hcmsudjEuQ3JlYXRlUXVldWVSZXNwb25zZRJOCgtVcGRhdGVRdWV1ZRIeLndheW1hcmsudjEuVXBkYXRlUXVldWVSZXF1ZXN0Gh8ud2F5bWFyay52MS5VcGRhdGVRdWV1ZVJlc3BvbnNlEkUKCEdldFF1ZXVlEhsud2F5bWFyay52MS5HZXRRdWV1ZVJlcXVlc3QaHC53YXltYXJrLnYxLkdldFF1ZXVlUmVzcG9uc2USSwoKTGlzdFF1ZXVlcxIdLndheW1hcmsudjEuTGlzdFF1ZXVlc1JlcXVlc3QaHi53YXltYXJrLnYxLkxpc3RRdWV1ZXNSZXNwb25zZRJOCgtEZWxldGVRdWV1ZRIeLndheW1hcmsudjEuRGVsZXRlUXVldWVSZXF1ZXN0Gh8ud2F5bWFyay52MS5EZWxldGVRdWV1ZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message waymark.v1.Queue
@@ -62,6 +62,14 @@ export type Queue = Message<"waymark.v1.Queue"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 7;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * What the queue holds now (read-only; ignored in create and update). Read from the
+   * database when the queue is read, over unfinished workflows only.
+   *
+   * @generated from field: waymark.v1.QueueStats stats = 8;
+   */
+  stats?: QueueStats | undefined;
 };
 
 /**
@@ -70,6 +78,56 @@ export type Queue = Message<"waymark.v1.Queue"> & {
  */
 export const QueueSchema: GenMessage<Queue> = /*@__PURE__*/
   messageDesc(file_waymark_v1_queue, 0);
+
+/**
+ * How much unfinished work a queue holds.
+ *
+ * @generated from message waymark.v1.QueueStats
+ */
+export type QueueStats = Message<"waymark.v1.QueueStats"> & {
+  /**
+   * Waiting for a worker.
+   *
+   * @generated from field: uint64 enqueued = 1;
+   */
+  enqueued: bigint;
+
+  /**
+   * Running on a worker.
+   *
+   * @generated from field: uint64 pending = 2;
+   */
+  pending: bigint;
+
+  /**
+   * Waiting for a start time, a timer or a parked wait.
+   *
+   * @generated from field: uint64 delayed = 3;
+   */
+  delayed: bigint;
+
+  /**
+   * How long the oldest ENQUEUED workflow has waited since it was started; unset when none
+   * is enqueued.
+   *
+   * @generated from field: google.protobuf.Duration oldest_enqueued_age = 4;
+   */
+  oldestEnqueuedAge?: Duration | undefined;
+
+  /**
+   * Distinct partition keys among the ENQUEUED workflows.
+   *
+   * @generated from field: uint64 partitions = 5;
+   */
+  partitions: bigint;
+};
+
+/**
+ * Describes the message waymark.v1.QueueStats.
+ * Use `create(QueueStatsSchema)` to create a new message.
+ */
+export const QueueStatsSchema: GenMessage<QueueStats> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_queue, 1);
 
 /**
  * @generated from message waymark.v1.RateLimit
@@ -95,7 +153,7 @@ export type RateLimit = Message<"waymark.v1.RateLimit"> & {
  * Use `create(RateLimitSchema)` to create a new message.
  */
 export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 1);
+  messageDesc(file_waymark_v1_queue, 2);
 
 /**
  * @generated from message waymark.v1.CreateQueueRequest
@@ -112,7 +170,7 @@ export type CreateQueueRequest = Message<"waymark.v1.CreateQueueRequest"> & {
  * Use `create(CreateQueueRequestSchema)` to create a new message.
  */
 export const CreateQueueRequestSchema: GenMessage<CreateQueueRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 2);
+  messageDesc(file_waymark_v1_queue, 3);
 
 /**
  * @generated from message waymark.v1.CreateQueueResponse
@@ -129,7 +187,7 @@ export type CreateQueueResponse = Message<"waymark.v1.CreateQueueResponse"> & {
  * Use `create(CreateQueueResponseSchema)` to create a new message.
  */
 export const CreateQueueResponseSchema: GenMessage<CreateQueueResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 3);
+  messageDesc(file_waymark_v1_queue, 4);
 
 /**
  * @generated from message waymark.v1.UpdateQueueRequest
@@ -156,7 +214,7 @@ export type UpdateQueueRequest = Message<"waymark.v1.UpdateQueueRequest"> & {
  * Use `create(UpdateQueueRequestSchema)` to create a new message.
  */
 export const UpdateQueueRequestSchema: GenMessage<UpdateQueueRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 4);
+  messageDesc(file_waymark_v1_queue, 5);
 
 /**
  * @generated from message waymark.v1.UpdateQueueResponse
@@ -173,7 +231,7 @@ export type UpdateQueueResponse = Message<"waymark.v1.UpdateQueueResponse"> & {
  * Use `create(UpdateQueueResponseSchema)` to create a new message.
  */
 export const UpdateQueueResponseSchema: GenMessage<UpdateQueueResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 5);
+  messageDesc(file_waymark_v1_queue, 6);
 
 /**
  * @generated from message waymark.v1.GetQueueRequest
@@ -190,7 +248,7 @@ export type GetQueueRequest = Message<"waymark.v1.GetQueueRequest"> & {
  * Use `create(GetQueueRequestSchema)` to create a new message.
  */
 export const GetQueueRequestSchema: GenMessage<GetQueueRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 6);
+  messageDesc(file_waymark_v1_queue, 7);
 
 /**
  * @generated from message waymark.v1.GetQueueResponse
@@ -207,7 +265,7 @@ export type GetQueueResponse = Message<"waymark.v1.GetQueueResponse"> & {
  * Use `create(GetQueueResponseSchema)` to create a new message.
  */
 export const GetQueueResponseSchema: GenMessage<GetQueueResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 7);
+  messageDesc(file_waymark_v1_queue, 8);
 
 /**
  * @generated from message waymark.v1.ListQueuesRequest
@@ -234,7 +292,7 @@ export type ListQueuesRequest = Message<"waymark.v1.ListQueuesRequest"> & {
  * Use `create(ListQueuesRequestSchema)` to create a new message.
  */
 export const ListQueuesRequestSchema: GenMessage<ListQueuesRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 8);
+  messageDesc(file_waymark_v1_queue, 9);
 
 /**
  * @generated from message waymark.v1.ListQueuesResponse
@@ -258,7 +316,7 @@ export type ListQueuesResponse = Message<"waymark.v1.ListQueuesResponse"> & {
  * Use `create(ListQueuesResponseSchema)` to create a new message.
  */
 export const ListQueuesResponseSchema: GenMessage<ListQueuesResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 9);
+  messageDesc(file_waymark_v1_queue, 10);
 
 /**
  * @generated from message waymark.v1.DeleteQueueRequest
@@ -275,7 +333,7 @@ export type DeleteQueueRequest = Message<"waymark.v1.DeleteQueueRequest"> & {
  * Use `create(DeleteQueueRequestSchema)` to create a new message.
  */
 export const DeleteQueueRequestSchema: GenMessage<DeleteQueueRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 10);
+  messageDesc(file_waymark_v1_queue, 11);
 
 /**
  * @generated from message waymark.v1.DeleteQueueResponse
@@ -288,7 +346,7 @@ export type DeleteQueueResponse = Message<"waymark.v1.DeleteQueueResponse"> & {
  * Use `create(DeleteQueueResponseSchema)` to create a new message.
  */
 export const DeleteQueueResponseSchema: GenMessage<DeleteQueueResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_queue, 11);
+  messageDesc(file_waymark_v1_queue, 12);
 
 /**
  * Queues: named lanes of work whose limits the server keeps across every replica and worker.

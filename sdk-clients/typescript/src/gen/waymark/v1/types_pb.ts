@@ -12,7 +12,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/types.proto.
  */
 export const file_waymark_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChZ3YXltYXJrL3YxL3R5cGVzLnByb3RvEgp3YXltYXJrLnYxImAKB1BheWxvYWQSJgoEanNvbhgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAEhAKBmJpbmFyeRgCIAEoDEgAEhAKCGVuY29kaW5nGAMgASgJQgkKB2NvbnRlbnQiKAoHRmFpbHVyZRIMCgRraW5kGAEgASgJEg8KB21lc3NhZ2UYAiABKAki+QQKCFdvcmtmbG93EhMKC3dvcmtmbG93X2lkGAEgASgJEhUKDXdvcmtmbG93X25hbWUYAiABKAkSKgoGc3RhdHVzGAMgASgOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxISCgpxdWV1ZV9uYW1lGAQgASgJEhMKC2FwcF92ZXJzaW9uGAUgASgJEiIKBWlucHV0GAYgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiMKBm91dHB1dBgHIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIkCgdmYWlsdXJlGAggASgLMhMud2F5bWFyay52MS5GYWlsdXJlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXJlY292ZXJ5X2F0dGVtcHRzGAsgASgNEg0KBWVwb2NoGAwgASgEEhEKCXdvcmtlcl9pZBgNIAEoCRIaChJwYXJlbnRfd29ya2Zsb3dfaWQYDiABKAkSLAoIZGVhZGxpbmUYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHByaW9yaXR5GBAgASgFEhUKDXBhcnRpdGlvbl9rZXkYESABKAkSEAoIZGVkdXBfaWQYEiABKAkSLgoKc3RhcnRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHd2FrZV9hdBgUIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiwgEKBFN0ZXASDwoHc3RlcF9pZBgBIAEoDRIMCgRuYW1lGAIgASgJEiMKBm91dHB1dBgDIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIkCgdmYWlsdXJlGAQgASgLMhMud2F5bWFyay52MS5GYWlsdXJlEhAKCGF0dGVtcHRzGAUgASgNEg0KBWVwb2NoGAYgASgEEi8KC3JlY29yZGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKKAgoHTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEg0KBXRvcGljGAMgASgJEiQKB3BheWxvYWQYBCABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEisKB3NlbnRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2NvbnN1bWVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghjb25zdW1lZBgIIAEoCBIYChBjb25zdW1lZF9ieV9zdGVwGAkgASgNIpEBCgVFdmVudBILCgNrZXkYASABKAkSIgoFdmFsdWUYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSLgoKdXBkYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoHaGlzdG9yeRgEIAMoCzIWLndheW1hcmsudjEuRXZlbnRWYWx1ZSJtCgpFdmVudFZhbHVlEiIKBXZhbHVlGAEgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEg8KB3N0ZXBfaWQYAiABKA0SKgoGc2V0X2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCqUAgoOV29ya2Zsb3dTdGF0dXMSHwobV09SS0ZMT1dfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYV09SS0ZMT1dfU1RBVFVTX0VOUVVFVUVEEAESGwoXV09SS0ZMT1dfU1RBVFVTX0RFTEFZRUQQAhIbChdXT1JLRkxPV19TVEFUVVNfUEVORElORxADEhsKF1dPUktGTE9XX1NUQVRVU19TVUNDRVNTEAQSGQoVV09SS0ZMT1dfU1RBVFVTX0VSUk9SEAUSHQoZV09SS0ZMT1dfU1RBVFVTX0NBTkNFTExFRBAGEjIKLldPUktGTE9XX1NUQVRVU19NQVhfUkVDT1ZFUllfQVRURU1QVFNfRVhDRUVERUQQB2IGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChZ3YXltYXJrL3YxL3R5cGVzLnByb3RvEgp3YXltYXJrLnYxImAKB1BheWxvYWQSJgoEanNvbhgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAEhAKBmJpbmFyeRgCIAEoDEgAEhAKCGVuY29kaW5nGAMgASgJQgkKB2NvbnRlbnQiKAoHRmFpbHVyZRIMCgRraW5kGAEgASgJEg8KB21lc3NhZ2UYAiABKAki1QUKCFdvcmtmbG93EhMKC3dvcmtmbG93X2lkGAEgASgJEhUKDXdvcmtmbG93X25hbWUYAiABKAkSKgoGc3RhdHVzGAMgASgOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxISCgpxdWV1ZV9uYW1lGAQgASgJEhMKC2FwcF92ZXJzaW9uGAUgASgJEiIKBWlucHV0GAYgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiMKBm91dHB1dBgHIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIkCgdmYWlsdXJlGAggASgLMhMud2F5bWFyay52MS5GYWlsdXJlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXJlY292ZXJ5X2F0dGVtcHRzGAsgASgNEg0KBWVwb2NoGAwgASgEEhEKCXdvcmtlcl9pZBgNIAEoCRIaChJwYXJlbnRfd29ya2Zsb3dfaWQYDiABKAkSLAoIZGVhZGxpbmUYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHByaW9yaXR5GBAgASgFEhUKDXBhcnRpdGlvbl9rZXkYESABKAkSEAoIZGVkdXBfaWQYEiABKAkSLgoKc3RhcnRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHd2FrZV9hdBgUIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoNdHJhY2VfY29udGV4dBgVIAEoCzIYLndheW1hcmsudjEuVHJhY2VDb250ZXh0EikKCndhaXRpbmdfb24YFiABKAsyFS53YXltYXJrLnYxLldhaXRpbmdPbiLYAQoJV2FpdGluZ09uEg8KBXRpbWVyGAEgASgISAASFwoNbWVzc2FnZV90b3BpYxgCIAEoCUgAEigKBWV2ZW50GAMgASgLMhcud2F5bWFyay52MS5XYWl0ZWRFdmVudEgAEhUKC3dvcmtmbG93X2lkGAQgASgJSAASLQoLcmVtb3RlX3N0ZXAYBSABKAsyFi53YXltYXJrLnYxLldhaXRlZFN0ZXBIABIpCgV1bnRpbBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBgoEd2hhdCIvCgtXYWl0ZWRFdmVudBITCgt3b3JrZmxvd19pZBgBIAEoCRILCgNrZXkYAiABKAkiQQoKV2FpdGVkU3RlcBIPCgdzdGVwX2lkGAEgASgNEhEKCXN0ZXBfbmFtZRgCIAEoCRIPCgdhdHRlbXB0GAMgASgNIjcKDFRyYWNlQ29udGV4dBITCgt0cmFjZXBhcmVudBgBIAEoCRISCgp0cmFjZXN0YXRlGAIgASgJIsIBCgRTdGVwEg8KB3N0ZXBfaWQYASABKA0SDAoEbmFtZRgCIAEoCRIjCgZvdXRwdXQYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSJAoHZmFpbHVyZRgEIAEoCzITLndheW1hcmsudjEuRmFpbHVyZRIQCghhdHRlbXB0cxgFIAEoDRINCgVlcG9jaBgGIAEoBBIvCgtyZWNvcmRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiigIKB01lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRITCgt3b3JrZmxvd19pZBgCIAEoCRINCgV0b3BpYxgDIAEoCRIkCgdwYXlsb2FkGAQgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRIrCgdzZW50X2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjb25zdW1lZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIY29uc3VtZWQYCCABKAgSGAoQY29uc3VtZWRfYnlfc3RlcBgJIAEoDSKRAQoFRXZlbnQSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hpc3RvcnkYBCADKAsyFi53YXltYXJrLnYxLkV2ZW50VmFsdWUibQoKRXZlbnRWYWx1ZRIiCgV2YWx1ZRgBIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIPCgdzdGVwX2lkGAIgASgNEioKBnNldF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqlAIKDldvcmtmbG93U3RhdHVzEh8KG1dPUktGTE9XX1NUQVRVU19VTlNQRUNJRklFRBAAEhwKGFdPUktGTE9XX1NUQVRVU19FTlFVRVVFRBABEhsKF1dPUktGTE9XX1NUQVRVU19ERUxBWUVEEAISGwoXV09SS0ZMT1dfU1RBVFVTX1BFTkRJTkcQAxIbChdXT1JLRkxPV19TVEFUVVNfU1VDQ0VTUxAEEhkKFVdPUktGTE9XX1NUQVRVU19FUlJPUhAFEh0KGVdPUktGTE9XX1NUQVRVU19DQU5DRUxMRUQQBhIyCi5XT1JLRkxPV19TVEFUVVNfTUFYX1JFQ09WRVJZX0FUVEVNUFRTX0VYQ0VFREVEEAdiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A value carried across the wire: a workflow's input or output, a step's result.
@@ -229,11 +229,28 @@ export type Workflow = Message$1<"waymark.v1.Workflow"> & {
    * While DELAYED: when it goes back to its queue (a delayed start, or a parked wait's
    * timeout).
    *
-   * Fields 21-39 are kept for what the next features add.
-   *
    * @generated from field: google.protobuf.Timestamp wake_at = 20;
    */
   wakeAt?: Timestamp | undefined;
+
+  /**
+   * The trace the workflow belongs to: the span that started it (see `TraceContext`). Empty
+   * when it was started with none.
+   *
+   * @generated from field: waymark.v1.TraceContext trace_context = 21;
+   */
+  traceContext?: TraceContext | undefined;
+
+  /**
+   * What the workflow waits for, when it waits: always for a parked workflow (DELAYED); for one
+   * waiting on its worker (PENDING), when the replica that answers holds the wait. Unset when
+   * it does not wait, or the answering replica cannot tell.
+   *
+   * Fields 23-39 are kept for what the next features add.
+   *
+   * @generated from field: waymark.v1.WaitingOn waiting_on = 22;
+   */
+  waitingOn?: WaitingOn | undefined;
 };
 
 /**
@@ -242,6 +259,161 @@ export type Workflow = Message$1<"waymark.v1.Workflow"> & {
  */
 export const WorkflowSchema: GenMessage<Workflow> = /*@__PURE__*/
   messageDesc(file_waymark_v1_types, 2);
+
+/**
+ * What a waiting workflow waits for.
+ *
+ * @generated from message waymark.v1.WaitingOn
+ */
+export type WaitingOn = Message$1<"waymark.v1.WaitingOn"> & {
+  /**
+   * @generated from oneof waymark.v1.WaitingOn.what
+   */
+  what: {
+    /**
+     * A durable sleep, until `until`.
+     *
+     * @generated from field: bool timer = 1;
+     */
+    value: boolean;
+    case: "timer";
+  } | {
+    /**
+     * A message on this topic.
+     *
+     * @generated from field: string message_topic = 2;
+     */
+    value: string;
+    case: "messageTopic";
+  } | {
+    /**
+     * An event of a workflow.
+     *
+     * @generated from field: waymark.v1.WaitedEvent event = 3;
+     */
+    value: WaitedEvent;
+    case: "event";
+  } | {
+    /**
+     * Another workflow (a child) to finish.
+     *
+     * @generated from field: string workflow_id = 4;
+     */
+    value: string;
+    case: "workflowId";
+  } | {
+    /**
+     * A remote step's result.
+     *
+     * @generated from field: waymark.v1.WaitedStep remote_step = 5;
+     */
+    value: WaitedStep;
+    case: "remoteStep";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * When the wait ends if nothing comes (its timeout), or the sleep's end.
+   *
+   * @generated from field: google.protobuf.Timestamp until = 6;
+   */
+  until?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.WaitingOn.
+ * Use `create(WaitingOnSchema)` to create a new message.
+ */
+export const WaitingOnSchema: GenMessage<WaitingOn> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_types, 3);
+
+/**
+ * @generated from message waymark.v1.WaitedEvent
+ */
+export type WaitedEvent = Message$1<"waymark.v1.WaitedEvent"> & {
+  /**
+   * @generated from field: string workflow_id = 1;
+   */
+  workflowId: string;
+
+  /**
+   * @generated from field: string key = 2;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message waymark.v1.WaitedEvent.
+ * Use `create(WaitedEventSchema)` to create a new message.
+ */
+export const WaitedEventSchema: GenMessage<WaitedEvent> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_types, 4);
+
+/**
+ * @generated from message waymark.v1.WaitedStep
+ */
+export type WaitedStep = Message$1<"waymark.v1.WaitedStep"> & {
+  /**
+   * Its position in the waiting workflow's history.
+   *
+   * @generated from field: uint32 step_id = 1;
+   */
+  stepId: number;
+
+  /**
+   * @generated from field: string step_name = 2;
+   */
+  stepName: string;
+
+  /**
+   * The attempt running or next (from 1); 0 when unknown.
+   *
+   * @generated from field: uint32 attempt = 3;
+   */
+  attempt: number;
+};
+
+/**
+ * Describes the message waymark.v1.WaitedStep.
+ * Use `create(WaitedStepSchema)` to create a new message.
+ */
+export const WaitedStepSchema: GenMessage<WaitedStep> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_types, 5);
+
+/**
+ * A W3C Trace Context (https://www.w3.org/TR/trace-context/): where a piece of work sits in a
+ * distributed trace, so that whatever runs it later — a worker in any language, after any number
+ * of recoveries — can open its spans as children of the span that asked for it.
+ *
+ * The server takes it from the `traceparent`/`tracestate` metadata of the call that starts a
+ * workflow (or from the worker request that starts a child or calls a remote step), keeps it
+ * with the work, and hands it back in the dispatch. A value that is not a valid version-00
+ * `traceparent`, or a `tracestate` over 512 bytes, is dropped (the work starts no trace), as
+ * the W3C recommendation says of a malformed header; it never fails the call.
+ *
+ * @generated from message waymark.v1.TraceContext
+ */
+export type TraceContext = Message$1<"waymark.v1.TraceContext"> & {
+  /**
+   * "00-<32 hex trace id>-<16 hex parent span id>-<2 hex flags>".
+   *
+   * @generated from field: string traceparent = 1;
+   */
+  traceparent: string;
+
+  /**
+   * Vendor entries, passed on untouched.
+   *
+   * @generated from field: string tracestate = 2;
+   */
+  tracestate: string;
+};
+
+/**
+ * Describes the message waymark.v1.TraceContext.
+ * Use `create(TraceContextSchema)` to create a new message.
+ */
+export const TraceContextSchema: GenMessage<TraceContext> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_types, 6);
 
 /**
  * A checkpointed step of a workflow.
@@ -300,7 +472,7 @@ export type Step = Message$1<"waymark.v1.Step"> & {
  * Use `create(StepSchema)` to create a new message.
  */
 export const StepSchema: GenMessage<Step> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_types, 3);
+  messageDesc(file_waymark_v1_types, 7);
 
 /**
  * A message sent to a workflow.
@@ -363,7 +535,7 @@ export type Message = Message$1<"waymark.v1.Message"> & {
  * Use `create(MessageSchema)` to create a new message.
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_types, 4);
+  messageDesc(file_waymark_v1_types, 8);
 
 /**
  * A workflow's event: a key with a current value, and every value it was set to.
@@ -397,7 +569,7 @@ export type Event = Message$1<"waymark.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_types, 5);
+  messageDesc(file_waymark_v1_types, 9);
 
 /**
  * One value an event was set to, by the step that set it.
@@ -426,7 +598,7 @@ export type EventValue = Message$1<"waymark.v1.EventValue"> & {
  * Use `create(EventValueSchema)` to create a new message.
  */
 export const EventValueSchema: GenMessage<EventValue> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_types, 6);
+  messageDesc(file_waymark_v1_types, 10);
 
 /**
  * Lifecycle of a workflow. Terminal statuses are SUCCESS, ERROR, CANCELLED and

@@ -6,7 +6,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Failure, Payload, Step, WorkflowStatus } from "./types_pb.js";
+import type { Failure, Payload, Step, TraceContext, WorkflowStatus } from "./types_pb.js";
 import { file_waymark_v1_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,130 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/worker.proto.
  */
 export const file_waymark_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Chd3YXltYXJrL3YxL3dvcmtlci5wcm90bxIKd2F5bWFyay52MSKRBgoNV29ya2VyTWVzc2FnZRISCgpyZXF1ZXN0X2lkGAEgASgEEiIKBWhlbGxvGAIgASgLMhEud2F5bWFyay52MS5IZWxsb0gAEiQKBmNyZWRpdBgDIAEoCzISLndheW1hcmsudjEuQ3JlZGl0SAASKgoJaGVhcnRiZWF0GAQgASgLMhUud2F5bWFyay52MS5IZWFydGJlYXRIABItCgtyZWNvcmRfc3RlcBgFIAEoCzIWLndheW1hcmsudjEuUmVjb3JkU3RlcEgAEjkKEWNvbXBsZXRlX3dvcmtmbG93GAYgASgLMhwud2F5bWFyay52MS5Db21wbGV0ZVdvcmtmbG93SAASMwoMc2VuZF9tZXNzYWdlGAcgASgLMhsud2F5bWFyay52MS5TZW5kTWVzc2FnZVN0ZXBIABIgCgRyZWN2GAggASgLMhAud2F5bWFyay52MS5SZWN2SAASKQoJc2V0X2V2ZW50GAkgASgLMhQud2F5bWFyay52MS5TZXRFdmVudEgAEi0KCWdldF9ldmVudBgKIAEoCzIYLndheW1hcmsudjEuR2V0RXZlbnRTdGVwSAASLwoMd3JpdGVfc3RyZWFtGAsgASgLMhcud2F5bWFyay52MS5Xcml0ZVN0cmVhbUgAEi0KC3N0YXJ0X2NoaWxkGAwgASgLMhYud2F5bWFyay52MS5TdGFydENoaWxkSAASLQoLYXdhaXRfY2hpbGQYDSABKAsyFi53YXltYXJrLnYxLkF3YWl0Q2hpbGRIABIgCgRwYXJrGA4gASgLMhAud2F5bWFyay52MS5QYXJrSAASKQoJY2FsbF9zdGVwGA8gASgLMhQud2F5bWFyay52MS5DYWxsU3RlcEgAEi0KC3N0ZXBfcmVzdWx0GBAgASgLMhYud2F5bWFyay52MS5TdGVwUmVzdWx0SAASJAoGc2VsZWN0GBEgASgLMhIud2F5bWFyay52MS5TZWxlY3RIABIiCgViYXRjaBgSIAEoCzIRLndheW1hcmsudjEuQmF0Y2hIAEIGCgRraW5kIjQKBUJhdGNoEisKCG1lc3NhZ2VzGAEgAygLMhkud2F5bWFyay52MS5Xb3JrZXJNZXNzYWdlIsECCg1TZXJ2ZXJNZXNzYWdlEiYKB3dlbGNvbWUYASABKAsyEy53YXltYXJrLnYxLldlbGNvbWVIABI5ChFkaXNwYXRjaF93b3JrZmxvdxgCIAEoCzIcLndheW1hcmsudjEuRGlzcGF0Y2hXb3JrZmxvd0gAEiIKBXJlcGx5GAMgASgLMhEud2F5bWFyay52MS5SZXBseUgAEiQKBmNhbmNlbBgEIAEoCzISLndheW1hcmsudjEuQ2FuY2VsSAASIgoFZHJhaW4YBSABKAsyES53YXltYXJrLnYxLkRyYWluSAASJAoGd2FrZXVwGAYgASgLMhIud2F5bWFyay52MS5XYWtldXBIABIxCg1kaXNwYXRjaF9zdGVwGAcgASgLMhgud2F5bWFyay52MS5EaXNwYXRjaFN0ZXBIAEIGCgRraW5kIooBCgVIZWxsbxIRCgl3b3JrZXJfaWQYASABKAkSEAoIYXBwX25hbWUYAiABKAkSEwoLYXBwX3ZlcnNpb24YAyABKAkSFgoOd29ya2Zsb3dfbmFtZXMYBCADKAkSEgoKc3RlcF9uYW1lcxgFIAMoCRIOCgZxdWV1ZXMYBiADKAkSCwoDc2RrGAcgASgJIooBCgdXZWxjb21lEhIKCnNlc3Npb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNEhYKDnNlcnZlcl92ZXJzaW9uGAMgASgJEhkKEW1heF9wYXlsb2FkX2J5dGVzGAQgASgEEhkKEW1heF9tZXNzYWdlX2J5dGVzGAUgASgEIioKBkNyZWRpdBIRCgl3b3JrZmxvd3MYASABKA0SDQoFc3RlcHMYAiABKA0iWQoJSGVhcnRiZWF0EhQKDHJlcG9ydHNfaGVsZBgBIAEoCBIZChFoZWxkX3dvcmtmbG93X2lkcxgCIAMoCRIbChNkaXNwYXRjaGVzX3JlY2VpdmVkGAMgASgEIrsBCgpSZWNvcmRTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SDAoEbmFtZRgEIAEoCRIlCgZvdXRwdXQYBSABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAYgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSAASEAoIYXR0ZW1wdHMYByABKA1CCQoHb3V0Y29tZSK3AQoQQ29tcGxldGVXb3JrZmxvdxITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIlCgZvdXRwdXQYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAQgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSAASJQoFc3RlcHMYBSADKAsyFi53YXltYXJrLnYxLlJlY29yZFN0ZXBCCQoHb3V0Y29tZSLyAQoQRGlzcGF0Y2hXb3JrZmxvdxITCgt3b3JrZmxvd19pZBgBIAEoCRIVCg13b3JrZmxvd19uYW1lGAIgASgJEg0KBWVwb2NoGAMgASgEEiIKBWlucHV0GAQgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEh8KBXN0ZXBzGAUgAygLMhAud2F5bWFyay52MS5TdGVwEhMKC2FwcF92ZXJzaW9uGAYgASgJEhkKEXJlY292ZXJ5X2F0dGVtcHRzGAcgASgNEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIucECgVSZXBseRISCgpyZXF1ZXN0X2lkGAEgASgEEicKBWVycm9yGAIgASgLMhYud2F5bWFyay52MS5SZXBseUVycm9ySAASMQoNc3RlcF9yZWNvcmRlZBgDIAEoCzIYLndheW1hcmsudjEuU3RlcFJlY29yZGVkSAASOwoSd29ya2Zsb3dfY29tcGxldGVkGAQgASgLMh0ud2F5bWFyay52MS5Xb3JrZmxvd0NvbXBsZXRlZEgAEi8KDG1lc3NhZ2Vfc2VudBgFIAEoCzIXLndheW1hcmsudjEuTWVzc2FnZVNlbnRIABItCgtyZWN2X3Jlc3VsdBgGIAEoCzIWLndheW1hcmsudjEuUmVjdlJlc3VsdEgAEi8KDGV2ZW50X3Jlc3VsdBgHIAEoCzIXLndheW1hcmsudjEuRXZlbnRSZXN1bHRIABIzCg5zdHJlYW1fd3JpdHRlbhgIIAEoCzIZLndheW1hcmsudjEuU3RyZWFtV3JpdHRlbkgAEjEKDWNoaWxkX3N0YXJ0ZWQYCSABKAsyGC53YXltYXJrLnYxLkNoaWxkU3RhcnRlZEgAEi8KDGNoaWxkX3Jlc3VsdBgKIAEoCzIXLndheW1hcmsudjEuQ2hpbGRSZXN1bHRIABIkCgZwYXJrZWQYCyABKAsyEi53YXltYXJrLnYxLlBhcmtlZEgAEi0KC2NhbGxfcmVzdWx0GAwgASgLMhYud2F5bWFyay52MS5DYWxsUmVzdWx0SAASKAoIc2VsZWN0ZWQYDSABKAsyFC53YXltYXJrLnYxLlNlbGVjdGVkSABCCAoGcmVzdWx0IjsKClJlcGx5RXJyb3ISDAoEY29kZRgBIAEoBRIOCgZyZWFzb24YAiABKAkSDwoHbWVzc2FnZRgDIAEoCSIOCgxTdGVwUmVjb3JkZWQimwEKEVdvcmtmbG93Q29tcGxldGVkEioKBnN0YXR1cxgBIAEoDjIaLndheW1hcmsudjEuV29ya2Zsb3dTdGF0dXMSIwoGb3V0cHV0GAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiQKB2ZhaWx1cmUYAyABKAsyEy53YXltYXJrLnYxLkZhaWx1cmUSDwoHYWRvcHRlZBgEIAEoCCIdCgZDYW5jZWwSEwoLd29ya2Zsb3dfaWQYASABKAkiBwoFRHJhaW4ikwEKD1NlbmRNZXNzYWdlU3RlcBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhYKDmRlc3RpbmF0aW9uX2lkGAQgASgJEg0KBXRvcGljGAUgASgJEiQKB21lc3NhZ2UYBiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQiIQoLTWVzc2FnZVNlbnQSEgoKbWVzc2FnZV9pZBgBIAEoCSJfCgRSZWN2EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SDQoFdG9waWMYBCABKAkSEwoLZGVhZGxpbmVfbXMYBSABKAMi4QEKClJlY3ZSZXN1bHQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEiQKB21lc3NhZ2UYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFQoNc2VydmVyX25vd19tcxgDIAEoAyJlCgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIVChFPVVRDT01FX0RFTElWRVJFRBABEhUKEU9VVENPTUVfVElNRURfT1VUEAISEwoPT1VUQ09NRV9XQUlUSU5HEAMiVAoGV2FrZXVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB3N0ZXBfaWQYAiABKA0SJAoEcmVjdhgDIAEoCzIWLndheW1hcmsudjEuUmVjdlJlc3VsdCJwCghTZXRFdmVudBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEgsKA2tleRgEIAEoCRIiCgV2YWx1ZRgFIAEoCzITLndheW1hcmsudjEuUGF5bG9hZCKBAQoMR2V0RXZlbnRTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SGgoSdGFyZ2V0X3dvcmtmbG93X2lkGAQgASgJEgsKA2tleRgFIAEoCRITCgtkZWFkbGluZV9tcxgGIAEoAyJ5CgtFdmVudFJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSIgoFdmFsdWUYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFQoNc2VydmVyX25vd19tcxgDIAEoAyKCAQoLV3JpdGVTdHJlYW0SEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRILCgNrZXkYBCABKAkSIgoFdmFsdWUYBSABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSDQoFY2xvc2UYBiABKAgiHwoNU3RyZWFtV3JpdHRlbhIOCgZvZmZzZXQYASABKAQiqwEKClN0YXJ0Q2hpbGQSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIVCg13b3JrZmxvd19uYW1lGAQgASgJEhkKEWNoaWxkX3dvcmtmbG93X2lkGAUgASgJEiIKBWlucHV0GAYgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYByABKAkiKQoMQ2hpbGRTdGFydGVkEhkKEWNoaWxkX3dvcmtmbG93X2lkGAEgASgJIlwKCkF3YWl0Q2hpbGQSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIZChFjaGlsZF93b3JrZmxvd19pZBgEIAEoCSK1AQoLQ2hpbGRSZXN1bHQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEioKBnN0YXR1cxgCIAEoDjIaLndheW1hcmsudjEuV29ya2Zsb3dTdGF0dXMSIwoGb3V0cHV0GAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiQKB2ZhaWx1cmUYBCABKAsyEy53YXltYXJrLnYxLkZhaWx1cmUizQEKBFBhcmsSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRISCgp3YWtlX2F0X21zGAQgASgDEg8KBXRpbWVyGAUgASgISAASDwoFdG9waWMYBiABKAlIABIlCgVldmVudBgHIAEoCzIULndheW1hcmsudjEuRXZlbnRLZXlIABIOCgRzdGVwGAggASgNSAASHQoTYXdhaXRlZF93b3JrZmxvd19pZBgJIAEoCUgAQgQKAm9uIiwKCEV2ZW50S2V5EhMKC3dvcmtmbG93X2lkGAEgASgJEgsKA2tleRgCIAEoCSIYCgZQYXJrZWQSDgoGcGFya2VkGAEgASgIIsoBCghDYWxsU3RlcBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhEKCXN0ZXBfbmFtZRgEIAEoCRIiCgVpbnB1dBgFIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBImCgVyZXRyeRgGIAEoCzIXLndheW1hcmsudjEuUmV0cnlQb2xpY3kSKgoHdGltZW91dBgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKmAQoLUmV0cnlQb2xpY3kSFAoMbWF4X2F0dGVtcHRzGAEgASgNEjMKEGluaXRpYWxfaW50ZXJ2YWwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGwoTYmFja29mZl9jb2VmZmljaWVudBgDIAEoARIvCgxtYXhfaW50ZXJ2YWwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24imgEKCkNhbGxSZXN1bHQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEiMKBm91dHB1dBgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIkCgdmYWlsdXJlGAMgASgLMhMud2F5bWFyay52MS5GYWlsdXJlEhAKCGF0dGVtcHRzGAQgASgNIqoBCgxEaXNwYXRjaFN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHc3RlcF9pZBgCIAEoDRIRCglzdGVwX25hbWUYAyABKAkSIgoFaW5wdXQYBCABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSDwoHYXR0ZW1wdBgFIAEoDRIsCghkZWFkbGluZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAinQEKClN0ZXBSZXN1bHQSEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHc3RlcF9pZBgCIAEoDRIPCgdhdHRlbXB0GAMgASgNEiUKBm91dHB1dBgEIAEoCzITLndheW1hcmsudjEuUGF5bG9hZEgAEiYKB2ZhaWx1cmUYBSABKAsyEy53YXltYXJrLnYxLkZhaWx1cmVIAEIJCgdvdXRjb21lInMKBlNlbGVjdBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEicKB3RhcmdldHMYBCADKAsyFi53YXltYXJrLnYxLldhaXRUYXJnZXQSCwoDYWxsGAUgASgIIkAKCldhaXRUYXJnZXQSFQoLd29ya2Zsb3dfaWQYASABKAlIABIRCgdzdGVwX2lkGAIgASgNSABCCAoGdGFyZ2V0IkoKCFNlbGVjdGVkEi8KB291dGNvbWUYASABKA4yHi53YXltYXJrLnYxLlJlY3ZSZXN1bHQuT3V0Y29tZRINCgVpbmRleBgCIAEoDTJUCg1Xb3JrZXJTZXJ2aWNlEkMKB0Nvbm5lY3QSGS53YXltYXJrLnYxLldvcmtlck1lc3NhZ2UaGS53YXltYXJrLnYxLlNlcnZlck1lc3NhZ2UoATABYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
+  fileDesc("Chd3YXltYXJrL3YxL3dvcmtlci5wcm90bxIKd2F5bWFyay52MSIoChJMaXN0V29ya2Vyc1JlcXVlc3QSEgoKcXVldWVfbmFtZRgBIAEoCSI+ChNMaXN0V29ya2Vyc1Jlc3BvbnNlEicKB3dvcmtlcnMYASADKAsyFi53YXltYXJrLnYxLldvcmtlckluZm8i1QIKCldvcmtlckluZm8SEQoJd29ya2VyX2lkGAEgASgJEhAKCGFwcF9uYW1lGAIgASgJEhMKC2FwcF92ZXJzaW9uGAMgASgJEgsKA3NkaxgEIAEoCRIRCgluYW1lc3BhY2UYBSABKAkSDgoGcXVldWVzGAYgAygJEhYKDndvcmtmbG93X25hbWVzGAcgAygJEhIKCnN0ZXBfbmFtZXMYCCADKAkSGAoQd29ya2Zsb3dfY3JlZGl0cxgJIAEoDRIUCgxzdGVwX2NyZWRpdHMYCiABKA0SGwoTd29ya2Zsb3dzX2luX2ZsaWdodBgLIAEoDRIwCgxjb25uZWN0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfaGVhcnRiZWF0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKRBgoNV29ya2VyTWVzc2FnZRISCgpyZXF1ZXN0X2lkGAEgASgEEiIKBWhlbGxvGAIgASgLMhEud2F5bWFyay52MS5IZWxsb0gAEiQKBmNyZWRpdBgDIAEoCzISLndheW1hcmsudjEuQ3JlZGl0SAASKgoJaGVhcnRiZWF0GAQgASgLMhUud2F5bWFyay52MS5IZWFydGJlYXRIABItCgtyZWNvcmRfc3RlcBgFIAEoCzIWLndheW1hcmsudjEuUmVjb3JkU3RlcEgAEjkKEWNvbXBsZXRlX3dvcmtmbG93GAYgASgLMhwud2F5bWFyay52MS5Db21wbGV0ZVdvcmtmbG93SAASMwoMc2VuZF9tZXNzYWdlGAcgASgLMhsud2F5bWFyay52MS5TZW5kTWVzc2FnZVN0ZXBIABIgCgRyZWN2GAggASgLMhAud2F5bWFyay52MS5SZWN2SAASKQoJc2V0X2V2ZW50GAkgASgLMhQud2F5bWFyay52MS5TZXRFdmVudEgAEi0KCWdldF9ldmVudBgKIAEoCzIYLndheW1hcmsudjEuR2V0RXZlbnRTdGVwSAASLwoMd3JpdGVfc3RyZWFtGAsgASgLMhcud2F5bWFyay52MS5Xcml0ZVN0cmVhbUgAEi0KC3N0YXJ0X2NoaWxkGAwgASgLMhYud2F5bWFyay52MS5TdGFydENoaWxkSAASLQoLYXdhaXRfY2hpbGQYDSABKAsyFi53YXltYXJrLnYxLkF3YWl0Q2hpbGRIABIgCgRwYXJrGA4gASgLMhAud2F5bWFyay52MS5QYXJrSAASKQoJY2FsbF9zdGVwGA8gASgLMhQud2F5bWFyay52MS5DYWxsU3RlcEgAEi0KC3N0ZXBfcmVzdWx0GBAgASgLMhYud2F5bWFyay52MS5TdGVwUmVzdWx0SAASJAoGc2VsZWN0GBEgASgLMhIud2F5bWFyay52MS5TZWxlY3RIABIiCgViYXRjaBgSIAEoCzIRLndheW1hcmsudjEuQmF0Y2hIAEIGCgRraW5kIjQKBUJhdGNoEisKCG1lc3NhZ2VzGAEgAygLMhkud2F5bWFyay52MS5Xb3JrZXJNZXNzYWdlIsECCg1TZXJ2ZXJNZXNzYWdlEiYKB3dlbGNvbWUYASABKAsyEy53YXltYXJrLnYxLldlbGNvbWVIABI5ChFkaXNwYXRjaF93b3JrZmxvdxgCIAEoCzIcLndheW1hcmsudjEuRGlzcGF0Y2hXb3JrZmxvd0gAEiIKBXJlcGx5GAMgASgLMhEud2F5bWFyay52MS5SZXBseUgAEiQKBmNhbmNlbBgEIAEoCzISLndheW1hcmsudjEuQ2FuY2VsSAASIgoFZHJhaW4YBSABKAsyES53YXltYXJrLnYxLkRyYWluSAASJAoGd2FrZXVwGAYgASgLMhIud2F5bWFyay52MS5XYWtldXBIABIxCg1kaXNwYXRjaF9zdGVwGAcgASgLMhgud2F5bWFyay52MS5EaXNwYXRjaFN0ZXBIAEIGCgRraW5kIooBCgVIZWxsbxIRCgl3b3JrZXJfaWQYASABKAkSEAoIYXBwX25hbWUYAiABKAkSEwoLYXBwX3ZlcnNpb24YAyABKAkSFgoOd29ya2Zsb3dfbmFtZXMYBCADKAkSEgoKc3RlcF9uYW1lcxgFIAMoCRIOCgZxdWV1ZXMYBiADKAkSCwoDc2RrGAcgASgJIooBCgdXZWxjb21lEhIKCnNlc3Npb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNEhYKDnNlcnZlcl92ZXJzaW9uGAMgASgJEhkKEW1heF9wYXlsb2FkX2J5dGVzGAQgASgEEhkKEW1heF9tZXNzYWdlX2J5dGVzGAUgASgEIioKBkNyZWRpdBIRCgl3b3JrZmxvd3MYASABKA0SDQoFc3RlcHMYAiABKA0iWQoJSGVhcnRiZWF0EhQKDHJlcG9ydHNfaGVsZBgBIAEoCBIZChFoZWxkX3dvcmtmbG93X2lkcxgCIAMoCRIbChNkaXNwYXRjaGVzX3JlY2VpdmVkGAMgASgEIrsBCgpSZWNvcmRTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SDAoEbmFtZRgEIAEoCRIlCgZvdXRwdXQYBSABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAYgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSAASEAoIYXR0ZW1wdHMYByABKA1CCQoHb3V0Y29tZSK3AQoQQ29tcGxldGVXb3JrZmxvdxITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIlCgZvdXRwdXQYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAQgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSAASJQoFc3RlcHMYBSADKAsyFi53YXltYXJrLnYxLlJlY29yZFN0ZXBCCQoHb3V0Y29tZSKjAgoQRGlzcGF0Y2hXb3JrZmxvdxITCgt3b3JrZmxvd19pZBgBIAEoCRIVCg13b3JrZmxvd19uYW1lGAIgASgJEg0KBWVwb2NoGAMgASgEEiIKBWlucHV0GAQgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEh8KBXN0ZXBzGAUgAygLMhAud2F5bWFyay52MS5TdGVwEhMKC2FwcF92ZXJzaW9uGAYgASgJEhkKEXJlY292ZXJ5X2F0dGVtcHRzGAcgASgNEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KDXRyYWNlX2NvbnRleHQYCSABKAsyGC53YXltYXJrLnYxLlRyYWNlQ29udGV4dCLnBAoFUmVwbHkSEgoKcmVxdWVzdF9pZBgBIAEoBBInCgVlcnJvchgCIAEoCzIWLndheW1hcmsudjEuUmVwbHlFcnJvckgAEjEKDXN0ZXBfcmVjb3JkZWQYAyABKAsyGC53YXltYXJrLnYxLlN0ZXBSZWNvcmRlZEgAEjsKEndvcmtmbG93X2NvbXBsZXRlZBgEIAEoCzIdLndheW1hcmsudjEuV29ya2Zsb3dDb21wbGV0ZWRIABIvCgxtZXNzYWdlX3NlbnQYBSABKAsyFy53YXltYXJrLnYxLk1lc3NhZ2VTZW50SAASLQoLcmVjdl9yZXN1bHQYBiABKAsyFi53YXltYXJrLnYxLlJlY3ZSZXN1bHRIABIvCgxldmVudF9yZXN1bHQYByABKAsyFy53YXltYXJrLnYxLkV2ZW50UmVzdWx0SAASMwoOc3RyZWFtX3dyaXR0ZW4YCCABKAsyGS53YXltYXJrLnYxLlN0cmVhbVdyaXR0ZW5IABIxCg1jaGlsZF9zdGFydGVkGAkgASgLMhgud2F5bWFyay52MS5DaGlsZFN0YXJ0ZWRIABIvCgxjaGlsZF9yZXN1bHQYCiABKAsyFy53YXltYXJrLnYxLkNoaWxkUmVzdWx0SAASJAoGcGFya2VkGAsgASgLMhIud2F5bWFyay52MS5QYXJrZWRIABItCgtjYWxsX3Jlc3VsdBgMIAEoCzIWLndheW1hcmsudjEuQ2FsbFJlc3VsdEgAEigKCHNlbGVjdGVkGA0gASgLMhQud2F5bWFyay52MS5TZWxlY3RlZEgAQggKBnJlc3VsdCI7CgpSZXBseUVycm9yEgwKBGNvZGUYASABKAUSDgoGcmVhc29uGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiDgoMU3RlcFJlY29yZGVkIpsBChFXb3JrZmxvd0NvbXBsZXRlZBIqCgZzdGF0dXMYASABKA4yGi53YXltYXJrLnYxLldvcmtmbG93U3RhdHVzEiMKBm91dHB1dBgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIkCgdmYWlsdXJlGAMgASgLMhMud2F5bWFyay52MS5GYWlsdXJlEg8KB2Fkb3B0ZWQYBCABKAgiHQoGQ2FuY2VsEhMKC3dvcmtmbG93X2lkGAEgASgJIgcKBURyYWluIpMBCg9TZW5kTWVzc2FnZVN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIWCg5kZXN0aW5hdGlvbl9pZBgEIAEoCRINCgV0b3BpYxgFIAEoCRIkCgdtZXNzYWdlGAYgASgLMhMud2F5bWFyay52MS5QYXlsb2FkIiEKC01lc3NhZ2VTZW50EhIKCm1lc3NhZ2VfaWQYASABKAkiXwoEUmVjdhITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEg0KBXRvcGljGAQgASgJEhMKC2RlYWRsaW5lX21zGAUgASgDIuEBCgpSZWN2UmVzdWx0Ei8KB291dGNvbWUYASABKA4yHi53YXltYXJrLnYxLlJlY3ZSZXN1bHQuT3V0Y29tZRIkCgdtZXNzYWdlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhUKDXNlcnZlcl9ub3dfbXMYAyABKAMiZQoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASFQoRT1VUQ09NRV9ERUxJVkVSRUQQARIVChFPVVRDT01FX1RJTUVEX09VVBACEhMKD09VVENPTUVfV0FJVElORxADIlQKBldha2V1cBITCgt3b3JrZmxvd19pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgNEiQKBHJlY3YYAyABKAsyFi53YXltYXJrLnYxLlJlY3ZSZXN1bHQicAoIU2V0RXZlbnQSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRILCgNrZXkYBCABKAkSIgoFdmFsdWUYBSABKAsyEy53YXltYXJrLnYxLlBheWxvYWQigQEKDEdldEV2ZW50U3RlcBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhoKEnRhcmdldF93b3JrZmxvd19pZBgEIAEoCRILCgNrZXkYBSABKAkSEwoLZGVhZGxpbmVfbXMYBiABKAMieQoLRXZlbnRSZXN1bHQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEiIKBXZhbHVlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhUKDXNlcnZlcl9ub3dfbXMYAyABKAMiggEKC1dyaXRlU3RyZWFtEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SCwoDa2V5GAQgASgJEiIKBXZhbHVlGAUgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEg0KBWNsb3NlGAYgASgIIh8KDVN0cmVhbVdyaXR0ZW4SDgoGb2Zmc2V0GAEgASgEItwBCgpTdGFydENoaWxkEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SFQoNd29ya2Zsb3dfbmFtZRgEIAEoCRIZChFjaGlsZF93b3JrZmxvd19pZBgFIAEoCRIiCgVpbnB1dBgGIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBISCgpxdWV1ZV9uYW1lGAcgASgJEi8KDXRyYWNlX2NvbnRleHQYCCABKAsyGC53YXltYXJrLnYxLlRyYWNlQ29udGV4dCIpCgxDaGlsZFN0YXJ0ZWQSGQoRY2hpbGRfd29ya2Zsb3dfaWQYASABKAkiXAoKQXdhaXRDaGlsZBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhkKEWNoaWxkX3dvcmtmbG93X2lkGAQgASgJIrUBCgtDaGlsZFJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSKgoGc3RhdHVzGAIgASgOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIjCgZvdXRwdXQYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSJAoHZmFpbHVyZRgEIAEoCzITLndheW1hcmsudjEuRmFpbHVyZSLNAQoEUGFyaxITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhIKCndha2VfYXRfbXMYBCABKAMSDwoFdGltZXIYBSABKAhIABIPCgV0b3BpYxgGIAEoCUgAEiUKBWV2ZW50GAcgASgLMhQud2F5bWFyay52MS5FdmVudEtleUgAEg4KBHN0ZXAYCCABKA1IABIdChNhd2FpdGVkX3dvcmtmbG93X2lkGAkgASgJSABCBAoCb24iLAoIRXZlbnRLZXkSEwoLd29ya2Zsb3dfaWQYASABKAkSCwoDa2V5GAIgASgJIhgKBlBhcmtlZBIOCgZwYXJrZWQYASABKAgi+wEKCENhbGxTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SEQoJc3RlcF9uYW1lGAQgASgJEiIKBWlucHV0GAUgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiYKBXJldHJ5GAYgASgLMhcud2F5bWFyay52MS5SZXRyeVBvbGljeRIqCgd0aW1lb3V0GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDXRyYWNlX2NvbnRleHQYCCABKAsyGC53YXltYXJrLnYxLlRyYWNlQ29udGV4dCKmAQoLUmV0cnlQb2xpY3kSFAoMbWF4X2F0dGVtcHRzGAEgASgNEjMKEGluaXRpYWxfaW50ZXJ2YWwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGwoTYmFja29mZl9jb2VmZmljaWVudBgDIAEoARIvCgxtYXhfaW50ZXJ2YWwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24imgEKCkNhbGxSZXN1bHQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEiMKBm91dHB1dBgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIkCgdmYWlsdXJlGAMgASgLMhMud2F5bWFyay52MS5GYWlsdXJlEhAKCGF0dGVtcHRzGAQgASgNItsBCgxEaXNwYXRjaFN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHc3RlcF9pZBgCIAEoDRIRCglzdGVwX25hbWUYAyABKAkSIgoFaW5wdXQYBCABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSDwoHYXR0ZW1wdBgFIAEoDRIsCghkZWFkbGluZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoNdHJhY2VfY29udGV4dBgHIAEoCzIYLndheW1hcmsudjEuVHJhY2VDb250ZXh0Ip0BCgpTdGVwUmVzdWx0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB3N0ZXBfaWQYAiABKA0SDwoHYXR0ZW1wdBgDIAEoDRIlCgZvdXRwdXQYBCABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAUgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSABCCQoHb3V0Y29tZSJzCgZTZWxlY3QSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRInCgd0YXJnZXRzGAQgAygLMhYud2F5bWFyay52MS5XYWl0VGFyZ2V0EgsKA2FsbBgFIAEoCCJACgpXYWl0VGFyZ2V0EhUKC3dvcmtmbG93X2lkGAEgASgJSAASEQoHc3RlcF9pZBgCIAEoDUgAQggKBnRhcmdldCJKCghTZWxlY3RlZBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSDQoFaW5kZXgYAiABKA0ypAEKDVdvcmtlclNlcnZpY2USQwoHQ29ubmVjdBIZLndheW1hcmsudjEuV29ya2VyTWVzc2FnZRoZLndheW1hcmsudjEuU2VydmVyTWVzc2FnZSgBMAESTgoLTGlzdFdvcmtlcnMSHi53YXltYXJrLnYxLkxpc3RXb3JrZXJzUmVxdWVzdBofLndheW1hcmsudjEuTGlzdFdvcmtlcnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
+
+/**
+ * @generated from message waymark.v1.ListWorkersRequest
+ */
+export type ListWorkersRequest = Message<"waymark.v1.ListWorkersRequest"> & {
+  /**
+   * Only workers taking workflows from this queue.
+   *
+   * @generated from field: string queue_name = 1;
+   */
+  queueName: string;
+};
+
+/**
+ * Describes the message waymark.v1.ListWorkersRequest.
+ * Use `create(ListWorkersRequestSchema)` to create a new message.
+ */
+export const ListWorkersRequestSchema: GenMessage<ListWorkersRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_worker, 0);
+
+/**
+ * @generated from message waymark.v1.ListWorkersResponse
+ */
+export type ListWorkersResponse = Message<"waymark.v1.ListWorkersResponse"> & {
+  /**
+   * By worker id, then connection time. At most 10,000.
+   *
+   * @generated from field: repeated waymark.v1.WorkerInfo workers = 1;
+   */
+  workers: WorkerInfo[];
+};
+
+/**
+ * Describes the message waymark.v1.ListWorkersResponse.
+ * Use `create(ListWorkersResponseSchema)` to create a new message.
+ */
+export const ListWorkersResponseSchema: GenMessage<ListWorkersResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_worker, 1);
+
+/**
+ * One connected worker stream.
+ *
+ * @generated from message waymark.v1.WorkerInfo
+ */
+export type WorkerInfo = Message<"waymark.v1.WorkerInfo"> & {
+  /**
+   * @generated from field: string worker_id = 1;
+   */
+  workerId: string;
+
+  /**
+   * @generated from field: string app_name = 2;
+   */
+  appName: string;
+
+  /**
+   * @generated from field: string app_version = 3;
+   */
+  appVersion: string;
+
+  /**
+   * "python/0.1.0".
+   *
+   * @generated from field: string sdk = 4;
+   */
+  sdk: string;
+
+  /**
+   * @generated from field: string namespace = 5;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: repeated string queues = 6;
+   */
+  queues: string[];
+
+  /**
+   * @generated from field: repeated string workflow_names = 7;
+   */
+  workflowNames: string[];
+
+  /**
+   * @generated from field: repeated string step_names = 8;
+   */
+  stepNames: string[];
+
+  /**
+   * Workflows and remote-step attempts the server may still send it.
+   *
+   * @generated from field: uint32 workflow_credits = 9;
+   */
+  workflowCredits: number;
+
+  /**
+   * @generated from field: uint32 step_credits = 10;
+   */
+  stepCredits: number;
+
+  /**
+   * Workflows it holds (dispatched, not finished or let go).
+   *
+   * @generated from field: uint32 workflows_in_flight = 11;
+   */
+  workflowsInFlight: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp connected_at = 12;
+   */
+  connectedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_heartbeat = 13;
+   */
+  lastHeartbeat?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.WorkerInfo.
+ * Use `create(WorkerInfoSchema)` to create a new message.
+ */
+export const WorkerInfoSchema: GenMessage<WorkerInfo> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_worker, 2);
 
 /**
  * Worker to server.
@@ -150,7 +273,7 @@ export type WorkerMessage = Message<"waymark.v1.WorkerMessage"> & {
  * Use `create(WorkerMessageSchema)` to create a new message.
  */
 export const WorkerMessageSchema: GenMessage<WorkerMessage> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 0);
+  messageDesc(file_waymark_v1_worker, 3);
 
 /**
  * Messages a worker sends together (see `WorkerMessage.batch`).
@@ -169,7 +292,7 @@ export type Batch = Message<"waymark.v1.Batch"> & {
  * Use `create(BatchSchema)` to create a new message.
  */
 export const BatchSchema: GenMessage<Batch> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 1);
+  messageDesc(file_waymark_v1_worker, 4);
 
 /**
  * Server to worker.
@@ -232,7 +355,7 @@ export type ServerMessage = Message<"waymark.v1.ServerMessage"> & {
  * Use `create(ServerMessageSchema)` to create a new message.
  */
 export const ServerMessageSchema: GenMessage<ServerMessage> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 2);
+  messageDesc(file_waymark_v1_worker, 5);
 
 /**
  * First message on the stream: who the worker is and what it runs.
@@ -296,7 +419,7 @@ export type Hello = Message<"waymark.v1.Hello"> & {
  * Use `create(HelloSchema)` to create a new message.
  */
 export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 3);
+  messageDesc(file_waymark_v1_worker, 6);
 
 /**
  * Answer to `Hello`.
@@ -350,7 +473,7 @@ export type Welcome = Message<"waymark.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 4);
+  messageDesc(file_waymark_v1_worker, 7);
 
 /**
  * Grants the server room for more workflows on this worker.
@@ -376,7 +499,7 @@ export type Credit = Message<"waymark.v1.Credit"> & {
  * Use `create(CreditSchema)` to create a new message.
  */
 export const CreditSchema: GenMessage<Credit> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 5);
+  messageDesc(file_waymark_v1_worker, 8);
 
 /**
  * The worker is alive. It renews the worker's lease on the workflows it runs, and says which
@@ -417,7 +540,7 @@ export type Heartbeat = Message<"waymark.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 6);
+  messageDesc(file_waymark_v1_worker, 9);
 
 /**
  * Checkpoint a step's result. Answered with `StepRecorded` once durable, or an error:
@@ -476,7 +599,7 @@ export type RecordStep = Message<"waymark.v1.RecordStep"> & {
  * Use `create(RecordStepSchema)` to create a new message.
  */
 export const RecordStepSchema: GenMessage<RecordStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 7);
+  messageDesc(file_waymark_v1_worker, 10);
 
 /**
  * Finish a workflow. Answered with `WorkflowCompleted`: when the workflow had already finished,
@@ -528,7 +651,7 @@ export type CompleteWorkflow = Message<"waymark.v1.CompleteWorkflow"> & {
  * Use `create(CompleteWorkflowSchema)` to create a new message.
  */
 export const CompleteWorkflowSchema: GenMessage<CompleteWorkflow> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 8);
+  messageDesc(file_waymark_v1_worker, 11);
 
 /**
  * Run a workflow. Spends one credit.
@@ -579,6 +702,15 @@ export type DispatchWorkflow = Message<"waymark.v1.DispatchWorkflow"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 8;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * The trace the workflow belongs to (empty: none). An SDK with OpenTelemetry opens the run's
+   * span as its child, marked as a replay when `steps` is not empty or `recovery_attempts` is
+   * not zero; see "Tracing" in the README for the span names every SDK uses.
+   *
+   * @generated from field: waymark.v1.TraceContext trace_context = 9;
+   */
+  traceContext?: TraceContext | undefined;
 };
 
 /**
@@ -586,7 +718,7 @@ export type DispatchWorkflow = Message<"waymark.v1.DispatchWorkflow"> & {
  * Use `create(DispatchWorkflowSchema)` to create a new message.
  */
 export const DispatchWorkflowSchema: GenMessage<DispatchWorkflow> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 9);
+  messageDesc(file_waymark_v1_worker, 12);
 
 /**
  * Answer to a worker request.
@@ -682,7 +814,7 @@ export type Reply = Message<"waymark.v1.Reply"> & {
  * Use `create(ReplySchema)` to create a new message.
  */
 export const ReplySchema: GenMessage<Reply> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 10);
+  messageDesc(file_waymark_v1_worker, 13);
 
 /**
  * A refused request: the same shape as google.rpc.Status with its ErrorInfo.
@@ -717,7 +849,7 @@ export type ReplyError = Message<"waymark.v1.ReplyError"> & {
  * Use `create(ReplyErrorSchema)` to create a new message.
  */
 export const ReplyErrorSchema: GenMessage<ReplyError> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 11);
+  messageDesc(file_waymark_v1_worker, 14);
 
 /**
  * @generated from message waymark.v1.StepRecorded
@@ -730,7 +862,7 @@ export type StepRecorded = Message<"waymark.v1.StepRecorded"> & {
  * Use `create(StepRecordedSchema)` to create a new message.
  */
 export const StepRecordedSchema: GenMessage<StepRecorded> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 12);
+  messageDesc(file_waymark_v1_worker, 15);
 
 /**
  * @generated from message waymark.v1.WorkflowCompleted
@@ -764,7 +896,7 @@ export type WorkflowCompleted = Message<"waymark.v1.WorkflowCompleted"> & {
  * Use `create(WorkflowCompletedSchema)` to create a new message.
  */
 export const WorkflowCompletedSchema: GenMessage<WorkflowCompleted> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 13);
+  messageDesc(file_waymark_v1_worker, 16);
 
 /**
  * Stop running a workflow: it was cancelled. The worker stops it at its next step boundary and
@@ -784,7 +916,7 @@ export type Cancel = Message<"waymark.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 14);
+  messageDesc(file_waymark_v1_worker, 17);
 
 /**
  * The server is shutting down: finish what is in flight and reconnect (to another replica).
@@ -799,7 +931,7 @@ export type Drain = Message<"waymark.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 15);
+  messageDesc(file_waymark_v1_worker, 18);
 
 /**
  * Send a message from a workflow, recorded as its step `step_id` in the same transaction, so a
@@ -846,7 +978,7 @@ export type SendMessageStep = Message<"waymark.v1.SendMessageStep"> & {
  * Use `create(SendMessageStepSchema)` to create a new message.
  */
 export const SendMessageStepSchema: GenMessage<SendMessageStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 16);
+  messageDesc(file_waymark_v1_worker, 19);
 
 /**
  * @generated from message waymark.v1.MessageSent
@@ -863,7 +995,7 @@ export type MessageSent = Message<"waymark.v1.MessageSent"> & {
  * Use `create(MessageSentSchema)` to create a new message.
  */
 export const MessageSentSchema: GenMessage<MessageSent> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 17);
+  messageDesc(file_waymark_v1_worker, 20);
 
 /**
  * Take the oldest unconsumed message on `topic`, recording the receipt as step `step_id` in
@@ -913,7 +1045,7 @@ export type Recv = Message<"waymark.v1.Recv"> & {
  * Use `create(RecvSchema)` to create a new message.
  */
 export const RecvSchema: GenMessage<Recv> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 18);
+  messageDesc(file_waymark_v1_worker, 21);
 
 /**
  * @generated from message waymark.v1.RecvResult
@@ -943,7 +1075,7 @@ export type RecvResult = Message<"waymark.v1.RecvResult"> & {
  * Use `create(RecvResultSchema)` to create a new message.
  */
 export const RecvResultSchema: GenMessage<RecvResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 19);
+  messageDesc(file_waymark_v1_worker, 22);
 
 /**
  * @generated from enum waymark.v1.RecvResult.Outcome
@@ -974,7 +1106,7 @@ export enum RecvResult_Outcome {
  * Describes the enum waymark.v1.RecvResult.Outcome.
  */
 export const RecvResult_OutcomeSchema: GenEnum<RecvResult_Outcome> = /*@__PURE__*/
-  enumDesc(file_waymark_v1_worker, 19, 0);
+  enumDesc(file_waymark_v1_worker, 22, 0);
 
 /**
  * Something a waiting workflow was waiting for happened: ask again. When `recv` is set, the
@@ -1006,7 +1138,7 @@ export type Wakeup = Message<"waymark.v1.Wakeup"> & {
  * Use `create(WakeupSchema)` to create a new message.
  */
 export const WakeupSchema: GenMessage<Wakeup> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 20);
+  messageDesc(file_waymark_v1_worker, 23);
 
 /**
  * Set an event of this workflow: its current value, a history entry and step `step_id` are
@@ -1046,7 +1178,7 @@ export type SetEvent = Message<"waymark.v1.SetEvent"> & {
  * Use `create(SetEventSchema)` to create a new message.
  */
 export const SetEventSchema: GenMessage<SetEvent> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 21);
+  messageDesc(file_waymark_v1_worker, 24);
 
 /**
  * Read another workflow's event from a workflow, waiting until `deadline_ms` for it to be set;
@@ -1094,7 +1226,7 @@ export type GetEventStep = Message<"waymark.v1.GetEventStep"> & {
  * Use `create(GetEventStepSchema)` to create a new message.
  */
 export const GetEventStepSchema: GenMessage<GetEventStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 22);
+  messageDesc(file_waymark_v1_worker, 25);
 
 /**
  * @generated from message waymark.v1.EventResult
@@ -1123,7 +1255,7 @@ export type EventResult = Message<"waymark.v1.EventResult"> & {
  * Use `create(EventResultSchema)` to create a new message.
  */
 export const EventResultSchema: GenMessage<EventResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 23);
+  messageDesc(file_waymark_v1_worker, 26);
 
 /**
  * Append a value to one of this workflow's streams, or close it (`close` true, no value),
@@ -1168,7 +1300,7 @@ export type WriteStream = Message<"waymark.v1.WriteStream"> & {
  * Use `create(WriteStreamSchema)` to create a new message.
  */
 export const WriteStreamSchema: GenMessage<WriteStream> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 24);
+  messageDesc(file_waymark_v1_worker, 27);
 
 /**
  * @generated from message waymark.v1.StreamWritten
@@ -1187,7 +1319,7 @@ export type StreamWritten = Message<"waymark.v1.StreamWritten"> & {
  * Use `create(StreamWrittenSchema)` to create a new message.
  */
 export const StreamWrittenSchema: GenMessage<StreamWritten> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 25);
+  messageDesc(file_waymark_v1_worker, 28);
 
 /**
  * Start a child workflow, recorded as step `step_id` in the same transaction as the child's
@@ -1234,6 +1366,14 @@ export type StartChild = Message<"waymark.v1.StartChild"> & {
    * @generated from field: string queue_name = 7;
    */
   queueName: string;
+
+  /**
+   * The span the parent started the child from: the child's dispatch carries it. Empty: the
+   * child joins no trace.
+   *
+   * @generated from field: waymark.v1.TraceContext trace_context = 8;
+   */
+  traceContext?: TraceContext | undefined;
 };
 
 /**
@@ -1241,7 +1381,7 @@ export type StartChild = Message<"waymark.v1.StartChild"> & {
  * Use `create(StartChildSchema)` to create a new message.
  */
 export const StartChildSchema: GenMessage<StartChild> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 26);
+  messageDesc(file_waymark_v1_worker, 29);
 
 /**
  * @generated from message waymark.v1.ChildStarted
@@ -1258,7 +1398,7 @@ export type ChildStarted = Message<"waymark.v1.ChildStarted"> & {
  * Use `create(ChildStartedSchema)` to create a new message.
  */
 export const ChildStartedSchema: GenMessage<ChildStarted> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 27);
+  messageDesc(file_waymark_v1_worker, 30);
 
 /**
  * Wait for a child (or any workflow) to finish; its outcome is recorded as step `step_id`.
@@ -1294,7 +1434,7 @@ export type AwaitChild = Message<"waymark.v1.AwaitChild"> & {
  * Use `create(AwaitChildSchema)` to create a new message.
  */
 export const AwaitChildSchema: GenMessage<AwaitChild> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 28);
+  messageDesc(file_waymark_v1_worker, 31);
 
 /**
  * @generated from message waymark.v1.ChildResult
@@ -1326,7 +1466,7 @@ export type ChildResult = Message<"waymark.v1.ChildResult"> & {
  * Use `create(ChildResultSchema)` to create a new message.
  */
 export const ChildResultSchema: GenMessage<ChildResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 29);
+  messageDesc(file_waymark_v1_worker, 32);
 
 /**
  * Release a waiting workflow from the worker's memory. The server keeps it (status DELAYED)
@@ -1412,7 +1552,7 @@ export type Park = Message<"waymark.v1.Park"> & {
  * Use `create(ParkSchema)` to create a new message.
  */
 export const ParkSchema: GenMessage<Park> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 30);
+  messageDesc(file_waymark_v1_worker, 33);
 
 /**
  * @generated from message waymark.v1.EventKey
@@ -1434,7 +1574,7 @@ export type EventKey = Message<"waymark.v1.EventKey"> & {
  * Use `create(EventKeySchema)` to create a new message.
  */
 export const EventKeySchema: GenMessage<EventKey> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 31);
+  messageDesc(file_waymark_v1_worker, 34);
 
 /**
  * @generated from message waymark.v1.Parked
@@ -1451,7 +1591,7 @@ export type Parked = Message<"waymark.v1.Parked"> & {
  * Use `create(ParkedSchema)` to create a new message.
  */
 export const ParkedSchema: GenMessage<Parked> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 32);
+  messageDesc(file_waymark_v1_worker, 35);
 
 /**
  * Call a step by name, to be run by any worker that registered it (in any language), as step
@@ -1501,6 +1641,15 @@ export type CallStep = Message<"waymark.v1.CallStep"> & {
    * @generated from field: google.protobuf.Duration timeout = 7;
    */
   timeout?: Duration | undefined;
+
+  /**
+   * The span the workflow called the step from; every attempt's `DispatchStep` carries it, so
+   * the step's spans join the workflow's trace whichever worker runs it. Only the first
+   * `CallStep` of a position is kept.
+   *
+   * @generated from field: waymark.v1.TraceContext trace_context = 8;
+   */
+  traceContext?: TraceContext | undefined;
 };
 
 /**
@@ -1508,7 +1657,7 @@ export type CallStep = Message<"waymark.v1.CallStep"> & {
  * Use `create(CallStepSchema)` to create a new message.
  */
 export const CallStepSchema: GenMessage<CallStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 33);
+  messageDesc(file_waymark_v1_worker, 36);
 
 /**
  * How a remote step is retried.
@@ -1550,7 +1699,7 @@ export type RetryPolicy = Message<"waymark.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 34);
+  messageDesc(file_waymark_v1_worker, 37);
 
 /**
  * @generated from message waymark.v1.CallResult
@@ -1586,7 +1735,7 @@ export type CallResult = Message<"waymark.v1.CallResult"> & {
  * Use `create(CallResultSchema)` to create a new message.
  */
 export const CallResultSchema: GenMessage<CallResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 35);
+  messageDesc(file_waymark_v1_worker, 38);
 
 /**
  * Run one attempt of a remote step this worker registered (`Hello.step_names`). Spends one step
@@ -1630,6 +1779,13 @@ export type DispatchStep = Message<"waymark.v1.DispatchStep"> & {
    * @generated from field: google.protobuf.Timestamp deadline = 6;
    */
   deadline?: Timestamp | undefined;
+
+  /**
+   * The calling span (`CallStep.trace_context`); empty: none.
+   *
+   * @generated from field: waymark.v1.TraceContext trace_context = 7;
+   */
+  traceContext?: TraceContext | undefined;
 };
 
 /**
@@ -1637,7 +1793,7 @@ export type DispatchStep = Message<"waymark.v1.DispatchStep"> & {
  * Use `create(DispatchStepSchema)` to create a new message.
  */
 export const DispatchStepSchema: GenMessage<DispatchStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 36);
+  messageDesc(file_waymark_v1_worker, 39);
 
 /**
  * The result of a `DispatchStep` attempt. Answered with `StepRecorded` once it is durable (a
@@ -1685,7 +1841,7 @@ export type StepResult = Message<"waymark.v1.StepResult"> & {
  * Use `create(StepResultSchema)` to create a new message.
  */
 export const StepResultSchema: GenMessage<StepResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 37);
+  messageDesc(file_waymark_v1_worker, 40);
 
 /**
  * Wait for the first of several things to finish — child (or any) workflows, or this
@@ -1731,7 +1887,7 @@ export type Select = Message<"waymark.v1.Select"> & {
  * Use `create(SelectSchema)` to create a new message.
  */
 export const SelectSchema: GenMessage<Select> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 38);
+  messageDesc(file_waymark_v1_worker, 41);
 
 /**
  * @generated from message waymark.v1.WaitTarget
@@ -1764,7 +1920,7 @@ export type WaitTarget = Message<"waymark.v1.WaitTarget"> & {
  * Use `create(WaitTargetSchema)` to create a new message.
  */
 export const WaitTargetSchema: GenMessage<WaitTarget> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 39);
+  messageDesc(file_waymark_v1_worker, 42);
 
 /**
  * @generated from message waymark.v1.Selected
@@ -1786,7 +1942,7 @@ export type Selected = Message<"waymark.v1.Selected"> & {
  * Use `create(SelectedSchema)` to create a new message.
  */
 export const SelectedSchema: GenMessage<Selected> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 40);
+  messageDesc(file_waymark_v1_worker, 43);
 
 /**
  * The worker API: one bidirectional stream per worker process multiplexes every workflow it runs.
@@ -1847,6 +2003,18 @@ export const WorkerService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof WorkerMessageSchema;
     output: typeof ServerMessageSchema;
+  },
+  /**
+   * The workers connected to the namespace through any replica (their stream's lease is live):
+   * what each declared, when it connected and last heartbeated, and its credits and work in
+   * flight as of its last heartbeat (live for streams on the replica that answers).
+   *
+   * @generated from rpc waymark.v1.WorkerService.ListWorkers
+   */
+  listWorkers: {
+    methodKind: "unary";
+    input: typeof ListWorkersRequestSchema;
+    output: typeof ListWorkersResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waymark_v1_worker, 0);
