@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
 
@@ -36,19 +38,29 @@ func StartChild(ctx Context, name string, input any, opts *ChildOptions) (string
 	if err != nil {
 		return "", err
 	}
-	req := &pb.StartChild{WorkflowId: r.id, Epoch: r.epoch, StepId: step, WorkflowName: name, Input: payload}
+	// Ends once the child is started; the child's dispatch carries it as its parent.
+	sctx, span := r.startSpan("start child "+name, trace.SpanKindProducer, attrStepID.Int64(int64(step)))
+	defer r.endSpan(span)
+	req := &pb.StartChild{WorkflowId: r.id, Epoch: r.epoch, StepId: step, WorkflowName: name, Input: payload, TraceContext: traceContextOf(sctx)}
 	if opts != nil {
 		req.ChildWorkflowId, req.QueueName = opts.ID, opts.Queue
 	}
 	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_StartChild{StartChild: req}}
 	if err := r.conn.limits.admit("the child's input", payload, msg); err != nil {
+		failSpan(span, err.Error())
 		return "", err
 	}
 	reply, err := r.request(msg)
+	if err == nil {
+		err = r.expect(reply, func(x *pb.Reply) bool { return x.GetChildStarted() != nil })
+	}
 	if err != nil {
+		if !isInterruption(err) {
+			failSpan(span, err.Error())
+		}
 		return "", err
 	}
-	return reply.GetChildStarted().GetChildWorkflowId(), r.expect(reply, func(x *pb.Reply) bool { return x.GetChildStarted() != nil })
+	return reply.GetChildStarted().GetChildWorkflowId(), nil
 }
 
 // AwaitChild waits for workflow childID (a child, or any workflow) to finish and returns its
@@ -68,6 +80,10 @@ func AwaitChild[T any](ctx Context, childID string) (T, error) {
 	}
 	fields := rec.fields
 	since := nowMs()
+	if !ok {
+		span := r.startWait("child", step)
+		defer r.endSpan(span)
+	}
 	for !ok {
 		if err := r.stopped(); err != nil {
 			return zero, err

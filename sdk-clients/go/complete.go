@@ -14,7 +14,9 @@ import (
 // with the held records would make a message larger than the server takes goes without them:
 // they are sent on their own first, and the completion only once they are all durable, as it
 // would be were it carrying them.
-func (r *run) complete(out *pb.Payload, err error, held []*pb.RecordStep) {
+//
+// It returns the failure it sent, nil when the workflow succeeded.
+func (r *run) complete(out *pb.Payload, err error, held []*pb.RecordStep) *pb.Failure {
 	lim := r.conn.limits
 	req := &pb.CompleteWorkflow{WorkflowId: r.id, Epoch: r.epoch}
 	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_CompleteWorkflow{CompleteWorkflow: req}}
@@ -36,7 +38,7 @@ func (r *run) complete(out *pb.Payload, err error, held []*pb.RecordStep) {
 			if err := r.send(held); err != nil {
 				// As when the completion carries them: a refusal of one refuses it all.
 				r.logger.Info("held step records refused; the completion is not sent", "error", err)
-				return
+				return req.GetFailure()
 			}
 		}
 	}
@@ -53,4 +55,5 @@ func (r *run) complete(out *pb.Payload, err error, held []*pb.RecordStep) {
 	default:
 		r.logger.Debug("workflow completed", "failed", req.GetFailure() != nil)
 	}
+	return req.GetFailure()
 }

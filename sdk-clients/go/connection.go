@@ -131,7 +131,9 @@ func (o connOptions) resolve() (*endpoint, error) {
 		return nil, fmt.Errorf("waymark: server address %q: unknown scheme %s:// (http:// or https://)", server, scheme)
 	}
 
-	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20))}
+	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20)),
+		// The caller's span goes with every unary call (see tracing.go).
+		grpc.WithChainUnaryInterceptor(traceInterceptor)}
 	if useTLS {
 		cfg, err := t.config()
 		if err != nil {

@@ -17,6 +17,9 @@ func codeOf(n int32) codes.Code { return codes.Code(uint32(n)) }
 // whatever the function returned.
 func (s *session) execute(r *run, d *pb.DispatchWorkflow) {
 	defer s.finished(r)
+	// Before the credit goes back: what the run opened ends with it, then the run's span.
+	defer r.span.End()
+	defer r.spans.endAll()
 	out, err := s.call(r, d)
 	if stop := r.stopped(); stop != nil {
 		err = stop
@@ -37,7 +40,9 @@ func (s *session) execute(r *run, d *pb.DispatchWorkflow) {
 		r.logger.Info("workflow run stopped", "reason", stop)
 		return
 	}
-	r.complete(out, err, held)
+	if f := r.complete(out, err, held); f != nil {
+		failSpan(r.span, f.GetMessage())
+	}
 }
 
 // call runs the registered function; a panic fails the workflow (kind Panic) instead of the

@@ -2,6 +2,9 @@ package waymark
 
 import (
 	"sync/atomic"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
@@ -27,4 +30,16 @@ func CountReplaySends(p *Replayer) func() int32 {
 	var n atomic.Int32
 	p.sent = func(*pb.WorkerMessage) { n.Add(1) }
 	return n.Load
+}
+
+// SpanLog is the in-memory span exporter of the tracing tests (see tracing_internal_test.go).
+type SpanLog = spanLog
+
+// NewSpanLog is an empty span log.
+func NewSpanLog() *SpanLog { return newSpanLog() }
+
+// WaitForSpan waits for the span named name to end and returns it.
+func (l *spanLog) WaitForSpan(t *testing.T, name string) tracetest.SpanStub {
+	t.Helper()
+	return l.waitForSpan(t, name)
 }

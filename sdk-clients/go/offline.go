@@ -46,6 +46,7 @@ func (offlineStream) Recv() (*pb.ServerMessage, error) { return nil, errOffline 
 // it does reaches one, and it never parks (a replay never waits, so has nothing to park for).
 func (p *Replayer) offlineRun(ctx context.Context, d *pb.DispatchWorkflow) *run {
 	ctx, cancel := context.WithCancelCause(ctx)
+	_, span := noTracer.Start(ctx, "replay")
 	return &run{
 		Context:          ctx,
 		cancel:           cancel,
@@ -59,6 +60,9 @@ func (p *Replayer) offlineRun(ctx context.Context, d *pb.DispatchWorkflow) *run 
 		parkAfter: -1,
 		retryFor:  -1,
 		hooks:     &testHooks{},
+		// A replay opens no span: nothing it does is done now.
+		span:      span,
+		tracer:    noTracer,
 		logger:    p.w.logger.With("workflow_id", d.GetWorkflowId(), "workflow", d.GetWorkflowName(), "replay", true),
 		wakeup:    make(chan struct{}, 1),
 		delivered: map[uint32]*pb.Payload{},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
 
@@ -21,6 +23,8 @@ func Recv[T any](ctx Context, topic string, timeout time.Duration) (msg T, ok bo
 	raw, ok, err := r.durableWait(durableWait{
 		deadlineStep: step, deadlineName: recvDeadlineStep, resultName: recvStep, field: "message",
 		timeout: timeout,
+		span:    "recv",
+		attrs:   []attribute.KeyValue{attrWaitTopic.String(topic)},
 		parkOn:  func(p *pb.Park) { p.On = &pb.Park_Topic{Topic: topic} },
 		request: func(step uint32, deadlineMs int64) *pb.WorkerMessage {
 			return &pb.WorkerMessage{Kind: &pb.WorkerMessage_Recv{Recv: &pb.Recv{
@@ -46,6 +50,8 @@ func GetEvent[T any](ctx Context, workflowID, key string, timeout time.Duration)
 	raw, ok, err := r.durableWait(durableWait{
 		deadlineStep: step, deadlineName: getEventDeadlineStep, resultName: getEventStep, field: "value",
 		timeout: timeout,
+		span:    "event",
+		attrs:   []attribute.KeyValue{attrWaitKey.String(key)},
 		parkOn: func(p *pb.Park) {
 			p.On = &pb.Park_Event{Event: &pb.EventKey{WorkflowId: workflowID, Key: key}}
 		},
@@ -70,6 +76,9 @@ type durableWait struct {
 	// The field of the recorded outcome that holds the value.
 	field   string
 	timeout time.Duration
+	// The kind of its span (`wait <span>`) and its attributes.
+	span    string
+	attrs   []attribute.KeyValue
 	parkOn  func(*pb.Park)
 	request func(step uint32, deadlineMs int64) *pb.WorkerMessage
 }
@@ -99,6 +108,9 @@ func (r *run) durableWait(w durableWait) (json.RawMessage, bool, error) {
 		}
 		return field[json.RawMessage](rec.fields, w.field), true, nil
 	}
+	// Not recorded: the wait happens now.
+	span := r.startWait(w.span, w.deadlineStep, w.attrs...)
+	defer r.endSpan(span)
 	for {
 		if err := r.stopped(); err != nil {
 			return nil, false, err

@@ -1,7 +1,10 @@
 package waymark
 
 import (
+	"context"
 	"errors"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -15,6 +18,10 @@ type StepHandle struct {
 	name  string
 	input *pb.Payload
 	cfg   stepConfig
+	// The `call <name>` span of a call made by this run (nil when the history records it),
+	// and its context as CallStep carries it.
+	span  *runSpan
+	trace *pb.TraceContext
 }
 
 // Awaitable is something a workflow can wait for alongside others: a *StepHandle, or a
@@ -69,7 +76,13 @@ func StartStep(ctx Context, name string, input any, opts ...StepOption) (*StepHa
 	if err := r.stopped(); err != nil {
 		return nil, err
 	}
+	// Open until the result is delivered (StepResult) or the run ends.
+	var sctx context.Context
+	sctx, h.span = r.startSpan("call "+name, trace.SpanKindClient, attrStepID.Int64(int64(step)), attrStepName.String(name))
+	h.trace = traceContextOf(sctx)
 	if _, err := r.call(h); err != nil {
+		failSpan(h.span, err.Error())
+		r.endSpan(h.span)
 		return nil, err
 	}
 	return h, nil
@@ -99,6 +112,7 @@ func StepResult[O any](ctx Context, h *StepHandle) (O, error) {
 			return zero, err
 		}
 		if res.GetOutcome() == pb.RecvResult_OUTCOME_DELIVERED {
+			h.delivered(r, res)
 			return stepOutcome[O](h.name, entry{output: res.GetOutput(), failure: res.GetFailure()})
 		}
 		if err := r.waitOrPark(since, h.step, func(p *pb.Park) { p.On = &pb.Park_Step{Step: h.step} }); err != nil {
@@ -108,10 +122,24 @@ func StepResult[O any](ctx Context, h *StepHandle) (O, error) {
 	}
 }
 
+// delivered ends the call's span with the attempts the step took, failed when it failed.
+func (h *StepHandle) delivered(r *run, res *pb.CallResult) {
+	if h.span == nil {
+		return
+	}
+	if n := res.GetAttempts(); n > 0 {
+		h.span.SetAttributes(attrStepAttempt.Int64(int64(n)))
+	}
+	if f := res.GetFailure(); f != nil {
+		failSpan(h.span, f.GetMessage())
+	}
+	r.endSpan(h.span)
+}
+
 // call makes the call, or asks again for its result: a position is called once however often
-// it is sent.
+// it is sent. Each carries the call's span; the server keeps the first it gets.
 func (r *run) call(h *StepHandle) (*pb.CallResult, error) {
-	req := &pb.CallStep{WorkflowId: r.id, Epoch: r.epoch, StepId: h.step, StepName: h.name, Input: h.input}
+	req := &pb.CallStep{WorkflowId: r.id, Epoch: r.epoch, StepId: h.step, StepName: h.name, Input: h.input, TraceContext: h.trace}
 	if p := h.cfg.retry; p != nil {
 		n := p.normalized()
 		req.Retry = &pb.RetryPolicy{
@@ -168,6 +196,8 @@ func waitSeveral(r *run, targets []Awaitable, all bool) (int, error) {
 	for _, t := range targets {
 		req.Targets = append(req.Targets, t.waitTarget())
 	}
+	span := r.startWait("select", step)
+	defer r.endSpan(span)
 	for {
 		if err := r.stopped(); err != nil {
 			return 0, err

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
 
@@ -31,6 +33,11 @@ type run struct {
 	retryFor time.Duration
 	logger   *slog.Logger
 	hooks    *testHooks
+	// The run's span (`workflow <name>`), which its Context carries, and the tracer and the
+	// open spans of what it does (see tracing.go).
+	span   trace.Span
+	tracer trace.Tracer
+	spans  spans
 	// Set, once, when the worker lets go of the run without finishing it: the error every
 	// later operation returns (see drop).
 	dropped atomic.Pointer[error]
@@ -54,7 +61,8 @@ type run struct {
 }
 
 func newRun(s *session, d *pb.DispatchWorkflow) *run {
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx, span := startWorkflowSpan(s.ctx, s.w.tracer, d)
+	ctx, cancel := context.WithCancelCause(ctx)
 	r := &run{
 		Context:          ctx,
 		cancel:           cancel,
@@ -68,6 +76,8 @@ func newRun(s *session, d *pb.DispatchWorkflow) *run {
 		parkAfter:        parkAfterMs(s.w.opts.ParkAfter),
 		retryFor:         s.w.opts.RetryUnavailable,
 		hooks:            &s.w.hooks,
+		span:             span,
+		tracer:           s.w.tracer,
 		logger:           s.w.logger.With("workflow_id", d.GetWorkflowId(), "workflow", d.GetWorkflowName()),
 		wakeup:           make(chan struct{}, 1),
 		delivered:        map[uint32]*pb.Payload{},

@@ -16,7 +16,10 @@ func (s *session) serveStep(d *pb.DispatchStep) {
 		_ = s.conn.send(&pb.WorkerMessage{Kind: &pb.WorkerMessage_Credit{Credit: &pb.Credit{Steps: 1}}})
 	}()
 	log := s.w.logger.With("workflow_id", d.GetWorkflowId(), "step", d.GetStepName(), "attempt", d.GetAttempt())
-	ctx, cancel := context.WithCancel(s.ctx)
+	// Under the calling span; ends once the result is sent.
+	ctx, span := startServeSpan(s.ctx, s.w.tracer, d)
+	defer span.End()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if dl := d.GetDeadline(); dl != nil {
 		ctx, cancel = context.WithDeadline(ctx, dl.AsTime())
@@ -25,9 +28,15 @@ func (s *session) serveStep(d *pb.DispatchStep) {
 	out, err := s.attempt(ctx, d)
 	if ctx.Err() != nil {
 		log.Info("step attempt abandoned: past its deadline or the stream ended", "error", err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			failSpan(span, "the attempt ran past its deadline")
+		}
 		return
 	}
 	res := s.stepResult(d, out, err)
+	if f := res.GetFailure(); f != nil {
+		failSpan(span, f.GetMessage())
+	}
 	// Sent again while the server is unavailable, but not past the attempt's deadline: the
 	// server fails the attempt then and would refuse the result.
 	reply, err := s.conn.exchange(&pb.WorkerMessage{Kind: &pb.WorkerMessage_StepResult{StepResult: res}}, s.w.opts.RetryUnavailable, ctx.Done())

@@ -30,6 +30,11 @@ func Sleep(ctx Context, d time.Duration) error {
 			return err
 		}
 	}
+	if nowMs() < wakeAt {
+		// Waiting now, even for a sleep the history records (a recovery mid-sleep).
+		span := r.startWait("sleep", step)
+		defer r.endSpan(span)
+	}
 	if r.shouldPark(wakeAt, nowMs()) {
 		if err := r.park(step, wakeAt, func(p *pb.Park) { p.On = &pb.Park_Timer{Timer: true} }); err != nil {
 			return err

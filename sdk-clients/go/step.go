@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
 
@@ -74,28 +76,33 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, erro
 	if cfg.retry != nil {
 		policy = cfg.retry.normalized()
 	}
+	// One span for the step, its retries included: it runs now, not from the history.
+	sctx, span := r.startSpan("step "+name, trace.SpanKindInternal, attrStepID.Int64(int64(step)), attrStepName.String(name))
+	defer r.endSpan(span)
 	for attempt := uint32(1); ; attempt++ {
-		v, err := attemptStep(r, cfg.timeout, fn)
+		v, err := attemptStep(sctx, cfg.timeout, fn)
 		if stop := r.stopped(); stop != nil {
 			return zero, stop
 		}
 		if err == nil {
 			out, perr := toPayload(v)
 			if perr != nil {
+				failSpan(span, perr.Error())
 				return zero, &Failure{Kind: "Serialization", Message: perr.Error()}
 			}
 			rec := r.stepRecord(step, name, out, nil, attempt)
 			if big := r.conn.limits.admit("the step's output", out, recordMessage(rec)); big != nil {
 				// Too large to record: the step fails instead, recorded as failed, and is not
 				// tried again (it would most likely return the same).
-				return zero, r.failStep(step, name, reasonPayloadTooLarge, big.Message, attempt)
+				return zero, r.failStep(span, step, name, reasonPayloadTooLarge, big.Message, attempt)
 			}
 			r.hold(rec)
 			return v, nil
 		}
 		if attempt >= policy.MaxAttempts {
-			return zero, r.failStep(step, name, stepFailedKind, err.Error(), attempt)
+			return zero, r.failStep(span, step, name, stepFailedKind, err.Error(), attempt)
 		}
+		span.RecordError(err, trace.WithAttributes(attrStepAttempt.Int64(int64(attempt))))
 		r.logger.Debug("step failed; retrying", "step", name, "attempt", attempt, "error", err)
 		if err := r.pause(policy.Delay(attempt)); err != nil {
 			return zero, err
@@ -104,9 +111,11 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, erro
 }
 
 // failStep holds the record of a step's failure and returns the error a replay of that
-// record returns (see stepOutcome), so the workflow sees the same either way.
-func (r *run) failStep(step uint32, name, kind, message string, attempts uint32) error {
+// record returns (see stepOutcome), so the workflow sees the same either way. span, the step's,
+// is marked failed.
+func (r *run) failStep(span *runSpan, step uint32, name, kind, message string, attempts uint32) error {
 	f := r.conn.limits.failure(kind, message)
+	failSpan(span, f.GetMessage())
 	r.hold(r.stepRecord(step, name, nil, f, attempts))
 	return &StepError{Step: name, Message: f.GetMessage(), Reason: f.GetKind()}
 }

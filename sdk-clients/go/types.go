@@ -79,6 +79,9 @@ type Workflow struct {
 	StartedAt time.Time
 	// While DELAYED: when it goes back to its queue.
 	WakeAt time.Time
+	// The trace it belongs to (W3C Trace Context): the span that started it, as the server
+	// keeps it. Empty when it was started with none, or by a server that keeps none.
+	Traceparent, Tracestate string
 }
 
 // Result decodes the output of a successful workflow into out. A failed workflow returns its
@@ -206,6 +209,8 @@ func workflowFromWire(w *pb.Workflow) *Workflow {
 		DedupID:          w.GetDedupId(),
 		StartedAt:        timeOf(w.GetStartedAt()),
 		WakeAt:           timeOf(w.GetWakeAt()),
+		Traceparent:      w.GetTraceContext().GetTraceparent(),
+		Tracestate:       w.GetTraceContext().GetTracestate(),
 	}
 	if w.GetOutput() != nil {
 		out.Output = jsonOf(w.GetOutput())

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
@@ -60,6 +61,10 @@ type WorkerOptions struct {
 	RetryUnavailable time.Duration
 	// Logger receives the worker's logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// TracerProvider opens the worker's spans (see "Tracing" in the README); the global one
+	// (otel.GetTracerProvider) when nil, which records nothing until a program installs an
+	// OpenTelemetry SDK.
+	TracerProvider trace.TracerProvider
 }
 
 // Worker runs the workflows and remote steps registered on it for the server, over one
@@ -75,6 +80,9 @@ type Worker struct {
 	mu        sync.RWMutex
 	workflows map[string]workflowFunc
 	steps     map[string]stepFunc
+
+	// Opens the spans of its runs and of the remote steps it serves.
+	tracer trace.Tracer
 
 	hooks testHooks
 }
@@ -114,6 +122,7 @@ func NewWorker(opts WorkerOptions) *Worker {
 		endpointErr: err,
 		workflows:   map[string]workflowFunc{},
 		steps:       map[string]stepFunc{},
+		tracer:      tracerOf(opts.TracerProvider),
 	}
 }
 

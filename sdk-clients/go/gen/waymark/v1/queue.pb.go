@@ -38,8 +38,11 @@ type Queue struct {
 	PartitionConcurrency *uint32                `protobuf:"varint,5,opt,name=partition_concurrency,json=partitionConcurrency,proto3,oneof" json:"partition_concurrency,omitempty"`
 	CreatedAt            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt            *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// What the queue holds now (read-only; ignored in create and update). Read from the
+	// database when the queue is read, over unfinished workflows only.
+	Stats         *QueueStats `protobuf:"bytes,8,opt,name=stats,proto3" json:"stats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Queue) Reset() {
@@ -121,6 +124,96 @@ func (x *Queue) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Queue) GetStats() *QueueStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
+// How much unfinished work a queue holds.
+type QueueStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Waiting for a worker.
+	Enqueued uint64 `protobuf:"varint,1,opt,name=enqueued,proto3" json:"enqueued,omitempty"`
+	// Running on a worker.
+	Pending uint64 `protobuf:"varint,2,opt,name=pending,proto3" json:"pending,omitempty"`
+	// Waiting for a start time, a timer or a parked wait.
+	Delayed uint64 `protobuf:"varint,3,opt,name=delayed,proto3" json:"delayed,omitempty"`
+	// How long the oldest ENQUEUED workflow has waited since it was started; unset when none
+	// is enqueued.
+	OldestEnqueuedAge *durationpb.Duration `protobuf:"bytes,4,opt,name=oldest_enqueued_age,json=oldestEnqueuedAge,proto3" json:"oldest_enqueued_age,omitempty"`
+	// Distinct partition keys among the ENQUEUED workflows.
+	Partitions    uint64 `protobuf:"varint,5,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueStats) Reset() {
+	*x = QueueStats{}
+	mi := &file_waymark_v1_queue_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueStats) ProtoMessage() {}
+
+func (x *QueueStats) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_queue_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueStats.ProtoReflect.Descriptor instead.
+func (*QueueStats) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *QueueStats) GetEnqueued() uint64 {
+	if x != nil {
+		return x.Enqueued
+	}
+	return 0
+}
+
+func (x *QueueStats) GetPending() uint64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *QueueStats) GetDelayed() uint64 {
+	if x != nil {
+		return x.Delayed
+	}
+	return 0
+}
+
+func (x *QueueStats) GetOldestEnqueuedAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestEnqueuedAge
+	}
+	return nil
+}
+
+func (x *QueueStats) GetPartitions() uint64 {
+	if x != nil {
+		return x.Partitions
+	}
+	return 0
+}
+
 type RateLimit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At least 1.
@@ -133,7 +226,7 @@ type RateLimit struct {
 
 func (x *RateLimit) Reset() {
 	*x = RateLimit{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[1]
+	mi := &file_waymark_v1_queue_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -145,7 +238,7 @@ func (x *RateLimit) String() string {
 func (*RateLimit) ProtoMessage() {}
 
 func (x *RateLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[1]
+	mi := &file_waymark_v1_queue_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -158,7 +251,7 @@ func (x *RateLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
 func (*RateLimit) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{1}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RateLimit) GetMaxStarts() uint32 {
@@ -184,7 +277,7 @@ type CreateQueueRequest struct {
 
 func (x *CreateQueueRequest) Reset() {
 	*x = CreateQueueRequest{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[2]
+	mi := &file_waymark_v1_queue_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -196,7 +289,7 @@ func (x *CreateQueueRequest) String() string {
 func (*CreateQueueRequest) ProtoMessage() {}
 
 func (x *CreateQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[2]
+	mi := &file_waymark_v1_queue_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -209,7 +302,7 @@ func (x *CreateQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueRequest.ProtoReflect.Descriptor instead.
 func (*CreateQueueRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{2}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateQueueRequest) GetQueue() *Queue {
@@ -228,7 +321,7 @@ type CreateQueueResponse struct {
 
 func (x *CreateQueueResponse) Reset() {
 	*x = CreateQueueResponse{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[3]
+	mi := &file_waymark_v1_queue_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +333,7 @@ func (x *CreateQueueResponse) String() string {
 func (*CreateQueueResponse) ProtoMessage() {}
 
 func (x *CreateQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[3]
+	mi := &file_waymark_v1_queue_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +346,7 @@ func (x *CreateQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueResponse.ProtoReflect.Descriptor instead.
 func (*CreateQueueResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{3}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateQueueResponse) GetQueue() *Queue {
@@ -276,7 +369,7 @@ type UpdateQueueRequest struct {
 
 func (x *UpdateQueueRequest) Reset() {
 	*x = UpdateQueueRequest{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[4]
+	mi := &file_waymark_v1_queue_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -288,7 +381,7 @@ func (x *UpdateQueueRequest) String() string {
 func (*UpdateQueueRequest) ProtoMessage() {}
 
 func (x *UpdateQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[4]
+	mi := &file_waymark_v1_queue_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -301,7 +394,7 @@ func (x *UpdateQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateQueueRequest.ProtoReflect.Descriptor instead.
 func (*UpdateQueueRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{4}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UpdateQueueRequest) GetQueue() *Queue {
@@ -327,7 +420,7 @@ type UpdateQueueResponse struct {
 
 func (x *UpdateQueueResponse) Reset() {
 	*x = UpdateQueueResponse{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[5]
+	mi := &file_waymark_v1_queue_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +432,7 @@ func (x *UpdateQueueResponse) String() string {
 func (*UpdateQueueResponse) ProtoMessage() {}
 
 func (x *UpdateQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[5]
+	mi := &file_waymark_v1_queue_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +445,7 @@ func (x *UpdateQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateQueueResponse.ProtoReflect.Descriptor instead.
 func (*UpdateQueueResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpdateQueueResponse) GetQueue() *Queue {
@@ -371,7 +464,7 @@ type GetQueueRequest struct {
 
 func (x *GetQueueRequest) Reset() {
 	*x = GetQueueRequest{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[6]
+	mi := &file_waymark_v1_queue_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -383,7 +476,7 @@ func (x *GetQueueRequest) String() string {
 func (*GetQueueRequest) ProtoMessage() {}
 
 func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[6]
+	mi := &file_waymark_v1_queue_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -396,7 +489,7 @@ func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{6}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetQueueRequest) GetName() string {
@@ -415,7 +508,7 @@ type GetQueueResponse struct {
 
 func (x *GetQueueResponse) Reset() {
 	*x = GetQueueResponse{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[7]
+	mi := &file_waymark_v1_queue_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +520,7 @@ func (x *GetQueueResponse) String() string {
 func (*GetQueueResponse) ProtoMessage() {}
 
 func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[7]
+	mi := &file_waymark_v1_queue_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +533,7 @@ func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{7}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetQueueResponse) GetQueue() *Queue {
@@ -463,7 +556,7 @@ type ListQueuesRequest struct {
 
 func (x *ListQueuesRequest) Reset() {
 	*x = ListQueuesRequest{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[8]
+	mi := &file_waymark_v1_queue_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +568,7 @@ func (x *ListQueuesRequest) String() string {
 func (*ListQueuesRequest) ProtoMessage() {}
 
 func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[8]
+	mi := &file_waymark_v1_queue_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +581,7 @@ func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueuesRequest.ProtoReflect.Descriptor instead.
 func (*ListQueuesRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{8}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListQueuesRequest) GetPageSize() int32 {
@@ -516,7 +609,7 @@ type ListQueuesResponse struct {
 
 func (x *ListQueuesResponse) Reset() {
 	*x = ListQueuesResponse{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[9]
+	mi := &file_waymark_v1_queue_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +621,7 @@ func (x *ListQueuesResponse) String() string {
 func (*ListQueuesResponse) ProtoMessage() {}
 
 func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[9]
+	mi := &file_waymark_v1_queue_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +634,7 @@ func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueuesResponse.ProtoReflect.Descriptor instead.
 func (*ListQueuesResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{9}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListQueuesResponse) GetQueues() []*Queue {
@@ -567,7 +660,7 @@ type DeleteQueueRequest struct {
 
 func (x *DeleteQueueRequest) Reset() {
 	*x = DeleteQueueRequest{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[10]
+	mi := &file_waymark_v1_queue_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +672,7 @@ func (x *DeleteQueueRequest) String() string {
 func (*DeleteQueueRequest) ProtoMessage() {}
 
 func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[10]
+	mi := &file_waymark_v1_queue_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +685,7 @@ func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueRequest.ProtoReflect.Descriptor instead.
 func (*DeleteQueueRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{10}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeleteQueueRequest) GetName() string {
@@ -610,7 +703,7 @@ type DeleteQueueResponse struct {
 
 func (x *DeleteQueueResponse) Reset() {
 	*x = DeleteQueueResponse{}
-	mi := &file_waymark_v1_queue_proto_msgTypes[11]
+	mi := &file_waymark_v1_queue_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +715,7 @@ func (x *DeleteQueueResponse) String() string {
 func (*DeleteQueueResponse) ProtoMessage() {}
 
 func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_queue_proto_msgTypes[11]
+	mi := &file_waymark_v1_queue_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +728,7 @@ func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueResponse.ProtoReflect.Descriptor instead.
 func (*DeleteQueueResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{11}
+	return file_waymark_v1_queue_proto_rawDescGZIP(), []int{12}
 }
 
 var File_waymark_v1_queue_proto protoreflect.FileDescriptor
@@ -643,7 +736,7 @@ var File_waymark_v1_queue_proto protoreflect.FileDescriptor
 const file_waymark_v1_queue_proto_rawDesc = "" +
 	"\n" +
 	"\x16waymark/v1/queue.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb1\x03\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x03\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
 	"\x12worker_concurrency\x18\x02 \x01(\rH\x00R\x11workerConcurrency\x88\x01\x01\x122\n" +
@@ -654,10 +747,20 @@ const file_waymark_v1_queue_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAtB\x15\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12,\n" +
+	"\x05stats\x18\b \x01(\v2\x16.waymark.v1.QueueStatsR\x05statsB\x15\n" +
 	"\x13_worker_concurrencyB\x15\n" +
 	"\x13_global_concurrencyB\x18\n" +
-	"\x16_partition_concurrency\"]\n" +
+	"\x16_partition_concurrency\"\xc7\x01\n" +
+	"\n" +
+	"QueueStats\x12\x1a\n" +
+	"\benqueued\x18\x01 \x01(\x04R\benqueued\x12\x18\n" +
+	"\apending\x18\x02 \x01(\x04R\apending\x12\x18\n" +
+	"\adelayed\x18\x03 \x01(\x04R\adelayed\x12I\n" +
+	"\x13oldest_enqueued_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x11oldestEnqueuedAge\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x05 \x01(\x04R\n" +
+	"partitions\"]\n" +
 	"\tRateLimit\x12\x1d\n" +
 	"\n" +
 	"max_starts\x18\x01 \x01(\rR\tmaxStarts\x121\n" +
@@ -710,51 +813,54 @@ func file_waymark_v1_queue_proto_rawDescGZIP() []byte {
 	return file_waymark_v1_queue_proto_rawDescData
 }
 
-var file_waymark_v1_queue_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_waymark_v1_queue_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_waymark_v1_queue_proto_goTypes = []any{
 	(*Queue)(nil),                 // 0: waymark.v1.Queue
-	(*RateLimit)(nil),             // 1: waymark.v1.RateLimit
-	(*CreateQueueRequest)(nil),    // 2: waymark.v1.CreateQueueRequest
-	(*CreateQueueResponse)(nil),   // 3: waymark.v1.CreateQueueResponse
-	(*UpdateQueueRequest)(nil),    // 4: waymark.v1.UpdateQueueRequest
-	(*UpdateQueueResponse)(nil),   // 5: waymark.v1.UpdateQueueResponse
-	(*GetQueueRequest)(nil),       // 6: waymark.v1.GetQueueRequest
-	(*GetQueueResponse)(nil),      // 7: waymark.v1.GetQueueResponse
-	(*ListQueuesRequest)(nil),     // 8: waymark.v1.ListQueuesRequest
-	(*ListQueuesResponse)(nil),    // 9: waymark.v1.ListQueuesResponse
-	(*DeleteQueueRequest)(nil),    // 10: waymark.v1.DeleteQueueRequest
-	(*DeleteQueueResponse)(nil),   // 11: waymark.v1.DeleteQueueResponse
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
-	(*fieldmaskpb.FieldMask)(nil), // 14: google.protobuf.FieldMask
+	(*QueueStats)(nil),            // 1: waymark.v1.QueueStats
+	(*RateLimit)(nil),             // 2: waymark.v1.RateLimit
+	(*CreateQueueRequest)(nil),    // 3: waymark.v1.CreateQueueRequest
+	(*CreateQueueResponse)(nil),   // 4: waymark.v1.CreateQueueResponse
+	(*UpdateQueueRequest)(nil),    // 5: waymark.v1.UpdateQueueRequest
+	(*UpdateQueueResponse)(nil),   // 6: waymark.v1.UpdateQueueResponse
+	(*GetQueueRequest)(nil),       // 7: waymark.v1.GetQueueRequest
+	(*GetQueueResponse)(nil),      // 8: waymark.v1.GetQueueResponse
+	(*ListQueuesRequest)(nil),     // 9: waymark.v1.ListQueuesRequest
+	(*ListQueuesResponse)(nil),    // 10: waymark.v1.ListQueuesResponse
+	(*DeleteQueueRequest)(nil),    // 11: waymark.v1.DeleteQueueRequest
+	(*DeleteQueueResponse)(nil),   // 12: waymark.v1.DeleteQueueResponse
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 14: google.protobuf.Duration
+	(*fieldmaskpb.FieldMask)(nil), // 15: google.protobuf.FieldMask
 }
 var file_waymark_v1_queue_proto_depIdxs = []int32{
-	1,  // 0: waymark.v1.Queue.rate_limit:type_name -> waymark.v1.RateLimit
-	12, // 1: waymark.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
-	12, // 2: waymark.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
-	13, // 3: waymark.v1.RateLimit.period:type_name -> google.protobuf.Duration
-	0,  // 4: waymark.v1.CreateQueueRequest.queue:type_name -> waymark.v1.Queue
-	0,  // 5: waymark.v1.CreateQueueResponse.queue:type_name -> waymark.v1.Queue
-	0,  // 6: waymark.v1.UpdateQueueRequest.queue:type_name -> waymark.v1.Queue
-	14, // 7: waymark.v1.UpdateQueueRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 8: waymark.v1.UpdateQueueResponse.queue:type_name -> waymark.v1.Queue
-	0,  // 9: waymark.v1.GetQueueResponse.queue:type_name -> waymark.v1.Queue
-	0,  // 10: waymark.v1.ListQueuesResponse.queues:type_name -> waymark.v1.Queue
-	2,  // 11: waymark.v1.QueueService.CreateQueue:input_type -> waymark.v1.CreateQueueRequest
-	4,  // 12: waymark.v1.QueueService.UpdateQueue:input_type -> waymark.v1.UpdateQueueRequest
-	6,  // 13: waymark.v1.QueueService.GetQueue:input_type -> waymark.v1.GetQueueRequest
-	8,  // 14: waymark.v1.QueueService.ListQueues:input_type -> waymark.v1.ListQueuesRequest
-	10, // 15: waymark.v1.QueueService.DeleteQueue:input_type -> waymark.v1.DeleteQueueRequest
-	3,  // 16: waymark.v1.QueueService.CreateQueue:output_type -> waymark.v1.CreateQueueResponse
-	5,  // 17: waymark.v1.QueueService.UpdateQueue:output_type -> waymark.v1.UpdateQueueResponse
-	7,  // 18: waymark.v1.QueueService.GetQueue:output_type -> waymark.v1.GetQueueResponse
-	9,  // 19: waymark.v1.QueueService.ListQueues:output_type -> waymark.v1.ListQueuesResponse
-	11, // 20: waymark.v1.QueueService.DeleteQueue:output_type -> waymark.v1.DeleteQueueResponse
-	16, // [16:21] is the sub-list for method output_type
-	11, // [11:16] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	2,  // 0: waymark.v1.Queue.rate_limit:type_name -> waymark.v1.RateLimit
+	13, // 1: waymark.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
+	13, // 2: waymark.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 3: waymark.v1.Queue.stats:type_name -> waymark.v1.QueueStats
+	14, // 4: waymark.v1.QueueStats.oldest_enqueued_age:type_name -> google.protobuf.Duration
+	14, // 5: waymark.v1.RateLimit.period:type_name -> google.protobuf.Duration
+	0,  // 6: waymark.v1.CreateQueueRequest.queue:type_name -> waymark.v1.Queue
+	0,  // 7: waymark.v1.CreateQueueResponse.queue:type_name -> waymark.v1.Queue
+	0,  // 8: waymark.v1.UpdateQueueRequest.queue:type_name -> waymark.v1.Queue
+	15, // 9: waymark.v1.UpdateQueueRequest.update_mask:type_name -> google.protobuf.FieldMask
+	0,  // 10: waymark.v1.UpdateQueueResponse.queue:type_name -> waymark.v1.Queue
+	0,  // 11: waymark.v1.GetQueueResponse.queue:type_name -> waymark.v1.Queue
+	0,  // 12: waymark.v1.ListQueuesResponse.queues:type_name -> waymark.v1.Queue
+	3,  // 13: waymark.v1.QueueService.CreateQueue:input_type -> waymark.v1.CreateQueueRequest
+	5,  // 14: waymark.v1.QueueService.UpdateQueue:input_type -> waymark.v1.UpdateQueueRequest
+	7,  // 15: waymark.v1.QueueService.GetQueue:input_type -> waymark.v1.GetQueueRequest
+	9,  // 16: waymark.v1.QueueService.ListQueues:input_type -> waymark.v1.ListQueuesRequest
+	11, // 17: waymark.v1.QueueService.DeleteQueue:input_type -> waymark.v1.DeleteQueueRequest
+	4,  // 18: waymark.v1.QueueService.CreateQueue:output_type -> waymark.v1.CreateQueueResponse
+	6,  // 19: waymark.v1.QueueService.UpdateQueue:output_type -> waymark.v1.UpdateQueueResponse
+	8,  // 20: waymark.v1.QueueService.GetQueue:output_type -> waymark.v1.GetQueueResponse
+	10, // 21: waymark.v1.QueueService.ListQueues:output_type -> waymark.v1.ListQueuesResponse
+	12, // 22: waymark.v1.QueueService.DeleteQueue:output_type -> waymark.v1.DeleteQueueResponse
+	18, // [18:23] is the sub-list for method output_type
+	13, // [13:18] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_queue_proto_init() }
@@ -769,7 +875,7 @@ func file_waymark_v1_queue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_queue_proto_rawDesc), len(file_waymark_v1_queue_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -296,7 +296,14 @@ type Workflow struct {
 	StartedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	// While DELAYED: when it goes back to its queue (a delayed start, or a parked wait's
 	// timeout).
-	WakeAt        *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=wake_at,json=wakeAt,proto3" json:"wake_at,omitempty"` // Fields 21-39 are kept for what the next features add.
+	WakeAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=wake_at,json=wakeAt,proto3" json:"wake_at,omitempty"`
+	// The trace the workflow belongs to: the span that started it (see `TraceContext`). Empty
+	// when it was started with none.
+	TraceContext *TraceContext `protobuf:"bytes,21,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	// What the workflow waits for, when it waits: always for a parked workflow (DELAYED); for one
+	// waiting on its worker (PENDING), when the replica that answers holds the wait. Unset when
+	// it does not wait, or the answering replica cannot tell.
+	WaitingOn     *WaitingOn `protobuf:"bytes,22,opt,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"` // Fields 23-39 are kept for what the next features add.
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -471,6 +478,342 @@ func (x *Workflow) GetWakeAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Workflow) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
+}
+
+func (x *Workflow) GetWaitingOn() *WaitingOn {
+	if x != nil {
+		return x.WaitingOn
+	}
+	return nil
+}
+
+// What a waiting workflow waits for.
+type WaitingOn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to What:
+	//
+	//	*WaitingOn_Timer
+	//	*WaitingOn_MessageTopic
+	//	*WaitingOn_Event
+	//	*WaitingOn_WorkflowId
+	//	*WaitingOn_RemoteStep
+	What isWaitingOn_What `protobuf_oneof:"what"`
+	// When the wait ends if nothing comes (its timeout), or the sleep's end.
+	Until         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitingOn) Reset() {
+	*x = WaitingOn{}
+	mi := &file_waymark_v1_types_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitingOn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitingOn) ProtoMessage() {}
+
+func (x *WaitingOn) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_types_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitingOn.ProtoReflect.Descriptor instead.
+func (*WaitingOn) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_types_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *WaitingOn) GetWhat() isWaitingOn_What {
+	if x != nil {
+		return x.What
+	}
+	return nil
+}
+
+func (x *WaitingOn) GetTimer() bool {
+	if x != nil {
+		if x, ok := x.What.(*WaitingOn_Timer); ok {
+			return x.Timer
+		}
+	}
+	return false
+}
+
+func (x *WaitingOn) GetMessageTopic() string {
+	if x != nil {
+		if x, ok := x.What.(*WaitingOn_MessageTopic); ok {
+			return x.MessageTopic
+		}
+	}
+	return ""
+}
+
+func (x *WaitingOn) GetEvent() *WaitedEvent {
+	if x != nil {
+		if x, ok := x.What.(*WaitingOn_Event); ok {
+			return x.Event
+		}
+	}
+	return nil
+}
+
+func (x *WaitingOn) GetWorkflowId() string {
+	if x != nil {
+		if x, ok := x.What.(*WaitingOn_WorkflowId); ok {
+			return x.WorkflowId
+		}
+	}
+	return ""
+}
+
+func (x *WaitingOn) GetRemoteStep() *WaitedStep {
+	if x != nil {
+		if x, ok := x.What.(*WaitingOn_RemoteStep); ok {
+			return x.RemoteStep
+		}
+	}
+	return nil
+}
+
+func (x *WaitingOn) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+type isWaitingOn_What interface {
+	isWaitingOn_What()
+}
+
+type WaitingOn_Timer struct {
+	// A durable sleep, until `until`.
+	Timer bool `protobuf:"varint,1,opt,name=timer,proto3,oneof"`
+}
+
+type WaitingOn_MessageTopic struct {
+	// A message on this topic.
+	MessageTopic string `protobuf:"bytes,2,opt,name=message_topic,json=messageTopic,proto3,oneof"`
+}
+
+type WaitingOn_Event struct {
+	// An event of a workflow.
+	Event *WaitedEvent `protobuf:"bytes,3,opt,name=event,proto3,oneof"`
+}
+
+type WaitingOn_WorkflowId struct {
+	// Another workflow (a child) to finish.
+	WorkflowId string `protobuf:"bytes,4,opt,name=workflow_id,json=workflowId,proto3,oneof"`
+}
+
+type WaitingOn_RemoteStep struct {
+	// A remote step's result.
+	RemoteStep *WaitedStep `protobuf:"bytes,5,opt,name=remote_step,json=remoteStep,proto3,oneof"`
+}
+
+func (*WaitingOn_Timer) isWaitingOn_What() {}
+
+func (*WaitingOn_MessageTopic) isWaitingOn_What() {}
+
+func (*WaitingOn_Event) isWaitingOn_What() {}
+
+func (*WaitingOn_WorkflowId) isWaitingOn_What() {}
+
+func (*WaitingOn_RemoteStep) isWaitingOn_What() {}
+
+type WaitedEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkflowId    string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitedEvent) Reset() {
+	*x = WaitedEvent{}
+	mi := &file_waymark_v1_types_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitedEvent) ProtoMessage() {}
+
+func (x *WaitedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_types_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitedEvent.ProtoReflect.Descriptor instead.
+func (*WaitedEvent) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WaitedEvent) GetWorkflowId() string {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return ""
+}
+
+func (x *WaitedEvent) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type WaitedStep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its position in the waiting workflow's history.
+	StepId   uint32 `protobuf:"varint,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	StepName string `protobuf:"bytes,2,opt,name=step_name,json=stepName,proto3" json:"step_name,omitempty"`
+	// The attempt running or next (from 1); 0 when unknown.
+	Attempt       uint32 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitedStep) Reset() {
+	*x = WaitedStep{}
+	mi := &file_waymark_v1_types_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitedStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitedStep) ProtoMessage() {}
+
+func (x *WaitedStep) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_types_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitedStep.ProtoReflect.Descriptor instead.
+func (*WaitedStep) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_types_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WaitedStep) GetStepId() uint32 {
+	if x != nil {
+		return x.StepId
+	}
+	return 0
+}
+
+func (x *WaitedStep) GetStepName() string {
+	if x != nil {
+		return x.StepName
+	}
+	return ""
+}
+
+func (x *WaitedStep) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+// A W3C Trace Context (https://www.w3.org/TR/trace-context/): where a piece of work sits in a
+// distributed trace, so that whatever runs it later — a worker in any language, after any number
+// of recoveries — can open its spans as children of the span that asked for it.
+//
+// The server takes it from the `traceparent`/`tracestate` metadata of the call that starts a
+// workflow (or from the worker request that starts a child or calls a remote step), keeps it
+// with the work, and hands it back in the dispatch. A value that is not a valid version-00
+// `traceparent`, or a `tracestate` over 512 bytes, is dropped (the work starts no trace), as
+// the W3C recommendation says of a malformed header; it never fails the call.
+type TraceContext struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "00-<32 hex trace id>-<16 hex parent span id>-<2 hex flags>".
+	Traceparent string `protobuf:"bytes,1,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// Vendor entries, passed on untouched.
+	Tracestate    string `protobuf:"bytes,2,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceContext) Reset() {
+	*x = TraceContext{}
+	mi := &file_waymark_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceContext) ProtoMessage() {}
+
+func (x *TraceContext) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
+func (*TraceContext) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TraceContext) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *TraceContext) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
 // A checkpointed step of a workflow.
 type Step struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -492,7 +835,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_waymark_v1_types_proto_msgTypes[3]
+	mi := &file_waymark_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -504,7 +847,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_types_proto_msgTypes[3]
+	mi := &file_waymark_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -517,7 +860,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_waymark_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Step) GetStepId() uint32 {
@@ -589,7 +932,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_waymark_v1_types_proto_msgTypes[4]
+	mi := &file_waymark_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +944,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_types_proto_msgTypes[4]
+	mi := &file_waymark_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +957,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_waymark_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Message) GetMessageId() string {
@@ -693,7 +1036,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_waymark_v1_types_proto_msgTypes[5]
+	mi := &file_waymark_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +1048,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_types_proto_msgTypes[5]
+	mi := &file_waymark_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +1061,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Event) GetKey() string {
@@ -761,7 +1104,7 @@ type EventValue struct {
 
 func (x *EventValue) Reset() {
 	*x = EventValue{}
-	mi := &file_waymark_v1_types_proto_msgTypes[6]
+	mi := &file_waymark_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +1116,7 @@ func (x *EventValue) String() string {
 func (*EventValue) ProtoMessage() {}
 
 func (x *EventValue) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_types_proto_msgTypes[6]
+	mi := &file_waymark_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +1129,7 @@ func (x *EventValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventValue.ProtoReflect.Descriptor instead.
 func (*EventValue) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_waymark_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EventValue) GetValue() *Payload {
@@ -823,7 +1166,7 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\acontent\"7\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xd3\x06\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xc8\a\n" +
 	"\bWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12#\n" +
@@ -851,7 +1194,34 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\bdedup_id\x18\x12 \x01(\tR\adedupId\x129\n" +
 	"\n" +
 	"started_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x123\n" +
-	"\awake_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\x06wakeAt\"\xfe\x01\n" +
+	"\awake_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\x06wakeAt\x12=\n" +
+	"\rtrace_context\x18\x15 \x01(\v2\x18.waymark.v1.TraceContextR\ftraceContext\x124\n" +
+	"\n" +
+	"waiting_on\x18\x16 \x01(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\"\x93\x02\n" +
+	"\tWaitingOn\x12\x16\n" +
+	"\x05timer\x18\x01 \x01(\bH\x00R\x05timer\x12%\n" +
+	"\rmessage_topic\x18\x02 \x01(\tH\x00R\fmessageTopic\x12/\n" +
+	"\x05event\x18\x03 \x01(\v2\x17.waymark.v1.WaitedEventH\x00R\x05event\x12!\n" +
+	"\vworkflow_id\x18\x04 \x01(\tH\x00R\n" +
+	"workflowId\x129\n" +
+	"\vremote_step\x18\x05 \x01(\v2\x16.waymark.v1.WaitedStepH\x00R\n" +
+	"remoteStep\x120\n" +
+	"\x05until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05untilB\x06\n" +
+	"\x04what\"@\n" +
+	"\vWaitedEvent\x12\x1f\n" +
+	"\vworkflow_id\x18\x01 \x01(\tR\n" +
+	"workflowId\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"\\\n" +
+	"\n" +
+	"WaitedStep\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\rR\x06stepId\x12\x1b\n" +
+	"\tstep_name\x18\x02 \x01(\tR\bstepName\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\rR\aattempt\"P\n" +
+	"\fTraceContext\x12 \n" +
+	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x02 \x01(\tR\n" +
+	"tracestate\"\xfe\x01\n" +
 	"\x04Step\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\rR\x06stepId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12+\n" +
@@ -912,46 +1282,55 @@ func file_waymark_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_waymark_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_waymark_v1_types_proto_goTypes = []any{
 	(WorkflowStatus)(0),           // 0: waymark.v1.WorkflowStatus
 	(*Payload)(nil),               // 1: waymark.v1.Payload
 	(*Failure)(nil),               // 2: waymark.v1.Failure
 	(*Workflow)(nil),              // 3: waymark.v1.Workflow
-	(*Step)(nil),                  // 4: waymark.v1.Step
-	(*Message)(nil),               // 5: waymark.v1.Message
-	(*Event)(nil),                 // 6: waymark.v1.Event
-	(*EventValue)(nil),            // 7: waymark.v1.EventValue
-	(*structpb.Value)(nil),        // 8: google.protobuf.Value
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*WaitingOn)(nil),             // 4: waymark.v1.WaitingOn
+	(*WaitedEvent)(nil),           // 5: waymark.v1.WaitedEvent
+	(*WaitedStep)(nil),            // 6: waymark.v1.WaitedStep
+	(*TraceContext)(nil),          // 7: waymark.v1.TraceContext
+	(*Step)(nil),                  // 8: waymark.v1.Step
+	(*Message)(nil),               // 9: waymark.v1.Message
+	(*Event)(nil),                 // 10: waymark.v1.Event
+	(*EventValue)(nil),            // 11: waymark.v1.EventValue
+	(*structpb.Value)(nil),        // 12: google.protobuf.Value
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 }
 var file_waymark_v1_types_proto_depIdxs = []int32{
-	8,  // 0: waymark.v1.Payload.json:type_name -> google.protobuf.Value
+	12, // 0: waymark.v1.Payload.json:type_name -> google.protobuf.Value
 	0,  // 1: waymark.v1.Workflow.status:type_name -> waymark.v1.WorkflowStatus
 	1,  // 2: waymark.v1.Workflow.input:type_name -> waymark.v1.Payload
 	1,  // 3: waymark.v1.Workflow.output:type_name -> waymark.v1.Payload
 	2,  // 4: waymark.v1.Workflow.failure:type_name -> waymark.v1.Failure
-	9,  // 5: waymark.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 6: waymark.v1.Workflow.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 7: waymark.v1.Workflow.deadline:type_name -> google.protobuf.Timestamp
-	9,  // 8: waymark.v1.Workflow.started_at:type_name -> google.protobuf.Timestamp
-	9,  // 9: waymark.v1.Workflow.wake_at:type_name -> google.protobuf.Timestamp
-	1,  // 10: waymark.v1.Step.output:type_name -> waymark.v1.Payload
-	2,  // 11: waymark.v1.Step.failure:type_name -> waymark.v1.Failure
-	9,  // 12: waymark.v1.Step.recorded_at:type_name -> google.protobuf.Timestamp
-	1,  // 13: waymark.v1.Message.payload:type_name -> waymark.v1.Payload
-	9,  // 14: waymark.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
-	9,  // 15: waymark.v1.Message.consumed_at:type_name -> google.protobuf.Timestamp
-	1,  // 16: waymark.v1.Event.value:type_name -> waymark.v1.Payload
-	9,  // 17: waymark.v1.Event.updated_at:type_name -> google.protobuf.Timestamp
-	7,  // 18: waymark.v1.Event.history:type_name -> waymark.v1.EventValue
-	1,  // 19: waymark.v1.EventValue.value:type_name -> waymark.v1.Payload
-	9,  // 20: waymark.v1.EventValue.set_at:type_name -> google.protobuf.Timestamp
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	13, // 5: waymark.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
+	13, // 6: waymark.v1.Workflow.updated_at:type_name -> google.protobuf.Timestamp
+	13, // 7: waymark.v1.Workflow.deadline:type_name -> google.protobuf.Timestamp
+	13, // 8: waymark.v1.Workflow.started_at:type_name -> google.protobuf.Timestamp
+	13, // 9: waymark.v1.Workflow.wake_at:type_name -> google.protobuf.Timestamp
+	7,  // 10: waymark.v1.Workflow.trace_context:type_name -> waymark.v1.TraceContext
+	4,  // 11: waymark.v1.Workflow.waiting_on:type_name -> waymark.v1.WaitingOn
+	5,  // 12: waymark.v1.WaitingOn.event:type_name -> waymark.v1.WaitedEvent
+	6,  // 13: waymark.v1.WaitingOn.remote_step:type_name -> waymark.v1.WaitedStep
+	13, // 14: waymark.v1.WaitingOn.until:type_name -> google.protobuf.Timestamp
+	1,  // 15: waymark.v1.Step.output:type_name -> waymark.v1.Payload
+	2,  // 16: waymark.v1.Step.failure:type_name -> waymark.v1.Failure
+	13, // 17: waymark.v1.Step.recorded_at:type_name -> google.protobuf.Timestamp
+	1,  // 18: waymark.v1.Message.payload:type_name -> waymark.v1.Payload
+	13, // 19: waymark.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
+	13, // 20: waymark.v1.Message.consumed_at:type_name -> google.protobuf.Timestamp
+	1,  // 21: waymark.v1.Event.value:type_name -> waymark.v1.Payload
+	13, // 22: waymark.v1.Event.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 23: waymark.v1.Event.history:type_name -> waymark.v1.EventValue
+	1,  // 24: waymark.v1.EventValue.value:type_name -> waymark.v1.Payload
+	13, // 25: waymark.v1.EventValue.set_at:type_name -> google.protobuf.Timestamp
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_types_proto_init() }
@@ -963,13 +1342,20 @@ func file_waymark_v1_types_proto_init() {
 		(*Payload_Json)(nil),
 		(*Payload_Binary)(nil),
 	}
+	file_waymark_v1_types_proto_msgTypes[3].OneofWrappers = []any{
+		(*WaitingOn_Timer)(nil),
+		(*WaitingOn_MessageTopic)(nil),
+		(*WaitingOn_Event)(nil),
+		(*WaitingOn_WorkflowId)(nil),
+		(*WaitingOn_RemoteStep)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_types_proto_rawDesc), len(file_waymark_v1_types_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

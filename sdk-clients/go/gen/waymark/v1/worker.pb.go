@@ -72,7 +72,241 @@ func (x RecvResult_Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecvResult_Outcome.Descriptor instead.
 func (RecvResult_Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{19, 0}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{22, 0}
+}
+
+type ListWorkersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only workers taking workflows from this queue.
+	QueueName     string `protobuf:"bytes,1,opt,name=queue_name,json=queueName,proto3" json:"queue_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkersRequest) Reset() {
+	*x = ListWorkersRequest{}
+	mi := &file_waymark_v1_worker_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkersRequest) ProtoMessage() {}
+
+func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_worker_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListWorkersRequest) GetQueueName() string {
+	if x != nil {
+		return x.QueueName
+	}
+	return ""
+}
+
+type ListWorkersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By worker id, then connection time. At most 10,000.
+	Workers       []*WorkerInfo `protobuf:"bytes,1,rep,name=workers,proto3" json:"workers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkersResponse) Reset() {
+	*x = ListWorkersResponse{}
+	mi := &file_waymark_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkersResponse) ProtoMessage() {}
+
+func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListWorkersResponse) GetWorkers() []*WorkerInfo {
+	if x != nil {
+		return x.Workers
+	}
+	return nil
+}
+
+// One connected worker stream.
+type WorkerInfo struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId   string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	AppName    string                 `protobuf:"bytes,2,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	AppVersion string                 `protobuf:"bytes,3,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
+	// "python/0.1.0".
+	Sdk           string   `protobuf:"bytes,4,opt,name=sdk,proto3" json:"sdk,omitempty"`
+	Namespace     string   `protobuf:"bytes,5,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Queues        []string `protobuf:"bytes,6,rep,name=queues,proto3" json:"queues,omitempty"`
+	WorkflowNames []string `protobuf:"bytes,7,rep,name=workflow_names,json=workflowNames,proto3" json:"workflow_names,omitempty"`
+	StepNames     []string `protobuf:"bytes,8,rep,name=step_names,json=stepNames,proto3" json:"step_names,omitempty"`
+	// Workflows and remote-step attempts the server may still send it.
+	WorkflowCredits uint32 `protobuf:"varint,9,opt,name=workflow_credits,json=workflowCredits,proto3" json:"workflow_credits,omitempty"`
+	StepCredits     uint32 `protobuf:"varint,10,opt,name=step_credits,json=stepCredits,proto3" json:"step_credits,omitempty"`
+	// Workflows it holds (dispatched, not finished or let go).
+	WorkflowsInFlight uint32                 `protobuf:"varint,11,opt,name=workflows_in_flight,json=workflowsInFlight,proto3" json:"workflows_in_flight,omitempty"`
+	ConnectedAt       *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=connected_at,json=connectedAt,proto3" json:"connected_at,omitempty"`
+	LastHeartbeat     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=last_heartbeat,json=lastHeartbeat,proto3" json:"last_heartbeat,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *WorkerInfo) Reset() {
+	*x = WorkerInfo{}
+	mi := &file_waymark_v1_worker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerInfo) ProtoMessage() {}
+
+func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_worker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
+func (*WorkerInfo) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *WorkerInfo) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WorkerInfo) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *WorkerInfo) GetAppVersion() string {
+	if x != nil {
+		return x.AppVersion
+	}
+	return ""
+}
+
+func (x *WorkerInfo) GetSdk() string {
+	if x != nil {
+		return x.Sdk
+	}
+	return ""
+}
+
+func (x *WorkerInfo) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *WorkerInfo) GetQueues() []string {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
+func (x *WorkerInfo) GetWorkflowNames() []string {
+	if x != nil {
+		return x.WorkflowNames
+	}
+	return nil
+}
+
+func (x *WorkerInfo) GetStepNames() []string {
+	if x != nil {
+		return x.StepNames
+	}
+	return nil
+}
+
+func (x *WorkerInfo) GetWorkflowCredits() uint32 {
+	if x != nil {
+		return x.WorkflowCredits
+	}
+	return 0
+}
+
+func (x *WorkerInfo) GetStepCredits() uint32 {
+	if x != nil {
+		return x.StepCredits
+	}
+	return 0
+}
+
+func (x *WorkerInfo) GetWorkflowsInFlight() uint32 {
+	if x != nil {
+		return x.WorkflowsInFlight
+	}
+	return 0
+}
+
+func (x *WorkerInfo) GetConnectedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ConnectedAt
+	}
+	return nil
+}
+
+func (x *WorkerInfo) GetLastHeartbeat() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastHeartbeat
+	}
+	return nil
 }
 
 // Worker to server.
@@ -107,7 +341,7 @@ type WorkerMessage struct {
 
 func (x *WorkerMessage) Reset() {
 	*x = WorkerMessage{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[0]
+	mi := &file_waymark_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -119,7 +353,7 @@ func (x *WorkerMessage) String() string {
 func (*WorkerMessage) ProtoMessage() {}
 
 func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[0]
+	mi := &file_waymark_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -132,7 +366,7 @@ func (x *WorkerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMessage.ProtoReflect.Descriptor instead.
 func (*WorkerMessage) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{0}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WorkerMessage) GetRequestId() uint64 {
@@ -422,7 +656,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[1]
+	mi := &file_waymark_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +668,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[1]
+	mi := &file_waymark_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +681,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Batch) GetMessages() []*WorkerMessage {
@@ -476,7 +710,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[2]
+	mi := &file_waymark_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +722,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[2]
+	mi := &file_waymark_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +735,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ServerMessage) GetKind() isServerMessage_Kind {
@@ -645,7 +879,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[3]
+	mi := &file_waymark_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +891,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[3]
+	mi := &file_waymark_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +904,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Hello) GetWorkerId() string {
@@ -746,7 +980,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[4]
+	mi := &file_waymark_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +992,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[4]
+	mi := &file_waymark_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +1005,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Welcome) GetSessionId() string {
@@ -821,7 +1055,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[5]
+	mi := &file_waymark_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +1067,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[5]
+	mi := &file_waymark_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +1080,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Credit) GetWorkflows() uint32 {
@@ -884,7 +1118,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[6]
+	mi := &file_waymark_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1130,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[6]
+	mi := &file_waymark_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1143,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Heartbeat) GetReportsHeld() bool {
@@ -955,7 +1189,7 @@ type RecordStep struct {
 
 func (x *RecordStep) Reset() {
 	*x = RecordStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[7]
+	mi := &file_waymark_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1201,7 @@ func (x *RecordStep) String() string {
 func (*RecordStep) ProtoMessage() {}
 
 func (x *RecordStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[7]
+	mi := &file_waymark_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1214,7 @@ func (x *RecordStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordStep.ProtoReflect.Descriptor instead.
 func (*RecordStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RecordStep) GetWorkflowId() string {
@@ -1081,7 +1315,7 @@ type CompleteWorkflow struct {
 
 func (x *CompleteWorkflow) Reset() {
 	*x = CompleteWorkflow{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[8]
+	mi := &file_waymark_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1327,7 @@ func (x *CompleteWorkflow) String() string {
 func (*CompleteWorkflow) ProtoMessage() {}
 
 func (x *CompleteWorkflow) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[8]
+	mi := &file_waymark_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1340,7 @@ func (x *CompleteWorkflow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteWorkflow.ProtoReflect.Descriptor instead.
 func (*CompleteWorkflow) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CompleteWorkflow) GetWorkflowId() string {
@@ -1184,13 +1418,17 @@ type DispatchWorkflow struct {
 	AppVersion       string                 `protobuf:"bytes,6,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
 	RecoveryAttempts uint32                 `protobuf:"varint,7,opt,name=recovery_attempts,json=recoveryAttempts,proto3" json:"recovery_attempts,omitempty"`
 	CreatedAt        *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The trace the workflow belongs to (empty: none). An SDK with OpenTelemetry opens the run's
+	// span as its child, marked as a replay when `steps` is not empty or `recovery_attempts` is
+	// not zero; see "Tracing" in the README for the span names every SDK uses.
+	TraceContext  *TraceContext `protobuf:"bytes,9,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DispatchWorkflow) Reset() {
 	*x = DispatchWorkflow{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[9]
+	mi := &file_waymark_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1440,7 @@ func (x *DispatchWorkflow) String() string {
 func (*DispatchWorkflow) ProtoMessage() {}
 
 func (x *DispatchWorkflow) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[9]
+	mi := &file_waymark_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1453,7 @@ func (x *DispatchWorkflow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchWorkflow.ProtoReflect.Descriptor instead.
 func (*DispatchWorkflow) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DispatchWorkflow) GetWorkflowId() string {
@@ -1274,6 +1512,13 @@ func (x *DispatchWorkflow) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *DispatchWorkflow) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
+}
+
 // Answer to a worker request.
 type Reply struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1299,7 +1544,7 @@ type Reply struct {
 
 func (x *Reply) Reset() {
 	*x = Reply{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[10]
+	mi := &file_waymark_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1556,7 @@ func (x *Reply) String() string {
 func (*Reply) ProtoMessage() {}
 
 func (x *Reply) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[10]
+	mi := &file_waymark_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1569,7 @@ func (x *Reply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reply.ProtoReflect.Descriptor instead.
 func (*Reply) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Reply) GetRequestId() uint64 {
@@ -1540,7 +1785,7 @@ type ReplyError struct {
 
 func (x *ReplyError) Reset() {
 	*x = ReplyError{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[11]
+	mi := &file_waymark_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1797,7 @@ func (x *ReplyError) String() string {
 func (*ReplyError) ProtoMessage() {}
 
 func (x *ReplyError) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[11]
+	mi := &file_waymark_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1810,7 @@ func (x *ReplyError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplyError.ProtoReflect.Descriptor instead.
 func (*ReplyError) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReplyError) GetCode() int32 {
@@ -1597,7 +1842,7 @@ type StepRecorded struct {
 
 func (x *StepRecorded) Reset() {
 	*x = StepRecorded{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[12]
+	mi := &file_waymark_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1854,7 @@ func (x *StepRecorded) String() string {
 func (*StepRecorded) ProtoMessage() {}
 
 func (x *StepRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[12]
+	mi := &file_waymark_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1867,7 @@ func (x *StepRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRecorded.ProtoReflect.Descriptor instead.
 func (*StepRecorded) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 type WorkflowCompleted struct {
@@ -1638,7 +1883,7 @@ type WorkflowCompleted struct {
 
 func (x *WorkflowCompleted) Reset() {
 	*x = WorkflowCompleted{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[13]
+	mi := &file_waymark_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1895,7 @@ func (x *WorkflowCompleted) String() string {
 func (*WorkflowCompleted) ProtoMessage() {}
 
 func (x *WorkflowCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[13]
+	mi := &file_waymark_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1908,7 @@ func (x *WorkflowCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowCompleted.ProtoReflect.Descriptor instead.
 func (*WorkflowCompleted) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WorkflowCompleted) GetStatus() WorkflowStatus {
@@ -1705,7 +1950,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[14]
+	mi := &file_waymark_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1962,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[14]
+	mi := &file_waymark_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1975,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Cancel) GetWorkflowId() string {
@@ -1749,7 +1994,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[15]
+	mi := &file_waymark_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +2006,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[15]
+	mi := &file_waymark_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +2019,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 // Send a message from a workflow, recorded as its step `step_id` in the same transaction, so a
@@ -1794,7 +2039,7 @@ type SendMessageStep struct {
 
 func (x *SendMessageStep) Reset() {
 	*x = SendMessageStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[16]
+	mi := &file_waymark_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +2051,7 @@ func (x *SendMessageStep) String() string {
 func (*SendMessageStep) ProtoMessage() {}
 
 func (x *SendMessageStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[16]
+	mi := &file_waymark_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +2064,7 @@ func (x *SendMessageStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageStep.ProtoReflect.Descriptor instead.
 func (*SendMessageStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SendMessageStep) GetWorkflowId() string {
@@ -1873,7 +2118,7 @@ type MessageSent struct {
 
 func (x *MessageSent) Reset() {
 	*x = MessageSent{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[17]
+	mi := &file_waymark_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1885,7 +2130,7 @@ func (x *MessageSent) String() string {
 func (*MessageSent) ProtoMessage() {}
 
 func (x *MessageSent) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[17]
+	mi := &file_waymark_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1898,7 +2143,7 @@ func (x *MessageSent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageSent.ProtoReflect.Descriptor instead.
 func (*MessageSent) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MessageSent) GetMessageId() string {
@@ -1932,7 +2177,7 @@ type Recv struct {
 
 func (x *Recv) Reset() {
 	*x = Recv{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[18]
+	mi := &file_waymark_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2189,7 @@ func (x *Recv) String() string {
 func (*Recv) ProtoMessage() {}
 
 func (x *Recv) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[18]
+	mi := &file_waymark_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2202,7 @@ func (x *Recv) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recv.ProtoReflect.Descriptor instead.
 func (*Recv) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Recv) GetWorkflowId() string {
@@ -2008,7 +2253,7 @@ type RecvResult struct {
 
 func (x *RecvResult) Reset() {
 	*x = RecvResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[19]
+	mi := &file_waymark_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2265,7 @@ func (x *RecvResult) String() string {
 func (*RecvResult) ProtoMessage() {}
 
 func (x *RecvResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[19]
+	mi := &file_waymark_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2278,7 @@ func (x *RecvResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecvResult.ProtoReflect.Descriptor instead.
 func (*RecvResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RecvResult) GetOutcome() RecvResult_Outcome {
@@ -2072,7 +2317,7 @@ type Wakeup struct {
 
 func (x *Wakeup) Reset() {
 	*x = Wakeup{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[20]
+	mi := &file_waymark_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2329,7 @@ func (x *Wakeup) String() string {
 func (*Wakeup) ProtoMessage() {}
 
 func (x *Wakeup) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[20]
+	mi := &file_waymark_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2342,7 @@ func (x *Wakeup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Wakeup.ProtoReflect.Descriptor instead.
 func (*Wakeup) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Wakeup) GetWorkflowId() string {
@@ -2136,7 +2381,7 @@ type SetEvent struct {
 
 func (x *SetEvent) Reset() {
 	*x = SetEvent{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[21]
+	mi := &file_waymark_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2393,7 @@ func (x *SetEvent) String() string {
 func (*SetEvent) ProtoMessage() {}
 
 func (x *SetEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[21]
+	mi := &file_waymark_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2406,7 @@ func (x *SetEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEvent.ProtoReflect.Descriptor instead.
 func (*SetEvent) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SetEvent) GetWorkflowId() string {
@@ -2217,7 +2462,7 @@ type GetEventStep struct {
 
 func (x *GetEventStep) Reset() {
 	*x = GetEventStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[22]
+	mi := &file_waymark_v1_worker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2474,7 @@ func (x *GetEventStep) String() string {
 func (*GetEventStep) ProtoMessage() {}
 
 func (x *GetEventStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[22]
+	mi := &file_waymark_v1_worker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2487,7 @@ func (x *GetEventStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventStep.ProtoReflect.Descriptor instead.
 func (*GetEventStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetEventStep) GetWorkflowId() string {
@@ -2299,7 +2544,7 @@ type EventResult struct {
 
 func (x *EventResult) Reset() {
 	*x = EventResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[23]
+	mi := &file_waymark_v1_worker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2556,7 @@ func (x *EventResult) String() string {
 func (*EventResult) ProtoMessage() {}
 
 func (x *EventResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[23]
+	mi := &file_waymark_v1_worker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2569,7 @@ func (x *EventResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventResult.ProtoReflect.Descriptor instead.
 func (*EventResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{23}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *EventResult) GetOutcome() RecvResult_Outcome {
@@ -2364,7 +2609,7 @@ type WriteStream struct {
 
 func (x *WriteStream) Reset() {
 	*x = WriteStream{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[24]
+	mi := &file_waymark_v1_worker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2621,7 @@ func (x *WriteStream) String() string {
 func (*WriteStream) ProtoMessage() {}
 
 func (x *WriteStream) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[24]
+	mi := &file_waymark_v1_worker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2634,7 @@ func (x *WriteStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStream.ProtoReflect.Descriptor instead.
 func (*WriteStream) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{24}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WriteStream) GetWorkflowId() string {
@@ -2444,7 +2689,7 @@ type StreamWritten struct {
 
 func (x *StreamWritten) Reset() {
 	*x = StreamWritten{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[25]
+	mi := &file_waymark_v1_worker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2701,7 @@ func (x *StreamWritten) String() string {
 func (*StreamWritten) ProtoMessage() {}
 
 func (x *StreamWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[25]
+	mi := &file_waymark_v1_worker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2714,7 @@ func (x *StreamWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamWritten.ProtoReflect.Descriptor instead.
 func (*StreamWritten) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{25}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StreamWritten) GetOffset() uint64 {
@@ -2492,14 +2737,17 @@ type StartChild struct {
 	ChildWorkflowId string                 `protobuf:"bytes,5,opt,name=child_workflow_id,json=childWorkflowId,proto3" json:"child_workflow_id,omitempty"`
 	Input           *Payload               `protobuf:"bytes,6,opt,name=input,proto3" json:"input,omitempty"`
 	// Queue of the child; the parent's when empty.
-	QueueName     string `protobuf:"bytes,7,opt,name=queue_name,json=queueName,proto3" json:"queue_name,omitempty"`
+	QueueName string `protobuf:"bytes,7,opt,name=queue_name,json=queueName,proto3" json:"queue_name,omitempty"`
+	// The span the parent started the child from: the child's dispatch carries it. Empty: the
+	// child joins no trace.
+	TraceContext  *TraceContext `protobuf:"bytes,8,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StartChild) Reset() {
 	*x = StartChild{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[26]
+	mi := &file_waymark_v1_worker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2511,7 +2759,7 @@ func (x *StartChild) String() string {
 func (*StartChild) ProtoMessage() {}
 
 func (x *StartChild) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[26]
+	mi := &file_waymark_v1_worker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2524,7 +2772,7 @@ func (x *StartChild) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartChild.ProtoReflect.Descriptor instead.
 func (*StartChild) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{26}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StartChild) GetWorkflowId() string {
@@ -2576,6 +2824,13 @@ func (x *StartChild) GetQueueName() string {
 	return ""
 }
 
+func (x *StartChild) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
+}
+
 type ChildStarted struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ChildWorkflowId string                 `protobuf:"bytes,1,opt,name=child_workflow_id,json=childWorkflowId,proto3" json:"child_workflow_id,omitempty"`
@@ -2585,7 +2840,7 @@ type ChildStarted struct {
 
 func (x *ChildStarted) Reset() {
 	*x = ChildStarted{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[27]
+	mi := &file_waymark_v1_worker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2852,7 @@ func (x *ChildStarted) String() string {
 func (*ChildStarted) ProtoMessage() {}
 
 func (x *ChildStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[27]
+	mi := &file_waymark_v1_worker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2865,7 @@ func (x *ChildStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildStarted.ProtoReflect.Descriptor instead.
 func (*ChildStarted) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{27}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ChildStarted) GetChildWorkflowId() string {
@@ -2635,7 +2890,7 @@ type AwaitChild struct {
 
 func (x *AwaitChild) Reset() {
 	*x = AwaitChild{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[28]
+	mi := &file_waymark_v1_worker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2647,7 +2902,7 @@ func (x *AwaitChild) String() string {
 func (*AwaitChild) ProtoMessage() {}
 
 func (x *AwaitChild) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[28]
+	mi := &file_waymark_v1_worker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2660,7 +2915,7 @@ func (x *AwaitChild) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwaitChild.ProtoReflect.Descriptor instead.
 func (*AwaitChild) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{28}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AwaitChild) GetWorkflowId() string {
@@ -2703,7 +2958,7 @@ type ChildResult struct {
 
 func (x *ChildResult) Reset() {
 	*x = ChildResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[29]
+	mi := &file_waymark_v1_worker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +2970,7 @@ func (x *ChildResult) String() string {
 func (*ChildResult) ProtoMessage() {}
 
 func (x *ChildResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[29]
+	mi := &file_waymark_v1_worker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +2983,7 @@ func (x *ChildResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildResult.ProtoReflect.Descriptor instead.
 func (*ChildResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{29}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ChildResult) GetOutcome() RecvResult_Outcome {
@@ -2786,7 +3041,7 @@ type Park struct {
 
 func (x *Park) Reset() {
 	*x = Park{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[30]
+	mi := &file_waymark_v1_worker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2798,7 +3053,7 @@ func (x *Park) String() string {
 func (*Park) ProtoMessage() {}
 
 func (x *Park) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[30]
+	mi := &file_waymark_v1_worker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2811,7 +3066,7 @@ func (x *Park) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Park.ProtoReflect.Descriptor instead.
 func (*Park) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{30}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Park) GetWorkflowId() string {
@@ -2943,7 +3198,7 @@ type EventKey struct {
 
 func (x *EventKey) Reset() {
 	*x = EventKey{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[31]
+	mi := &file_waymark_v1_worker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2955,7 +3210,7 @@ func (x *EventKey) String() string {
 func (*EventKey) ProtoMessage() {}
 
 func (x *EventKey) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[31]
+	mi := &file_waymark_v1_worker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2968,7 +3223,7 @@ func (x *EventKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventKey.ProtoReflect.Descriptor instead.
 func (*EventKey) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{31}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *EventKey) GetWorkflowId() string {
@@ -2994,7 +3249,7 @@ type Parked struct {
 
 func (x *Parked) Reset() {
 	*x = Parked{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[32]
+	mi := &file_waymark_v1_worker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3006,7 +3261,7 @@ func (x *Parked) String() string {
 func (*Parked) ProtoMessage() {}
 
 func (x *Parked) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[32]
+	mi := &file_waymark_v1_worker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3019,7 +3274,7 @@ func (x *Parked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Parked.ProtoReflect.Descriptor instead.
 func (*Parked) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{32}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Parked) GetParked() bool {
@@ -3044,14 +3299,18 @@ type CallStep struct {
 	// Unset: the server's default (3 attempts, 1 s doubling up to 60 s).
 	Retry *RetryPolicy `protobuf:"bytes,6,opt,name=retry,proto3" json:"retry,omitempty"`
 	// Start-to-close timeout of one attempt. Unset: 5 minutes.
-	Timeout       *durationpb.Duration `protobuf:"bytes,7,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Timeout *durationpb.Duration `protobuf:"bytes,7,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// The span the workflow called the step from; every attempt's `DispatchStep` carries it, so
+	// the step's spans join the workflow's trace whichever worker runs it. Only the first
+	// `CallStep` of a position is kept.
+	TraceContext  *TraceContext `protobuf:"bytes,8,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallStep) Reset() {
 	*x = CallStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[33]
+	mi := &file_waymark_v1_worker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3322,7 @@ func (x *CallStep) String() string {
 func (*CallStep) ProtoMessage() {}
 
 func (x *CallStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[33]
+	mi := &file_waymark_v1_worker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3335,7 @@ func (x *CallStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallStep.ProtoReflect.Descriptor instead.
 func (*CallStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{33}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CallStep) GetWorkflowId() string {
@@ -3128,6 +3387,13 @@ func (x *CallStep) GetTimeout() *durationpb.Duration {
 	return nil
 }
 
+func (x *CallStep) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
+}
+
 // How a remote step is retried.
 type RetryPolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3145,7 +3411,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[34]
+	mi := &file_waymark_v1_worker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3157,7 +3423,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[34]
+	mi := &file_waymark_v1_worker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3170,7 +3436,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{34}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() uint32 {
@@ -3215,7 +3481,7 @@ type CallResult struct {
 
 func (x *CallResult) Reset() {
 	*x = CallResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[35]
+	mi := &file_waymark_v1_worker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3227,7 +3493,7 @@ func (x *CallResult) String() string {
 func (*CallResult) ProtoMessage() {}
 
 func (x *CallResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[35]
+	mi := &file_waymark_v1_worker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3240,7 +3506,7 @@ func (x *CallResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResult.ProtoReflect.Descriptor instead.
 func (*CallResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{35}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CallResult) GetOutcome() RecvResult_Outcome {
@@ -3283,14 +3549,16 @@ type DispatchStep struct {
 	// 1 for the first attempt.
 	Attempt uint32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// Past this the attempt counts as failed (and its result is refused).
-	Deadline      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// The calling span (`CallStep.trace_context`); empty: none.
+	TraceContext  *TraceContext `protobuf:"bytes,7,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DispatchStep) Reset() {
 	*x = DispatchStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[36]
+	mi := &file_waymark_v1_worker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3302,7 +3570,7 @@ func (x *DispatchStep) String() string {
 func (*DispatchStep) ProtoMessage() {}
 
 func (x *DispatchStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[36]
+	mi := &file_waymark_v1_worker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3315,7 +3583,7 @@ func (x *DispatchStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchStep.ProtoReflect.Descriptor instead.
 func (*DispatchStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{36}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DispatchStep) GetWorkflowId() string {
@@ -3360,6 +3628,13 @@ func (x *DispatchStep) GetDeadline() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *DispatchStep) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
+}
+
 // The result of a `DispatchStep` attempt. Answered with `StepRecorded` once it is durable (a
 // failure with attempts left is durable as a retry), or STEP_ATTEMPT_STALE when the attempt is
 // no longer the running one (it timed out). The worker grants its step credit back itself.
@@ -3379,7 +3654,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[37]
+	mi := &file_waymark_v1_worker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3391,7 +3666,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[37]
+	mi := &file_waymark_v1_worker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3404,7 +3679,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{37}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StepResult) GetWorkflowId() string {
@@ -3489,7 +3764,7 @@ type Select struct {
 
 func (x *Select) Reset() {
 	*x = Select{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[38]
+	mi := &file_waymark_v1_worker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +3776,7 @@ func (x *Select) String() string {
 func (*Select) ProtoMessage() {}
 
 func (x *Select) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[38]
+	mi := &file_waymark_v1_worker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +3789,7 @@ func (x *Select) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Select.ProtoReflect.Descriptor instead.
 func (*Select) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{38}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Select) GetWorkflowId() string {
@@ -3565,7 +3840,7 @@ type WaitTarget struct {
 
 func (x *WaitTarget) Reset() {
 	*x = WaitTarget{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[39]
+	mi := &file_waymark_v1_worker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3577,7 +3852,7 @@ func (x *WaitTarget) String() string {
 func (*WaitTarget) ProtoMessage() {}
 
 func (x *WaitTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[39]
+	mi := &file_waymark_v1_worker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3590,7 +3865,7 @@ func (x *WaitTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTarget.ProtoReflect.Descriptor instead.
 func (*WaitTarget) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{39}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WaitTarget) GetTarget() isWaitTarget_Target {
@@ -3646,7 +3921,7 @@ type Selected struct {
 
 func (x *Selected) Reset() {
 	*x = Selected{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[40]
+	mi := &file_waymark_v1_worker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3658,7 +3933,7 @@ func (x *Selected) String() string {
 func (*Selected) ProtoMessage() {}
 
 func (x *Selected) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[40]
+	mi := &file_waymark_v1_worker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3671,7 +3946,7 @@ func (x *Selected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Selected.ProtoReflect.Descriptor instead.
 func (*Selected) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{40}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Selected) GetOutcome() RecvResult_Outcome {
@@ -3693,7 +3968,30 @@ var File_waymark_v1_worker_proto protoreflect.FileDescriptor
 const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\n" +
 	"\x17waymark/v1/worker.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xcb\a\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"3\n" +
+	"\x12ListWorkersRequest\x12\x1d\n" +
+	"\n" +
+	"queue_name\x18\x01 \x01(\tR\tqueueName\"G\n" +
+	"\x13ListWorkersResponse\x120\n" +
+	"\aworkers\x18\x01 \x03(\v2\x16.waymark.v1.WorkerInfoR\aworkers\"\xf3\x03\n" +
+	"\n" +
+	"WorkerInfo\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x19\n" +
+	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x1f\n" +
+	"\vapp_version\x18\x03 \x01(\tR\n" +
+	"appVersion\x12\x10\n" +
+	"\x03sdk\x18\x04 \x01(\tR\x03sdk\x12\x1c\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\x12\x16\n" +
+	"\x06queues\x18\x06 \x03(\tR\x06queues\x12%\n" +
+	"\x0eworkflow_names\x18\a \x03(\tR\rworkflowNames\x12\x1d\n" +
+	"\n" +
+	"step_names\x18\b \x03(\tR\tstepNames\x12)\n" +
+	"\x10workflow_credits\x18\t \x01(\rR\x0fworkflowCredits\x12!\n" +
+	"\fstep_credits\x18\n" +
+	" \x01(\rR\vstepCredits\x12.\n" +
+	"\x13workflows_in_flight\x18\v \x01(\rR\x11workflowsInFlight\x12=\n" +
+	"\fconnected_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vconnectedAt\x12A\n" +
+	"\x0elast_heartbeat\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\"\xcb\a\n" +
 	"\rWorkerMessage\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -3773,7 +4071,7 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\x06output\x18\x03 \x01(\v2\x13.waymark.v1.PayloadH\x00R\x06output\x12/\n" +
 	"\afailure\x18\x04 \x01(\v2\x13.waymark.v1.FailureH\x00R\afailure\x12,\n" +
 	"\x05steps\x18\x05 \x03(\v2\x16.waymark.v1.RecordStepR\x05stepsB\t\n" +
-	"\aoutcome\"\xca\x02\n" +
+	"\aoutcome\"\x89\x03\n" +
 	"\x10DispatchWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12#\n" +
@@ -3785,7 +4083,8 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"appVersion\x12+\n" +
 	"\x11recovery_attempts\x18\a \x01(\rR\x10recoveryAttempts\x129\n" +
 	"\n" +
-	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x88\x06\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12=\n" +
+	"\rtrace_context\x18\t \x01(\v2\x18.waymark.v1.TraceContextR\ftraceContext\"\x88\x06\n" +
 	"\x05Reply\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12.\n" +
@@ -3883,7 +4182,7 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\x05value\x18\x05 \x01(\v2\x13.waymark.v1.PayloadR\x05value\x12\x14\n" +
 	"\x05close\x18\x06 \x01(\bR\x05close\"'\n" +
 	"\rStreamWritten\x12\x16\n" +
-	"\x06offset\x18\x01 \x01(\x04R\x06offset\"\xf7\x01\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\"\xb6\x02\n" +
 	"\n" +
 	"StartChild\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
@@ -3894,7 +4193,8 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\x11child_workflow_id\x18\x05 \x01(\tR\x0fchildWorkflowId\x12)\n" +
 	"\x05input\x18\x06 \x01(\v2\x13.waymark.v1.PayloadR\x05input\x12\x1d\n" +
 	"\n" +
-	"queue_name\x18\a \x01(\tR\tqueueName\":\n" +
+	"queue_name\x18\a \x01(\tR\tqueueName\x12=\n" +
+	"\rtrace_context\x18\b \x01(\v2\x18.waymark.v1.TraceContextR\ftraceContext\":\n" +
 	"\fChildStarted\x12*\n" +
 	"\x11child_workflow_id\x18\x01 \x01(\tR\x0fchildWorkflowId\"\x88\x01\n" +
 	"\n" +
@@ -3927,7 +4227,7 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"workflowId\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\" \n" +
 	"\x06Parked\x12\x16\n" +
-	"\x06parked\x18\x01 \x01(\bR\x06parked\"\x86\x02\n" +
+	"\x06parked\x18\x01 \x01(\bR\x06parked\"\xc5\x02\n" +
 	"\bCallStep\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x14\n" +
@@ -3936,7 +4236,8 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\tstep_name\x18\x04 \x01(\tR\bstepName\x12)\n" +
 	"\x05input\x18\x05 \x01(\v2\x13.waymark.v1.PayloadR\x05input\x12-\n" +
 	"\x05retry\x18\x06 \x01(\v2\x17.waymark.v1.RetryPolicyR\x05retry\x123\n" +
-	"\atimeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\atimeout\"\xe5\x01\n" +
+	"\atimeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12=\n" +
+	"\rtrace_context\x18\b \x01(\v2\x18.waymark.v1.TraceContextR\ftraceContext\"\xe5\x01\n" +
 	"\vRetryPolicy\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12D\n" +
 	"\x10initial_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x0finitialInterval\x12/\n" +
@@ -3947,7 +4248,7 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1e.waymark.v1.RecvResult.OutcomeR\aoutcome\x12+\n" +
 	"\x06output\x18\x02 \x01(\v2\x13.waymark.v1.PayloadR\x06output\x12-\n" +
 	"\afailure\x18\x03 \x01(\v2\x13.waymark.v1.FailureR\afailure\x12\x1a\n" +
-	"\battempts\x18\x04 \x01(\rR\battempts\"\xe2\x01\n" +
+	"\battempts\x18\x04 \x01(\rR\battempts\"\xa1\x02\n" +
 	"\fDispatchStep\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x17\n" +
@@ -3955,7 +4256,8 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\tstep_name\x18\x03 \x01(\tR\bstepName\x12)\n" +
 	"\x05input\x18\x04 \x01(\v2\x13.waymark.v1.PayloadR\x05input\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x126\n" +
-	"\bdeadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xcb\x01\n" +
+	"\bdeadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12=\n" +
+	"\rtrace_context\x18\a \x01(\v2\x18.waymark.v1.TraceContextR\ftraceContext\"\xcb\x01\n" +
 	"\n" +
 	"StepResult\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
@@ -3980,9 +4282,10 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\x06target\"Z\n" +
 	"\bSelected\x128\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1e.waymark.v1.RecvResult.OutcomeR\aoutcome\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\rR\x05index2T\n" +
+	"\x05index\x18\x02 \x01(\rR\x05index2\xa4\x01\n" +
 	"\rWorkerService\x12C\n" +
-	"\aConnect\x12\x19.waymark.v1.WorkerMessage\x1a\x19.waymark.v1.ServerMessage(\x010\x01B\xae\x01\n" +
+	"\aConnect\x12\x19.waymark.v1.WorkerMessage\x1a\x19.waymark.v1.ServerMessage(\x010\x01\x12N\n" +
+	"\vListWorkers\x12\x1e.waymark.v1.ListWorkersRequest\x1a\x1f.waymark.v1.ListWorkersResponseB\xae\x01\n" +
 	"\x0ecom.waymark.v1B\vWorkerProtoP\x01ZFgithub.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
 	"Waymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\vWaymark::V1b\x06proto3"
@@ -4000,141 +4303,154 @@ func file_waymark_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_waymark_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_waymark_v1_worker_proto_goTypes = []any{
 	(RecvResult_Outcome)(0),       // 0: waymark.v1.RecvResult.Outcome
-	(*WorkerMessage)(nil),         // 1: waymark.v1.WorkerMessage
-	(*Batch)(nil),                 // 2: waymark.v1.Batch
-	(*ServerMessage)(nil),         // 3: waymark.v1.ServerMessage
-	(*Hello)(nil),                 // 4: waymark.v1.Hello
-	(*Welcome)(nil),               // 5: waymark.v1.Welcome
-	(*Credit)(nil),                // 6: waymark.v1.Credit
-	(*Heartbeat)(nil),             // 7: waymark.v1.Heartbeat
-	(*RecordStep)(nil),            // 8: waymark.v1.RecordStep
-	(*CompleteWorkflow)(nil),      // 9: waymark.v1.CompleteWorkflow
-	(*DispatchWorkflow)(nil),      // 10: waymark.v1.DispatchWorkflow
-	(*Reply)(nil),                 // 11: waymark.v1.Reply
-	(*ReplyError)(nil),            // 12: waymark.v1.ReplyError
-	(*StepRecorded)(nil),          // 13: waymark.v1.StepRecorded
-	(*WorkflowCompleted)(nil),     // 14: waymark.v1.WorkflowCompleted
-	(*Cancel)(nil),                // 15: waymark.v1.Cancel
-	(*Drain)(nil),                 // 16: waymark.v1.Drain
-	(*SendMessageStep)(nil),       // 17: waymark.v1.SendMessageStep
-	(*MessageSent)(nil),           // 18: waymark.v1.MessageSent
-	(*Recv)(nil),                  // 19: waymark.v1.Recv
-	(*RecvResult)(nil),            // 20: waymark.v1.RecvResult
-	(*Wakeup)(nil),                // 21: waymark.v1.Wakeup
-	(*SetEvent)(nil),              // 22: waymark.v1.SetEvent
-	(*GetEventStep)(nil),          // 23: waymark.v1.GetEventStep
-	(*EventResult)(nil),           // 24: waymark.v1.EventResult
-	(*WriteStream)(nil),           // 25: waymark.v1.WriteStream
-	(*StreamWritten)(nil),         // 26: waymark.v1.StreamWritten
-	(*StartChild)(nil),            // 27: waymark.v1.StartChild
-	(*ChildStarted)(nil),          // 28: waymark.v1.ChildStarted
-	(*AwaitChild)(nil),            // 29: waymark.v1.AwaitChild
-	(*ChildResult)(nil),           // 30: waymark.v1.ChildResult
-	(*Park)(nil),                  // 31: waymark.v1.Park
-	(*EventKey)(nil),              // 32: waymark.v1.EventKey
-	(*Parked)(nil),                // 33: waymark.v1.Parked
-	(*CallStep)(nil),              // 34: waymark.v1.CallStep
-	(*RetryPolicy)(nil),           // 35: waymark.v1.RetryPolicy
-	(*CallResult)(nil),            // 36: waymark.v1.CallResult
-	(*DispatchStep)(nil),          // 37: waymark.v1.DispatchStep
-	(*StepResult)(nil),            // 38: waymark.v1.StepResult
-	(*Select)(nil),                // 39: waymark.v1.Select
-	(*WaitTarget)(nil),            // 40: waymark.v1.WaitTarget
-	(*Selected)(nil),              // 41: waymark.v1.Selected
-	(*Payload)(nil),               // 42: waymark.v1.Payload
-	(*Failure)(nil),               // 43: waymark.v1.Failure
-	(*Step)(nil),                  // 44: waymark.v1.Step
+	(*ListWorkersRequest)(nil),    // 1: waymark.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),   // 2: waymark.v1.ListWorkersResponse
+	(*WorkerInfo)(nil),            // 3: waymark.v1.WorkerInfo
+	(*WorkerMessage)(nil),         // 4: waymark.v1.WorkerMessage
+	(*Batch)(nil),                 // 5: waymark.v1.Batch
+	(*ServerMessage)(nil),         // 6: waymark.v1.ServerMessage
+	(*Hello)(nil),                 // 7: waymark.v1.Hello
+	(*Welcome)(nil),               // 8: waymark.v1.Welcome
+	(*Credit)(nil),                // 9: waymark.v1.Credit
+	(*Heartbeat)(nil),             // 10: waymark.v1.Heartbeat
+	(*RecordStep)(nil),            // 11: waymark.v1.RecordStep
+	(*CompleteWorkflow)(nil),      // 12: waymark.v1.CompleteWorkflow
+	(*DispatchWorkflow)(nil),      // 13: waymark.v1.DispatchWorkflow
+	(*Reply)(nil),                 // 14: waymark.v1.Reply
+	(*ReplyError)(nil),            // 15: waymark.v1.ReplyError
+	(*StepRecorded)(nil),          // 16: waymark.v1.StepRecorded
+	(*WorkflowCompleted)(nil),     // 17: waymark.v1.WorkflowCompleted
+	(*Cancel)(nil),                // 18: waymark.v1.Cancel
+	(*Drain)(nil),                 // 19: waymark.v1.Drain
+	(*SendMessageStep)(nil),       // 20: waymark.v1.SendMessageStep
+	(*MessageSent)(nil),           // 21: waymark.v1.MessageSent
+	(*Recv)(nil),                  // 22: waymark.v1.Recv
+	(*RecvResult)(nil),            // 23: waymark.v1.RecvResult
+	(*Wakeup)(nil),                // 24: waymark.v1.Wakeup
+	(*SetEvent)(nil),              // 25: waymark.v1.SetEvent
+	(*GetEventStep)(nil),          // 26: waymark.v1.GetEventStep
+	(*EventResult)(nil),           // 27: waymark.v1.EventResult
+	(*WriteStream)(nil),           // 28: waymark.v1.WriteStream
+	(*StreamWritten)(nil),         // 29: waymark.v1.StreamWritten
+	(*StartChild)(nil),            // 30: waymark.v1.StartChild
+	(*ChildStarted)(nil),          // 31: waymark.v1.ChildStarted
+	(*AwaitChild)(nil),            // 32: waymark.v1.AwaitChild
+	(*ChildResult)(nil),           // 33: waymark.v1.ChildResult
+	(*Park)(nil),                  // 34: waymark.v1.Park
+	(*EventKey)(nil),              // 35: waymark.v1.EventKey
+	(*Parked)(nil),                // 36: waymark.v1.Parked
+	(*CallStep)(nil),              // 37: waymark.v1.CallStep
+	(*RetryPolicy)(nil),           // 38: waymark.v1.RetryPolicy
+	(*CallResult)(nil),            // 39: waymark.v1.CallResult
+	(*DispatchStep)(nil),          // 40: waymark.v1.DispatchStep
+	(*StepResult)(nil),            // 41: waymark.v1.StepResult
+	(*Select)(nil),                // 42: waymark.v1.Select
+	(*WaitTarget)(nil),            // 43: waymark.v1.WaitTarget
+	(*Selected)(nil),              // 44: waymark.v1.Selected
 	(*timestamppb.Timestamp)(nil), // 45: google.protobuf.Timestamp
-	(WorkflowStatus)(0),           // 46: waymark.v1.WorkflowStatus
-	(*durationpb.Duration)(nil),   // 47: google.protobuf.Duration
+	(*Payload)(nil),               // 46: waymark.v1.Payload
+	(*Failure)(nil),               // 47: waymark.v1.Failure
+	(*Step)(nil),                  // 48: waymark.v1.Step
+	(*TraceContext)(nil),          // 49: waymark.v1.TraceContext
+	(WorkflowStatus)(0),           // 50: waymark.v1.WorkflowStatus
+	(*durationpb.Duration)(nil),   // 51: google.protobuf.Duration
 }
 var file_waymark_v1_worker_proto_depIdxs = []int32{
-	4,  // 0: waymark.v1.WorkerMessage.hello:type_name -> waymark.v1.Hello
-	6,  // 1: waymark.v1.WorkerMessage.credit:type_name -> waymark.v1.Credit
-	7,  // 2: waymark.v1.WorkerMessage.heartbeat:type_name -> waymark.v1.Heartbeat
-	8,  // 3: waymark.v1.WorkerMessage.record_step:type_name -> waymark.v1.RecordStep
-	9,  // 4: waymark.v1.WorkerMessage.complete_workflow:type_name -> waymark.v1.CompleteWorkflow
-	17, // 5: waymark.v1.WorkerMessage.send_message:type_name -> waymark.v1.SendMessageStep
-	19, // 6: waymark.v1.WorkerMessage.recv:type_name -> waymark.v1.Recv
-	22, // 7: waymark.v1.WorkerMessage.set_event:type_name -> waymark.v1.SetEvent
-	23, // 8: waymark.v1.WorkerMessage.get_event:type_name -> waymark.v1.GetEventStep
-	25, // 9: waymark.v1.WorkerMessage.write_stream:type_name -> waymark.v1.WriteStream
-	27, // 10: waymark.v1.WorkerMessage.start_child:type_name -> waymark.v1.StartChild
-	29, // 11: waymark.v1.WorkerMessage.await_child:type_name -> waymark.v1.AwaitChild
-	31, // 12: waymark.v1.WorkerMessage.park:type_name -> waymark.v1.Park
-	34, // 13: waymark.v1.WorkerMessage.call_step:type_name -> waymark.v1.CallStep
-	38, // 14: waymark.v1.WorkerMessage.step_result:type_name -> waymark.v1.StepResult
-	39, // 15: waymark.v1.WorkerMessage.select:type_name -> waymark.v1.Select
-	2,  // 16: waymark.v1.WorkerMessage.batch:type_name -> waymark.v1.Batch
-	1,  // 17: waymark.v1.Batch.messages:type_name -> waymark.v1.WorkerMessage
-	5,  // 18: waymark.v1.ServerMessage.welcome:type_name -> waymark.v1.Welcome
-	10, // 19: waymark.v1.ServerMessage.dispatch_workflow:type_name -> waymark.v1.DispatchWorkflow
-	11, // 20: waymark.v1.ServerMessage.reply:type_name -> waymark.v1.Reply
-	15, // 21: waymark.v1.ServerMessage.cancel:type_name -> waymark.v1.Cancel
-	16, // 22: waymark.v1.ServerMessage.drain:type_name -> waymark.v1.Drain
-	21, // 23: waymark.v1.ServerMessage.wakeup:type_name -> waymark.v1.Wakeup
-	37, // 24: waymark.v1.ServerMessage.dispatch_step:type_name -> waymark.v1.DispatchStep
-	42, // 25: waymark.v1.RecordStep.output:type_name -> waymark.v1.Payload
-	43, // 26: waymark.v1.RecordStep.failure:type_name -> waymark.v1.Failure
-	42, // 27: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
-	43, // 28: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
-	8,  // 29: waymark.v1.CompleteWorkflow.steps:type_name -> waymark.v1.RecordStep
-	42, // 30: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
-	44, // 31: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
-	45, // 32: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
-	12, // 33: waymark.v1.Reply.error:type_name -> waymark.v1.ReplyError
-	13, // 34: waymark.v1.Reply.step_recorded:type_name -> waymark.v1.StepRecorded
-	14, // 35: waymark.v1.Reply.workflow_completed:type_name -> waymark.v1.WorkflowCompleted
-	18, // 36: waymark.v1.Reply.message_sent:type_name -> waymark.v1.MessageSent
-	20, // 37: waymark.v1.Reply.recv_result:type_name -> waymark.v1.RecvResult
-	24, // 38: waymark.v1.Reply.event_result:type_name -> waymark.v1.EventResult
-	26, // 39: waymark.v1.Reply.stream_written:type_name -> waymark.v1.StreamWritten
-	28, // 40: waymark.v1.Reply.child_started:type_name -> waymark.v1.ChildStarted
-	30, // 41: waymark.v1.Reply.child_result:type_name -> waymark.v1.ChildResult
-	33, // 42: waymark.v1.Reply.parked:type_name -> waymark.v1.Parked
-	36, // 43: waymark.v1.Reply.call_result:type_name -> waymark.v1.CallResult
-	41, // 44: waymark.v1.Reply.selected:type_name -> waymark.v1.Selected
-	46, // 45: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
-	42, // 46: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
-	43, // 47: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
-	42, // 48: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
-	0,  // 49: waymark.v1.RecvResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	42, // 50: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
-	20, // 51: waymark.v1.Wakeup.recv:type_name -> waymark.v1.RecvResult
-	42, // 52: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
-	0,  // 53: waymark.v1.EventResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	42, // 54: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
-	42, // 55: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
-	42, // 56: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
-	0,  // 57: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	46, // 58: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
-	42, // 59: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
-	43, // 60: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
-	32, // 61: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
-	42, // 62: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
-	35, // 63: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
-	47, // 64: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
-	47, // 65: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	47, // 66: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	0,  // 67: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	42, // 68: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
-	43, // 69: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
-	42, // 70: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
-	45, // 71: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
-	42, // 72: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
-	43, // 73: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
-	40, // 74: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
-	0,  // 75: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	1,  // 76: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
-	3,  // 77: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
-	77, // [77:78] is the sub-list for method output_type
-	76, // [76:77] is the sub-list for method input_type
-	76, // [76:76] is the sub-list for extension type_name
-	76, // [76:76] is the sub-list for extension extendee
-	0,  // [0:76] is the sub-list for field type_name
+	3,  // 0: waymark.v1.ListWorkersResponse.workers:type_name -> waymark.v1.WorkerInfo
+	45, // 1: waymark.v1.WorkerInfo.connected_at:type_name -> google.protobuf.Timestamp
+	45, // 2: waymark.v1.WorkerInfo.last_heartbeat:type_name -> google.protobuf.Timestamp
+	7,  // 3: waymark.v1.WorkerMessage.hello:type_name -> waymark.v1.Hello
+	9,  // 4: waymark.v1.WorkerMessage.credit:type_name -> waymark.v1.Credit
+	10, // 5: waymark.v1.WorkerMessage.heartbeat:type_name -> waymark.v1.Heartbeat
+	11, // 6: waymark.v1.WorkerMessage.record_step:type_name -> waymark.v1.RecordStep
+	12, // 7: waymark.v1.WorkerMessage.complete_workflow:type_name -> waymark.v1.CompleteWorkflow
+	20, // 8: waymark.v1.WorkerMessage.send_message:type_name -> waymark.v1.SendMessageStep
+	22, // 9: waymark.v1.WorkerMessage.recv:type_name -> waymark.v1.Recv
+	25, // 10: waymark.v1.WorkerMessage.set_event:type_name -> waymark.v1.SetEvent
+	26, // 11: waymark.v1.WorkerMessage.get_event:type_name -> waymark.v1.GetEventStep
+	28, // 12: waymark.v1.WorkerMessage.write_stream:type_name -> waymark.v1.WriteStream
+	30, // 13: waymark.v1.WorkerMessage.start_child:type_name -> waymark.v1.StartChild
+	32, // 14: waymark.v1.WorkerMessage.await_child:type_name -> waymark.v1.AwaitChild
+	34, // 15: waymark.v1.WorkerMessage.park:type_name -> waymark.v1.Park
+	37, // 16: waymark.v1.WorkerMessage.call_step:type_name -> waymark.v1.CallStep
+	41, // 17: waymark.v1.WorkerMessage.step_result:type_name -> waymark.v1.StepResult
+	42, // 18: waymark.v1.WorkerMessage.select:type_name -> waymark.v1.Select
+	5,  // 19: waymark.v1.WorkerMessage.batch:type_name -> waymark.v1.Batch
+	4,  // 20: waymark.v1.Batch.messages:type_name -> waymark.v1.WorkerMessage
+	8,  // 21: waymark.v1.ServerMessage.welcome:type_name -> waymark.v1.Welcome
+	13, // 22: waymark.v1.ServerMessage.dispatch_workflow:type_name -> waymark.v1.DispatchWorkflow
+	14, // 23: waymark.v1.ServerMessage.reply:type_name -> waymark.v1.Reply
+	18, // 24: waymark.v1.ServerMessage.cancel:type_name -> waymark.v1.Cancel
+	19, // 25: waymark.v1.ServerMessage.drain:type_name -> waymark.v1.Drain
+	24, // 26: waymark.v1.ServerMessage.wakeup:type_name -> waymark.v1.Wakeup
+	40, // 27: waymark.v1.ServerMessage.dispatch_step:type_name -> waymark.v1.DispatchStep
+	46, // 28: waymark.v1.RecordStep.output:type_name -> waymark.v1.Payload
+	47, // 29: waymark.v1.RecordStep.failure:type_name -> waymark.v1.Failure
+	46, // 30: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
+	47, // 31: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
+	11, // 32: waymark.v1.CompleteWorkflow.steps:type_name -> waymark.v1.RecordStep
+	46, // 33: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
+	48, // 34: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
+	45, // 35: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
+	49, // 36: waymark.v1.DispatchWorkflow.trace_context:type_name -> waymark.v1.TraceContext
+	15, // 37: waymark.v1.Reply.error:type_name -> waymark.v1.ReplyError
+	16, // 38: waymark.v1.Reply.step_recorded:type_name -> waymark.v1.StepRecorded
+	17, // 39: waymark.v1.Reply.workflow_completed:type_name -> waymark.v1.WorkflowCompleted
+	21, // 40: waymark.v1.Reply.message_sent:type_name -> waymark.v1.MessageSent
+	23, // 41: waymark.v1.Reply.recv_result:type_name -> waymark.v1.RecvResult
+	27, // 42: waymark.v1.Reply.event_result:type_name -> waymark.v1.EventResult
+	29, // 43: waymark.v1.Reply.stream_written:type_name -> waymark.v1.StreamWritten
+	31, // 44: waymark.v1.Reply.child_started:type_name -> waymark.v1.ChildStarted
+	33, // 45: waymark.v1.Reply.child_result:type_name -> waymark.v1.ChildResult
+	36, // 46: waymark.v1.Reply.parked:type_name -> waymark.v1.Parked
+	39, // 47: waymark.v1.Reply.call_result:type_name -> waymark.v1.CallResult
+	44, // 48: waymark.v1.Reply.selected:type_name -> waymark.v1.Selected
+	50, // 49: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
+	46, // 50: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
+	47, // 51: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
+	46, // 52: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
+	0,  // 53: waymark.v1.RecvResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	46, // 54: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
+	23, // 55: waymark.v1.Wakeup.recv:type_name -> waymark.v1.RecvResult
+	46, // 56: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
+	0,  // 57: waymark.v1.EventResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	46, // 58: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
+	46, // 59: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
+	46, // 60: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
+	49, // 61: waymark.v1.StartChild.trace_context:type_name -> waymark.v1.TraceContext
+	0,  // 62: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	50, // 63: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
+	46, // 64: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
+	47, // 65: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
+	35, // 66: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
+	46, // 67: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
+	38, // 68: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
+	51, // 69: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
+	49, // 70: waymark.v1.CallStep.trace_context:type_name -> waymark.v1.TraceContext
+	51, // 71: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	51, // 72: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	0,  // 73: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	46, // 74: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
+	47, // 75: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
+	46, // 76: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
+	45, // 77: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
+	49, // 78: waymark.v1.DispatchStep.trace_context:type_name -> waymark.v1.TraceContext
+	46, // 79: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
+	47, // 80: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
+	43, // 81: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
+	0,  // 82: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	4,  // 83: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
+	1,  // 84: waymark.v1.WorkerService.ListWorkers:input_type -> waymark.v1.ListWorkersRequest
+	6,  // 85: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
+	2,  // 86: waymark.v1.WorkerService.ListWorkers:output_type -> waymark.v1.ListWorkersResponse
+	85, // [85:87] is the sub-list for method output_type
+	83, // [83:85] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_worker_proto_init() }
@@ -4143,7 +4459,7 @@ func file_waymark_v1_worker_proto_init() {
 		return
 	}
 	file_waymark_v1_types_proto_init()
-	file_waymark_v1_worker_proto_msgTypes[0].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[3].OneofWrappers = []any{
 		(*WorkerMessage_Hello)(nil),
 		(*WorkerMessage_Credit)(nil),
 		(*WorkerMessage_Heartbeat)(nil),
@@ -4162,7 +4478,7 @@ func file_waymark_v1_worker_proto_init() {
 		(*WorkerMessage_Select)(nil),
 		(*WorkerMessage_Batch)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[2].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[5].OneofWrappers = []any{
 		(*ServerMessage_Welcome)(nil),
 		(*ServerMessage_DispatchWorkflow)(nil),
 		(*ServerMessage_Reply)(nil),
@@ -4171,15 +4487,15 @@ func file_waymark_v1_worker_proto_init() {
 		(*ServerMessage_Wakeup)(nil),
 		(*ServerMessage_DispatchStep)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[7].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[10].OneofWrappers = []any{
 		(*RecordStep_Output)(nil),
 		(*RecordStep_Failure)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[8].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[11].OneofWrappers = []any{
 		(*CompleteWorkflow_Output)(nil),
 		(*CompleteWorkflow_Failure)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[10].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[13].OneofWrappers = []any{
 		(*Reply_Error)(nil),
 		(*Reply_StepRecorded)(nil),
 		(*Reply_WorkflowCompleted)(nil),
@@ -4193,18 +4509,18 @@ func file_waymark_v1_worker_proto_init() {
 		(*Reply_CallResult)(nil),
 		(*Reply_Selected)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[30].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[33].OneofWrappers = []any{
 		(*Park_Timer)(nil),
 		(*Park_Topic)(nil),
 		(*Park_Event)(nil),
 		(*Park_Step)(nil),
 		(*Park_AwaitedWorkflowId)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[37].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[40].OneofWrappers = []any{
 		(*StepResult_Output)(nil),
 		(*StepResult_Failure)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[39].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[42].OneofWrappers = []any{
 		(*WaitTarget_WorkflowId)(nil),
 		(*WaitTarget_StepId)(nil),
 	}
@@ -4214,7 +4530,7 @@ func file_waymark_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_worker_proto_rawDesc), len(file_waymark_v1_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WorkerService_Connect_FullMethodName = "/waymark.v1.WorkerService/Connect"
+	WorkerService_Connect_FullMethodName     = "/waymark.v1.WorkerService/Connect"
+	WorkerService_ListWorkers_FullMethodName = "/waymark.v1.WorkerService/ListWorkers"
 )
 
 // WorkerServiceClient is the client API for WorkerService service.
@@ -77,6 +78,10 @@ const (
 // A remote step is recorded under its own name with its result (or failure), as a local step.
 type WorkerServiceClient interface {
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkerMessage, ServerMessage], error)
+	// The workers connected to the namespace through any replica (their stream's lease is live):
+	// what each declared, when it connected and last heartbeated, and its credits and work in
+	// flight as of its last heartbeat (live for streams on the replica that answers).
+	ListWorkers(ctx context.Context, in *ListWorkersRequest, opts ...grpc.CallOption) (*ListWorkersResponse, error)
 }
 
 type workerServiceClient struct {
@@ -99,6 +104,16 @@ func (c *workerServiceClient) Connect(ctx context.Context, opts ...grpc.CallOpti
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkerService_ConnectClient = grpc.BidiStreamingClient[WorkerMessage, ServerMessage]
+
+func (c *workerServiceClient) ListWorkers(ctx context.Context, in *ListWorkersRequest, opts ...grpc.CallOption) (*ListWorkersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkersResponse)
+	err := c.cc.Invoke(ctx, WorkerService_ListWorkers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // WorkerServiceServer is the server API for WorkerService service.
 // All implementations must embed UnimplementedWorkerServiceServer
@@ -155,6 +170,10 @@ type WorkerService_ConnectClient = grpc.BidiStreamingClient[WorkerMessage, Serve
 // A remote step is recorded under its own name with its result (or failure), as a local step.
 type WorkerServiceServer interface {
 	Connect(grpc.BidiStreamingServer[WorkerMessage, ServerMessage]) error
+	// The workers connected to the namespace through any replica (their stream's lease is live):
+	// what each declared, when it connected and last heartbeated, and its credits and work in
+	// flight as of its last heartbeat (live for streams on the replica that answers).
+	ListWorkers(context.Context, *ListWorkersRequest) (*ListWorkersResponse, error)
 	mustEmbedUnimplementedWorkerServiceServer()
 }
 
@@ -167,6 +186,9 @@ type UnimplementedWorkerServiceServer struct{}
 
 func (UnimplementedWorkerServiceServer) Connect(grpc.BidiStreamingServer[WorkerMessage, ServerMessage]) error {
 	return status.Error(codes.Unimplemented, "method Connect not implemented")
+}
+func (UnimplementedWorkerServiceServer) ListWorkers(context.Context, *ListWorkersRequest) (*ListWorkersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkers not implemented")
 }
 func (UnimplementedWorkerServiceServer) mustEmbedUnimplementedWorkerServiceServer() {}
 func (UnimplementedWorkerServiceServer) testEmbeddedByValue()                       {}
@@ -196,13 +218,36 @@ func _WorkerService_Connect_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkerService_ConnectServer = grpc.BidiStreamingServer[WorkerMessage, ServerMessage]
 
+func _WorkerService_ListWorkers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).ListWorkers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_ListWorkers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).ListWorkers(ctx, req.(*ListWorkersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkerService_ServiceDesc is the grpc.ServiceDesc for WorkerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var WorkerService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "waymark.v1.WorkerService",
 	HandlerType: (*WorkerServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListWorkers",
+			Handler:    _WorkerService_ListWorkers_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Connect",

@@ -443,7 +443,16 @@ type ListWorkflowsRequest struct {
 	// the response size limit (inputs and outputs can be large). Negative is INVALID_ARGUMENT.
 	PageSize int32 `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// `next_page_token` of the previous page, to continue; empty for the first page.
-	PageToken     string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only workflows running on (PENDING) or last run by this worker id.
+	WorkerId string `protobuf:"bytes,8,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// Only workflows pinned to this application version.
+	AppVersion string `protobuf:"bytes,9,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
+	// Only the children of this workflow.
+	ParentWorkflowId string `protobuf:"bytes,10,opt,name=parent_workflow_id,json=parentWorkflowId,proto3" json:"parent_workflow_id,omitempty"`
+	// Also count every workflow the filters match (`total`), on the first page only. Costs a
+	// count over the matching rows: ask for it when you need it.
+	IncludeTotal  bool `protobuf:"varint,11,opt,name=include_total,json=includeTotal,proto3" json:"include_total,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -527,11 +536,41 @@ func (x *ListWorkflowsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListWorkflowsRequest) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetAppVersion() string {
+	if x != nil {
+		return x.AppVersion
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetParentWorkflowId() string {
+	if x != nil {
+		return x.ParentWorkflowId
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetIncludeTotal() bool {
+	if x != nil {
+		return x.IncludeTotal
+	}
+	return false
+}
+
 type ListWorkflowsResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Workflows []*Workflow            `protobuf:"bytes,1,rep,name=workflows,proto3" json:"workflows,omitempty"`
 	// Token for the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// How many workflows match the filters, when `include_total` was asked on the first page.
+	Total         *uint64 `protobuf:"varint,3,opt,name=total,proto3,oneof" json:"total,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -578,6 +617,13 @@ func (x *ListWorkflowsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListWorkflowsResponse) GetTotal() uint64 {
+	if x != nil && x.Total != nil {
+		return *x.Total
+	}
+	return 0
 }
 
 type AwaitWorkflowRequest struct {
@@ -1682,7 +1728,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\"G\n" +
 	"\x13GetWorkflowResponse\x120\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\xd2\x02\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\xe3\x03\n" +
 	"\x14ListWorkflowsRequest\x126\n" +
 	"\bstatuses\x18\x01 \x03(\x0e2\x1a.waymark.v1.WorkflowStatusR\bstatuses\x12#\n" +
 	"\rworkflow_name\x18\x02 \x01(\tR\fworkflowName\x12\x1d\n" +
@@ -1692,10 +1738,18 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x0ecreated_before\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12\x1b\n" +
 	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\a \x01(\tR\tpageToken\"s\n" +
+	"page_token\x18\a \x01(\tR\tpageToken\x12\x1b\n" +
+	"\tworker_id\x18\b \x01(\tR\bworkerId\x12\x1f\n" +
+	"\vapp_version\x18\t \x01(\tR\n" +
+	"appVersion\x12,\n" +
+	"\x12parent_workflow_id\x18\n" +
+	" \x01(\tR\x10parentWorkflowId\x12#\n" +
+	"\rinclude_total\x18\v \x01(\bR\fincludeTotal\"\x98\x01\n" +
 	"\x15ListWorkflowsResponse\x122\n" +
 	"\tworkflows\x18\x01 \x03(\v2\x14.waymark.v1.WorkflowR\tworkflows\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"7\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x19\n" +
+	"\x05total\x18\x03 \x01(\x04H\x00R\x05total\x88\x01\x01B\b\n" +
+	"\x06_total\"7\n" +
 	"\x14AwaitWorkflowRequest\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\"I\n" +
@@ -1912,6 +1966,7 @@ func file_waymark_v1_workflow_proto_init() {
 		return
 	}
 	file_waymark_v1_types_proto_init()
+	file_waymark_v1_workflow_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
