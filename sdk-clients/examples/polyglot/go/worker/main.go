@@ -3,6 +3,9 @@
 // waits for a message on topic "greeting" (sent by the Rust workflow "courier") and returns it.
 //
 //	WAYMARK_SERVER=127.0.0.1:7450 go run ./worker
+//
+// With OTEL_EXPORTER_OTLP_ENDPOINT set (http://127.0.0.1:4317, say), its spans go to that
+// OTLP/gRPC endpoint as service "polyglot-go" (see tracing.go).
 package main
 
 import (
@@ -16,8 +19,15 @@ import (
 	waymark "github.com/waymark-dev/waymark/sdk-clients/go"
 )
 
+const appName = "polyglot-go"
+
 func main() {
-	w := waymark.NewWorker(waymark.WorkerOptions{AppName: "polyglot-go", AppVersion: "1"})
+	shutdownTracing, err := setupTracing(context.Background(), appName)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tracing:", err)
+		os.Exit(1)
+	}
+	w := waymark.NewWorker(waymark.WorkerOptions{AppName: appName, AppVersion: "1"})
 
 	// A remote step: any workflow, in any language, calls it by name.
 	waymark.RegisterStep(w, "reverse", func(_ context.Context, s string) (string, error) {
@@ -43,7 +53,14 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+	err = w.Run(ctx)
+	// Run has returned, so every span of the worker has ended: flush them before exiting.
+	flush, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ferr := shutdownTracing(flush); ferr != nil {
+		fmt.Fprintln(os.Stderr, "tracing shutdown:", ferr)
+	}
+	if err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
