@@ -3,17 +3,25 @@
 
 use std::{
     net::TcpListener,
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    path::PathBuf,
+    process::Command,
     time::{Duration, Instant},
 };
 
 pub mod certs;
 pub mod golden;
+pub mod otlp;
+pub mod polyglot;
 pub mod postgres_cluster;
 pub mod raw_worker;
 pub mod side_effects;
 pub mod workload;
+
+mod server_process;
+mod worker_process;
+
+pub use server_process::{fast_recovery_args, fast_server, secured_server, signal, ServerProcess};
+pub use worker_process::WorkerProcess;
 
 /// A test that cannot run here (a missing toolchain or database) skips with a note — unless
 /// `WAYMARK_NO_SKIP=1` (set by `.ci/run`), where a skip would hide a missing install step, so it
@@ -149,341 +157,6 @@ where
     }
 }
 
-/// A server with authentication on (its first admin key made at start) and TLS, with
-/// certificates made for the test in `db.dir/certs` (see [`certs`]); its clients trust that
-/// CA. Returns the server and the admin key.
-pub async fn secured_server(db: &TestDatabase, extra: &[String]) -> (ServerProcess, String) {
-    let dir = db.dir.join("certs");
-    certs::write(&dir).unwrap();
-    let path = |f: &str| dir.join(f).display().to_string();
-    let key_file = db.dir.join("admin.key");
-    let mut args: Vec<String> = [
-        "--auth",
-        "--init-admin-key-file",
-        &key_file.display().to_string(),
-        "--tls-cert",
-        &path("server.pem"),
-        "--tls-key",
-        &path("server.key"),
-    ]
-    .map(String::from)
-    .to_vec();
-    args.extend(extra.iter().cloned());
-    let tls = waymark_sdk::ConnectOptions::from_env().tls_ca_pem(std::fs::read(dir.join("ca.pem")).unwrap());
-    let server = ServerProcess::start_secured(db, &args, true, tls).await;
-    let admin = std::fs::read_to_string(key_file).unwrap().trim().to_string();
-    (server, admin)
-}
-
-/// A `waymark server` process. Killed with SIGKILL when dropped.
-pub struct ServerProcess {
-    pub addr: String,
-    pub port: u16,
-    pub database_url: String,
-    pub log: PathBuf,
-    extra: Vec<String>,
-    child: Option<Child>,
-    /// How clients reach it: TLS settings and a key, for a server started with them.
-    pub connect: waymark_sdk::ConnectOptions,
-}
-
-/// A fresh database and a server on it with [`fast_recovery_args`] and `extra` flags; `None`
-/// when the backend is not available here (see [`TestDatabase::new`]).
-pub async fn fast_server(backend: Backend, extra: &[&str]) -> Option<(TestDatabase, ServerProcess)> {
-    let db = TestDatabase::new(backend).await?;
-    let mut args = fast_recovery_args();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let server = ServerProcess::start(&db, &args).await;
-    Some((db, server))
-}
-
-/// Short leases and intervals so recovery happens within a test's patience.
-pub fn fast_recovery_args() -> Vec<String> {
-    [
-        "--worker-lease",
-        "1500ms",
-        "--heartbeat-interval",
-        "200ms",
-        "--recovery-grace",
-        "300ms",
-        "--recovery-interval",
-        "100ms",
-        "--dispatch-poll-interval",
-        "100ms",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-impl ServerProcess {
-    pub async fn start(db: &TestDatabase, extra: &[String]) -> ServerProcess {
-        Self::start_secured(db, extra, false, waymark_sdk::ConnectOptions::from_env()).await
-    }
-
-    /// Starts a server whose clients connect with `connect` (its address is filled in here),
-    /// over TLS when `tls` (the flags for it are the caller's, in `extra`).
-    pub async fn start_secured(
-        db: &TestDatabase,
-        extra: &[String],
-        tls: bool,
-        connect: waymark_sdk::ConnectOptions,
-    ) -> ServerProcess {
-        let port = free_port();
-        let addr = format!("{}://127.0.0.1:{port}", if tls { "https" } else { "http" });
-        let mut s = ServerProcess {
-            connect: connect.server(&addr),
-            addr,
-            port,
-            database_url: db.url.clone(),
-            log: db.dir.join(format!("server-{port}.log")),
-            extra: extra.to_vec(),
-            child: None,
-        };
-        s.restart().await;
-        s
-    }
-
-    /// Starts (again) on the same port and database and waits until it answers.
-    pub async fn restart(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .unwrap();
-        let child = Command::new(waymark_bin())
-            .arg("server")
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{}", self.port),
-                "--database-url",
-                &self.database_url,
-            ])
-            .args(&self.extra)
-            .env(
-                "WAYMARK_LOG",
-                std::env::var("WAYMARK_LOG").unwrap_or_else(|_| "info,waymark_server=debug".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn waymark server");
-        self.child = Some(child);
-        let addr = self.addr.clone();
-        let log = self.log.clone();
-        let connect = self.connect.clone();
-        wait_for(
-            &format!("server at {addr} to answer (log: {})", log.display()),
-            Duration::from_secs(60),
-            || {
-                let connect = connect.clone();
-                async move {
-                    let c = waymark_sdk::Client::connect_with(&connect).await.ok()?;
-                    // Any answer from the service itself will do, refusals of the key included.
-                    match c.get("readiness-probe").await {
-                        Err(e)
-                            if matches!(
-                                e.reason(),
-                                Some("WORKFLOW_NOT_FOUND" | "UNAUTHENTICATED" | "PERMISSION_DENIED")
-                            ) =>
-                        {
-                            Some(())
-                        }
-                        _ => None,
-                    }
-                }
-            },
-        )
-        .await;
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    /// kill -9.
-    pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// SIGTERM, then wait for a clean exit; returns the exit status code.
-    pub fn terminate(&mut self) -> Option<i32> {
-        let mut c = self.child.take()?;
-        signal(c.id(), "TERM");
-        c.wait().ok()?.code()
-    }
-
-    pub async fn client(&self) -> waymark_sdk::Client {
-        waymark_sdk::Client::connect_with(&self.connect)
-            .await
-            .expect("connect client")
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Sends a signal by name (KILL, STOP, CONT, TERM) with the system's `kill`.
-pub fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(ok, "kill -{sig} {pid} failed");
-}
-
-/// The log file of worker `name`, beside the side-effect log, opened for appending.
-fn worker_log(effects: &Path, name: &str) -> (PathBuf, std::fs::File) {
-    let log = effects.with_file_name(format!("worker-{name}.log"));
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .unwrap();
-    (log, file)
-}
-
-/// A test worker process (`waymark-test-worker`). Killed with SIGKILL when dropped.
-pub struct WorkerProcess {
-    child: Option<Child>,
-    pub log: PathBuf,
-}
-
-impl WorkerProcess {
-    /// Starts a worker registering workflow `counted`, appending each step's side effect to
-    /// `effects`.
-    pub fn start(server: &str, effects: &Path, capacity: u32, name: &str) -> WorkerProcess {
-        Self::start_with_env(server, effects, capacity, name, &[])
-    }
-
-    /// Like `start`, with extra environment: `WAYMARK_APP_VERSION` (default `test-1`) and
-    /// `WAYMARK_TEST_VARIANT=renamed` (the `counted` steps get other names, as after a code
-    /// change that breaks determinism).
-    pub fn start_with_env(
-        server: &str,
-        effects: &Path,
-        capacity: u32,
-        name: &str,
-        env: &[(&str, &str)],
-    ) -> WorkerProcess {
-        let (log, err) = worker_log(effects, name);
-        let child = Command::new(own_bin("waymark-test-worker"))
-            .env("WAYMARK_SERVER", server)
-            .env("WAYMARK_SIDE_EFFECTS", effects)
-            .env("WAYMARK_CAPACITY", capacity.to_string())
-            .env("RUST_LOG", "info")
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(err)
-            .spawn()
-            .expect("spawn test worker");
-        WorkerProcess {
-            child: Some(child),
-            log,
-        }
-    }
-
-    /// A worker process of any kind, from `command` (its stderr goes to the worker log named
-    /// `name` beside `effects`).
-    pub fn from_command(command: &mut Command, effects: &Path, name: &str) -> WorkerProcess {
-        let (log, err) = worker_log(effects, name);
-        let child = command.stdout(Stdio::null()).stderr(err).spawn().expect("spawn worker");
-        WorkerProcess {
-            child: Some(child),
-            log,
-        }
-    }
-
-    /// A worker in Python serving the same `counted` workflow as the Rust test worker (same
-    /// step names, results, side-effect lines and app version), so a workflow begun on one can
-    /// be recovered on the other: `integration-tests/workers/python/counted.py` on the Python
-    /// SDK's virtualenv (`make deps` makes it). `None` when that is missing and skipping is
-    /// allowed (see [`skip_or_fail`]).
-    pub fn start_python(server: &str, effects: &Path, capacity: u32, name: &str) -> Option<WorkerProcess> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-        let python = root.join("sdk-clients/python/.venv/bin/python");
-        let script = root.join("integration-tests/workers/python/counted.py");
-        if !python.exists() || !script.exists() {
-            skip_or_fail(&format!(
-                "the Python worker needs {} and {} (run `make deps`)",
-                python.display(),
-                script.display()
-            ));
-            return None;
-        }
-        let (log, err) = worker_log(effects, name);
-        let child = Command::new(python)
-            .arg(script)
-            .env("WAYMARK_SERVER", server)
-            .env("WAYMARK_SIDE_EFFECTS", effects)
-            .env("WAYMARK_CAPACITY", capacity.to_string())
-            .env("WAYMARK_APP_VERSION", "test-1")
-            .stdout(Stdio::null())
-            .stderr(err)
-            .spawn()
-            .expect("spawn the Python test worker");
-        Some(WorkerProcess {
-            child: Some(child),
-            log,
-        })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits (polling, up to `patience`) for the process to exit by itself; its exit code.
-    pub async fn wait_exit(&mut self, patience: Duration) -> Option<i32> {
-        let deadline = std::time::Instant::now() + patience;
-        let child = self.child.as_mut().expect("running");
-        loop {
-            if let Some(status) = child.try_wait().expect("wait on the worker") {
-                return status.code();
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the worker did not exit within {patience:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Waits until this worker's session is open (the Rust SDK logs it at info level). One
-    /// worker registering a workflow lets starts through; a test that needs the whole fleet
-    /// attached waits on each.
-    pub async fn wait_connected(&self) {
-        wait_for("a worker to connect", Duration::from_secs(120), || async {
-            self.log_text().contains("connected to Waymark").then_some(())
-        })
-        .await
-    }
-}
-
-impl Drop for WorkerProcess {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// Waits until a worker has registered `workflow_name` (starts are refused before that).
 pub async fn wait_for_registration(client: &waymark_sdk::Client, workflow_name: &str) {
     wait_for(
@@ -544,4 +217,21 @@ macro_rules! on_both_stores {
         mod sqlite { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name($crate::Backend::Sqlite).await })* }
         mod postgres { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name($crate::Backend::Postgres).await })* }
     };
+}
+
+/// `GET path` over plain HTTP/1.1 on a local port (the server's metrics listener): the status
+/// code and the body.
+pub async fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).await?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await?;
+    let status = raw.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
 }

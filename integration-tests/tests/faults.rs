@@ -3,7 +3,7 @@
 
 use tonic_health::pb::{health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest};
 use waymark_integration_tests::{
-    fast_recovery_args, on_both_stores,
+    fast_recovery_args, free_port, http_get, on_both_stores,
     postgres_cluster::PostgresCluster,
     raw_worker::RawWorker,
     side_effects, wait_for,
@@ -63,13 +63,20 @@ async fn health(addr: &str) -> Option<ServingStatus> {
 async fn health_follows_the_database_and_requests_say_unavailable() {
     let Some(pg) = PostgresCluster::start() else { return };
     let db = pg.database();
-    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let metrics = free_port();
+    let mut flags = fast_recovery_args();
+    flags.extend(["--metrics-listen".to_string(), format!("127.0.0.1:{metrics}")]);
+    let server = ServerProcess::start(&db, &flags).await;
     let client = server.client().await;
     let log = db.dir.join("effects.log");
     let _w = WorkerProcess::start(&server.addr, &log, 20, "w");
     let first = start_batch(&client, "before", 5, 2, 0).await;
     all_succeeded(&client, &first, 2).await;
     assert_eq!(health(&server.addr).await, Some(ServingStatus::Serving));
+    assert_eq!(
+        http_get(metrics, "/readyz").await.unwrap(),
+        (200, "ready\n".to_string())
+    );
 
     pg.stop("fast");
     wait_for("health NOT_SERVING", PATIENCE, || {
@@ -77,6 +84,12 @@ async fn health_follows_the_database_and_requests_say_unavailable() {
         async move { (health(&addr).await == Some(ServingStatus::NotServing)).then_some(()) }
     })
     .await;
+    // The orchestrator's view: not ready, and why; alive all the same (a restart would not
+    // bring the database back).
+    let (code, why) = http_get(metrics, "/readyz").await.unwrap();
+    assert_eq!(code, 503, "{why}");
+    assert!(why.contains("the database does not answer"), "{why}");
+    assert_eq!(http_get(metrics, "/healthz").await.unwrap().0, 200);
     // Asked once, the server says why it cannot answer; a client that resends (the default)
     // gets its answer once the database is back.
     let once = client.clone().resend_for(std::time::Duration::ZERO);
@@ -95,6 +108,7 @@ async fn health_follows_the_database_and_requests_say_unavailable() {
         async move { (health(&addr).await == Some(ServingStatus::Serving)).then_some(()) }
     })
     .await;
+    assert_eq!(http_get(metrics, "/readyz").await.unwrap().0, 200);
     let second = start_batch(&client, "after", 5, 2, 0).await;
     all_succeeded(&client, &second, 2).await;
 }

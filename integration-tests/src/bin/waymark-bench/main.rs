@@ -21,7 +21,10 @@
 //! 7. queues with limits: dispatches/s through a limited queue, and the dispatch rate with
 //!    1,000 and with 1,000,000 workflows waiting (see `queued.rs`);
 //! 9. the cost of TLS and API keys: workloads 1 and 2 again on a second server with both on,
-//!    as ratios of the plaintext figures from the same run (see `secured.rs`).
+//!    as ratios of the plaintext figures from the same run (see `secured.rs`);
+//! 10. the cost of observability: workloads 1 and 2 again on a server exporting every span to
+//!     an OTLP receiver and scraped every second (see `observed.rs`); the plain server (export
+//!     off) gives the figures it is compared with.
 //!
 //! ```text
 //! make bench
@@ -46,6 +49,7 @@ use std::time::Duration;
 
 mod idle;
 mod machine;
+mod observed;
 mod parked;
 mod polyglot;
 mod queued;
@@ -54,6 +58,7 @@ mod report;
 mod secured;
 mod soak;
 mod soak_stats;
+mod variant;
 mod verify;
 mod workloads;
 
@@ -149,6 +154,10 @@ struct Args {
     /// on, and print those figures beside the plaintext ones.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     secured: bool,
+    /// Run the throughput and latency workloads a second time on a server exporting spans over
+    /// OTLP (to a receiver in this process) and scraped for metrics every second.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    observed: bool,
     /// Other-language bench workers run through the throughput workload (empty: none).
     #[arg(long, value_delimiter = ',', default_value = "python,typescript,go")]
     languages: Vec<String>,
@@ -334,17 +343,21 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     for w in workers {
         let _ = w.await;
     }
-    let secured = if args.secured {
+    let mut variants = Vec::new();
+    if args.secured {
         eprintln!("[{name}] the throughput and latency workloads again with TLS and API keys");
-        let s = secured::run(args, backend).await.context("TLS and API keys")?;
+        variants.push(secured::run(args, backend).await.context("TLS and API keys")?);
+    }
+    if args.observed {
+        eprintln!("[{name}] the throughput and latency workloads again, traces exported and metrics scraped");
+        variants.push(observed::run(args, backend).await.context("traces and metrics")?);
+    }
+    for v in &variants {
         eprintln!(
-            "[{name}] with TLS and keys: {:.1} steps/s, p50 {:.2} ms",
-            s.steps_per_s, s.p50_ms
+            "[{name}] {}: {:.1} steps/s, p50 {:.2} ms {}",
+            v.label, v.steps_per_s, v.p50_ms, v.note
         );
-        Some(s)
-    } else {
-        None
-    };
+    }
     // The raw baseline runs again with the server stopped, so neither disturbs the other.
     server.terminate();
     if backend == Backend::Postgres {
@@ -399,7 +412,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         parked,
         queued,
         polyglot,
-        secured,
+        variants,
     }))
 }
 

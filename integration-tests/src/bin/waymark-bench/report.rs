@@ -1,6 +1,6 @@
 //! The figures of one backend's run: a table for people and a one-line summary for scripts.
 
-use super::{parked, polyglot, queued, raw, secured};
+use super::{parked, polyglot, queued, raw, variant::Variant};
 
 pub struct Report {
     pub backend: &'static str,
@@ -33,7 +33,8 @@ pub struct Report {
     pub queued: Option<queued::Queued>,
     pub polyglot: Vec<polyglot::Polyglot>,
     /// The throughput and latency workloads again with TLS and API keys on.
-    pub secured: Option<secured::Secured>,
+    /// Workloads 1 and 2 on servers set up other ways (TLS and keys; traces and metrics).
+    pub variants: Vec<Variant>,
 }
 
 impl Report {
@@ -190,11 +191,11 @@ impl Report {
                 &note,
             );
         }
-        if let Some(s) = &self.secured {
+        for s in &self.variants {
             row(
-                "with TLS and API keys: steps/s",
+                &format!("{}: steps/s", s.label),
                 format!("{:.1}", s.steps_per_s),
-                "same workload, second server",
+                &format!("same workload, second server {}", s.note),
             );
             row(
                 "  ratio to plaintext",
@@ -236,7 +237,7 @@ impl Report {
         format!(
             "backend={} fs={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} raw_before={} raw_after={} ratio={:.3} \
              wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={} \
-             limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={} secured_steps_per_s={} secured_p50_ms={}",
+             limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={}{}",
             self.backend,
             self.filesystem.split_whitespace().next().unwrap_or("unknown"),
             self.steps_per_s,
@@ -268,14 +269,15 @@ impl Report {
                 .as_ref()
                 .map(|q| format!("{:.0}", q.deep_per_s))
                 .unwrap_or_else(|| "n/a".into()),
-            self.secured
-                .as_ref()
-                .map(|s| format!("{:.1}", s.steps_per_s))
-                .unwrap_or_else(|| "n/a".into()),
-            self.secured
-                .as_ref()
-                .map(|s| format!("{:.2}", s.p50_ms))
-                .unwrap_or_else(|| "n/a".into()),
+            self.variants
+                .iter()
+                .map(|v| format!(
+                    " {k}_steps_per_s={:.1} {k}_p50_ms={:.2}",
+                    v.steps_per_s,
+                    v.p50_ms,
+                    k = v.key
+                ))
+                .collect::<String>(),
         )
     }
 }
