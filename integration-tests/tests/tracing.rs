@@ -30,6 +30,30 @@ const SERVER: i32 = 2;
 const CLIENT: i32 = 3;
 const CONSUMER: i32 = 5;
 
+const COMPLETE: &str = "waymark.v1.WorkerService/CompleteWorkflow";
+const STEP_RESULT: &str = "waymark.v1.WorkerService/StepResult";
+
+/// The server's spans for a worker's messages about workflow `id`: children of the start's
+/// span (the context the dispatch carried), each with the store calls it made below it.
+fn check_worker_messages(spans: &[ReceivedSpan], trace: &str, id: &str, start: &ReceivedSpan) {
+    let complete = one(spans, trace, COMPLETE);
+    assert_eq!((complete.service.as_str(), complete.kind), ("waymark", SERVER));
+    assert_eq!(
+        complete.parent_span_id, start.span_id,
+        "the completion joins the workflow's trace"
+    );
+    assert_eq!(complete.attr("waymark.workflow.id"), Some(id));
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name.starts_with("store.") && s.parent_span_id == complete.span_id),
+        "the completion's store calls are exported below it"
+    );
+    let calls = find(spans, trace, "waymark.v1.WorkerService/CallStep");
+    assert!(!calls.is_empty(), "the remote step calls have server spans");
+    assert!(calls.iter().all(|c| c.parent_span_id == start.span_id));
+}
+
 fn find<'a>(spans: &'a [ReceivedSpan], trace: &str, name: &str) -> Vec<&'a ReceivedSpan> {
     spans.iter().filter(|s| s.trace_id == trace && s.name == name).collect()
 }
@@ -146,6 +170,8 @@ async fn one_trace_runs_from_a_client_through_the_server_to_workers_in_three_lan
                 && !find(s, &trace, "step shout").is_empty()
                 && !find(s, &trace, "step reverse").is_empty()
                 && !find(s, &trace, "workflow combine").is_empty()
+                && !find(s, &trace, COMPLETE).is_empty()
+                && find(s, &trace, STEP_RESULT).len() == 2
         })
         .await;
     // The trace as text (shown with --nocapture).
@@ -191,7 +217,15 @@ async fn one_trace_runs_from_a_client_through_the_server_to_workers_in_three_lan
             "the {language} step hangs from the Python call"
         );
         assert_ne!(served.service, run.service, "served by another process");
+        // The server's span for the step's result hangs from the call, as the step did.
+        assert!(
+            find(&spans, &trace, STEP_RESULT)
+                .iter()
+                .any(|r| r.parent_span_id == call.span_id && r.kind == SERVER),
+            "the {language} step's result joins the call's trace"
+        );
     }
+    check_worker_messages(&spans, &trace, "traced-1", start);
 
     // 2. The Python worker is killed -9 while its workflow waits for the TypeScript step (whose
     // worker is stopped); another Python worker replays it, and the TypeScript worker comes back.
@@ -218,9 +252,11 @@ async fn one_trace_runs_from_a_client_through_the_server_to_workers_in_three_lan
                 && has_start(s, &trace, "traced-2")
                 && !find(s, &trace, "checkout-2").is_empty()
                 && !find(s, &trace, "step shout").is_empty()
+                && !find(s, &trace, COMPLETE).is_empty()
         })
         .await;
     let start = start_of(&spans, &trace, "traced-2");
+    check_worker_messages(&spans, &trace, "traced-2", start);
     assert_eq!(start.parent_span_id, one(&spans, &trace, "checkout-2").span_id);
     let replayed = find(&spans, &trace, "workflow combine")
         .into_iter()

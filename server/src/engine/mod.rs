@@ -37,6 +37,7 @@ pub mod recovery;
 pub mod remote_steps;
 pub mod schedules;
 pub mod sessions;
+pub mod stream_traces;
 pub mod streams;
 pub mod validate;
 pub mod waiting;

@@ -10,7 +10,9 @@ use std::{
 };
 
 use tokio::sync::mpsc;
-use waymark_store::{ClaimedWorkflow, Fence, Millis, StepTask};
+use waymark_store::{ClaimedWorkflow, Fence, Millis, StepTask, TraceContext};
+
+use super::stream_traces::ServedSteps;
 
 /// What the engine sends down a worker's stream (besides replies, which the API layer sends).
 #[derive(Debug)]
@@ -76,10 +78,13 @@ pub struct WorkerSession {
     dispatched: Mutex<HashMap<String, Dispatched>>,
     /// Dispatches sent down this stream so far.
     dispatches_sent: AtomicU64,
+    /// The trace contexts of the remote step attempts this worker serves, so the server's span
+    /// for each result joins the caller's trace (kept only while spans are exported).
+    pub(crate) served_steps: ServedSteps,
     outbound: mpsc::Sender<ToWorker>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Dispatched {
     epoch: u64,
     /// Bytes of history the workflow has as far as this stream knows: what its dispatch
@@ -89,6 +94,9 @@ struct Dispatched {
     /// Its place among the dispatches the stream carried, once the transport took it (the
     /// order the worker receives them in); `None` while it is still queued for the stream.
     number: Option<u64>,
+    /// The trace the workflow's dispatch carried, while spans are exported: the server's spans
+    /// for this run's messages (a step recorded, the completion) join it.
+    trace: Option<Box<TraceContext>>,
 }
 
 impl WorkerSession {
@@ -158,18 +166,27 @@ impl WorkerSession {
     pub fn note_dispatched(&self, workflow_id: &str, epoch: u64) {
         let number = Some(self.dispatches_sent.fetch_add(1, Ordering::SeqCst) + 1);
         let mut dispatched = self.dispatched.lock().unwrap();
-        let history_bytes = dispatched
-            .get(workflow_id)
-            .filter(|d| d.epoch == epoch)
-            .map_or(0, |d| d.history_bytes);
-        dispatched.insert(
-            workflow_id.to_string(),
-            Dispatched {
-                epoch,
-                history_bytes,
-                number,
-            },
-        );
+        match dispatched.get_mut(workflow_id).filter(|d| d.epoch == epoch) {
+            Some(d) => d.number = number,
+            None => {
+                dispatched.insert(
+                    workflow_id.to_string(),
+                    Dispatched {
+                        epoch,
+                        history_bytes: 0,
+                        number,
+                        trace: None,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The trace context of the run of `workflow_id` this stream holds, when its dispatch
+    /// carried one and spans are exported.
+    pub(crate) fn trace_of(&self, workflow_id: &str) -> Option<TraceContext> {
+        let dispatched = self.dispatched.lock().unwrap();
+        dispatched.get(workflow_id)?.trace.as_deref().cloned()
     }
 
     /// Whether this stream holds `workflow_id` at `epoch`: it was dispatched here, under that
@@ -244,6 +261,12 @@ impl WorkerSession {
                     epoch: w.workflow.epoch,
                     history_bytes: super::dispatch::history_bytes(w),
                     number: None,
+                    trace: w
+                        .workflow
+                        .trace
+                        .as_ref()
+                        .filter(|_| crate::telemetry::exporting())
+                        .map(|t| Box::new(t.clone())),
                 },
             );
         }
@@ -295,6 +318,7 @@ impl Sessions {
             step_claim_wanted: AtomicBool::new(true),
             dispatched: Mutex::new(HashMap::new()),
             dispatches_sent: AtomicU64::new(0),
+            served_steps: ServedSteps::default(),
             outbound,
         });
         self.by_id.lock().unwrap().insert(session.session_id, session.clone());
@@ -332,94 +356,5 @@ impl Sessions {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn session() -> Arc<WorkerSession> {
-        let registration = Registration {
-            worker_id: "w".into(),
-            app_version: "v1".into(),
-            workflow_names: vec!["wf".into()],
-            step_names: vec![],
-            queues: vec!["default".into()],
-            key_id: None,
-            ..Default::default()
-        };
-        let (tx, _rx) = mpsc::channel(1);
-        Sessions::default().attach(registration, "lease".into(), 0, tx)
-    }
-
-    fn fence(id: &str, epoch: u64) -> Fence {
-        Fence {
-            workflow_id: id.into(),
-            epoch,
-        }
-    }
-
-    fn ids(fences: &[Fence]) -> Vec<(&str, u64)> {
-        let mut v: Vec<(&str, u64)> = fences.iter().map(|f| (f.workflow_id.as_str(), f.epoch)).collect();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn only_dispatches_the_worker_had_received_and_no_longer_lists_are_lost() {
-        let s = session();
-        s.note_dispatched("a", 1);
-        s.note_dispatched("b", 3);
-        s.note_dispatched("c", 1);
-        // The worker had taken two dispatches off the stream and lists only "b": "a" is lost;
-        // "c" is still on its way and is not judged.
-        assert_eq!(ids(&s.lost(&["b".into()], 2)), [("a", 1)]);
-        // Forgotten once reported: not lost twice.
-        assert!(s.lost(&["b".into()], 2).is_empty());
-        // Let go of in the server's sight (completed, parked): never lost.
-        s.let_go(&fence("b", 3));
-        assert_eq!(ids(&s.lost(&[], 3)), [("c", 1)]);
-        assert!(s.lost(&[], 3).is_empty());
-    }
-
-    #[test]
-    fn credits_are_capped() {
-        let s = session();
-        s.grant(u32::MAX);
-        s.grant(5);
-        assert_eq!(s.credits(), MAX_CREDITS);
-        s.grant_steps(MAX_CREDITS + 1);
-        assert_eq!(s.step_credits(), MAX_CREDITS);
-    }
-
-    #[test]
-    fn a_stream_holds_only_what_was_dispatched_to_it_at_that_epoch() {
-        let s = session();
-        assert!(!s.holds("a", 1));
-        s.note_dispatched("a", 2);
-        assert!(s.holds("a", 2));
-        assert!(!s.holds("a", 1), "an older epoch is not held");
-        assert!(!s.holds("a", 3), "nor a guessed newer one");
-        s.let_go(&fence("a", 2));
-        assert!(!s.holds("a", 2));
-    }
-
-    #[test]
-    fn letting_go_of_an_older_run_keeps_the_newer_dispatch() {
-        let s = session();
-        s.note_dispatched("a", 1);
-        s.note_dispatched("a", 2);
-        // The epoch-1 run's last write is refused after the epoch-2 dispatch went out.
-        s.let_go(&fence("a", 1));
-        assert!(s.holds("a", 2), "the newer run is still held");
-        s.let_go(&fence("a", 2));
-        assert!(!s.holds("a", 2));
-    }
-
-    #[test]
-    fn a_new_dispatch_of_the_same_workflow_replaces_the_old_one() {
-        let s = session();
-        s.note_dispatched("a", 1);
-        s.note_dispatched("a", 2);
-        // The second dispatch is the one judged, at its own number and epoch.
-        assert!(s.lost(&[], 1).is_empty());
-        assert_eq!(ids(&s.lost(&[], 2)), [("a", 2)]);
-    }
-}
+#[path = "sessions_tests.rs"]
+mod tests;

@@ -17,6 +17,7 @@ mod pushes;
 mod record_step;
 mod remote_steps;
 mod route;
+mod span;
 mod write_stream;
 
 use std::{pin::Pin, sync::Arc, time::Duration};
@@ -190,8 +191,10 @@ impl WorkerService for WorkerApi {
         let pushes = ReceiverStream::new(push_rx).map(move |p| {
             // Numbered here, in the order the worker will receive them, so its heartbeats'
             // dispatch count says exactly which dispatches it had seen.
-            if let (ToWorker::Dispatch(w), Some(s)) = (&p, noted.upgrade()) {
-                s.note_dispatched(&w.workflow.workflow_id, w.workflow.epoch);
+            match (&p, noted.upgrade()) {
+                (ToWorker::Dispatch(w), Some(s)) => s.note_dispatched(&w.workflow.workflow_id, w.workflow.epoch),
+                (ToWorker::DispatchStep(t), Some(s)) if crate::telemetry::exporting() => s.served_steps.note(t),
+                _ => {}
             }
             msg(pushes::pushed(p, clock.now_ms()))
         });

@@ -4,13 +4,28 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tonic::Status;
+use tracing::Instrument;
 use waymark_proto::v1::{self, server_message, worker_message, ServerMessage};
 
-use super::{children, command, complete, events, messages, park, record_step, remote_steps, write_stream};
+use super::{children, command, complete, events, messages, park, record_step, remote_steps, span, write_stream};
 use crate::engine::{Engine, Held, WorkerSession};
 
-/// Handles one request and sends its reply (when it has a request id to answer to).
+/// Handles one request and sends its reply (when it has a request id to answer to), in a span
+/// of its own when spans are exported (see [`span`]).
 pub async fn handle(
+    engine: Arc<Engine>,
+    session: Arc<WorkerSession>,
+    out: mpsc::Sender<Result<ServerMessage, Status>>,
+    request_id: u64,
+    kind: worker_message::Kind,
+) {
+    match span::for_message(&session, &kind) {
+        Some(span) => answer(engine, session, out, request_id, kind).instrument(span).await,
+        None => answer(engine, session, out, request_id, kind).await,
+    }
+}
+
+async fn answer(
     engine: Arc<Engine>,
     session: Arc<WorkerSession>,
     out: mpsc::Sender<Result<ServerMessage, Status>>,
@@ -47,6 +62,9 @@ pub async fn handle(
         // Credits and batches are taken apart before handling; a hello counts only first.
         Kind::Credit(_) | Kind::Hello(_) | Kind::Batch(_) => return,
     };
+    if answer.is_err() {
+        tracing::Span::current().record("otel.status_code", "ERROR");
+    }
     if request_id != 0 {
         let result = answer.unwrap_or_else(command::reply_error);
         let reply = server_message::Kind::Reply(v1::Reply {
