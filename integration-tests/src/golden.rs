@@ -22,6 +22,7 @@ pub fn register(builder: WorkerBuilder) -> WorkerBuilder {
         .workflow("golden.child_body", child_body)
         .workflow("golden.remote", remote)
         .workflow("golden.drawn", drawn)
+        .workflow("golden.patched", patched)
         .step("golden.flaky", flaky)
 }
 
@@ -104,6 +105,17 @@ async fn drawn(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowErr
         .unwrap_or_default()
         .as_millis() as u64;
     Ok(json!({ "now_ms": now_ms, "uuid": id.to_string() }))
+}
+
+/// Asks `patched("golden-fix")`. The new branch runs step "fixed", which returns "new"; the old
+/// one runs step "unfixed", which returns "old". Returns `{"branch": <what the step returned>}`.
+async fn patched(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    let branch: String = if ctx.patched("golden-fix")? {
+        ctx.step("fixed", || async { Ok::<_, String>("new".to_string()) }).await?
+    } else {
+        ctx.step("unfixed", || async { Ok::<_, String>("old".to_string()) }).await?
+    };
+    Ok(json!({ "branch": branch }))
 }
 
 /// The remote step: fails its first `fail_times` attempts in this process, then returns

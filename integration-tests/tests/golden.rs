@@ -82,7 +82,7 @@ async fn every_golden_history_replays_offline() {
 }
 
 /// The golden workflows run live, and what each scenario says about it.
-const LIVE: [(&str, &str, &str); 8] = [
+const LIVE: [(&str, &str, &str); 9] = [
     (
         "steps",
         "golden.steps",
@@ -115,6 +115,11 @@ const LIVE: [(&str, &str, &str); 8] = [
         "A remote step whose first attempt fails and second succeeds: only its result is recorded, under its own name.",
     ),
     ("drawn", "golden.drawn", "The time and a UUID, drawn once and recorded."),
+    (
+        "patched",
+        "golden.patched",
+        "A code change asked about with patched: a run of the new code records the marker, then the new branch's step.",
+    ),
 ];
 
 /// The histories the live runs lead to, with the derived ones: a replay of changed code, and a
@@ -132,6 +137,13 @@ fn with_derived(live: Vec<(String, Golden)>) -> Vec<(String, Golden)> {
     mid.history.steps.truncate(2);
     mid.expect = Expect::SuspendedAt(2);
     all.push(("recovery_mid_wait".into(), mid));
+    let mut old = find("patched");
+    old.about = "golden.patched's history as code without the change made it (step \"unfixed\" where the marker would be): patched answers false, takes no position, and the old branch replays.".into();
+    old.history.steps.remove(0);
+    let unfixed = &mut old.history.steps[0];
+    (unfixed.step_id, unfixed.name, unfixed.output) = (0, "unfixed".into(), Some(json!("old")));
+    old.expect = Expect::Returned(json!({ "branch": "old" }));
+    all.push(("patched_old".into(), old));
     all.sort_by(|a, b| a.0.cmp(&b.0));
     all
 }

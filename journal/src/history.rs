@@ -12,7 +12,8 @@ use std::{
 use serde_json::Value;
 
 use crate::{
-    shapes::{Shape, WaitKind, Waited},
+    names,
+    shapes::{self, Shape, WaitKind, Waited},
     Malformed, NonDeterminism,
 };
 
@@ -60,6 +61,24 @@ impl From<Malformed> for ReplayError {
     }
 }
 
+/// What [`History::patched`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patched {
+    /// Live: the new branch; record the patch's marker at this position.
+    Record(u32),
+    /// The marker is recorded at this position: the new branch, nothing to record.
+    Replayed(u32),
+    /// The run began before the change: the old branch; no position taken.
+    Old,
+}
+
+impl Patched {
+    /// Whether the run takes the new branch.
+    pub fn applies(self) -> bool {
+        !matches!(self, Patched::Old)
+    }
+}
+
 /// A run's recorded steps and its position in them.
 pub struct History {
     workflow_id: String,
@@ -90,6 +109,42 @@ impl History {
     /// The position the next call will take.
     pub fn next_position(&self) -> u32 {
         self.next.load(Ordering::SeqCst)
+    }
+
+    /// Whether the run takes the branch of the code change `patch_id` (see worker.proto's
+    /// `patched`). Looks at the next position without taking it: nothing recorded there — the
+    /// run is live; take it ([`Patched::Record`], the caller records the marker there); this
+    /// patch's marker — take it ([`Patched::Replayed`]); anything else — a run begun before the
+    /// change ([`Patched::Old`]), the position left to the next call.
+    pub fn patched(&self, patch_id: &str) -> Result<Patched, ReplayError> {
+        loop {
+            let at = self.next.load(Ordering::SeqCst);
+            let answer = match self.steps.get(&at) {
+                None => Patched::Record(at),
+                Some(rec) if rec.name == names::PATCH => {
+                    let RecordedOutcome::Output(v) = &rec.outcome else {
+                        return Err(Malformed {
+                            step_name: names::PATCH.to_string(),
+                        }
+                        .into());
+                    };
+                    let marker = shapes::Patch::read(names::PATCH, v)?;
+                    if marker.patch_id != patch_id {
+                        return Ok(Patched::Old);
+                    }
+                    Patched::Replayed(at)
+                }
+                Some(_) => return Ok(Patched::Old),
+            };
+            // Taken only if no other call took it meanwhile; else look again.
+            if self
+                .next
+                .compare_exchange(at, at + 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                return Ok(answer);
+            }
+        }
     }
 
     /// What is recorded at `step_id` for a call named `name`: `None` when nothing is (the call
@@ -240,6 +295,33 @@ mod tests {
             h.builtin::<shapes::Sent>(1, names::SEND),
             Err(ReplayError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn a_patch_takes_the_new_branch_live_and_on_its_own_replay_and_the_old_one_under_old_history() {
+        let marker = |id: &str| output(names::PATCH, json!({ "patch_id": id }));
+        // Live: nothing recorded at the next position.
+        let h = History::new("w", [(0, output("charge", json!(1)))]);
+        assert_eq!(h.take(1), 0);
+        assert_eq!(h.patched("fix").unwrap(), Patched::Record(1));
+        assert_eq!(h.next_position(), 2, "the marker's position is taken");
+        // Its own replay: the marker is there.
+        let h = History::new("w", [(0, marker("fix")), (1, output("ship", json!(2)))]);
+        assert_eq!(h.patched("fix").unwrap(), Patched::Replayed(0));
+        assert_eq!(h.at(h.take(1), "ship").unwrap().unwrap().name, "ship");
+        // A run of old code: another step there, which the next call then takes.
+        let h = History::new("w", [(0, output("ship", json!(2)))]);
+        assert_eq!(h.patched("fix").unwrap(), Patched::Old);
+        assert!(!h.patched("fix").unwrap().applies());
+        assert_eq!(h.next_position(), 0, "nothing taken");
+        assert_eq!(h.at(h.take(1), "ship").unwrap().unwrap().name, "ship");
+        // Another patch's marker: this one did not apply when that run got here.
+        let h = History::new("w", [(0, marker("older"))]);
+        assert_eq!(h.patched("newer").unwrap(), Patched::Old);
+        assert_eq!(h.patched("older").unwrap(), Patched::Replayed(0));
+        // A marker without its field is not ours.
+        let h = History::new("w", [(0, output(names::PATCH, json!({})))]);
+        assert!(matches!(h.patched("fix"), Err(ReplayError::Malformed(_))));
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub mod retry;
 pub mod select;
 pub mod shapes;
 
-pub use history::{History, Recorded, RecordedOutcome};
+pub use history::{History, Patched, Recorded, RecordedOutcome};
 pub use nondeterminism::NonDeterminism;
 
 /// A recorded step whose JSON is not the shape its name promises (a corrupt or foreign history).

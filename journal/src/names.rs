@@ -18,6 +18,7 @@ pub const SELECT: &str = "waymark.select";
 pub const WAIT_ALL: &str = "waymark.wait_all";
 pub const NOW: &str = "waymark.now";
 pub const UUID: &str = "waymark.uuid";
+pub const PATCH: &str = "waymark.patch";
 
 /// Who writes a built-in step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +30,7 @@ pub enum RecordedBy {
 }
 
 /// Every built-in step, its shape (as worker.proto writes it) and who records it.
-pub const BUILTIN: [(&str, &str, RecordedBy); 15] = [
+pub const BUILTIN: [(&str, &str, RecordedBy); 16] = [
     (SLEEP, r#"{"wake_at_ms": N}"#, RecordedBy::Worker),
     (RECV_DEADLINE, r#"{"deadline_ms": N}"#, RecordedBy::Worker),
     (RECV, r#"{"message": V} | null"#, RecordedBy::Server),
@@ -49,6 +50,7 @@ pub const BUILTIN: [(&str, &str, RecordedBy); 15] = [
     (WAIT_ALL, r#"{"index": N}"#, RecordedBy::Server),
     (NOW, r#"{"now_ms": N}"#, RecordedBy::Worker),
     (UUID, r#"{"uuid": "…"}"#, RecordedBy::Worker),
+    (PATCH, r#"{"patch_id": "…"}"#, RecordedBy::Worker),
 ];
 
 #[cfg(test)]

@@ -89,6 +89,15 @@ pub struct Uuid {
 }
 impl Shape for Uuid {}
 
+/// `waymark.patch`: the marker a run of new code leaves where it first asked whether a change
+/// applies (`patched`), so a replay of that run takes the new branch again. See
+/// [`History::patched`](crate::History::patched).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Patch {
+    pub patch_id: String,
+}
+impl Shape for Patch {}
+
 /// A failure as an awaited child's record carries it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildFailure {

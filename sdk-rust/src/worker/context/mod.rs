@@ -26,6 +26,7 @@ use crate::{RetryPolicy, WorkflowError};
 
 mod children;
 mod drawn;
+mod patch;
 mod remote;
 mod waits;
 mod writes;

@@ -51,6 +51,31 @@ fn context_over(
     (ctx, requests, conn)
 }
 
+/// Every step record among the messages a worker sent, batched or not.
+fn records_in(sent: &[v1::WorkerMessage]) -> Vec<v1::RecordStep> {
+    sent.iter()
+        .flat_map(|m| match &m.kind {
+            Some(worker_message::Kind::RecordStep(r)) => vec![r.clone()],
+            Some(worker_message::Kind::Batch(b)) => b
+                .messages
+                .iter()
+                .filter_map(|m| match &m.kind {
+                    Some(worker_message::Kind::RecordStep(r)) => Some(r.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => vec![],
+        })
+        .collect()
+}
+
+fn output(r: &v1::RecordStep) -> serde_json::Value {
+    match &r.outcome {
+        Some(v1::record_step::Outcome::Output(p)) => json::from_payload(Some(p)).unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
 const A_UUID: &str = "0b8e4c1e-3f55-4c1a-9d3e-2a7f6d1c9b20";
 
 #[tokio::test]
@@ -104,30 +129,43 @@ async fn drawn_values_are_recorded_as_their_shapes_with_the_next_request() {
     let _: u32 = ctx.step("next", || async { Ok::<_, String>(1) }).await.unwrap();
     ctx.send("other", "", &1).await.ok();
     answering.abort();
-    let records: Vec<v1::RecordStep> = sent
-        .lock()
-        .unwrap()
-        .iter()
-        .flat_map(|m| match &m.kind {
-            Some(worker_message::Kind::RecordStep(r)) => vec![r.clone()],
-            Some(worker_message::Kind::Batch(b)) => b
-                .messages
-                .iter()
-                .filter_map(|m| match &m.kind {
-                    Some(worker_message::Kind::RecordStep(r)) => Some(r.clone()),
-                    _ => None,
-                })
-                .collect(),
-            _ => vec![],
-        })
-        .collect();
-    let output = |r: &v1::RecordStep| match &r.outcome {
-        Some(v1::record_step::Outcome::Output(p)) => json::from_payload(Some(p)).unwrap(),
-        other => panic!("{other:?}"),
-    };
+    let records = records_in(&sent.lock().unwrap());
     let now_ms = now.duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     assert_eq!((records[0].step_id, records[0].name.as_str()), (0, "waymark.now"));
     assert_eq!(output(&records[0]), serde_json::json!({ "now_ms": now_ms }));
     assert_eq!((records[1].step_id, records[1].name.as_str()), (1, "waymark.uuid"));
     assert_eq!(output(&records[1]), serde_json::json!({ "uuid": id.to_string() }));
+}
+
+#[tokio::test]
+async fn a_run_of_old_code_replays_the_old_branch_and_its_step_keeps_its_position() {
+    let (ctx, mut requests, _conn) = context_over(vec![step(0, "charge", serde_json::json!(1))]);
+    assert!(!ctx.patched("cents").unwrap(), "the history was made without the change");
+    let charged: u32 = ctx.step("charge", || async { Err::<u32, _>("ran") }).await.unwrap();
+    assert_eq!(charged, 1, "the old branch's step replays at the position patched left");
+    assert!(requests.try_recv().is_err(), "a replay sends nothing");
+}
+
+#[tokio::test]
+async fn a_run_of_new_code_records_the_marker_and_replays_the_new_branch() {
+    let (ctx, requests, conn) = context_over(vec![]);
+    assert!(ctx.patched("cents").unwrap(), "a live run takes the new branch");
+    let (answering, sent) = answer_all(&conn, requests, |_| recorded());
+    let _: u32 = ctx.step("charge-cents", || async { Ok::<_, String>(100) }).await.unwrap();
+    // A request flushes what is held, in call order.
+    ctx.send("other", "", &1).await.ok();
+    answering.abort();
+    let records = records_in(&sent.lock().unwrap());
+    assert_eq!((records[0].step_id, records[0].name.as_str()), (0, "waymark.patch"));
+    assert_eq!(output(&records[0]), serde_json::json!({ "patch_id": "cents" }));
+    assert_eq!((records[1].step_id, records[1].name.as_str()), (1, "charge-cents"));
+
+    let (ctx, mut requests, _conn) = context_over(vec![
+        step(0, "waymark.patch", serde_json::json!({"patch_id": "cents"})),
+        step(1, "charge-cents", serde_json::json!(100)),
+    ]);
+    assert!(ctx.patched("cents").unwrap(), "its replay takes the new branch again");
+    let charged: u32 = ctx.step("charge-cents", || async { Err::<u32, _>("ran") }).await.unwrap();
+    assert_eq!(charged, 100);
+    assert!(requests.try_recv().is_err(), "a replay sends nothing");
 }
