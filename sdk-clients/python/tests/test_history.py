@@ -19,10 +19,12 @@ from waymark.worker._history import (
     RECV,
     ChildOutcome,
     History,
+    Patched,
     Replayed,
     ReplayedFailure,
     deadline_output,
     now_output,
+    patch_output,
     sleep_output,
     uuid_output,
 )
@@ -250,6 +252,65 @@ def test_a_recorded_uuid_that_is_not_one_is_an_error_not_a_new_value() -> None:
         h.uuid_drawn(0)
 
 
+def marker(step_id: int, patch_id: str) -> types_pb2.Step:
+    return out(step_id, "waymark.patch", patch_output(patch_id))
+
+
+def test_what_the_sdk_records_for_a_patch() -> None:
+    assert patch_output("fix") == {"patch_id": "fix"}
+
+
+def test_a_live_patch_takes_the_position_for_its_marker() -> None:
+    h = History("wf", [out(0, "charge", 1)])
+    assert h.take() == 0
+    assert h.patched("fix") == Patched(True, 1, record=True)
+    assert h.next_position == 2, "the marker's position is taken"
+    assert h.take() == 2
+
+
+def test_a_patch_replays_its_own_marker() -> None:
+    h = History("wf", [marker(0, "fix"), out(1, "ship", 2)])
+    assert h.patched("fix") == Patched(True, 0)
+    assert h.next_position == 1
+    # The new branch's step replays after the marker.
+    assert h.replay(h.take(), "ship") == Replayed(2)
+
+
+def test_under_old_history_a_patch_takes_no_position() -> None:
+    h = History("wf", [out(0, "ship", 2)])
+    assert h.patched("fix") == Patched(False)
+    assert h.patched("fix") == Patched(False)
+    assert h.next_position == 0, "nothing taken"
+    # The old branch's step replays at the position patched left.
+    assert h.replay(h.take(), "ship") == Replayed(2)
+
+
+def test_another_patchs_marker_is_not_this_ones() -> None:
+    h = History("wf", [marker(0, "older"), out(1, "ship", 2)])
+    assert h.patched("newer") == Patched(False)
+    assert h.next_position == 0
+    assert h.patched("older") == Patched(True, 0)
+    assert h.replay(h.take(), "ship") == Replayed(2)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        out(0, "waymark.patch", {}),
+        out(0, "waymark.patch", {"patch_id": 7}),
+        out(0, "waymark.patch", "fix"),
+        out(0, "waymark.patch", None),
+        failed(0, "waymark.patch", "StepFailed", "no"),
+    ],
+    ids=["no-patch-id", "not-a-string", "not-an-object", "null", "a-failure"],
+)
+def test_a_malformed_patch_marker_is_an_error_not_an_answer(step: types_pb2.Step) -> None:
+    h = History("wf", [step])
+    with pytest.raises(ValueError, match="'waymark.patch' at position 0"):
+        h.patched("fix")
+    assert h.next_position == 0
+
+
 def test_the_built_in_names_are_the_ones_worker_proto_documents() -> None:
     # The names are a contract between SDKs and the server: the list at the top of
     # worker.proto is the source, and this module must name every one of them, no more.
@@ -257,5 +318,5 @@ def test_the_built_in_names_are_the_ones_worker_proto_documents() -> None:
     block = text[text.index("Recorded steps of the built-in operations") : text.index("service ")]
     documented = set(re.findall(r"waymark\.[a-z_]+(?:\.[a-z_]+)?", block))
     defined = {v for k, v in vars(_history).items() if k.endswith("_STEP")}
-    assert len(documented) == 15
+    assert len(documented) == 16
     assert defined == documented

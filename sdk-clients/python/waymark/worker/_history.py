@@ -35,6 +35,8 @@ WAIT_ALL_STEP = "waymark.wait_all"
 # would compute different ones.
 NOW_STEP = "waymark.now"
 UUID_STEP = "waymark.uuid"
+# The marker a run of new code leaves where it asked whether a code change applies (`patched`).
+PATCH_STEP = "waymark.patch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,23 @@ def now_output(now_ms: int) -> dict[str, Any]:
 def uuid_output(u: UUID) -> dict[str, Any]:
     """What a drawn UUID records: its text, lowercase and hyphenated (what `str` gives)."""
     return {"uuid": str(u)}
+
+
+def patch_output(patch_id: str) -> dict[str, Any]:
+    """What the marker of a code change records: the change's id."""
+    return {"patch_id": patch_id}
+
+
+@dataclass(frozen=True, slots=True)
+class Patched:
+    """What `History.patched` found. `applies`: the run takes the change's new branch. When it
+    does, `step_id` is the position it took, and `record` says the run is live there (the
+    caller records the marker at `step_id`) rather than replaying the marker recorded there.
+    When it does not, no position was taken."""
+
+    applies: bool
+    step_id: int | None = None
+    record: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +167,38 @@ class History:
         step_id = self._next
         self._next += n
         return step_id
+
+    def patched(self, patch_id: str) -> Patched:
+        """Whether the run takes the branch of the code change `patch_id` (see worker.proto's
+        `patched`). Looks at the next position without taking it: nothing recorded there — the
+        run is live; takes it (`record`: the caller records the marker there); this patch's
+        marker — takes it; anything else (a run begun by code without the change, or another
+        patch's marker) — the old branch, and the position is left to the next call.
+
+        Looking and taking are one step with no `await` in between, so no other operation of
+        the workflow (all run on one event loop) can take the position meanwhile. A
+        `waymark.patch` record that is not `{"patch_id": "…"}` raises `ValueError`: the history
+        is not what any SDK writes."""
+        at = self._next
+        rec = self._steps.get(at)
+        if rec is None:
+            self._next += 1
+            return Patched(True, at, record=True)
+        if rec.name != PATCH_STEP:
+            return Patched(False)
+        failed = rec.HasField("failure")
+        recorded = None if failed else from_payload(rec.output)
+        marker = recorded.get("patch_id") if isinstance(recorded, dict) else None
+        if not isinstance(marker, str):
+            what = f"a failure ({rec.failure.kind})" if failed else repr(recorded)
+            raise ValueError(
+                f"workflow {self._workflow_id!r} records {PATCH_STEP!r} at position {at} "
+                f'as {what}, not {{"patch_id": "…"}}'
+            )
+        if marker != patch_id:
+            return Patched(False)
+        self._next += 1
+        return Patched(True, at)
 
     def recorded(self, step_id: int, name: str) -> bool:
         """Whether step `name` is recorded at `step_id` (as an output or a failure), without
