@@ -263,3 +263,84 @@ async def test_a_dropped_run_reads_neither_the_time_nor_a_uuid() -> None:
     with pytest.raises(Dropped):
         ctx.uuid()
     assert run.conn.outbox.empty()
+
+
+def marker(step_id: int, patch_id: str) -> types_pb2.Step:
+    return out(step_id, "waymark.patch", {"patch_id": patch_id})
+
+
+async def test_past_the_history_a_patch_applies_and_its_marker_is_held_back() -> None:
+    ctx, run = replaying(out(0, "a", 1))
+    assert await ctx.step("a", never) == 1
+    assert ctx.patched("fix") is True
+    assert run.history.next_position == 2, "the marker took position 1"
+    # Held back as a step's record (nothing sent yet), in the shape worker.proto gives.
+    records = await run.records.settle()
+    assert [(r.step_id, r.name, from_payload(r.output)) for r in records] == [
+        (1, "waymark.patch", {"patch_id": "fix"})
+    ]
+    assert all((r.workflow_id, r.epoch, r.attempts) == ("wf", 2, 1) for r in records)
+    assert nothing_sent(run)
+
+
+async def test_a_patch_replays_its_marker_and_the_new_branch_after_it() -> None:
+    ctx, run = replaying(marker(0, "fix"), out(1, "charge-cents", 100))
+    assert ctx.patched("fix") is True
+    assert await ctx.step("charge-cents", never) == 100
+    assert run.history.next_position == 2
+    assert await run.records.settle() == []
+    assert nothing_sent(run)
+
+
+async def test_under_old_history_a_patch_does_not_apply_and_the_old_step_keeps_its_place() -> None:
+    ctx, run = replaying(out(0, "charge", 1))
+    assert ctx.patched("cents") is False
+    assert run.history.next_position == 0
+    assert await ctx.step("charge", never) == 1, "the old branch's step replays at position 0"
+    assert await run.records.settle() == []
+    assert nothing_sent(run)
+
+
+async def test_another_patchs_marker_answers_false_then_its_own_id_true() -> None:
+    ctx, run = replaying(marker(0, "older"), out(1, "ship", "shipped"))
+    assert ctx.patched("newer") is False
+    assert ctx.patched("older") is True
+    assert await ctx.step("ship", never) == "shipped"
+    assert await run.records.settle() == []
+    assert nothing_sent(run)
+
+
+async def test_a_patch_asked_about_twice_live_takes_two_positions() -> None:
+    ctx, run = replaying()
+    assert (ctx.patched("a"), ctx.patched("b")) == (True, True)
+    records = await run.records.settle()
+    assert [(r.step_id, from_payload(r.output)) for r in records] == [
+        (0, {"patch_id": "a"}),
+        (1, {"patch_id": "b"}),
+    ]
+
+
+async def test_a_malformed_patch_marker_is_an_error() -> None:
+    ctx, run = replaying(out(0, "waymark.patch", {"id": "fix"}))
+    with pytest.raises(ValueError, match="'waymark.patch' at position 0"):
+        ctx.patched("fix")
+    assert await run.records.settle() == []
+    assert nothing_sent(run)
+
+
+async def test_a_cancelled_run_replays_a_marker_but_records_none() -> None:
+    ctx, run = replaying(marker(0, "fix"))
+    run.cancelled = True
+    assert ctx.patched("fix") is True
+    with pytest.raises(asyncio.CancelledError):
+        ctx.patched("other")
+    assert await run.records.settle() == []
+    assert nothing_sent(run)
+
+
+async def test_a_dropped_run_asks_about_no_patch() -> None:
+    ctx, run = replaying(marker(0, "fix"))
+    run.drop()
+    with pytest.raises(Dropped):
+        ctx.patched("fix")
+    assert run.conn.outbox.empty()

@@ -138,6 +138,22 @@ async def test_the_time_and_a_uuid_are_read_from_the_history_else_suspend() -> N
     assert await r.replay(history("drawn")) == Suspended(0)
 
 
+async def test_a_patch_replays_either_branch_and_suspends_at_the_end_of_the_history() -> None:
+    async def fixed(ctx: WorkflowContext) -> str:
+        branch: str = await ctx.step("new" if ctx.patched("fix") else "old", never)
+        return branch
+
+    r = Replayer({"fixed": fixed})
+    new = [out(0, "waymark.patch", {"patch_id": "fix"}), out(1, "new", "N")]
+    assert await r.replay(history("fixed", *new)) == Returned("N")
+    assert await r.replay(history("fixed", out(0, "old", "O"))) == Returned("O")
+    # Live at the end of the history: the marker would be recorded there.
+    assert await r.replay(history("fixed")) == Suspended(0)
+    assert await r.replay(history("fixed", new[0])) == Suspended(1)
+    malformed = await r.replay(history("fixed", out(0, "waymark.patch", None)))
+    assert isinstance(malformed, Failed) and malformed.kind == "ValueError"
+
+
 async def test_recorded_waits_return_at_once_and_a_sleep_not_over_suspends() -> None:
     async def waits(ctx: WorkflowContext) -> Any:
         await ctx.sleep(3600)

@@ -4,6 +4,7 @@ after a crash returns what the first run got instead of doing it again."""
 from __future__ import annotations
 
 from ._children import ChildrenMixin
+from ._patch import PatchMixin
 from ._remote import RemoteMixin
 from ._steps import StepsMixin
 from ._values import ValuesMixin
@@ -11,10 +12,13 @@ from ._waits import WaitsMixin
 from ._writes import WritesMixin
 
 
-class WorkflowContext(StepsMixin, ValuesMixin, WaitsMixin, WritesMixin, ChildrenMixin, RemoteMixin):
+class WorkflowContext(
+    StepsMixin, ValuesMixin, PatchMixin, WaitsMixin, WritesMixin, ChildrenMixin, RemoteMixin
+):
     """Handle a workflow function uses to run steps, wait, and talk to other workflows.
 
     Its methods number their steps when called (not when awaited), so several started together
     with `asyncio.gather` keep their positions on replay. A workflow must call them in the same
     order on every run; a different step at a recorded position is `NonDeterminismError`. For
-    the same reason, the time and the random ids it acts on come from `now()` and `uuid()`."""
+    the same reason, the time and the random ids it acts on come from `now()` and `uuid()`,
+    and new code that must still replay the histories of older code branches on `patched()`."""
