@@ -37,6 +37,7 @@ def register(worker: Worker) -> Worker:
         ("golden.child_body", child_body),
         ("golden.remote", remote),
         ("golden.drawn", drawn),
+        ("golden.patched", patched),
     ]:
         worker.workflow(name)(fn)
     worker.step("golden.flaky")(flaky)
@@ -135,6 +136,27 @@ async def drawn(ctx: WorkflowContext, input: Any) -> Any:
     now_ms = ctx.now_ms()
     drawn_id = ctx.uuid()
     return {"now_ms": now_ms, "uuid": str(drawn_id)}
+
+
+def _new() -> str:
+    ran.append("fixed")
+    return "new"
+
+
+def _old() -> str:
+    ran.append("unfixed")
+    return "old"
+
+
+async def patched(ctx: WorkflowContext, input: Any) -> Any:
+    """Asks `patched("golden-fix")`. The new branch runs step "fixed", which returns "new"; the
+    old one runs step "unfixed", which returns "old". Returns {"branch": <what the step
+    returned>}."""
+    if ctx.patched("golden-fix"):
+        branch = await ctx.step("fixed", _new)
+    else:
+        branch = await ctx.step("unfixed", _old)
+    return {"branch": branch}
 
 
 _calls = itertools.count()

@@ -25,6 +25,7 @@ LIVE = [
     ("child", "golden.child"),
     ("remote_retry", "golden.remote"),
     ("drawn", "golden.drawn"),
+    ("patched", "golden.patched"),
 ]
 
 # Values that differ from run to run, blanked for the comparison.
