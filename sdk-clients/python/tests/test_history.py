@@ -306,7 +306,7 @@ def test_another_patchs_marker_is_not_this_ones() -> None:
 )
 def test_a_malformed_patch_marker_is_an_error_not_an_answer(step: types_pb2.Step) -> None:
     h = History("wf", [step])
-    with pytest.raises(ValueError, match="'waymark.patch' at position 0"):
+    with pytest.raises(ValueError, match=r"'waymark\.patch' at position 0"):
         h.patched("fix")
     assert h.next_position == 0
 

@@ -322,7 +322,7 @@ async def test_a_patch_asked_about_twice_live_takes_two_positions() -> None:
 
 async def test_a_malformed_patch_marker_is_an_error() -> None:
     ctx, run = replaying(out(0, "waymark.patch", {"id": "fix"}))
-    with pytest.raises(ValueError, match="'waymark.patch' at position 0"):
+    with pytest.raises(ValueError, match=r"'waymark\.patch' at position 0"):
         ctx.patched("fix")
     assert await run.records.settle() == []
     assert nothing_sent(run)
