@@ -29,6 +29,7 @@ var goldenLive = []struct{ file, workflow string }{
 	{"child", "golden.child"},
 	{"remote_retry", "golden.remote"},
 	{"drawn", "golden.drawn"},
+	{"patched", "golden.patched"},
 }
 
 // normalized blanks the values that differ from run to run, as the Rust test does.

@@ -27,6 +27,7 @@ const (
 	waitAllStep           = "waymark.wait_all"
 	nowStep               = "waymark.now"
 	uuidStep              = "waymark.uuid"
+	patchStep             = "waymark.patch"
 	stepFailedKind        = "StepFailed"
 	nonDeterminismMessage = "workflow %q called step %q at position %d, where its history records %q"
 )
@@ -181,4 +182,50 @@ func requiredField[T any](h *history, step uint32, name, key string) (v T, ok bo
 		return v, true, fmt.Errorf("waymark: recorded %s step's %s: %w", name, key, err)
 	}
 	return v, true, nil
+}
+
+// patchAnswer is what history.patched found at the next position.
+type patchAnswer int
+
+const (
+	// patchOld: another step is recorded there (the run began under code without the change,
+	// or another patch's marker is): the old branch; the position is not taken.
+	patchOld patchAnswer = iota
+	// patchReplayed: this patch's marker is recorded there: the new branch; the position is
+	// taken and nothing is recorded.
+	patchReplayed
+	// patchLive: nothing is recorded there: the new branch; the position is taken and the
+	// caller records the marker at it.
+	patchLive
+)
+
+// patched is whether the run takes the branch of the code change patchID (see worker.proto's
+// `patched`). It looks at the next position without taking it, and takes it only when the
+// answer is the new branch: nothing recorded there (patchLive), or this patch's marker
+// (patchReplayed); anything else leaves it to the next call (patchOld). The look and the take
+// are one step under the cursor's lock, so a call taking positions from another goroutine
+// cannot come between them. A marker without its patch_id (or not an object) is an error, and
+// takes nothing.
+func (h *history) patched(patchID string) (answer patchAnswer, step uint32, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at := h.next
+	switch rec := h.steps[at]; {
+	case rec == nil:
+		answer = patchLive
+	case rec.GetName() != patchStep:
+		return patchOld, 0, nil
+	default:
+		// steps is only read, so builtin reads it under the lock as it does without.
+		id, _, err := requiredField[string](h, at, patchStep, "patch_id")
+		if err != nil {
+			return patchOld, 0, err
+		}
+		if id != patchID {
+			return patchOld, 0, nil
+		}
+		answer = patchReplayed
+	}
+	h.next++
+	return answer, at, nil
 }

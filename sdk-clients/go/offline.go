@@ -10,11 +10,11 @@ import (
 
 // A replay (Replayer) is a run marked offline: every primitive answers from the history as it
 // does on any replay, and where it would go live instead — ask the server, run a step's
-// function, draw the time or a UUID, sleep on — it calls live, which ends the run there. Two
-// checks cover every primitive: request, which every request to the server goes through, and
-// live calls in the primitives that go live without a request (Step, Now and UUID, a sleep not
-// over yet). waitUntil never waits offline: what a wait led to is recorded, or the history
-// ends at the request before it.
+// function, draw the time or a UUID, record a patch's marker, sleep on — it calls live, which
+// ends the run there. Two checks cover every primitive: request, which every request to the
+// server goes through, and live calls in the primitives that go live without a request (Step,
+// Now, UUID and Patched, a sleep not over yet). waitUntil never waits offline: what a wait led
+// to is recorded, or the history ends at the request before it.
 
 // historyEnded is ErrHistoryEnded at a position: the replay is Suspended there.
 type historyEnded struct{ step uint32 }

@@ -53,8 +53,9 @@ type Failed struct {
 }
 
 // Suspended: the code made a call at StepID, which the history does not record — a step to
-// run, a request to the server, the time or a UUID to draw, a sleep whose wake time is still
-// ahead. A live run would go on from there; a workflow still running replays to this.
+// run, a request to the server, the time or a UUID to draw, a patch's marker to record (a
+// Patched with nothing recorded where it looks), a sleep whose wake time is still ahead. A
+// live run would go on from there; a workflow still running replays to this.
 type Suspended struct{ StepID uint32 }
 
 func (Returned) replayed()  {}

@@ -203,6 +203,37 @@ func TestReplayReadsTheTimeAndAUUIDElseSuspends(t *testing.T) {
 	}
 }
 
+// Patched offline: its marker, or an old history's step where the marker would be, answers
+// from the history; a live call — nothing recorded where it looks — ends the replay there, as
+// any live call does; a malformed marker fails the workflow with Patched's error.
+func TestReplayOfPatchedAnswersFromTheHistoryElseSuspends(t *testing.T) {
+	r := replayOf(t, func(w *waymark.Worker) {
+		waymark.RegisterWorkflow(w, "branching", func(ctx waymark.Context, _ any) (string, error) {
+			ok, err := waymark.Patched(ctx, "fix")
+			if err != nil {
+				return "", err
+			}
+			if ok {
+				return waymark.Step(ctx, "new", never[string])
+			}
+			return waymark.Step(ctx, "old", never[string])
+		})
+	})
+	marker := out(0, "waymark.patch", `{"patch_id": "fix"}`)
+	wantReturned(t, r.replay("branching", nil, marker, out(1, "new", `"n"`)), `"n"`)
+	wantReturned(t, r.replay("branching", nil, out(0, "old", `"o"`)), `"o"`)
+	if got := r.replay("branching", nil); got != (waymark.Suspended{StepID: 0}) {
+		t.Errorf("nothing recorded: replayed to %v, want suspended at 0", got)
+	}
+	if got := r.replay("branching", nil, marker); got != (waymark.Suspended{StepID: 1}) {
+		t.Errorf("the marker recorded: replayed to %v, want suspended at 1", got)
+	}
+	got := r.replay("branching", nil, out(0, "waymark.patch", `{}`))
+	if f, ok := got.(waymark.Failed); !ok || f.Err == nil || f.Err.Error() != "waymark: recorded waymark.patch step has no patch_id" {
+		t.Errorf("a malformed marker: replayed to %v", got)
+	}
+}
+
 // Waits whose outcome is recorded return at once; a replay never waits.
 func TestReplayedWaitsReturnAtOnceAndASleepNotOverSuspends(t *testing.T) {
 	r := replayOf(t, func(w *waymark.Worker) {

@@ -39,6 +39,7 @@ func Register(w *waymark.Worker) *waymark.Worker {
 	waymark.RegisterWorkflow(w, "golden.child_body", childBody)
 	waymark.RegisterWorkflow(w, "golden.remote", remote)
 	waymark.RegisterWorkflow(w, "golden.drawn", drawn)
+	waymark.RegisterWorkflow(w, "golden.patched", patched)
 	waymark.RegisterStep(w, "golden.flaky", flaky)
 	return w
 }
@@ -172,6 +173,27 @@ func drawn(ctx waymark.Context, _ any) (any, error) {
 		return nil, err
 	}
 	return object{"now_ms": now.UnixMilli(), "uuid": id}, nil
+}
+
+// Asks Patched("golden-fix"). The new branch runs step "fixed", which returns "new"; the old
+// one runs step "unfixed", which returns "old". Returns {"branch": <what the step returned>}.
+func patched(ctx waymark.Context, _ any) (any, error) {
+	fixed, err := waymark.Patched(ctx, "golden-fix")
+	if err != nil {
+		return nil, err
+	}
+	name, value := "unfixed", "old"
+	if fixed {
+		name, value = "fixed", "new"
+	}
+	branch, err := waymark.Step(ctx, name, func(context.Context) (string, error) {
+		Ran.Add(1)
+		return value, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return object{"branch": branch}, nil
 }
 
 // flakyCalls counts the remote step's attempts in this process.

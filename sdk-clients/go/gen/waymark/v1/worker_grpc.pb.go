@@ -74,7 +74,14 @@ const (
 //	waymark.wait_all *          {"index": N}                   the last to finish
 //	waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
 //	waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
+//	waymark.patch               {"patch_id": "…"}              new code's branch taken (`patched`)
 //
+// `patched(patch_id)` asks whether the run takes the branch of a code change. It looks at the
+// next position without taking it: nothing recorded there (the run is live) — record the
+// marker there, answer true; the marker with this id — take the position, true; anything else
+// (a run begun by code without the change, or another patch's marker) — answer false and leave
+// the position to the next call. So a workflow that began before the change replays the old
+// branch and every later one takes the new.
 // A remote step is recorded under its own name with its result (or failure), as a local step.
 type WorkerServiceClient interface {
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkerMessage, ServerMessage], error)
@@ -166,7 +173,14 @@ func (c *workerServiceClient) ListWorkers(ctx context.Context, in *ListWorkersRe
 //	waymark.wait_all *          {"index": N}                   the last to finish
 //	waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
 //	waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
+//	waymark.patch               {"patch_id": "…"}              new code's branch taken (`patched`)
 //
+// `patched(patch_id)` asks whether the run takes the branch of a code change. It looks at the
+// next position without taking it: nothing recorded there (the run is live) — record the
+// marker there, answer true; the marker with this id — take the position, true; anything else
+// (a run begun by code without the change, or another patch's marker) — answer false and leave
+// the position to the next call. So a workflow that began before the change replays the old
+// branch and every later one takes the new.
 // A remote step is recorded under its own name with its result (or failure), as a local step.
 type WorkerServiceServer interface {
 	Connect(grpc.BidiStreamingServer[WorkerMessage, ServerMessage]) error
