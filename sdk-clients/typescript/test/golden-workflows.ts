@@ -54,6 +54,7 @@ export function register(w: Worker): Worker {
     .workflow("golden.child_body", childBody)
     .workflow("golden.remote", remote)
     .workflow("golden.drawn", drawn)
+    .workflow("golden.patched", patched)
     .step("golden.flaky", flaky);
 }
 
@@ -150,6 +151,23 @@ async function drawn(ctx: WorkflowContext): Promise<JsonValue> {
   const now = await ctx.now();
   const uuid = await ctx.uuid();
   return { now_ms: now.getTime(), uuid };
+}
+
+/**
+ * Asks patched("golden-fix"). The new branch runs step "fixed", which returns "new"; the old one
+ * runs step "unfixed", which returns "old". Returns {"branch": <what the step returned>}.
+ */
+async function patched(ctx: WorkflowContext): Promise<JsonValue> {
+  const branch = ctx.patched("golden-fix")
+    ? await ctx.step("fixed", () => {
+        ran.push("fixed");
+        return "new";
+      })
+    : await ctx.step("unfixed", () => {
+        ran.push("unfixed");
+        return "old";
+      });
+  return { branch };
 }
 
 let flakyCalls = 0;

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { FailureSchema, StepSchema, WorkflowStatus, type Step } from "../src/gen/waymark/v1/types_pb.js";
 import { ChildResultSchema } from "../src/gen/waymark/v1/worker_pb.js";
-import { NonDeterminismError, StepFailedError } from "../src/index.js";
+import { NonDeterminismError, SerializationError, StepFailedError } from "../src/index.js";
 import { toPayload } from "../src/payload.js";
 import {
   BUILTIN,
@@ -20,6 +20,7 @@ import {
   History,
   liveChildOutcome,
   nowRecord,
+  patchRecord,
   RECV_WAIT,
   sleepRecord,
   stepOutcome,
@@ -169,6 +170,60 @@ test("the built-in shapes decode; a missing field reads as 0 or empty", () => {
   // A write replayed as a close (or the other way round) is another step.
   assert.throws(() => h.offset(4, true), NonDeterminismError);
   assert.throws(() => h.index(7, true), NonDeterminismError);
+});
+
+test("patched, live: nothing recorded at the next position, so it is taken for the marker", () => {
+  const h = history(rec(0, "charge", 1));
+  assert.equal(h.take(), 0);
+  assert.deepEqual(h.patched("fix"), { kind: "record", stepId: 1 });
+  assert.equal(h.position, 2, "the marker's position is taken");
+  // The marker is worker.proto's shape, field name and all.
+  assert.deepEqual(patchRecord("fix"), { patch_id: "fix" });
+});
+
+test("patched over its own marker takes the position; the new branch replays after it", () => {
+  const h = history(rec(0, BUILTIN.patch, patchRecord("fix")), rec(1, "ship", 2));
+  assert.deepEqual(h.patched("fix"), { kind: "replayed", stepId: 0 });
+  assert.equal(h.position, 1);
+  assert.deepEqual(h.at(h.take(), "ship"), { kind: "output", value: 2 });
+});
+
+test("patched over an old history answers old, takes nothing, and the old branch's step replays there", () => {
+  const h = history(rec(0, "ship", 2));
+  assert.deepEqual(h.patched("fix"), { kind: "old" });
+  // Asked again (another patch, or the same one twice), still nothing taken.
+  assert.deepEqual(h.patched("fix"), { kind: "old" });
+  assert.equal(h.position, 0, "nothing taken");
+  assert.deepEqual(h.at(h.take(), "ship"), { kind: "output", value: 2 });
+  // A recorded failure there is another step's too.
+  const failed = history(rec(0, "ship", undefined, { kind: "", message: "no" }));
+  assert.deepEqual([failed.patched("fix"), failed.position], [{ kind: "old" }, 0]);
+});
+
+test("patched over another patch's marker is old; that patch's own call then takes the position", () => {
+  const h = history(rec(0, BUILTIN.patch, patchRecord("older")), rec(1, "b", 1));
+  assert.deepEqual(h.patched("newer"), { kind: "old" });
+  assert.equal(h.position, 0);
+  assert.deepEqual(h.patched("older"), { kind: "replayed", stepId: 0 });
+  assert.equal(h.position, 1);
+  // Past the marker, the next step is not a marker: "newer" is old there too.
+  assert.deepEqual(h.patched("newer"), { kind: "old" });
+});
+
+test("a patch marker without its patch_id string is a malformed history, not another patch", () => {
+  const malformed = [{}, { patch_id: 7 }, null, "fix", ["fix"], { id: "fix" }];
+  for (const output of malformed) {
+    const h = history(rec(0, BUILTIN.patch, output));
+    assert.throws(() => h.patched("fix"), (e: unknown) => {
+      assert.ok(e instanceof SerializationError, `${JSON.stringify(output)}: ${String(e)}`);
+      assert.match(e.message, /malformed waymark\.patch record at position 0/);
+      return true;
+    });
+    assert.equal(h.position, 0, "nothing taken");
+  }
+  // A marker recorded as a failure has no patch_id either.
+  const failed = history(rec(0, BUILTIN.patch, undefined, { kind: "", message: "x" }));
+  assert.throws(() => failed.patched("fix"), SerializationError);
 });
 
 test("await_child records decode, and a live child result decodes as its record would", () => {

@@ -10,6 +10,7 @@ import * as waits from "./waits.js";
 import * as messaging from "./messaging.js";
 import * as children from "./children.js";
 import * as remote from "./remote.js";
+import { patched } from "./patch.js";
 
 export class WorkflowContext {
   /** @internal */
@@ -71,6 +72,25 @@ export class WorkflowContext {
    */
   uuid(): Promise<string> {
     return drawUuid(this.run, this.position());
+  }
+
+  /**
+   * Whether this run takes the branch of the code change `patchId`, so that changed workflow
+   * code can still replay the runs begun before the change:
+   *
+   * ```ts
+   * if (ctx.patched("charge-in-cents")) await chargeCents(ctx); else await chargeDollars(ctx);
+   * ```
+   *
+   * True for a run that gets here under this code (a marker, `waymark.patch`, is recorded at
+   * the next position, held back like a step's result: no round trip of its own) and for every
+   * replay of such a run; false for a run whose history was made here by code without the
+   * change: it replays the old branch, and the position stays for the old branch's next call.
+   * Synchronous: it never waits. Once no run begun before the change is left, the old branch
+   * can go; the call stays as long as histories with the marker may still be replayed.
+   */
+  patched(patchId: string): boolean {
+    return patched(this.run, patchId);
   }
 
   /** Sleeps durably: a workflow recovered mid-sleep sleeps only what is left. */

@@ -10,7 +10,7 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { ChildResult } from "../gen/waymark/v1/worker_pb.js";
 import type { Failure, Payload, Step } from "../gen/waymark/v1/types_pb.js";
-import { NonDeterminismError, StepFailedError } from "../errors.js";
+import { NonDeterminismError, SerializationError, StepFailedError } from "../errors.js";
 import { fromPayload } from "../payload.js";
 import { statusFromWire } from "../types.js";
 
@@ -31,6 +31,7 @@ export const BUILTIN = {
   waitAll: "waymark.wait_all",
   now: "waymark.now",
   uuid: "waymark.uuid",
+  patch: "waymark.patch",
 } as const;
 
 /**
@@ -52,6 +53,16 @@ export type AtPosition =
   | { readonly kind: "live" }
   | { readonly kind: "output"; readonly value: JsonValue }
   | { readonly kind: "failure"; readonly error: StepFailedError };
+
+/**
+ * What `patched(patchId)` found at the next position: nothing recorded (`record`: the run is
+ * live, the marker goes at `stepId`), this patch's marker (`replayed`), or anything else
+ * (`old`: the run began under code without the change; no position taken).
+ */
+export type Patched =
+  | { readonly kind: "record"; readonly stepId: number }
+  | { readonly kind: "replayed"; readonly stepId: number }
+  | { readonly kind: "old" };
 
 /** How a recorded wait ended: with a value, or timed out (recorded `null`). */
 export type Waited = { readonly timedOut: true } | { readonly timedOut: false; readonly value: JsonValue };
@@ -185,6 +196,37 @@ export class History {
     return stringAt(this.json(stepId, BUILTIN.uuid), "uuid");
   }
 
+  /**
+   * Whether the run takes the branch of the code change `patchId` (worker.proto's `patched`).
+   * Looks at the next position without taking it: nothing recorded there — the run is live,
+   * the position is taken for the marker (`record`); this patch's marker — taken (`replayed`);
+   * anything else, another step or another patch's marker — a run begun before the change
+   * (`old`), the position left to the next call. The look and the take are one synchronous
+   * step, so no other call can take the position in between.
+   *
+   * Unlike the other built-in shapes, a marker without its `patch_id` string does not read as
+   * empty (which would quietly pick the old branch): it is a malformed history, SerializationError.
+   */
+  patched(patchId: string): Patched {
+    const at = this.next;
+    const rec = this.steps.get(at);
+    if (rec === undefined) {
+      this.next += 1;
+      return { kind: "record", stepId: at };
+    }
+    if (rec.name !== BUILTIN.patch) return { kind: "old" };
+    const recorded = rec.failure ? undefined : field(fromPayload(rec.output), "patch_id");
+    if (typeof recorded !== "string") {
+      throw new SerializationError(
+        `workflow ${JSON.stringify(this.workflowId)} has a malformed ${BUILTIN.patch} record at position ${at}: ` +
+          `its output is not {"patch_id": "…"}`,
+      );
+    }
+    if (recorded !== patchId) return { kind: "old" };
+    this.next += 1;
+    return { kind: "replayed", stepId: at };
+  }
+
   /** The step recorded at `stepId`, after checking it is `name`; undefined when none is. */
   private checked(stepId: number, name: string): Step | undefined {
     const rec = this.steps.get(stepId);
@@ -226,6 +268,11 @@ export function nowRecord(nowMs: number): JsonValue {
 /** The JSON a `uuid()` records: the UUID it drew, so every replay gets the same one. */
 export function uuidRecord(uuid: string): JsonValue {
   return { uuid };
+}
+
+/** The JSON a `patched(patchId)` records where the run takes the new branch live. */
+export function patchRecord(patchId: string): JsonValue {
+  return { patch_id: patchId };
 }
 
 /**

@@ -1991,6 +1991,13 @@ export const SelectedSchema: GenMessage<Selected> = /*@__PURE__*/
  *   waymark.wait_all *          {"index": N}                   the last to finish
  *   waymark.now                 {"now_ms": N}                  the worker's clock (Unix ms), read once
  *   waymark.uuid                {"uuid": "…"}                  a random UUID (v4, lowercase), drawn once
+ *   waymark.patch               {"patch_id": "…"}              new code's branch taken (`patched`)
+ * `patched(patch_id)` asks whether the run takes the branch of a code change. It looks at the
+ * next position without taking it: nothing recorded there (the run is live) — record the
+ * marker there, answer true; the marker with this id — take the position, true; anything else
+ * (a run begun by code without the change, or another patch's marker) — answer false and leave
+ * the position to the next call. So a workflow that began before the change replays the old
+ * branch and every later one takes the new.
  * A remote step is recorded under its own name with its result (or failure), as a local step.
  *
  * @generated from service waymark.v1.WorkerService
