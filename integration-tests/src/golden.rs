@@ -111,9 +111,11 @@ async fn drawn(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowErr
 /// one runs step "unfixed", which returns "old". Returns `{"branch": <what the step returned>}`.
 async fn patched(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
     let branch: String = if ctx.patched("golden-fix")? {
-        ctx.step("fixed", || async { Ok::<_, String>("new".to_string()) }).await?
+        ctx.step("fixed", || async { Ok::<_, String>("new".to_string()) })
+            .await?
     } else {
-        ctx.step("unfixed", || async { Ok::<_, String>("old".to_string()) }).await?
+        ctx.step("unfixed", || async { Ok::<_, String>("old".to_string()) })
+            .await?
     };
     Ok(json!({ "branch": branch }))
 }

@@ -40,6 +40,10 @@ pub struct StartOptions {
     pub debounce_key: Option<String>,
     /// With `debounce_key`: the longest it may be put off in all (default ten times `delay`).
     pub debounce_max_delay: Option<Duration>,
+    /// Enqueue it even if no worker has registered the workflow's name yet (it waits until one
+    /// does; [`Started::name_registered`] is then false). Otherwise such a start fails with
+    /// reason `WORKFLOW_NAME_UNKNOWN`.
+    pub allow_unregistered: bool,
 }
 
 fn duration(d: Duration) -> prost_types::Duration {
@@ -185,6 +189,7 @@ impl Client {
                 key,
                 max_delay: options.debounce_max_delay.map(duration),
             }),
+            allow_unregistered: options.allow_unregistered,
         };
         let r = crate::resend::retrying(self.resend_for, || {
             let (mut c, req) = (self.rpc.clone(), req.clone());
@@ -195,6 +200,7 @@ impl Client {
         Ok(Started {
             workflow: workflow(r.workflow)?,
             created: r.created,
+            name_registered: r.name_registered,
         })
     }
 

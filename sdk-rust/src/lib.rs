@@ -22,6 +22,7 @@ mod client;
 mod connection;
 mod error;
 mod keys;
+mod lifecycle;
 mod messaging;
 mod namespaces;
 mod pages;

@@ -238,6 +238,8 @@ impl Client {
         Ok(Started {
             workflow,
             created: r.created,
+            // A schedule's trigger does not ask about the name.
+            name_registered: true,
         })
     }
 

@@ -230,6 +230,9 @@ pub struct Started {
     pub workflow: WorkflowInfo,
     /// False when the id already existed and the existing workflow was returned.
     pub created: bool,
+    /// False when no worker has registered the workflow's name yet (a start with
+    /// `allow_unregistered`): it waits until one does — or for ever, if the name is misspelt.
+    pub name_registered: bool,
 }
 
 /// A recorded step.

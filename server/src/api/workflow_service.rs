@@ -101,7 +101,7 @@ impl WorkflowService for WorkflowApi {
         let r = req.into_inner();
         let input = convert::payload_text("input", r.input.as_ref())?;
         let started = engine
-            .start_workflow(StartRequest {
+            .start_workflow_reporting(StartRequest {
                 workflow_name: r.workflow_name,
                 workflow_id: r.workflow_id,
                 input,
@@ -119,13 +119,16 @@ impl WorkflowService for WorkflowApi {
                     None => None,
                 },
                 trace,
+                allow_unregistered: r.allow_unregistered,
             })
             .await
             .map_err(to_status)?;
+        let (started, name_registered) = started;
         note_workflow(&started.workflow);
         Ok(Response::new(v1::StartWorkflowResponse {
             workflow: Some(convert::workflow(started.workflow)),
             created: started.created,
+            name_registered,
         }))
     }
 
@@ -225,6 +228,20 @@ impl WorkflowService for WorkflowApi {
         Ok(Response::new(v1::CancelWorkflowResponse {
             workflow: Some(convert::workflow(w)),
         }))
+    }
+
+    async fn delete_workflow(
+        &self,
+        req: Request<v1::DeleteWorkflowRequest>,
+    ) -> Result<Response<v1::DeleteWorkflowResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let r = req.into_inner();
+        note_workflow_id(&r.workflow_id);
+        let deleted_workflow_ids = engine
+            .delete_workflow(&r.workflow_id, r.cascade)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::DeleteWorkflowResponse { deleted_workflow_ids }))
     }
 
     async fn delay_workflow(

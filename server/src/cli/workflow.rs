@@ -52,6 +52,9 @@ pub enum WorkflowCommand {
         /// With --debounce-key: the longest it may be put off in all (default ten times --delay).
         #[arg(long, value_parser = parse_duration, requires = "debounce_key")]
         debounce_max_delay: Option<Duration>,
+        /// Enqueue it even if no worker has registered the name yet (it waits for one).
+        #[arg(long)]
+        allow_unregistered: bool,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -131,6 +134,16 @@ pub enum WorkflowCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Delete a finished workflow and everything recorded for it (steps, messages, events,
+    /// stream). Prints each id deleted.
+    Delete {
+        id: String,
+        /// Delete its child workflows too, and theirs (each must have finished).
+        #[arg(long)]
+        cascade: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Send a message to a workflow (it takes it with recv). Prints the message id.
     Send {
         id: String,
@@ -203,6 +216,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             delay,
             debounce_key,
             debounce_max_delay,
+            allow_unregistered,
             client,
         } => {
             let input: serde_json::Value =
@@ -225,6 +239,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                         delay,
                         debounce_key,
                         debounce_max_delay,
+                        allow_unregistered,
                     },
                 )
                 .await?;
@@ -232,6 +247,11 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 print_json(&started);
             } else {
                 println!("{}", started.workflow.workflow_id);
+                if !started.name_registered {
+                    eprintln!(
+                        "note: no worker has registered {name:?} yet; the workflow waits ENQUEUED until one does"
+                    );
+                }
             }
         }
         WorkflowCommand::Delay { id, delay, client } => {
@@ -433,6 +453,16 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 print_json(&w)
             } else {
                 println!("{} {}", w.workflow_id, w.status.as_str())
+            }
+        }
+        WorkflowCommand::Delete { id, cascade, client } => {
+            let deleted = client.connect().await?.delete(&id, cascade).await?;
+            if client.json {
+                print_json(&serde_json::json!({ "deleted_workflow_ids": deleted }))
+            } else {
+                for id in deleted {
+                    println!("{id} deleted");
+                }
             }
         }
         WorkflowCommand::Resume { id, client } => {

@@ -121,6 +121,24 @@ impl From<StoreError> for EngineError {
                     status_name(status)
                 ),
             ),
+            StoreError::NotFinished { workflow_id, status } => EngineError::new(
+                FailedPrecondition,
+                "WORKFLOW_NOT_FINISHED",
+                format!(
+                    "workflow {workflow_id:?} is {}; only finished workflows can be deleted (cancel it first)",
+                    status_name(status)
+                ),
+            ),
+            StoreError::ParentNotFinished { workflow_id, parent_workflow_id } => EngineError::new(
+                FailedPrecondition,
+                "PARENT_NOT_FINISHED",
+                format!("workflow {workflow_id:?} is a child of {parent_workflow_id:?}, which has not finished and may still await it"),
+            ),
+            StoreError::TooManyToDelete { workflow_id, limit } => EngineError::new(
+                FailedPrecondition,
+                "TOO_MANY_TO_DELETE",
+                format!("deleting workflow {workflow_id:?} with its descendants would delete more than {limit} workflows; delete its subtrees first"),
+            ),
             StoreError::StepAttemptStale { workflow_id, step_id, attempt } => EngineError::new(
                 FailedPrecondition,
                 "STEP_ATTEMPT_STALE",

@@ -27,6 +27,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod health;
+pub mod lifecycle;
 pub mod lists;
 pub mod messages;
 pub mod observe;

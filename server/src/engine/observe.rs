@@ -86,6 +86,24 @@ impl Engine {
         m.dead_letters.get_or_create(&ns).inc_by(dead_lettered as u64);
     }
 
+    /// A workflow was enqueued for a name no worker has registered.
+    pub(crate) fn count_unregistered_start(&self, w: &WorkflowRecord) {
+        let labels = metrics::QueueLabels {
+            namespace: self.namespace().to_string(),
+            queue: w.queue_name.clone(),
+        };
+        metrics().unregistered_starts.get_or_create(&labels).inc();
+    }
+
+    /// `n` finished workflows were deleted; `reason` says why (`request`, `retention`).
+    pub(crate) fn count_deleted(&self, reason: &str, n: usize) {
+        let labels = metrics::ReasonLabels {
+            namespace: self.namespace().to_string(),
+            reason: reason.to_string(),
+        };
+        metrics().workflows_deleted.get_or_create(&labels).inc_by(n as u64);
+    }
+
     /// A wakeup went to a worker; `kind` says what woke it.
     pub(crate) fn count_wakeup(&self, kind: &str) {
         metrics()

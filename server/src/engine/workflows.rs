@@ -43,6 +43,9 @@ pub struct StartRequest {
     pub debounce_max_delay_ms: Option<i64>,
     /// The span the start belongs to, kept with the workflow for its dispatches.
     pub trace: Option<TraceContext>,
+    /// Enqueue it even when no worker has registered its name yet (it waits ENQUEUED until
+    /// one does); otherwise such a start is refused with WORKFLOW_NAME_UNKNOWN.
+    pub allow_unregistered: bool,
 }
 
 /// Longest workflow timeout: ten years.
@@ -104,6 +107,12 @@ fn non_empty(s: &str) -> Option<String> {
 
 impl Engine {
     pub async fn start_workflow(&self, req: StartRequest) -> EngineResult<waymark_store::Started> {
+        Ok(self.start_workflow_reporting(req).await?.0)
+    }
+
+    /// Starts a workflow; also says whether any worker has registered its name (false only
+    /// for a start that allowed an unregistered name: it waits until a worker registers it).
+    pub async fn start_workflow_reporting(&self, req: StartRequest) -> EngineResult<(waymark_store::Started, bool)> {
         if self.is_shutting_down() {
             return Err(EngineError::shutting_down());
         }
@@ -118,12 +127,13 @@ impl Engine {
             }
         }
         let flow = validate_flow(&req, self.now())?;
-        if !self.is_known_name(&req.workflow_name).await? {
+        let name_registered = self.is_known_name(&req.workflow_name).await?;
+        if !name_registered && !req.allow_unregistered {
             return Err(EngineError::new(
                 ErrorCode::NotFound,
                 "WORKFLOW_NAME_UNKNOWN",
                 format!(
-                    "no worker has registered a workflow named {:?}; start a worker that registers it first",
+                    "no worker has registered a workflow named {:?}; start a worker that registers it first, or allow an unregistered name to enqueue it for one that will",
                     req.workflow_name
                 ),
             ));
@@ -170,7 +180,15 @@ impl Engine {
         // The store refuses a direct dispatch on a queue that has limits by now (set through
         // another replica): the workflow is then ENQUEUED for its queue's claim.
         if started.created {
-            self.count_started(&started.workflow);
+            if name_registered {
+                self.count_started(&started.workflow);
+            } else {
+                // Its name is not a label until a worker registers it: names no worker has
+                // declared are whatever clients send, and a label's values must stay bounded.
+                self.count_unregistered_start(&started.workflow);
+                tracing::warn!(workflow_id = %started.workflow.workflow_id, workflow_name = %started.workflow.workflow_name,
+                    "enqueued for a workflow name no worker has registered; it waits until one does");
+            }
         }
         let dispatched = started.workflow.status == WorkflowStatus::Pending && started.workflow.epoch == 1;
         match (&direct, started.created && dispatched) {
@@ -192,7 +210,7 @@ impl Engine {
             (None, _) if started.created && started.workflow.status == WorkflowStatus::Enqueued => self.work_enqueued(),
             (None, _) => {}
         }
-        Ok(started)
+        Ok((started, name_registered))
     }
 
     /// A worker attached here with room for this workflow right now, with one of its credits

@@ -55,6 +55,12 @@ pub struct KindLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub namespace: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RpcLabels {
     pub method: String,
     pub code: String,
@@ -92,6 +98,8 @@ pub struct Metrics {
     registry: Registry,
     pub workflows_started: Family<WorkflowLabels, Counter>,
     pub workflows_finished: Family<FinishedLabels, Counter>,
+    /// Starts enqueued for a name no worker had registered (by queue: the name is no label).
+    pub unregistered_starts: Family<QueueLabels, Counter>,
     pub steps_recorded: Family<NamespaceLabels, Counter>,
     /// From a workflow's start to its first dispatch.
     pub start_to_dispatch: Latency,
@@ -99,6 +107,8 @@ pub struct Metrics {
     pub dispatch_to_finish: Latency,
     pub recoveries: Family<NamespaceLabels, Counter>,
     pub dead_letters: Family<NamespaceLabels, Counter>,
+    /// Workflows deleted, by why (`request`: DeleteWorkflow; `retention`: the collector).
+    pub workflows_deleted: Family<ReasonLabels, Counter>,
     pub wakeups: Family<KindLabels, Counter>,
     pub rpc_requests: Family<RpcLabels, Counter>,
     pub rpc_duration: Family<RpcLabels, Histogram, fn() -> Histogram>,
@@ -121,11 +131,13 @@ impl Metrics {
             registry: Registry::with_prefix("waymark"),
             workflows_started: Family::default(),
             workflows_finished: Family::default(),
+            unregistered_starts: Family::default(),
             steps_recorded: Family::default(),
             start_to_dispatch: Family::new_with_constructor(long_latency),
             dispatch_to_finish: Family::new_with_constructor(long_latency),
             recoveries: Family::default(),
             dead_letters: Family::default(),
+            workflows_deleted: Family::default(),
             wakeups: Family::default(),
             rpc_requests: Family::default(),
             rpc_duration: Family::new_with_constructor(latency),
@@ -151,6 +163,11 @@ impl Metrics {
             "Workflows that reached a terminal status",
             m.workflows_finished.clone(),
         );
+        r.register(
+            "unregistered_starts",
+            "Workflows enqueued for a name no worker had registered yet (they wait for one; a typo waits for ever)",
+            m.unregistered_starts.clone(),
+        );
         r.register("steps_recorded", "Step results made durable", m.steps_recorded.clone());
         r.register_with_unit(
             "start_to_dispatch",
@@ -173,6 +190,11 @@ impl Metrics {
             "dead_letters",
             "Workflows recovered too often (MAX_RECOVERY_ATTEMPTS_EXCEEDED)",
             m.dead_letters.clone(),
+        );
+        r.register(
+            "workflows_deleted",
+            "Finished workflows deleted with everything recorded for them, by why (request, retention)",
+            m.workflows_deleted.clone(),
         );
         r.register(
             "wakeups",

@@ -36,6 +36,7 @@ pub use contract::{
     children::*,
     events::*,
     keys::{ApiKeyRecord, ApiKeys},
+    lifecycle::{Lifecycle, MAX_DELETE},
     messages::*,
     namespaces::{NamespaceList, NamespaceRecord},
     queues::{QueueCounts, Queues},
@@ -220,6 +221,20 @@ pub enum StoreError {
     ScheduleExists(String),
     #[error("schedule {0:?} does not exist")]
     ScheduleNotFound(String),
+    /// Only finished workflows can be deleted.
+    #[error("workflow {workflow_id:?} is {status:?}, not finished")]
+    NotFinished {
+        workflow_id: String,
+        status: WorkflowStatus,
+    },
+    /// A child is not deleted while its parent may still await it.
+    #[error("workflow {workflow_id:?} has a parent {parent_workflow_id:?} that has not finished")]
+    ParentNotFinished {
+        workflow_id: String,
+        parent_workflow_id: String,
+    },
+    #[error("deleting workflow {workflow_id:?} would delete more than {limit} workflows")]
+    TooManyToDelete { workflow_id: String, limit: usize },
     #[error("API key {0:?} already exists")]
     ApiKeyExists(String),
     #[error("namespace {0:?} already exists")]
@@ -254,6 +269,7 @@ pub trait Store:
     + Schedules
     + ApiKeys
     + NamespaceList
+    + Lifecycle
     + 'static
 {
     /// Which backend, for logs: "sqlite" or "postgres".

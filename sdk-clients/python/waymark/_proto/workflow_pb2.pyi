@@ -62,6 +62,7 @@ class StartWorkflowRequest(_message.Message):
     ON_DUPLICATE_FIELD_NUMBER: _builtins.int
     DELAY_FIELD_NUMBER: _builtins.int
     DEBOUNCE_FIELD_NUMBER: _builtins.int
+    ALLOW_UNREGISTERED_FIELD_NUMBER: _builtins.int
     workflow_name: _builtins.str
     """Name of a workflow function that workers register."""
     workflow_id: _builtins.str
@@ -86,6 +87,14 @@ class StartWorkflowRequest(_message.Message):
     Free again once the holder finishes.
     """
     on_duplicate: Global___DuplicatePolicy.ValueType
+    allow_unregistered: _builtins.bool
+    """Enqueue it even if no worker has registered `workflow_name` yet — during a rolling deploy,
+    or from a service that starts work for another team's workers: it waits ENQUEUED until a
+    worker that registers the name connects. The response's `name_registered` is then false,
+    and the metric waymark_unregistered_starts_total counts it, so a misspelt name is seen.
+    Without it such a start is NOT_FOUND (WORKFLOW_NAME_UNKNOWN).
+    Fields 14-19 are kept for more start options.
+    """
     @_builtins.property
     def input(self) -> _types_pb2.Payload: ...
     @_builtins.property
@@ -103,9 +112,7 @@ class StartWorkflowRequest(_message.Message):
 
     @_builtins.property
     def debounce(self) -> Global___Debounce:
-        """Collapse repeated starts: see Debounce. Needs `delay`; cannot be combined with `dedup_id`.
-        Fields 13-19 are kept for more start options.
-        """
+        """Collapse repeated starts: see Debounce. Needs `delay`; cannot be combined with `dedup_id`."""
 
     def __init__(
         self,
@@ -122,10 +129,11 @@ class StartWorkflowRequest(_message.Message):
         on_duplicate: Global___DuplicatePolicy.ValueType = ...,
         delay: _duration_pb2.Duration | None = ...,
         debounce: Global___Debounce | None = ...,
+        allow_unregistered: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["debounce", b"debounce", "delay", b"delay", "input", b"input", "timeout", b"timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "debounce", b"debounce", "dedup_id", b"dedup_id", "delay", b"delay", "input", b"input", "on_duplicate", b"on_duplicate", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "timeout", b"timeout", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_unregistered", b"allow_unregistered", "app_version", b"app_version", "debounce", b"debounce", "dedup_id", b"dedup_id", "delay", b"delay", "input", b"input", "on_duplicate", b"on_duplicate", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "timeout", b"timeout", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -171,8 +179,13 @@ class StartWorkflowResponse(_message.Message):
 
     WORKFLOW_FIELD_NUMBER: _builtins.int
     CREATED_FIELD_NUMBER: _builtins.int
+    NAME_REGISTERED_FIELD_NUMBER: _builtins.int
     created: _builtins.bool
     """False when the id was already started and this call returned the existing workflow."""
+    name_registered: _builtins.bool
+    """False when no worker has ever registered the workflow's name (only with
+    `allow_unregistered`): it waits until one does.
+    """
     @_builtins.property
     def workflow(self) -> _types_pb2.Workflow: ...
     def __init__(
@@ -180,10 +193,11 @@ class StartWorkflowResponse(_message.Message):
         *,
         workflow: _types_pb2.Workflow | None = ...,
         created: _builtins.bool = ...,
+        name_registered: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "workflow", b"workflow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "name_registered", b"name_registered", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -507,6 +521,51 @@ class CancelWorkflowResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CancelWorkflowResponse: _TypeAlias = CancelWorkflowResponse  # noqa: Y015
+
+@_typing.final
+class DeleteWorkflowRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    CASCADE_FIELD_NUMBER: _builtins.int
+    workflow_id: _builtins.str
+    cascade: _builtins.bool
+    """Also delete its child workflows, and theirs."""
+    def __init__(
+        self,
+        *,
+        workflow_id: _builtins.str = ...,
+        cascade: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cascade", b"cascade", "workflow_id", b"workflow_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteWorkflowRequest: _TypeAlias = DeleteWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class DeleteWorkflowResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_WORKFLOW_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def deleted_workflow_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The workflows deleted: the one asked for first, then its descendants (with `cascade`)."""
+
+    def __init__(
+        self,
+        *,
+        deleted_workflow_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted_workflow_ids", b"deleted_workflow_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteWorkflowResponse: _TypeAlias = DeleteWorkflowResponse  # noqa: Y015
 
 @_typing.final
 class ResumeWorkflowRequest(_message.Message):

@@ -30,7 +30,8 @@ class WorkflowServiceStub:
 
     Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
+    WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -106,6 +107,11 @@ class WorkflowServiceStub:
                 request_serializer=waymark_dot_v1_dot_workflow__pb2.DelayWorkflowRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_workflow__pb2.DelayWorkflowResponse.FromString,
                 _registered_method=True)
+        self.DeleteWorkflow = channel.unary_unary(
+                '/waymark.v1.WorkflowService/DeleteWorkflow',
+                request_serializer=waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -113,7 +119,8 @@ class WorkflowServiceServicer:
 
     Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
+    WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -222,7 +229,20 @@ class WorkflowServiceServicer:
         """Move the start of a workflow still waiting for its delayed start (started with `delay` or
         `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
         FAILED_PRECONDITION (WORKFLOW_NOT_DELAYED).
-        Numbers are kept for what comes next: ForkWorkflow, DeleteWorkflow.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteWorkflow(self, request, context):
+        """Delete a finished workflow (SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED) and
+        everything recorded for it: its steps, the messages sent to it, its events and their
+        history, its stream, its remote-step attempts. With `cascade`, its children and theirs too.
+        One that has not finished (or, with `cascade`, a descendant that has not) is
+        FAILED_PRECONDITION (WORKFLOW_NOT_FINISHED): cancel it first. A child whose parent has not
+        finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
+        cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
+        does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -296,6 +316,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     request_deserializer=waymark_dot_v1_dot_workflow__pb2.DelayWorkflowRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_workflow__pb2.DelayWorkflowResponse.SerializeToString,
             ),
+            'DeleteWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteWorkflow,
+                    request_deserializer=waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'waymark.v1.WorkflowService', rpc_method_handlers)
@@ -309,7 +334,8 @@ class WorkflowService:
 
     Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
+    WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -655,6 +681,33 @@ class WorkflowService:
             '/waymark.v1.WorkflowService/DelayWorkflow',
             waymark_dot_v1_dot_workflow__pb2.DelayWorkflowRequest.SerializeToString,
             waymark_dot_v1_dot_workflow__pb2.DelayWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.WorkflowService/DeleteWorkflow',
+            waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowRequest.SerializeToString,
+            waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -31,7 +31,8 @@ class WorkflowServiceStub:
 
     Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
+    WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -90,7 +91,16 @@ class WorkflowServiceStub:
     """Move the start of a workflow still waiting for its delayed start (started with `delay` or
     `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
     FAILED_PRECONDITION (WORKFLOW_NOT_DELAYED).
-    Numbers are kept for what comes next: ForkWorkflow, DeleteWorkflow.
+    """
+    DeleteWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.DeleteWorkflowRequest, _workflow_pb2.DeleteWorkflowResponse]
+    """Delete a finished workflow (SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED) and
+    everything recorded for it: its steps, the messages sent to it, its events and their
+    history, its stream, its remote-step attempts. With `cascade`, its children and theirs too.
+    One that has not finished (or, with `cascade`, a descendant that has not) is
+    FAILED_PRECONDITION (WORKFLOW_NOT_FINISHED): cancel it first. A child whose parent has not
+    finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
+    cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
+    does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
     """
 
 @_typing.type_check_only
@@ -99,7 +109,8 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
 
     Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
+    WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -155,7 +166,16 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     """Move the start of a workflow still waiting for its delayed start (started with `delay` or
     `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
     FAILED_PRECONDITION (WORKFLOW_NOT_DELAYED).
-    Numbers are kept for what comes next: ForkWorkflow, DeleteWorkflow.
+    """
+    DeleteWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_pb2.DeleteWorkflowRequest, _workflow_pb2.DeleteWorkflowResponse]  # type: ignore[assignment]
+    """Delete a finished workflow (SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED) and
+    everything recorded for it: its steps, the messages sent to it, its events and their
+    history, its stream, its remote-step attempts. With `cascade`, its children and theirs too.
+    One that has not finished (or, with `cascade`, a descendant that has not) is
+    FAILED_PRECONDITION (WORKFLOW_NOT_FINISHED): cancel it first. A child whose parent has not
+    finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
+    cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
+    does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
     """
 
 class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -163,7 +183,8 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
 
     Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+    WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
+    WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -295,7 +316,22 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         """Move the start of a workflow still waiting for its delayed start (started with `delay` or
         `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
         FAILED_PRECONDITION (WORKFLOW_NOT_DELAYED).
-        Numbers are kept for what comes next: ForkWorkflow, DeleteWorkflow.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteWorkflow(
+        self,
+        request: _workflow_pb2.DeleteWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_pb2.DeleteWorkflowResponse, _abc.Awaitable[_workflow_pb2.DeleteWorkflowResponse]]:
+        """Delete a finished workflow (SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED) and
+        everything recorded for it: its steps, the messages sent to it, its events and their
+        history, its stream, its remote-step attempts. With `cascade`, its children and theirs too.
+        One that has not finished (or, with `cascade`, a descendant that has not) is
+        FAILED_PRECONDITION (WORKFLOW_NOT_FINISHED): cancel it first. A child whose parent has not
+        finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
+        cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
+        does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
         """
 
 def add_WorkflowServiceServicer_to_server(servicer: WorkflowServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -140,7 +140,10 @@ async fn drawn_values_are_recorded_as_their_shapes_with_the_next_request() {
 #[tokio::test]
 async fn a_run_of_old_code_replays_the_old_branch_and_its_step_keeps_its_position() {
     let (ctx, mut requests, _conn) = context_over(vec![step(0, "charge", serde_json::json!(1))]);
-    assert!(!ctx.patched("cents").unwrap(), "the history was made without the change");
+    assert!(
+        !ctx.patched("cents").unwrap(),
+        "the history was made without the change"
+    );
     let charged: u32 = ctx.step("charge", || async { Err::<u32, _>("ran") }).await.unwrap();
     assert_eq!(charged, 1, "the old branch's step replays at the position patched left");
     assert!(requests.try_recv().is_err(), "a replay sends nothing");
@@ -151,7 +154,10 @@ async fn a_run_of_new_code_records_the_marker_and_replays_the_new_branch() {
     let (ctx, requests, conn) = context_over(vec![]);
     assert!(ctx.patched("cents").unwrap(), "a live run takes the new branch");
     let (answering, sent) = answer_all(&conn, requests, |_| recorded());
-    let _: u32 = ctx.step("charge-cents", || async { Ok::<_, String>(100) }).await.unwrap();
+    let _: u32 = ctx
+        .step("charge-cents", || async { Ok::<_, String>(100) })
+        .await
+        .unwrap();
     // A request flushes what is held, in call order.
     ctx.send("other", "", &1).await.ok();
     answering.abort();
@@ -165,7 +171,10 @@ async fn a_run_of_new_code_records_the_marker_and_replays_the_new_branch() {
         step(1, "charge-cents", serde_json::json!(100)),
     ]);
     assert!(ctx.patched("cents").unwrap(), "its replay takes the new branch again");
-    let charged: u32 = ctx.step("charge-cents", || async { Err::<u32, _>("ran") }).await.unwrap();
+    let charged: u32 = ctx
+        .step("charge-cents", || async { Err::<u32, _>("ran") })
+        .await
+        .unwrap();
     assert_eq!(charged, 100);
     assert!(requests.try_recv().is_err(), "a replay sends nothing");
 }

@@ -22,6 +22,7 @@ mod events;
 pub mod fixtures;
 mod flow;
 mod keys;
+mod lifecycle;
 mod messages;
 mod namespaces;
 mod observe;
@@ -39,6 +40,7 @@ pub use dispatch::*;
 pub use events::*;
 pub use flow::*;
 pub use keys::*;
+pub use lifecycle::*;
 pub use messages::*;
 pub use namespaces::*;
 pub use observe::*;
@@ -90,6 +92,9 @@ macro_rules! conformance_tests {
             release_lost_takes_back_only_what_is_still_at_that_epoch,
             completion_is_status_gated,
             cancel_and_resume,
+            deleting_a_finished_workflow_removes_everything_recorded_for_it,
+            deleting_a_tree_takes_every_descendant_only_once_all_have_finished,
+            a_cascade_over_the_bound_is_refused,
             prune_sessions_only_idle_expired,
             a_worker_id_is_held_by_the_key_of_its_live_stream,
             old_stream_workflows_recovered_despite_new_stream,

@@ -6,6 +6,7 @@
 pub mod children;
 pub mod events;
 pub mod keys;
+pub mod lifecycle;
 pub mod messages;
 pub mod namespaces;
 pub mod queues;

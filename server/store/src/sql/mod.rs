@@ -14,6 +14,7 @@ pub(super) mod children;
 pub(super) mod events;
 pub(super) mod fencing;
 pub(super) mod keys;
+pub(super) mod lifecycle;
 pub(super) mod limited;
 pub(super) mod messages;
 pub(super) mod namespaces;

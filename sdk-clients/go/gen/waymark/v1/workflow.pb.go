@@ -108,9 +108,15 @@ type StartWorkflowRequest struct {
 	// DelayWorkflow can move its start while it waits. At most a year.
 	Delay *durationpb.Duration `protobuf:"bytes,11,opt,name=delay,proto3" json:"delay,omitempty"`
 	// Collapse repeated starts: see Debounce. Needs `delay`; cannot be combined with `dedup_id`.
-	Debounce      *Debounce `protobuf:"bytes,12,opt,name=debounce,proto3" json:"debounce,omitempty"` // Fields 13-19 are kept for more start options.
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Debounce *Debounce `protobuf:"bytes,12,opt,name=debounce,proto3" json:"debounce,omitempty"`
+	// Enqueue it even if no worker has registered `workflow_name` yet — during a rolling deploy,
+	// or from a service that starts work for another team's workers: it waits ENQUEUED until a
+	// worker that registers the name connects. The response's `name_registered` is then false,
+	// and the metric waymark_unregistered_starts_total counts it, so a misspelt name is seen.
+	// Without it such a start is NOT_FOUND (WORKFLOW_NAME_UNKNOWN).
+	AllowUnregistered bool `protobuf:"varint,13,opt,name=allow_unregistered,json=allowUnregistered,proto3" json:"allow_unregistered,omitempty"` // Fields 14-19 are kept for more start options.
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *StartWorkflowRequest) Reset() {
@@ -227,6 +233,13 @@ func (x *StartWorkflowRequest) GetDebounce() *Debounce {
 	return nil
 }
 
+func (x *StartWorkflowRequest) GetAllowUnregistered() bool {
+	if x != nil {
+		return x.AllowUnregistered
+	}
+	return false
+}
+
 // Repeated starts of one workflow name with one key collapse onto a single delayed workflow
 // that has not started yet: each start replaces its input and moves its start to `delay` from
 // now, but never past `max_delay` after the first start, so a steady stream of starts cannot
@@ -290,9 +303,12 @@ type StartWorkflowResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Workflow *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
 	// False when the id was already started and this call returned the existing workflow.
-	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// False when no worker has ever registered the workflow's name (only with
+	// `allow_unregistered`): it waits until one does.
+	NameRegistered bool `protobuf:"varint,3,opt,name=name_registered,json=nameRegistered,proto3" json:"name_registered,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StartWorkflowResponse) Reset() {
@@ -335,6 +351,13 @@ func (x *StartWorkflowResponse) GetWorkflow() *Workflow {
 func (x *StartWorkflowResponse) GetCreated() bool {
 	if x != nil {
 		return x.Created
+	}
+	return false
+}
+
+func (x *StartWorkflowResponse) GetNameRegistered() bool {
+	if x != nil {
+		return x.NameRegistered
 	}
 	return false
 }
@@ -1024,6 +1047,104 @@ func (x *CancelWorkflowResponse) GetWorkflow() *Workflow {
 	return nil
 }
 
+type DeleteWorkflowRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	WorkflowId string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	// Also delete its child workflows, and theirs.
+	Cascade       bool `protobuf:"varint,2,opt,name=cascade,proto3" json:"cascade,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWorkflowRequest) Reset() {
+	*x = DeleteWorkflowRequest{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWorkflowRequest) ProtoMessage() {}
+
+func (x *DeleteWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*DeleteWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DeleteWorkflowRequest) GetWorkflowId() string {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return ""
+}
+
+func (x *DeleteWorkflowRequest) GetCascade() bool {
+	if x != nil {
+		return x.Cascade
+	}
+	return false
+}
+
+type DeleteWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The workflows deleted: the one asked for first, then its descendants (with `cascade`).
+	DeletedWorkflowIds []string `protobuf:"bytes,1,rep,name=deleted_workflow_ids,json=deletedWorkflowIds,proto3" json:"deleted_workflow_ids,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *DeleteWorkflowResponse) Reset() {
+	*x = DeleteWorkflowResponse{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWorkflowResponse) ProtoMessage() {}
+
+func (x *DeleteWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*DeleteWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DeleteWorkflowResponse) GetDeletedWorkflowIds() []string {
+	if x != nil {
+		return x.DeletedWorkflowIds
+	}
+	return nil
+}
+
 type ResumeWorkflowRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	WorkflowId    string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
@@ -1033,7 +1154,7 @@ type ResumeWorkflowRequest struct {
 
 func (x *ResumeWorkflowRequest) Reset() {
 	*x = ResumeWorkflowRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[15]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1166,7 @@ func (x *ResumeWorkflowRequest) String() string {
 func (*ResumeWorkflowRequest) ProtoMessage() {}
 
 func (x *ResumeWorkflowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[15]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1179,7 @@ func (x *ResumeWorkflowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeWorkflowRequest.ProtoReflect.Descriptor instead.
 func (*ResumeWorkflowRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{15}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ResumeWorkflowRequest) GetWorkflowId() string {
@@ -1077,7 +1198,7 @@ type ResumeWorkflowResponse struct {
 
 func (x *ResumeWorkflowResponse) Reset() {
 	*x = ResumeWorkflowResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[16]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1210,7 @@ func (x *ResumeWorkflowResponse) String() string {
 func (*ResumeWorkflowResponse) ProtoMessage() {}
 
 func (x *ResumeWorkflowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[16]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1223,7 @@ func (x *ResumeWorkflowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeWorkflowResponse.ProtoReflect.Descriptor instead.
 func (*ResumeWorkflowResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{16}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ResumeWorkflowResponse) GetWorkflow() *Workflow {
@@ -1128,7 +1249,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[17]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1261,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[17]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1274,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{17}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SendMessageRequest) GetWorkflowId() string {
@@ -1194,7 +1315,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[18]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1327,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[18]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1340,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{18}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SendMessageResponse) GetMessageId() string {
@@ -1250,7 +1371,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1383,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1396,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{19}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListMessagesRequest) GetWorkflowId() string {
@@ -1310,7 +1431,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1443,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1456,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{20}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -1365,7 +1486,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1498,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1511,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{21}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetEventRequest) GetWorkflowId() string {
@@ -1424,7 +1545,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1557,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1570,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{22}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetEventResponse) GetFound() bool {
@@ -1480,7 +1601,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1613,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1626,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{23}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListEventsRequest) GetWorkflowId() string {
@@ -1540,7 +1661,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1673,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1686,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{24}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -1594,7 +1715,7 @@ type ReadStreamRequest struct {
 
 func (x *ReadStreamRequest) Reset() {
 	*x = ReadStreamRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1727,7 @@ func (x *ReadStreamRequest) String() string {
 func (*ReadStreamRequest) ProtoMessage() {}
 
 func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1740,7 @@ func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReadStreamRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{25}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReadStreamRequest) GetWorkflowId() string {
@@ -1653,7 +1774,7 @@ type ReadStreamResponse struct {
 
 func (x *ReadStreamResponse) Reset() {
 	*x = ReadStreamResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1665,7 +1786,7 @@ func (x *ReadStreamResponse) String() string {
 func (*ReadStreamResponse) ProtoMessage() {}
 
 func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1678,7 +1799,7 @@ func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReadStreamResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{26}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReadStreamResponse) GetOffset() uint64 {
@@ -1700,7 +1821,7 @@ var File_waymark_v1_workflow_proto protoreflect.FileDescriptor
 const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\n" +
 	"\x19waymark/v1/workflow.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xfb\x03\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xaa\x04\n" +
 	"\x14StartWorkflowRequest\x12#\n" +
 	"\rworkflow_name\x18\x01 \x01(\tR\fworkflowName\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -1717,13 +1838,15 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\fon_duplicate\x18\n" +
 	" \x01(\x0e2\x1b.waymark.v1.DuplicatePolicyR\vonDuplicate\x12/\n" +
 	"\x05delay\x18\v \x01(\v2\x19.google.protobuf.DurationR\x05delay\x120\n" +
-	"\bdebounce\x18\f \x01(\v2\x14.waymark.v1.DebounceR\bdebounce\"T\n" +
+	"\bdebounce\x18\f \x01(\v2\x14.waymark.v1.DebounceR\bdebounce\x12-\n" +
+	"\x12allow_unregistered\x18\r \x01(\bR\x11allowUnregistered\"T\n" +
 	"\bDebounce\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x126\n" +
-	"\tmax_delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bmaxDelay\"c\n" +
+	"\tmax_delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bmaxDelay\"\x8c\x01\n" +
 	"\x15StartWorkflowResponse\x120\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"5\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12'\n" +
+	"\x0fname_registered\x18\x03 \x01(\bR\x0enameRegistered\"5\n" +
 	"\x12GetWorkflowRequest\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\"G\n" +
@@ -1775,7 +1898,13 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"workflowId\x12\x18\n" +
 	"\acascade\x18\x02 \x01(\bR\acascade\"J\n" +
 	"\x16CancelWorkflowResponse\x120\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"8\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"R\n" +
+	"\x15DeleteWorkflowRequest\x12\x1f\n" +
+	"\vworkflow_id\x18\x01 \x01(\tR\n" +
+	"workflowId\x12\x18\n" +
+	"\acascade\x18\x02 \x01(\bR\acascade\"J\n" +
+	"\x16DeleteWorkflowResponse\x120\n" +
+	"\x14deleted_workflow_ids\x18\x01 \x03(\tR\x12deletedWorkflowIds\"8\n" +
 	"\x15ResumeWorkflowRequest\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\"J\n" +
@@ -1829,7 +1958,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x0fDuplicatePolicy\x12 \n" +
 	"\x1cDUPLICATE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17DUPLICATE_POLICY_REJECT\x10\x01\x12$\n" +
-	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\xbb\b\n" +
+	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\x94\t\n" +
 	"\x0fWorkflowService\x12T\n" +
 	"\rStartWorkflow\x12 .waymark.v1.StartWorkflowRequest\x1a!.waymark.v1.StartWorkflowResponse\x12N\n" +
 	"\vGetWorkflow\x12\x1e.waymark.v1.GetWorkflowRequest\x1a\x1f.waymark.v1.GetWorkflowResponse\x12T\n" +
@@ -1845,7 +1974,8 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"ListEvents\x12\x1d.waymark.v1.ListEventsRequest\x1a\x1e.waymark.v1.ListEventsResponse\x12M\n" +
 	"\n" +
 	"ReadStream\x12\x1d.waymark.v1.ReadStreamRequest\x1a\x1e.waymark.v1.ReadStreamResponse0\x01\x12T\n" +
-	"\rDelayWorkflow\x12 .waymark.v1.DelayWorkflowRequest\x1a!.waymark.v1.DelayWorkflowResponseB\xb0\x01\n" +
+	"\rDelayWorkflow\x12 .waymark.v1.DelayWorkflowRequest\x1a!.waymark.v1.DelayWorkflowResponse\x12W\n" +
+	"\x0eDeleteWorkflow\x12!.waymark.v1.DeleteWorkflowRequest\x1a\".waymark.v1.DeleteWorkflowResponseB\xb0\x01\n" +
 	"\x0ecom.waymark.v1B\rWorkflowProtoP\x01ZFgithub.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
 	"Waymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\vWaymark::V1b\x06proto3"
@@ -1863,7 +1993,7 @@ func file_waymark_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_waymark_v1_workflow_proto_goTypes = []any{
 	(DuplicatePolicy)(0),           // 0: waymark.v1.DuplicatePolicy
 	(*StartWorkflowRequest)(nil),   // 1: waymark.v1.StartWorkflowRequest
@@ -1881,80 +2011,84 @@ var file_waymark_v1_workflow_proto_goTypes = []any{
 	(*DelayWorkflowResponse)(nil),  // 13: waymark.v1.DelayWorkflowResponse
 	(*CancelWorkflowRequest)(nil),  // 14: waymark.v1.CancelWorkflowRequest
 	(*CancelWorkflowResponse)(nil), // 15: waymark.v1.CancelWorkflowResponse
-	(*ResumeWorkflowRequest)(nil),  // 16: waymark.v1.ResumeWorkflowRequest
-	(*ResumeWorkflowResponse)(nil), // 17: waymark.v1.ResumeWorkflowResponse
-	(*SendMessageRequest)(nil),     // 18: waymark.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),    // 19: waymark.v1.SendMessageResponse
-	(*ListMessagesRequest)(nil),    // 20: waymark.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),   // 21: waymark.v1.ListMessagesResponse
-	(*GetEventRequest)(nil),        // 22: waymark.v1.GetEventRequest
-	(*GetEventResponse)(nil),       // 23: waymark.v1.GetEventResponse
-	(*ListEventsRequest)(nil),      // 24: waymark.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),     // 25: waymark.v1.ListEventsResponse
-	(*ReadStreamRequest)(nil),      // 26: waymark.v1.ReadStreamRequest
-	(*ReadStreamResponse)(nil),     // 27: waymark.v1.ReadStreamResponse
-	(*Payload)(nil),                // 28: waymark.v1.Payload
-	(*durationpb.Duration)(nil),    // 29: google.protobuf.Duration
-	(*Workflow)(nil),               // 30: waymark.v1.Workflow
-	(WorkflowStatus)(0),            // 31: waymark.v1.WorkflowStatus
-	(*timestamppb.Timestamp)(nil),  // 32: google.protobuf.Timestamp
-	(*Step)(nil),                   // 33: waymark.v1.Step
-	(*Message)(nil),                // 34: waymark.v1.Message
-	(*Event)(nil),                  // 35: waymark.v1.Event
+	(*DeleteWorkflowRequest)(nil),  // 16: waymark.v1.DeleteWorkflowRequest
+	(*DeleteWorkflowResponse)(nil), // 17: waymark.v1.DeleteWorkflowResponse
+	(*ResumeWorkflowRequest)(nil),  // 18: waymark.v1.ResumeWorkflowRequest
+	(*ResumeWorkflowResponse)(nil), // 19: waymark.v1.ResumeWorkflowResponse
+	(*SendMessageRequest)(nil),     // 20: waymark.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),    // 21: waymark.v1.SendMessageResponse
+	(*ListMessagesRequest)(nil),    // 22: waymark.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),   // 23: waymark.v1.ListMessagesResponse
+	(*GetEventRequest)(nil),        // 24: waymark.v1.GetEventRequest
+	(*GetEventResponse)(nil),       // 25: waymark.v1.GetEventResponse
+	(*ListEventsRequest)(nil),      // 26: waymark.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),     // 27: waymark.v1.ListEventsResponse
+	(*ReadStreamRequest)(nil),      // 28: waymark.v1.ReadStreamRequest
+	(*ReadStreamResponse)(nil),     // 29: waymark.v1.ReadStreamResponse
+	(*Payload)(nil),                // 30: waymark.v1.Payload
+	(*durationpb.Duration)(nil),    // 31: google.protobuf.Duration
+	(*Workflow)(nil),               // 32: waymark.v1.Workflow
+	(WorkflowStatus)(0),            // 33: waymark.v1.WorkflowStatus
+	(*timestamppb.Timestamp)(nil),  // 34: google.protobuf.Timestamp
+	(*Step)(nil),                   // 35: waymark.v1.Step
+	(*Message)(nil),                // 36: waymark.v1.Message
+	(*Event)(nil),                  // 37: waymark.v1.Event
 }
 var file_waymark_v1_workflow_proto_depIdxs = []int32{
-	28, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
-	29, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
+	30, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
+	31, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
 	0,  // 2: waymark.v1.StartWorkflowRequest.on_duplicate:type_name -> waymark.v1.DuplicatePolicy
-	29, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	31, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
 	2,  // 4: waymark.v1.StartWorkflowRequest.debounce:type_name -> waymark.v1.Debounce
-	29, // 5: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
-	30, // 6: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	30, // 7: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	31, // 8: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
-	32, // 9: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
-	32, // 10: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
-	30, // 11: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	30, // 12: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	33, // 13: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
-	29, // 14: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
-	30, // 15: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	30, // 16: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	30, // 17: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	28, // 18: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
-	34, // 19: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
-	29, // 20: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
-	28, // 21: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
-	35, // 22: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
-	28, // 23: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
+	31, // 5: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
+	32, // 6: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	32, // 7: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	33, // 8: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
+	34, // 9: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
+	34, // 10: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
+	32, // 11: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	32, // 12: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	35, // 13: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
+	31, // 14: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	32, // 15: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	32, // 16: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	32, // 17: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	30, // 18: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
+	36, // 19: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
+	31, // 20: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
+	30, // 21: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
+	37, // 22: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
+	30, // 23: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
 	1,  // 24: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
 	4,  // 25: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
 	6,  // 26: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
 	8,  // 27: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
 	10, // 28: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
 	14, // 29: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
-	16, // 30: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
-	18, // 31: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
-	20, // 32: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
-	22, // 33: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
-	24, // 34: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
-	26, // 35: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
+	18, // 30: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
+	20, // 31: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
+	22, // 32: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
+	24, // 33: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
+	26, // 34: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
+	28, // 35: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
 	12, // 36: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
-	3,  // 37: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
-	5,  // 38: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
-	7,  // 39: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	9,  // 40: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
-	11, // 41: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
-	15, // 42: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
-	17, // 43: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
-	19, // 44: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
-	21, // 45: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
-	23, // 46: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
-	25, // 47: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
-	27, // 48: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
-	13, // 49: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
-	37, // [37:50] is the sub-list for method output_type
-	24, // [24:37] is the sub-list for method input_type
+	16, // 37: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
+	3,  // 38: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
+	5,  // 39: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
+	7,  // 40: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	9,  // 41: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
+	11, // 42: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
+	15, // 43: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
+	19, // 44: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
+	21, // 45: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
+	23, // 46: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
+	25, // 47: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
+	27, // 48: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
+	29, // 49: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
+	13, // 50: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
+	17, // 51: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
+	38, // [38:52] is the sub-list for method output_type
+	24, // [24:38] is the sub-list for method input_type
 	24, // [24:24] is the sub-list for extension type_name
 	24, // [24:24] is the sub-list for extension extendee
 	0,  // [0:24] is the sub-list for field type_name
@@ -1973,7 +2107,7 @@ func file_waymark_v1_workflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_workflow_proto_rawDesc), len(file_waymark_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

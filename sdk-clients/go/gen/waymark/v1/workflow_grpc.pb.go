@@ -32,6 +32,7 @@ const (
 	WorkflowService_ListEvents_FullMethodName     = "/waymark.v1.WorkflowService/ListEvents"
 	WorkflowService_ReadStream_FullMethodName     = "/waymark.v1.WorkflowService/ReadStream"
 	WorkflowService_DelayWorkflow_FullMethodName  = "/waymark.v1.WorkflowService/DelayWorkflow"
+	WorkflowService_DeleteWorkflow_FullMethodName = "/waymark.v1.WorkflowService/DeleteWorkflow"
 )
 
 // WorkflowServiceClient is the client API for WorkflowService service.
@@ -42,7 +43,8 @@ const (
 //
 // Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
 // INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-// WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+// WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
+// WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
 // QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
 // DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
 type WorkflowServiceClient interface {
@@ -90,6 +92,15 @@ type WorkflowServiceClient interface {
 	// `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
 	// FAILED_PRECONDITION (WORKFLOW_NOT_DELAYED).
 	DelayWorkflow(ctx context.Context, in *DelayWorkflowRequest, opts ...grpc.CallOption) (*DelayWorkflowResponse, error)
+	// Delete a finished workflow (SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED) and
+	// everything recorded for it: its steps, the messages sent to it, its events and their
+	// history, its stream, its remote-step attempts. With `cascade`, its children and theirs too.
+	// One that has not finished (or, with `cascade`, a descendant that has not) is
+	// FAILED_PRECONDITION (WORKFLOW_NOT_FINISHED): cancel it first. A child whose parent has not
+	// finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
+	// cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
+	// does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
+	DeleteWorkflow(ctx context.Context, in *DeleteWorkflowRequest, opts ...grpc.CallOption) (*DeleteWorkflowResponse, error)
 }
 
 type workflowServiceClient struct {
@@ -239,6 +250,16 @@ func (c *workflowServiceClient) DelayWorkflow(ctx context.Context, in *DelayWork
 	return out, nil
 }
 
+func (c *workflowServiceClient) DeleteWorkflow(ctx context.Context, in *DeleteWorkflowRequest, opts ...grpc.CallOption) (*DeleteWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_DeleteWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkflowServiceServer is the server API for WorkflowService service.
 // All implementations must embed UnimplementedWorkflowServiceServer
 // for forward compatibility.
@@ -247,7 +268,8 @@ func (c *workflowServiceClient) DelayWorkflow(ctx context.Context, in *DelayWork
 //
 // Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
 // INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
-// WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+// WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
+// WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
 // QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
 // DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
 type WorkflowServiceServer interface {
@@ -295,6 +317,15 @@ type WorkflowServiceServer interface {
 	// `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
 	// FAILED_PRECONDITION (WORKFLOW_NOT_DELAYED).
 	DelayWorkflow(context.Context, *DelayWorkflowRequest) (*DelayWorkflowResponse, error)
+	// Delete a finished workflow (SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED) and
+	// everything recorded for it: its steps, the messages sent to it, its events and their
+	// history, its stream, its remote-step attempts. With `cascade`, its children and theirs too.
+	// One that has not finished (or, with `cascade`, a descendant that has not) is
+	// FAILED_PRECONDITION (WORKFLOW_NOT_FINISHED): cancel it first. A child whose parent has not
+	// finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
+	// cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
+	// does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
+	DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error)
 	mustEmbedUnimplementedWorkflowServiceServer()
 }
 
@@ -343,6 +374,9 @@ func (UnimplementedWorkflowServiceServer) ReadStream(*ReadStreamRequest, grpc.Se
 }
 func (UnimplementedWorkflowServiceServer) DelayWorkflow(context.Context, *DelayWorkflowRequest) (*DelayWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DelayWorkflow not implemented")
+}
+func (UnimplementedWorkflowServiceServer) DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteWorkflow not implemented")
 }
 func (UnimplementedWorkflowServiceServer) mustEmbedUnimplementedWorkflowServiceServer() {}
 func (UnimplementedWorkflowServiceServer) testEmbeddedByValue()                         {}
@@ -592,6 +626,24 @@ func _WorkflowService_DelayWorkflow_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_DeleteWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).DeleteWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_DeleteWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).DeleteWorkflow(ctx, req.(*DeleteWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkflowService_ServiceDesc is the grpc.ServiceDesc for WorkflowService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -646,6 +698,10 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DelayWorkflow",
 			Handler:    _WorkflowService_DelayWorkflow_Handler,
+		},
+		{
+			MethodName: "DeleteWorkflow",
+			Handler:    _WorkflowService_DeleteWorkflow_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

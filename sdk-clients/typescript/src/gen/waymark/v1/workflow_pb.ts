@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/workflow.proto.
  */
 export const file_waymark_v1_workflow: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXltYXJrL3YxL3dvcmtmbG93LnByb3RvEgp3YXltYXJrLnYxIvsCChRTdGFydFdvcmtmbG93UmVxdWVzdBIVCg13b3JrZmxvd19uYW1lGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEiIKBWlucHV0GAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYBCABKAkSEwoLYXBwX3ZlcnNpb24YBSABKAkSKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghwcmlvcml0eRgHIAEoBRIVCg1wYXJ0aXRpb25fa2V5GAggASgJEhAKCGRlZHVwX2lkGAkgASgJEjEKDG9uX2R1cGxpY2F0ZRgKIAEoDjIbLndheW1hcmsudjEuRHVwbGljYXRlUG9saWN5EigKBWRlbGF5GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKCGRlYm91bmNlGAwgASgLMhQud2F5bWFyay52MS5EZWJvdW5jZSJFCghEZWJvdW5jZRILCgNrZXkYASABKAkSLAoJbWF4X2RlbGF5GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIlAKFVN0YXJ0V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3cSDwoHY3JlYXRlZBgCIAEoCCIpChJHZXRXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiPQoTR2V0V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ci2AIKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EiwKCHN0YXR1c2VzGAEgAygOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIVCg13b3JrZmxvd19uYW1lGAIgASgJEhIKCnF1ZXVlX25hbWUYAyABKAkSMQoNY3JlYXRlZF9hZnRlchgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOY3JlYXRlZF9iZWZvcmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgGIAEoBRISCgpwYWdlX3Rva2VuGAcgASgJEhEKCXdvcmtlcl9pZBgIIAEoCRITCgthcHBfdmVyc2lvbhgJIAEoCRIaChJwYXJlbnRfd29ya2Zsb3dfaWQYCiABKAkSFQoNaW5jbHVkZV90b3RhbBgLIAEoCCJ3ChVMaXN0V29ya2Zsb3dzUmVzcG9uc2USJwoJd29ya2Zsb3dzGAEgAygLMhQud2F5bWFyay52MS5Xb3JrZmxvdxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEgoFdG90YWwYAyABKARIAIgBAUIICgZfdG90YWwiKwoUQXdhaXRXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiPwoVQXdhaXRXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyJOChBMaXN0U3RlcHNSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIk0KEUxpc3RTdGVwc1Jlc3BvbnNlEh8KBXN0ZXBzGAEgAygLMhAud2F5bWFyay52MS5TdGVwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJVChREZWxheVdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIoCgVkZWxheRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiI/ChVEZWxheVdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Ij0KFUNhbmNlbFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIPCgdjYXNjYWRlGAIgASgIIkAKFkNhbmNlbFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93IiwKFVJlc3VtZVdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSJAChZSZXN1bWVXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyJ3ChJTZW5kTWVzc2FnZVJlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFdG9waWMYAiABKAkSJAoHbWVzc2FnZRgDIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkiPAoTU2VuZE1lc3NhZ2VSZXNwb25zZRISCgptZXNzYWdlX2lkGAEgASgJEhEKCWR1cGxpY2F0ZRgCIAEoCCJRChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlYKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEiUKCG1lc3NhZ2VzGAEgAygLMhMud2F5bWFyay52MS5NZXNzYWdlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJfCg9HZXRFdmVudFJlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSCwoDa2V5GAIgASgJEioKB3RpbWVvdXQYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iRQoQR2V0RXZlbnRSZXNwb25zZRINCgVmb3VuZBgBIAEoCBIiCgV2YWx1ZRgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZCJPChFMaXN0RXZlbnRzUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJQChJMaXN0RXZlbnRzUmVzcG9uc2USIQoGZXZlbnRzGAEgAygLMhEud2F5bWFyay52MS5FdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSgoRUmVhZFN0cmVhbVJlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSCwoDa2V5GAIgASgJEhMKC2Zyb21fb2Zmc2V0GAMgASgEIkgKElJlYWRTdHJlYW1SZXNwb25zZRIOCgZvZmZzZXQYASABKAQSIgoFdmFsdWUYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQqdgoPRHVwbGljYXRlUG9saWN5EiAKHERVUExJQ0FURV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIbChdEVVBMSUNBVEVfUE9MSUNZX1JFSkVDVBABEiQKIERVUExJQ0FURV9QT0xJQ1lfUkVUVVJOX0VYSVNUSU5HEAIyuwgKD1dvcmtmbG93U2VydmljZRJUCg1TdGFydFdvcmtmbG93EiAud2F5bWFyay52MS5TdGFydFdvcmtmbG93UmVxdWVzdBohLndheW1hcmsudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlEk4KC0dldFdvcmtmbG93Eh4ud2F5bWFyay52MS5HZXRXb3JrZmxvd1JlcXVlc3QaHy53YXltYXJrLnYxLkdldFdvcmtmbG93UmVzcG9uc2USVAoNTGlzdFdvcmtmbG93cxIgLndheW1hcmsudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaIS53YXltYXJrLnYxLkxpc3RXb3JrZmxvd3NSZXNwb25zZRJUCg1Bd2FpdFdvcmtmbG93EiAud2F5bWFyay52MS5Bd2FpdFdvcmtmbG93UmVxdWVzdBohLndheW1hcmsudjEuQXdhaXRXb3JrZmxvd1Jlc3BvbnNlEkgKCUxpc3RTdGVwcxIcLndheW1hcmsudjEuTGlzdFN0ZXBzUmVxdWVzdBodLndheW1hcmsudjEuTGlzdFN0ZXBzUmVzcG9uc2USVwoOQ2FuY2VsV29ya2Zsb3cSIS53YXltYXJrLnYxLkNhbmNlbFdvcmtmbG93UmVxdWVzdBoiLndheW1hcmsudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRJXCg5SZXN1bWVXb3JrZmxvdxIhLndheW1hcmsudjEuUmVzdW1lV29ya2Zsb3dSZXF1ZXN0GiIud2F5bWFyay52MS5SZXN1bWVXb3JrZmxvd1Jlc3BvbnNlEk4KC1NlbmRNZXNzYWdlEh4ud2F5bWFyay52MS5TZW5kTWVzc2FnZVJlcXVlc3QaHy53YXltYXJrLnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USUQoMTGlzdE1lc3NhZ2VzEh8ud2F5bWFyay52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0GiAud2F5bWFyay52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJFCghHZXRFdmVudBIbLndheW1hcmsudjEuR2V0RXZlbnRSZXF1ZXN0Ghwud2F5bWFyay52MS5HZXRFdmVudFJlc3BvbnNlEksKCkxpc3RFdmVudHMSHS53YXltYXJrLnYxLkxpc3RFdmVudHNSZXF1ZXN0Gh4ud2F5bWFyay52MS5MaXN0RXZlbnRzUmVzcG9uc2USTQoKUmVhZFN0cmVhbRIdLndheW1hcmsudjEuUmVhZFN0cmVhbVJlcXVlc3QaHi53YXltYXJrLnYxLlJlYWRTdHJlYW1SZXNwb25zZTABElQKDURlbGF5V29ya2Zsb3cSIC53YXltYXJrLnYxLkRlbGF5V29ya2Zsb3dSZXF1ZXN0GiEud2F5bWFyay52MS5EZWxheVdvcmtmbG93UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
+  fileDesc("Chl3YXltYXJrL3YxL3dvcmtmbG93LnByb3RvEgp3YXltYXJrLnYxIpcDChRTdGFydFdvcmtmbG93UmVxdWVzdBIVCg13b3JrZmxvd19uYW1lGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEiIKBWlucHV0GAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYBCABKAkSEwoLYXBwX3ZlcnNpb24YBSABKAkSKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghwcmlvcml0eRgHIAEoBRIVCg1wYXJ0aXRpb25fa2V5GAggASgJEhAKCGRlZHVwX2lkGAkgASgJEjEKDG9uX2R1cGxpY2F0ZRgKIAEoDjIbLndheW1hcmsudjEuRHVwbGljYXRlUG9saWN5EigKBWRlbGF5GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKCGRlYm91bmNlGAwgASgLMhQud2F5bWFyay52MS5EZWJvdW5jZRIaChJhbGxvd191bnJlZ2lzdGVyZWQYDSABKAgiRQoIRGVib3VuY2USCwoDa2V5GAEgASgJEiwKCW1heF9kZWxheRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJpChVTdGFydFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Eg8KB2NyZWF0ZWQYAiABKAgSFwoPbmFtZV9yZWdpc3RlcmVkGAMgASgIIikKEkdldFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI9ChNHZXRXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyLYAgoUTGlzdFdvcmtmbG93c1JlcXVlc3QSLAoIc3RhdHVzZXMYASADKA4yGi53YXltYXJrLnYxLldvcmtmbG93U3RhdHVzEhUKDXdvcmtmbG93X25hbWUYAiABKAkSEgoKcXVldWVfbmFtZRgDIAEoCRIxCg1jcmVhdGVkX2FmdGVyGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5jcmVhdGVkX2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgFEhIKCnBhZ2VfdG9rZW4YByABKAkSEQoJd29ya2VyX2lkGAggASgJEhMKC2FwcF92ZXJzaW9uGAkgASgJEhoKEnBhcmVudF93b3JrZmxvd19pZBgKIAEoCRIVCg1pbmNsdWRlX3RvdGFsGAsgASgIIncKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRInCgl3b3JrZmxvd3MYASADKAsyFC53YXltYXJrLnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRISCgV0b3RhbBgDIAEoBEgAiAEBQggKBl90b3RhbCIrChRBd2FpdFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI/ChVBd2FpdFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Ik4KEExpc3RTdGVwc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiTQoRTGlzdFN0ZXBzUmVzcG9uc2USHwoFc3RlcHMYASADKAsyEC53YXltYXJrLnYxLlN0ZXASFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKFERlbGF5V29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEigKBWRlbGF5GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFURlbGF5V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPQoVQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB2Nhc2NhZGUYAiABKAgiQAoWQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPQoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB2Nhc2NhZGUYAiABKAgiNgoWRGVsZXRlV29ya2Zsb3dSZXNwb25zZRIcChRkZWxldGVkX3dvcmtmbG93X2lkcxgBIAMoCSIsChVSZXN1bWVXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiQAoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3cidwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBXRvcGljGAIgASgJEiQKB21lc3NhZ2UYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjwKE1NlbmRNZXNzYWdlUmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCRIRCglkdXBsaWNhdGUYAiABKAgiUQoTTGlzdE1lc3NhZ2VzUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJWChRMaXN0TWVzc2FnZXNSZXNwb25zZRIlCghtZXNzYWdlcxgBIAMoCzITLndheW1hcmsudjEuTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiXwoPR2V0RXZlbnRSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEgsKA2tleRgCIAEoCRIqCgd0aW1lb3V0GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIkUKEEdldEV2ZW50UmVzcG9uc2USDQoFZm91bmQYASABKAgSIgoFdmFsdWUYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQiTwoRTGlzdEV2ZW50c1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUAoSTGlzdEV2ZW50c1Jlc3BvbnNlEiEKBmV2ZW50cxgBIAMoCzIRLndheW1hcmsudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkoKEVJlYWRTdHJlYW1SZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEgsKA2tleRgCIAEoCRITCgtmcm9tX29mZnNldBgDIAEoBCJIChJSZWFkU3RyZWFtUmVzcG9uc2USDgoGb2Zmc2V0GAEgASgEEiIKBXZhbHVlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkKnYKD0R1cGxpY2F0ZVBvbGljeRIgChxEVVBMSUNBVEVfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGwoXRFVQTElDQVRFX1BPTElDWV9SRUpFQ1QQARIkCiBEVVBMSUNBVEVfUE9MSUNZX1JFVFVSTl9FWElTVElORxACMpQJCg9Xb3JrZmxvd1NlcnZpY2USVAoNU3RhcnRXb3JrZmxvdxIgLndheW1hcmsudjEuU3RhcnRXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLlN0YXJ0V29ya2Zsb3dSZXNwb25zZRJOCgtHZXRXb3JrZmxvdxIeLndheW1hcmsudjEuR2V0V29ya2Zsb3dSZXF1ZXN0Gh8ud2F5bWFyay52MS5HZXRXb3JrZmxvd1Jlc3BvbnNlElQKDUxpc3RXb3JrZmxvd3MSIC53YXltYXJrLnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GiEud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2USVAoNQXdhaXRXb3JrZmxvdxIgLndheW1hcmsudjEuQXdhaXRXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLkF3YWl0V29ya2Zsb3dSZXNwb25zZRJICglMaXN0U3RlcHMSHC53YXltYXJrLnYxLkxpc3RTdGVwc1JlcXVlc3QaHS53YXltYXJrLnYxLkxpc3RTdGVwc1Jlc3BvbnNlElcKDkNhbmNlbFdvcmtmbG93EiEud2F5bWFyay52MS5DYW5jZWxXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLkNhbmNlbFdvcmtmbG93UmVzcG9uc2USVwoOUmVzdW1lV29ya2Zsb3cSIS53YXltYXJrLnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBoiLndheW1hcmsudjEuUmVzdW1lV29ya2Zsb3dSZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIeLndheW1hcmsudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Gh8ud2F5bWFyay52MS5TZW5kTWVzc2FnZVJlc3BvbnNlElEKDExpc3RNZXNzYWdlcxIfLndheW1hcmsudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBogLndheW1hcmsudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2USRQoIR2V0RXZlbnQSGy53YXltYXJrLnYxLkdldEV2ZW50UmVxdWVzdBocLndheW1hcmsudjEuR2V0RXZlbnRSZXNwb25zZRJLCgpMaXN0RXZlbnRzEh0ud2F5bWFyay52MS5MaXN0RXZlbnRzUmVxdWVzdBoeLndheW1hcmsudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEk0KClJlYWRTdHJlYW0SHS53YXltYXJrLnYxLlJlYWRTdHJlYW1SZXF1ZXN0Gh4ud2F5bWFyay52MS5SZWFkU3RyZWFtUmVzcG9uc2UwARJUCg1EZWxheVdvcmtmbG93EiAud2F5bWFyay52MS5EZWxheVdvcmtmbG93UmVxdWVzdBohLndheW1hcmsudjEuRGVsYXlXb3JrZmxvd1Jlc3BvbnNlElcKDkRlbGV0ZVdvcmtmbG93EiEud2F5bWFyay52MS5EZWxldGVXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
 
 /**
  * @generated from message waymark.v1.StartWorkflowRequest
@@ -105,11 +105,22 @@ export type StartWorkflowRequest = Message<"waymark.v1.StartWorkflowRequest"> & 
   /**
    * Collapse repeated starts: see Debounce. Needs `delay`; cannot be combined with `dedup_id`.
    *
-   * Fields 13-19 are kept for more start options.
-   *
    * @generated from field: waymark.v1.Debounce debounce = 12;
    */
   debounce?: Debounce | undefined;
+
+  /**
+   * Enqueue it even if no worker has registered `workflow_name` yet — during a rolling deploy,
+   * or from a service that starts work for another team's workers: it waits ENQUEUED until a
+   * worker that registers the name connects. The response's `name_registered` is then false,
+   * and the metric waymark_unregistered_starts_total counts it, so a misspelt name is seen.
+   * Without it such a start is NOT_FOUND (WORKFLOW_NAME_UNKNOWN).
+   *
+   * Fields 14-19 are kept for more start options.
+   *
+   * @generated from field: bool allow_unregistered = 13;
+   */
+  allowUnregistered: boolean;
 };
 
 /**
@@ -166,6 +177,14 @@ export type StartWorkflowResponse = Message<"waymark.v1.StartWorkflowResponse"> 
    * @generated from field: bool created = 2;
    */
   created: boolean;
+
+  /**
+   * False when no worker has ever registered the workflow's name (only with
+   * `allow_unregistered`): it waits until one does.
+   *
+   * @generated from field: bool name_registered = 3;
+   */
+  nameRegistered: boolean;
 };
 
 /**
@@ -504,6 +523,49 @@ export const CancelWorkflowResponseSchema: GenMessage<CancelWorkflowResponse> = 
   messageDesc(file_waymark_v1_workflow, 14);
 
 /**
+ * @generated from message waymark.v1.DeleteWorkflowRequest
+ */
+export type DeleteWorkflowRequest = Message<"waymark.v1.DeleteWorkflowRequest"> & {
+  /**
+   * @generated from field: string workflow_id = 1;
+   */
+  workflowId: string;
+
+  /**
+   * Also delete its child workflows, and theirs.
+   *
+   * @generated from field: bool cascade = 2;
+   */
+  cascade: boolean;
+};
+
+/**
+ * Describes the message waymark.v1.DeleteWorkflowRequest.
+ * Use `create(DeleteWorkflowRequestSchema)` to create a new message.
+ */
+export const DeleteWorkflowRequestSchema: GenMessage<DeleteWorkflowRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 15);
+
+/**
+ * @generated from message waymark.v1.DeleteWorkflowResponse
+ */
+export type DeleteWorkflowResponse = Message<"waymark.v1.DeleteWorkflowResponse"> & {
+  /**
+   * The workflows deleted: the one asked for first, then its descendants (with `cascade`).
+   *
+   * @generated from field: repeated string deleted_workflow_ids = 1;
+   */
+  deletedWorkflowIds: string[];
+};
+
+/**
+ * Describes the message waymark.v1.DeleteWorkflowResponse.
+ * Use `create(DeleteWorkflowResponseSchema)` to create a new message.
+ */
+export const DeleteWorkflowResponseSchema: GenMessage<DeleteWorkflowResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 16);
+
+/**
  * @generated from message waymark.v1.ResumeWorkflowRequest
  */
 export type ResumeWorkflowRequest = Message<"waymark.v1.ResumeWorkflowRequest"> & {
@@ -518,7 +580,7 @@ export type ResumeWorkflowRequest = Message<"waymark.v1.ResumeWorkflowRequest"> 
  * Use `create(ResumeWorkflowRequestSchema)` to create a new message.
  */
 export const ResumeWorkflowRequestSchema: GenMessage<ResumeWorkflowRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 15);
+  messageDesc(file_waymark_v1_workflow, 17);
 
 /**
  * @generated from message waymark.v1.ResumeWorkflowResponse
@@ -535,7 +597,7 @@ export type ResumeWorkflowResponse = Message<"waymark.v1.ResumeWorkflowResponse"
  * Use `create(ResumeWorkflowResponseSchema)` to create a new message.
  */
 export const ResumeWorkflowResponseSchema: GenMessage<ResumeWorkflowResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 16);
+  messageDesc(file_waymark_v1_workflow, 18);
 
 /**
  * @generated from message waymark.v1.SendMessageRequest
@@ -574,7 +636,7 @@ export type SendMessageRequest = Message<"waymark.v1.SendMessageRequest"> & {
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 17);
+  messageDesc(file_waymark_v1_workflow, 19);
 
 /**
  * @generated from message waymark.v1.SendMessageResponse
@@ -596,7 +658,7 @@ export type SendMessageResponse = Message<"waymark.v1.SendMessageResponse"> & {
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 18);
+  messageDesc(file_waymark_v1_workflow, 20);
 
 /**
  * @generated from message waymark.v1.ListMessagesRequest
@@ -628,7 +690,7 @@ export type ListMessagesRequest = Message<"waymark.v1.ListMessagesRequest"> & {
  * Use `create(ListMessagesRequestSchema)` to create a new message.
  */
 export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 19);
+  messageDesc(file_waymark_v1_workflow, 21);
 
 /**
  * @generated from message waymark.v1.ListMessagesResponse
@@ -652,7 +714,7 @@ export type ListMessagesResponse = Message<"waymark.v1.ListMessagesResponse"> & 
  * Use `create(ListMessagesResponseSchema)` to create a new message.
  */
 export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 20);
+  messageDesc(file_waymark_v1_workflow, 22);
 
 /**
  * @generated from message waymark.v1.GetEventRequest
@@ -682,7 +744,7 @@ export type GetEventRequest = Message<"waymark.v1.GetEventRequest"> & {
  * Use `create(GetEventRequestSchema)` to create a new message.
  */
 export const GetEventRequestSchema: GenMessage<GetEventRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 21);
+  messageDesc(file_waymark_v1_workflow, 23);
 
 /**
  * @generated from message waymark.v1.GetEventResponse
@@ -704,7 +766,7 @@ export type GetEventResponse = Message<"waymark.v1.GetEventResponse"> & {
  * Use `create(GetEventResponseSchema)` to create a new message.
  */
 export const GetEventResponseSchema: GenMessage<GetEventResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 22);
+  messageDesc(file_waymark_v1_workflow, 24);
 
 /**
  * @generated from message waymark.v1.ListEventsRequest
@@ -736,7 +798,7 @@ export type ListEventsRequest = Message<"waymark.v1.ListEventsRequest"> & {
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 23);
+  messageDesc(file_waymark_v1_workflow, 25);
 
 /**
  * @generated from message waymark.v1.ListEventsResponse
@@ -760,7 +822,7 @@ export type ListEventsResponse = Message<"waymark.v1.ListEventsResponse"> & {
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 24);
+  messageDesc(file_waymark_v1_workflow, 26);
 
 /**
  * @generated from message waymark.v1.ReadStreamRequest
@@ -789,7 +851,7 @@ export type ReadStreamRequest = Message<"waymark.v1.ReadStreamRequest"> & {
  * Use `create(ReadStreamRequestSchema)` to create a new message.
  */
 export const ReadStreamRequestSchema: GenMessage<ReadStreamRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 25);
+  messageDesc(file_waymark_v1_workflow, 27);
 
 /**
  * @generated from message waymark.v1.ReadStreamResponse
@@ -811,7 +873,7 @@ export type ReadStreamResponse = Message<"waymark.v1.ReadStreamResponse"> & {
  * Use `create(ReadStreamResponseSchema)` to create a new message.
  */
 export const ReadStreamResponseSchema: GenMessage<ReadStreamResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 26);
+  messageDesc(file_waymark_v1_workflow, 28);
 
 /**
  * What a start does when its dedup id is held by an unfinished workflow.
@@ -852,7 +914,8 @@ export const DuplicatePolicySchema: GenEnum<DuplicatePolicy> = /*@__PURE__*/
  *
  * Errors are google.rpc.Status with an ErrorInfo (domain "waymark.dev") whose `reason` is stable:
  * INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
- * WORKFLOW_NOT_RESUMABLE, WORKFLOW_NAME_UNKNOWN (no worker has registered the name),
+ * WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
+ * WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
  * QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
  * DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
  *
@@ -1000,14 +1063,29 @@ export const WorkflowService: GenService<{
    * `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
    * FAILED_PRECONDITION (WORKFLOW_NOT_DELAYED).
    *
-   * Numbers are kept for what comes next: ForkWorkflow, DeleteWorkflow.
-   *
    * @generated from rpc waymark.v1.WorkflowService.DelayWorkflow
    */
   delayWorkflow: {
     methodKind: "unary";
     input: typeof DelayWorkflowRequestSchema;
     output: typeof DelayWorkflowResponseSchema;
+  },
+  /**
+   * Delete a finished workflow (SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED) and
+   * everything recorded for it: its steps, the messages sent to it, its events and their
+   * history, its stream, its remote-step attempts. With `cascade`, its children and theirs too.
+   * One that has not finished (or, with `cascade`, a descendant that has not) is
+   * FAILED_PRECONDITION (WORKFLOW_NOT_FINISHED): cancel it first. A child whose parent has not
+   * finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
+   * cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
+   * does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
+   *
+   * @generated from rpc waymark.v1.WorkflowService.DeleteWorkflow
+   */
+  deleteWorkflow: {
+    methodKind: "unary";
+    input: typeof DeleteWorkflowRequestSchema;
+    output: typeof DeleteWorkflowResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waymark_v1_workflow, 0);

@@ -1,0 +1,139 @@
+//! The end and the start of a workflow's life, through a real server on SQLite and PostgreSQL:
+//! deleting finished workflows (one, or a tree) with everything recorded for them, refusals
+//! for what has not finished, the CLI; and enqueuing a workflow before any worker registers its
+//! name, which runs once one does.
+
+use std::time::Duration;
+
+use serde_json::json;
+use waymark_integration_tests::{
+    cli, fast_recovery_args, setup, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
+};
+use waymark_sdk::{Error, ListOptions, StartOptions, WorkflowStatus};
+
+const PATIENCE: Duration = Duration::from_secs(120);
+
+fn reason(e: &Error) -> &str {
+    e.reason().unwrap_or("<no reason>")
+}
+
+async fn finished_workflows_are_deleted_with_their_records(backend: Backend) {
+    let Some(s) = setup(backend, &[]).await else { return };
+    let c = &s.client;
+    // A parent with two children, all finished.
+    let family = json!({ "children": [["echo", 1], ["echo", 2]] });
+    c.start_json("family", family, StartOptions::id("fam")).await.unwrap();
+    let done = c.await_workflow("fam", Some(PATIENCE)).await.unwrap();
+    assert_eq!(done.status, WorkflowStatus::Success, "{done:?}");
+    let children: Vec<String> = c
+        .list(ListOptions {
+            parent_workflow_id: Some("fam".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .0
+        .into_iter()
+        .map(|w| w.workflow_id)
+        .collect();
+    assert_eq!(children.len(), 2, "{children:?}");
+
+    // A child goes alone; then the parent with what is left of its tree.
+    assert_eq!(c.delete(&children[0], false).await.unwrap(), [children[0].clone()]);
+    let deleted = c.delete("fam", true).await.unwrap();
+    assert_eq!(
+        deleted,
+        ["fam".to_string(), children[1].clone()],
+        "the one asked for first"
+    );
+    for id in ["fam", &children[0], &children[1]] {
+        assert_eq!(reason(&c.get(id).await.unwrap_err()), "WORKFLOW_NOT_FOUND", "{id}");
+        assert_eq!(reason(&c.steps(id).await.unwrap_err()), "WORKFLOW_NOT_FOUND", "{id}");
+    }
+    let e = c.delete("fam", false).await.unwrap_err();
+    assert_eq!(
+        (e.code(), reason(&e)),
+        (Some(tonic::Code::NotFound), "WORKFLOW_NOT_FOUND")
+    );
+
+    // Waiting for a message: not finished, refused; cancelled, deleted with its inbox.
+    let inbox = json!({ "topic": "t", "timeout_ms": 600_000 });
+    c.start_json("inbox", inbox.clone(), StartOptions::id("waiting"))
+        .await
+        .unwrap();
+    c.send_message("waiting", "other", &json!("unread"), None)
+        .await
+        .unwrap();
+    let e = c.delete("waiting", false).await.unwrap_err();
+    assert_eq!(
+        (e.code(), reason(&e)),
+        (Some(tonic::Code::FailedPrecondition), "WORKFLOW_NOT_FINISHED")
+    );
+    assert_eq!(
+        c.messages("waiting").await.unwrap().len(),
+        1,
+        "a refused delete touches nothing"
+    );
+    c.cancel("waiting").await.unwrap();
+    let (code, out, err) = cli(&s.server.addr, &["workflow", "delete", "waiting"]);
+    assert_eq!((code, out.trim()), (0, "waiting deleted"), "{err}");
+    // The same id starts afresh: nothing of the old one is left to read.
+    c.start_json("inbox", inbox, StartOptions::id("waiting")).await.unwrap();
+    assert!(
+        c.messages("waiting").await.unwrap().is_empty(),
+        "the old inbox went with it"
+    );
+    let (code, _, err) = cli(&s.server.addr, &["workflow", "delete", "waiting"]);
+    assert!(code != 0 && err.contains("WORKFLOW_NOT_FINISHED"), "{code} {err}");
+}
+
+async fn a_workflow_enqueued_before_its_worker_runs_once_one_registers_it(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let c = server.client().await;
+    // No worker yet: refused unless the start allows an unregistered name.
+    let e = c
+        .start_json("echo", json!(1), StartOptions::id("early-refused"))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&e), "WORKFLOW_NAME_UNKNOWN");
+    let early = StartOptions {
+        allow_unregistered: true,
+        ..StartOptions::id("early")
+    };
+    let started = c.start_json("echo", json!({ "n": 7 }), early.clone()).await.unwrap();
+    assert!(started.created && !started.name_registered, "{started:?}");
+    assert_eq!(started.workflow.status, WorkflowStatus::Enqueued);
+    let again = c.start_json("echo", json!({ "n": 7 }), early).await.unwrap();
+    assert!(!again.created, "a retried start is the same start");
+    let (code, out, err) = cli(
+        &server.addr,
+        &["workflow", "start", "typo-name", "--input", "1", "--allow-unregistered"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("no worker has registered"), "{err}");
+    let typo = out.trim().to_string();
+
+    // The worker arrives (a rolling deploy) and takes it.
+    let _worker = WorkerProcess::start(&server.addr, &db.dir.join("effects.log"), 20, "worker");
+    wait_for_registration(&c, "echo").await;
+    let done = c.await_workflow("early", Some(PATIENCE)).await.unwrap();
+    assert_eq!(
+        (done.status, done.output),
+        (WorkflowStatus::Success, Some(json!({ "n": 7 })))
+    );
+    let later = StartOptions {
+        allow_unregistered: true,
+        ..StartOptions::id("later")
+    };
+    assert!(c.start_json("echo", json!(2), later).await.unwrap().name_registered);
+    // The misspelt name still waits, visibly.
+    assert_eq!(c.get(&typo).await.unwrap().status, WorkflowStatus::Enqueued);
+}
+
+waymark_integration_tests::on_both_stores!(
+    finished_workflows_are_deleted_with_their_records,
+    a_workflow_enqueued_before_its_worker_runs_once_one_registers_it,
+);

@@ -1,0 +1,173 @@
+//! Deleting finished workflows: everything recorded for them goes, nothing else does, and a
+//! workflow that is still going (or whose parent is) is never deleted.
+
+use super::*;
+
+/// A workflow with something of every kind recorded for it: a step, a message to it, an event,
+/// a stream value, a queued remote-step call, and (for "tree") a child.
+async fn with_records(s: &dyn Store, id: &str, now: Millis) -> u64 {
+    start(s, wf(id, "W", "q"), now).await;
+    let epoch = claim_one(s, "k", "W", id, now + 1).await;
+    s.record_step(&fence(id, epoch), step(0, "s0", "0"), now + 2)
+        .await
+        .unwrap();
+    let message = NewMessage {
+        message_id: format!("{id}-m"),
+        workflow_id: id.into(),
+        topic: String::new(),
+        payload: "1".into(),
+        idempotency_key: None,
+        max_unread: 0,
+    };
+    s.send_message(message, now + 2).await.unwrap();
+    let mut tx = s.begin(now + 3).await.unwrap();
+    tx.set_event(id, "k", "7", 1).await.unwrap();
+    tx.append_stream(id, "out", Some("\"v\"")).await.unwrap();
+    tx.commit(Vec::new()).await.unwrap();
+    let call = NewStepTask {
+        step_name: "remote".into(),
+        input: "1".into(),
+        policy: StepPolicy {
+            max_attempts: 1,
+            initial_backoff_ms: 0,
+            backoff_coefficient: 2.0,
+            max_backoff_ms: 0,
+            timeout_ms: 1_000,
+        },
+        trace: None,
+    };
+    s.call_step(&fence(id, epoch), 2, &call, now + 3).await.unwrap();
+    epoch
+}
+
+async fn finish(s: &dyn Store, id: &str, epoch: u64, now: Millis) {
+    s.complete_workflow(&fence(id, epoch), Outcome::Output("1".into()), now)
+        .await
+        .unwrap();
+}
+
+/// Whether `id` is gone with everything recorded for it. The lists of a missing workflow are
+/// refused, so a workflow of the same id is started to read them through: rows the delete left
+/// behind would show as its own. It is deleted again before the answer.
+async fn gone(s: &dyn Store, id: &str) -> bool {
+    if s.get_workflow(id).await.unwrap().is_some() {
+        return false;
+    }
+    start(s, wf(id, "W", "q"), T).await;
+    let empty = s.list_steps(id).await.unwrap().is_empty()
+        && s.list_messages(id).await.unwrap().is_empty()
+        && s.list_events(id).await.unwrap().is_empty()
+        && s.read_stream(id, "out", 0, 10).await.unwrap().is_empty()
+        && s.step_call(id, 2).await.unwrap().is_none();
+    s.cancel_workflow(id, T).await.unwrap();
+    s.delete_workflow(id, false).await.unwrap();
+    empty
+}
+
+pub async fn deleting_a_finished_workflow_removes_everything_recorded_for_it(s: Arc<dyn Store>) {
+    let s = &*s;
+    let a = with_records(s, "a", T).await;
+    let b = with_records(s, "b", T).await;
+    assert!(
+        s.step_call("a", 2).await.unwrap().is_some(),
+        "the fixture queued a call"
+    );
+
+    // Running: refused, and nothing is touched.
+    match s.delete_workflow("a", false).await {
+        Err(StoreError::NotFinished { workflow_id, status }) => {
+            assert_eq!((workflow_id.as_str(), status), ("a", WorkflowStatus::Pending))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!gone(s, "a").await);
+
+    finish(s, "a", a, T + 10).await;
+    assert_eq!(s.delete_workflow("a", false).await.unwrap(), ["a"]);
+    assert!(gone(s, "a").await, "every record of a is gone");
+    assert!(!gone(s, "b").await, "b's records stay");
+    assert!(matches!(
+        s.delete_workflow("a", false).await,
+        Err(StoreError::WorkflowNotFound(_))
+    ));
+    finish(s, "b", b, T + 11).await;
+    let cancelled = start(s, wf("c", "W", "q"), T).await;
+    s.cancel_workflow(&cancelled.workflow_id, T + 12).await.unwrap();
+    assert_eq!(
+        s.delete_workflow("c", false).await.unwrap(),
+        ["c"],
+        "cancelled counts as finished"
+    );
+}
+
+pub async fn deleting_a_tree_takes_every_descendant_only_once_all_have_finished(s: Arc<dyn Store>) {
+    let s = &*s;
+    let root = with_records(s, "root", T).await;
+    let mut tx = s.begin(T + 4).await.unwrap();
+    for child in ["root/0", "root/1"] {
+        assert!(tx.insert_child("root", &wf(child, "C", "q")).await.unwrap());
+    }
+    tx.commit(Vec::new()).await.unwrap();
+    let mut tx = s.begin(T + 5).await.unwrap();
+    assert!(tx.insert_child("root/0", &wf("root/0/0", "C", "q")).await.unwrap());
+    tx.commit(Vec::new()).await.unwrap();
+    start(s, wf("other", "C", "q"), T).await;
+
+    // A child whose parent is still going stays: the parent may await it.
+    s.cancel_workflow("root/1", T + 6).await.unwrap();
+    assert!(matches!(
+        s.delete_workflow("root/1", false).await,
+        Err(StoreError::ParentNotFinished { .. })
+    ));
+    finish(s, "root", root, T + 7).await;
+    // A descendant still going holds the whole tree back.
+    match s.delete_workflow("root", true).await {
+        Err(StoreError::NotFinished { workflow_id, .. }) => {
+            assert!(workflow_id == "root/0" || workflow_id == "root/0/0", "{workflow_id}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!gone(s, "root").await, "a refused cascade deletes nothing");
+    for id in ["root/0", "root/0/0"] {
+        s.cancel_workflow(id, T + 8).await.unwrap();
+    }
+    let mut deleted = s.delete_workflow("root", true).await.unwrap();
+    deleted.sort();
+    assert_eq!(deleted, ["root", "root/0", "root/0/0", "root/1"]);
+    for id in &deleted {
+        assert!(gone(s, id).await, "{id}");
+    }
+    assert!(
+        s.get_workflow("other").await.unwrap().is_some(),
+        "outside the tree stays"
+    );
+
+    // Without cascade the children stay, their parent gone.
+    let p = with_records(s, "p", T + 20).await;
+    let mut tx = s.begin(T + 21).await.unwrap();
+    assert!(tx.insert_child("p", &wf("p/0", "C", "q")).await.unwrap());
+    tx.commit(Vec::new()).await.unwrap();
+    finish(s, "p", p, T + 22).await;
+    assert_eq!(s.delete_workflow("p", false).await.unwrap(), ["p"]);
+    assert_eq!(get(s, "p/0").await.parent_workflow_id.as_deref(), Some("p"));
+}
+
+pub async fn a_cascade_over_the_bound_is_refused(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("big", "W", "q"), T).await;
+    s.cancel_workflow("big", T + 1).await.unwrap();
+    // The bound plus one children, inserted in a few transactions.
+    let children: Vec<String> = (0..MAX_DELETE).map(|i| format!("big/{i}")).collect();
+    for chunk in children.chunks(2_500) {
+        let mut tx = s.begin(T + 2).await.unwrap();
+        for id in chunk {
+            tx.insert_child("big", &wf(id, "C", "q")).await.unwrap();
+        }
+        tx.commit(Vec::new()).await.unwrap();
+    }
+    assert!(matches!(
+        s.delete_workflow("big", true).await,
+        Err(StoreError::TooManyToDelete { limit: MAX_DELETE, .. })
+    ));
+    assert!(s.get_workflow("big").await.unwrap().is_some(), "nothing deleted");
+}

@@ -1,0 +1,26 @@
+//! The end of a workflow's records: deleting finished workflows and everything recorded for
+//! them, so a database does not grow for ever.
+
+use async_trait::async_trait;
+
+use crate::*;
+
+/// Most workflows one delete removes. A cascade over a larger tree is refused: delete its
+/// subtrees first (or let retention collect them), so one call never holds a transaction over
+/// an unbounded number of rows.
+pub const MAX_DELETE: usize = 10_000;
+
+#[async_trait]
+pub trait Lifecycle: Send + Sync {
+    /// Deletes `workflow_id` — with `cascade`, its children and theirs too — and everything
+    /// recorded for each (steps, messages sent to it, events and their history, stream values,
+    /// remote-step attempts), in one transaction; returns the ids deleted.
+    ///
+    /// Only finished workflows (SUCCESS, ERROR, CANCELLED, dead-lettered) are deleted:
+    /// [`StoreError::NotFinished`] names one that is not (cancel it first), and
+    /// [`StoreError::ParentNotFinished`] refuses a child whose parent is still going (the
+    /// parent may yet await it). A tree over [`MAX_DELETE`] is [`StoreError::TooManyToDelete`].
+    /// One that does not exist is [`StoreError::WorkflowNotFound`]. A descendant resumed while
+    /// the delete runs is left alone: rows are deleted only while finished.
+    async fn delete_workflow(&self, workflow_id: &str, cascade: bool) -> StoreResult<Vec<String>>;
+}
