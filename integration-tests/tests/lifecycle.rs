@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use waymark_integration_tests::{
-    cli, fast_recovery_args, setup, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess,
+    cli, fast_recovery_args, free_port, http_get, setup, wait_for_registration, Backend, ServerProcess, TestDatabase,
+    WorkerProcess,
 };
 use waymark_sdk::{Error, ListOptions, StartOptions, WorkflowStatus};
 
@@ -17,8 +18,19 @@ fn reason(e: &Error) -> &str {
     e.reason().unwrap_or("<no reason>")
 }
 
+/// The value of one series in a scrape of the metrics listener on `port`.
+async fn metric(port: u16, series: &str) -> Option<f64> {
+    let (_, scrape) = http_get(port, "/metrics").await.unwrap();
+    scrape
+        .lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse().ok()))
+}
+
 async fn finished_workflows_are_deleted_with_their_records(backend: Backend) {
-    let Some(s) = setup(backend, &[]).await else { return };
+    let port = free_port();
+    let Some(s) = setup(backend, &["--metrics-listen", &format!("127.0.0.1:{port}")]).await else {
+        return;
+    };
     let c = &s.client;
     // A parent with two children, all finished.
     let family = json!({ "children": [["echo", 1], ["echo", 2]] });
@@ -85,13 +97,22 @@ async fn finished_workflows_are_deleted_with_their_records(backend: Backend) {
     );
     let (code, _, err) = cli(&s.server.addr, &["workflow", "delete", "waiting"]);
     assert!(code != 0 && err.contains("WORKFLOW_NOT_FINISHED"), "{code} {err}");
+    let deleted = r#"waymark_workflows_deleted_total{namespace="default",reason="request"}"#;
+    assert_eq!(
+        metric(port, deleted).await,
+        Some(4.0),
+        "a child, the rest of the tree (2), waiting"
+    );
 }
 
 async fn a_workflow_enqueued_before_its_worker_runs_once_one_registers_it(backend: Backend) {
     let Some(db) = TestDatabase::new(backend).await else {
         return;
     };
-    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let port = free_port();
+    let mut args = fast_recovery_args();
+    args.extend(["--metrics-listen".to_string(), format!("127.0.0.1:{port}")]);
+    let server = ServerProcess::start(&db, &args).await;
     let c = server.client().await;
     // No worker yet: refused unless the start allows an unregistered name.
     let e = c
@@ -131,6 +152,12 @@ async fn a_workflow_enqueued_before_its_worker_runs_once_one_registers_it(backen
     assert!(c.start_json("echo", json!(2), later).await.unwrap().name_registered);
     // The misspelt name still waits, visibly.
     assert_eq!(c.get(&typo).await.unwrap().status, WorkflowStatus::Enqueued);
+    let unregistered = r#"waymark_unregistered_starts_total{namespace="default",queue="default"}"#;
+    assert_eq!(
+        metric(port, unregistered).await,
+        Some(2.0),
+        "early and the typo, once each"
+    );
 }
 
 waymark_integration_tests::on_both_stores!(
