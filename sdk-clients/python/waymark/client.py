@@ -110,12 +110,19 @@ class Client:
         delay: Seconds | None = None,
         debounce_key: str | None = None,
         debounce_max_delay: Seconds | None = None,
+        allow_unregistered: bool = False,
     ) -> WorkflowHandle:
         """Starts a workflow. Starting a `workflow_id` again returns the existing workflow
         (`handle.created` is False). `timeout` cancels it (and its children) if it has not
         finished in time; `dedup_id` is unique among the queue's unfinished workflows
         (`RpcError` reason DEDUP_ID_TAKEN, unless `return_existing`); `delay` holds the start
         back; `debounce_key` collapses repeated starts onto one delayed workflow.
+
+        A name no worker has registered is refused (`RpcError` reason WORKFLOW_NAME_UNKNOWN)
+        unless `allow_unregistered`: then the workflow is enqueued and waits until a worker
+        that registers the name connects (during a rolling deploy, say), and
+        `handle.name_registered` is False — as it stays for a misspelt name, which waits for
+        ever.
 
         Without a `workflow_id`, one is made here (a UUID), so that a start retried because the
         server was unavailable cannot start a second workflow; a retried start whose first
@@ -134,6 +141,7 @@ class Client:
                 if return_existing
                 else workflow_pb2.DUPLICATE_POLICY_UNSPECIFIED
             ),
+            allow_unregistered=allow_unregistered,
         )
         if timeout is not None:
             req.timeout.CopyFrom(to_duration(timeout))
@@ -145,7 +153,13 @@ class Client:
                 req.debounce.max_delay.CopyFrom(to_duration(debounce_max_delay))
         r = await call(self._rpc.StartWorkflow, req, retry_for=self._patience)
         wf = Workflow.from_proto(r.workflow)
-        return WorkflowHandle(self, wf.workflow_id, workflow=wf, created=r.created)
+        return WorkflowHandle(
+            self,
+            wf.workflow_id,
+            workflow=wf,
+            created=r.created,
+            name_registered=r.name_registered,
+        )
 
     def handle(self, workflow_id: str) -> WorkflowHandle:
         """A handle on an existing workflow, without a call."""
@@ -244,6 +258,19 @@ class Client:
         req = workflow_pb2.ResumeWorkflowRequest(workflow_id=workflow_id)
         r = await call(self._rpc.ResumeWorkflow, req, retry_for=self._patience)
         return Workflow.from_proto(r.workflow)
+
+    async def delete(self, workflow_id: str, *, cascade: bool = False) -> builtins.list[str]:
+        """Deletes a finished workflow and everything recorded for it (steps, messages to it,
+        events, stream values); with `cascade`, its child workflows and theirs too. Returns the
+        ids deleted, `workflow_id` first. Refused with `RpcError` (code FAILED_PRECONDITION)
+        while it or, with `cascade`, a descendant has not finished (reason
+        WORKFLOW_NOT_FINISHED: cancel it first), for a child whose parent has not finished
+        (PARENT_NOT_FINISHED), or for a tree of more than 10,000 (TOO_MANY_TO_DELETE); a
+        workflow that does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND). Not retried when the
+        server is unavailable: made again after a lost reply, it would find the workflow gone."""
+        req = workflow_pb2.DeleteWorkflowRequest(workflow_id=workflow_id, cascade=cascade)
+        r = await call(self._rpc.DeleteWorkflow, req)
+        return builtins.list(r.deleted_workflow_ids)
 
     async def delay(self, workflow_id: str, delay: Seconds) -> Workflow:
         """Moves the start of a workflow still waiting for its delayed start. Not retried when
@@ -360,6 +387,7 @@ class WorkflowHandle:
         *,
         workflow: Workflow | None = None,
         created: bool = False,
+        name_registered: bool = True,
     ) -> None:
         self.client = client
         self.workflow_id = workflow_id
@@ -367,6 +395,10 @@ class WorkflowHandle:
         self.workflow = workflow
         # False when the start returned a workflow that already existed.
         self.created = created
+        # False when no worker had registered the workflow's name at the start (a start with
+        # `allow_unregistered`): it waits until one does. True for a handle made by
+        # `client.handle`, which knows nothing of its start.
+        self.name_registered = name_registered
 
     def __repr__(self) -> str:
         return f"WorkflowHandle({self.workflow_id!r})"
