@@ -96,6 +96,11 @@ type StartOptions struct {
 	Delay time.Duration
 	// Debounce collapses repeated starts with one key onto one delayed workflow (needs Delay).
 	Debounce *Debounce
+	// AllowUnregistered enqueues the workflow even if no worker has registered its name yet
+	// (a rolling deploy, or another team's workers): it waits ENQUEUED until one that does
+	// connects, and Started.NameRegistered is false. Without it such a start fails with
+	// reason WORKFLOW_NAME_UNKNOWN.
+	AllowUnregistered bool
 }
 
 // Debounce collapses repeated starts of one workflow name with Key: each start replaces the
@@ -111,6 +116,9 @@ type Started struct {
 	*Workflow
 	// False when the id (or dedup id, with ReturnExisting) named an existing workflow.
 	Created bool
+	// False when no worker has registered the workflow's name yet (a start with
+	// AllowUnregistered): it waits until one does — or for ever, if the name is misspelt.
+	NameRegistered bool
 }
 
 func durationOrNil(d time.Duration) *durationpb.Duration {
@@ -130,16 +138,17 @@ func (c *Client) Start(ctx context.Context, name string, input any, opts *StartO
 		return nil, err
 	}
 	req := &pb.StartWorkflowRequest{
-		WorkflowName: name,
-		WorkflowId:   opts.ID,
-		Input:        payload,
-		QueueName:    opts.Queue,
-		AppVersion:   opts.AppVersion,
-		Timeout:      durationOrNil(opts.Timeout),
-		Priority:     opts.Priority,
-		PartitionKey: opts.PartitionKey,
-		DedupId:      opts.DedupID,
-		Delay:        durationOrNil(opts.Delay),
+		WorkflowName:      name,
+		WorkflowId:        opts.ID,
+		Input:             payload,
+		QueueName:         opts.Queue,
+		AppVersion:        opts.AppVersion,
+		Timeout:           durationOrNil(opts.Timeout),
+		Priority:          opts.Priority,
+		PartitionKey:      opts.PartitionKey,
+		DedupId:           opts.DedupID,
+		Delay:             durationOrNil(opts.Delay),
+		AllowUnregistered: opts.AllowUnregistered,
 	}
 	if opts.ReturnExisting {
 		req.OnDuplicate = pb.DuplicatePolicy_DUPLICATE_POLICY_RETURN_EXISTING
@@ -156,7 +165,7 @@ func (c *Client) Start(ctx context.Context, name string, input any, opts *StartO
 	if err != nil {
 		return nil, err
 	}
-	return &Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated()}, nil
+	return &Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated(), NameRegistered: r.GetNameRegistered()}, nil
 }
 
 // Get reads one workflow.
@@ -243,6 +252,22 @@ func (c *Client) Resume(ctx context.Context, workflowID string) (*Workflow, erro
 		return nil, err
 	}
 	return workflowFromWire(r.GetWorkflow()), nil
+}
+
+// Delete deletes a finished workflow and everything recorded for it (its steps, the messages
+// sent to it, its events, its stream); with cascade, its child workflows and theirs too. It
+// returns the ids deleted, workflowID first. A workflow that has not finished is refused with
+// reason WORKFLOW_NOT_FINISHED (cancel it first), and so is a cascade over a descendant that
+// has not; a child whose parent has not finished, with PARENT_NOT_FINISHED; a cascade over
+// more than 10,000 workflows, with TOO_MANY_TO_DELETE; a workflow that does not exist, with
+// WORKFLOW_NOT_FOUND. It is sent once, not again on UNAVAILABLE: repeated after a lost reply
+// it would find the workflow gone.
+func (c *Client) Delete(ctx context.Context, workflowID string, cascade bool) ([]string, error) {
+	r, err := c.workflows.DeleteWorkflow(ctx, &pb.DeleteWorkflowRequest{WorkflowId: workflowID, Cascade: cascade})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return r.GetDeletedWorkflowIds(), nil
 }
 
 // Delay moves the start of a workflow still waiting for its delayed start to delay from now

@@ -18,7 +18,8 @@ import (
 )
 
 // Tests of which client calls are retried while the server answers UNAVAILABLE, against an
-// in-memory WorkflowService: the real one cannot be made unavailable on demand.
+// in-memory WorkflowService: the real one cannot be made unavailable on demand. Also what a
+// start and a delete put on the wire and how their answers map.
 
 // fakeWorkflows refuses the first `refuse` calls with UNAVAILABLE (or with `code` when set),
 // then answers, and keeps every request. Calls no test makes are left to the embedded nil
@@ -26,13 +27,17 @@ import (
 type fakeWorkflows struct {
 	pb.WorkflowServiceClient
 
-	mu       sync.Mutex
-	refuse   int
-	code     codes.Code
-	starts   []*pb.StartWorkflowRequest
-	sends    int
-	gets     int
-	followed []uint64 // from_offset of each ReadStream
+	mu      sync.Mutex
+	refuse  int
+	code    codes.Code
+	starts  []*pb.StartWorkflowRequest
+	deletes []*pb.DeleteWorkflowRequest
+	// unknownNames: no worker has registered any name, so a start is refused unless it allows
+	// an unregistered name (and is then answered name_registered false).
+	unknownNames bool
+	sends        int
+	gets         int
+	followed     []uint64 // from_offset of each ReadStream
 }
 
 // answer is how the fake server answers one call: an error while it refuses, or the caller's
@@ -58,7 +63,25 @@ func (f *fakeWorkflows) StartWorkflow(ctx context.Context, req *pb.StartWorkflow
 	if err := f.answer(ctx); err != nil {
 		return nil, err
 	}
-	return &pb.StartWorkflowResponse{Workflow: &pb.Workflow{WorkflowId: req.GetWorkflowId()}, Created: true}, nil
+	if f.unknownNames && !req.GetAllowUnregistered() {
+		return nil, status.Error(codes.NotFound, "no worker has registered it")
+	}
+	return &pb.StartWorkflowResponse{Workflow: &pb.Workflow{WorkflowId: req.GetWorkflowId()}, Created: true, NameRegistered: !f.unknownNames}, nil
+}
+
+// DeleteWorkflow answers the one asked for, and with cascade a child of it.
+func (f *fakeWorkflows) DeleteWorkflow(ctx context.Context, req *pb.DeleteWorkflowRequest, _ ...grpc.CallOption) (*pb.DeleteWorkflowResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deletes = append(f.deletes, req)
+	if err := f.answer(ctx); err != nil {
+		return nil, err
+	}
+	ids := []string{req.GetWorkflowId()}
+	if req.GetCascade() {
+		ids = append(ids, req.GetWorkflowId()+"-child")
+	}
+	return &pb.DeleteWorkflowResponse{DeletedWorkflowIds: ids}, nil
 }
 
 func (f *fakeWorkflows) SendMessage(ctx context.Context, req *pb.SendMessageRequest, _ ...grpc.CallOption) (*pb.SendMessageResponse, error) {
@@ -182,5 +205,44 @@ func TestClientReadStreamFollowsAgainAfterUnavailable(t *testing.T) {
 	}
 	if len(got) != 3 || got[0] != 0 || got[2] != 2 || len(f.followed) != 2 || f.followed[1] != 2 {
 		t.Fatalf("offsets %v, followed from %v", got, f.followed)
+	}
+}
+
+// AllowUnregistered is carried by the request, and the answer's name_registered comes back as
+// NameRegistered.
+func TestClientStartAllowsAnUnregisteredName(t *testing.T) {
+	f := &fakeWorkflows{unknownNames: true}
+	c := &Client{workflows: f}
+	if _, err := c.Start(context.Background(), "later", nil, nil); err == nil || f.starts[0].GetAllowUnregistered() {
+		t.Fatalf("a start without the option: %v, request %v", err, f.starts[0])
+	}
+	started, err := c.Start(context.Background(), "later", nil, &StartOptions{AllowUnregistered: true})
+	if err != nil || !f.starts[1].GetAllowUnregistered() || started.NameRegistered || !started.Created {
+		t.Fatalf("with the option: %+v %v, request %v", started, err, f.starts[1])
+	}
+	f.unknownNames = false
+	started, err = c.Start(context.Background(), "later", nil, &StartOptions{AllowUnregistered: true})
+	if err != nil || !started.NameRegistered {
+		t.Fatalf("a registered name: %+v %v", started, err)
+	}
+}
+
+// A delete carries its cascade and returns the ids deleted; it is sent once: after a lost
+// reply a second one would find the workflow gone, so UNAVAILABLE goes to the caller.
+func TestClientDeleteIsSentOnce(t *testing.T) {
+	f := &fakeWorkflows{}
+	c := &Client{workflows: f}
+	ids, err := c.Delete(context.Background(), "wf", true)
+	if err != nil || len(ids) != 2 || ids[0] != "wf" || ids[1] != "wf-child" || !f.deletes[0].GetCascade() {
+		t.Fatalf("with cascade: %v %v, request %v", ids, err, f.deletes[0])
+	}
+	if ids, err := c.Delete(context.Background(), "wf", false); err != nil || len(ids) != 1 || f.deletes[1].GetCascade() {
+		t.Fatalf("without cascade: %v %v, request %v", ids, err, f.deletes[1])
+	}
+	f.refuse = 1
+	_, err = c.Delete(context.Background(), "wf", false)
+	var werr *Error
+	if !errors.As(err, &werr) || werr.Code != codes.Unavailable || len(f.deletes) != 3 {
+		t.Fatalf("got %v after %d tries; want UNAVAILABLE after one", err, len(f.deletes)-2)
 	}
 }

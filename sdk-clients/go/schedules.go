@@ -168,7 +168,9 @@ func (c *Client) TriggerSchedule(ctx context.Context, name, requestID string) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated()}, nil
+	// A schedule's trigger does not ask about the name: NameRegistered is true, as it was for
+	// every start before AllowUnregistered.
+	return &Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated(), NameRegistered: true}, nil
 }
 
 // BackfillSchedule starts one workflow for every fire time from start through end (both
