@@ -78,12 +78,23 @@ export interface StartOptions extends CallOptions {
   debounceKey?: string;
   /** With `debounceKey`: the longest it may be put off in all (default ten times `delayMs`). */
   debounceMaxDelayMs?: number;
+  /**
+   * Enqueue it even if no worker has registered `workflowName` yet (a rolling deploy, another
+   * team's workers): it waits ENQUEUED until one does, and `nameRegistered` comes back false.
+   * Without it such a start fails with reason WORKFLOW_NAME_UNKNOWN.
+   */
+  allowUnregistered?: boolean;
 }
 
 export interface Started {
   workflow: WorkflowInfo;
   /** False when the id (or dedup id) was already taken and the existing workflow came back. */
   created: boolean;
+  /**
+   * False when no worker has registered the workflow's name yet (a start with
+   * `allowUnregistered`): it waits until one does — or for ever, if the name is misspelt.
+   */
+  nameRegistered: boolean;
 }
 
 export interface ListOptions extends CallOptions {
@@ -173,6 +184,7 @@ export class Client {
                   maxDelay: o.debounceMaxDelayMs !== undefined ? durationFromMs(o.debounceMaxDelayMs) : undefined,
                 }
               : undefined,
+          allowUnregistered: o.allowUnregistered ?? false,
         },
         a,
       ),
@@ -181,7 +193,7 @@ export class Client {
     // A start sent again after the first one went through finds the workflow that one created:
     // with an id made here, nobody else could have started it, so this call did.
     const ours = !o.workflowId && workflow.workflowId === workflowId;
-    return { workflow, created: r.created || ours };
+    return { workflow, created: r.created || ours, nameRegistered: r.nameRegistered };
   }
 
   async get(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
@@ -279,6 +291,20 @@ export class Client {
   async resume(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
     const r = await repeatable(this.resendForMs, options, (a) => this.rpc.resumeWorkflow({ workflowId }, a));
     return workflowOf(r.workflow);
+  }
+
+  /**
+   * Deletes a finished workflow and everything recorded for it (steps, messages to it, events,
+   * stream values); with `cascade`, its child workflows and theirs too. Returns the ids deleted,
+   * `workflowId` first. A workflow that has not finished is refused (an `RpcError` with reason
+   * WORKFLOW_NOT_FINISHED: cancel it first), so is a child whose parent has not
+   * (PARENT_NOT_FINISHED), and a cascade over more than 10,000 (TOO_MANY_TO_DELETE); one that
+   * does not exist is WORKFLOW_NOT_FOUND. Sent once, not again on UNAVAILABLE: repeated after a
+   * lost reply it would find the workflow gone.
+   */
+  async delete(workflowId: string, options: CallOptions & { cascade?: boolean } = {}): Promise<string[]> {
+    const r = await rpc(() => this.rpc.deleteWorkflow({ workflowId, cascade: options.cascade ?? false }, call(options)));
+    return r.deletedWorkflowIds;
   }
 
   /** Moves the start of a workflow still waiting for its delayed start to `delayMs` from now. */
