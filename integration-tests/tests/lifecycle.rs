@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use waymark_integration_tests::{
-    cli, fast_recovery_args, free_port, http_get, setup, wait_for_registration, Backend, ServerProcess, TestDatabase,
-    WorkerProcess,
+    cli, fast_recovery_args, free_port, http_get, setup, wait_for, wait_for_registration, Backend, ServerProcess,
+    TestDatabase, WorkerProcess,
 };
 use waymark_sdk::{Error, ListOptions, StartOptions, WorkflowStatus};
 
@@ -160,7 +160,76 @@ async fn a_workflow_enqueued_before_its_worker_runs_once_one_registers_it(backen
     );
 }
 
+async fn retention_deletes_finished_workflows_past_their_time_and_keeps_the_rest(backend: Backend) {
+    let port = free_port();
+    let metrics = format!("127.0.0.1:{port}");
+    let flags = [
+        "--metrics-listen",
+        &metrics,
+        "--retention",
+        "1s",
+        "--retention-rule",
+        "status:ERROR=forever",
+        "--retention-rate",
+        "7",
+    ];
+    let Some(s) = setup(backend, &flags).await else { return };
+    let c = &s.client;
+    for i in 0..20 {
+        c.start_json("echo", json!(i), StartOptions::id(format!("done-{i}")))
+            .await
+            .unwrap();
+    }
+    let failing = json!({ "fail_times": 5, "max_attempts": 1 });
+    c.start_json("flaky", failing, StartOptions::id("failed"))
+        .await
+        .unwrap();
+    let waiting = json!({ "topic": "t", "timeout_ms": 600_000 });
+    c.start_json("inbox", waiting, StartOptions::id("waiting"))
+        .await
+        .unwrap();
+    assert_eq!(
+        c.await_workflow("failed", Some(PATIENCE)).await.unwrap().status,
+        WorkflowStatus::Error
+    );
+    // Every finished success goes, at most 7 a second, with its records.
+    wait_for("the collector to delete the successes", PATIENCE, || async {
+        let left = c
+            .list(ListOptions {
+                workflow_name: Some("echo".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .0;
+        left.is_empty().then_some(())
+    })
+    .await;
+    assert_eq!(reason(&c.steps("done-3").await.unwrap_err()), "WORKFLOW_NOT_FOUND");
+    // The rule keeps errors for ever; what has not finished is never touched.
+    assert_eq!(c.get("failed").await.unwrap().status, WorkflowStatus::Error);
+    let w = c.get("waiting").await.unwrap();
+    assert!(
+        matches!(w.status, WorkflowStatus::Pending | WorkflowStatus::Delayed),
+        "{w:?}"
+    );
+    // Everything else the setup ran (its registration probe) finished and went too.
+    let mut left: Vec<String> = c
+        .list(ListOptions::default())
+        .await
+        .unwrap()
+        .0
+        .into_iter()
+        .map(|w| w.workflow_id)
+        .collect();
+    left.sort();
+    assert_eq!(left, ["failed", "waiting"]);
+    let deleted = r#"waymark_workflows_deleted_total{namespace="default",reason="retention"}"#;
+    assert!(metric(port, deleted).await >= Some(20.0));
+}
+
 waymark_integration_tests::on_both_stores!(
+    retention_deletes_finished_workflows_past_their_time_and_keeps_the_rest,
     finished_workflows_are_deleted_with_their_records,
     a_workflow_enqueued_before_its_worker_runs_once_one_registers_it,
 );

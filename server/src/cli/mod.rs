@@ -116,6 +116,20 @@ pub struct ServerArgs {
     /// calls that wait (AwaitWorkflow, GetEvent) get it on top of their wait.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub request_timeout: std::time::Duration,
+    /// Delete finished workflows (and everything recorded for them) this long after they
+    /// finished, e.g. 30d; `--retention-rule` sets times for some of them. Without it (and
+    /// without rules) nothing is ever deleted.
+    #[arg(long, value_parser = parse_duration)]
+    pub retention: Option<std::time::Duration>,
+    /// A retention time for some finished workflows: `SELECTORS=DURATION|forever`, selectors
+    /// `namespace:NAME`, `queue:NAME`, `status:STATUS` joined by commas, e.g.
+    /// `queue:payments,status:ERROR=90d`. Repeatable; the first rule that covers a workflow
+    /// decides, `--retention` takes the rest.
+    #[arg(long = "retention-rule", value_parser = crate::engine::retention::parse_rule)]
+    pub retention_rules: Vec<crate::engine::retention::RetentionRule>,
+    /// Most finished workflows the retention collector deletes per second on this replica.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub retention_rate: u32,
     /// Log format: text or json.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -201,6 +215,11 @@ impl ServerArgs {
                 max_waits: self.max_waits as usize,
                 max_unread_messages: self.max_unread_messages,
                 request_timeout: self.request_timeout,
+                retention: crate::engine::retention::Retention {
+                    rules: self.retention_rules.clone(),
+                    default_keep: self.retention,
+                    rate: self.retention_rate,
+                },
                 ..Default::default()
             },
         }

@@ -46,6 +46,8 @@ pub struct EngineConfig {
     pub request_timeout: Duration,
     /// The namespace this engine serves, as metrics and spans name it.
     pub namespace: String,
+    /// Which finished workflows are deleted, and when (see [`super::retention`]).
+    pub retention: super::retention::Retention,
 }
 
 impl EngineConfig {
@@ -88,6 +90,7 @@ impl Default for EngineConfig {
             max_unread_messages: 10_000,
             request_timeout: Duration::from_secs(60),
             namespace: "default".to_string(),
+            retention: Default::default(),
         }
     }
 }

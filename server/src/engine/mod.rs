@@ -36,6 +36,7 @@ pub mod queues;
 pub mod recorded;
 pub mod recovery;
 pub mod remote_steps;
+pub mod retention;
 pub mod schedules;
 pub mod sessions;
 pub mod stream_traces;
@@ -122,6 +123,7 @@ impl Engine {
             tokio::spawn(changes::run(self.clone())),
             tokio::spawn(schedules::scheduler::run(self.clone())),
             tokio::spawn(health::run(self.clone())),
+            tokio::spawn(retention::run(self.clone())),
         ]
     }
 

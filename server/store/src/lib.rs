@@ -36,7 +36,7 @@ pub use contract::{
     children::*,
     events::*,
     keys::{ApiKeyRecord, ApiKeys},
-    lifecycle::{Lifecycle, MAX_DELETE},
+    lifecycle::{Collect, Covered, Lifecycle, MAX_DELETE},
     messages::*,
     namespaces::{NamespaceList, NamespaceRecord},
     queues::{QueueCounts, Queues},

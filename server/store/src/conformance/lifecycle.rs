@@ -171,3 +171,94 @@ pub async fn a_cascade_over_the_bound_is_refused(s: Arc<dyn Store>) {
     ));
     assert!(s.get_workflow("big").await.unwrap().is_some(), "nothing deleted");
 }
+
+/// Finishes `id` (started on `queue`) as `status` at `at`.
+async fn ended(s: &dyn Store, id: &str, queue: &str, status: WorkflowStatus, at: Millis) {
+    start(s, wf(id, "W", queue), T).await;
+    if status == WorkflowStatus::Cancelled {
+        s.cancel_workflow(id, at).await.unwrap();
+        return;
+    }
+    let got = s
+        .claim_workflows(&claim(&format!("k-{id}"), &["W"], &[queue], 1), at)
+        .await
+        .unwrap();
+    assert_eq!(ids(&got), [id]);
+    let epoch = got[0].workflow.epoch;
+    let outcome = match status {
+        WorkflowStatus::Success => Outcome::Output("1".into()),
+        _ => failure("Boom"),
+    };
+    s.complete_workflow(&fence(id, epoch), outcome, at).await.unwrap();
+}
+
+fn covered(queues: &[&str], statuses: &[WorkflowStatus]) -> Covered {
+    Covered {
+        queues: queues.iter().map(|q| q.to_string()).collect(),
+        statuses: statuses.to_vec(),
+    }
+}
+
+pub async fn the_collector_deletes_what_a_rule_covers_oldest_first_in_batches(s: Arc<dyn Store>) {
+    let s = &*s;
+    use WorkflowStatus::*;
+    ended(s, "old-ok", "q", Success, T + 10).await;
+    ended(s, "old-err", "q", Error, T + 11).await;
+    ended(s, "old-cancelled", "q", Cancelled, T + 12).await;
+    ended(s, "old-pay", "pay", Success, T + 13).await;
+    ended(s, "new-ok", "q", Success, T + 1_000).await;
+    start(s, wf("running", "W", "q"), T).await;
+    // A finished child whose parent runs stays; its sibling under a finished parent goes.
+    let mut tx = s.begin(T + 1).await.unwrap();
+    tx.insert_child("running", &wf("running/0", "C", "q")).await.unwrap();
+    tx.commit(Vec::new()).await.unwrap();
+    s.cancel_workflow("running/0", T + 14).await.unwrap();
+
+    let batch = |covered: Covered, except: Vec<Covered>, limit: u32| Collect {
+        covered,
+        except,
+        finished_before: T + 500,
+        limit,
+    };
+    // Errors are kept by an earlier rule; the default covers the rest, two at a time.
+    let keep_errors = vec![covered(&[], &[Error])];
+    let first = s
+        .collect_finished(&batch(Covered::default(), keep_errors.clone(), 2))
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        Some(vec!["old-ok".to_string(), "old-cancelled".to_string()]),
+        "oldest first"
+    );
+    let second = s
+        .collect_finished(&batch(Covered::default(), keep_errors.clone(), 2))
+        .await
+        .unwrap();
+    assert_eq!(second, Some(vec!["old-pay".to_string()]));
+    let third = s
+        .collect_finished(&batch(Covered::default(), keep_errors, 2))
+        .await
+        .unwrap();
+    assert_eq!(
+        third,
+        Some(vec![]),
+        "what is left is kept, newer, running, or a running parent's"
+    );
+    for id in ["old-err", "new-ok", "running", "running/0"] {
+        assert!(s.get_workflow(id).await.unwrap().is_some(), "{id} stays");
+    }
+    // A rule of its own for a queue and a status.
+    ended(s, "pay-err", "pay", Error, T + 20).await;
+    let pay_errors = batch(covered(&["pay"], &[Error]), vec![], 10);
+    assert_eq!(
+        s.collect_finished(&pay_errors).await.unwrap(),
+        Some(vec!["pay-err".to_string()])
+    );
+    assert!(
+        s.get_workflow("old-err").await.unwrap().is_some(),
+        "another queue's error stays"
+    );
+    // What goes, goes with its records.
+    assert!(gone(s, "old-ok").await);
+}

@@ -10,6 +10,24 @@ use crate::*;
 /// an unbounded number of rows.
 pub const MAX_DELETE: usize = 10_000;
 
+/// Which finished workflows a retention rule covers: those on one of `queues` (empty: any)
+/// that ended in one of `statuses` (empty: any finished status).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Covered {
+    pub queues: Vec<String>,
+    pub statuses: Vec<WorkflowStatus>,
+}
+
+/// One batch of the retention collector: up to `limit` of the finished workflows `covered`
+/// (and not `except`ed, which earlier rules own) that finished before `finished_before`.
+#[derive(Debug, Clone)]
+pub struct Collect {
+    pub covered: Covered,
+    pub except: Vec<Covered>,
+    pub finished_before: Millis,
+    pub limit: u32,
+}
+
 #[async_trait]
 pub trait Lifecycle: Send + Sync {
     /// Deletes `workflow_id` — with `cascade`, its children and theirs too — and everything
@@ -23,4 +41,10 @@ pub trait Lifecycle: Send + Sync {
     /// One that does not exist is [`StoreError::WorkflowNotFound`]. A descendant resumed while
     /// the delete runs is left alone: rows are deleted only while finished.
     async fn delete_workflow(&self, workflow_id: &str, cascade: bool) -> StoreResult<Vec<String>>;
+
+    /// Deletes one batch of what `batch` covers, oldest finished first, with everything
+    /// recorded for each, in one transaction; returns the ids. A child whose parent has not
+    /// finished is left (the parent may still await it). `None` when another replica is
+    /// collecting in this database right now: the caller skips its turn.
+    async fn collect_finished(&self, batch: &Collect) -> StoreResult<Option<Vec<String>>>;
 }

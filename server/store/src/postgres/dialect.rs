@@ -85,6 +85,15 @@ pub(super) async fn lock_worker_id(conn: &mut sqlx::PgConnection, worker_id: &st
     Ok(())
 }
 
+/// Whether this transaction may run the retention collector's batch: one replica at a time
+/// per schema (namespace), the others skip their turn instead of waiting.
+pub(super) async fn try_lock_collector(conn: &mut sqlx::PgConnection) -> crate::StoreResult<bool> {
+    sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtextextended('collector ' || current_schema(), 0))")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(crate::rows::db_error)
+}
+
 pub(super) async fn lock_wait_key(
     conn: &mut sqlx::PgConnection,
     workflow_id: Option<&str>,

@@ -87,4 +87,79 @@ impl Lifecycle for Backend {
         tx.commit().await.map_err(db_error)?;
         Ok(deleted)
     }
+
+    #[tracing::instrument(
+        name = "store.collect_finished",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
+    async fn collect_finished(&self, batch: &Collect) -> StoreResult<Option<Vec<String>>> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        if !dialect::try_lock_collector(&mut tx).await? {
+            return Ok(None);
+        }
+        let mut binds: Vec<String> = Vec::new();
+        let covered = covered_sql(&batch.covered, &mut binds);
+        let except: String = batch
+            .except
+            .iter()
+            .map(|c| format!(" AND NOT ({})", covered_sql(c, &mut binds)))
+            .collect();
+        let (before, limit) = (binds.len() + 1, binds.len() + 2);
+        let text = format!(
+            "DELETE FROM workflows WHERE workflow_id IN (SELECT w.workflow_id FROM workflows w \
+               WHERE w.status IN {FINISHED} AND w.updated_at < ${before} AND {covered}{except} \
+               AND NOT EXISTS (SELECT 1 FROM workflows p WHERE p.workflow_id = w.parent_workflow_id \
+                 AND p.status IN ('ENQUEUED', 'DELAYED', 'PENDING')) \
+               ORDER BY w.updated_at, w.workflow_id LIMIT ${limit}{}) \
+             AND status IN {FINISHED} RETURNING workflow_id",
+            skip_locked_of!("w")
+        );
+        // Only placeholders and fixed SQL are formatted in; every value is bound.
+        let mut q = sqlx::query_scalar(sqlx::AssertSqlSafe(text));
+        for b in &binds {
+            q = q.bind(b);
+        }
+        let deleted: Vec<String> = q
+            .bind(batch.finished_before)
+            .bind(batch.limit as i64)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(Some(deleted))
+    }
+}
+
+/// The finished statuses, as SQL.
+const FINISHED: &str = "('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')";
+
+/// `c` as a condition on `w`, its values appended to `binds` (placeholders numbered after
+/// what is there already). TRUE when it covers every finished workflow.
+fn covered_sql(c: &Covered, binds: &mut Vec<String>) -> String {
+    let mut terms = Vec::new();
+    let mut list = |column: &str, values: Vec<String>, binds: &mut Vec<String>| {
+        let marks: Vec<String> = values
+            .into_iter()
+            .map(|v| {
+                binds.push(v);
+                format!("${}", binds.len())
+            })
+            .collect();
+        if !marks.is_empty() {
+            terms.push(format!("w.{column} IN ({})", marks.join(", ")));
+        }
+    };
+    list("queue_name", c.queues.clone(), binds);
+    list(
+        "status",
+        c.statuses.iter().map(|s| s.as_str().to_string()).collect(),
+        binds,
+    );
+    if terms.is_empty() {
+        "TRUE".to_string()
+    } else {
+        terms.join(" AND ")
+    }
 }
