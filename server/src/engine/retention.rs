@@ -113,14 +113,14 @@ pub fn parse_rule(text: &str) -> Result<RetentionRule, String> {
         match selector.split_once(':') {
             Some(("namespace", n)) if !n.is_empty() && rule.namespace.is_none() => rule.namespace = Some(n.into()),
             Some(("queue", q)) if !q.is_empty() => rule.covered.queues.push(q.into()),
-            Some(("status", s)) => {
-                match WorkflowStatus::parse(&s.to_ascii_uppercase()) {
-                    Some(st) if st.is_terminal() => rule.covered.statuses.push(st),
-                    _ => return Err(format!(
+            Some(("status", s)) => match WorkflowStatus::parse(&s.to_ascii_uppercase()) {
+                Some(st) if st.is_terminal() => rule.covered.statuses.push(st),
+                _ => {
+                    return Err(format!(
                         "{s:?} is not a finished status (SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED)"
-                    )),
+                    ))
                 }
-            }
+            },
             _ => {
                 return Err(format!(
                     "{selector:?}: expected namespace:NAME, queue:NAME or status:STATUS"
