@@ -7,15 +7,29 @@ use std::time::Duration;
 
 use serde_json::json;
 use waymark_integration_tests::{
-    cli, fast_recovery_args, free_port, http_get, setup, wait_for, wait_for_registration, Backend, ServerProcess,
-    TestDatabase, WorkerProcess,
+    cli, fast_recovery_args, free_port, http_get, setup, side_effects, wait_for, wait_for_registration, Backend,
+    ServerProcess, TestDatabase, WorkerProcess,
 };
-use waymark_sdk::{Error, ListOptions, StartOptions, WorkflowStatus};
+use waymark_sdk::{Error, ForkOptions, ListOptions, StartOptions, WorkflowStatus};
 
 const PATIENCE: Duration = Duration::from_secs(120);
 
 fn reason(e: &Error) -> &str {
     e.reason().unwrap_or("<no reason>")
+}
+
+/// The ids of the workflows `options` lists, sorted.
+async fn listed(c: &waymark_sdk::Client, options: ListOptions) -> Vec<String> {
+    let mut ids: Vec<String> = c
+        .list(options)
+        .await
+        .unwrap()
+        .0
+        .into_iter()
+        .map(|w| w.workflow_id)
+        .collect();
+    ids.sort();
+    ids
 }
 
 /// The value of one series in a scrape of the metrics listener on `port`.
@@ -37,17 +51,14 @@ async fn finished_workflows_are_deleted_with_their_records(backend: Backend) {
     c.start_json("family", family, StartOptions::id("fam")).await.unwrap();
     let done = c.await_workflow("fam", Some(PATIENCE)).await.unwrap();
     assert_eq!(done.status, WorkflowStatus::Success, "{done:?}");
-    let children: Vec<String> = c
-        .list(ListOptions {
+    let children = listed(
+        c,
+        ListOptions {
             parent_workflow_id: Some("fam".into()),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .0
-        .into_iter()
-        .map(|w| w.workflow_id)
-        .collect();
+        },
+    )
+    .await;
     assert_eq!(children.len(), 2, "{children:?}");
 
     // A child goes alone; then the parent with what is left of its tree.
@@ -214,21 +225,101 @@ async fn retention_deletes_finished_workflows_past_their_time_and_keeps_the_rest
         "{w:?}"
     );
     // Everything else the setup ran (its registration probe) finished and went too.
-    let mut left: Vec<String> = c
-        .list(ListOptions::default())
-        .await
-        .unwrap()
-        .0
-        .into_iter()
-        .map(|w| w.workflow_id)
-        .collect();
-    left.sort();
-    assert_eq!(left, ["failed", "waiting"]);
+    assert_eq!(listed(c, ListOptions::default()).await, ["failed", "waiting"]);
     let deleted = r#"waymark_workflows_deleted_total{namespace="default",reason="retention"}"#;
     assert!(metric(port, deleted).await >= Some(20.0));
 }
 
+async fn a_failed_workflow_is_forked_onto_fixed_code_and_rerun_where_it_failed(backend: Backend) {
+    let Some(s) = setup(backend, &[]).await else { return };
+    let c = &s.client;
+    let effects = s.db.dir.join("effects.log");
+    // A finished workflow of four steps, forked from its step 2: only steps 2 and 3 run again.
+    c.start_json("counted", json!({ "steps": 4 }), StartOptions::id("four"))
+        .await
+        .unwrap();
+    assert_eq!(
+        c.await_workflow("four", Some(PATIENCE)).await.unwrap().status,
+        WorkflowStatus::Success
+    );
+    let options = ForkOptions {
+        from_step: Some(2),
+        workflow_id: Some("four-again".into()),
+        ..Default::default()
+    };
+    let fork = c.fork("four", options).await.unwrap();
+    assert_eq!(
+        (fork.forked_from_workflow_id.as_str(), fork.forked_from_step),
+        ("four", 2)
+    );
+    let done = c.await_workflow("four-again", Some(PATIENCE)).await.unwrap();
+    assert_eq!(done.status, WorkflowStatus::Success, "{done:?}");
+    let mut ran: Vec<u32> = side_effects::read(&effects)
+        .into_iter()
+        .filter(|e| e.workflow_id == "four-again")
+        .map(|e| e.step_id)
+        .collect();
+    ran.sort();
+    assert_eq!(ran, [2, 3], "the copied steps replay, the rest run");
+    assert_eq!(c.steps("four-again").await.unwrap().len(), 4);
+
+    // A bug: the step fails, the workflow ends ERROR on version test-1.
+    let buggy = json!({ "fail_times": 1, "max_attempts": 1 });
+    c.start_json("flaky", buggy, StartOptions::id("bug")).await.unwrap();
+    let failed = c.await_workflow("bug", Some(PATIENCE)).await.unwrap();
+    assert_eq!(
+        (failed.status, failed.app_version.as_str()),
+        (WorkflowStatus::Error, "test-1")
+    );
+    // The fix ships as version test-2: the fork runs there and succeeds.
+    let env = [("WAYMARK_APP_VERSION", "test-2"), ("WAYMARK_TEST_VARIANT", "fixed")];
+    let _fixed = WorkerProcess::start_with_env(&s.server.addr, &effects, 10, "fixed", &env);
+    let (code, out, err) = cli(
+        &s.server.addr,
+        &[
+            "workflow",
+            "fork",
+            "bug",
+            "--from-step",
+            "0",
+            "--app-version",
+            "test-2",
+            "--id",
+            "bug-fixed",
+        ],
+    );
+    assert_eq!((code, out.trim()), (0, "bug-fixed"), "{err}");
+    let fixed = c.await_workflow("bug-fixed", Some(PATIENCE)).await.unwrap();
+    assert_eq!(
+        (fixed.status, fixed.app_version.as_str(), fixed.output),
+        (WorkflowStatus::Success, "test-2", Some(json!(1)))
+    );
+    let (_, shown, _) = cli(&s.server.addr, &["workflow", "get", "bug-fixed"]);
+    assert!(
+        shown.contains("forked from") && shown.contains("bug at step 0"),
+        "{shown}"
+    );
+
+    // Or the fix ships under the same version: the old worker goes, a fixed one comes, and
+    // resuming the ERROR workflow reruns its failed step there.
+    drop(s.worker);
+    let env = [("WAYMARK_TEST_VARIANT", "fixed")];
+    let _same_version = WorkerProcess::start_with_env(&s.server.addr, &effects, 10, "fixed-1", &env);
+    let resumed = c.resume("bug").await.unwrap();
+    assert_eq!((resumed.status, resumed.failure), (WorkflowStatus::Enqueued, None));
+    let rerun = c.await_workflow("bug", Some(PATIENCE)).await.unwrap();
+    assert_eq!(
+        (rerun.status, rerun.output.clone()),
+        (WorkflowStatus::Success, Some(json!(1))),
+        "{rerun:?}"
+    );
+    let steps = c.steps("bug").await.unwrap();
+    assert_eq!(steps.len(), 1);
+    assert!(steps[0].failure.is_none(), "the failed record was replaced: {steps:?}");
+}
+
 waymark_integration_tests::on_both_stores!(
+    a_failed_workflow_is_forked_onto_fixed_code_and_rerun_where_it_failed,
     retention_deletes_finished_workflows_past_their_time_and_keeps_the_rest,
     finished_workflows_are_deleted_with_their_records,
     a_workflow_enqueued_before_its_worker_runs_once_one_registers_it,

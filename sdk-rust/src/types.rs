@@ -122,6 +122,12 @@ pub struct WorkflowInfo {
     pub waiting_on: Option<WaitingOn>,
     /// The W3C `traceparent` of the span that started it; empty for none.
     pub traceparent: String,
+    /// The workflow this one was forked from ("" when it is not a fork).
+    #[serde(default)]
+    pub forked_from_workflow_id: String,
+    /// The step position the fork ran on from (the source's steps before it were copied).
+    #[serde(default)]
+    pub forked_from_step: u32,
 }
 
 /// What a waiting workflow waits for.
@@ -342,6 +348,8 @@ impl From<v1::Workflow> for WorkflowInfo {
             dedup_id: w.dedup_id,
             waiting_on: w.waiting_on.and_then(WaitingOn::from_wire),
             traceparent: w.trace_context.map(|t| t.traceparent).unwrap_or_default(),
+            forked_from_workflow_id: w.forked_from_workflow_id,
+            forked_from_step: w.forked_from_step,
         }
     }
 }

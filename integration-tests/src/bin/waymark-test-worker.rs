@@ -36,7 +36,8 @@
 //! `WAYMARK_CAPACITY` (default 100); server from `WAYMARK_SERVER`; app version from
 //! `WAYMARK_APP_VERSION` (default `test-1`); waits longer than `WAYMARK_PARK_AFTER_MS` park
 //! (default 60 s; 0 never parks); `WAYMARK_TEST_VARIANT=renamed` renames the `counted`
-//! steps, so a replay of a workflow begun by the normal variant is non-deterministic.
+//! steps, so a replay of a workflow begun by the normal variant is non-deterministic;
+//! `WAYMARK_TEST_VARIANT=fixed` is `flaky` with its bug fixed (its step never fails).
 
 use std::{path::PathBuf, time::Duration};
 
@@ -120,7 +121,8 @@ async fn flaky(ctx: WorkflowContext, input: Flaky) -> Result<u32, WorkflowError>
         let fail_times = input.fail_times;
         async move {
             let n = attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            if n <= fail_times {
+            let fixed = std::env::var("WAYMARK_TEST_VARIANT").as_deref() == Ok("fixed");
+            if n <= fail_times && !fixed {
                 Err(format!("attempt {n} fails"))
             } else {
                 Ok(n)

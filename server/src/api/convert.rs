@@ -100,6 +100,8 @@ pub fn workflow(w: WorkflowRecord) -> v1::Workflow {
         wake_at: w.wake_at.and_then(timestamp),
         trace_context: trace_to_wire(w.trace),
         waiting_on: None,
+        forked_from_step: w.forked_from.as_ref().map_or(0, |l| l.from_step),
+        forked_from_workflow_id: w.forked_from.map(|l| l.workflow_id).unwrap_or_default(),
         app_version: w.app_version.unwrap_or_default(),
         workflow_id: w.workflow_id,
         workflow_name: w.workflow_name,

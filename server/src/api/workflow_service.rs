@@ -244,6 +244,27 @@ impl WorkflowService for WorkflowApi {
         Ok(Response::new(v1::DeleteWorkflowResponse { deleted_workflow_ids }))
     }
 
+    async fn fork_workflow(
+        &self,
+        req: Request<v1::ForkWorkflowRequest>,
+    ) -> Result<Response<v1::ForkWorkflowResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let r = req.into_inner();
+        let non_empty = |s: String| (!s.is_empty()).then_some(s);
+        let fork = waymark_store::Fork {
+            source: r.workflow_id,
+            from_step: r.from_step,
+            new_workflow_id: r.new_workflow_id,
+            app_version: non_empty(r.app_version),
+            queue_name: non_empty(r.queue_name),
+        };
+        let w = engine.fork_workflow(fork).await.map_err(to_status)?;
+        note_workflow(&w);
+        Ok(Response::new(v1::ForkWorkflowResponse {
+            workflow: Some(convert::workflow(w)),
+        }))
+    }
+
     async fn delay_workflow(
         &self,
         req: Request<v1::DelayWorkflowRequest>,

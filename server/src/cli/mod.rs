@@ -16,6 +16,7 @@ pub mod queue;
 pub mod schedule;
 pub mod worker;
 pub mod workflow;
+mod workflow_lifecycle;
 mod workflow_view;
 
 #[derive(Parser)]

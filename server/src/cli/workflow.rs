@@ -134,16 +134,8 @@ pub enum WorkflowCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Delete a finished workflow and everything recorded for it (steps, messages, events,
-    /// stream). Prints each id deleted.
-    Delete {
-        id: String,
-        /// Delete its child workflows too, and theirs (each must have finished).
-        #[arg(long)]
-        cascade: bool,
-        #[command(flatten)]
-        client: ClientArgs,
-    },
+    #[command(flatten)]
+    Lifecycle(super::workflow_lifecycle::LifecycleCommand),
     /// Send a message to a workflow (it takes it with recv). Prints the message id.
     Send {
         id: String,
@@ -192,7 +184,8 @@ pub enum WorkflowCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Put a cancelled or dead-lettered workflow back in its queue.
+    /// Put a cancelled, dead-lettered or failed (ERROR) workflow back in its queue; a failed one
+    /// reruns its failed step.
     Resume {
         id: String,
         #[command(flatten)]
@@ -455,16 +448,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                 println!("{} {}", w.workflow_id, w.status.as_str())
             }
         }
-        WorkflowCommand::Delete { id, cascade, client } => {
-            let deleted = client.connect().await?.delete(&id, cascade).await?;
-            if client.json {
-                print_json(&serde_json::json!({ "deleted_workflow_ids": deleted }))
-            } else {
-                for id in deleted {
-                    println!("{id} deleted");
-                }
-            }
-        }
+        WorkflowCommand::Lifecycle(cmd) => return super::workflow_lifecycle::run(cmd).await,
         WorkflowCommand::Resume { id, client } => {
             let w = client.connect().await?.resume(&id).await?;
             if client.json {

@@ -72,6 +72,10 @@ fn print_workflow(w: &WorkflowInfo) {
     if !w.traceparent.is_empty() {
         rows.push(("trace", w.traceparent.clone()));
     }
+    if !w.forked_from_workflow_id.is_empty() {
+        let from = format!("{} at step {}", w.forked_from_workflow_id, w.forked_from_step);
+        rows.push(("forked from", from));
+    }
     for (k, v) in rows {
         println!("{k:<12} {v}");
     }

@@ -154,6 +154,7 @@ mod tests {
             wake_at: None,
             parked_on: None,
             trace: None,
+            forked_from: None,
         };
         assert_eq!(decode_token(&encode_token(&w)).unwrap(), (1234, "a:b".to_string()));
         assert_eq!(decode_token("not a token!").unwrap_err().reason, "INVALID_PAGE_TOKEN");

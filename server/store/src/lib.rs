@@ -36,7 +36,7 @@ pub use contract::{
     children::*,
     events::*,
     keys::{ApiKeyRecord, ApiKeys},
-    lifecycle::{Collect, Covered, Lifecycle, MAX_DELETE},
+    lifecycle::{Collect, Covered, Fork, Lifecycle, MAX_DELETE},
     messages::*,
     namespaces::{NamespaceList, NamespaceRecord},
     queues::{QueueCounts, Queues},
@@ -187,7 +187,7 @@ pub enum StoreError {
     #[error("step {step_id} of workflow {workflow_id:?} is already recorded with a different result")]
     StepConflict { workflow_id: String, step_id: u32 },
     /// The workflow cannot be resumed from its status.
-    #[error("workflow {workflow_id:?} is {status:?}; only CANCELLED or dead-lettered workflows can be resumed")]
+    #[error("workflow {workflow_id:?} is {status:?}; only CANCELLED, ERROR or dead-lettered workflows can be resumed")]
     NotResumable {
         workflow_id: String,
         status: WorkflowStatus,

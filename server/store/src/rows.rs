@@ -9,7 +9,7 @@ macro_rules! workflow_columns {
     () => {
         "workflow_id, workflow_name, status, queue_name, app_version, input, output, failure, \
          created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id, deadline_at, priority, \
-         partition_key, dedup_id, started_at, wake_at, parked_on, traceparent, tracestate"
+         partition_key, dedup_id, started_at, wake_at, parked_on, traceparent, tracestate, forked_from, forked_from_step"
     };
 }
 pub(crate) use workflow_columns;
@@ -47,6 +47,8 @@ pub(crate) struct WorkflowRow {
     pub parked_on: Option<String>,
     pub traceparent: Option<String>,
     pub tracestate: Option<String>,
+    pub forked_from: Option<String>,
+    pub forked_from_step: Option<i64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -127,6 +129,10 @@ impl TryFrom<WorkflowRow> for WorkflowRecord {
             wake_at: r.wake_at,
             parked_on: r.parked_on.as_deref().and_then(crate::ParkedOn::from_key),
             trace: trace(r.traceparent, r.tracestate),
+            forked_from: r.forked_from.map(|source| crate::Lineage {
+                workflow_id: source,
+                from_step: r.forked_from_step.unwrap_or(0).clamp(0, u32::MAX as i64) as u32,
+            }),
         })
     }
 }

@@ -168,6 +168,8 @@ class Workflow(_message.Message):
     WAKE_AT_FIELD_NUMBER: _builtins.int
     TRACE_CONTEXT_FIELD_NUMBER: _builtins.int
     WAITING_ON_FIELD_NUMBER: _builtins.int
+    FORKED_FROM_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    FORKED_FROM_STEP_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     workflow_name: _builtins.str
     status: Global___WorkflowStatus.ValueType
@@ -191,6 +193,12 @@ class Workflow(_message.Message):
     """Its partition of the queue (empty: none)."""
     dedup_id: _builtins.str
     """Its dedup id (empty: none); held while the workflow has not finished."""
+    forked_from_workflow_id: _builtins.str
+    """Lineage: the workflow this one was forked from (ForkWorkflow), and the step position the
+    fork ran on from (the source's steps before it were copied). Empty / 0 when not a fork.
+    """
+    forked_from_step: _builtins.int
+    """Fields 25-39 are kept for what the next features add."""
     @_builtins.property
     def input(self) -> Global___Payload: ...
     @_builtins.property
@@ -230,7 +238,6 @@ class Workflow(_message.Message):
         """What the workflow waits for, when it waits: always for a parked workflow (DELAYED); for one
         waiting on its worker (PENDING), when the replica that answers holds the wait. Unset when
         it does not wait, or the answering replica cannot tell.
-        Fields 23-39 are kept for what the next features add.
         """
 
     def __init__(
@@ -258,10 +265,12 @@ class Workflow(_message.Message):
         wake_at: _timestamp_pb2.Timestamp | None = ...,
         trace_context: Global___TraceContext | None = ...,
         waiting_on: Global___WaitingOn | None = ...,
+        forked_from_workflow_id: _builtins.str = ...,
+        forked_from_step: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "deadline", b"deadline", "failure", b"failure", "input", b"input", "output", b"output", "started_at", b"started_at", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_at", b"created_at", "deadline", b"deadline", "dedup_id", b"dedup_id", "epoch", b"epoch", "failure", b"failure", "input", b"input", "output", b"output", "parent_workflow_id", b"parent_workflow_id", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "recovery_attempts", b"recovery_attempts", "started_at", b"started_at", "status", b"status", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at", "worker_id", b"worker_id", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_at", b"created_at", "deadline", b"deadline", "dedup_id", b"dedup_id", "epoch", b"epoch", "failure", b"failure", "forked_from_step", b"forked_from_step", "forked_from_workflow_id", b"forked_from_workflow_id", "input", b"input", "output", b"output", "parent_workflow_id", b"parent_workflow_id", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "recovery_attempts", b"recovery_attempts", "started_at", b"started_at", "status", b"status", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at", "worker_id", b"worker_id", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

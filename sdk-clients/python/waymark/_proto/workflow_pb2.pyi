@@ -568,6 +568,66 @@ class DeleteWorkflowResponse(_message.Message):
 Global___DeleteWorkflowResponse: _TypeAlias = DeleteWorkflowResponse  # noqa: Y015
 
 @_typing.final
+class ForkWorkflowRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    FROM_STEP_FIELD_NUMBER: _builtins.int
+    NEW_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    APP_VERSION_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    workflow_id: _builtins.str
+    """The source."""
+    from_step: _builtins.int
+    """Copy the source's recorded steps before this position; absent: all of them (the fork
+    replays the whole history and goes on from where the source stopped).
+    """
+    new_workflow_id: _builtins.str
+    """The new workflow's id (1-256 characters); generated when empty."""
+    app_version: _builtins.str
+    """Pin the fork to workers of this application version; the source's when empty."""
+    queue_name: _builtins.str
+    """The queue it starts on; the source's when empty."""
+    def __init__(
+        self,
+        *,
+        workflow_id: _builtins.str = ...,
+        from_step: _builtins.int | None = ...,
+        new_workflow_id: _builtins.str = ...,
+        app_version: _builtins.str = ...,
+        queue_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_from_step", b"_from_step", "from_step", b"from_step"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_from_step", b"_from_step", "app_version", b"app_version", "from_step", b"from_step", "new_workflow_id", b"new_workflow_id", "queue_name", b"queue_name", "workflow_id", b"workflow_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__from_step: _TypeAlias = _typing.Literal["from_step"]  # noqa: Y015
+    _WhichOneofArgType__from_step: _TypeAlias = _typing.Literal["_from_step", b"_from_step"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__from_step) -> _WhichOneofReturnType__from_step | None: ...
+
+Global___ForkWorkflowRequest: _TypeAlias = ForkWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class ForkWorkflowResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def workflow(self) -> _types_pb2.Workflow: ...
+    def __init__(
+        self,
+        *,
+        workflow: _types_pb2.Workflow | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForkWorkflowResponse: _TypeAlias = ForkWorkflowResponse  # noqa: Y015
+
+@_typing.final
 class ResumeWorkflowRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

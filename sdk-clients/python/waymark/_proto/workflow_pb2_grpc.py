@@ -112,6 +112,11 @@ class WorkflowServiceStub:
                 request_serializer=waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowResponse.FromString,
                 _registered_method=True)
+        self.ForkWorkflow = channel.unary_unary(
+                '/waymark.v1.WorkflowService/ForkWorkflow',
+                request_serializer=waymark_dot_v1_dot_workflow__pb2.ForkWorkflowRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_workflow__pb2.ForkWorkflowResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -173,7 +178,11 @@ class WorkflowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ResumeWorkflow(self, request, context):
-        """Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints.
+        """Put a CANCELLED, dead-lettered or ERROR workflow back in its queue. It replays from its
+        checkpoints. An ERROR workflow loses its failure, and, when its last recorded step failed,
+        that step's record (and any after it), so the failed step runs again — on the code its
+        workers run now: the way to rerun a workflow after fixing the bug that failed it. A
+        SUCCESS or unfinished workflow is FAILED_PRECONDITION (WORKFLOW_NOT_RESUMABLE).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -243,6 +252,20 @@ class WorkflowServiceServicer:
         finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
         cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
         does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForkWorkflow(self, request, context):
+        """Start a new workflow from an existing one (finished or not): same name and input, with the
+        source's recorded steps before `from_step` copied (and the events it set and stream values
+        it wrote by then), so the new workflow replays up to there and runs on from `from_step` —
+        on `app_version`'s workers if given (the way to move work onto fixed code). It starts
+        ENQUEUED on the source's queue unless `queue_name` says otherwise, and records its lineage
+        (`forked_from_workflow_id`, `forked_from_step`). Children the copied steps started are the
+        source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
+        (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -320,6 +343,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.DeleteWorkflow,
                     request_deserializer=waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowResponse.SerializeToString,
+            ),
+            'ForkWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkWorkflow,
+                    request_deserializer=waymark_dot_v1_dot_workflow__pb2.ForkWorkflowRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_workflow__pb2.ForkWorkflowResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -708,6 +736,33 @@ class WorkflowService:
             '/waymark.v1.WorkflowService/DeleteWorkflow',
             waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowRequest.SerializeToString,
             waymark_dot_v1_dot_workflow__pb2.DeleteWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForkWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.WorkflowService/ForkWorkflow',
+            waymark_dot_v1_dot_workflow__pb2.ForkWorkflowRequest.SerializeToString,
+            waymark_dot_v1_dot_workflow__pb2.ForkWorkflowResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -62,7 +62,12 @@ class WorkflowServiceStub:
     cancelling a finished workflow changes nothing and returns it as it is.
     """
     ResumeWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ResumeWorkflowRequest, _workflow_pb2.ResumeWorkflowResponse]
-    """Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints."""
+    """Put a CANCELLED, dead-lettered or ERROR workflow back in its queue. It replays from its
+    checkpoints. An ERROR workflow loses its failure, and, when its last recorded step failed,
+    that step's record (and any after it), so the failed step runs again — on the code its
+    workers run now: the way to rerun a workflow after fixing the bug that failed it. A
+    SUCCESS or unfinished workflow is FAILED_PRECONDITION (WORKFLOW_NOT_RESUMABLE).
+    """
     SendMessage: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.SendMessageRequest, _workflow_pb2.SendMessageResponse]
     """Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
     retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
@@ -102,6 +107,16 @@ class WorkflowServiceStub:
     cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
     does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
     """
+    ForkWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ForkWorkflowRequest, _workflow_pb2.ForkWorkflowResponse]
+    """Start a new workflow from an existing one (finished or not): same name and input, with the
+    source's recorded steps before `from_step` copied (and the events it set and stream values
+    it wrote by then), so the new workflow replays up to there and runs on from `from_step` —
+    on `app_version`'s workers if given (the way to move work onto fixed code). It starts
+    ENQUEUED on the source's queue unless `queue_name` says otherwise, and records its lineage
+    (`forked_from_workflow_id`, `forked_from_step`). Children the copied steps started are the
+    source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
+    (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
+    """
 
 @_typing.type_check_only
 class WorkflowServiceAsyncStub(WorkflowServiceStub):
@@ -137,7 +152,12 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     cancelling a finished workflow changes nothing and returns it as it is.
     """
     ResumeWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ResumeWorkflowRequest, _workflow_pb2.ResumeWorkflowResponse]  # type: ignore[assignment]
-    """Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints."""
+    """Put a CANCELLED, dead-lettered or ERROR workflow back in its queue. It replays from its
+    checkpoints. An ERROR workflow loses its failure, and, when its last recorded step failed,
+    that step's record (and any after it), so the failed step runs again — on the code its
+    workers run now: the way to rerun a workflow after fixing the bug that failed it. A
+    SUCCESS or unfinished workflow is FAILED_PRECONDITION (WORKFLOW_NOT_RESUMABLE).
+    """
     SendMessage: _aio.UnaryUnaryMultiCallable[_workflow_pb2.SendMessageRequest, _workflow_pb2.SendMessageResponse]  # type: ignore[assignment]
     """Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
     retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
@@ -176,6 +196,16 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
     cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
     does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
+    """
+    ForkWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ForkWorkflowRequest, _workflow_pb2.ForkWorkflowResponse]  # type: ignore[assignment]
+    """Start a new workflow from an existing one (finished or not): same name and input, with the
+    source's recorded steps before `from_step` copied (and the events it set and stream values
+    it wrote by then), so the new workflow replays up to there and runs on from `from_step` —
+    on `app_version`'s workers if given (the way to move work onto fixed code). It starts
+    ENQUEUED on the source's queue unless `queue_name` says otherwise, and records its lineage
+    (`forked_from_workflow_id`, `forked_from_step`). Children the copied steps started are the
+    source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
+    (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
     """
 
 class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -251,7 +281,12 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _workflow_pb2.ResumeWorkflowRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_workflow_pb2.ResumeWorkflowResponse, _abc.Awaitable[_workflow_pb2.ResumeWorkflowResponse]]:
-        """Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints."""
+        """Put a CANCELLED, dead-lettered or ERROR workflow back in its queue. It replays from its
+        checkpoints. An ERROR workflow loses its failure, and, when its last recorded step failed,
+        that step's record (and any after it), so the failed step runs again — on the code its
+        workers run now: the way to rerun a workflow after fixing the bug that failed it. A
+        SUCCESS or unfinished workflow is FAILED_PRECONDITION (WORKFLOW_NOT_RESUMABLE).
+        """
 
     @_abc_1.abstractmethod
     def SendMessage(
@@ -332,6 +367,22 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         finished is FAILED_PRECONDITION (PARENT_NOT_FINISHED): the parent may still await it. A
         cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
         does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
+        """
+
+    @_abc_1.abstractmethod
+    def ForkWorkflow(
+        self,
+        request: _workflow_pb2.ForkWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_pb2.ForkWorkflowResponse, _abc.Awaitable[_workflow_pb2.ForkWorkflowResponse]]:
+        """Start a new workflow from an existing one (finished or not): same name and input, with the
+        source's recorded steps before `from_step` copied (and the events it set and stream values
+        it wrote by then), so the new workflow replays up to there and runs on from `from_step` —
+        on `app_version`'s workers if given (the way to move work onto fixed code). It starts
+        ENQUEUED on the source's queue unless `queue_name` says otherwise, and records its lineage
+        (`forked_from_workflow_id`, `forked_from_step`). Children the copied steps started are the
+        source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
+        (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
         """
 
 def add_WorkflowServiceServicer_to_server(servicer: WorkflowServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

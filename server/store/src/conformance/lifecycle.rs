@@ -262,3 +262,141 @@ pub async fn the_collector_deletes_what_a_rule_covers_oldest_first_in_batches(s:
     // What goes, goes with its records.
     assert!(gone(s, "old-ok").await);
 }
+
+fn fork(source: &str, from_step: Option<u32>, id: &str) -> Fork {
+    Fork {
+        source: source.into(),
+        from_step,
+        new_workflow_id: id.into(),
+        app_version: None,
+        queue_name: None,
+    }
+}
+
+async fn step_names(s: &dyn Store, id: &str) -> Vec<String> {
+    s.list_steps(id).await.unwrap().into_iter().map(|st| st.name).collect()
+}
+
+pub async fn a_fork_copies_the_history_before_its_step_and_records_its_lineage(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("src", "W", "q"), T).await;
+    let e = claim_one(s, "k", "W", "src", T + 1).await;
+    s.record_step(&fence("src", e), step(0, "a", "1"), T + 2).await.unwrap();
+    s.record_step(&fence("src", e), step(1, "b", "2"), T + 3).await.unwrap();
+    // Step 2 sets an event and writes a stream value; step 4 sets the event again.
+    let mut tx = s.begin(T + 4).await.unwrap();
+    tx.set_event("src", "k", "\"v1\"", 2).await.unwrap();
+    tx.append_stream("src", "out", Some("\"x\"")).await.unwrap();
+    tx.commit(Vec::new()).await.unwrap();
+    s.record_step(&fence("src", e), step(2, "c", "3"), T + 4).await.unwrap();
+    s.record_step(&fence("src", e), step(3, "d", "4"), T + 5).await.unwrap();
+    let mut tx = s.begin(T + 6).await.unwrap();
+    tx.set_event("src", "k", "\"v2\"", 4).await.unwrap();
+    tx.commit(Vec::new()).await.unwrap();
+    let set = step(4, "waymark.set_event", r#"{"key":"k"}"#);
+    s.record_step(&fence("src", e), set, T + 6).await.unwrap();
+    s.complete_workflow(&fence("src", e), failure("Bug"), T + 7)
+        .await
+        .unwrap();
+
+    // From step 2: the first two steps, nothing of the event or the stream.
+    let f = s.fork_workflow(&fork("src", Some(2), "f2"), T + 10).await.unwrap();
+    assert_eq!(
+        (f.status, f.workflow_name.as_str(), f.input.as_str(), f.epoch),
+        (WorkflowStatus::Enqueued, "W", r#"{"id":"src"}"#, 0)
+    );
+    assert_eq!(
+        f.forked_from,
+        Some(Lineage {
+            workflow_id: "src".into(),
+            from_step: 2
+        })
+    );
+    assert_eq!(step_names(s, "f2").await, ["a", "b"]);
+    assert!(s.list_events("f2").await.unwrap().is_empty());
+    assert!(s.read_stream("f2", "out", 0, 10).await.unwrap().is_empty());
+    // From step 3: the event as it was then (not its later value), the stream value.
+    s.fork_workflow(&fork("src", Some(3), "f3"), T + 10).await.unwrap();
+    assert_eq!(step_names(s, "f3").await, ["a", "b", "c"]);
+    assert_eq!(s.get_event("f3", "k").await.unwrap().as_deref(), Some("\"v1\""));
+    let values: Vec<_> = s
+        .read_stream("f3", "out", 0, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|v| v.value)
+        .collect();
+    assert_eq!(values, [Some("\"x\"".to_string())]);
+    // Its first dispatch carries the copied steps, to replay.
+    let got = s
+        .claim_workflows(&claim("k2", &["W"], &["q"], 10), T + 10)
+        .await
+        .unwrap();
+    let f3 = got.iter().find(|c| c.workflow.workflow_id == "f3").expect("f3 claimed");
+    assert_eq!((f3.workflow.epoch, f3.steps.len()), (1, 3));
+    // All of it, on another version: it replays everything and goes on from the end.
+    let all = Fork {
+        app_version: Some("v2".into()),
+        ..fork("src", None, "fall")
+    };
+    let f = s.fork_workflow(&all, T + 10).await.unwrap();
+    assert_eq!(
+        (f.app_version.as_deref(), f.forked_from.unwrap().from_step),
+        (Some("v2"), 5)
+    );
+    assert_eq!(step_names(s, "fall").await, ["a", "b", "c", "d", "waymark.set_event"]);
+    assert_eq!(s.get_event("fall", "k").await.unwrap().as_deref(), Some("\"v2\""));
+    // The source is untouched; the same fork again is the first one; other uses of the id clash.
+    assert_eq!(step_names(s, "src").await.len(), 5);
+    assert_eq!(
+        s.fork_workflow(&fork("src", Some(2), "f2"), T + 11)
+            .await
+            .unwrap()
+            .created_at,
+        T + 10
+    );
+    assert!(matches!(
+        s.fork_workflow(&fork("src", Some(2), "src"), T + 11).await,
+        Err(StoreError::WorkflowIdConflict { .. })
+    ));
+    assert!(matches!(
+        s.fork_workflow(&fork("ghost", None, "g"), T + 11).await,
+        Err(StoreError::WorkflowNotFound(_))
+    ));
+    assert!(s.get_workflow("g").await.unwrap().is_none());
+}
+
+pub async fn resuming_an_error_reruns_its_failed_step(s: Arc<dyn Store>) {
+    let s = &*s;
+    // The last step failed: its record goes, the one before stays.
+    start(s, wf("failed-step", "W", "q"), T).await;
+    let e = claim_one(s, "k", "W", "failed-step", T + 1).await;
+    s.record_step(&fence("failed-step", e), step(0, "a", "1"), T + 2)
+        .await
+        .unwrap();
+    let broken = NewStep {
+        outcome: failure("StepFailed"),
+        ..step(1, "b", "")
+    };
+    s.record_step(&fence("failed-step", e), broken, T + 3).await.unwrap();
+    s.complete_workflow(&fence("failed-step", e), failure("StepFailed"), T + 4)
+        .await
+        .unwrap();
+    let w = s.resume_workflow("failed-step", T + 5).await.unwrap();
+    assert_eq!(
+        (w.status, w.outcome, w.recovery_attempts),
+        (WorkflowStatus::Enqueued, None, 0)
+    );
+    assert_eq!(step_names(s, "failed-step").await, ["a"]);
+    // The workflow's own code failed after its steps: they all stay, for fixed code to replay.
+    start(s, wf("failed-code", "W", "q"), T).await;
+    let e = claim_one(s, "k", "W", "failed-code", T + 6).await;
+    s.record_step(&fence("failed-code", e), step(0, "a", "1"), T + 7)
+        .await
+        .unwrap();
+    s.complete_workflow(&fence("failed-code", e), failure("Bug"), T + 8)
+        .await
+        .unwrap();
+    s.resume_workflow("failed-code", T + 9).await.unwrap();
+    assert_eq!(step_names(s, "failed-code").await, ["a"]);
+}

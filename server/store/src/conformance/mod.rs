@@ -96,6 +96,8 @@ macro_rules! conformance_tests {
             deleting_a_tree_takes_every_descendant_only_once_all_have_finished,
             a_cascade_over_the_bound_is_refused,
             the_collector_deletes_what_a_rule_covers_oldest_first_in_batches,
+            a_fork_copies_the_history_before_its_step_and_records_its_lineage,
+            resuming_an_error_reruns_its_failed_step,
             prune_sessions_only_idle_expired,
             a_worker_id_is_held_by_the_key_of_its_live_stream,
             old_stream_workflows_recovered_despite_new_stream,

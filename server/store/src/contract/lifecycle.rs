@@ -28,6 +28,19 @@ pub struct Collect {
     pub limit: u32,
 }
 
+/// A fork to make (see [`Lifecycle::fork_workflow`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fork {
+    pub source: String,
+    /// Copy the source's steps before this position; `None`: all of them.
+    pub from_step: Option<u32>,
+    pub new_workflow_id: String,
+    /// Pin the fork to this version; `None`: the source's.
+    pub app_version: Option<String>,
+    /// Its queue; `None`: the source's.
+    pub queue_name: Option<String>,
+}
+
 #[async_trait]
 pub trait Lifecycle: Send + Sync {
     /// Deletes `workflow_id` — with `cascade`, its children and theirs too — and everything
@@ -47,4 +60,12 @@ pub trait Lifecycle: Send + Sync {
     /// finished is left (the parent may still await it). `None` when another replica is
     /// collecting in this database right now: the caller skips its turn.
     async fn collect_finished(&self, batch: &Collect) -> StoreResult<Option<Vec<String>>>;
+
+    /// Starts `fork.new_workflow_id` ENQUEUED as a copy of `fork.source` (name, input, queue
+    /// and version unless the fork names others) with the source's recorded steps before
+    /// `from_step`, the events it had set by then (their history, and each key's last value
+    /// as the current one) and the stream values it had written by the last copied step, in
+    /// one transaction; its lineage is recorded. The same fork again returns the first one;
+    /// an id used by anything else is [`StoreError::WorkflowIdConflict`].
+    async fn fork_workflow(&self, fork: &Fork, now: Millis) -> StoreResult<WorkflowRecord>;
 }

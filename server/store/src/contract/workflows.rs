@@ -39,6 +39,15 @@ pub struct WorkflowRecord {
     pub parked_on: Option<ParkedOn>,
     /// The span that started it, handed to every dispatch (see [`TraceContext`]).
     pub trace: Option<TraceContext>,
+    /// The workflow this one was forked from, and where.
+    pub forked_from: Option<Lineage>,
+}
+
+/// Where a fork came from: its source, and the step position it ran on from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lineage {
+    pub workflow_id: String,
+    pub from_step: u32,
 }
 
 /// Where a piece of work sits in a distributed trace: a W3C `traceparent` and its `tracestate`,
@@ -194,7 +203,9 @@ pub trait Workflows: Send + Sync {
     /// Cancel a workflow that has not finished; a finished one is returned unchanged.
     async fn cancel_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord>;
 
-    /// Put a CANCELLED or dead-lettered workflow back in its queue, with its recovery count reset.
+    /// Put a CANCELLED or dead-lettered workflow back in its queue, with its recovery count reset;
+    /// an ERROR one too, without its failure and, when its last recorded step failed, without
+    /// that step (and its remote-step attempts), so the step runs again.
     async fn resume_workflow(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord>;
 
     /// Cancels every unfinished workflow whose deadline is before `now`; returns them (as

@@ -2,8 +2,9 @@
 //! events and their history, stream values, remote-step attempts) reference it with
 //! `ON DELETE CASCADE` on both backends, so deleting its row deletes them in the same statement.
 
-use super::{dialect, Backend};
-use crate::rows::db_error;
+use super::{dialect, Backend, Db};
+use crate::changes::Change;
+use crate::rows::{db_error, workflow_columns, WorkflowRow};
 use crate::*;
 
 #[async_trait::async_trait]
@@ -129,6 +130,120 @@ impl Lifecycle for Backend {
             .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         Ok(Some(deleted))
+    }
+
+    #[tracing::instrument(name = "store.fork_workflow", level = "debug", target = "waymark::store", skip_all)]
+    async fn fork_workflow(&self, fork: &Fork, now: Millis) -> StoreResult<WorkflowRecord> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        let source = Self::workflow_on(&mut *tx, &fork.source)
+            .await?
+            .ok_or_else(|| StoreError::WorkflowNotFound(fork.source.clone()))?;
+        let last: Option<i64> = sqlx::query_scalar("SELECT MAX(step_id) FROM steps WHERE workflow_id = $1")
+            .bind(&fork.source)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let from = fork
+            .from_step
+            .map(i64::from)
+            .unwrap_or_else(|| last.map_or(0, |l| l + 1));
+        let inserted: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, \
+               created_at, updated_at, epoch, priority, partition_key, forked_from, forked_from_step) \
+             VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6, 0, $7, $8, $9, $10) \
+             ON CONFLICT DO NOTHING RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(&fork.new_workflow_id)
+        .bind(&source.workflow_name)
+        .bind(fork.queue_name.as_ref().unwrap_or(&source.queue_name))
+        .bind(fork.app_version.as_ref().or(source.app_version.as_ref()))
+        .bind(&source.input)
+        .bind(now)
+        .bind(source.priority as i64)
+        .bind(&source.partition_key)
+        .bind(&fork.source)
+        .bind(from)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let Some(row) = inserted else {
+            // Taken: by this same fork made before (a retried call), or by anything else.
+            let existing = Self::workflow_on(&mut *tx, &fork.new_workflow_id).await?;
+            return match existing {
+                Some(w) if w.forked_from.as_ref().is_some_and(|l| l.workflow_id == fork.source) => Ok(w),
+                Some(w) => Err(StoreError::WorkflowIdConflict {
+                    workflow_id: w.workflow_id,
+                    existing_name: w.workflow_name,
+                }),
+                None => Err(StoreError::Unavailable(
+                    "the fork was neither inserted nor found".into(),
+                )),
+            };
+        };
+        Self::copy_history(&mut tx, &fork.source, &fork.new_workflow_id, from).await?;
+        tx.commit().await.map_err(db_error)?;
+        self.announce_soon(Change::Enqueued);
+        row.try_into()
+    }
+}
+
+impl Backend {
+    /// [`Lifecycle::fork_workflow`]'s copy, inside its transaction: the steps before `from`,
+    /// the events set by then, the stream values written by the last copied step.
+    async fn copy_history(
+        conn: &mut <Db as sqlx::Database>::Connection,
+        source: &str,
+        fork: &str,
+        from: i64,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+             SELECT $1, step_id, name, output, failure, attempts, 0, recorded_at FROM steps \
+             WHERE workflow_id = $2 AND step_id < $3",
+        )
+        .bind(fork)
+        .bind(source)
+        .bind(from)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        sqlx::query(
+            "INSERT INTO event_history (workflow_id, event_key, value, step_id, set_at) \
+             SELECT $1, event_key, value, step_id, set_at FROM event_history \
+             WHERE workflow_id = $2 AND step_id < $3 ORDER BY seq",
+        )
+        .bind(fork)
+        .bind(source)
+        .bind(from)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        // Each key's current value is the last it was set to before the fork point — not the
+        // source's current one, which may have been set after it.
+        sqlx::query(
+            "INSERT INTO events (workflow_id, event_key, value, updated_at) \
+             SELECT h.workflow_id, h.event_key, h.value, h.set_at FROM event_history h \
+             WHERE h.workflow_id = $1 AND h.seq = (SELECT MAX(seq) FROM event_history l \
+               WHERE l.workflow_id = $1 AND l.event_key = h.event_key)",
+        )
+        .bind(fork)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        // A stream write is recorded in the transaction that appends it, at the same time:
+        // the values written by the last copied step are those no later than its record.
+        sqlx::query(
+            "INSERT INTO streams (workflow_id, stream_key, position, value, closed, written_at) \
+             SELECT $1, stream_key, position, value, closed, written_at FROM streams \
+             WHERE workflow_id = $2 AND written_at <= (SELECT MAX(recorded_at) FROM steps WHERE workflow_id = $1)",
+        )
+        .bind(fork)
+        .bind(source)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        Ok(())
     }
 }
 

@@ -146,7 +146,9 @@ impl Backend {
         });
         let replays: Vec<&str> = claimed
             .iter()
-            .filter(|w| w.epoch > 1)
+            // A first dispatch has nothing recorded — unless it is a fork, which starts with
+            // its source's steps.
+            .filter(|w| w.epoch > 1 || w.forked_from.is_some())
             .map(|w| w.workflow_id.as_str())
             .collect();
         let step_rows: Vec<StepRow> = if replays.is_empty() {

@@ -151,6 +151,7 @@ impl Workflows for Backend {
             }
             None => match Self::workflow_on(self.writer(), workflow_id).await? {
                 None => Err(StoreError::WorkflowNotFound(workflow_id.to_string())),
+                Some(w) if w.status == WorkflowStatus::Error => self.rerun_failed(workflow_id, now).await,
                 Some(w) => Err(StoreError::NotResumable {
                     workflow_id: workflow_id.to_string(),
                     status: w.status,
@@ -260,5 +261,57 @@ impl Workflows for Backend {
                 .await
                 .map_err(db_error)?;
         Ok(found.is_some())
+    }
+}
+
+impl Backend {
+    /// Puts an ERROR workflow back in its queue without its failure and, when its last recorded
+    /// step failed, without that step's record (or its remote-step attempts), so the step runs
+    /// again — on whatever code the workers run now.
+    async fn rerun_failed(&self, workflow_id: &str, now: Millis) -> StoreResult<WorkflowRecord> {
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        let resumed: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'ENQUEUED', output = NULL, failure = NULL, recovery_attempts = 0, \
+               updated_at = $1 WHERE workflow_id = $2 AND status = 'ERROR' RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(now)
+        .bind(workflow_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let Some(row) = resumed else {
+            // Resumed by another call meanwhile, or changed: say what it is now.
+            let status = Self::workflow_on(self.writer(), workflow_id)
+                .await?
+                .map_or(WorkflowStatus::Enqueued, |w| w.status);
+            return Err(StoreError::NotResumable {
+                workflow_id: workflow_id.to_string(),
+                status,
+            });
+        };
+        let failed: Option<i64> = sqlx::query_scalar(
+            "SELECT step_id FROM steps WHERE workflow_id = $1 AND failure IS NOT NULL \
+             AND step_id = (SELECT MAX(step_id) FROM steps WHERE workflow_id = $1)",
+        )
+        .bind(workflow_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if let Some(step_id) = failed {
+            for table in ["DELETE FROM steps", "DELETE FROM step_tasks"] {
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "{table} WHERE workflow_id = $1 AND step_id >= $2"
+                )))
+                .bind(workflow_id)
+                .bind(step_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+            }
+        }
+        tx.commit().await.map_err(db_error)?;
+        self.announce_soon(Change::Enqueued);
+        row.try_into()
     }
 }

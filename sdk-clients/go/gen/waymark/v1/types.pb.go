@@ -303,9 +303,13 @@ type Workflow struct {
 	// What the workflow waits for, when it waits: always for a parked workflow (DELAYED); for one
 	// waiting on its worker (PENDING), when the replica that answers holds the wait. Unset when
 	// it does not wait, or the answering replica cannot tell.
-	WaitingOn     *WaitingOn `protobuf:"bytes,22,opt,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"` // Fields 23-39 are kept for what the next features add.
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WaitingOn *WaitingOn `protobuf:"bytes,22,opt,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"`
+	// Lineage: the workflow this one was forked from (ForkWorkflow), and the step position the
+	// fork ran on from (the source's steps before it were copied). Empty / 0 when not a fork.
+	ForkedFromWorkflowId string `protobuf:"bytes,23,opt,name=forked_from_workflow_id,json=forkedFromWorkflowId,proto3" json:"forked_from_workflow_id,omitempty"`
+	ForkedFromStep       uint32 `protobuf:"varint,24,opt,name=forked_from_step,json=forkedFromStep,proto3" json:"forked_from_step,omitempty"` // Fields 25-39 are kept for what the next features add.
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Workflow) Reset() {
@@ -490,6 +494,20 @@ func (x *Workflow) GetWaitingOn() *WaitingOn {
 		return x.WaitingOn
 	}
 	return nil
+}
+
+func (x *Workflow) GetForkedFromWorkflowId() string {
+	if x != nil {
+		return x.ForkedFromWorkflowId
+	}
+	return ""
+}
+
+func (x *Workflow) GetForkedFromStep() uint32 {
+	if x != nil {
+		return x.ForkedFromStep
+	}
+	return 0
 }
 
 // What a waiting workflow waits for.
@@ -1166,7 +1184,7 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\acontent\"7\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xc8\a\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xa9\b\n" +
 	"\bWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12#\n" +
@@ -1197,7 +1215,9 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\awake_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\x06wakeAt\x12=\n" +
 	"\rtrace_context\x18\x15 \x01(\v2\x18.waymark.v1.TraceContextR\ftraceContext\x124\n" +
 	"\n" +
-	"waiting_on\x18\x16 \x01(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\"\x93\x02\n" +
+	"waiting_on\x18\x16 \x01(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\x125\n" +
+	"\x17forked_from_workflow_id\x18\x17 \x01(\tR\x14forkedFromWorkflowId\x12(\n" +
+	"\x10forked_from_step\x18\x18 \x01(\rR\x0eforkedFromStep\"\x93\x02\n" +
 	"\tWaitingOn\x12\x16\n" +
 	"\x05timer\x18\x01 \x01(\bH\x00R\x05timer\x12%\n" +
 	"\rmessage_topic\x18\x02 \x01(\tH\x00R\fmessageTopic\x12/\n" +

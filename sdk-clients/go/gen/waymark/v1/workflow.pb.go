@@ -1145,6 +1145,132 @@ func (x *DeleteWorkflowResponse) GetDeletedWorkflowIds() []string {
 	return nil
 }
 
+type ForkWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source.
+	WorkflowId string `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	// Copy the source's recorded steps before this position; absent: all of them (the fork
+	// replays the whole history and goes on from where the source stopped).
+	FromStep *uint32 `protobuf:"varint,2,opt,name=from_step,json=fromStep,proto3,oneof" json:"from_step,omitempty"`
+	// The new workflow's id (1-256 characters); generated when empty.
+	NewWorkflowId string `protobuf:"bytes,3,opt,name=new_workflow_id,json=newWorkflowId,proto3" json:"new_workflow_id,omitempty"`
+	// Pin the fork to workers of this application version; the source's when empty.
+	AppVersion string `protobuf:"bytes,4,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
+	// The queue it starts on; the source's when empty.
+	QueueName     string `protobuf:"bytes,5,opt,name=queue_name,json=queueName,proto3" json:"queue_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkWorkflowRequest) Reset() {
+	*x = ForkWorkflowRequest{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkWorkflowRequest) ProtoMessage() {}
+
+func (x *ForkWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*ForkWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ForkWorkflowRequest) GetWorkflowId() string {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return ""
+}
+
+func (x *ForkWorkflowRequest) GetFromStep() uint32 {
+	if x != nil && x.FromStep != nil {
+		return *x.FromStep
+	}
+	return 0
+}
+
+func (x *ForkWorkflowRequest) GetNewWorkflowId() string {
+	if x != nil {
+		return x.NewWorkflowId
+	}
+	return ""
+}
+
+func (x *ForkWorkflowRequest) GetAppVersion() string {
+	if x != nil {
+		return x.AppVersion
+	}
+	return ""
+}
+
+func (x *ForkWorkflowRequest) GetQueueName() string {
+	if x != nil {
+		return x.QueueName
+	}
+	return ""
+}
+
+type ForkWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkWorkflowResponse) Reset() {
+	*x = ForkWorkflowResponse{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkWorkflowResponse) ProtoMessage() {}
+
+func (x *ForkWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*ForkWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ForkWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
 type ResumeWorkflowRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	WorkflowId    string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
@@ -1154,7 +1280,7 @@ type ResumeWorkflowRequest struct {
 
 func (x *ResumeWorkflowRequest) Reset() {
 	*x = ResumeWorkflowRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[17]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1292,7 @@ func (x *ResumeWorkflowRequest) String() string {
 func (*ResumeWorkflowRequest) ProtoMessage() {}
 
 func (x *ResumeWorkflowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[17]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1305,7 @@ func (x *ResumeWorkflowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeWorkflowRequest.ProtoReflect.Descriptor instead.
 func (*ResumeWorkflowRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{17}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResumeWorkflowRequest) GetWorkflowId() string {
@@ -1198,7 +1324,7 @@ type ResumeWorkflowResponse struct {
 
 func (x *ResumeWorkflowResponse) Reset() {
 	*x = ResumeWorkflowResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[18]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1336,7 @@ func (x *ResumeWorkflowResponse) String() string {
 func (*ResumeWorkflowResponse) ProtoMessage() {}
 
 func (x *ResumeWorkflowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[18]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1349,7 @@ func (x *ResumeWorkflowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeWorkflowResponse.ProtoReflect.Descriptor instead.
 func (*ResumeWorkflowResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{18}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ResumeWorkflowResponse) GetWorkflow() *Workflow {
@@ -1249,7 +1375,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1387,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1400,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{19}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SendMessageRequest) GetWorkflowId() string {
@@ -1315,7 +1441,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1453,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1466,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{20}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SendMessageResponse) GetMessageId() string {
@@ -1371,7 +1497,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1509,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1522,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{21}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListMessagesRequest) GetWorkflowId() string {
@@ -1431,7 +1557,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1569,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1582,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{22}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -1486,7 +1612,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1624,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1637,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{23}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetEventRequest) GetWorkflowId() string {
@@ -1545,7 +1671,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1683,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1696,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{24}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetEventResponse) GetFound() bool {
@@ -1601,7 +1727,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1739,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1752,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{25}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListEventsRequest) GetWorkflowId() string {
@@ -1661,7 +1787,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1673,7 +1799,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1686,7 +1812,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{26}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -1715,7 +1841,7 @@ type ReadStreamRequest struct {
 
 func (x *ReadStreamRequest) Reset() {
 	*x = ReadStreamRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1853,7 @@ func (x *ReadStreamRequest) String() string {
 func (*ReadStreamRequest) ProtoMessage() {}
 
 func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1866,7 @@ func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReadStreamRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{27}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReadStreamRequest) GetWorkflowId() string {
@@ -1774,7 +1900,7 @@ type ReadStreamResponse struct {
 
 func (x *ReadStreamResponse) Reset() {
 	*x = ReadStreamResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +1912,7 @@ func (x *ReadStreamResponse) String() string {
 func (*ReadStreamResponse) ProtoMessage() {}
 
 func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +1925,7 @@ func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReadStreamResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{28}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReadStreamResponse) GetOffset() uint64 {
@@ -1904,7 +2030,20 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"workflowId\x12\x18\n" +
 	"\acascade\x18\x02 \x01(\bR\acascade\"J\n" +
 	"\x16DeleteWorkflowResponse\x120\n" +
-	"\x14deleted_workflow_ids\x18\x01 \x03(\tR\x12deletedWorkflowIds\"8\n" +
+	"\x14deleted_workflow_ids\x18\x01 \x03(\tR\x12deletedWorkflowIds\"\xce\x01\n" +
+	"\x13ForkWorkflowRequest\x12\x1f\n" +
+	"\vworkflow_id\x18\x01 \x01(\tR\n" +
+	"workflowId\x12 \n" +
+	"\tfrom_step\x18\x02 \x01(\rH\x00R\bfromStep\x88\x01\x01\x12&\n" +
+	"\x0fnew_workflow_id\x18\x03 \x01(\tR\rnewWorkflowId\x12\x1f\n" +
+	"\vapp_version\x18\x04 \x01(\tR\n" +
+	"appVersion\x12\x1d\n" +
+	"\n" +
+	"queue_name\x18\x05 \x01(\tR\tqueueNameB\f\n" +
+	"\n" +
+	"_from_step\"H\n" +
+	"\x14ForkWorkflowResponse\x120\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"8\n" +
 	"\x15ResumeWorkflowRequest\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\"J\n" +
@@ -1958,7 +2097,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x0fDuplicatePolicy\x12 \n" +
 	"\x1cDUPLICATE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17DUPLICATE_POLICY_REJECT\x10\x01\x12$\n" +
-	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\x94\t\n" +
+	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\xe7\t\n" +
 	"\x0fWorkflowService\x12T\n" +
 	"\rStartWorkflow\x12 .waymark.v1.StartWorkflowRequest\x1a!.waymark.v1.StartWorkflowResponse\x12N\n" +
 	"\vGetWorkflow\x12\x1e.waymark.v1.GetWorkflowRequest\x1a\x1f.waymark.v1.GetWorkflowResponse\x12T\n" +
@@ -1975,7 +2114,8 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\n" +
 	"ReadStream\x12\x1d.waymark.v1.ReadStreamRequest\x1a\x1e.waymark.v1.ReadStreamResponse0\x01\x12T\n" +
 	"\rDelayWorkflow\x12 .waymark.v1.DelayWorkflowRequest\x1a!.waymark.v1.DelayWorkflowResponse\x12W\n" +
-	"\x0eDeleteWorkflow\x12!.waymark.v1.DeleteWorkflowRequest\x1a\".waymark.v1.DeleteWorkflowResponseB\xb0\x01\n" +
+	"\x0eDeleteWorkflow\x12!.waymark.v1.DeleteWorkflowRequest\x1a\".waymark.v1.DeleteWorkflowResponse\x12Q\n" +
+	"\fForkWorkflow\x12\x1f.waymark.v1.ForkWorkflowRequest\x1a .waymark.v1.ForkWorkflowResponseB\xb0\x01\n" +
 	"\x0ecom.waymark.v1B\rWorkflowProtoP\x01ZFgithub.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
 	"Waymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\vWaymark::V1b\x06proto3"
@@ -1993,7 +2133,7 @@ func file_waymark_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_waymark_v1_workflow_proto_goTypes = []any{
 	(DuplicatePolicy)(0),           // 0: waymark.v1.DuplicatePolicy
 	(*StartWorkflowRequest)(nil),   // 1: waymark.v1.StartWorkflowRequest
@@ -2013,85 +2153,90 @@ var file_waymark_v1_workflow_proto_goTypes = []any{
 	(*CancelWorkflowResponse)(nil), // 15: waymark.v1.CancelWorkflowResponse
 	(*DeleteWorkflowRequest)(nil),  // 16: waymark.v1.DeleteWorkflowRequest
 	(*DeleteWorkflowResponse)(nil), // 17: waymark.v1.DeleteWorkflowResponse
-	(*ResumeWorkflowRequest)(nil),  // 18: waymark.v1.ResumeWorkflowRequest
-	(*ResumeWorkflowResponse)(nil), // 19: waymark.v1.ResumeWorkflowResponse
-	(*SendMessageRequest)(nil),     // 20: waymark.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),    // 21: waymark.v1.SendMessageResponse
-	(*ListMessagesRequest)(nil),    // 22: waymark.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),   // 23: waymark.v1.ListMessagesResponse
-	(*GetEventRequest)(nil),        // 24: waymark.v1.GetEventRequest
-	(*GetEventResponse)(nil),       // 25: waymark.v1.GetEventResponse
-	(*ListEventsRequest)(nil),      // 26: waymark.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),     // 27: waymark.v1.ListEventsResponse
-	(*ReadStreamRequest)(nil),      // 28: waymark.v1.ReadStreamRequest
-	(*ReadStreamResponse)(nil),     // 29: waymark.v1.ReadStreamResponse
-	(*Payload)(nil),                // 30: waymark.v1.Payload
-	(*durationpb.Duration)(nil),    // 31: google.protobuf.Duration
-	(*Workflow)(nil),               // 32: waymark.v1.Workflow
-	(WorkflowStatus)(0),            // 33: waymark.v1.WorkflowStatus
-	(*timestamppb.Timestamp)(nil),  // 34: google.protobuf.Timestamp
-	(*Step)(nil),                   // 35: waymark.v1.Step
-	(*Message)(nil),                // 36: waymark.v1.Message
-	(*Event)(nil),                  // 37: waymark.v1.Event
+	(*ForkWorkflowRequest)(nil),    // 18: waymark.v1.ForkWorkflowRequest
+	(*ForkWorkflowResponse)(nil),   // 19: waymark.v1.ForkWorkflowResponse
+	(*ResumeWorkflowRequest)(nil),  // 20: waymark.v1.ResumeWorkflowRequest
+	(*ResumeWorkflowResponse)(nil), // 21: waymark.v1.ResumeWorkflowResponse
+	(*SendMessageRequest)(nil),     // 22: waymark.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),    // 23: waymark.v1.SendMessageResponse
+	(*ListMessagesRequest)(nil),    // 24: waymark.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),   // 25: waymark.v1.ListMessagesResponse
+	(*GetEventRequest)(nil),        // 26: waymark.v1.GetEventRequest
+	(*GetEventResponse)(nil),       // 27: waymark.v1.GetEventResponse
+	(*ListEventsRequest)(nil),      // 28: waymark.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),     // 29: waymark.v1.ListEventsResponse
+	(*ReadStreamRequest)(nil),      // 30: waymark.v1.ReadStreamRequest
+	(*ReadStreamResponse)(nil),     // 31: waymark.v1.ReadStreamResponse
+	(*Payload)(nil),                // 32: waymark.v1.Payload
+	(*durationpb.Duration)(nil),    // 33: google.protobuf.Duration
+	(*Workflow)(nil),               // 34: waymark.v1.Workflow
+	(WorkflowStatus)(0),            // 35: waymark.v1.WorkflowStatus
+	(*timestamppb.Timestamp)(nil),  // 36: google.protobuf.Timestamp
+	(*Step)(nil),                   // 37: waymark.v1.Step
+	(*Message)(nil),                // 38: waymark.v1.Message
+	(*Event)(nil),                  // 39: waymark.v1.Event
 }
 var file_waymark_v1_workflow_proto_depIdxs = []int32{
-	30, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
-	31, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
+	32, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
+	33, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
 	0,  // 2: waymark.v1.StartWorkflowRequest.on_duplicate:type_name -> waymark.v1.DuplicatePolicy
-	31, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	33, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
 	2,  // 4: waymark.v1.StartWorkflowRequest.debounce:type_name -> waymark.v1.Debounce
-	31, // 5: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
-	32, // 6: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	32, // 7: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	33, // 8: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
-	34, // 9: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
-	34, // 10: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
-	32, // 11: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	32, // 12: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	35, // 13: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
-	31, // 14: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
-	32, // 15: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	32, // 16: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	32, // 17: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	30, // 18: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
-	36, // 19: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
-	31, // 20: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
-	30, // 21: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
-	37, // 22: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
-	30, // 23: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
-	1,  // 24: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
-	4,  // 25: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
-	6,  // 26: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	8,  // 27: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
-	10, // 28: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
-	14, // 29: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
-	18, // 30: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
-	20, // 31: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
-	22, // 32: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
-	24, // 33: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
-	26, // 34: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
-	28, // 35: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
-	12, // 36: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
-	16, // 37: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
-	3,  // 38: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
-	5,  // 39: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
-	7,  // 40: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	9,  // 41: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
-	11, // 42: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
-	15, // 43: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
-	19, // 44: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
-	21, // 45: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
-	23, // 46: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
-	25, // 47: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
-	27, // 48: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
-	29, // 49: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
-	13, // 50: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
-	17, // 51: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
-	38, // [38:52] is the sub-list for method output_type
-	24, // [24:38] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	33, // 5: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
+	34, // 6: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	34, // 7: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	35, // 8: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
+	36, // 9: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
+	36, // 10: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
+	34, // 11: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	34, // 12: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	37, // 13: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
+	33, // 14: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	34, // 15: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	34, // 16: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	34, // 17: waymark.v1.ForkWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	34, // 18: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	32, // 19: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
+	38, // 20: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
+	33, // 21: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
+	32, // 22: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
+	39, // 23: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
+	32, // 24: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
+	1,  // 25: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
+	4,  // 26: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
+	6,  // 27: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	8,  // 28: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
+	10, // 29: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
+	14, // 30: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
+	20, // 31: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
+	22, // 32: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
+	24, // 33: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
+	26, // 34: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
+	28, // 35: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
+	30, // 36: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
+	12, // 37: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
+	16, // 38: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
+	18, // 39: waymark.v1.WorkflowService.ForkWorkflow:input_type -> waymark.v1.ForkWorkflowRequest
+	3,  // 40: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
+	5,  // 41: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
+	7,  // 42: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	9,  // 43: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
+	11, // 44: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
+	15, // 45: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
+	21, // 46: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
+	23, // 47: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
+	25, // 48: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
+	27, // 49: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
+	29, // 50: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
+	31, // 51: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
+	13, // 52: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
+	17, // 53: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
+	19, // 54: waymark.v1.WorkflowService.ForkWorkflow:output_type -> waymark.v1.ForkWorkflowResponse
+	40, // [40:55] is the sub-list for method output_type
+	25, // [25:40] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_workflow_proto_init() }
@@ -2101,13 +2246,14 @@ func file_waymark_v1_workflow_proto_init() {
 	}
 	file_waymark_v1_types_proto_init()
 	file_waymark_v1_workflow_proto_msgTypes[6].OneofWrappers = []any{}
+	file_waymark_v1_workflow_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_workflow_proto_rawDesc), len(file_waymark_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,7 @@ const (
 	WorkflowService_ReadStream_FullMethodName     = "/waymark.v1.WorkflowService/ReadStream"
 	WorkflowService_DelayWorkflow_FullMethodName  = "/waymark.v1.WorkflowService/DelayWorkflow"
 	WorkflowService_DeleteWorkflow_FullMethodName = "/waymark.v1.WorkflowService/DeleteWorkflow"
+	WorkflowService_ForkWorkflow_FullMethodName   = "/waymark.v1.WorkflowService/ForkWorkflow"
 )
 
 // WorkflowServiceClient is the client API for WorkflowService service.
@@ -65,7 +66,11 @@ type WorkflowServiceClient interface {
 	// Cancel a workflow that has not finished. Takes effect at the workflow's next step boundary;
 	// cancelling a finished workflow changes nothing and returns it as it is.
 	CancelWorkflow(ctx context.Context, in *CancelWorkflowRequest, opts ...grpc.CallOption) (*CancelWorkflowResponse, error)
-	// Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints.
+	// Put a CANCELLED, dead-lettered or ERROR workflow back in its queue. It replays from its
+	// checkpoints. An ERROR workflow loses its failure, and, when its last recorded step failed,
+	// that step's record (and any after it), so the failed step runs again — on the code its
+	// workers run now: the way to rerun a workflow after fixing the bug that failed it. A
+	// SUCCESS or unfinished workflow is FAILED_PRECONDITION (WORKFLOW_NOT_RESUMABLE).
 	ResumeWorkflow(ctx context.Context, in *ResumeWorkflowRequest, opts ...grpc.CallOption) (*ResumeWorkflowResponse, error)
 	// Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
 	// retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
@@ -101,6 +106,15 @@ type WorkflowServiceClient interface {
 	// cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
 	// does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
 	DeleteWorkflow(ctx context.Context, in *DeleteWorkflowRequest, opts ...grpc.CallOption) (*DeleteWorkflowResponse, error)
+	// Start a new workflow from an existing one (finished or not): same name and input, with the
+	// source's recorded steps before `from_step` copied (and the events it set and stream values
+	// it wrote by then), so the new workflow replays up to there and runs on from `from_step` —
+	// on `app_version`'s workers if given (the way to move work onto fixed code). It starts
+	// ENQUEUED on the source's queue unless `queue_name` says otherwise, and records its lineage
+	// (`forked_from_workflow_id`, `forked_from_step`). Children the copied steps started are the
+	// source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
+	// (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
+	ForkWorkflow(ctx context.Context, in *ForkWorkflowRequest, opts ...grpc.CallOption) (*ForkWorkflowResponse, error)
 }
 
 type workflowServiceClient struct {
@@ -260,6 +274,16 @@ func (c *workflowServiceClient) DeleteWorkflow(ctx context.Context, in *DeleteWo
 	return out, nil
 }
 
+func (c *workflowServiceClient) ForkWorkflow(ctx context.Context, in *ForkWorkflowRequest, opts ...grpc.CallOption) (*ForkWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForkWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_ForkWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkflowServiceServer is the server API for WorkflowService service.
 // All implementations must embed UnimplementedWorkflowServiceServer
 // for forward compatibility.
@@ -290,7 +314,11 @@ type WorkflowServiceServer interface {
 	// Cancel a workflow that has not finished. Takes effect at the workflow's next step boundary;
 	// cancelling a finished workflow changes nothing and returns it as it is.
 	CancelWorkflow(context.Context, *CancelWorkflowRequest) (*CancelWorkflowResponse, error)
-	// Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints.
+	// Put a CANCELLED, dead-lettered or ERROR workflow back in its queue. It replays from its
+	// checkpoints. An ERROR workflow loses its failure, and, when its last recorded step failed,
+	// that step's record (and any after it), so the failed step runs again — on the code its
+	// workers run now: the way to rerun a workflow after fixing the bug that failed it. A
+	// SUCCESS or unfinished workflow is FAILED_PRECONDITION (WORKFLOW_NOT_RESUMABLE).
 	ResumeWorkflow(context.Context, *ResumeWorkflowRequest) (*ResumeWorkflowResponse, error)
 	// Send a message to a workflow, which takes it with `recv`. With an idempotency key, a
 	// retried send is delivered once. A workflow that does not exist is NOT_FOUND; one that ended
@@ -326,6 +354,15 @@ type WorkflowServiceServer interface {
 	// cascade over more than 10,000 workflows is FAILED_PRECONDITION (TOO_MANY_TO_DELETE). One that
 	// does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND) — also when a repeated delete finds it gone.
 	DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error)
+	// Start a new workflow from an existing one (finished or not): same name and input, with the
+	// source's recorded steps before `from_step` copied (and the events it set and stream values
+	// it wrote by then), so the new workflow replays up to there and runs on from `from_step` —
+	// on `app_version`'s workers if given (the way to move work onto fixed code). It starts
+	// ENQUEUED on the source's queue unless `queue_name` says otherwise, and records its lineage
+	// (`forked_from_workflow_id`, `forked_from_step`). Children the copied steps started are the
+	// source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
+	// (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
+	ForkWorkflow(context.Context, *ForkWorkflowRequest) (*ForkWorkflowResponse, error)
 	mustEmbedUnimplementedWorkflowServiceServer()
 }
 
@@ -377,6 +414,9 @@ func (UnimplementedWorkflowServiceServer) DelayWorkflow(context.Context, *DelayW
 }
 func (UnimplementedWorkflowServiceServer) DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteWorkflow not implemented")
+}
+func (UnimplementedWorkflowServiceServer) ForkWorkflow(context.Context, *ForkWorkflowRequest) (*ForkWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForkWorkflow not implemented")
 }
 func (UnimplementedWorkflowServiceServer) mustEmbedUnimplementedWorkflowServiceServer() {}
 func (UnimplementedWorkflowServiceServer) testEmbeddedByValue()                         {}
@@ -644,6 +684,24 @@ func _WorkflowService_DeleteWorkflow_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_ForkWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForkWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).ForkWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_ForkWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).ForkWorkflow(ctx, req.(*ForkWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkflowService_ServiceDesc is the grpc.ServiceDesc for WorkflowService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -702,6 +760,10 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteWorkflow",
 			Handler:    _WorkflowService_DeleteWorkflow_Handler,
+		},
+		{
+			MethodName: "ForkWorkflow",
+			Handler:    _WorkflowService_ForkWorkflow_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

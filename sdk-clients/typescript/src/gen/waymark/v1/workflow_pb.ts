@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/workflow.proto.
  */
 export const file_waymark_v1_workflow: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXltYXJrL3YxL3dvcmtmbG93LnByb3RvEgp3YXltYXJrLnYxIpcDChRTdGFydFdvcmtmbG93UmVxdWVzdBIVCg13b3JrZmxvd19uYW1lGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEiIKBWlucHV0GAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYBCABKAkSEwoLYXBwX3ZlcnNpb24YBSABKAkSKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghwcmlvcml0eRgHIAEoBRIVCg1wYXJ0aXRpb25fa2V5GAggASgJEhAKCGRlZHVwX2lkGAkgASgJEjEKDG9uX2R1cGxpY2F0ZRgKIAEoDjIbLndheW1hcmsudjEuRHVwbGljYXRlUG9saWN5EigKBWRlbGF5GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKCGRlYm91bmNlGAwgASgLMhQud2F5bWFyay52MS5EZWJvdW5jZRIaChJhbGxvd191bnJlZ2lzdGVyZWQYDSABKAgiRQoIRGVib3VuY2USCwoDa2V5GAEgASgJEiwKCW1heF9kZWxheRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJpChVTdGFydFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Eg8KB2NyZWF0ZWQYAiABKAgSFwoPbmFtZV9yZWdpc3RlcmVkGAMgASgIIikKEkdldFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI9ChNHZXRXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyLYAgoUTGlzdFdvcmtmbG93c1JlcXVlc3QSLAoIc3RhdHVzZXMYASADKA4yGi53YXltYXJrLnYxLldvcmtmbG93U3RhdHVzEhUKDXdvcmtmbG93X25hbWUYAiABKAkSEgoKcXVldWVfbmFtZRgDIAEoCRIxCg1jcmVhdGVkX2FmdGVyGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5jcmVhdGVkX2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgFEhIKCnBhZ2VfdG9rZW4YByABKAkSEQoJd29ya2VyX2lkGAggASgJEhMKC2FwcF92ZXJzaW9uGAkgASgJEhoKEnBhcmVudF93b3JrZmxvd19pZBgKIAEoCRIVCg1pbmNsdWRlX3RvdGFsGAsgASgIIncKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRInCgl3b3JrZmxvd3MYASADKAsyFC53YXltYXJrLnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRISCgV0b3RhbBgDIAEoBEgAiAEBQggKBl90b3RhbCIrChRBd2FpdFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI/ChVBd2FpdFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Ik4KEExpc3RTdGVwc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiTQoRTGlzdFN0ZXBzUmVzcG9uc2USHwoFc3RlcHMYASADKAsyEC53YXltYXJrLnYxLlN0ZXASFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKFERlbGF5V29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEigKBWRlbGF5GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFURlbGF5V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPQoVQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB2Nhc2NhZGUYAiABKAgiQAoWQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPQoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB2Nhc2NhZGUYAiABKAgiNgoWRGVsZXRlV29ya2Zsb3dSZXNwb25zZRIcChRkZWxldGVkX3dvcmtmbG93X2lkcxgBIAMoCSIsChVSZXN1bWVXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiQAoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3cidwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBXRvcGljGAIgASgJEiQKB21lc3NhZ2UYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjwKE1NlbmRNZXNzYWdlUmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCRIRCglkdXBsaWNhdGUYAiABKAgiUQoTTGlzdE1lc3NhZ2VzUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJWChRMaXN0TWVzc2FnZXNSZXNwb25zZRIlCghtZXNzYWdlcxgBIAMoCzITLndheW1hcmsudjEuTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiXwoPR2V0RXZlbnRSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEgsKA2tleRgCIAEoCRIqCgd0aW1lb3V0GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIkUKEEdldEV2ZW50UmVzcG9uc2USDQoFZm91bmQYASABKAgSIgoFdmFsdWUYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQiTwoRTGlzdEV2ZW50c1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUAoSTGlzdEV2ZW50c1Jlc3BvbnNlEiEKBmV2ZW50cxgBIAMoCzIRLndheW1hcmsudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkoKEVJlYWRTdHJlYW1SZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEgsKA2tleRgCIAEoCRITCgtmcm9tX29mZnNldBgDIAEoBCJIChJSZWFkU3RyZWFtUmVzcG9uc2USDgoGb2Zmc2V0GAEgASgEEiIKBXZhbHVlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkKnYKD0R1cGxpY2F0ZVBvbGljeRIgChxEVVBMSUNBVEVfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGwoXRFVQTElDQVRFX1BPTElDWV9SRUpFQ1QQARIkCiBEVVBMSUNBVEVfUE9MSUNZX1JFVFVSTl9FWElTVElORxACMpQJCg9Xb3JrZmxvd1NlcnZpY2USVAoNU3RhcnRXb3JrZmxvdxIgLndheW1hcmsudjEuU3RhcnRXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLlN0YXJ0V29ya2Zsb3dSZXNwb25zZRJOCgtHZXRXb3JrZmxvdxIeLndheW1hcmsudjEuR2V0V29ya2Zsb3dSZXF1ZXN0Gh8ud2F5bWFyay52MS5HZXRXb3JrZmxvd1Jlc3BvbnNlElQKDUxpc3RXb3JrZmxvd3MSIC53YXltYXJrLnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GiEud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2USVAoNQXdhaXRXb3JrZmxvdxIgLndheW1hcmsudjEuQXdhaXRXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLkF3YWl0V29ya2Zsb3dSZXNwb25zZRJICglMaXN0U3RlcHMSHC53YXltYXJrLnYxLkxpc3RTdGVwc1JlcXVlc3QaHS53YXltYXJrLnYxLkxpc3RTdGVwc1Jlc3BvbnNlElcKDkNhbmNlbFdvcmtmbG93EiEud2F5bWFyay52MS5DYW5jZWxXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLkNhbmNlbFdvcmtmbG93UmVzcG9uc2USVwoOUmVzdW1lV29ya2Zsb3cSIS53YXltYXJrLnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBoiLndheW1hcmsudjEuUmVzdW1lV29ya2Zsb3dSZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIeLndheW1hcmsudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Gh8ud2F5bWFyay52MS5TZW5kTWVzc2FnZVJlc3BvbnNlElEKDExpc3RNZXNzYWdlcxIfLndheW1hcmsudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBogLndheW1hcmsudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2USRQoIR2V0RXZlbnQSGy53YXltYXJrLnYxLkdldEV2ZW50UmVxdWVzdBocLndheW1hcmsudjEuR2V0RXZlbnRSZXNwb25zZRJLCgpMaXN0RXZlbnRzEh0ud2F5bWFyay52MS5MaXN0RXZlbnRzUmVxdWVzdBoeLndheW1hcmsudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEk0KClJlYWRTdHJlYW0SHS53YXltYXJrLnYxLlJlYWRTdHJlYW1SZXF1ZXN0Gh4ud2F5bWFyay52MS5SZWFkU3RyZWFtUmVzcG9uc2UwARJUCg1EZWxheVdvcmtmbG93EiAud2F5bWFyay52MS5EZWxheVdvcmtmbG93UmVxdWVzdBohLndheW1hcmsudjEuRGVsYXlXb3JrZmxvd1Jlc3BvbnNlElcKDkRlbGV0ZVdvcmtmbG93EiEud2F5bWFyay52MS5EZWxldGVXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
+  fileDesc("Chl3YXltYXJrL3YxL3dvcmtmbG93LnByb3RvEgp3YXltYXJrLnYxIpcDChRTdGFydFdvcmtmbG93UmVxdWVzdBIVCg13b3JrZmxvd19uYW1lGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEiIKBWlucHV0GAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYBCABKAkSEwoLYXBwX3ZlcnNpb24YBSABKAkSKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghwcmlvcml0eRgHIAEoBRIVCg1wYXJ0aXRpb25fa2V5GAggASgJEhAKCGRlZHVwX2lkGAkgASgJEjEKDG9uX2R1cGxpY2F0ZRgKIAEoDjIbLndheW1hcmsudjEuRHVwbGljYXRlUG9saWN5EigKBWRlbGF5GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKCGRlYm91bmNlGAwgASgLMhQud2F5bWFyay52MS5EZWJvdW5jZRIaChJhbGxvd191bnJlZ2lzdGVyZWQYDSABKAgiRQoIRGVib3VuY2USCwoDa2V5GAEgASgJEiwKCW1heF9kZWxheRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJpChVTdGFydFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Eg8KB2NyZWF0ZWQYAiABKAgSFwoPbmFtZV9yZWdpc3RlcmVkGAMgASgIIikKEkdldFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI9ChNHZXRXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyLYAgoUTGlzdFdvcmtmbG93c1JlcXVlc3QSLAoIc3RhdHVzZXMYASADKA4yGi53YXltYXJrLnYxLldvcmtmbG93U3RhdHVzEhUKDXdvcmtmbG93X25hbWUYAiABKAkSEgoKcXVldWVfbmFtZRgDIAEoCRIxCg1jcmVhdGVkX2FmdGVyGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5jcmVhdGVkX2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgFEhIKCnBhZ2VfdG9rZW4YByABKAkSEQoJd29ya2VyX2lkGAggASgJEhMKC2FwcF92ZXJzaW9uGAkgASgJEhoKEnBhcmVudF93b3JrZmxvd19pZBgKIAEoCRIVCg1pbmNsdWRlX3RvdGFsGAsgASgIIncKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRInCgl3b3JrZmxvd3MYASADKAsyFC53YXltYXJrLnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRISCgV0b3RhbBgDIAEoBEgAiAEBQggKBl90b3RhbCIrChRBd2FpdFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI/ChVBd2FpdFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Ik4KEExpc3RTdGVwc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiTQoRTGlzdFN0ZXBzUmVzcG9uc2USHwoFc3RlcHMYASADKAsyEC53YXltYXJrLnYxLlN0ZXASFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKFERlbGF5V29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEigKBWRlbGF5GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFURlbGF5V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPQoVQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB2Nhc2NhZGUYAiABKAgiQAoWQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPQoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB2Nhc2NhZGUYAiABKAgiNgoWRGVsZXRlV29ya2Zsb3dSZXNwb25zZRIcChRkZWxldGVkX3dvcmtmbG93X2lkcxgBIAMoCSKSAQoTRm9ya1dvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIWCglmcm9tX3N0ZXAYAiABKA1IAIgBARIXCg9uZXdfd29ya2Zsb3dfaWQYAyABKAkSEwoLYXBwX3ZlcnNpb24YBCABKAkSEgoKcXVldWVfbmFtZRgFIAEoCUIMCgpfZnJvbV9zdGVwIj4KFEZvcmtXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyIsChVSZXN1bWVXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiQAoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3cidwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBXRvcGljGAIgASgJEiQKB21lc3NhZ2UYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjwKE1NlbmRNZXNzYWdlUmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCRIRCglkdXBsaWNhdGUYAiABKAgiUQoTTGlzdE1lc3NhZ2VzUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJWChRMaXN0TWVzc2FnZXNSZXNwb25zZRIlCghtZXNzYWdlcxgBIAMoCzITLndheW1hcmsudjEuTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiXwoPR2V0RXZlbnRSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEgsKA2tleRgCIAEoCRIqCgd0aW1lb3V0GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIkUKEEdldEV2ZW50UmVzcG9uc2USDQoFZm91bmQYASABKAgSIgoFdmFsdWUYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQiTwoRTGlzdEV2ZW50c1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUAoSTGlzdEV2ZW50c1Jlc3BvbnNlEiEKBmV2ZW50cxgBIAMoCzIRLndheW1hcmsudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkoKEVJlYWRTdHJlYW1SZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEgsKA2tleRgCIAEoCRITCgtmcm9tX29mZnNldBgDIAEoBCJIChJSZWFkU3RyZWFtUmVzcG9uc2USDgoGb2Zmc2V0GAEgASgEEiIKBXZhbHVlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkKnYKD0R1cGxpY2F0ZVBvbGljeRIgChxEVVBMSUNBVEVfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGwoXRFVQTElDQVRFX1BPTElDWV9SRUpFQ1QQARIkCiBEVVBMSUNBVEVfUE9MSUNZX1JFVFVSTl9FWElTVElORxACMucJCg9Xb3JrZmxvd1NlcnZpY2USVAoNU3RhcnRXb3JrZmxvdxIgLndheW1hcmsudjEuU3RhcnRXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLlN0YXJ0V29ya2Zsb3dSZXNwb25zZRJOCgtHZXRXb3JrZmxvdxIeLndheW1hcmsudjEuR2V0V29ya2Zsb3dSZXF1ZXN0Gh8ud2F5bWFyay52MS5HZXRXb3JrZmxvd1Jlc3BvbnNlElQKDUxpc3RXb3JrZmxvd3MSIC53YXltYXJrLnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GiEud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2USVAoNQXdhaXRXb3JrZmxvdxIgLndheW1hcmsudjEuQXdhaXRXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLkF3YWl0V29ya2Zsb3dSZXNwb25zZRJICglMaXN0U3RlcHMSHC53YXltYXJrLnYxLkxpc3RTdGVwc1JlcXVlc3QaHS53YXltYXJrLnYxLkxpc3RTdGVwc1Jlc3BvbnNlElcKDkNhbmNlbFdvcmtmbG93EiEud2F5bWFyay52MS5DYW5jZWxXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLkNhbmNlbFdvcmtmbG93UmVzcG9uc2USVwoOUmVzdW1lV29ya2Zsb3cSIS53YXltYXJrLnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBoiLndheW1hcmsudjEuUmVzdW1lV29ya2Zsb3dSZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIeLndheW1hcmsudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Gh8ud2F5bWFyay52MS5TZW5kTWVzc2FnZVJlc3BvbnNlElEKDExpc3RNZXNzYWdlcxIfLndheW1hcmsudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBogLndheW1hcmsudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2USRQoIR2V0RXZlbnQSGy53YXltYXJrLnYxLkdldEV2ZW50UmVxdWVzdBocLndheW1hcmsudjEuR2V0RXZlbnRSZXNwb25zZRJLCgpMaXN0RXZlbnRzEh0ud2F5bWFyay52MS5MaXN0RXZlbnRzUmVxdWVzdBoeLndheW1hcmsudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEk0KClJlYWRTdHJlYW0SHS53YXltYXJrLnYxLlJlYWRTdHJlYW1SZXF1ZXN0Gh4ud2F5bWFyay52MS5SZWFkU3RyZWFtUmVzcG9uc2UwARJUCg1EZWxheVdvcmtmbG93EiAud2F5bWFyay52MS5EZWxheVdvcmtmbG93UmVxdWVzdBohLndheW1hcmsudjEuRGVsYXlXb3JrZmxvd1Jlc3BvbnNlElcKDkRlbGV0ZVdvcmtmbG93EiEud2F5bWFyay52MS5EZWxldGVXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USUQoMRm9ya1dvcmtmbG93Eh8ud2F5bWFyay52MS5Gb3JrV29ya2Zsb3dSZXF1ZXN0GiAud2F5bWFyay52MS5Gb3JrV29ya2Zsb3dSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
 
 /**
  * @generated from message waymark.v1.StartWorkflowRequest
@@ -566,6 +566,71 @@ export const DeleteWorkflowResponseSchema: GenMessage<DeleteWorkflowResponse> = 
   messageDesc(file_waymark_v1_workflow, 16);
 
 /**
+ * @generated from message waymark.v1.ForkWorkflowRequest
+ */
+export type ForkWorkflowRequest = Message<"waymark.v1.ForkWorkflowRequest"> & {
+  /**
+   * The source.
+   *
+   * @generated from field: string workflow_id = 1;
+   */
+  workflowId: string;
+
+  /**
+   * Copy the source's recorded steps before this position; absent: all of them (the fork
+   * replays the whole history and goes on from where the source stopped).
+   *
+   * @generated from field: optional uint32 from_step = 2;
+   */
+  fromStep?: number | undefined;
+
+  /**
+   * The new workflow's id (1-256 characters); generated when empty.
+   *
+   * @generated from field: string new_workflow_id = 3;
+   */
+  newWorkflowId: string;
+
+  /**
+   * Pin the fork to workers of this application version; the source's when empty.
+   *
+   * @generated from field: string app_version = 4;
+   */
+  appVersion: string;
+
+  /**
+   * The queue it starts on; the source's when empty.
+   *
+   * @generated from field: string queue_name = 5;
+   */
+  queueName: string;
+};
+
+/**
+ * Describes the message waymark.v1.ForkWorkflowRequest.
+ * Use `create(ForkWorkflowRequestSchema)` to create a new message.
+ */
+export const ForkWorkflowRequestSchema: GenMessage<ForkWorkflowRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 17);
+
+/**
+ * @generated from message waymark.v1.ForkWorkflowResponse
+ */
+export type ForkWorkflowResponse = Message<"waymark.v1.ForkWorkflowResponse"> & {
+  /**
+   * @generated from field: waymark.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.ForkWorkflowResponse.
+ * Use `create(ForkWorkflowResponseSchema)` to create a new message.
+ */
+export const ForkWorkflowResponseSchema: GenMessage<ForkWorkflowResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 18);
+
+/**
  * @generated from message waymark.v1.ResumeWorkflowRequest
  */
 export type ResumeWorkflowRequest = Message<"waymark.v1.ResumeWorkflowRequest"> & {
@@ -580,7 +645,7 @@ export type ResumeWorkflowRequest = Message<"waymark.v1.ResumeWorkflowRequest"> 
  * Use `create(ResumeWorkflowRequestSchema)` to create a new message.
  */
 export const ResumeWorkflowRequestSchema: GenMessage<ResumeWorkflowRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 17);
+  messageDesc(file_waymark_v1_workflow, 19);
 
 /**
  * @generated from message waymark.v1.ResumeWorkflowResponse
@@ -597,7 +662,7 @@ export type ResumeWorkflowResponse = Message<"waymark.v1.ResumeWorkflowResponse"
  * Use `create(ResumeWorkflowResponseSchema)` to create a new message.
  */
 export const ResumeWorkflowResponseSchema: GenMessage<ResumeWorkflowResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 18);
+  messageDesc(file_waymark_v1_workflow, 20);
 
 /**
  * @generated from message waymark.v1.SendMessageRequest
@@ -636,7 +701,7 @@ export type SendMessageRequest = Message<"waymark.v1.SendMessageRequest"> & {
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 19);
+  messageDesc(file_waymark_v1_workflow, 21);
 
 /**
  * @generated from message waymark.v1.SendMessageResponse
@@ -658,7 +723,7 @@ export type SendMessageResponse = Message<"waymark.v1.SendMessageResponse"> & {
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 20);
+  messageDesc(file_waymark_v1_workflow, 22);
 
 /**
  * @generated from message waymark.v1.ListMessagesRequest
@@ -690,7 +755,7 @@ export type ListMessagesRequest = Message<"waymark.v1.ListMessagesRequest"> & {
  * Use `create(ListMessagesRequestSchema)` to create a new message.
  */
 export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 21);
+  messageDesc(file_waymark_v1_workflow, 23);
 
 /**
  * @generated from message waymark.v1.ListMessagesResponse
@@ -714,7 +779,7 @@ export type ListMessagesResponse = Message<"waymark.v1.ListMessagesResponse"> & 
  * Use `create(ListMessagesResponseSchema)` to create a new message.
  */
 export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 22);
+  messageDesc(file_waymark_v1_workflow, 24);
 
 /**
  * @generated from message waymark.v1.GetEventRequest
@@ -744,7 +809,7 @@ export type GetEventRequest = Message<"waymark.v1.GetEventRequest"> & {
  * Use `create(GetEventRequestSchema)` to create a new message.
  */
 export const GetEventRequestSchema: GenMessage<GetEventRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 23);
+  messageDesc(file_waymark_v1_workflow, 25);
 
 /**
  * @generated from message waymark.v1.GetEventResponse
@@ -766,7 +831,7 @@ export type GetEventResponse = Message<"waymark.v1.GetEventResponse"> & {
  * Use `create(GetEventResponseSchema)` to create a new message.
  */
 export const GetEventResponseSchema: GenMessage<GetEventResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 24);
+  messageDesc(file_waymark_v1_workflow, 26);
 
 /**
  * @generated from message waymark.v1.ListEventsRequest
@@ -798,7 +863,7 @@ export type ListEventsRequest = Message<"waymark.v1.ListEventsRequest"> & {
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 25);
+  messageDesc(file_waymark_v1_workflow, 27);
 
 /**
  * @generated from message waymark.v1.ListEventsResponse
@@ -822,7 +887,7 @@ export type ListEventsResponse = Message<"waymark.v1.ListEventsResponse"> & {
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 26);
+  messageDesc(file_waymark_v1_workflow, 28);
 
 /**
  * @generated from message waymark.v1.ReadStreamRequest
@@ -851,7 +916,7 @@ export type ReadStreamRequest = Message<"waymark.v1.ReadStreamRequest"> & {
  * Use `create(ReadStreamRequestSchema)` to create a new message.
  */
 export const ReadStreamRequestSchema: GenMessage<ReadStreamRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 27);
+  messageDesc(file_waymark_v1_workflow, 29);
 
 /**
  * @generated from message waymark.v1.ReadStreamResponse
@@ -873,7 +938,7 @@ export type ReadStreamResponse = Message<"waymark.v1.ReadStreamResponse"> & {
  * Use `create(ReadStreamResponseSchema)` to create a new message.
  */
 export const ReadStreamResponseSchema: GenMessage<ReadStreamResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 28);
+  messageDesc(file_waymark_v1_workflow, 30);
 
 /**
  * What a start does when its dedup id is held by an unfinished workflow.
@@ -988,7 +1053,11 @@ export const WorkflowService: GenService<{
     output: typeof CancelWorkflowResponseSchema;
   },
   /**
-   * Put a CANCELLED or dead-lettered workflow back in its queue. It replays from its checkpoints.
+   * Put a CANCELLED, dead-lettered or ERROR workflow back in its queue. It replays from its
+   * checkpoints. An ERROR workflow loses its failure, and, when its last recorded step failed,
+   * that step's record (and any after it), so the failed step runs again — on the code its
+   * workers run now: the way to rerun a workflow after fixing the bug that failed it. A
+   * SUCCESS or unfinished workflow is FAILED_PRECONDITION (WORKFLOW_NOT_RESUMABLE).
    *
    * @generated from rpc waymark.v1.WorkflowService.ResumeWorkflow
    */
@@ -1086,6 +1155,23 @@ export const WorkflowService: GenService<{
     methodKind: "unary";
     input: typeof DeleteWorkflowRequestSchema;
     output: typeof DeleteWorkflowResponseSchema;
+  },
+  /**
+   * Start a new workflow from an existing one (finished or not): same name and input, with the
+   * source's recorded steps before `from_step` copied (and the events it set and stream values
+   * it wrote by then), so the new workflow replays up to there and runs on from `from_step` —
+   * on `app_version`'s workers if given (the way to move work onto fixed code). It starts
+   * ENQUEUED on the source's queue unless `queue_name` says otherwise, and records its lineage
+   * (`forked_from_workflow_id`, `forked_from_step`). Children the copied steps started are the
+   * source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
+   * (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
+   *
+   * @generated from rpc waymark.v1.WorkflowService.ForkWorkflow
+   */
+  forkWorkflow: {
+    methodKind: "unary";
+    input: typeof ForkWorkflowRequestSchema;
+    output: typeof ForkWorkflowResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waymark_v1_workflow, 0);
