@@ -205,15 +205,11 @@ async fn retention_deletes_finished_workflows_past_their_time_and_keeps_the_rest
     );
     // Every finished success goes, at most 7 a second, with its records.
     wait_for("the collector to delete the successes", PATIENCE, || async {
-        let left = c
-            .list(ListOptions {
-                workflow_name: Some("echo".into()),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .0;
-        left.is_empty().then_some(())
+        let echoes = ListOptions {
+            workflow_name: Some("echo".into()),
+            ..Default::default()
+        };
+        listed(c, echoes).await.is_empty().then_some(())
     })
     .await;
     assert_eq!(reason(&c.steps("done-3").await.unwrap_err()), "WORKFLOW_NOT_FOUND");
