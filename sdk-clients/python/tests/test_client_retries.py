@@ -54,7 +54,9 @@ class Flaky(workflow_pb2_grpc.WorkflowServiceServicer):
 
 
 async def serving(servicer: Flaky) -> tuple[grpc.aio.Server, str]:
-    server = grpc.aio.server()
+    # Not SO_REUSEPORT (gRPC's default): a port chosen free must not be shared with a server
+    # in another process, which would take some of this test's connections.
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     workflow_pb2_grpc.add_WorkflowServiceServicer_to_server(servicer, server)
     address = f"127.0.0.1:{free_port()}"
     server.add_insecure_port(address)

@@ -205,7 +205,9 @@ class Gate(worker_pb2_grpc.WorkerServiceServicer):
 
 
 async def serving(*servicers: Any) -> tuple[grpc.aio.Server, str]:
-    server = grpc.aio.server()
+    # Not SO_REUSEPORT (gRPC's default): a port chosen free must not be shared with a server
+    # in another process, which would take some of this test's connections.
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     for s in servicers:
         if isinstance(s, Recorder):
             workflow_pb2_grpc.add_WorkflowServiceServicer_to_server(s, server)

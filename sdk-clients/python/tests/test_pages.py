@@ -99,7 +99,9 @@ class Fake:
 @pytest.fixture
 async def fake() -> AsyncIterator[tuple[Fake, Client]]:
     f = Fake()
-    server = grpc.aio.server()
+    # Not SO_REUSEPORT (gRPC's default): a port chosen free must not be shared with a server
+    # in another process, which would take some of this test's connections.
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     workflow_pb2_grpc.add_WorkflowServiceServicer_to_server(f.workflows, server)
     queue_pb2_grpc.add_QueueServiceServicer_to_server(f.queues, server)
     schedule_pb2_grpc.add_ScheduleServiceServicer_to_server(f.schedules, server)
