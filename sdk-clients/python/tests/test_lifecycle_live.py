@@ -1,10 +1,13 @@
 """The end and the start of a workflow's life on the real server: deleting finished workflows
 (one, or a parent with its children) with what was recorded for them, refusals for what has not
-finished, and a workflow enqueued before any worker registers its name, which runs once one
-does."""
+finished, a workflow enqueued before any worker registers its name, which runs once one does,
+and a second life: a finished workflow forked from a step runs only the steps from there, and a
+failed one resumed after a fixed worker of its version replaced the buggy one reruns its failed
+step."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable
 from typing import Any
@@ -13,7 +16,7 @@ import grpc
 import pytest
 from conftest import Workers, eventually
 
-from waymark import Client, RpcError, WorkflowContext, WorkflowStatus
+from waymark import Client, RetryPolicy, RpcError, WorkflowContext, WorkflowStatus
 
 
 def uid(prefix: str) -> str:
@@ -134,3 +137,87 @@ async def test_a_workflow_enqueued_before_its_worker_runs_once_one_registers_it(
     later = await client.start(name, 2, queue=q, allow_unregistered=True)
     assert later.created and later.name_registered
     assert await later.result(timeout=30) == 2
+
+
+async def test_a_finished_workflow_forked_from_a_step_runs_only_the_steps_from_there(
+    client: Client, workers: Workers
+) -> None:
+    w = workers.new()
+    ran: list[tuple[str, int]] = []  # (workflow id, step) for every step function that ran
+
+    @w.workflow("counted")
+    async def counted(ctx: WorkflowContext, n: int) -> int:
+        total = 0
+        for i in range(n):
+
+            def effect(i: int = i) -> int:
+                ran.append((ctx.workflow_id, i))
+                return i
+
+            total += await ctx.step(f"step-{i}", effect)
+        return total
+
+    await workers.start(w)
+    source, fork_id = uid("three"), uid("three-again")
+    h = await client.start("counted", 3, workflow_id=source, queue=workers.queue)
+    assert await h.result(timeout=30) == 3
+    assert sorted(i for wid, i in ran if wid == source) == [0, 1, 2]
+
+    fork = await client.fork(source, from_step=1, new_id=fork_id)
+    assert fork.workflow_id == fork_id and fork.workflow is not None
+    wf = fork.workflow
+    assert (wf.forked_from_workflow_id, wf.forked_from_step) == (source, 1)
+    assert (wf.workflow_name, wf.queue_name, wf.app_version) == ("counted", workers.queue, "test")
+    assert await fork.result(timeout=30) == 3
+    assert sorted(i for wid, i in ran if wid == fork_id) == [1, 2], "step 0 was copied, not run"
+    assert [s.name for s in await client.steps(fork_id)] == ["step-0", "step-1", "step-2"]
+    got = await client.get(fork_id)
+    assert (got.forked_from_workflow_id, got.forked_from_step) == (source, 1)
+    plain = await client.get(source)
+    assert (plain.forked_from_workflow_id, plain.forked_from_step) == ("", 0)
+    # The same fork again (a resend after a lost reply) is the first one; another source's
+    # claim on the id is refused.
+    again = await client.fork(source, from_step=1, new_id=fork_id)
+    assert again.workflow_id == fork_id
+    e = await refused(client.fork(fork_id, new_id=source))
+    assert (e.code, e.reason) == (grpc.StatusCode.ALREADY_EXISTS, "WORKFLOW_ID_CONFLICT")
+    e = await refused(client.fork(uid("never")))
+    assert e.code == grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_failed_workflow_resumed_on_a_fixed_worker_reruns_its_failed_step(
+    client: Client, workers: Workers
+) -> None:
+    def worker(fixed: bool) -> Any:
+        w = workers.new()  # the same app version ("test") both times
+
+        @w.workflow("charge")
+        async def charge(ctx: WorkflowContext, amount: int) -> int:
+            def pay() -> int:
+                if not fixed:
+                    raise ValueError("the bug")
+                return amount
+
+            return await ctx.step("pay", pay, retry=RetryPolicy(max_attempts=1))
+
+        return w
+
+    buggy = await workers.start(worker(fixed=False))
+    wid = uid("bug")
+    h = await client.start("charge", 5, workflow_id=wid, queue=workers.queue)
+    failed = await h.wait(timeout=30)
+    assert (failed.status, failed.app_version) == (WorkflowStatus.ERROR, "test"), failed
+    assert failed.failure is not None
+    steps = await client.steps(wid)
+    assert len(steps) == 1 and steps[0].failure is not None
+
+    # The fix ships under the same version: the buggy worker goes, a fixed one comes.
+    buggy.stop()
+    await asyncio.wait_for(next(t for w, t in workers.tasks if w is buggy), 10)
+    await workers.start(worker(fixed=True))
+    resumed = await client.resume(wid)
+    assert (resumed.status, resumed.failure) == (WorkflowStatus.ENQUEUED, None)
+    assert await h.result(timeout=30) == 5
+    steps = await client.steps(wid)
+    assert len(steps) == 1 and steps[0].failure is None, f"the failed record was replaced: {steps}"
+    assert steps[0].output == 5

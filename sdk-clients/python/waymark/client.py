@@ -50,9 +50,9 @@ class Client:
     `RpcError` with reason UNAUTHENTICATED (no key, or one unknown, revoked or expired) or
     PERMISSION_DENIED (the key's role does not allow the call).
 
-    Calls that are safe to make twice — reads, waits, starts (always with a workflow id: one is
-    made here when not given), cancel, resume, and sends with an idempotency key — are made
-    again, with backoff, while the server answers UNAVAILABLE (unreachable, or its database
+    Calls that are safe to make twice — reads, waits, starts and forks (always with a workflow
+    id: one is made here when not given), cancel, resume, and sends with an idempotency key —
+    are made again, with backoff, while the server answers UNAVAILABLE (unreachable, or its database
     restarting), for up to `retry_unavailable_for` seconds; then `UnavailableError` (or
     `RpcError` with code UNAVAILABLE) is raised. Other calls raise it at once."""
 
@@ -254,10 +254,44 @@ class Client:
         return Workflow.from_proto(r.workflow)
 
     async def resume(self, workflow_id: str) -> Workflow:
-        """Puts a cancelled or dead-lettered workflow back in its queue; it replays."""
+        """Puts a cancelled, dead-lettered or failed (ERROR) workflow back in its queue; it
+        replays. An ERROR workflow loses its failure and, when its last recorded step failed,
+        that step's record, so the step runs again on the code its workers run now: the way to
+        rerun a workflow after fixing the bug that failed it. A SUCCESS or unfinished workflow
+        is `RpcError` reason WORKFLOW_NOT_RESUMABLE."""
         req = workflow_pb2.ResumeWorkflowRequest(workflow_id=workflow_id)
         r = await call(self._rpc.ResumeWorkflow, req, retry_for=self._patience)
         return Workflow.from_proto(r.workflow)
+
+    async def fork(
+        self,
+        workflow_id: str,
+        *,
+        from_step: int | None = None,
+        new_id: str | None = None,
+        app_version: str | None = None,
+        queue: str | None = None,
+    ) -> WorkflowHandle:
+        """Starts a new workflow from `workflow_id` (finished or not): the same name and input,
+        with the source's recorded steps before `from_step` copied (all of them when None), so
+        the fork replays up to there and runs on from `from_step` — on `app_version`'s workers
+        if given (the source's otherwise: the way to rerun a failed workflow on fixed code), on
+        `queue` if given (the source's otherwise). The fork's `forked_from_workflow_id` and
+        `forked_from_step` record its lineage. Its id is `new_id`, else one made here (a UUID),
+        so that a fork retried because the server was unavailable is sent with the same id and
+        returns the fork its first attempt made. An id used by another workflow is `RpcError`
+        reason WORKFLOW_ID_CONFLICT; a source that does not exist is NOT_FOUND."""
+        req = workflow_pb2.ForkWorkflowRequest(
+            workflow_id=workflow_id,
+            new_workflow_id=new_id or str(uuid.uuid4()),
+            app_version=app_version or "",
+            queue_name=queue or "",
+        )
+        if from_step is not None:
+            req.from_step = from_step
+        r = await call(self._rpc.ForkWorkflow, req, retry_for=self._patience)
+        wf = Workflow.from_proto(r.workflow)
+        return WorkflowHandle(self, wf.workflow_id, workflow=wf)
 
     async def delete(self, workflow_id: str, *, cascade: bool = False) -> builtins.list[str]:
         """Deletes a finished workflow and everything recorded for it (steps, messages to it,

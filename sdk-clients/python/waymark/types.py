@@ -77,6 +77,10 @@ class Workflow:
     dedup_id: str
     started_at: datetime | None
     wake_at: datetime | None
+    # Lineage (`client.fork`): the workflow this one was forked from, and the step position it
+    # ran on from (the source's steps before it were copied). "" and 0 when not a fork.
+    forked_from_workflow_id: str = ""
+    forked_from_step: int = 0
 
     @classmethod
     def from_proto(cls, w: types_pb2.Workflow) -> Workflow:
@@ -101,6 +105,8 @@ class Workflow:
             dedup_id=w.dedup_id,
             started_at=from_timestamp(w.started_at, w.HasField("started_at")),
             wake_at=from_timestamp(w.wake_at, w.HasField("wake_at")),
+            forked_from_workflow_id=w.forked_from_workflow_id,
+            forked_from_step=w.forked_from_step,
         )
 
 
