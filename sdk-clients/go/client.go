@@ -295,10 +295,10 @@ func FromStep(n uint32) *uint32 { return &n }
 // input, with the source's recorded steps before opts.FromStep copied (and the events it set
 // and stream values it wrote by then), so the fork replays up to there and runs on — on
 // opts.AppVersion's workers if given, the way to move a failed workflow onto fixed code. It
-// returns the fork, ENQUEUED, its lineage in ForkedFromID and ForkedFromStep. An id already
-// used fails with reason WORKFLOW_ID_CONFLICT; a source that does not exist, with
-// WORKFLOW_NOT_FOUND. The id is chosen here when not given, so a fork resent after
-// UNAVAILABLE is the same fork.
+// returns the fork, ENQUEUED, its lineage in ForkedFromID and ForkedFromStep. The same fork
+// again returns the first one; an id anything else holds fails with reason
+// WORKFLOW_ID_CONFLICT, and a source that does not exist with WORKFLOW_NOT_FOUND. The id is
+// chosen here when not given, so a fork resent after UNAVAILABLE is the same fork.
 func (c *Client) Fork(ctx context.Context, workflowID string, opts ForkOptions) (*Workflow, error) {
 	req := &pb.ForkWorkflowRequest{
 		WorkflowId:    workflowID,
