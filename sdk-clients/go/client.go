@@ -244,8 +244,10 @@ func (c *Client) cancel(ctx context.Context, workflowID string, cascade bool) (*
 	return workflowFromWire(r.GetWorkflow()), nil
 }
 
-// Resume puts a cancelled or dead-lettered workflow back in its queue; it replays from its
-// checkpoints.
+// Resume puts a cancelled, dead-lettered or failed (ERROR) workflow back in its queue; it
+// replays from its checkpoints. An ERROR workflow's failed last step's record goes, so that
+// step runs again: with its code fixed (a worker of the same app version replacing the old
+// one), the workflow goes on from where it failed.
 func (c *Client) Resume(ctx context.Context, workflowID string) (*Workflow, error) {
 	r, err := retried(ctx, c.workflows.ResumeWorkflow, &pb.ResumeWorkflowRequest{WorkflowId: workflowID})
 	if err != nil {
@@ -268,6 +270,51 @@ func (c *Client) Delete(ctx context.Context, workflowID string, cascade bool) ([
 		return nil, rpcError(err)
 	}
 	return r.GetDeletedWorkflowIds(), nil
+}
+
+// ForkOptions are a fork's options; the zero value copies every recorded step of the source
+// and runs the fork on the source's queue and app version, under a generated id.
+type ForkOptions struct {
+	// FromStep: copy the source's recorded steps before this position; the fork replays them
+	// and runs on from here. Nil: all of them (the fork goes on from where the source
+	// stopped). FromStep(n) makes one.
+	FromStep *uint32
+	// ID is the fork's id; generated when empty.
+	ID string
+	// AppVersion runs the fork on workers of this application version (the fixed code); the
+	// source's when empty.
+	AppVersion string
+	// Queue it starts on; the source's when empty.
+	Queue string
+}
+
+// FromStep is a ForkOptions.FromStep of position n.
+func FromStep(n uint32) *uint32 { return &n }
+
+// Fork starts a new workflow from workflowID's history (finished or not): the same name and
+// input, with the source's recorded steps before opts.FromStep copied (and the events it set
+// and stream values it wrote by then), so the fork replays up to there and runs on — on
+// opts.AppVersion's workers if given, the way to move a failed workflow onto fixed code. It
+// returns the fork, ENQUEUED, its lineage in ForkedFromID and ForkedFromStep. The same fork
+// again returns the first one; an id anything else holds fails with reason
+// WORKFLOW_ID_CONFLICT, and a source that does not exist with WORKFLOW_NOT_FOUND. The id is
+// chosen here when not given, so a fork resent after UNAVAILABLE is the same fork.
+func (c *Client) Fork(ctx context.Context, workflowID string, opts ForkOptions) (*Workflow, error) {
+	req := &pb.ForkWorkflowRequest{
+		WorkflowId:    workflowID,
+		FromStep:      opts.FromStep,
+		NewWorkflowId: opts.ID,
+		AppVersion:    opts.AppVersion,
+		QueueName:     opts.Queue,
+	}
+	if req.NewWorkflowId == "" {
+		req.NewWorkflowId = newWorkflowID()
+	}
+	r, err := retried(ctx, c.workflows.ForkWorkflow, req)
+	if err != nil {
+		return nil, err
+	}
+	return workflowFromWire(r.GetWorkflow()), nil
 }
 
 // Delay moves the start of a workflow still waiting for its delayed start to delay from now

@@ -32,6 +32,7 @@ type fakeWorkflows struct {
 	code    codes.Code
 	starts  []*pb.StartWorkflowRequest
 	deletes []*pb.DeleteWorkflowRequest
+	forks   []*pb.ForkWorkflowRequest
 	// unknownNames: no worker has registered any name, so a start is refused unless it allows
 	// an unregistered name (and is then answered name_registered false).
 	unknownNames bool
@@ -82,6 +83,24 @@ func (f *fakeWorkflows) DeleteWorkflow(ctx context.Context, req *pb.DeleteWorkfl
 		ids = append(ids, req.GetWorkflowId()+"-child")
 	}
 	return &pb.DeleteWorkflowResponse{DeletedWorkflowIds: ids}, nil
+}
+
+// ForkWorkflow answers the fork the request names, its lineage set from the request.
+func (f *fakeWorkflows) ForkWorkflow(ctx context.Context, req *pb.ForkWorkflowRequest, _ ...grpc.CallOption) (*pb.ForkWorkflowResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forks = append(f.forks, req)
+	if err := f.answer(ctx); err != nil {
+		return nil, err
+	}
+	return &pb.ForkWorkflowResponse{Workflow: &pb.Workflow{
+		WorkflowId:           req.GetNewWorkflowId(),
+		Status:               pb.WorkflowStatus_WORKFLOW_STATUS_ENQUEUED,
+		AppVersion:           req.GetAppVersion(),
+		QueueName:            req.GetQueueName(),
+		ForkedFromWorkflowId: req.GetWorkflowId(),
+		ForkedFromStep:       req.GetFromStep(),
+	}}, nil
 }
 
 func (f *fakeWorkflows) SendMessage(ctx context.Context, req *pb.SendMessageRequest, _ ...grpc.CallOption) (*pb.SendMessageResponse, error) {
@@ -152,6 +171,53 @@ func TestClientStartRetriesUnavailableUnderOneID(t *testing.T) {
 	uuidV7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	if !uuidV7.MatchString(id) || f.starts[1].GetWorkflowId() != id || f.starts[2].GetWorkflowId() != id || started.ID != id {
 		t.Fatalf("ids %q %q %q, started %q", id, f.starts[1].GetWorkflowId(), f.starts[2].GetWorkflowId(), started.ID)
+	}
+}
+
+// A fork carries its options; without an id it is given one here, and every resend after
+// UNAVAILABLE carries the same, so a lost reply cannot make a second fork. Without FromStep
+// the request leaves from_step absent (copy every step), which is not step 0.
+func TestClientForkCarriesItsOptionsAndResendsUnderOneID(t *testing.T) {
+	f := &fakeWorkflows{}
+	c := &Client{workflows: f}
+	opts := ForkOptions{FromStep: FromStep(1), ID: "wf-fixed", AppVersion: "v2", Queue: "other"}
+	fork, err := c.Fork(context.Background(), "wf", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := f.forks[0]
+	if req.GetWorkflowId() != "wf" || req.FromStep == nil || req.GetFromStep() != 1 || req.GetNewWorkflowId() != "wf-fixed" ||
+		req.GetAppVersion() != "v2" || req.GetQueueName() != "other" {
+		t.Fatalf("request %v", req)
+	}
+	if fork.ID != "wf-fixed" || fork.Status != StatusEnqueued || fork.ForkedFromID != "wf" || fork.ForkedFromStep != 1 {
+		t.Fatalf("fork %+v", fork)
+	}
+
+	f.refuse = 2
+	fork, err = c.Fork(context.Background(), "wf", ForkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tries := f.forks[1:]
+	if len(tries) != 3 {
+		t.Fatalf("%d tries, want 3", len(tries))
+	}
+	id := tries[0].GetNewWorkflowId()
+	uuidV7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	if !uuidV7.MatchString(id) || tries[1].GetNewWorkflowId() != id || tries[2].GetNewWorkflowId() != id || fork.ID != id {
+		t.Fatalf("ids %q %q %q, fork %q", id, tries[1].GetNewWorkflowId(), tries[2].GetNewWorkflowId(), fork.ID)
+	}
+	if tries[0].FromStep != nil || tries[0].GetAppVersion() != "" || tries[0].GetQueueName() != "" {
+		t.Fatalf("defaults: %v", tries[0])
+	}
+
+	// Anything but UNAVAILABLE goes to the caller at once.
+	f.refuse, f.code = 1, codes.AlreadyExists
+	_, err = c.Fork(context.Background(), "wf", opts)
+	var werr *Error
+	if !errors.As(err, &werr) || werr.Code != codes.AlreadyExists || len(f.forks) != 5 {
+		t.Fatalf("got %v after %d tries; want ALREADY_EXISTS after one", err, len(f.forks)-4)
 	}
 }
 

@@ -1,8 +1,12 @@
 package waymark_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +16,9 @@ import (
 )
 
 // The end and the start of a workflow's life, against the real server: deleting finished
-// workflows (one, or a tree) and the refusals for what has not finished; and a workflow
-// enqueued before any worker registers its name, which runs once one does.
+// workflows (one, or a tree) and the refusals for what has not finished; a workflow enqueued
+// before any worker registers its name, which runs once one does; forking a workflow, and
+// resuming a failed one on fixed code.
 
 // wantRefused fails the test unless err is an *Error with this code and reason.
 func wantRefused(t *testing.T, what string, err error, code codes.Code, reason string) {
@@ -156,4 +161,176 @@ func TestStartBeforeAnyWorkerRegistersTheName(t *testing.T) {
 		t.Fatalf("a start once the name is registered: %+v %v", later, err)
 	}
 	await(t, c, later.ID)
+}
+
+// effects records which steps of which workflow ran (not replayed), in order.
+type effects struct {
+	mu  sync.Mutex
+	ran map[string][]int
+}
+
+func (e *effects) record(id string, step int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ran == nil {
+		e.ran = map[string][]int{}
+	}
+	e.ran[id] = append(e.ran[id], step)
+}
+
+func (e *effects) of(id string) []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.ran[id])
+}
+
+// A finished workflow of three steps forked from its step 1: the fork replays step 0 from the
+// copied record and runs steps 1 and 2, and says where it came from.
+func TestForkRunsOnlyTheStepsFromWhereItForked(t *testing.T) {
+	c, ctx := newClient(t), testCtx(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{})
+	var fx effects
+	waymark.RegisterWorkflow(w, "counted", func(ctx waymark.Context, n int) (int, error) {
+		sum := 0
+		for i := range n {
+			v, err := waymark.Step(ctx, fmt.Sprintf("step-%d", i), func(context.Context) (int, error) {
+				fx.record(ctx.WorkflowID(), i)
+				return i, nil
+			})
+			if err != nil {
+				return 0, err
+			}
+			sum += v
+		}
+		return sum, nil
+	})
+	runWorker(t, w, queue)
+
+	source := start(t, c, "counted", queue, 3)
+	if wf := await(t, c, source); wf.Status != waymark.StatusSuccess || !slices.Equal(fx.of(source), []int{0, 1, 2}) {
+		t.Fatalf("the source: %+v, ran %v", wf, fx.of(source))
+	}
+	id := unique("forked")
+	fork, err := c.Fork(ctx, source, waymark.ForkOptions{FromStep: waymark.FromStep(1), ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fork.ID != id || fork.ForkedFromID != source || fork.ForkedFromStep != 1 || fork.Name != "counted" || fork.Queue != queue {
+		t.Fatalf("the fork: %+v", fork)
+	}
+	done := await(t, c, id)
+	if out, err := waymark.Output[int](done); err != nil || out != 3 {
+		t.Fatalf("the fork finished %+v: %v %v", done, out, err)
+	}
+	if ran := fx.of(id); !slices.Equal(ran, []int{1, 2}) {
+		t.Fatalf("the fork ran steps %v; want [1 2] (step 0 copied)", ran)
+	}
+	if names := stepNames(t, c, id); len(names) != 3 {
+		t.Fatalf("the fork's steps: %v", names)
+	}
+	if got, err := c.Get(ctx, id); err != nil || got.ForkedFromID != source || got.ForkedFromStep != 1 {
+		t.Fatalf("get the fork: %+v %v", got, err)
+	}
+	if got, err := c.Get(ctx, source); err != nil || got.ForkedFromID != "" || got.ForkedFromStep != 0 {
+		t.Fatalf("the source is no fork: %+v %v", got, err)
+	}
+	// The same fork again (a resend after a lost reply) is the first one; an id anything else
+	// holds is refused.
+	again, err := c.Fork(ctx, source, waymark.ForkOptions{FromStep: waymark.FromStep(1), ID: id})
+	if err != nil || again.ID != id || again.Status != waymark.StatusSuccess || again.ForkedFromID != source {
+		t.Fatalf("the same fork again: %+v %v", again, err)
+	}
+	_, err = c.Fork(ctx, id, waymark.ForkOptions{ID: source})
+	wantRefused(t, "a fork onto a used id", err, codes.AlreadyExists, "WORKFLOW_ID_CONFLICT")
+	_, err = c.Fork(ctx, unique("missing"), waymark.ForkOptions{})
+	wantRefused(t, "a fork of a workflow that never was", err, codes.NotFound, "WORKFLOW_NOT_FOUND")
+}
+
+// A step fails (no retries) and its workflow ends ERROR; the fix ships under the same app
+// version, a fixed worker replacing the old one; resume reruns the failed step there, and the
+// step before it is not run again.
+func TestResumeRerunsTheFailedStepOfAnErrorWorkflow(t *testing.T) {
+	c, ctx := newClient(t), testCtx(t)
+	version := unique("v")
+	var fx effects
+	fragile := func(fixed bool) func(waymark.Context, any) (string, error) {
+		return func(ctx waymark.Context, _ any) (string, error) {
+			if _, err := waymark.Step(ctx, "prepare", func(context.Context) (int, error) {
+				fx.record(ctx.WorkflowID(), 0)
+				return 0, nil
+			}); err != nil {
+				return "", err
+			}
+			return waymark.Step(ctx, "deliver", func(context.Context) (string, error) {
+				fx.record(ctx.WorkflowID(), 1)
+				if !fixed {
+					return "", errors.New("a bug")
+				}
+				return "delivered", nil
+			})
+		}
+	}
+	buggy, queue := newWorker(t, waymark.WorkerOptions{AppVersion: version})
+	waymark.RegisterWorkflow(buggy, "fragile", fragile(false))
+	stopBuggy := runWorkerUntilStopped(t, buggy, queue)
+
+	s, err := c.Start(ctx, "fragile", nil, &waymark.StartOptions{Queue: queue, AppVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID
+	failed := await(t, c, id)
+	if failed.Status != waymark.StatusError || failed.Failure == nil || !strings.Contains(failed.Failure.Message, "a bug") {
+		t.Fatalf("the buggy run: %+v", failed)
+	}
+
+	stopBuggy()
+	fixed, own := newWorker(t, waymark.WorkerOptions{AppVersion: version, Queues: []string{queue}})
+	waymark.RegisterWorkflow(fixed, "fragile", fragile(true))
+	runWorker(t, fixed, own)
+	resumed, err := c.Resume(ctx, id)
+	if err != nil || resumed.Status != waymark.StatusEnqueued || resumed.Failure != nil {
+		t.Fatalf("resume: %+v %v", resumed, err)
+	}
+	rerun := await(t, c, id)
+	if out, err := waymark.Output[string](rerun); err != nil || out != "delivered" || rerun.AppVersion != version {
+		t.Fatalf("the rerun: %+v: %q %v", rerun, out, err)
+	}
+	if ran := fx.of(id); !slices.Equal(ran, []int{0, 1, 1}) {
+		t.Fatalf("steps run %v; want [0 1 1] (prepare once, deliver again)", ran)
+	}
+	steps, err := c.Steps(ctx, id)
+	if err != nil || len(steps) != 2 || steps[1].Failure != nil {
+		t.Fatalf("the failed record was replaced: %+v %v", steps, err)
+	}
+}
+
+// runWorkerUntilStopped runs w as runWorker does, and returns a stop that ends it (waiting
+// for Run to return); the test's end stops it if stop was not called.
+func runWorkerUntilStopped(t *testing.T, w *waymark.Worker, queue string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("worker: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("worker did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	c := newClient(t)
+	eventually(t, "the worker to connect", func() (bool, error) {
+		_, err := c.GetQueue(testCtx(t), queue)
+		return err == nil, err
+	})
+	return stop
 }

@@ -82,6 +82,10 @@ type Workflow struct {
 	// The trace it belongs to (W3C Trace Context): the span that started it, as the server
 	// keeps it. Empty when it was started with none, or by a server that keeps none.
 	Traceparent, Tracestate string
+	// Lineage (see Client.Fork): the workflow this one was forked from, and the step position
+	// it ran on from (the source's steps before it were copied). Empty and 0 when not a fork.
+	ForkedFromID   string
+	ForkedFromStep uint32
 }
 
 // Result decodes the output of a successful workflow into out. A failed workflow returns its
@@ -211,6 +215,8 @@ func workflowFromWire(w *pb.Workflow) *Workflow {
 		WakeAt:           timeOf(w.GetWakeAt()),
 		Traceparent:      w.GetTraceContext().GetTraceparent(),
 		Tracestate:       w.GetTraceContext().GetTracestate(),
+		ForkedFromID:     w.GetForkedFromWorkflowId(),
+		ForkedFromStep:   w.GetForkedFromStep(),
 	}
 	if w.GetOutput() != nil {
 		out.Output = jsonOf(w.GetOutput())
