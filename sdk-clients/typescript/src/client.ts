@@ -86,6 +86,17 @@ export interface StartOptions extends CallOptions {
   allowUnregistered?: boolean;
 }
 
+export interface ForkOptions extends CallOptions {
+  /** Copy the source's recorded steps before this position; all of them when not given. */
+  fromStep?: number;
+  /** The fork's id; one is made here when not given, so that the fork can be sent again safely. */
+  workflowId?: string;
+  /** Run the fork on workers of this application version (the fixed code); the source's when not given. */
+  appVersion?: string;
+  /** The queue it starts on; the source's when not given. */
+  queue?: string;
+}
+
 export interface Started {
   workflow: WorkflowInfo;
   /** False when the id (or dedup id) was already taken and the existing workflow came back. */
@@ -287,9 +298,40 @@ export class Client {
     return workflowOf(r.workflow);
   }
 
-  /** Puts a cancelled or dead-lettered workflow back in its queue; it replays from its checkpoints. */
+  /**
+   * Puts a cancelled, dead-lettered or failed (ERROR) workflow back in its queue; it replays
+   * from its checkpoints. An ERROR workflow loses its failure and, when its last recorded step
+   * failed, that step's record, so the step runs again on the code its workers run now.
+   */
   async resume(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
     const r = await repeatable(this.resendForMs, options, (a) => this.rpc.resumeWorkflow({ workflowId }, a));
+    return workflowOf(r.workflow);
+  }
+
+  /**
+   * Starts a new workflow from `workflowId`'s history: the same name and input, its recorded
+   * steps before `fromStep` copied (with the events and stream values it had by then), so the
+   * fork replays up to there and runs on from `fromStep` — on `appVersion`'s workers if given
+   * (the way to rerun a failed workflow on fixed code). Returns the fork (ENQUEUED, its lineage
+   * in `forkedFromWorkflowId` / `forkedFromStep`). Without a `workflowId` one is made here, so
+   * the fork is sent again with the same id while the server answers UNAVAILABLE. An id already
+   * used is refused (WORKFLOW_ID_CONFLICT); a source that does not exist is WORKFLOW_NOT_FOUND.
+   */
+  async fork(workflowId: string, options: ForkOptions = {}): Promise<WorkflowInfo> {
+    const o = options;
+    const forkId = o.workflowId || newWorkflowId();
+    const r = await repeatable(this.resendForMs, o, (a) =>
+      this.rpc.forkWorkflow(
+        {
+          workflowId,
+          fromStep: o.fromStep,
+          newWorkflowId: forkId,
+          appVersion: o.appVersion ?? "",
+          queueName: o.queue ?? "",
+        },
+        a,
+      ),
+    );
     return workflowOf(r.workflow);
   }
 

@@ -66,6 +66,10 @@ export interface WorkflowInfo {
   dedupId: string;
   startedAt?: Date;
   wakeAt?: Date;
+  /** Lineage: the workflow this one was forked from (`client.fork`); "" when not a fork. */
+  forkedFromWorkflowId: string;
+  /** The step position the fork ran on from (the source's steps before it were copied); 0 when not a fork. */
+  forkedFromStep: number;
 }
 
 export interface StepInfo {
@@ -127,6 +131,8 @@ export function workflowInfo(w: pb.Workflow): WorkflowInfo {
     dedupId: w.dedupId,
     startedAt: date(w.startedAt),
     wakeAt: date(w.wakeAt),
+    forkedFromWorkflowId: w.forkedFromWorkflowId,
+    forkedFromStep: w.forkedFromStep,
   };
 }
 

@@ -35,6 +35,19 @@ function clientWith(refusals: number, resendForMs = 60_000) {
         seen("start", req);
         return { workflow: create(WorkflowSchema, { workflowId: req.workflowId, workflowName: req.workflowName }), created };
       },
+      forkWorkflow(req) {
+        seen("fork", req);
+        return {
+          workflow: create(WorkflowSchema, {
+            workflowId: req.newWorkflowId,
+            status: WorkflowStatus.ENQUEUED,
+            appVersion: req.appVersion,
+            queueName: req.queueName,
+            forkedFromWorkflowId: req.workflowId,
+            forkedFromStep: req.fromStep ?? 0,
+          }),
+        };
+      },
       sendMessage(req) {
         seen("send", req);
         return { messageId: "m-1", duplicate: false };
@@ -69,6 +82,35 @@ test("a start without an id gets one here, so the resend is the same start and r
   assert.match(ids[0]!, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   assert.equal(workflow.workflowId, ids[0]);
   assert.equal(created, true);
+});
+
+test("a fork carries its options, and an id made here that stays the same when it is sent again", async () => {
+  const { client, calls } = clientWith(1);
+  const fork = await client.fork("wf-src", { fromStep: 1, appVersion: "v2", queue: "fixes" });
+  const reqs = calls.get("fork")! as { workflowId: string; fromStep?: number; newWorkflowId: string; appVersion: string; queueName: string }[];
+  assert.equal(reqs.length, 2);
+  for (const r of reqs) {
+    assert.equal(r.workflowId, "wf-src");
+    assert.equal(r.fromStep, 1);
+    assert.equal(r.appVersion, "v2");
+    assert.equal(r.queueName, "fixes");
+  }
+  assert.ok(reqs[0]!.newWorkflowId && reqs[0]!.newWorkflowId === reqs[1]!.newWorkflowId, "both attempts carry one id");
+  assert.match(reqs[0]!.newWorkflowId, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.equal(fork.workflowId, reqs[0]!.newWorkflowId);
+  assert.equal(fork.status, "ENQUEUED");
+  assert.equal(fork.forkedFromWorkflowId, "wf-src");
+  assert.equal(fork.forkedFromStep, 1);
+
+  // A chosen id is sent as given; no from step means all of the source's steps.
+  const chosen = clientWith(0);
+  const f2 = await chosen.client.fork("wf-src", { workflowId: "wf-fork" });
+  const r2 = chosen.calls.get("fork")![0] as { fromStep?: number; newWorkflowId: string; appVersion: string; queueName: string };
+  assert.equal(r2.newWorkflowId, "wf-fork");
+  assert.equal(r2.fromStep, undefined);
+  assert.equal(r2.appVersion, "");
+  assert.equal(r2.queueName, "");
+  assert.equal(f2.workflowId, "wf-fork");
 });
 
 test("a send is made again only when the caller gave an idempotency key", async () => {
