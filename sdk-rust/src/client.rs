@@ -44,6 +44,9 @@ pub struct StartOptions {
     /// does; [`Started::name_registered`] is then false). Otherwise such a start fails with
     /// reason `WORKFLOW_NAME_UNKNOWN`.
     pub allow_unregistered: bool,
+    /// Labels to find it by (`ListOptions::tags`); its children inherit them. At most 16;
+    /// keys 1-64 of letters, digits and `_ - . /`, values up to 256 characters.
+    pub tags: std::collections::BTreeMap<String, String>,
 }
 
 fn duration(d: Duration) -> prost_types::Duration {
@@ -81,6 +84,8 @@ pub struct ListOptions {
     pub parent_workflow_id: Option<String>,
     /// Count every match too ([`WorkflowPage::total`]); first page only.
     pub include_total: bool,
+    /// Carrying every one of these tags.
+    pub tags: std::collections::BTreeMap<String, String>,
 }
 
 /// One page of workflows.
@@ -190,6 +195,7 @@ impl Client {
                 max_delay: options.debounce_max_delay.map(duration),
             }),
             allow_unregistered: options.allow_unregistered,
+            tags: options.tags.into_iter().collect(),
         };
         let r = crate::resend::retrying(self.resend_for, || {
             let (mut c, req) = (self.rpc.clone(), req.clone());
@@ -285,6 +291,7 @@ impl Client {
                 app_version: options.app_version.unwrap_or_default(),
                 parent_workflow_id: options.parent_workflow_id.unwrap_or_default(),
                 include_total: options.include_total,
+                tags: options.tags.into_iter().collect(),
             })
             .await?
             .into_inner();

@@ -39,7 +39,7 @@ pub use client::{Client, ListOptions, StartOptions, WorkflowPage};
 pub use connection::ConnectOptions;
 pub use error::{Error, WorkflowError};
 pub use keys::{ApiKeyInfo, ApiKeySpec, Role};
-pub use lifecycle::ForkOptions;
+pub use lifecycle::{BulkAction, BulkOutcome, ForkOptions, WorkflowFilter};
 pub use namespaces::NamespaceInfo;
 pub use queues::{QueueInfo, QueueLimits, QueueStats, QueueUpdate};
 pub use retry::RetryPolicy;

@@ -128,6 +128,9 @@ pub struct WorkflowInfo {
     /// The step position the fork ran on from (the source's steps before it were copied).
     #[serde(default)]
     pub forked_from_step: u32,
+    /// Its tags: given at the start or inherited from its parent.
+    #[serde(default)]
+    pub tags: std::collections::BTreeMap<String, String>,
 }
 
 /// What a waiting workflow waits for.
@@ -350,6 +353,7 @@ impl From<v1::Workflow> for WorkflowInfo {
             traceparent: w.trace_context.map(|t| t.traceparent).unwrap_or_default(),
             forked_from_workflow_id: w.forked_from_workflow_id,
             forked_from_step: w.forked_from_step,
+            tags: w.tags.into_iter().collect(),
         }
     }
 }

@@ -33,6 +33,11 @@ pub fn status_to_wire(s: WorkflowStatus) -> v1::WorkflowStatus {
     }
 }
 
+/// A filter's statuses; an unknown one is INVALID_ARGUMENT.
+pub fn statuses_from_wire(statuses: &[i32]) -> Result<Vec<WorkflowStatus>, Status> {
+    statuses.iter().map(|s| status_from_wire(*s)).collect()
+}
+
 pub fn status_from_wire(n: i32) -> Result<WorkflowStatus, Status> {
     use v1::WorkflowStatus as W;
     Ok(
@@ -102,6 +107,7 @@ pub fn workflow(w: WorkflowRecord) -> v1::Workflow {
         waiting_on: None,
         forked_from_step: w.forked_from.as_ref().map_or(0, |l| l.from_step),
         forked_from_workflow_id: w.forked_from.map(|l| l.workflow_id).unwrap_or_default(),
+        tags: w.tags.into_iter().collect(),
         app_version: w.app_version.unwrap_or_default(),
         workflow_id: w.workflow_id,
         workflow_name: w.workflow_name,

@@ -25,6 +25,7 @@ pub mod queue_service;
 pub mod schedule_service;
 pub mod status;
 pub mod worker;
+pub mod workflow_lifecycle;
 pub mod workflow_service;
 
 /// The engine of the namespace a call names (set by the authentication layer; `default`).

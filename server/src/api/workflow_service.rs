@@ -120,6 +120,7 @@ impl WorkflowService for WorkflowApi {
                 },
                 trace,
                 allow_unregistered: r.allow_unregistered,
+                tags: r.tags.into_iter().collect(),
             })
             .await
             .map_err(to_status)?;
@@ -157,11 +158,7 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<v1::ListWorkflowsResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
-        let statuses = r
-            .statuses
-            .iter()
-            .map(|s| convert::status_from_wire(*s))
-            .collect::<Result<Vec<_>, _>>()?;
+        let statuses = convert::statuses_from_wire(&r.statuses)?;
         let page = engine
             .list_workflows(ListRequest {
                 statuses,
@@ -175,6 +172,7 @@ impl WorkflowService for WorkflowApi {
                 page_size: r.page_size,
                 page_token: r.page_token,
                 include_total: r.include_total,
+                tags: r.tags.into_iter().collect(),
             })
             .await
             .map_err(to_status)?;
@@ -235,13 +233,7 @@ impl WorkflowService for WorkflowApi {
         req: Request<v1::DeleteWorkflowRequest>,
     ) -> Result<Response<v1::DeleteWorkflowResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
-        let r = req.into_inner();
-        note_workflow_id(&r.workflow_id);
-        let deleted_workflow_ids = engine
-            .delete_workflow(&r.workflow_id, r.cascade)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(v1::DeleteWorkflowResponse { deleted_workflow_ids }))
+        super::workflow_lifecycle::delete(&engine, req.into_inner()).await
     }
 
     async fn fork_workflow(
@@ -249,20 +241,23 @@ impl WorkflowService for WorkflowApi {
         req: Request<v1::ForkWorkflowRequest>,
     ) -> Result<Response<v1::ForkWorkflowResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
-        let r = req.into_inner();
-        let non_empty = |s: String| (!s.is_empty()).then_some(s);
-        let fork = waymark_store::Fork {
-            source: r.workflow_id,
-            from_step: r.from_step,
-            new_workflow_id: r.new_workflow_id,
-            app_version: non_empty(r.app_version),
-            queue_name: non_empty(r.queue_name),
-        };
-        let w = engine.fork_workflow(fork).await.map_err(to_status)?;
-        note_workflow(&w);
-        Ok(Response::new(v1::ForkWorkflowResponse {
-            workflow: Some(convert::workflow(w)),
-        }))
+        super::workflow_lifecycle::fork(&engine, req.into_inner()).await
+    }
+
+    async fn set_workflow_version(
+        &self,
+        req: Request<v1::SetWorkflowVersionRequest>,
+    ) -> Result<Response<v1::SetWorkflowVersionResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        super::workflow_lifecycle::set_version(&engine, req.into_inner()).await
+    }
+
+    async fn bulk_workflows(
+        &self,
+        req: Request<v1::BulkWorkflowsRequest>,
+    ) -> Result<Response<v1::BulkWorkflowsResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        super::workflow_lifecycle::bulk(&engine, req.into_inner()).await
     }
 
     async fn delay_workflow(

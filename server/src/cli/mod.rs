@@ -359,3 +359,11 @@ pub const EXIT_NOT_FOUND: i32 = 5;
 pub const EXIT_INVALID: i32 = 6;
 pub const EXIT_UNAVAILABLE: i32 = 7;
 pub const EXIT_DENIED: i32 = 8;
+
+/// A `--tag KEY=VALUE` argument (the server checks the key's and value's bounds).
+pub fn parse_tag(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("{s:?} is not KEY=VALUE")),
+    }
+}

@@ -55,6 +55,9 @@ pub enum WorkflowCommand {
         /// Enqueue it even if no worker has registered the name yet (it waits for one).
         #[arg(long)]
         allow_unregistered: bool,
+        /// A tag, KEY=VALUE (repeatable); its children inherit it.
+        #[arg(long = "tag", value_parser = super::parse_tag)]
+        tags: Vec<(String, String)>,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -91,6 +94,9 @@ pub enum WorkflowCommand {
         /// Only the children of this workflow.
         #[arg(long)]
         parent: Option<String>,
+        /// Only workflows with this tag, KEY=VALUE (repeatable: all must match).
+        #[arg(long = "tag", value_parser = super::parse_tag)]
+        tags: Vec<(String, String)>,
         /// Also print how many workflows match (a count over every match).
         #[arg(long)]
         total: bool,
@@ -210,6 +216,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             debounce_key,
             debounce_max_delay,
             allow_unregistered,
+            tags,
             client,
         } => {
             let input: serde_json::Value =
@@ -233,6 +240,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                         debounce_key,
                         debounce_max_delay,
                         allow_unregistered,
+                        tags: tags.into_iter().collect(),
                     },
                 )
                 .await?;
@@ -258,6 +266,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             worker,
             app_version,
             parent,
+            tags,
             total,
             limit,
             page_token,
@@ -280,6 +289,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                     app_version,
                     parent_workflow_id: parent,
                     include_total: total,
+                    tags: tags.into_iter().collect(),
                     ..Default::default()
                 })
                 .await?;

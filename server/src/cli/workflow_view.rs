@@ -76,6 +76,10 @@ fn print_workflow(w: &WorkflowInfo) {
         let from = format!("{} at step {}", w.forked_from_workflow_id, w.forked_from_step);
         rows.push(("forked from", from));
     }
+    if !w.tags.is_empty() {
+        let tags: Vec<String> = w.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        rows.push(("tags", tags.join(" ")));
+    }
     for (k, v) in rows {
         println!("{k:<12} {v}");
     }

@@ -21,6 +21,8 @@ pub struct ChildRequest {
     pub queue_name: String,
     /// The span the parent started it from.
     pub trace: Option<TraceContext>,
+    /// Its own tags, over the parent's (which it inherits).
+    pub tags: waymark_store::Tags,
 }
 
 impl Engine {
@@ -35,11 +37,13 @@ impl Engine {
         validate::name("workflow_name", &req.workflow_name)?;
         validate::optional_name("child_workflow_id", &req.child_workflow_id)?;
         validate::optional_name("queue_name", &req.queue_name)?;
-        // No queue named: the parent's, as the contract says.
+        super::tags::validate("child tags", &req.tags)?;
+        // The parent's queue (when none is named, as the contract says) and tags (which the
+        // child inherits).
+        let parent = self.store.get_workflow(&fence.workflow_id).await?;
+        let tags = super::tags::inherit(parent.as_ref().map_or(&Default::default(), |p| &p.tags), req.tags)?;
         let queue_name = if req.queue_name.is_empty() {
-            self.store
-                .get_workflow(&fence.workflow_id)
-                .await?
+            parent
                 .map(|p| p.queue_name)
                 .unwrap_or_else(|| DEFAULT_QUEUE.to_string())
         } else {
@@ -70,6 +74,7 @@ impl Engine {
             priority: 0,
             assign: None,
             trace: req.trace,
+            tags,
             ..Default::default()
         };
         let labels = crate::telemetry::metrics::WorkflowLabels {

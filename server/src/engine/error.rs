@@ -55,6 +55,11 @@ impl EngineError {
             format!("workflow {workflow_id:?} does not exist"),
         )
     }
+    /// A refusal about the workflow's state (it is gone, finished, not resumable, …): what a
+    /// bulk operation skips and counts. Anything else — the database, the server — stops it.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self.code, ErrorCode::NotFound | ErrorCode::FailedPrecondition)
+    }
     pub fn shutting_down() -> Self {
         Self::new(
             ErrorCode::Unavailable,
@@ -117,7 +122,7 @@ impl From<StoreError> for EngineError {
                 FailedPrecondition,
                 "WORKFLOW_NOT_RESUMABLE",
                 format!(
-                    "workflow {workflow_id:?} is {}; only CANCELLED or MAX_RECOVERY_ATTEMPTS_EXCEEDED workflows can be resumed",
+                    "workflow {workflow_id:?} is {}; only CANCELLED, ERROR or MAX_RECOVERY_ATTEMPTS_EXCEEDED workflows can be resumed",
                     status_name(status)
                 ),
             ),
@@ -128,6 +133,11 @@ impl From<StoreError> for EngineError {
                     "workflow {workflow_id:?} is {}; only finished workflows can be deleted (cancel it first)",
                     status_name(status)
                 ),
+            ),
+            StoreError::Finished { workflow_id, status } => EngineError::new(
+                FailedPrecondition,
+                "WORKFLOW_FINISHED",
+                format!("workflow {workflow_id:?} is {}: it has finished", status_name(status)),
             ),
             StoreError::ParentNotFinished { workflow_id, parent_workflow_id } => EngineError::new(
                 FailedPrecondition,

@@ -1,9 +1,11 @@
 //! A workflow's records after its run: deleting finished workflows on request, and forking a
 //! workflow into a new one that replays part of its history.
 
+use std::collections::HashSet;
+
 use waymark_store::{Fork, WorkflowRecord};
 
-use super::{validate, Engine, EngineResult};
+use super::{validate, Engine, EngineError, EngineResult, ErrorCode};
 
 impl Engine {
     /// Deletes the finished workflow `workflow_id` (with `cascade`, its descendants too) and
@@ -37,5 +39,47 @@ impl Engine {
         tracing::info!(workflow_id = %w.workflow_id, source = %fork.source, from_step = ?fork.from_step, "forked");
         self.work_enqueued();
         Ok(w)
+    }
+}
+
+impl Engine {
+    /// Re-pins the unfinished `workflow_id` to `app_version`. Unless `allow_unserved`, a
+    /// connected worker of that version must register the workflow's name.
+    pub async fn set_workflow_version(
+        &self,
+        workflow_id: &str,
+        app_version: &str,
+        allow_unserved: bool,
+    ) -> EngineResult<WorkflowRecord> {
+        validate::name("workflow_id", workflow_id)?;
+        validate::name("app_version", app_version)?;
+        if !allow_unserved {
+            let w = self.get_workflow(workflow_id).await?;
+            if !self.served_names(app_version).await?.contains(&w.workflow_name) {
+                return Err(EngineError::new(
+                    ErrorCode::FailedPrecondition,
+                    "VERSION_NOT_SERVED",
+                    format!(
+                        "no connected worker of version {app_version:?} registers workflow {:?}; start one first, or allow an unserved version to let the workflow wait for one",
+                        w.workflow_name
+                    ),
+                ));
+            }
+        }
+        let w = self.store.set_app_version(workflow_id, app_version, self.now()).await?;
+        tracing::info!(workflow_id, app_version, "re-pinned");
+        self.work_enqueued();
+        Ok(w)
+    }
+
+    /// The workflow names the connected workers of `app_version` register (any replica's).
+    pub(crate) async fn served_names(&self, app_version: &str) -> EngineResult<HashSet<String>> {
+        Ok(self
+            .list_workers("")
+            .await?
+            .into_iter()
+            .filter(|w| w.declared.app_version == app_version)
+            .flat_map(|w| w.declared.workflow_names)
+            .collect())
     }
 }

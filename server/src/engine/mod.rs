@@ -18,6 +18,7 @@ use std::sync::{
 use tokio::sync::{watch, Notify};
 use waymark_store::Store;
 
+pub mod bulk;
 pub mod catalog;
 pub mod changes;
 pub mod children;
@@ -41,6 +42,7 @@ pub mod schedules;
 pub mod sessions;
 pub mod stream_traces;
 pub mod streams;
+pub mod tags;
 pub mod validate;
 pub mod waiting;
 pub mod waits;

@@ -24,6 +24,8 @@ pub struct ListRequest {
     pub page_token: String,
     /// Count every match too (first page only).
     pub include_total: bool,
+    /// Only workflows carrying every one of these tags.
+    pub tags: waymark_store::Tags,
 }
 
 #[derive(Debug)]
@@ -76,9 +78,11 @@ impl Engine {
             worker_id: non_empty(&req.worker_id),
             app_version: non_empty(&req.app_version),
             parent_workflow_id: non_empty(&req.parent_workflow_id),
+            tags: req.tags,
             after,
             limit: limit + 1,
         };
+        super::tags::validate("tags filter", &query.tags)?;
         for (field, value) in [
             ("worker_id", &req.worker_id),
             ("app_version", &req.app_version),
@@ -155,6 +159,7 @@ mod tests {
             parked_on: None,
             trace: None,
             forked_from: None,
+            tags: Default::default(),
         };
         assert_eq!(decode_token(&encode_token(&w)).unwrap(), (1234, "a:b".to_string()));
         assert_eq!(decode_token("not a token!").unwrap_err().reason, "INVALID_PAGE_TOKEN");

@@ -46,6 +46,8 @@ pub struct StartRequest {
     /// Enqueue it even when no worker has registered its name yet (it waits ENQUEUED until
     /// one does); otherwise such a start is refused with WORKFLOW_NAME_UNKNOWN.
     pub allow_unregistered: bool,
+    /// Labels to find it by (bounded: see [`super::tags`]).
+    pub tags: waymark_store::Tags,
 }
 
 /// Longest workflow timeout: ten years.
@@ -121,6 +123,7 @@ impl Engine {
         validate::optional_name("queue_name", &req.queue_name)?;
         validate::optional_name("app_version", &req.app_version)?;
         validate::payload("input", &req.input, self.config.max_payload_bytes)?;
+        super::tags::validate("tags", &req.tags)?;
         if let Some(t) = req.timeout_ms {
             if !(1..=MAX_TIMEOUT_MS).contains(&t) {
                 return Err(EngineError::invalid("timeout must be between 1 ms and ten years"));
@@ -166,6 +169,7 @@ impl Engine {
             run_at: flow.run_at,
             debounce: flow.debounce,
             trace: req.trace,
+            tags: req.tags,
         };
         let started = match self.store.start_workflow(new, self.now()).await {
             Ok(started) => started,

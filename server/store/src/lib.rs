@@ -227,6 +227,12 @@ pub enum StoreError {
         workflow_id: String,
         status: WorkflowStatus,
     },
+    /// The workflow has finished: it cannot be changed any more.
+    #[error("workflow {workflow_id:?} is {status:?}, finished")]
+    Finished {
+        workflow_id: String,
+        status: WorkflowStatus,
+    },
     /// A child is not deleted while its parent may still await it.
     #[error("workflow {workflow_id:?} has a parent {parent_workflow_id:?} that has not finished")]
     ParentNotFinished {

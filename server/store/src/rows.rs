@@ -9,7 +9,7 @@ macro_rules! workflow_columns {
     () => {
         "workflow_id, workflow_name, status, queue_name, app_version, input, output, failure, \
          created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id, deadline_at, priority, \
-         partition_key, dedup_id, started_at, wake_at, parked_on, traceparent, tracestate, forked_from, forked_from_step"
+         partition_key, dedup_id, started_at, wake_at, parked_on, traceparent, tracestate, forked_from, forked_from_step, tags"
     };
 }
 pub(crate) use workflow_columns;
@@ -49,6 +49,7 @@ pub(crate) struct WorkflowRow {
     pub tracestate: Option<String>,
     pub forked_from: Option<String>,
     pub forked_from_step: Option<i64>,
+    pub tags: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -96,6 +97,11 @@ pub(crate) fn trace_columns(trace: Option<&crate::TraceContext>) -> (Option<&str
     }
 }
 
+/// The `tags` column of a workflow's tags: NULL for none, so the insert trigger skips it.
+pub(crate) fn tags_column(tags: &crate::Tags) -> Option<String> {
+    (!tags.is_empty()).then(|| serde_json::to_string(tags).expect("tags serialize"))
+}
+
 /// Splits an outcome into the (output, failure) column pair.
 pub(crate) fn outcome_columns(outcome: &Outcome) -> (Option<String>, Option<String>) {
     match outcome {
@@ -133,6 +139,10 @@ impl TryFrom<WorkflowRow> for WorkflowRecord {
                 workflow_id: source,
                 from_step: r.forked_from_step.unwrap_or(0).clamp(0, u32::MAX as i64) as u32,
             }),
+            tags: match r.tags {
+                Some(t) => serde_json::from_str(&t).map_err(|_| corrupt("tags"))?,
+                None => crate::Tags::new(),
+            },
         })
     }
 }

@@ -146,6 +146,26 @@ class Workflow(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class TagsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     WORKFLOW_NAME_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
@@ -170,6 +190,7 @@ class Workflow(_message.Message):
     WAITING_ON_FIELD_NUMBER: _builtins.int
     FORKED_FROM_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     FORKED_FROM_STEP_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     workflow_name: _builtins.str
     status: Global___WorkflowStatus.ValueType
@@ -198,7 +219,6 @@ class Workflow(_message.Message):
     fork ran on from (the source's steps before it were copied). Empty / 0 when not a fork.
     """
     forked_from_step: _builtins.int
-    """Fields 25-39 are kept for what the next features add."""
     @_builtins.property
     def input(self) -> Global___Payload: ...
     @_builtins.property
@@ -240,6 +260,12 @@ class Workflow(_message.Message):
         it does not wait, or the answering replica cannot tell.
         """
 
+    @_builtins.property
+    def tags(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Its tags: given at the start, or inherited from its parent (see StartWorkflowRequest.tags).
+        Fields 26-39 are kept for what the next features add.
+        """
+
     def __init__(
         self,
         *,
@@ -267,10 +293,11 @@ class Workflow(_message.Message):
         waiting_on: Global___WaitingOn | None = ...,
         forked_from_workflow_id: _builtins.str = ...,
         forked_from_step: _builtins.int = ...,
+        tags: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "deadline", b"deadline", "failure", b"failure", "input", b"input", "output", b"output", "started_at", b"started_at", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_at", b"created_at", "deadline", b"deadline", "dedup_id", b"dedup_id", "epoch", b"epoch", "failure", b"failure", "forked_from_step", b"forked_from_step", "forked_from_workflow_id", b"forked_from_workflow_id", "input", b"input", "output", b"output", "parent_workflow_id", b"parent_workflow_id", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "recovery_attempts", b"recovery_attempts", "started_at", b"started_at", "status", b"status", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at", "worker_id", b"worker_id", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_at", b"created_at", "deadline", b"deadline", "dedup_id", b"dedup_id", "epoch", b"epoch", "failure", b"failure", "forked_from_step", b"forked_from_step", "forked_from_workflow_id", b"forked_from_workflow_id", "input", b"input", "output", b"output", "parent_workflow_id", b"parent_workflow_id", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "recovery_attempts", b"recovery_attempts", "started_at", b"started_at", "status", b"status", "tags", b"tags", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at", "worker_id", b"worker_id", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1161,6 +1161,26 @@ class StartChild(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class TagsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     EPOCH_FIELD_NUMBER: _builtins.int
     STEP_ID_FIELD_NUMBER: _builtins.int
@@ -1169,6 +1189,7 @@ class StartChild(_message.Message):
     INPUT_FIELD_NUMBER: _builtins.int
     QUEUE_NAME_FIELD_NUMBER: _builtins.int
     TRACE_CONTEXT_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     epoch: _builtins.int
     step_id: _builtins.int
@@ -1184,6 +1205,12 @@ class StartChild(_message.Message):
         child joins no trace.
         """
 
+    @_builtins.property
+    def tags(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The child's tags, over the parent's: it inherits the parent's tags, and these replace or
+        add keys (same limits as StartWorkflowRequest.tags).
+        """
+
     def __init__(
         self,
         *,
@@ -1195,10 +1222,11 @@ class StartChild(_message.Message):
         input: _types_pb2.Payload | None = ...,
         queue_name: _builtins.str = ...,
         trace_context: _types_pb2.TraceContext | None = ...,
+        tags: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "trace_context", b"trace_context"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["child_workflow_id", b"child_workflow_id", "epoch", b"epoch", "input", b"input", "queue_name", b"queue_name", "step_id", b"step_id", "trace_context", b"trace_context", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["child_workflow_id", b"child_workflow_id", "epoch", b"epoch", "input", b"input", "queue_name", b"queue_name", "step_id", b"step_id", "tags", b"tags", "trace_context", b"trace_context", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -50,6 +50,26 @@ Global___DuplicatePolicy: _TypeAlias = DuplicatePolicy  # noqa: Y015
 class StartWorkflowRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class TagsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     WORKFLOW_NAME_FIELD_NUMBER: _builtins.int
     WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     INPUT_FIELD_NUMBER: _builtins.int
@@ -63,6 +83,7 @@ class StartWorkflowRequest(_message.Message):
     DELAY_FIELD_NUMBER: _builtins.int
     DEBOUNCE_FIELD_NUMBER: _builtins.int
     ALLOW_UNREGISTERED_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
     workflow_name: _builtins.str
     """Name of a workflow function that workers register."""
     workflow_id: _builtins.str
@@ -93,7 +114,6 @@ class StartWorkflowRequest(_message.Message):
     worker that registers the name connects. The response's `name_registered` is then false,
     and the metric waymark_unregistered_starts_total counts it, so a misspelt name is seen.
     Without it such a start is NOT_FOUND (WORKFLOW_NAME_UNKNOWN).
-    Fields 14-19 are kept for more start options.
     """
     @_builtins.property
     def input(self) -> _types_pb2.Payload: ...
@@ -114,6 +134,15 @@ class StartWorkflowRequest(_message.Message):
     def debounce(self) -> Global___Debounce:
         """Collapse repeated starts: see Debounce. Needs `delay`; cannot be combined with `dedup_id`."""
 
+    @_builtins.property
+    def tags(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Labels to find it by (ListWorkflowsRequest.tags): at most 16, keys 1-64 characters of
+        letters, digits and `_ - . /`, values at most 256 characters. Children started by it
+        inherit them (a child start's own tags override per key). Kept with the workflow, returned
+        by GetWorkflow, copied by ForkWorkflow.
+        Fields 15-19 are kept for more start options.
+        """
+
     def __init__(
         self,
         *,
@@ -130,10 +159,11 @@ class StartWorkflowRequest(_message.Message):
         delay: _duration_pb2.Duration | None = ...,
         debounce: Global___Debounce | None = ...,
         allow_unregistered: _builtins.bool = ...,
+        tags: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["debounce", b"debounce", "delay", b"delay", "input", b"input", "timeout", b"timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_unregistered", b"allow_unregistered", "app_version", b"app_version", "debounce", b"debounce", "dedup_id", b"dedup_id", "delay", b"delay", "input", b"input", "on_duplicate", b"on_duplicate", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "timeout", b"timeout", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_unregistered", b"allow_unregistered", "app_version", b"app_version", "debounce", b"debounce", "dedup_id", b"dedup_id", "delay", b"delay", "input", b"input", "on_duplicate", b"on_duplicate", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "tags", b"tags", "timeout", b"timeout", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -246,6 +276,26 @@ Global___GetWorkflowResponse: _TypeAlias = GetWorkflowResponse  # noqa: Y015
 class ListWorkflowsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class TagsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     STATUSES_FIELD_NUMBER: _builtins.int
     WORKFLOW_NAME_FIELD_NUMBER: _builtins.int
     QUEUE_NAME_FIELD_NUMBER: _builtins.int
@@ -257,6 +307,7 @@ class ListWorkflowsRequest(_message.Message):
     APP_VERSION_FIELD_NUMBER: _builtins.int
     PARENT_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     INCLUDE_TOTAL_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
     workflow_name: _builtins.str
     """Only workflows of this name."""
     queue_name: _builtins.str
@@ -289,6 +340,10 @@ class ListWorkflowsRequest(_message.Message):
     def created_before(self) -> _timestamp_pb2.Timestamp:
         """Only workflows created before this time."""
 
+    @_builtins.property
+    def tags(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Only workflows carrying every one of these tags (key and value), at most 16."""
+
     def __init__(
         self,
         *,
@@ -303,10 +358,11 @@ class ListWorkflowsRequest(_message.Message):
         app_version: _builtins.str = ...,
         parent_workflow_id: _builtins.str = ...,
         include_total: _builtins.bool = ...,
+        tags: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_after", b"created_after", "created_before", b"created_before", "include_total", b"include_total", "page_size", b"page_size", "page_token", b"page_token", "parent_workflow_id", b"parent_workflow_id", "queue_name", b"queue_name", "statuses", b"statuses", "worker_id", b"worker_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_after", b"created_after", "created_before", b"created_before", "include_total", b"include_total", "page_size", b"page_size", "page_token", b"page_token", "parent_workflow_id", b"parent_workflow_id", "queue_name", b"queue_name", "statuses", b"statuses", "tags", b"tags", "worker_id", b"worker_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -626,6 +682,317 @@ class ForkWorkflowResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ForkWorkflowResponse: _TypeAlias = ForkWorkflowResponse  # noqa: Y015
+
+@_typing.final
+class SetWorkflowVersionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    APP_VERSION_FIELD_NUMBER: _builtins.int
+    ALLOW_UNSERVED_FIELD_NUMBER: _builtins.int
+    workflow_id: _builtins.str
+    app_version: _builtins.str
+    """1-256 characters."""
+    allow_unserved: _builtins.bool
+    """Re-pin even when no connected worker of `app_version` serves the workflow's name (it
+    waits for one).
+    """
+    def __init__(
+        self,
+        *,
+        workflow_id: _builtins.str = ...,
+        app_version: _builtins.str = ...,
+        allow_unserved: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_unserved", b"allow_unserved", "app_version", b"app_version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetWorkflowVersionRequest: _TypeAlias = SetWorkflowVersionRequest  # noqa: Y015
+
+@_typing.final
+class SetWorkflowVersionResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def workflow(self) -> _types_pb2.Workflow: ...
+    def __init__(
+        self,
+        *,
+        workflow: _types_pb2.Workflow | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetWorkflowVersionResponse: _TypeAlias = SetWorkflowVersionResponse  # noqa: Y015
+
+@_typing.final
+class WorkflowFilter(_message.Message):
+    """The workflows a bulk operation acts on: the filters of ListWorkflowsRequest, all of which
+    must match. An empty filter matches every workflow of the namespace.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class TagsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    STATUSES_FIELD_NUMBER: _builtins.int
+    WORKFLOW_NAME_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    CREATED_AFTER_FIELD_NUMBER: _builtins.int
+    CREATED_BEFORE_FIELD_NUMBER: _builtins.int
+    WORKER_ID_FIELD_NUMBER: _builtins.int
+    APP_VERSION_FIELD_NUMBER: _builtins.int
+    PARENT_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    workflow_name: _builtins.str
+    queue_name: _builtins.str
+    worker_id: _builtins.str
+    app_version: _builtins.str
+    parent_workflow_id: _builtins.str
+    @_builtins.property
+    def statuses(self) -> _containers.RepeatedScalarFieldContainer[_types_pb2.WorkflowStatus.ValueType]: ...
+    @_builtins.property
+    def created_after(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def created_before(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def tags(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        statuses: _abc.Iterable[_types_pb2.WorkflowStatus.ValueType] | None = ...,
+        workflow_name: _builtins.str = ...,
+        queue_name: _builtins.str = ...,
+        created_after: _timestamp_pb2.Timestamp | None = ...,
+        created_before: _timestamp_pb2.Timestamp | None = ...,
+        worker_id: _builtins.str = ...,
+        app_version: _builtins.str = ...,
+        parent_workflow_id: _builtins.str = ...,
+        tags: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_after", b"created_after", "created_before", b"created_before", "parent_workflow_id", b"parent_workflow_id", "queue_name", b"queue_name", "statuses", b"statuses", "tags", b"tags", "worker_id", b"worker_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WorkflowFilter: _TypeAlias = WorkflowFilter  # noqa: Y015
+
+@_typing.final
+class BulkWorkflowsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTER_FIELD_NUMBER: _builtins.int
+    CANCEL_FIELD_NUMBER: _builtins.int
+    RESUME_FIELD_NUMBER: _builtins.int
+    DELETE_FIELD_NUMBER: _builtins.int
+    SET_VERSION_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    BATCH_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    dry_run: _builtins.bool
+    """Count what the filter matches (`total`) and change nothing."""
+    batch_size: _builtins.int
+    """Workflows per call: 100 when zero, at most 1000 (more is taken as 1000); a batch also
+    stops before its workflows' payloads pass the response size limit, as a listing's page
+    does. Negative is INVALID_ARGUMENT.
+    """
+    page_token: _builtins.str
+    """`next_page_token` of the previous call, to continue; empty for the first batch."""
+    @_builtins.property
+    def filter(self) -> Global___WorkflowFilter: ...
+    @_builtins.property
+    def cancel(self) -> Global___BulkCancel:
+        """CancelWorkflow each (without cascade)."""
+
+    @_builtins.property
+    def resume(self) -> Global___BulkResume:
+        """ResumeWorkflow each."""
+
+    @_builtins.property
+    def delete(self) -> Global___BulkDelete:
+        """DeleteWorkflow each (without cascade)."""
+
+    @_builtins.property
+    def set_version(self) -> Global___BulkSetVersion:
+        """SetWorkflowVersion each."""
+
+    def __init__(
+        self,
+        *,
+        filter: Global___WorkflowFilter | None = ...,
+        cancel: Global___BulkCancel | None = ...,
+        resume: Global___BulkResume | None = ...,
+        delete: Global___BulkDelete | None = ...,
+        set_version: Global___BulkSetVersion | None = ...,
+        dry_run: _builtins.bool = ...,
+        batch_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "cancel", b"cancel", "delete", b"delete", "filter", b"filter", "resume", b"resume", "set_version", b"set_version"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "batch_size", b"batch_size", "cancel", b"cancel", "delete", b"delete", "dry_run", b"dry_run", "filter", b"filter", "page_token", b"page_token", "resume", b"resume", "set_version", b"set_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_action: _TypeAlias = _typing.Literal["cancel", "resume", "delete", "set_version"]  # noqa: Y015
+    _WhichOneofArgType_action: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_action) -> _WhichOneofReturnType_action | None: ...
+
+Global___BulkWorkflowsRequest: _TypeAlias = BulkWorkflowsRequest  # noqa: Y015
+
+@_typing.final
+class BulkCancel(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkCancel: _TypeAlias = BulkCancel  # noqa: Y015
+
+@_typing.final
+class BulkResume(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkResume: _TypeAlias = BulkResume  # noqa: Y015
+
+@_typing.final
+class BulkDelete(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkDelete: _TypeAlias = BulkDelete  # noqa: Y015
+
+@_typing.final
+class BulkSetVersion(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APP_VERSION_FIELD_NUMBER: _builtins.int
+    ALLOW_UNSERVED_FIELD_NUMBER: _builtins.int
+    app_version: _builtins.str
+    """As SetWorkflowVersionRequest's: checked once for each workflow name of the batch."""
+    allow_unserved: _builtins.bool
+    def __init__(
+        self,
+        *,
+        app_version: _builtins.str = ...,
+        allow_unserved: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_unserved", b"allow_unserved", "app_version", b"app_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkSetVersion: _TypeAlias = BulkSetVersion  # noqa: Y015
+
+@_typing.final
+class BulkWorkflowsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SkippedEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    MATCHED_FIELD_NUMBER: _builtins.int
+    APPLIED_FIELD_NUMBER: _builtins.int
+    SKIPPED_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    matched: _builtins.int
+    """Workflows this batch looked at (matched the filter)."""
+    applied: _builtins.int
+    """Of those, the ones the action changed."""
+    next_page_token: _builtins.str
+    """Call again with it for the next batch; empty when this was the last."""
+    total: _builtins.int
+    """With `dry_run`: how many workflows the filter matches."""
+    @_builtins.property
+    def skipped(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """The others, counted by the reason the single-workflow call would give (e.g.
+        WORKFLOW_NOT_FINISHED for a delete of a running one).
+        """
+
+    def __init__(
+        self,
+        *,
+        matched: _builtins.int = ...,
+        applied: _builtins.int = ...,
+        skipped: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        next_page_token: _builtins.str = ...,
+        total: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "total", b"total"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "applied", b"applied", "matched", b"matched", "next_page_token", b"next_page_token", "skipped", b"skipped", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__total: _TypeAlias = _typing.Literal["total"]  # noqa: Y015
+    _WhichOneofArgType__total: _TypeAlias = _typing.Literal["_total", b"_total"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__total) -> _WhichOneofReturnType__total | None: ...
+
+Global___BulkWorkflowsResponse: _TypeAlias = BulkWorkflowsResponse  # noqa: Y015
 
 @_typing.final
 class ResumeWorkflowRequest(_message.Message):

@@ -117,6 +117,16 @@ class WorkflowServiceStub:
                 request_serializer=waymark_dot_v1_dot_workflow__pb2.ForkWorkflowRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_workflow__pb2.ForkWorkflowResponse.FromString,
                 _registered_method=True)
+        self.SetWorkflowVersion = channel.unary_unary(
+                '/waymark.v1.WorkflowService/SetWorkflowVersion',
+                request_serializer=waymark_dot_v1_dot_workflow__pb2.SetWorkflowVersionRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_workflow__pb2.SetWorkflowVersionResponse.FromString,
+                _registered_method=True)
+        self.BulkWorkflows = channel.unary_unary(
+                '/waymark.v1.WorkflowService/BulkWorkflows',
+                request_serializer=waymark_dot_v1_dot_workflow__pb2.BulkWorkflowsRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_workflow__pb2.BulkWorkflowsResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -271,6 +281,31 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetWorkflowVersion(self, request, context):
+        """Re-pin an unfinished workflow to another application version — the way to move work off a
+        retired version whose workers are gone: its next dispatch goes to workers of
+        `app_version`, which replay its history (so their code must replay it: check with the
+        Replayer first). One running now stays on its worker until it finishes, parks or is
+        recovered. Refused with FAILED_PRECONDITION (VERSION_NOT_SERVED) when no connected worker
+        of `app_version` registers the workflow's name, unless `allow_unserved`; a finished one is
+        FAILED_PRECONDITION (WORKFLOW_FINISHED).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BulkWorkflows(self, request, context):
+        """Cancel, resume, delete or re-pin the workflows a filter matches, one batch per call, in
+        the order ListWorkflows returns them: call again with `next_page_token` until it is
+        empty. Each workflow is acted on as the single-workflow call would be; one it does not
+        apply to (a delete of one still running, a resume of one that succeeded) is skipped and
+        counted by reason, so a repeated batch changes nothing twice. With `dry_run` nothing
+        changes: the response counts what the filter matches.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -348,6 +383,16 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.ForkWorkflow,
                     request_deserializer=waymark_dot_v1_dot_workflow__pb2.ForkWorkflowRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_workflow__pb2.ForkWorkflowResponse.SerializeToString,
+            ),
+            'SetWorkflowVersion': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetWorkflowVersion,
+                    request_deserializer=waymark_dot_v1_dot_workflow__pb2.SetWorkflowVersionRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_workflow__pb2.SetWorkflowVersionResponse.SerializeToString,
+            ),
+            'BulkWorkflows': grpc.unary_unary_rpc_method_handler(
+                    servicer.BulkWorkflows,
+                    request_deserializer=waymark_dot_v1_dot_workflow__pb2.BulkWorkflowsRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_workflow__pb2.BulkWorkflowsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -763,6 +808,60 @@ class WorkflowService:
             '/waymark.v1.WorkflowService/ForkWorkflow',
             waymark_dot_v1_dot_workflow__pb2.ForkWorkflowRequest.SerializeToString,
             waymark_dot_v1_dot_workflow__pb2.ForkWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetWorkflowVersion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.WorkflowService/SetWorkflowVersion',
+            waymark_dot_v1_dot_workflow__pb2.SetWorkflowVersionRequest.SerializeToString,
+            waymark_dot_v1_dot_workflow__pb2.SetWorkflowVersionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BulkWorkflows(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.WorkflowService/BulkWorkflows',
+            waymark_dot_v1_dot_workflow__pb2.BulkWorkflowsRequest.SerializeToString,
+            waymark_dot_v1_dot_workflow__pb2.BulkWorkflowsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -117,6 +117,23 @@ class WorkflowServiceStub:
     source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
     (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
     """
+    SetWorkflowVersion: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.SetWorkflowVersionRequest, _workflow_pb2.SetWorkflowVersionResponse]
+    """Re-pin an unfinished workflow to another application version — the way to move work off a
+    retired version whose workers are gone: its next dispatch goes to workers of
+    `app_version`, which replay its history (so their code must replay it: check with the
+    Replayer first). One running now stays on its worker until it finishes, parks or is
+    recovered. Refused with FAILED_PRECONDITION (VERSION_NOT_SERVED) when no connected worker
+    of `app_version` registers the workflow's name, unless `allow_unserved`; a finished one is
+    FAILED_PRECONDITION (WORKFLOW_FINISHED).
+    """
+    BulkWorkflows: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.BulkWorkflowsRequest, _workflow_pb2.BulkWorkflowsResponse]
+    """Cancel, resume, delete or re-pin the workflows a filter matches, one batch per call, in
+    the order ListWorkflows returns them: call again with `next_page_token` until it is
+    empty. Each workflow is acted on as the single-workflow call would be; one it does not
+    apply to (a delete of one still running, a resume of one that succeeded) is skipped and
+    counted by reason, so a repeated batch changes nothing twice. With `dry_run` nothing
+    changes: the response counts what the filter matches.
+    """
 
 @_typing.type_check_only
 class WorkflowServiceAsyncStub(WorkflowServiceStub):
@@ -206,6 +223,23 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     (`forked_from_workflow_id`, `forked_from_step`). Children the copied steps started are the
     source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
     (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
+    """
+    SetWorkflowVersion: _aio.UnaryUnaryMultiCallable[_workflow_pb2.SetWorkflowVersionRequest, _workflow_pb2.SetWorkflowVersionResponse]  # type: ignore[assignment]
+    """Re-pin an unfinished workflow to another application version — the way to move work off a
+    retired version whose workers are gone: its next dispatch goes to workers of
+    `app_version`, which replay its history (so their code must replay it: check with the
+    Replayer first). One running now stays on its worker until it finishes, parks or is
+    recovered. Refused with FAILED_PRECONDITION (VERSION_NOT_SERVED) when no connected worker
+    of `app_version` registers the workflow's name, unless `allow_unserved`; a finished one is
+    FAILED_PRECONDITION (WORKFLOW_FINISHED).
+    """
+    BulkWorkflows: _aio.UnaryUnaryMultiCallable[_workflow_pb2.BulkWorkflowsRequest, _workflow_pb2.BulkWorkflowsResponse]  # type: ignore[assignment]
+    """Cancel, resume, delete or re-pin the workflows a filter matches, one batch per call, in
+    the order ListWorkflows returns them: call again with `next_page_token` until it is
+    empty. Each workflow is acted on as the single-workflow call would be; one it does not
+    apply to (a delete of one still running, a resume of one that succeeded) is skipped and
+    counted by reason, so a repeated batch changes nothing twice. With `dry_run` nothing
+    changes: the response counts what the filter matches.
     """
 
 class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -383,6 +417,35 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         (`forked_from_workflow_id`, `forked_from_step`). Children the copied steps started are the
         source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
         (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def SetWorkflowVersion(
+        self,
+        request: _workflow_pb2.SetWorkflowVersionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_pb2.SetWorkflowVersionResponse, _abc.Awaitable[_workflow_pb2.SetWorkflowVersionResponse]]:
+        """Re-pin an unfinished workflow to another application version — the way to move work off a
+        retired version whose workers are gone: its next dispatch goes to workers of
+        `app_version`, which replay its history (so their code must replay it: check with the
+        Replayer first). One running now stays on its worker until it finishes, parks or is
+        recovered. Refused with FAILED_PRECONDITION (VERSION_NOT_SERVED) when no connected worker
+        of `app_version` registers the workflow's name, unless `allow_unserved`; a finished one is
+        FAILED_PRECONDITION (WORKFLOW_FINISHED).
+        """
+
+    @_abc_1.abstractmethod
+    def BulkWorkflows(
+        self,
+        request: _workflow_pb2.BulkWorkflowsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_pb2.BulkWorkflowsResponse, _abc.Awaitable[_workflow_pb2.BulkWorkflowsResponse]]:
+        """Cancel, resume, delete or re-pin the workflows a filter matches, one batch per call, in
+        the order ListWorkflows returns them: call again with `next_page_token` until it is
+        empty. Each workflow is acted on as the single-workflow call would be; one it does not
+        apply to (a delete of one still running, a resume of one that succeeded) is skipped and
+        counted by reason, so a repeated batch changes nothing twice. With `dry_run` nothing
+        changes: the response counts what the filter matches.
         """
 
 def add_WorkflowServiceServicer_to_server(servicer: WorkflowServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -49,6 +49,8 @@ impl WorkflowContext {
                 input: Some(inner.conn.limits.payload("the child's input", &input?)?),
                 queue_name: String::new(),
                 trace_context: crate::tracing_ctx::wire(&span),
+                // The child inherits this workflow's tags.
+                tags: Default::default(),
             };
             let answer = inner.request(worker_message::Kind::StartChild(req)).await;
             crate::tracing_ctx::end(&span, answer.as_ref().err().map(|e| e.to_string()));

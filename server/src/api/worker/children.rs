@@ -18,6 +18,7 @@ pub async fn start(engine: &Engine, session: &WorkerSession, mut c: v1::StartChi
         child_workflow_id: c.child_workflow_id,
         queue_name: c.queue_name,
         trace: convert::trace_from_wire(c.trace_context.as_ref()),
+        tags: std::mem::take(&mut c.tags).into_iter().collect(),
     };
     let child_workflow_id = engine.start_child(session, fence, c.step_id, req).await?;
     Ok(reply::Result::ChildStarted(v1::ChildStarted { child_workflow_id }))

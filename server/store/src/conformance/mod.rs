@@ -32,6 +32,7 @@ mod remote_steps;
 mod schedules;
 mod steps;
 mod streams;
+mod tags;
 mod transaction;
 mod workflows;
 
@@ -50,6 +51,7 @@ pub use remote_steps::*;
 pub use schedules::*;
 pub use steps::*;
 pub use streams::*;
+pub use tags::*;
 pub use transaction::*;
 pub use workflows::*;
 
@@ -98,6 +100,7 @@ macro_rules! conformance_tests {
             the_collector_deletes_what_a_rule_covers_oldest_first_in_batches,
             a_fork_copies_the_history_before_its_step_and_records_its_lineage,
             resuming_an_error_reruns_its_failed_step,
+            tags_are_kept_matched_all_of_copied_by_a_fork_and_deleted_with_the_workflow,
             prune_sessions_only_idle_expired,
             a_worker_id_is_held_by_the_key_of_its_live_stream,
             old_stream_workflows_recovered_despite_new_stream,

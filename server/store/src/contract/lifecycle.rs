@@ -68,4 +68,9 @@ pub trait Lifecycle: Send + Sync {
     /// one transaction; its lineage is recorded. The same fork again returns the first one;
     /// an id used by anything else is [`StoreError::WorkflowIdConflict`].
     async fn fork_workflow(&self, fork: &Fork, now: Millis) -> StoreResult<WorkflowRecord>;
+
+    /// Pins the unfinished `workflow_id` to `app_version`: its next claim is by workers of
+    /// that version (a PENDING one keeps its current dispatch). A finished one is
+    /// [`StoreError::Finished`]; one that does not exist, [`StoreError::WorkflowNotFound`].
+    async fn set_app_version(&self, workflow_id: &str, app_version: &str, now: Millis) -> StoreResult<WorkflowRecord>;
 }

@@ -41,7 +41,13 @@ pub struct WorkflowRecord {
     pub trace: Option<TraceContext>,
     /// The workflow this one was forked from, and where.
     pub forked_from: Option<Lineage>,
+    /// Its tags (empty: none).
+    pub tags: Tags,
 }
+
+/// A workflow's tags: key to value, in key order. Given at the start or inherited from the
+/// parent, never changed afterwards.
+pub type Tags = std::collections::BTreeMap<String, String>;
 
 /// Where a fork came from: its source, and the step position it ran on from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +98,8 @@ pub struct NewWorkflow {
     pub debounce: Option<Debounce>,
     /// The span that started it (a client's call, a parent's start).
     pub trace: Option<TraceContext>,
+    /// Its tags (a child's already merged over its parent's).
+    pub tags: Tags,
 }
 
 /// A debounce key and the latest time the workflow it names may be put off to.
@@ -130,6 +138,8 @@ pub struct ListQuery {
     pub app_version: Option<String>,
     /// Children of this workflow.
     pub parent_workflow_id: Option<String>,
+    /// Carrying every one of these tags.
+    pub tags: Tags,
     /// Continue after this (created_at, workflow_id) position.
     pub after: Option<(Millis, String)>,
     pub limit: u32,

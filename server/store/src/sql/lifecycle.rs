@@ -149,8 +149,8 @@ impl Lifecycle for Backend {
             .unwrap_or_else(|| last.map_or(0, |l| l + 1));
         let inserted: Option<WorkflowRow> = sqlx::query_as(concat!(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, \
-               created_at, updated_at, epoch, priority, partition_key, forked_from, forked_from_step) \
-             VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6, 0, $7, $8, $9, $10) \
+               created_at, updated_at, epoch, priority, partition_key, forked_from, forked_from_step, tags) \
+             VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6, 0, $7, $8, $9, $10, $11) \
              ON CONFLICT DO NOTHING RETURNING ",
             workflow_columns!()
         ))
@@ -164,6 +164,7 @@ impl Lifecycle for Backend {
         .bind(&source.partition_key)
         .bind(&fork.source)
         .bind(from)
+        .bind(crate::rows::tags_column(&source.tags))
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -185,6 +186,38 @@ impl Lifecycle for Backend {
         tx.commit().await.map_err(db_error)?;
         self.announce_soon(Change::Enqueued);
         row.try_into()
+    }
+
+    #[tracing::instrument(name = "store.set_app_version", level = "debug", target = "waymark::store", skip_all)]
+    async fn set_app_version(&self, workflow_id: &str, app_version: &str, now: Millis) -> StoreResult<WorkflowRecord> {
+        let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+            "UPDATE workflows SET app_version = $2, updated_at = $3 WHERE workflow_id = $1 \
+               AND status IN ('ENQUEUED', 'DELAYED', 'PENDING') RETURNING ",
+            workflow_columns!()
+        ))
+        .bind(workflow_id)
+        .bind(app_version)
+        .bind(now)
+        .fetch_optional(self.writer())
+        .await
+        .map_err(db_error)?;
+        match row {
+            Some(r) => {
+                let w: WorkflowRecord = r.try_into()?;
+                if w.status == WorkflowStatus::Enqueued {
+                    // Claimers of the new version may be idle: tell them.
+                    self.announce_soon(Change::Enqueued);
+                }
+                Ok(w)
+            }
+            None => match self.workflow(workflow_id).await? {
+                None => Err(StoreError::WorkflowNotFound(workflow_id.to_string())),
+                Some(w) => Err(StoreError::Finished {
+                    workflow_id: workflow_id.to_string(),
+                    status: w.status,
+                }),
+            },
+        }
     }
 }
 

@@ -24,11 +24,11 @@ pub(crate) async fn insert_row<'e, E: sqlx::Executor<'e, Database = Db>>(
         ") THEN CAST($7 AS TEXT) END AS worker) \
          INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
            updated_at, epoch, worker_id, session_id, parent_workflow_id, deadline_at, priority, partition_key, \
-           dedup_id, wake_at, started_at, debounce_key, debounce_until, traceparent, tracestate) \
+           dedup_id, wake_at, started_at, debounce_key, debounce_until, traceparent, tracestate, tags) \
          SELECT $1, $2, CASE WHEN CAST($13 AS BIGINT) IS NOT NULL THEN 'DELAYED' WHEN a.worker IS NULL THEN 'ENQUEUED' \
            ELSE 'PENDING' END, $3, COALESCE($4, CASE WHEN a.worker IS NOT NULL THEN $9 END), $5, $6, $6, \
            CASE WHEN a.worker IS NULL THEN 0 ELSE 1 END, a.worker, CASE WHEN a.worker IS NOT NULL THEN $8 END, \
-           $10, $11, $12, $14, $15, $13, CASE WHEN a.worker IS NOT NULL THEN $6 END, $16, $17, $18, $19 FROM a WHERE true \
+           $10, $11, $12, $14, $15, $13, CASE WHEN a.worker IS NOT NULL THEN $6 END, $16, $17, $18, $19, $20 FROM a WHERE true \
          ON CONFLICT DO NOTHING RETURNING ",
         workflow_columns!()
     ))
@@ -51,6 +51,7 @@ pub(crate) async fn insert_row<'e, E: sqlx::Executor<'e, Database = Db>>(
     .bind(new.debounce.as_ref().map(|d| d.until))
     .bind(traceparent)
     .bind(tracestate)
+    .bind(rows::tags_column(&new.tags))
     .fetch_optional(exec)
     .await
     .map_err(db_error)

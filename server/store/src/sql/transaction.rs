@@ -97,11 +97,11 @@ impl<'s> Transaction for Tx<'s> {
         let (traceparent, tracestate) = crate::rows::trace_columns(child.trace.as_ref());
         let done = sqlx::query(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
-               updated_at, parent_workflow_id, deadline_at, priority, traceparent, tracestate) \
+               updated_at, parent_workflow_id, deadline_at, priority, traceparent, tracestate, tags) \
              VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6, $7, \
                (SELECT CASE WHEN p.deadline_at IS NULL THEN CAST($8 AS BIGINT) WHEN CAST($8 AS BIGINT) IS NULL \
                  THEN p.deadline_at WHEN p.deadline_at < CAST($8 AS BIGINT) THEN p.deadline_at ELSE CAST($8 AS BIGINT) END \
-                FROM workflows p WHERE p.workflow_id = $7), $9, $10, $11) \
+                FROM workflows p WHERE p.workflow_id = $7), $9, $10, $11, $12) \
              ON CONFLICT (workflow_id) DO NOTHING",
         )
         .bind(&child.workflow_id)
@@ -115,6 +115,7 @@ impl<'s> Transaction for Tx<'s> {
         .bind(child.priority as i64)
         .bind(traceparent)
         .bind(tracestate)
+        .bind(crate::rows::tags_column(&child.tags))
         .execute(&mut *self.tx)
         .await
         .map_err(db_error)?;

@@ -7,7 +7,8 @@ use crate::changes::Change;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::*;
 
-/// The conditions of a workflow listing: `$1`-`$8` are [`bind_filters!`]'s.
+/// The conditions of a workflow listing: `$1`-`$10` are [`bind_filters!`]'s. Tags are matched
+/// through `workflow_tags` ("key=value" rows): a workflow qualifies when it has all of them.
 macro_rules! list_filters {
     () => {
         concat!(
@@ -16,12 +17,15 @@ macro_rules! list_filters {
             ") AND (CAST($2 AS TEXT) IS NULL OR workflow_name = $2) AND (CAST($3 AS TEXT) IS NULL OR queue_name = $3) \
               AND (CAST($4 AS BIGINT) IS NULL OR created_at >= $4) AND (CAST($5 AS BIGINT) IS NULL OR created_at < $5) \
               AND (CAST($6 AS TEXT) IS NULL OR worker_id = $6) AND (CAST($7 AS TEXT) IS NULL OR app_version = $7) \
-              AND (CAST($8 AS TEXT) IS NULL OR parent_workflow_id = $8)"
+              AND (CAST($8 AS TEXT) IS NULL OR parent_workflow_id = $8) \
+              AND ($9 IS NULL OR workflow_id IN (SELECT workflow_id FROM workflow_tags WHERE tag",
+            in_list!("$9"),
+            " GROUP BY workflow_id HAVING COUNT(*) = $10))"
         )
     };
 }
 
-/// Binds a listing's filters as `$1`-`$8` of [`list_filters!`].
+/// Binds a listing's filters as `$1`-`$10` of [`list_filters!`].
 macro_rules! bind_filters {
     ($query:expr, $q:expr) => {{
         let q: &ListQuery = $q;
@@ -36,7 +40,14 @@ macro_rules! bind_filters {
             .bind(q.worker_id.clone())
             .bind(q.app_version.clone())
             .bind(q.parent_workflow_id.clone())
+            .bind((!q.tags.is_empty()).then(|| dialect::list(&tag_rows(&q.tags))))
+            .bind(q.tags.len() as i64)
     }};
+}
+
+/// The `workflow_tags` rows of tags: "key=value" (keys hold no `=`).
+fn tag_rows(tags: &Tags) -> Vec<String> {
+    tags.iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
 #[async_trait::async_trait]
@@ -58,8 +69,8 @@ impl Workflows for Backend {
             workflow_columns!(),
             " FROM workflows WHERE ",
             list_filters!(),
-            " AND (CAST($9 AS BIGINT) IS NULL OR (created_at, workflow_id) < ($9, CAST($10 AS TEXT))) \
-              ORDER BY created_at DESC, workflow_id DESC LIMIT $11"
+            " AND (CAST($11 AS BIGINT) IS NULL OR (created_at, workflow_id) < ($11, CAST($12 AS TEXT))) \
+              ORDER BY created_at DESC, workflow_id DESC LIMIT $13"
         ));
         let rows: Vec<WorkflowRow> = bind_filters!(query, q)
             .bind(q.after.as_ref().map(|a| a.0))

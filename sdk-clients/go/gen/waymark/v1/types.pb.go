@@ -307,9 +307,11 @@ type Workflow struct {
 	// Lineage: the workflow this one was forked from (ForkWorkflow), and the step position the
 	// fork ran on from (the source's steps before it were copied). Empty / 0 when not a fork.
 	ForkedFromWorkflowId string `protobuf:"bytes,23,opt,name=forked_from_workflow_id,json=forkedFromWorkflowId,proto3" json:"forked_from_workflow_id,omitempty"`
-	ForkedFromStep       uint32 `protobuf:"varint,24,opt,name=forked_from_step,json=forkedFromStep,proto3" json:"forked_from_step,omitempty"` // Fields 25-39 are kept for what the next features add.
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	ForkedFromStep       uint32 `protobuf:"varint,24,opt,name=forked_from_step,json=forkedFromStep,proto3" json:"forked_from_step,omitempty"`
+	// Its tags: given at the start, or inherited from its parent (see StartWorkflowRequest.tags).
+	Tags          map[string]string `protobuf:"bytes,25,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // Fields 26-39 are kept for what the next features add.
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Workflow) Reset() {
@@ -508,6 +510,13 @@ func (x *Workflow) GetForkedFromStep() uint32 {
 		return x.ForkedFromStep
 	}
 	return 0
+}
+
+func (x *Workflow) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
 }
 
 // What a waiting workflow waits for.
@@ -1184,7 +1193,7 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\acontent\"7\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xa9\b\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x96\t\n" +
 	"\bWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12#\n" +
@@ -1217,7 +1226,11 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"waiting_on\x18\x16 \x01(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\x125\n" +
 	"\x17forked_from_workflow_id\x18\x17 \x01(\tR\x14forkedFromWorkflowId\x12(\n" +
-	"\x10forked_from_step\x18\x18 \x01(\rR\x0eforkedFromStep\"\x93\x02\n" +
+	"\x10forked_from_step\x18\x18 \x01(\rR\x0eforkedFromStep\x122\n" +
+	"\x04tags\x18\x19 \x03(\v2\x1e.waymark.v1.Workflow.TagsEntryR\x04tags\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x93\x02\n" +
 	"\tWaitingOn\x12\x16\n" +
 	"\x05timer\x18\x01 \x01(\bH\x00R\x05timer\x12%\n" +
 	"\rmessage_topic\x18\x02 \x01(\tH\x00R\fmessageTopic\x12/\n" +
@@ -1302,7 +1315,7 @@ func file_waymark_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_waymark_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_waymark_v1_types_proto_goTypes = []any{
 	(WorkflowStatus)(0),           // 0: waymark.v1.WorkflowStatus
 	(*Payload)(nil),               // 1: waymark.v1.Payload
@@ -1316,41 +1329,43 @@ var file_waymark_v1_types_proto_goTypes = []any{
 	(*Message)(nil),               // 9: waymark.v1.Message
 	(*Event)(nil),                 // 10: waymark.v1.Event
 	(*EventValue)(nil),            // 11: waymark.v1.EventValue
-	(*structpb.Value)(nil),        // 12: google.protobuf.Value
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	nil,                           // 12: waymark.v1.Workflow.TagsEntry
+	(*structpb.Value)(nil),        // 13: google.protobuf.Value
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_waymark_v1_types_proto_depIdxs = []int32{
-	12, // 0: waymark.v1.Payload.json:type_name -> google.protobuf.Value
+	13, // 0: waymark.v1.Payload.json:type_name -> google.protobuf.Value
 	0,  // 1: waymark.v1.Workflow.status:type_name -> waymark.v1.WorkflowStatus
 	1,  // 2: waymark.v1.Workflow.input:type_name -> waymark.v1.Payload
 	1,  // 3: waymark.v1.Workflow.output:type_name -> waymark.v1.Payload
 	2,  // 4: waymark.v1.Workflow.failure:type_name -> waymark.v1.Failure
-	13, // 5: waymark.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
-	13, // 6: waymark.v1.Workflow.updated_at:type_name -> google.protobuf.Timestamp
-	13, // 7: waymark.v1.Workflow.deadline:type_name -> google.protobuf.Timestamp
-	13, // 8: waymark.v1.Workflow.started_at:type_name -> google.protobuf.Timestamp
-	13, // 9: waymark.v1.Workflow.wake_at:type_name -> google.protobuf.Timestamp
+	14, // 5: waymark.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
+	14, // 6: waymark.v1.Workflow.updated_at:type_name -> google.protobuf.Timestamp
+	14, // 7: waymark.v1.Workflow.deadline:type_name -> google.protobuf.Timestamp
+	14, // 8: waymark.v1.Workflow.started_at:type_name -> google.protobuf.Timestamp
+	14, // 9: waymark.v1.Workflow.wake_at:type_name -> google.protobuf.Timestamp
 	7,  // 10: waymark.v1.Workflow.trace_context:type_name -> waymark.v1.TraceContext
 	4,  // 11: waymark.v1.Workflow.waiting_on:type_name -> waymark.v1.WaitingOn
-	5,  // 12: waymark.v1.WaitingOn.event:type_name -> waymark.v1.WaitedEvent
-	6,  // 13: waymark.v1.WaitingOn.remote_step:type_name -> waymark.v1.WaitedStep
-	13, // 14: waymark.v1.WaitingOn.until:type_name -> google.protobuf.Timestamp
-	1,  // 15: waymark.v1.Step.output:type_name -> waymark.v1.Payload
-	2,  // 16: waymark.v1.Step.failure:type_name -> waymark.v1.Failure
-	13, // 17: waymark.v1.Step.recorded_at:type_name -> google.protobuf.Timestamp
-	1,  // 18: waymark.v1.Message.payload:type_name -> waymark.v1.Payload
-	13, // 19: waymark.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
-	13, // 20: waymark.v1.Message.consumed_at:type_name -> google.protobuf.Timestamp
-	1,  // 21: waymark.v1.Event.value:type_name -> waymark.v1.Payload
-	13, // 22: waymark.v1.Event.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 23: waymark.v1.Event.history:type_name -> waymark.v1.EventValue
-	1,  // 24: waymark.v1.EventValue.value:type_name -> waymark.v1.Payload
-	13, // 25: waymark.v1.EventValue.set_at:type_name -> google.protobuf.Timestamp
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	12, // 12: waymark.v1.Workflow.tags:type_name -> waymark.v1.Workflow.TagsEntry
+	5,  // 13: waymark.v1.WaitingOn.event:type_name -> waymark.v1.WaitedEvent
+	6,  // 14: waymark.v1.WaitingOn.remote_step:type_name -> waymark.v1.WaitedStep
+	14, // 15: waymark.v1.WaitingOn.until:type_name -> google.protobuf.Timestamp
+	1,  // 16: waymark.v1.Step.output:type_name -> waymark.v1.Payload
+	2,  // 17: waymark.v1.Step.failure:type_name -> waymark.v1.Failure
+	14, // 18: waymark.v1.Step.recorded_at:type_name -> google.protobuf.Timestamp
+	1,  // 19: waymark.v1.Message.payload:type_name -> waymark.v1.Payload
+	14, // 20: waymark.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
+	14, // 21: waymark.v1.Message.consumed_at:type_name -> google.protobuf.Timestamp
+	1,  // 22: waymark.v1.Event.value:type_name -> waymark.v1.Payload
+	14, // 23: waymark.v1.Event.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 24: waymark.v1.Event.history:type_name -> waymark.v1.EventValue
+	1,  // 25: waymark.v1.EventValue.value:type_name -> waymark.v1.Payload
+	14, // 26: waymark.v1.EventValue.set_at:type_name -> google.protobuf.Timestamp
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_types_proto_init() }
@@ -1375,7 +1390,7 @@ func file_waymark_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_types_proto_rawDesc), len(file_waymark_v1_types_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2740,7 +2740,10 @@ type StartChild struct {
 	QueueName string `protobuf:"bytes,7,opt,name=queue_name,json=queueName,proto3" json:"queue_name,omitempty"`
 	// The span the parent started the child from: the child's dispatch carries it. Empty: the
 	// child joins no trace.
-	TraceContext  *TraceContext `protobuf:"bytes,8,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	TraceContext *TraceContext `protobuf:"bytes,8,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	// The child's tags, over the parent's: it inherits the parent's tags, and these replace or
+	// add keys (same limits as StartWorkflowRequest.tags).
+	Tags          map[string]string `protobuf:"bytes,9,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2827,6 +2830,13 @@ func (x *StartChild) GetQueueName() string {
 func (x *StartChild) GetTraceContext() *TraceContext {
 	if x != nil {
 		return x.TraceContext
+	}
+	return nil
+}
+
+func (x *StartChild) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
 	}
 	return nil
 }
@@ -4182,7 +4192,7 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\x05value\x18\x05 \x01(\v2\x13.waymark.v1.PayloadR\x05value\x12\x14\n" +
 	"\x05close\x18\x06 \x01(\bR\x05close\"'\n" +
 	"\rStreamWritten\x12\x16\n" +
-	"\x06offset\x18\x01 \x01(\x04R\x06offset\"\xb6\x02\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\"\xa5\x03\n" +
 	"\n" +
 	"StartChild\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
@@ -4194,7 +4204,11 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\x05input\x18\x06 \x01(\v2\x13.waymark.v1.PayloadR\x05input\x12\x1d\n" +
 	"\n" +
 	"queue_name\x18\a \x01(\tR\tqueueName\x12=\n" +
-	"\rtrace_context\x18\b \x01(\v2\x18.waymark.v1.TraceContextR\ftraceContext\":\n" +
+	"\rtrace_context\x18\b \x01(\v2\x18.waymark.v1.TraceContextR\ftraceContext\x124\n" +
+	"\x04tags\x18\t \x03(\v2 .waymark.v1.StartChild.TagsEntryR\x04tags\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\":\n" +
 	"\fChildStarted\x12*\n" +
 	"\x11child_workflow_id\x18\x01 \x01(\tR\x0fchildWorkflowId\"\x88\x01\n" +
 	"\n" +
@@ -4303,7 +4317,7 @@ func file_waymark_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_waymark_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_waymark_v1_worker_proto_goTypes = []any{
 	(RecvResult_Outcome)(0),       // 0: waymark.v1.RecvResult.Outcome
 	(*ListWorkersRequest)(nil),    // 1: waymark.v1.ListWorkersRequest
@@ -4350,18 +4364,19 @@ var file_waymark_v1_worker_proto_goTypes = []any{
 	(*Select)(nil),                // 42: waymark.v1.Select
 	(*WaitTarget)(nil),            // 43: waymark.v1.WaitTarget
 	(*Selected)(nil),              // 44: waymark.v1.Selected
-	(*timestamppb.Timestamp)(nil), // 45: google.protobuf.Timestamp
-	(*Payload)(nil),               // 46: waymark.v1.Payload
-	(*Failure)(nil),               // 47: waymark.v1.Failure
-	(*Step)(nil),                  // 48: waymark.v1.Step
-	(*TraceContext)(nil),          // 49: waymark.v1.TraceContext
-	(WorkflowStatus)(0),           // 50: waymark.v1.WorkflowStatus
-	(*durationpb.Duration)(nil),   // 51: google.protobuf.Duration
+	nil,                           // 45: waymark.v1.StartChild.TagsEntry
+	(*timestamppb.Timestamp)(nil), // 46: google.protobuf.Timestamp
+	(*Payload)(nil),               // 47: waymark.v1.Payload
+	(*Failure)(nil),               // 48: waymark.v1.Failure
+	(*Step)(nil),                  // 49: waymark.v1.Step
+	(*TraceContext)(nil),          // 50: waymark.v1.TraceContext
+	(WorkflowStatus)(0),           // 51: waymark.v1.WorkflowStatus
+	(*durationpb.Duration)(nil),   // 52: google.protobuf.Duration
 }
 var file_waymark_v1_worker_proto_depIdxs = []int32{
 	3,  // 0: waymark.v1.ListWorkersResponse.workers:type_name -> waymark.v1.WorkerInfo
-	45, // 1: waymark.v1.WorkerInfo.connected_at:type_name -> google.protobuf.Timestamp
-	45, // 2: waymark.v1.WorkerInfo.last_heartbeat:type_name -> google.protobuf.Timestamp
+	46, // 1: waymark.v1.WorkerInfo.connected_at:type_name -> google.protobuf.Timestamp
+	46, // 2: waymark.v1.WorkerInfo.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,  // 3: waymark.v1.WorkerMessage.hello:type_name -> waymark.v1.Hello
 	9,  // 4: waymark.v1.WorkerMessage.credit:type_name -> waymark.v1.Credit
 	10, // 5: waymark.v1.WorkerMessage.heartbeat:type_name -> waymark.v1.Heartbeat
@@ -4387,15 +4402,15 @@ var file_waymark_v1_worker_proto_depIdxs = []int32{
 	19, // 25: waymark.v1.ServerMessage.drain:type_name -> waymark.v1.Drain
 	24, // 26: waymark.v1.ServerMessage.wakeup:type_name -> waymark.v1.Wakeup
 	40, // 27: waymark.v1.ServerMessage.dispatch_step:type_name -> waymark.v1.DispatchStep
-	46, // 28: waymark.v1.RecordStep.output:type_name -> waymark.v1.Payload
-	47, // 29: waymark.v1.RecordStep.failure:type_name -> waymark.v1.Failure
-	46, // 30: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
-	47, // 31: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
+	47, // 28: waymark.v1.RecordStep.output:type_name -> waymark.v1.Payload
+	48, // 29: waymark.v1.RecordStep.failure:type_name -> waymark.v1.Failure
+	47, // 30: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
+	48, // 31: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
 	11, // 32: waymark.v1.CompleteWorkflow.steps:type_name -> waymark.v1.RecordStep
-	46, // 33: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
-	48, // 34: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
-	45, // 35: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
-	49, // 36: waymark.v1.DispatchWorkflow.trace_context:type_name -> waymark.v1.TraceContext
+	47, // 33: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
+	49, // 34: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
+	46, // 35: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
+	50, // 36: waymark.v1.DispatchWorkflow.trace_context:type_name -> waymark.v1.TraceContext
 	15, // 37: waymark.v1.Reply.error:type_name -> waymark.v1.ReplyError
 	16, // 38: waymark.v1.Reply.step_recorded:type_name -> waymark.v1.StepRecorded
 	17, // 39: waymark.v1.Reply.workflow_completed:type_name -> waymark.v1.WorkflowCompleted
@@ -4408,49 +4423,50 @@ var file_waymark_v1_worker_proto_depIdxs = []int32{
 	36, // 46: waymark.v1.Reply.parked:type_name -> waymark.v1.Parked
 	39, // 47: waymark.v1.Reply.call_result:type_name -> waymark.v1.CallResult
 	44, // 48: waymark.v1.Reply.selected:type_name -> waymark.v1.Selected
-	50, // 49: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
-	46, // 50: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
-	47, // 51: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
-	46, // 52: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
+	51, // 49: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
+	47, // 50: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
+	48, // 51: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
+	47, // 52: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
 	0,  // 53: waymark.v1.RecvResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	46, // 54: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
+	47, // 54: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
 	23, // 55: waymark.v1.Wakeup.recv:type_name -> waymark.v1.RecvResult
-	46, // 56: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
+	47, // 56: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
 	0,  // 57: waymark.v1.EventResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	46, // 58: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
-	46, // 59: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
-	46, // 60: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
-	49, // 61: waymark.v1.StartChild.trace_context:type_name -> waymark.v1.TraceContext
-	0,  // 62: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	50, // 63: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
-	46, // 64: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
-	47, // 65: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
-	35, // 66: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
-	46, // 67: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
-	38, // 68: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
-	51, // 69: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
-	49, // 70: waymark.v1.CallStep.trace_context:type_name -> waymark.v1.TraceContext
-	51, // 71: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	51, // 72: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	0,  // 73: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	46, // 74: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
-	47, // 75: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
-	46, // 76: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
-	45, // 77: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
-	49, // 78: waymark.v1.DispatchStep.trace_context:type_name -> waymark.v1.TraceContext
-	46, // 79: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
-	47, // 80: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
-	43, // 81: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
-	0,  // 82: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	4,  // 83: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
-	1,  // 84: waymark.v1.WorkerService.ListWorkers:input_type -> waymark.v1.ListWorkersRequest
-	6,  // 85: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
-	2,  // 86: waymark.v1.WorkerService.ListWorkers:output_type -> waymark.v1.ListWorkersResponse
-	85, // [85:87] is the sub-list for method output_type
-	83, // [83:85] is the sub-list for method input_type
-	83, // [83:83] is the sub-list for extension type_name
-	83, // [83:83] is the sub-list for extension extendee
-	0,  // [0:83] is the sub-list for field type_name
+	47, // 58: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
+	47, // 59: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
+	47, // 60: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
+	50, // 61: waymark.v1.StartChild.trace_context:type_name -> waymark.v1.TraceContext
+	45, // 62: waymark.v1.StartChild.tags:type_name -> waymark.v1.StartChild.TagsEntry
+	0,  // 63: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	51, // 64: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
+	47, // 65: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
+	48, // 66: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
+	35, // 67: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
+	47, // 68: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
+	38, // 69: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
+	52, // 70: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
+	50, // 71: waymark.v1.CallStep.trace_context:type_name -> waymark.v1.TraceContext
+	52, // 72: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	52, // 73: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	0,  // 74: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	47, // 75: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
+	48, // 76: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
+	47, // 77: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
+	46, // 78: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
+	50, // 79: waymark.v1.DispatchStep.trace_context:type_name -> waymark.v1.TraceContext
+	47, // 80: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
+	48, // 81: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
+	43, // 82: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
+	0,  // 83: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	4,  // 84: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
+	1,  // 85: waymark.v1.WorkerService.ListWorkers:input_type -> waymark.v1.ListWorkersRequest
+	6,  // 86: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
+	2,  // 87: waymark.v1.WorkerService.ListWorkers:output_type -> waymark.v1.ListWorkersResponse
+	86, // [86:88] is the sub-list for method output_type
+	84, // [84:86] is the sub-list for method input_type
+	84, // [84:84] is the sub-list for extension type_name
+	84, // [84:84] is the sub-list for extension extendee
+	0,  // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_worker_proto_init() }
@@ -4530,7 +4546,7 @@ func file_waymark_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_worker_proto_rawDesc), len(file_waymark_v1_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

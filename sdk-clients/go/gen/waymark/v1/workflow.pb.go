@@ -114,9 +114,14 @@ type StartWorkflowRequest struct {
 	// worker that registers the name connects. The response's `name_registered` is then false,
 	// and the metric waymark_unregistered_starts_total counts it, so a misspelt name is seen.
 	// Without it such a start is NOT_FOUND (WORKFLOW_NAME_UNKNOWN).
-	AllowUnregistered bool `protobuf:"varint,13,opt,name=allow_unregistered,json=allowUnregistered,proto3" json:"allow_unregistered,omitempty"` // Fields 14-19 are kept for more start options.
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	AllowUnregistered bool `protobuf:"varint,13,opt,name=allow_unregistered,json=allowUnregistered,proto3" json:"allow_unregistered,omitempty"`
+	// Labels to find it by (ListWorkflowsRequest.tags): at most 16, keys 1-64 characters of
+	// letters, digits and `_ - . /`, values at most 256 characters. Children started by it
+	// inherit them (a child start's own tags override per key). Kept with the workflow, returned
+	// by GetWorkflow, copied by ForkWorkflow.
+	Tags          map[string]string `protobuf:"bytes,14,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // Fields 15-19 are kept for more start options.
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StartWorkflowRequest) Reset() {
@@ -238,6 +243,13 @@ func (x *StartWorkflowRequest) GetAllowUnregistered() bool {
 		return x.AllowUnregistered
 	}
 	return false
+}
+
+func (x *StartWorkflowRequest) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
 }
 
 // Repeated starts of one workflow name with one key collapse onto a single delayed workflow
@@ -475,7 +487,9 @@ type ListWorkflowsRequest struct {
 	ParentWorkflowId string `protobuf:"bytes,10,opt,name=parent_workflow_id,json=parentWorkflowId,proto3" json:"parent_workflow_id,omitempty"`
 	// Also count every workflow the filters match (`total`), on the first page only. Costs a
 	// count over the matching rows: ask for it when you need it.
-	IncludeTotal  bool `protobuf:"varint,11,opt,name=include_total,json=includeTotal,proto3" json:"include_total,omitempty"`
+	IncludeTotal bool `protobuf:"varint,11,opt,name=include_total,json=includeTotal,proto3" json:"include_total,omitempty"`
+	// Only workflows carrying every one of these tags (key and value), at most 16.
+	Tags          map[string]string `protobuf:"bytes,12,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -585,6 +599,13 @@ func (x *ListWorkflowsRequest) GetIncludeTotal() bool {
 		return x.IncludeTotal
 	}
 	return false
+}
+
+func (x *ListWorkflowsRequest) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
 }
 
 type ListWorkflowsResponse struct {
@@ -1271,6 +1292,621 @@ func (x *ForkWorkflowResponse) GetWorkflow() *Workflow {
 	return nil
 }
 
+type SetWorkflowVersionRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	WorkflowId string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	// 1-256 characters.
+	AppVersion string `protobuf:"bytes,2,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
+	// Re-pin even when no connected worker of `app_version` serves the workflow's name (it
+	// waits for one).
+	AllowUnserved bool `protobuf:"varint,3,opt,name=allow_unserved,json=allowUnserved,proto3" json:"allow_unserved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetWorkflowVersionRequest) Reset() {
+	*x = SetWorkflowVersionRequest{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetWorkflowVersionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetWorkflowVersionRequest) ProtoMessage() {}
+
+func (x *SetWorkflowVersionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetWorkflowVersionRequest.ProtoReflect.Descriptor instead.
+func (*SetWorkflowVersionRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetWorkflowVersionRequest) GetWorkflowId() string {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return ""
+}
+
+func (x *SetWorkflowVersionRequest) GetAppVersion() string {
+	if x != nil {
+		return x.AppVersion
+	}
+	return ""
+}
+
+func (x *SetWorkflowVersionRequest) GetAllowUnserved() bool {
+	if x != nil {
+		return x.AllowUnserved
+	}
+	return false
+}
+
+type SetWorkflowVersionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *Workflow              `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetWorkflowVersionResponse) Reset() {
+	*x = SetWorkflowVersionResponse{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetWorkflowVersionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetWorkflowVersionResponse) ProtoMessage() {}
+
+func (x *SetWorkflowVersionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetWorkflowVersionResponse.ProtoReflect.Descriptor instead.
+func (*SetWorkflowVersionResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SetWorkflowVersionResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+// The workflows a bulk operation acts on: the filters of ListWorkflowsRequest, all of which
+// must match. An empty filter matches every workflow of the namespace.
+type WorkflowFilter struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Statuses         []WorkflowStatus       `protobuf:"varint,1,rep,packed,name=statuses,proto3,enum=waymark.v1.WorkflowStatus" json:"statuses,omitempty"`
+	WorkflowName     string                 `protobuf:"bytes,2,opt,name=workflow_name,json=workflowName,proto3" json:"workflow_name,omitempty"`
+	QueueName        string                 `protobuf:"bytes,3,opt,name=queue_name,json=queueName,proto3" json:"queue_name,omitempty"`
+	CreatedAfter     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
+	CreatedBefore    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
+	WorkerId         string                 `protobuf:"bytes,6,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	AppVersion       string                 `protobuf:"bytes,7,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
+	ParentWorkflowId string                 `protobuf:"bytes,8,opt,name=parent_workflow_id,json=parentWorkflowId,proto3" json:"parent_workflow_id,omitempty"`
+	Tags             map[string]string      `protobuf:"bytes,9,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *WorkflowFilter) Reset() {
+	*x = WorkflowFilter{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowFilter) ProtoMessage() {}
+
+func (x *WorkflowFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowFilter.ProtoReflect.Descriptor instead.
+func (*WorkflowFilter) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *WorkflowFilter) GetStatuses() []WorkflowStatus {
+	if x != nil {
+		return x.Statuses
+	}
+	return nil
+}
+
+func (x *WorkflowFilter) GetWorkflowName() string {
+	if x != nil {
+		return x.WorkflowName
+	}
+	return ""
+}
+
+func (x *WorkflowFilter) GetQueueName() string {
+	if x != nil {
+		return x.QueueName
+	}
+	return ""
+}
+
+func (x *WorkflowFilter) GetCreatedAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAfter
+	}
+	return nil
+}
+
+func (x *WorkflowFilter) GetCreatedBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedBefore
+	}
+	return nil
+}
+
+func (x *WorkflowFilter) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WorkflowFilter) GetAppVersion() string {
+	if x != nil {
+		return x.AppVersion
+	}
+	return ""
+}
+
+func (x *WorkflowFilter) GetParentWorkflowId() string {
+	if x != nil {
+		return x.ParentWorkflowId
+	}
+	return ""
+}
+
+func (x *WorkflowFilter) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+type BulkWorkflowsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Filter *WorkflowFilter        `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Types that are valid to be assigned to Action:
+	//
+	//	*BulkWorkflowsRequest_Cancel
+	//	*BulkWorkflowsRequest_Resume
+	//	*BulkWorkflowsRequest_Delete
+	//	*BulkWorkflowsRequest_SetVersion
+	Action isBulkWorkflowsRequest_Action `protobuf_oneof:"action"`
+	// Count what the filter matches (`total`) and change nothing.
+	DryRun bool `protobuf:"varint,6,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Workflows per call: 100 when zero, at most 1000 (more is taken as 1000); a batch also
+	// stops before its workflows' payloads pass the response size limit, as a listing's page
+	// does. Negative is INVALID_ARGUMENT.
+	BatchSize int32 `protobuf:"varint,7,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
+	// `next_page_token` of the previous call, to continue; empty for the first batch.
+	PageToken     string `protobuf:"bytes,8,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkWorkflowsRequest) Reset() {
+	*x = BulkWorkflowsRequest{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkWorkflowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkWorkflowsRequest) ProtoMessage() {}
+
+func (x *BulkWorkflowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkWorkflowsRequest.ProtoReflect.Descriptor instead.
+func (*BulkWorkflowsRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *BulkWorkflowsRequest) GetFilter() *WorkflowFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *BulkWorkflowsRequest) GetAction() isBulkWorkflowsRequest_Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *BulkWorkflowsRequest) GetCancel() *BulkCancel {
+	if x != nil {
+		if x, ok := x.Action.(*BulkWorkflowsRequest_Cancel); ok {
+			return x.Cancel
+		}
+	}
+	return nil
+}
+
+func (x *BulkWorkflowsRequest) GetResume() *BulkResume {
+	if x != nil {
+		if x, ok := x.Action.(*BulkWorkflowsRequest_Resume); ok {
+			return x.Resume
+		}
+	}
+	return nil
+}
+
+func (x *BulkWorkflowsRequest) GetDelete() *BulkDelete {
+	if x != nil {
+		if x, ok := x.Action.(*BulkWorkflowsRequest_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+func (x *BulkWorkflowsRequest) GetSetVersion() *BulkSetVersion {
+	if x != nil {
+		if x, ok := x.Action.(*BulkWorkflowsRequest_SetVersion); ok {
+			return x.SetVersion
+		}
+	}
+	return nil
+}
+
+func (x *BulkWorkflowsRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *BulkWorkflowsRequest) GetBatchSize() int32 {
+	if x != nil {
+		return x.BatchSize
+	}
+	return 0
+}
+
+func (x *BulkWorkflowsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type isBulkWorkflowsRequest_Action interface {
+	isBulkWorkflowsRequest_Action()
+}
+
+type BulkWorkflowsRequest_Cancel struct {
+	// CancelWorkflow each (without cascade).
+	Cancel *BulkCancel `protobuf:"bytes,2,opt,name=cancel,proto3,oneof"`
+}
+
+type BulkWorkflowsRequest_Resume struct {
+	// ResumeWorkflow each.
+	Resume *BulkResume `protobuf:"bytes,3,opt,name=resume,proto3,oneof"`
+}
+
+type BulkWorkflowsRequest_Delete struct {
+	// DeleteWorkflow each (without cascade).
+	Delete *BulkDelete `protobuf:"bytes,4,opt,name=delete,proto3,oneof"`
+}
+
+type BulkWorkflowsRequest_SetVersion struct {
+	// SetWorkflowVersion each.
+	SetVersion *BulkSetVersion `protobuf:"bytes,5,opt,name=set_version,json=setVersion,proto3,oneof"`
+}
+
+func (*BulkWorkflowsRequest_Cancel) isBulkWorkflowsRequest_Action() {}
+
+func (*BulkWorkflowsRequest_Resume) isBulkWorkflowsRequest_Action() {}
+
+func (*BulkWorkflowsRequest_Delete) isBulkWorkflowsRequest_Action() {}
+
+func (*BulkWorkflowsRequest_SetVersion) isBulkWorkflowsRequest_Action() {}
+
+type BulkCancel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkCancel) Reset() {
+	*x = BulkCancel{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkCancel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkCancel) ProtoMessage() {}
+
+func (x *BulkCancel) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkCancel.ProtoReflect.Descriptor instead.
+func (*BulkCancel) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{23}
+}
+
+type BulkResume struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkResume) Reset() {
+	*x = BulkResume{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkResume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkResume) ProtoMessage() {}
+
+func (x *BulkResume) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkResume.ProtoReflect.Descriptor instead.
+func (*BulkResume) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{24}
+}
+
+type BulkDelete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkDelete) Reset() {
+	*x = BulkDelete{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkDelete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkDelete) ProtoMessage() {}
+
+func (x *BulkDelete) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkDelete.ProtoReflect.Descriptor instead.
+func (*BulkDelete) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{25}
+}
+
+type BulkSetVersion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As SetWorkflowVersionRequest's: checked once for each workflow name of the batch.
+	AppVersion    string `protobuf:"bytes,1,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
+	AllowUnserved bool   `protobuf:"varint,2,opt,name=allow_unserved,json=allowUnserved,proto3" json:"allow_unserved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkSetVersion) Reset() {
+	*x = BulkSetVersion{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkSetVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkSetVersion) ProtoMessage() {}
+
+func (x *BulkSetVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkSetVersion.ProtoReflect.Descriptor instead.
+func (*BulkSetVersion) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *BulkSetVersion) GetAppVersion() string {
+	if x != nil {
+		return x.AppVersion
+	}
+	return ""
+}
+
+func (x *BulkSetVersion) GetAllowUnserved() bool {
+	if x != nil {
+		return x.AllowUnserved
+	}
+	return false
+}
+
+type BulkWorkflowsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Workflows this batch looked at (matched the filter).
+	Matched uint32 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
+	// Of those, the ones the action changed.
+	Applied uint32 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
+	// The others, counted by the reason the single-workflow call would give (e.g.
+	// WORKFLOW_NOT_FINISHED for a delete of a running one).
+	Skipped map[string]uint32 `protobuf:"bytes,3,rep,name=skipped,proto3" json:"skipped,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Call again with it for the next batch; empty when this was the last.
+	NextPageToken string `protobuf:"bytes,4,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// With `dry_run`: how many workflows the filter matches.
+	Total         *uint64 `protobuf:"varint,5,opt,name=total,proto3,oneof" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkWorkflowsResponse) Reset() {
+	*x = BulkWorkflowsResponse{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkWorkflowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkWorkflowsResponse) ProtoMessage() {}
+
+func (x *BulkWorkflowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkWorkflowsResponse.ProtoReflect.Descriptor instead.
+func (*BulkWorkflowsResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BulkWorkflowsResponse) GetMatched() uint32 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+func (x *BulkWorkflowsResponse) GetApplied() uint32 {
+	if x != nil {
+		return x.Applied
+	}
+	return 0
+}
+
+func (x *BulkWorkflowsResponse) GetSkipped() map[string]uint32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+func (x *BulkWorkflowsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *BulkWorkflowsResponse) GetTotal() uint64 {
+	if x != nil && x.Total != nil {
+		return *x.Total
+	}
+	return 0
+}
+
 type ResumeWorkflowRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	WorkflowId    string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
@@ -1280,7 +1916,7 @@ type ResumeWorkflowRequest struct {
 
 func (x *ResumeWorkflowRequest) Reset() {
 	*x = ResumeWorkflowRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +1928,7 @@ func (x *ResumeWorkflowRequest) String() string {
 func (*ResumeWorkflowRequest) ProtoMessage() {}
 
 func (x *ResumeWorkflowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[19]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +1941,7 @@ func (x *ResumeWorkflowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeWorkflowRequest.ProtoReflect.Descriptor instead.
 func (*ResumeWorkflowRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{19}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResumeWorkflowRequest) GetWorkflowId() string {
@@ -1324,7 +1960,7 @@ type ResumeWorkflowResponse struct {
 
 func (x *ResumeWorkflowResponse) Reset() {
 	*x = ResumeWorkflowResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1972,7 @@ func (x *ResumeWorkflowResponse) String() string {
 func (*ResumeWorkflowResponse) ProtoMessage() {}
 
 func (x *ResumeWorkflowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[20]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1985,7 @@ func (x *ResumeWorkflowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeWorkflowResponse.ProtoReflect.Descriptor instead.
 func (*ResumeWorkflowResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{20}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ResumeWorkflowResponse) GetWorkflow() *Workflow {
@@ -1375,7 +2011,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +2023,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[21]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +2036,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{21}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SendMessageRequest) GetWorkflowId() string {
@@ -1441,7 +2077,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +2089,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[22]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +2102,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{22}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SendMessageResponse) GetMessageId() string {
@@ -1497,7 +2133,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +2145,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[23]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +2158,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{23}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListMessagesRequest) GetWorkflowId() string {
@@ -1557,7 +2193,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1569,7 +2205,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[24]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1582,7 +2218,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{24}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -1612,7 +2248,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +2260,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[25]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +2273,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{25}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetEventRequest) GetWorkflowId() string {
@@ -1671,7 +2307,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +2319,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[26]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +2332,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{26}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetEventResponse) GetFound() bool {
@@ -1727,7 +2363,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +2375,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[27]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +2388,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{27}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListEventsRequest) GetWorkflowId() string {
@@ -1787,7 +2423,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +2435,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[28]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +2448,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{28}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -1841,7 +2477,7 @@ type ReadStreamRequest struct {
 
 func (x *ReadStreamRequest) Reset() {
 	*x = ReadStreamRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[29]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +2489,7 @@ func (x *ReadStreamRequest) String() string {
 func (*ReadStreamRequest) ProtoMessage() {}
 
 func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[29]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +2502,7 @@ func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReadStreamRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{29}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReadStreamRequest) GetWorkflowId() string {
@@ -1900,7 +2536,7 @@ type ReadStreamResponse struct {
 
 func (x *ReadStreamResponse) Reset() {
 	*x = ReadStreamResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[30]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1912,7 +2548,7 @@ func (x *ReadStreamResponse) String() string {
 func (*ReadStreamResponse) ProtoMessage() {}
 
 func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[30]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1925,7 +2561,7 @@ func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReadStreamResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{30}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReadStreamResponse) GetOffset() uint64 {
@@ -1947,7 +2583,7 @@ var File_waymark_v1_workflow_proto protoreflect.FileDescriptor
 const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\n" +
 	"\x19waymark/v1/workflow.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xaa\x04\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xa3\x05\n" +
 	"\x14StartWorkflowRequest\x12#\n" +
 	"\rworkflow_name\x18\x01 \x01(\tR\fworkflowName\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -1965,7 +2601,11 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	" \x01(\x0e2\x1b.waymark.v1.DuplicatePolicyR\vonDuplicate\x12/\n" +
 	"\x05delay\x18\v \x01(\v2\x19.google.protobuf.DurationR\x05delay\x120\n" +
 	"\bdebounce\x18\f \x01(\v2\x14.waymark.v1.DebounceR\bdebounce\x12-\n" +
-	"\x12allow_unregistered\x18\r \x01(\bR\x11allowUnregistered\"T\n" +
+	"\x12allow_unregistered\x18\r \x01(\bR\x11allowUnregistered\x12>\n" +
+	"\x04tags\x18\x0e \x03(\v2*.waymark.v1.StartWorkflowRequest.TagsEntryR\x04tags\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"T\n" +
 	"\bDebounce\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x126\n" +
 	"\tmax_delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bmaxDelay\"\x8c\x01\n" +
@@ -1977,7 +2617,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\"G\n" +
 	"\x13GetWorkflowResponse\x120\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\xe3\x03\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\xdc\x04\n" +
 	"\x14ListWorkflowsRequest\x126\n" +
 	"\bstatuses\x18\x01 \x03(\x0e2\x1a.waymark.v1.WorkflowStatusR\bstatuses\x12#\n" +
 	"\rworkflow_name\x18\x02 \x01(\tR\fworkflowName\x12\x1d\n" +
@@ -1993,7 +2633,11 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"appVersion\x12,\n" +
 	"\x12parent_workflow_id\x18\n" +
 	" \x01(\tR\x10parentWorkflowId\x12#\n" +
-	"\rinclude_total\x18\v \x01(\bR\fincludeTotal\"\x98\x01\n" +
+	"\rinclude_total\x18\v \x01(\bR\fincludeTotal\x12>\n" +
+	"\x04tags\x18\f \x03(\v2*.waymark.v1.ListWorkflowsRequest.TagsEntryR\x04tags\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x98\x01\n" +
 	"\x15ListWorkflowsResponse\x122\n" +
 	"\tworkflows\x18\x01 \x03(\v2\x14.waymark.v1.WorkflowR\tworkflows\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x19\n" +
@@ -2043,7 +2687,63 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\n" +
 	"_from_step\"H\n" +
 	"\x14ForkWorkflowResponse\x120\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"8\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\x84\x01\n" +
+	"\x19SetWorkflowVersionRequest\x12\x1f\n" +
+	"\vworkflow_id\x18\x01 \x01(\tR\n" +
+	"workflowId\x12\x1f\n" +
+	"\vapp_version\x18\x02 \x01(\tR\n" +
+	"appVersion\x12%\n" +
+	"\x0eallow_unserved\x18\x03 \x01(\bR\rallowUnserved\"N\n" +
+	"\x1aSetWorkflowVersionResponse\x120\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\xef\x03\n" +
+	"\x0eWorkflowFilter\x126\n" +
+	"\bstatuses\x18\x01 \x03(\x0e2\x1a.waymark.v1.WorkflowStatusR\bstatuses\x12#\n" +
+	"\rworkflow_name\x18\x02 \x01(\tR\fworkflowName\x12\x1d\n" +
+	"\n" +
+	"queue_name\x18\x03 \x01(\tR\tqueueName\x12?\n" +
+	"\rcreated_after\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
+	"\x0ecreated_before\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12\x1b\n" +
+	"\tworker_id\x18\x06 \x01(\tR\bworkerId\x12\x1f\n" +
+	"\vapp_version\x18\a \x01(\tR\n" +
+	"appVersion\x12,\n" +
+	"\x12parent_workflow_id\x18\b \x01(\tR\x10parentWorkflowId\x128\n" +
+	"\x04tags\x18\t \x03(\v2$.waymark.v1.WorkflowFilter.TagsEntryR\x04tags\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x80\x03\n" +
+	"\x14BulkWorkflowsRequest\x122\n" +
+	"\x06filter\x18\x01 \x01(\v2\x1a.waymark.v1.WorkflowFilterR\x06filter\x120\n" +
+	"\x06cancel\x18\x02 \x01(\v2\x16.waymark.v1.BulkCancelH\x00R\x06cancel\x120\n" +
+	"\x06resume\x18\x03 \x01(\v2\x16.waymark.v1.BulkResumeH\x00R\x06resume\x120\n" +
+	"\x06delete\x18\x04 \x01(\v2\x16.waymark.v1.BulkDeleteH\x00R\x06delete\x12=\n" +
+	"\vset_version\x18\x05 \x01(\v2\x1a.waymark.v1.BulkSetVersionH\x00R\n" +
+	"setVersion\x12\x17\n" +
+	"\adry_run\x18\x06 \x01(\bR\x06dryRun\x12\x1d\n" +
+	"\n" +
+	"batch_size\x18\a \x01(\x05R\tbatchSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\b \x01(\tR\tpageTokenB\b\n" +
+	"\x06action\"\f\n" +
+	"\n" +
+	"BulkCancel\"\f\n" +
+	"\n" +
+	"BulkResume\"\f\n" +
+	"\n" +
+	"BulkDelete\"X\n" +
+	"\x0eBulkSetVersion\x12\x1f\n" +
+	"\vapp_version\x18\x01 \x01(\tR\n" +
+	"appVersion\x12%\n" +
+	"\x0eallow_unserved\x18\x02 \x01(\bR\rallowUnserved\"\x9e\x02\n" +
+	"\x15BulkWorkflowsResponse\x12\x18\n" +
+	"\amatched\x18\x01 \x01(\rR\amatched\x12\x18\n" +
+	"\aapplied\x18\x02 \x01(\rR\aapplied\x12H\n" +
+	"\askipped\x18\x03 \x03(\v2..waymark.v1.BulkWorkflowsResponse.SkippedEntryR\askipped\x12&\n" +
+	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken\x12\x19\n" +
+	"\x05total\x18\x05 \x01(\x04H\x00R\x05total\x88\x01\x01\x1a:\n" +
+	"\fSkippedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01B\b\n" +
+	"\x06_total\"8\n" +
 	"\x15ResumeWorkflowRequest\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\"J\n" +
@@ -2097,7 +2797,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x0fDuplicatePolicy\x12 \n" +
 	"\x1cDUPLICATE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17DUPLICATE_POLICY_REJECT\x10\x01\x12$\n" +
-	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\xe7\t\n" +
+	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\xa2\v\n" +
 	"\x0fWorkflowService\x12T\n" +
 	"\rStartWorkflow\x12 .waymark.v1.StartWorkflowRequest\x1a!.waymark.v1.StartWorkflowResponse\x12N\n" +
 	"\vGetWorkflow\x12\x1e.waymark.v1.GetWorkflowRequest\x1a\x1f.waymark.v1.GetWorkflowResponse\x12T\n" +
@@ -2115,7 +2815,9 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"ReadStream\x12\x1d.waymark.v1.ReadStreamRequest\x1a\x1e.waymark.v1.ReadStreamResponse0\x01\x12T\n" +
 	"\rDelayWorkflow\x12 .waymark.v1.DelayWorkflowRequest\x1a!.waymark.v1.DelayWorkflowResponse\x12W\n" +
 	"\x0eDeleteWorkflow\x12!.waymark.v1.DeleteWorkflowRequest\x1a\".waymark.v1.DeleteWorkflowResponse\x12Q\n" +
-	"\fForkWorkflow\x12\x1f.waymark.v1.ForkWorkflowRequest\x1a .waymark.v1.ForkWorkflowResponseB\xb0\x01\n" +
+	"\fForkWorkflow\x12\x1f.waymark.v1.ForkWorkflowRequest\x1a .waymark.v1.ForkWorkflowResponse\x12c\n" +
+	"\x12SetWorkflowVersion\x12%.waymark.v1.SetWorkflowVersionRequest\x1a&.waymark.v1.SetWorkflowVersionResponse\x12T\n" +
+	"\rBulkWorkflows\x12 .waymark.v1.BulkWorkflowsRequest\x1a!.waymark.v1.BulkWorkflowsResponseB\xb0\x01\n" +
 	"\x0ecom.waymark.v1B\rWorkflowProtoP\x01ZFgithub.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
 	"Waymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\vWaymark::V1b\x06proto3"
@@ -2133,110 +2835,140 @@ func file_waymark_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_waymark_v1_workflow_proto_goTypes = []any{
-	(DuplicatePolicy)(0),           // 0: waymark.v1.DuplicatePolicy
-	(*StartWorkflowRequest)(nil),   // 1: waymark.v1.StartWorkflowRequest
-	(*Debounce)(nil),               // 2: waymark.v1.Debounce
-	(*StartWorkflowResponse)(nil),  // 3: waymark.v1.StartWorkflowResponse
-	(*GetWorkflowRequest)(nil),     // 4: waymark.v1.GetWorkflowRequest
-	(*GetWorkflowResponse)(nil),    // 5: waymark.v1.GetWorkflowResponse
-	(*ListWorkflowsRequest)(nil),   // 6: waymark.v1.ListWorkflowsRequest
-	(*ListWorkflowsResponse)(nil),  // 7: waymark.v1.ListWorkflowsResponse
-	(*AwaitWorkflowRequest)(nil),   // 8: waymark.v1.AwaitWorkflowRequest
-	(*AwaitWorkflowResponse)(nil),  // 9: waymark.v1.AwaitWorkflowResponse
-	(*ListStepsRequest)(nil),       // 10: waymark.v1.ListStepsRequest
-	(*ListStepsResponse)(nil),      // 11: waymark.v1.ListStepsResponse
-	(*DelayWorkflowRequest)(nil),   // 12: waymark.v1.DelayWorkflowRequest
-	(*DelayWorkflowResponse)(nil),  // 13: waymark.v1.DelayWorkflowResponse
-	(*CancelWorkflowRequest)(nil),  // 14: waymark.v1.CancelWorkflowRequest
-	(*CancelWorkflowResponse)(nil), // 15: waymark.v1.CancelWorkflowResponse
-	(*DeleteWorkflowRequest)(nil),  // 16: waymark.v1.DeleteWorkflowRequest
-	(*DeleteWorkflowResponse)(nil), // 17: waymark.v1.DeleteWorkflowResponse
-	(*ForkWorkflowRequest)(nil),    // 18: waymark.v1.ForkWorkflowRequest
-	(*ForkWorkflowResponse)(nil),   // 19: waymark.v1.ForkWorkflowResponse
-	(*ResumeWorkflowRequest)(nil),  // 20: waymark.v1.ResumeWorkflowRequest
-	(*ResumeWorkflowResponse)(nil), // 21: waymark.v1.ResumeWorkflowResponse
-	(*SendMessageRequest)(nil),     // 22: waymark.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),    // 23: waymark.v1.SendMessageResponse
-	(*ListMessagesRequest)(nil),    // 24: waymark.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),   // 25: waymark.v1.ListMessagesResponse
-	(*GetEventRequest)(nil),        // 26: waymark.v1.GetEventRequest
-	(*GetEventResponse)(nil),       // 27: waymark.v1.GetEventResponse
-	(*ListEventsRequest)(nil),      // 28: waymark.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),     // 29: waymark.v1.ListEventsResponse
-	(*ReadStreamRequest)(nil),      // 30: waymark.v1.ReadStreamRequest
-	(*ReadStreamResponse)(nil),     // 31: waymark.v1.ReadStreamResponse
-	(*Payload)(nil),                // 32: waymark.v1.Payload
-	(*durationpb.Duration)(nil),    // 33: google.protobuf.Duration
-	(*Workflow)(nil),               // 34: waymark.v1.Workflow
-	(WorkflowStatus)(0),            // 35: waymark.v1.WorkflowStatus
-	(*timestamppb.Timestamp)(nil),  // 36: google.protobuf.Timestamp
-	(*Step)(nil),                   // 37: waymark.v1.Step
-	(*Message)(nil),                // 38: waymark.v1.Message
-	(*Event)(nil),                  // 39: waymark.v1.Event
+	(DuplicatePolicy)(0),               // 0: waymark.v1.DuplicatePolicy
+	(*StartWorkflowRequest)(nil),       // 1: waymark.v1.StartWorkflowRequest
+	(*Debounce)(nil),                   // 2: waymark.v1.Debounce
+	(*StartWorkflowResponse)(nil),      // 3: waymark.v1.StartWorkflowResponse
+	(*GetWorkflowRequest)(nil),         // 4: waymark.v1.GetWorkflowRequest
+	(*GetWorkflowResponse)(nil),        // 5: waymark.v1.GetWorkflowResponse
+	(*ListWorkflowsRequest)(nil),       // 6: waymark.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),      // 7: waymark.v1.ListWorkflowsResponse
+	(*AwaitWorkflowRequest)(nil),       // 8: waymark.v1.AwaitWorkflowRequest
+	(*AwaitWorkflowResponse)(nil),      // 9: waymark.v1.AwaitWorkflowResponse
+	(*ListStepsRequest)(nil),           // 10: waymark.v1.ListStepsRequest
+	(*ListStepsResponse)(nil),          // 11: waymark.v1.ListStepsResponse
+	(*DelayWorkflowRequest)(nil),       // 12: waymark.v1.DelayWorkflowRequest
+	(*DelayWorkflowResponse)(nil),      // 13: waymark.v1.DelayWorkflowResponse
+	(*CancelWorkflowRequest)(nil),      // 14: waymark.v1.CancelWorkflowRequest
+	(*CancelWorkflowResponse)(nil),     // 15: waymark.v1.CancelWorkflowResponse
+	(*DeleteWorkflowRequest)(nil),      // 16: waymark.v1.DeleteWorkflowRequest
+	(*DeleteWorkflowResponse)(nil),     // 17: waymark.v1.DeleteWorkflowResponse
+	(*ForkWorkflowRequest)(nil),        // 18: waymark.v1.ForkWorkflowRequest
+	(*ForkWorkflowResponse)(nil),       // 19: waymark.v1.ForkWorkflowResponse
+	(*SetWorkflowVersionRequest)(nil),  // 20: waymark.v1.SetWorkflowVersionRequest
+	(*SetWorkflowVersionResponse)(nil), // 21: waymark.v1.SetWorkflowVersionResponse
+	(*WorkflowFilter)(nil),             // 22: waymark.v1.WorkflowFilter
+	(*BulkWorkflowsRequest)(nil),       // 23: waymark.v1.BulkWorkflowsRequest
+	(*BulkCancel)(nil),                 // 24: waymark.v1.BulkCancel
+	(*BulkResume)(nil),                 // 25: waymark.v1.BulkResume
+	(*BulkDelete)(nil),                 // 26: waymark.v1.BulkDelete
+	(*BulkSetVersion)(nil),             // 27: waymark.v1.BulkSetVersion
+	(*BulkWorkflowsResponse)(nil),      // 28: waymark.v1.BulkWorkflowsResponse
+	(*ResumeWorkflowRequest)(nil),      // 29: waymark.v1.ResumeWorkflowRequest
+	(*ResumeWorkflowResponse)(nil),     // 30: waymark.v1.ResumeWorkflowResponse
+	(*SendMessageRequest)(nil),         // 31: waymark.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),        // 32: waymark.v1.SendMessageResponse
+	(*ListMessagesRequest)(nil),        // 33: waymark.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),       // 34: waymark.v1.ListMessagesResponse
+	(*GetEventRequest)(nil),            // 35: waymark.v1.GetEventRequest
+	(*GetEventResponse)(nil),           // 36: waymark.v1.GetEventResponse
+	(*ListEventsRequest)(nil),          // 37: waymark.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),         // 38: waymark.v1.ListEventsResponse
+	(*ReadStreamRequest)(nil),          // 39: waymark.v1.ReadStreamRequest
+	(*ReadStreamResponse)(nil),         // 40: waymark.v1.ReadStreamResponse
+	nil,                                // 41: waymark.v1.StartWorkflowRequest.TagsEntry
+	nil,                                // 42: waymark.v1.ListWorkflowsRequest.TagsEntry
+	nil,                                // 43: waymark.v1.WorkflowFilter.TagsEntry
+	nil,                                // 44: waymark.v1.BulkWorkflowsResponse.SkippedEntry
+	(*Payload)(nil),                    // 45: waymark.v1.Payload
+	(*durationpb.Duration)(nil),        // 46: google.protobuf.Duration
+	(*Workflow)(nil),                   // 47: waymark.v1.Workflow
+	(WorkflowStatus)(0),                // 48: waymark.v1.WorkflowStatus
+	(*timestamppb.Timestamp)(nil),      // 49: google.protobuf.Timestamp
+	(*Step)(nil),                       // 50: waymark.v1.Step
+	(*Message)(nil),                    // 51: waymark.v1.Message
+	(*Event)(nil),                      // 52: waymark.v1.Event
 }
 var file_waymark_v1_workflow_proto_depIdxs = []int32{
-	32, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
-	33, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
+	45, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
+	46, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
 	0,  // 2: waymark.v1.StartWorkflowRequest.on_duplicate:type_name -> waymark.v1.DuplicatePolicy
-	33, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	46, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
 	2,  // 4: waymark.v1.StartWorkflowRequest.debounce:type_name -> waymark.v1.Debounce
-	33, // 5: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
-	34, // 6: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	34, // 7: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	35, // 8: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
-	36, // 9: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
-	36, // 10: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
-	34, // 11: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	34, // 12: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	37, // 13: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
-	33, // 14: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
-	34, // 15: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	34, // 16: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	34, // 17: waymark.v1.ForkWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	34, // 18: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	32, // 19: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
-	38, // 20: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
-	33, // 21: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
-	32, // 22: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
-	39, // 23: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
-	32, // 24: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
-	1,  // 25: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
-	4,  // 26: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
-	6,  // 27: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	8,  // 28: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
-	10, // 29: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
-	14, // 30: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
-	20, // 31: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
-	22, // 32: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
-	24, // 33: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
-	26, // 34: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
-	28, // 35: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
-	30, // 36: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
-	12, // 37: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
-	16, // 38: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
-	18, // 39: waymark.v1.WorkflowService.ForkWorkflow:input_type -> waymark.v1.ForkWorkflowRequest
-	3,  // 40: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
-	5,  // 41: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
-	7,  // 42: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	9,  // 43: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
-	11, // 44: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
-	15, // 45: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
-	21, // 46: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
-	23, // 47: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
-	25, // 48: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
-	27, // 49: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
-	29, // 50: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
-	31, // 51: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
-	13, // 52: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
-	17, // 53: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
-	19, // 54: waymark.v1.WorkflowService.ForkWorkflow:output_type -> waymark.v1.ForkWorkflowResponse
-	40, // [40:55] is the sub-list for method output_type
-	25, // [25:40] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	41, // 5: waymark.v1.StartWorkflowRequest.tags:type_name -> waymark.v1.StartWorkflowRequest.TagsEntry
+	46, // 6: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
+	47, // 7: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	47, // 8: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	48, // 9: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
+	49, // 10: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
+	49, // 11: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
+	42, // 12: waymark.v1.ListWorkflowsRequest.tags:type_name -> waymark.v1.ListWorkflowsRequest.TagsEntry
+	47, // 13: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	47, // 14: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	50, // 15: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
+	46, // 16: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	47, // 17: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	47, // 18: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	47, // 19: waymark.v1.ForkWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	47, // 20: waymark.v1.SetWorkflowVersionResponse.workflow:type_name -> waymark.v1.Workflow
+	48, // 21: waymark.v1.WorkflowFilter.statuses:type_name -> waymark.v1.WorkflowStatus
+	49, // 22: waymark.v1.WorkflowFilter.created_after:type_name -> google.protobuf.Timestamp
+	49, // 23: waymark.v1.WorkflowFilter.created_before:type_name -> google.protobuf.Timestamp
+	43, // 24: waymark.v1.WorkflowFilter.tags:type_name -> waymark.v1.WorkflowFilter.TagsEntry
+	22, // 25: waymark.v1.BulkWorkflowsRequest.filter:type_name -> waymark.v1.WorkflowFilter
+	24, // 26: waymark.v1.BulkWorkflowsRequest.cancel:type_name -> waymark.v1.BulkCancel
+	25, // 27: waymark.v1.BulkWorkflowsRequest.resume:type_name -> waymark.v1.BulkResume
+	26, // 28: waymark.v1.BulkWorkflowsRequest.delete:type_name -> waymark.v1.BulkDelete
+	27, // 29: waymark.v1.BulkWorkflowsRequest.set_version:type_name -> waymark.v1.BulkSetVersion
+	44, // 30: waymark.v1.BulkWorkflowsResponse.skipped:type_name -> waymark.v1.BulkWorkflowsResponse.SkippedEntry
+	47, // 31: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	45, // 32: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
+	51, // 33: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
+	46, // 34: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
+	45, // 35: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
+	52, // 36: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
+	45, // 37: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
+	1,  // 38: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
+	4,  // 39: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
+	6,  // 40: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	8,  // 41: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
+	10, // 42: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
+	14, // 43: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
+	29, // 44: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
+	31, // 45: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
+	33, // 46: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
+	35, // 47: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
+	37, // 48: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
+	39, // 49: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
+	12, // 50: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
+	16, // 51: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
+	18, // 52: waymark.v1.WorkflowService.ForkWorkflow:input_type -> waymark.v1.ForkWorkflowRequest
+	20, // 53: waymark.v1.WorkflowService.SetWorkflowVersion:input_type -> waymark.v1.SetWorkflowVersionRequest
+	23, // 54: waymark.v1.WorkflowService.BulkWorkflows:input_type -> waymark.v1.BulkWorkflowsRequest
+	3,  // 55: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
+	5,  // 56: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
+	7,  // 57: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	9,  // 58: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
+	11, // 59: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
+	15, // 60: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
+	30, // 61: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
+	32, // 62: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
+	34, // 63: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
+	36, // 64: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
+	38, // 65: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
+	40, // 66: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
+	13, // 67: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
+	17, // 68: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
+	19, // 69: waymark.v1.WorkflowService.ForkWorkflow:output_type -> waymark.v1.ForkWorkflowResponse
+	21, // 70: waymark.v1.WorkflowService.SetWorkflowVersion:output_type -> waymark.v1.SetWorkflowVersionResponse
+	28, // 71: waymark.v1.WorkflowService.BulkWorkflows:output_type -> waymark.v1.BulkWorkflowsResponse
+	55, // [55:72] is the sub-list for method output_type
+	38, // [38:55] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_workflow_proto_init() }
@@ -2247,13 +2979,20 @@ func file_waymark_v1_workflow_proto_init() {
 	file_waymark_v1_types_proto_init()
 	file_waymark_v1_workflow_proto_msgTypes[6].OneofWrappers = []any{}
 	file_waymark_v1_workflow_proto_msgTypes[17].OneofWrappers = []any{}
+	file_waymark_v1_workflow_proto_msgTypes[22].OneofWrappers = []any{
+		(*BulkWorkflowsRequest_Cancel)(nil),
+		(*BulkWorkflowsRequest_Resume)(nil),
+		(*BulkWorkflowsRequest_Delete)(nil),
+		(*BulkWorkflowsRequest_SetVersion)(nil),
+	}
+	file_waymark_v1_workflow_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_workflow_proto_rawDesc), len(file_waymark_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   31,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

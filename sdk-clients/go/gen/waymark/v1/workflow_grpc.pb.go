@@ -19,21 +19,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WorkflowService_StartWorkflow_FullMethodName  = "/waymark.v1.WorkflowService/StartWorkflow"
-	WorkflowService_GetWorkflow_FullMethodName    = "/waymark.v1.WorkflowService/GetWorkflow"
-	WorkflowService_ListWorkflows_FullMethodName  = "/waymark.v1.WorkflowService/ListWorkflows"
-	WorkflowService_AwaitWorkflow_FullMethodName  = "/waymark.v1.WorkflowService/AwaitWorkflow"
-	WorkflowService_ListSteps_FullMethodName      = "/waymark.v1.WorkflowService/ListSteps"
-	WorkflowService_CancelWorkflow_FullMethodName = "/waymark.v1.WorkflowService/CancelWorkflow"
-	WorkflowService_ResumeWorkflow_FullMethodName = "/waymark.v1.WorkflowService/ResumeWorkflow"
-	WorkflowService_SendMessage_FullMethodName    = "/waymark.v1.WorkflowService/SendMessage"
-	WorkflowService_ListMessages_FullMethodName   = "/waymark.v1.WorkflowService/ListMessages"
-	WorkflowService_GetEvent_FullMethodName       = "/waymark.v1.WorkflowService/GetEvent"
-	WorkflowService_ListEvents_FullMethodName     = "/waymark.v1.WorkflowService/ListEvents"
-	WorkflowService_ReadStream_FullMethodName     = "/waymark.v1.WorkflowService/ReadStream"
-	WorkflowService_DelayWorkflow_FullMethodName  = "/waymark.v1.WorkflowService/DelayWorkflow"
-	WorkflowService_DeleteWorkflow_FullMethodName = "/waymark.v1.WorkflowService/DeleteWorkflow"
-	WorkflowService_ForkWorkflow_FullMethodName   = "/waymark.v1.WorkflowService/ForkWorkflow"
+	WorkflowService_StartWorkflow_FullMethodName      = "/waymark.v1.WorkflowService/StartWorkflow"
+	WorkflowService_GetWorkflow_FullMethodName        = "/waymark.v1.WorkflowService/GetWorkflow"
+	WorkflowService_ListWorkflows_FullMethodName      = "/waymark.v1.WorkflowService/ListWorkflows"
+	WorkflowService_AwaitWorkflow_FullMethodName      = "/waymark.v1.WorkflowService/AwaitWorkflow"
+	WorkflowService_ListSteps_FullMethodName          = "/waymark.v1.WorkflowService/ListSteps"
+	WorkflowService_CancelWorkflow_FullMethodName     = "/waymark.v1.WorkflowService/CancelWorkflow"
+	WorkflowService_ResumeWorkflow_FullMethodName     = "/waymark.v1.WorkflowService/ResumeWorkflow"
+	WorkflowService_SendMessage_FullMethodName        = "/waymark.v1.WorkflowService/SendMessage"
+	WorkflowService_ListMessages_FullMethodName       = "/waymark.v1.WorkflowService/ListMessages"
+	WorkflowService_GetEvent_FullMethodName           = "/waymark.v1.WorkflowService/GetEvent"
+	WorkflowService_ListEvents_FullMethodName         = "/waymark.v1.WorkflowService/ListEvents"
+	WorkflowService_ReadStream_FullMethodName         = "/waymark.v1.WorkflowService/ReadStream"
+	WorkflowService_DelayWorkflow_FullMethodName      = "/waymark.v1.WorkflowService/DelayWorkflow"
+	WorkflowService_DeleteWorkflow_FullMethodName     = "/waymark.v1.WorkflowService/DeleteWorkflow"
+	WorkflowService_ForkWorkflow_FullMethodName       = "/waymark.v1.WorkflowService/ForkWorkflow"
+	WorkflowService_SetWorkflowVersion_FullMethodName = "/waymark.v1.WorkflowService/SetWorkflowVersion"
+	WorkflowService_BulkWorkflows_FullMethodName      = "/waymark.v1.WorkflowService/BulkWorkflows"
 )
 
 // WorkflowServiceClient is the client API for WorkflowService service.
@@ -115,6 +117,21 @@ type WorkflowServiceClient interface {
 	// source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
 	// (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
 	ForkWorkflow(ctx context.Context, in *ForkWorkflowRequest, opts ...grpc.CallOption) (*ForkWorkflowResponse, error)
+	// Re-pin an unfinished workflow to another application version — the way to move work off a
+	// retired version whose workers are gone: its next dispatch goes to workers of
+	// `app_version`, which replay its history (so their code must replay it: check with the
+	// Replayer first). One running now stays on its worker until it finishes, parks or is
+	// recovered. Refused with FAILED_PRECONDITION (VERSION_NOT_SERVED) when no connected worker
+	// of `app_version` registers the workflow's name, unless `allow_unserved`; a finished one is
+	// FAILED_PRECONDITION (WORKFLOW_FINISHED).
+	SetWorkflowVersion(ctx context.Context, in *SetWorkflowVersionRequest, opts ...grpc.CallOption) (*SetWorkflowVersionResponse, error)
+	// Cancel, resume, delete or re-pin the workflows a filter matches, one batch per call, in
+	// the order ListWorkflows returns them: call again with `next_page_token` until it is
+	// empty. Each workflow is acted on as the single-workflow call would be; one it does not
+	// apply to (a delete of one still running, a resume of one that succeeded) is skipped and
+	// counted by reason, so a repeated batch changes nothing twice. With `dry_run` nothing
+	// changes: the response counts what the filter matches.
+	BulkWorkflows(ctx context.Context, in *BulkWorkflowsRequest, opts ...grpc.CallOption) (*BulkWorkflowsResponse, error)
 }
 
 type workflowServiceClient struct {
@@ -284,6 +301,26 @@ func (c *workflowServiceClient) ForkWorkflow(ctx context.Context, in *ForkWorkfl
 	return out, nil
 }
 
+func (c *workflowServiceClient) SetWorkflowVersion(ctx context.Context, in *SetWorkflowVersionRequest, opts ...grpc.CallOption) (*SetWorkflowVersionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetWorkflowVersionResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_SetWorkflowVersion_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workflowServiceClient) BulkWorkflows(ctx context.Context, in *BulkWorkflowsRequest, opts ...grpc.CallOption) (*BulkWorkflowsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BulkWorkflowsResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_BulkWorkflows_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkflowServiceServer is the server API for WorkflowService service.
 // All implementations must embed UnimplementedWorkflowServiceServer
 // for forward compatibility.
@@ -363,6 +400,21 @@ type WorkflowServiceServer interface {
 	// source's: the fork awaits the same ones. An id already used is ALREADY_EXISTS
 	// (WORKFLOW_ID_CONFLICT); a source that does not exist is NOT_FOUND.
 	ForkWorkflow(context.Context, *ForkWorkflowRequest) (*ForkWorkflowResponse, error)
+	// Re-pin an unfinished workflow to another application version — the way to move work off a
+	// retired version whose workers are gone: its next dispatch goes to workers of
+	// `app_version`, which replay its history (so their code must replay it: check with the
+	// Replayer first). One running now stays on its worker until it finishes, parks or is
+	// recovered. Refused with FAILED_PRECONDITION (VERSION_NOT_SERVED) when no connected worker
+	// of `app_version` registers the workflow's name, unless `allow_unserved`; a finished one is
+	// FAILED_PRECONDITION (WORKFLOW_FINISHED).
+	SetWorkflowVersion(context.Context, *SetWorkflowVersionRequest) (*SetWorkflowVersionResponse, error)
+	// Cancel, resume, delete or re-pin the workflows a filter matches, one batch per call, in
+	// the order ListWorkflows returns them: call again with `next_page_token` until it is
+	// empty. Each workflow is acted on as the single-workflow call would be; one it does not
+	// apply to (a delete of one still running, a resume of one that succeeded) is skipped and
+	// counted by reason, so a repeated batch changes nothing twice. With `dry_run` nothing
+	// changes: the response counts what the filter matches.
+	BulkWorkflows(context.Context, *BulkWorkflowsRequest) (*BulkWorkflowsResponse, error)
 	mustEmbedUnimplementedWorkflowServiceServer()
 }
 
@@ -417,6 +469,12 @@ func (UnimplementedWorkflowServiceServer) DeleteWorkflow(context.Context, *Delet
 }
 func (UnimplementedWorkflowServiceServer) ForkWorkflow(context.Context, *ForkWorkflowRequest) (*ForkWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ForkWorkflow not implemented")
+}
+func (UnimplementedWorkflowServiceServer) SetWorkflowVersion(context.Context, *SetWorkflowVersionRequest) (*SetWorkflowVersionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetWorkflowVersion not implemented")
+}
+func (UnimplementedWorkflowServiceServer) BulkWorkflows(context.Context, *BulkWorkflowsRequest) (*BulkWorkflowsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BulkWorkflows not implemented")
 }
 func (UnimplementedWorkflowServiceServer) mustEmbedUnimplementedWorkflowServiceServer() {}
 func (UnimplementedWorkflowServiceServer) testEmbeddedByValue()                         {}
@@ -702,6 +760,42 @@ func _WorkflowService_ForkWorkflow_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_SetWorkflowVersion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetWorkflowVersionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).SetWorkflowVersion(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_SetWorkflowVersion_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).SetWorkflowVersion(ctx, req.(*SetWorkflowVersionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkflowService_BulkWorkflows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BulkWorkflowsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).BulkWorkflows(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_BulkWorkflows_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).BulkWorkflows(ctx, req.(*BulkWorkflowsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkflowService_ServiceDesc is the grpc.ServiceDesc for WorkflowService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -764,6 +858,14 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ForkWorkflow",
 			Handler:    _WorkflowService_ForkWorkflow_Handler,
+		},
+		{
+			MethodName: "SetWorkflowVersion",
+			Handler:    _WorkflowService_SetWorkflowVersion_Handler,
+		},
+		{
+			MethodName: "BulkWorkflows",
+			Handler:    _WorkflowService_BulkWorkflows_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

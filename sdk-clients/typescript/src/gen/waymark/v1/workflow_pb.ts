@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/workflow.proto.
  */
 export const file_waymark_v1_workflow: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXltYXJrL3YxL3dvcmtmbG93LnByb3RvEgp3YXltYXJrLnYxIpcDChRTdGFydFdvcmtmbG93UmVxdWVzdBIVCg13b3JrZmxvd19uYW1lGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEiIKBWlucHV0GAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYBCABKAkSEwoLYXBwX3ZlcnNpb24YBSABKAkSKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghwcmlvcml0eRgHIAEoBRIVCg1wYXJ0aXRpb25fa2V5GAggASgJEhAKCGRlZHVwX2lkGAkgASgJEjEKDG9uX2R1cGxpY2F0ZRgKIAEoDjIbLndheW1hcmsudjEuRHVwbGljYXRlUG9saWN5EigKBWRlbGF5GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKCGRlYm91bmNlGAwgASgLMhQud2F5bWFyay52MS5EZWJvdW5jZRIaChJhbGxvd191bnJlZ2lzdGVyZWQYDSABKAgiRQoIRGVib3VuY2USCwoDa2V5GAEgASgJEiwKCW1heF9kZWxheRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJpChVTdGFydFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Eg8KB2NyZWF0ZWQYAiABKAgSFwoPbmFtZV9yZWdpc3RlcmVkGAMgASgIIikKEkdldFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI9ChNHZXRXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyLYAgoUTGlzdFdvcmtmbG93c1JlcXVlc3QSLAoIc3RhdHVzZXMYASADKA4yGi53YXltYXJrLnYxLldvcmtmbG93U3RhdHVzEhUKDXdvcmtmbG93X25hbWUYAiABKAkSEgoKcXVldWVfbmFtZRgDIAEoCRIxCg1jcmVhdGVkX2FmdGVyGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5jcmVhdGVkX2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgFEhIKCnBhZ2VfdG9rZW4YByABKAkSEQoJd29ya2VyX2lkGAggASgJEhMKC2FwcF92ZXJzaW9uGAkgASgJEhoKEnBhcmVudF93b3JrZmxvd19pZBgKIAEoCRIVCg1pbmNsdWRlX3RvdGFsGAsgASgIIncKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRInCgl3b3JrZmxvd3MYASADKAsyFC53YXltYXJrLnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRISCgV0b3RhbBgDIAEoBEgAiAEBQggKBl90b3RhbCIrChRBd2FpdFdvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCSI/ChVBd2FpdFdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Ik4KEExpc3RTdGVwc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiTQoRTGlzdFN0ZXBzUmVzcG9uc2USHwoFc3RlcHMYASADKAsyEC53YXltYXJrLnYxLlN0ZXASFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKFERlbGF5V29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEigKBWRlbGF5GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFURlbGF5V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPQoVQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB2Nhc2NhZGUYAiABKAgiQAoWQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPQoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB2Nhc2NhZGUYAiABKAgiNgoWRGVsZXRlV29ya2Zsb3dSZXNwb25zZRIcChRkZWxldGVkX3dvcmtmbG93X2lkcxgBIAMoCSKSAQoTRm9ya1dvcmtmbG93UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIWCglmcm9tX3N0ZXAYAiABKA1IAIgBARIXCg9uZXdfd29ya2Zsb3dfaWQYAyABKAkSEwoLYXBwX3ZlcnNpb24YBCABKAkSEgoKcXVldWVfbmFtZRgFIAEoCUIMCgpfZnJvbV9zdGVwIj4KFEZvcmtXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyIsChVSZXN1bWVXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiQAoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3cidwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBXRvcGljGAIgASgJEiQKB21lc3NhZ2UYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIjwKE1NlbmRNZXNzYWdlUmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCRIRCglkdXBsaWNhdGUYAiABKAgiUQoTTGlzdE1lc3NhZ2VzUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJWChRMaXN0TWVzc2FnZXNSZXNwb25zZRIlCghtZXNzYWdlcxgBIAMoCzITLndheW1hcmsudjEuTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiXwoPR2V0RXZlbnRSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEgsKA2tleRgCIAEoCRIqCgd0aW1lb3V0GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIkUKEEdldEV2ZW50UmVzcG9uc2USDQoFZm91bmQYASABKAgSIgoFdmFsdWUYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQiTwoRTGlzdEV2ZW50c1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUAoSTGlzdEV2ZW50c1Jlc3BvbnNlEiEKBmV2ZW50cxgBIAMoCzIRLndheW1hcmsudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkoKEVJlYWRTdHJlYW1SZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEgsKA2tleRgCIAEoCRITCgtmcm9tX29mZnNldBgDIAEoBCJIChJSZWFkU3RyZWFtUmVzcG9uc2USDgoGb2Zmc2V0GAEgASgEEiIKBXZhbHVlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkKnYKD0R1cGxpY2F0ZVBvbGljeRIgChxEVVBMSUNBVEVfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGwoXRFVQTElDQVRFX1BPTElDWV9SRUpFQ1QQARIkCiBEVVBMSUNBVEVfUE9MSUNZX1JFVFVSTl9FWElTVElORxACMucJCg9Xb3JrZmxvd1NlcnZpY2USVAoNU3RhcnRXb3JrZmxvdxIgLndheW1hcmsudjEuU3RhcnRXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLlN0YXJ0V29ya2Zsb3dSZXNwb25zZRJOCgtHZXRXb3JrZmxvdxIeLndheW1hcmsudjEuR2V0V29ya2Zsb3dSZXF1ZXN0Gh8ud2F5bWFyay52MS5HZXRXb3JrZmxvd1Jlc3BvbnNlElQKDUxpc3RXb3JrZmxvd3MSIC53YXltYXJrLnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GiEud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2USVAoNQXdhaXRXb3JrZmxvdxIgLndheW1hcmsudjEuQXdhaXRXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLkF3YWl0V29ya2Zsb3dSZXNwb25zZRJICglMaXN0U3RlcHMSHC53YXltYXJrLnYxLkxpc3RTdGVwc1JlcXVlc3QaHS53YXltYXJrLnYxLkxpc3RTdGVwc1Jlc3BvbnNlElcKDkNhbmNlbFdvcmtmbG93EiEud2F5bWFyay52MS5DYW5jZWxXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLkNhbmNlbFdvcmtmbG93UmVzcG9uc2USVwoOUmVzdW1lV29ya2Zsb3cSIS53YXltYXJrLnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBoiLndheW1hcmsudjEuUmVzdW1lV29ya2Zsb3dSZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIeLndheW1hcmsudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Gh8ud2F5bWFyay52MS5TZW5kTWVzc2FnZVJlc3BvbnNlElEKDExpc3RNZXNzYWdlcxIfLndheW1hcmsudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBogLndheW1hcmsudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2USRQoIR2V0RXZlbnQSGy53YXltYXJrLnYxLkdldEV2ZW50UmVxdWVzdBocLndheW1hcmsudjEuR2V0RXZlbnRSZXNwb25zZRJLCgpMaXN0RXZlbnRzEh0ud2F5bWFyay52MS5MaXN0RXZlbnRzUmVxdWVzdBoeLndheW1hcmsudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEk0KClJlYWRTdHJlYW0SHS53YXltYXJrLnYxLlJlYWRTdHJlYW1SZXF1ZXN0Gh4ud2F5bWFyay52MS5SZWFkU3RyZWFtUmVzcG9uc2UwARJUCg1EZWxheVdvcmtmbG93EiAud2F5bWFyay52MS5EZWxheVdvcmtmbG93UmVxdWVzdBohLndheW1hcmsudjEuRGVsYXlXb3JrZmxvd1Jlc3BvbnNlElcKDkRlbGV0ZVdvcmtmbG93EiEud2F5bWFyay52MS5EZWxldGVXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USUQoMRm9ya1dvcmtmbG93Eh8ud2F5bWFyay52MS5Gb3JrV29ya2Zsb3dSZXF1ZXN0GiAud2F5bWFyay52MS5Gb3JrV29ya2Zsb3dSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
+  fileDesc("Chl3YXltYXJrL3YxL3dvcmtmbG93LnByb3RvEgp3YXltYXJrLnYxIv4DChRTdGFydFdvcmtmbG93UmVxdWVzdBIVCg13b3JrZmxvd19uYW1lGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEiIKBWlucHV0GAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYBCABKAkSEwoLYXBwX3ZlcnNpb24YBSABKAkSKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghwcmlvcml0eRgHIAEoBRIVCg1wYXJ0aXRpb25fa2V5GAggASgJEhAKCGRlZHVwX2lkGAkgASgJEjEKDG9uX2R1cGxpY2F0ZRgKIAEoDjIbLndheW1hcmsudjEuRHVwbGljYXRlUG9saWN5EigKBWRlbGF5GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKCGRlYm91bmNlGAwgASgLMhQud2F5bWFyay52MS5EZWJvdW5jZRIaChJhbGxvd191bnJlZ2lzdGVyZWQYDSABKAgSOAoEdGFncxgOIAMoCzIqLndheW1hcmsudjEuU3RhcnRXb3JrZmxvd1JlcXVlc3QuVGFnc0VudHJ5GisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkUKCERlYm91bmNlEgsKA2tleRgBIAEoCRIsCgltYXhfZGVsYXkYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iaQoVU3RhcnRXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdxIPCgdjcmVhdGVkGAIgASgIEhcKD25hbWVfcmVnaXN0ZXJlZBgDIAEoCCIpChJHZXRXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkiPQoTR2V0V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3civwMKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EiwKCHN0YXR1c2VzGAEgAygOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIVCg13b3JrZmxvd19uYW1lGAIgASgJEhIKCnF1ZXVlX25hbWUYAyABKAkSMQoNY3JlYXRlZF9hZnRlchgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOY3JlYXRlZF9iZWZvcmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgGIAEoBRISCgpwYWdlX3Rva2VuGAcgASgJEhEKCXdvcmtlcl9pZBgIIAEoCRITCgthcHBfdmVyc2lvbhgJIAEoCRIaChJwYXJlbnRfd29ya2Zsb3dfaWQYCiABKAkSFQoNaW5jbHVkZV90b3RhbBgLIAEoCBI4CgR0YWdzGAwgAygLMioud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdC5UYWdzRW50cnkaKwoJVGFnc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEidwoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEicKCXdvcmtmbG93cxgBIAMoCzIULndheW1hcmsudjEuV29ya2Zsb3cSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhIKBXRvdGFsGAMgASgESACIAQFCCAoGX3RvdGFsIisKFEF3YWl0V29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJIj8KFUF3YWl0V29ya2Zsb3dSZXNwb25zZRImCgh3b3JrZmxvdxgBIAEoCzIULndheW1hcmsudjEuV29ya2Zsb3ciTgoQTGlzdFN0ZXBzUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJNChFMaXN0U3RlcHNSZXNwb25zZRIfCgVzdGVwcxgBIAMoCzIQLndheW1hcmsudjEuU3RlcBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVQoURGVsYXlXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSKAoFZGVsYXkYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPwoVRGVsYXlXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyI9ChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHY2FzY2FkZRgCIAEoCCJAChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEiYKCHdvcmtmbG93GAEgASgLMhQud2F5bWFyay52MS5Xb3JrZmxvdyI9ChVEZWxldGVXb3JrZmxvd1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHY2FzY2FkZRgCIAEoCCI2ChZEZWxldGVXb3JrZmxvd1Jlc3BvbnNlEhwKFGRlbGV0ZWRfd29ya2Zsb3dfaWRzGAEgAygJIpIBChNGb3JrV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEhYKCWZyb21fc3RlcBgCIAEoDUgAiAEBEhcKD25ld193b3JrZmxvd19pZBgDIAEoCRITCgthcHBfdmVyc2lvbhgEIAEoCRISCgpxdWV1ZV9uYW1lGAUgASgJQgwKCl9mcm9tX3N0ZXAiPgoURm9ya1dvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93Il0KGVNldFdvcmtmbG93VmVyc2lvblJlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEwoLYXBwX3ZlcnNpb24YAiABKAkSFgoOYWxsb3dfdW5zZXJ2ZWQYAyABKAgiRAoaU2V0V29ya2Zsb3dWZXJzaW9uUmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93IvUCCg5Xb3JrZmxvd0ZpbHRlchIsCghzdGF0dXNlcxgBIAMoDjIaLndheW1hcmsudjEuV29ya2Zsb3dTdGF0dXMSFQoNd29ya2Zsb3dfbmFtZRgCIAEoCRISCgpxdWV1ZV9uYW1lGAMgASgJEjEKDWNyZWF0ZWRfYWZ0ZXIYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNyZWF0ZWRfYmVmb3JlGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl3b3JrZXJfaWQYBiABKAkSEwoLYXBwX3ZlcnNpb24YByABKAkSGgoScGFyZW50X3dvcmtmbG93X2lkGAggASgJEjIKBHRhZ3MYCSADKAsyJC53YXltYXJrLnYxLldvcmtmbG93RmlsdGVyLlRhZ3NFbnRyeRorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASK2AgoUQnVsa1dvcmtmbG93c1JlcXVlc3QSKgoGZmlsdGVyGAEgASgLMhoud2F5bWFyay52MS5Xb3JrZmxvd0ZpbHRlchIoCgZjYW5jZWwYAiABKAsyFi53YXltYXJrLnYxLkJ1bGtDYW5jZWxIABIoCgZyZXN1bWUYAyABKAsyFi53YXltYXJrLnYxLkJ1bGtSZXN1bWVIABIoCgZkZWxldGUYBCABKAsyFi53YXltYXJrLnYxLkJ1bGtEZWxldGVIABIxCgtzZXRfdmVyc2lvbhgFIAEoCzIaLndheW1hcmsudjEuQnVsa1NldFZlcnNpb25IABIPCgdkcnlfcnVuGAYgASgIEhIKCmJhdGNoX3NpemUYByABKAUSEgoKcGFnZV90b2tlbhgIIAEoCUIICgZhY3Rpb24iDAoKQnVsa0NhbmNlbCIMCgpCdWxrUmVzdW1lIgwKCkJ1bGtEZWxldGUiPQoOQnVsa1NldFZlcnNpb24SEwoLYXBwX3ZlcnNpb24YASABKAkSFgoOYWxsb3dfdW5zZXJ2ZWQYAiABKAgi4QEKFUJ1bGtXb3JrZmxvd3NSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgNEg8KB2FwcGxpZWQYAiABKA0SPwoHc2tpcHBlZBgDIAMoCzIuLndheW1hcmsudjEuQnVsa1dvcmtmbG93c1Jlc3BvbnNlLlNraXBwZWRFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAkSEgoFdG90YWwYBSABKARIAIgBARouCgxTa2lwcGVkRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgNOgI4AUIICgZfdG90YWwiLAoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJIkAKFlJlc3VtZVdvcmtmbG93UmVzcG9uc2USJgoId29ya2Zsb3cYASABKAsyFC53YXltYXJrLnYxLldvcmtmbG93IncKElNlbmRNZXNzYWdlUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgV0b3BpYxgCIAEoCRIkCgdtZXNzYWdlGAMgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSI8ChNTZW5kTWVzc2FnZVJlc3BvbnNlEhIKCm1lc3NhZ2VfaWQYASABKAkSEQoJZHVwbGljYXRlGAIgASgIIlEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiVgoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USJQoIbWVzc2FnZXMYASADKAsyEy53YXltYXJrLnYxLk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIl8KD0dldEV2ZW50UmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRILCgNrZXkYAiABKAkSKgoHdGltZW91dBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJFChBHZXRFdmVudFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEiIKBXZhbHVlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkIk8KEUxpc3RFdmVudHNSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlAKEkxpc3RFdmVudHNSZXNwb25zZRIhCgZldmVudHMYASADKAsyES53YXltYXJrLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJKChFSZWFkU3RyZWFtUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRILCgNrZXkYAiABKAkSEwoLZnJvbV9vZmZzZXQYAyABKAQiSAoSUmVhZFN0cmVhbVJlc3BvbnNlEg4KBm9mZnNldBgBIAEoBBIiCgV2YWx1ZRgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZCp2Cg9EdXBsaWNhdGVQb2xpY3kSIAocRFVQTElDQVRFX1BPTElDWV9VTlNQRUNJRklFRBAAEhsKF0RVUExJQ0FURV9QT0xJQ1lfUkVKRUNUEAESJAogRFVQTElDQVRFX1BPTElDWV9SRVRVUk5fRVhJU1RJTkcQAjKiCwoPV29ya2Zsb3dTZXJ2aWNlElQKDVN0YXJ0V29ya2Zsb3cSIC53YXltYXJrLnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiEud2F5bWFyay52MS5TdGFydFdvcmtmbG93UmVzcG9uc2USTgoLR2V0V29ya2Zsb3cSHi53YXltYXJrLnYxLkdldFdvcmtmbG93UmVxdWVzdBofLndheW1hcmsudjEuR2V0V29ya2Zsb3dSZXNwb25zZRJUCg1MaXN0V29ya2Zsb3dzEiAud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdBohLndheW1hcmsudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlElQKDUF3YWl0V29ya2Zsb3cSIC53YXltYXJrLnYxLkF3YWl0V29ya2Zsb3dSZXF1ZXN0GiEud2F5bWFyay52MS5Bd2FpdFdvcmtmbG93UmVzcG9uc2USSAoJTGlzdFN0ZXBzEhwud2F5bWFyay52MS5MaXN0U3RlcHNSZXF1ZXN0Gh0ud2F5bWFyay52MS5MaXN0U3RlcHNSZXNwb25zZRJXCg5DYW5jZWxXb3JrZmxvdxIhLndheW1hcmsudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiIud2F5bWFyay52MS5DYW5jZWxXb3JrZmxvd1Jlc3BvbnNlElcKDlJlc3VtZVdvcmtmbG93EiEud2F5bWFyay52MS5SZXN1bWVXb3JrZmxvd1JlcXVlc3QaIi53YXltYXJrLnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2USTgoLU2VuZE1lc3NhZ2USHi53YXltYXJrLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBofLndheW1hcmsudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJRCgxMaXN0TWVzc2FnZXMSHy53YXltYXJrLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaIC53YXltYXJrLnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlEkUKCEdldEV2ZW50Ehsud2F5bWFyay52MS5HZXRFdmVudFJlcXVlc3QaHC53YXltYXJrLnYxLkdldEV2ZW50UmVzcG9uc2USSwoKTGlzdEV2ZW50cxIdLndheW1hcmsudjEuTGlzdEV2ZW50c1JlcXVlc3QaHi53YXltYXJrLnYxLkxpc3RFdmVudHNSZXNwb25zZRJNCgpSZWFkU3RyZWFtEh0ud2F5bWFyay52MS5SZWFkU3RyZWFtUmVxdWVzdBoeLndheW1hcmsudjEuUmVhZFN0cmVhbVJlc3BvbnNlMAESVAoNRGVsYXlXb3JrZmxvdxIgLndheW1hcmsudjEuRGVsYXlXb3JrZmxvd1JlcXVlc3QaIS53YXltYXJrLnYxLkRlbGF5V29ya2Zsb3dSZXNwb25zZRJXCg5EZWxldGVXb3JrZmxvdxIhLndheW1hcmsudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiIud2F5bWFyay52MS5EZWxldGVXb3JrZmxvd1Jlc3BvbnNlElEKDEZvcmtXb3JrZmxvdxIfLndheW1hcmsudjEuRm9ya1dvcmtmbG93UmVxdWVzdBogLndheW1hcmsudjEuRm9ya1dvcmtmbG93UmVzcG9uc2USYwoSU2V0V29ya2Zsb3dWZXJzaW9uEiUud2F5bWFyay52MS5TZXRXb3JrZmxvd1ZlcnNpb25SZXF1ZXN0GiYud2F5bWFyay52MS5TZXRXb3JrZmxvd1ZlcnNpb25SZXNwb25zZRJUCg1CdWxrV29ya2Zsb3dzEiAud2F5bWFyay52MS5CdWxrV29ya2Zsb3dzUmVxdWVzdBohLndheW1hcmsudjEuQnVsa1dvcmtmbG93c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
 
 /**
  * @generated from message waymark.v1.StartWorkflowRequest
@@ -116,11 +116,21 @@ export type StartWorkflowRequest = Message<"waymark.v1.StartWorkflowRequest"> & 
    * and the metric waymark_unregistered_starts_total counts it, so a misspelt name is seen.
    * Without it such a start is NOT_FOUND (WORKFLOW_NAME_UNKNOWN).
    *
-   * Fields 14-19 are kept for more start options.
-   *
    * @generated from field: bool allow_unregistered = 13;
    */
   allowUnregistered: boolean;
+
+  /**
+   * Labels to find it by (ListWorkflowsRequest.tags): at most 16, keys 1-64 characters of
+   * letters, digits and `_ - . /`, values at most 256 characters. Children started by it
+   * inherit them (a child start's own tags override per key). Kept with the workflow, returned
+   * by GetWorkflow, copied by ForkWorkflow.
+   *
+   * Fields 15-19 are kept for more start options.
+   *
+   * @generated from field: map<string, string> tags = 14;
+   */
+  tags: { [key: string]: string };
 };
 
 /**
@@ -310,6 +320,13 @@ export type ListWorkflowsRequest = Message<"waymark.v1.ListWorkflowsRequest"> & 
    * @generated from field: bool include_total = 11;
    */
   includeTotal: boolean;
+
+  /**
+   * Only workflows carrying every one of these tags (key and value), at most 16.
+   *
+   * @generated from field: map<string, string> tags = 12;
+   */
+  tags: { [key: string]: string };
 };
 
 /**
@@ -631,6 +648,303 @@ export const ForkWorkflowResponseSchema: GenMessage<ForkWorkflowResponse> = /*@_
   messageDesc(file_waymark_v1_workflow, 18);
 
 /**
+ * @generated from message waymark.v1.SetWorkflowVersionRequest
+ */
+export type SetWorkflowVersionRequest = Message<"waymark.v1.SetWorkflowVersionRequest"> & {
+  /**
+   * @generated from field: string workflow_id = 1;
+   */
+  workflowId: string;
+
+  /**
+   * 1-256 characters.
+   *
+   * @generated from field: string app_version = 2;
+   */
+  appVersion: string;
+
+  /**
+   * Re-pin even when no connected worker of `app_version` serves the workflow's name (it
+   * waits for one).
+   *
+   * @generated from field: bool allow_unserved = 3;
+   */
+  allowUnserved: boolean;
+};
+
+/**
+ * Describes the message waymark.v1.SetWorkflowVersionRequest.
+ * Use `create(SetWorkflowVersionRequestSchema)` to create a new message.
+ */
+export const SetWorkflowVersionRequestSchema: GenMessage<SetWorkflowVersionRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 19);
+
+/**
+ * @generated from message waymark.v1.SetWorkflowVersionResponse
+ */
+export type SetWorkflowVersionResponse = Message<"waymark.v1.SetWorkflowVersionResponse"> & {
+  /**
+   * @generated from field: waymark.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.SetWorkflowVersionResponse.
+ * Use `create(SetWorkflowVersionResponseSchema)` to create a new message.
+ */
+export const SetWorkflowVersionResponseSchema: GenMessage<SetWorkflowVersionResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 20);
+
+/**
+ * The workflows a bulk operation acts on: the filters of ListWorkflowsRequest, all of which
+ * must match. An empty filter matches every workflow of the namespace.
+ *
+ * @generated from message waymark.v1.WorkflowFilter
+ */
+export type WorkflowFilter = Message<"waymark.v1.WorkflowFilter"> & {
+  /**
+   * @generated from field: repeated waymark.v1.WorkflowStatus statuses = 1;
+   */
+  statuses: WorkflowStatus[];
+
+  /**
+   * @generated from field: string workflow_name = 2;
+   */
+  workflowName: string;
+
+  /**
+   * @generated from field: string queue_name = 3;
+   */
+  queueName: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_after = 4;
+   */
+  createdAfter?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_before = 5;
+   */
+  createdBefore?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string worker_id = 6;
+   */
+  workerId: string;
+
+  /**
+   * @generated from field: string app_version = 7;
+   */
+  appVersion: string;
+
+  /**
+   * @generated from field: string parent_workflow_id = 8;
+   */
+  parentWorkflowId: string;
+
+  /**
+   * @generated from field: map<string, string> tags = 9;
+   */
+  tags: { [key: string]: string };
+};
+
+/**
+ * Describes the message waymark.v1.WorkflowFilter.
+ * Use `create(WorkflowFilterSchema)` to create a new message.
+ */
+export const WorkflowFilterSchema: GenMessage<WorkflowFilter> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 21);
+
+/**
+ * @generated from message waymark.v1.BulkWorkflowsRequest
+ */
+export type BulkWorkflowsRequest = Message<"waymark.v1.BulkWorkflowsRequest"> & {
+  /**
+   * @generated from field: waymark.v1.WorkflowFilter filter = 1;
+   */
+  filter?: WorkflowFilter | undefined;
+
+  /**
+   * @generated from oneof waymark.v1.BulkWorkflowsRequest.action
+   */
+  action: {
+    /**
+     * CancelWorkflow each (without cascade).
+     *
+     * @generated from field: waymark.v1.BulkCancel cancel = 2;
+     */
+    value: BulkCancel;
+    case: "cancel";
+  } | {
+    /**
+     * ResumeWorkflow each.
+     *
+     * @generated from field: waymark.v1.BulkResume resume = 3;
+     */
+    value: BulkResume;
+    case: "resume";
+  } | {
+    /**
+     * DeleteWorkflow each (without cascade).
+     *
+     * @generated from field: waymark.v1.BulkDelete delete = 4;
+     */
+    value: BulkDelete;
+    case: "delete";
+  } | {
+    /**
+     * SetWorkflowVersion each.
+     *
+     * @generated from field: waymark.v1.BulkSetVersion set_version = 5;
+     */
+    value: BulkSetVersion;
+    case: "setVersion";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * Count what the filter matches (`total`) and change nothing.
+   *
+   * @generated from field: bool dry_run = 6;
+   */
+  dryRun: boolean;
+
+  /**
+   * Workflows per call: 100 when zero, at most 1000 (more is taken as 1000); a batch also
+   * stops before its workflows' payloads pass the response size limit, as a listing's page
+   * does. Negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 batch_size = 7;
+   */
+  batchSize: number;
+
+  /**
+   * `next_page_token` of the previous call, to continue; empty for the first batch.
+   *
+   * @generated from field: string page_token = 8;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message waymark.v1.BulkWorkflowsRequest.
+ * Use `create(BulkWorkflowsRequestSchema)` to create a new message.
+ */
+export const BulkWorkflowsRequestSchema: GenMessage<BulkWorkflowsRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 22);
+
+/**
+ * @generated from message waymark.v1.BulkCancel
+ */
+export type BulkCancel = Message<"waymark.v1.BulkCancel"> & {
+};
+
+/**
+ * Describes the message waymark.v1.BulkCancel.
+ * Use `create(BulkCancelSchema)` to create a new message.
+ */
+export const BulkCancelSchema: GenMessage<BulkCancel> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 23);
+
+/**
+ * @generated from message waymark.v1.BulkResume
+ */
+export type BulkResume = Message<"waymark.v1.BulkResume"> & {
+};
+
+/**
+ * Describes the message waymark.v1.BulkResume.
+ * Use `create(BulkResumeSchema)` to create a new message.
+ */
+export const BulkResumeSchema: GenMessage<BulkResume> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 24);
+
+/**
+ * @generated from message waymark.v1.BulkDelete
+ */
+export type BulkDelete = Message<"waymark.v1.BulkDelete"> & {
+};
+
+/**
+ * Describes the message waymark.v1.BulkDelete.
+ * Use `create(BulkDeleteSchema)` to create a new message.
+ */
+export const BulkDeleteSchema: GenMessage<BulkDelete> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 25);
+
+/**
+ * @generated from message waymark.v1.BulkSetVersion
+ */
+export type BulkSetVersion = Message<"waymark.v1.BulkSetVersion"> & {
+  /**
+   * As SetWorkflowVersionRequest's: checked once for each workflow name of the batch.
+   *
+   * @generated from field: string app_version = 1;
+   */
+  appVersion: string;
+
+  /**
+   * @generated from field: bool allow_unserved = 2;
+   */
+  allowUnserved: boolean;
+};
+
+/**
+ * Describes the message waymark.v1.BulkSetVersion.
+ * Use `create(BulkSetVersionSchema)` to create a new message.
+ */
+export const BulkSetVersionSchema: GenMessage<BulkSetVersion> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 26);
+
+/**
+ * @generated from message waymark.v1.BulkWorkflowsResponse
+ */
+export type BulkWorkflowsResponse = Message<"waymark.v1.BulkWorkflowsResponse"> & {
+  /**
+   * Workflows this batch looked at (matched the filter).
+   *
+   * @generated from field: uint32 matched = 1;
+   */
+  matched: number;
+
+  /**
+   * Of those, the ones the action changed.
+   *
+   * @generated from field: uint32 applied = 2;
+   */
+  applied: number;
+
+  /**
+   * The others, counted by the reason the single-workflow call would give (e.g.
+   * WORKFLOW_NOT_FINISHED for a delete of a running one).
+   *
+   * @generated from field: map<string, uint32> skipped = 3;
+   */
+  skipped: { [key: string]: number };
+
+  /**
+   * Call again with it for the next batch; empty when this was the last.
+   *
+   * @generated from field: string next_page_token = 4;
+   */
+  nextPageToken: string;
+
+  /**
+   * With `dry_run`: how many workflows the filter matches.
+   *
+   * @generated from field: optional uint64 total = 5;
+   */
+  total?: bigint | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.BulkWorkflowsResponse.
+ * Use `create(BulkWorkflowsResponseSchema)` to create a new message.
+ */
+export const BulkWorkflowsResponseSchema: GenMessage<BulkWorkflowsResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_workflow, 27);
+
+/**
  * @generated from message waymark.v1.ResumeWorkflowRequest
  */
 export type ResumeWorkflowRequest = Message<"waymark.v1.ResumeWorkflowRequest"> & {
@@ -645,7 +959,7 @@ export type ResumeWorkflowRequest = Message<"waymark.v1.ResumeWorkflowRequest"> 
  * Use `create(ResumeWorkflowRequestSchema)` to create a new message.
  */
 export const ResumeWorkflowRequestSchema: GenMessage<ResumeWorkflowRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 19);
+  messageDesc(file_waymark_v1_workflow, 28);
 
 /**
  * @generated from message waymark.v1.ResumeWorkflowResponse
@@ -662,7 +976,7 @@ export type ResumeWorkflowResponse = Message<"waymark.v1.ResumeWorkflowResponse"
  * Use `create(ResumeWorkflowResponseSchema)` to create a new message.
  */
 export const ResumeWorkflowResponseSchema: GenMessage<ResumeWorkflowResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 20);
+  messageDesc(file_waymark_v1_workflow, 29);
 
 /**
  * @generated from message waymark.v1.SendMessageRequest
@@ -701,7 +1015,7 @@ export type SendMessageRequest = Message<"waymark.v1.SendMessageRequest"> & {
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 21);
+  messageDesc(file_waymark_v1_workflow, 30);
 
 /**
  * @generated from message waymark.v1.SendMessageResponse
@@ -723,7 +1037,7 @@ export type SendMessageResponse = Message<"waymark.v1.SendMessageResponse"> & {
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 22);
+  messageDesc(file_waymark_v1_workflow, 31);
 
 /**
  * @generated from message waymark.v1.ListMessagesRequest
@@ -755,7 +1069,7 @@ export type ListMessagesRequest = Message<"waymark.v1.ListMessagesRequest"> & {
  * Use `create(ListMessagesRequestSchema)` to create a new message.
  */
 export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 23);
+  messageDesc(file_waymark_v1_workflow, 32);
 
 /**
  * @generated from message waymark.v1.ListMessagesResponse
@@ -779,7 +1093,7 @@ export type ListMessagesResponse = Message<"waymark.v1.ListMessagesResponse"> & 
  * Use `create(ListMessagesResponseSchema)` to create a new message.
  */
 export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 24);
+  messageDesc(file_waymark_v1_workflow, 33);
 
 /**
  * @generated from message waymark.v1.GetEventRequest
@@ -809,7 +1123,7 @@ export type GetEventRequest = Message<"waymark.v1.GetEventRequest"> & {
  * Use `create(GetEventRequestSchema)` to create a new message.
  */
 export const GetEventRequestSchema: GenMessage<GetEventRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 25);
+  messageDesc(file_waymark_v1_workflow, 34);
 
 /**
  * @generated from message waymark.v1.GetEventResponse
@@ -831,7 +1145,7 @@ export type GetEventResponse = Message<"waymark.v1.GetEventResponse"> & {
  * Use `create(GetEventResponseSchema)` to create a new message.
  */
 export const GetEventResponseSchema: GenMessage<GetEventResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 26);
+  messageDesc(file_waymark_v1_workflow, 35);
 
 /**
  * @generated from message waymark.v1.ListEventsRequest
@@ -863,7 +1177,7 @@ export type ListEventsRequest = Message<"waymark.v1.ListEventsRequest"> & {
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 27);
+  messageDesc(file_waymark_v1_workflow, 36);
 
 /**
  * @generated from message waymark.v1.ListEventsResponse
@@ -887,7 +1201,7 @@ export type ListEventsResponse = Message<"waymark.v1.ListEventsResponse"> & {
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 28);
+  messageDesc(file_waymark_v1_workflow, 37);
 
 /**
  * @generated from message waymark.v1.ReadStreamRequest
@@ -916,7 +1230,7 @@ export type ReadStreamRequest = Message<"waymark.v1.ReadStreamRequest"> & {
  * Use `create(ReadStreamRequestSchema)` to create a new message.
  */
 export const ReadStreamRequestSchema: GenMessage<ReadStreamRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 29);
+  messageDesc(file_waymark_v1_workflow, 38);
 
 /**
  * @generated from message waymark.v1.ReadStreamResponse
@@ -938,7 +1252,7 @@ export type ReadStreamResponse = Message<"waymark.v1.ReadStreamResponse"> & {
  * Use `create(ReadStreamResponseSchema)` to create a new message.
  */
 export const ReadStreamResponseSchema: GenMessage<ReadStreamResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_workflow, 30);
+  messageDesc(file_waymark_v1_workflow, 39);
 
 /**
  * What a start does when its dedup id is held by an unfinished workflow.
@@ -1172,6 +1486,37 @@ export const WorkflowService: GenService<{
     methodKind: "unary";
     input: typeof ForkWorkflowRequestSchema;
     output: typeof ForkWorkflowResponseSchema;
+  },
+  /**
+   * Re-pin an unfinished workflow to another application version — the way to move work off a
+   * retired version whose workers are gone: its next dispatch goes to workers of
+   * `app_version`, which replay its history (so their code must replay it: check with the
+   * Replayer first). One running now stays on its worker until it finishes, parks or is
+   * recovered. Refused with FAILED_PRECONDITION (VERSION_NOT_SERVED) when no connected worker
+   * of `app_version` registers the workflow's name, unless `allow_unserved`; a finished one is
+   * FAILED_PRECONDITION (WORKFLOW_FINISHED).
+   *
+   * @generated from rpc waymark.v1.WorkflowService.SetWorkflowVersion
+   */
+  setWorkflowVersion: {
+    methodKind: "unary";
+    input: typeof SetWorkflowVersionRequestSchema;
+    output: typeof SetWorkflowVersionResponseSchema;
+  },
+  /**
+   * Cancel, resume, delete or re-pin the workflows a filter matches, one batch per call, in
+   * the order ListWorkflows returns them: call again with `next_page_token` until it is
+   * empty. Each workflow is acted on as the single-workflow call would be; one it does not
+   * apply to (a delete of one still running, a resume of one that succeeded) is skipped and
+   * counted by reason, so a repeated batch changes nothing twice. With `dry_run` nothing
+   * changes: the response counts what the filter matches.
+   *
+   * @generated from rpc waymark.v1.WorkflowService.BulkWorkflows
+   */
+  bulkWorkflows: {
+    methodKind: "unary";
+    input: typeof BulkWorkflowsRequestSchema;
+    output: typeof BulkWorkflowsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waymark_v1_workflow, 0);
