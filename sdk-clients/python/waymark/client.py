@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -111,6 +111,7 @@ class Client:
         debounce_key: str | None = None,
         debounce_max_delay: Seconds | None = None,
         allow_unregistered: bool = False,
+        tags: Mapping[str, str] | None = None,
     ) -> WorkflowHandle:
         """Starts a workflow. Starting a `workflow_id` again returns the existing workflow
         (`handle.created` is False). `timeout` cancels it (and its children) if it has not
@@ -123,6 +124,10 @@ class Client:
         that registers the name connects (during a rolling deploy, say), and
         `handle.name_registered` is False — as it stays for a misspelt name, which waits for
         ever.
+
+        `tags` label it to find it by (`list(tags=...)`, `WorkflowFilter.tags`): at most 16,
+        keys 1-64 characters of letters, digits and `_ - . /`, values at most 256 characters
+        (`RpcError` reason INVALID_ARGUMENT otherwise). Children it starts inherit them.
 
         Without a `workflow_id`, one is made here (a UUID), so that a start retried because the
         server was unavailable cannot start a second workflow; a retried start whose first
@@ -142,6 +147,7 @@ class Client:
                 else workflow_pb2.DUPLICATE_POLICY_UNSPECIFIED
             ),
             allow_unregistered=allow_unregistered,
+            tags=tags or {},
         )
         if timeout is not None:
             req.timeout.CopyFrom(to_duration(timeout))
@@ -183,15 +189,18 @@ class Client:
         created_before: datetime | None = None,
         page_size: int = 0,
         page_token: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> Page:
         """One page of workflows, newest first. Pass its `next_page_token` as `page_token` for
-        the next page, until it is None: a short page is not necessarily the last."""
+        the next page, until it is None: a short page is not necessarily the last. With `tags`,
+        only workflows carrying every one of them (key and value)."""
         req = workflow_pb2.ListWorkflowsRequest(
             statuses=[types_pb2.WorkflowStatus.ValueType(s.value) for s in statuses or []],
             workflow_name=workflow_name or "",
             queue_name=queue or "",
             page_size=page_size,
             page_token=page_token or "",
+            tags=tags or {},
         )
         if created_after is not None:
             req.created_after.CopyFrom(to_timestamp(created_after))

@@ -81,6 +81,8 @@ class Workflow:
     # ran on from (the source's steps before it were copied). "" and 0 when not a fork.
     forked_from_workflow_id: str = ""
     forked_from_step: int = 0
+    # Its tags: given at its start or inherited from its parent; empty when none.
+    tags: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_proto(cls, w: types_pb2.Workflow) -> Workflow:
@@ -107,6 +109,7 @@ class Workflow:
             wake_at=from_timestamp(w.wake_at, w.HasField("wake_at")),
             forked_from_workflow_id=w.forked_from_workflow_id,
             forked_from_step=w.forked_from_step,
+            tags=dict(w.tags),
         )
 
 
