@@ -3,6 +3,7 @@
 from waymark import Client, Worker, WorkflowContext
 """
 
+from .bulk import BulkAction, BulkOutcome, WorkflowFilter
 from .client import Client, Page, WorkflowHandle
 from .errors import (
     ChildWorkflowFailed,
@@ -31,6 +32,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "KEEP",
+    "BulkAction",
+    "BulkOutcome",
     "ChildWorkflowFailed",
     "Client",
     "Disconnected",
@@ -66,6 +69,7 @@ __all__ = [
     "Workflow",
     "WorkflowContext",
     "WorkflowFailed",
+    "WorkflowFilter",
     "WorkflowHandle",
     "WorkflowInterrupted",
     "WorkflowStatus",

@@ -20,6 +20,7 @@ from ._payload import from_payload, to_payload
 from ._proto import types_pb2, workflow_pb2, workflow_pb2_grpc
 from ._rpc import call
 from ._time import Seconds, seconds, to_duration, to_timestamp
+from .bulk import BulkCalls
 from .errors import WorkflowFailed
 from .queues import Queues
 from .schedules import Schedules
@@ -36,7 +37,7 @@ class Page:
     next_page_token: str | None
 
 
-class Client:
+class Client(BulkCalls):
     """Connects to a Waymark server (`host:port` or a URL; `WAYMARK_SERVER`, else
     127.0.0.1:7450). Use it as `async with Client() as client:` or call `close()`.
 
@@ -51,9 +52,9 @@ class Client:
     PERMISSION_DENIED (the key's role does not allow the call).
 
     Calls that are safe to make twice — reads, waits, starts and forks (always with a workflow
-    id: one is made here when not given), cancel, resume, and sends with an idempotency key —
-    are made again, with backoff, while the server answers UNAVAILABLE (unreachable, or its database
-    restarting), for up to `retry_unavailable_for` seconds; then `UnavailableError` (or
+    id: one is made here when not given), cancel, resume, `set_version`, bulk batches, and
+    sends with an idempotency key — are made again, with backoff, while the server answers
+    UNAVAILABLE (unreachable, or its database restarting), for up to `retry_unavailable_for` seconds; then `UnavailableError` (or
     `RpcError` with code UNAVAILABLE) is raised. Other calls raise it at once."""
 
     def __init__(
