@@ -101,6 +101,10 @@ type StartOptions struct {
 	// connects, and Started.NameRegistered is false. Without it such a start fails with
 	// reason WORKFLOW_NAME_UNKNOWN.
 	AllowUnregistered bool
+	// Tags label the workflow, to find it by (ListOptions.Tags, WorkflowFilter.Tags): at most
+	// 16, keys 1-64 characters of letters, digits and `_ - . /`, values at most 256. Its
+	// children inherit them. Returned in Workflow.Tags and copied by a fork.
+	Tags map[string]string
 }
 
 // Debounce collapses repeated starts of one workflow name with Key: each start replaces the
@@ -149,6 +153,7 @@ func (c *Client) Start(ctx context.Context, name string, input any, opts *StartO
 		DedupId:           opts.DedupID,
 		Delay:             durationOrNil(opts.Delay),
 		AllowUnregistered: opts.AllowUnregistered,
+		Tags:              opts.Tags,
 	}
 	if opts.ReturnExisting {
 		req.OnDuplicate = pb.DuplicatePolicy_DUPLICATE_POLICY_RETURN_EXISTING
@@ -334,6 +339,8 @@ type ListOptions struct {
 	Queue         string
 	CreatedAfter  time.Time
 	CreatedBefore time.Time
+	// Tags: only workflows carrying every one of these (key and value), at most 16.
+	Tags map[string]string
 	// PageSize: 1-1000, 100 when zero.
 	PageSize int32
 	// PageToken continues from a previous page's NextPageToken.
@@ -352,6 +359,7 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Workflow, stri
 		QueueName:    opts.Queue,
 		PageSize:     opts.PageSize,
 		PageToken:    opts.PageToken,
+		Tags:         opts.Tags,
 	}
 	for _, s := range opts.Statuses {
 		req.Statuses = append(req.Statuses, statusWire[s])

@@ -33,6 +33,10 @@ type fakeWorkflows struct {
 	starts  []*pb.StartWorkflowRequest
 	deletes []*pb.DeleteWorkflowRequest
 	forks   []*pb.ForkWorkflowRequest
+	// See client_bulk_test.go.
+	versions []*pb.SetWorkflowVersionRequest
+	bulks    []*pb.BulkWorkflowsRequest
+	lists    []*pb.ListWorkflowsRequest
 	// unknownNames: no worker has registered any name, so a start is refused unless it allows
 	// an unregistered name (and is then answered name_registered false).
 	unknownNames bool
@@ -67,7 +71,8 @@ func (f *fakeWorkflows) StartWorkflow(ctx context.Context, req *pb.StartWorkflow
 	if f.unknownNames && !req.GetAllowUnregistered() {
 		return nil, status.Error(codes.NotFound, "no worker has registered it")
 	}
-	return &pb.StartWorkflowResponse{Workflow: &pb.Workflow{WorkflowId: req.GetWorkflowId()}, Created: true, NameRegistered: !f.unknownNames}, nil
+	started := &pb.Workflow{WorkflowId: req.GetWorkflowId(), Tags: req.GetTags()}
+	return &pb.StartWorkflowResponse{Workflow: started, Created: true, NameRegistered: !f.unknownNames}, nil
 }
 
 // DeleteWorkflow answers the one asked for, and with cascade a child of it.

@@ -3,6 +3,7 @@ package waymark
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -86,6 +87,9 @@ type Workflow struct {
 	// it ran on from (the source's steps before it were copied). Empty and 0 when not a fork.
 	ForkedFromID   string
 	ForkedFromStep uint32
+	// Tags: given at the start (StartOptions.Tags) or inherited from its parent; empty (nil)
+	// when none.
+	Tags map[string]string
 }
 
 // Result decodes the output of a successful workflow into out. A failed workflow returns its
@@ -217,6 +221,7 @@ func workflowFromWire(w *pb.Workflow) *Workflow {
 		Tracestate:       w.GetTraceContext().GetTracestate(),
 		ForkedFromID:     w.GetForkedFromWorkflowId(),
 		ForkedFromStep:   w.GetForkedFromStep(),
+		Tags:             maps.Clone(w.GetTags()),
 	}
 	if w.GetOutput() != nil {
 		out.Output = jsonOf(w.GetOutput())

@@ -3,9 +3,16 @@
 
 import { createClient, type Client as RpcClient, type Transport } from "@connectrpc/connect";
 import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { JsonValue } from "@bufbuild/protobuf";
+import { create, type JsonValue } from "@bufbuild/protobuf";
 import { WorkflowService } from "./gen/waymark/v1/workflow_pb.js";
-import { DuplicatePolicy } from "./gen/waymark/v1/workflow_pb.js";
+import {
+  BulkCancelSchema,
+  BulkDeleteSchema,
+  BulkResumeSchema,
+  BulkSetVersionSchema,
+  DuplicatePolicy,
+  type BulkWorkflowsRequest,
+} from "./gen/waymark/v1/workflow_pb.js";
 import type { Workflow } from "./gen/waymark/v1/types_pb.js";
 import { fromPayload, toPayload } from "./payload.js";
 import { SerializationError, toRpcError, WorkflowFailedError } from "./errors.js";
@@ -84,6 +91,12 @@ export interface StartOptions extends CallOptions {
    * Without it such a start fails with reason WORKFLOW_NAME_UNKNOWN.
    */
   allowUnregistered?: boolean;
+  /**
+   * Labels to find it by (`list({ tags })`, `bulk({ tags }, …)`): at most 16, keys 1-64
+   * characters of letters, digits and `_ - . /`, values at most 256 characters. Its children
+   * inherit them (a child's own tags override per key); they come back in `WorkflowInfo.tags`.
+   */
+  tags?: Record<string, string>;
 }
 
 export interface ForkOptions extends CallOptions {
@@ -108,12 +121,48 @@ export interface Started {
   nameRegistered: boolean;
 }
 
-export interface ListOptions extends CallOptions {
+/**
+ * Which workflows a listing or a bulk operation (`client.bulk`) takes: every filter given must
+ * match. An empty filter matches every workflow of the namespace.
+ */
+export interface WorkflowFilter {
+  /** In one of these statuses; any status when empty. */
   statuses?: WorkflowStatus[];
   workflowName?: string;
   queue?: string;
+  /** Created at or after. */
   createdAfter?: Date;
+  /** Created before. */
   createdBefore?: Date;
+  /** Running on (PENDING) or last run by this worker. */
+  workerId?: string;
+  /** Pinned to this application version. */
+  appVersion?: string;
+  /** The children of this workflow. */
+  parentWorkflowId?: string;
+  /** Carrying every one of these tags (key and value), at most 16. */
+  tags?: Record<string, string>;
+}
+
+/**
+ * What a bulk operation does to each workflow its filter matches: cancel (without cascade),
+ * resume, delete (without cascade), or re-pin to `setVersion` (see `client.setVersion`).
+ */
+export type BulkAction = "cancel" | "resume" | "delete" | { setVersion: string; allowUnserved?: boolean };
+
+/** What a bulk operation did: to one batch (`client.bulkBatch`) or to all (`client.bulk`). */
+export interface BulkOutcome {
+  /** Workflows looked at (the filter matched). */
+  matched: number;
+  /** Of those, the ones the action changed. */
+  applied: number;
+  /** The others, by the reason the single-workflow call gives (e.g. WORKFLOW_FINISHED). */
+  skipped: Record<string, number>;
+  /** After one batch: pass as `pageToken` for the next; undefined when it was the last. */
+  nextPageToken?: string;
+}
+
+export interface ListOptions extends CallOptions, WorkflowFilter {
   /** 1-1000; 100 when not given. */
   pageSize?: number;
   pageToken?: string;
@@ -131,6 +180,36 @@ export interface WorkflowPage {
 export interface StreamItem<T = JsonValue> {
   offset: number;
   value: T;
+}
+
+function filterToWire(f: WorkflowFilter) {
+  return {
+    statuses: (f.statuses ?? []).map(statusToWire),
+    workflowName: f.workflowName ?? "",
+    queueName: f.queue ?? "",
+    createdAfter: f.createdAfter ? timestampFromDate(f.createdAfter) : undefined,
+    createdBefore: f.createdBefore ? timestampFromDate(f.createdBefore) : undefined,
+    workerId: f.workerId ?? "",
+    appVersion: f.appVersion ?? "",
+    parentWorkflowId: f.parentWorkflowId ?? "",
+    tags: { ...f.tags },
+  };
+}
+
+function actionToWire(a: BulkAction): BulkWorkflowsRequest["action"] {
+  switch (a) {
+    case "cancel":
+      return { case: "cancel", value: create(BulkCancelSchema) };
+    case "resume":
+      return { case: "resume", value: create(BulkResumeSchema) };
+    case "delete":
+      return { case: "delete", value: create(BulkDeleteSchema) };
+    default:
+      return {
+        case: "setVersion",
+        value: create(BulkSetVersionSchema, { appVersion: a.setVersion, allowUnserved: a.allowUnserved ?? false }),
+      };
+  }
 }
 
 function call(o: CallOptions | undefined) {
@@ -196,6 +275,7 @@ export class Client {
                 }
               : undefined,
           allowUnregistered: o.allowUnregistered ?? false,
+          tags: { ...o.tags },
         },
         a,
       ),
@@ -217,11 +297,7 @@ export class Client {
     const r = await repeatable(this.resendForMs, options, (a) =>
       this.rpc.listWorkflows(
         {
-          statuses: (options.statuses ?? []).map(statusToWire),
-          workflowName: options.workflowName ?? "",
-          queueName: options.queue ?? "",
-          createdAfter: options.createdAfter ? timestampFromDate(options.createdAfter) : undefined,
-          createdBefore: options.createdBefore ? timestampFromDate(options.createdBefore) : undefined,
+          ...filterToWire(options),
           pageSize: options.pageSize ?? 0,
           pageToken: options.pageToken ?? "",
         },
@@ -347,6 +423,82 @@ export class Client {
   async delete(workflowId: string, options: CallOptions & { cascade?: boolean } = {}): Promise<string[]> {
     const r = await rpc(() => this.rpc.deleteWorkflow({ workflowId, cascade: options.cascade ?? false }, call(options)));
     return r.deletedWorkflowIds;
+  }
+
+  /**
+   * Re-pins the unfinished `workflowId` to `appVersion` — the way to move work off a retired
+   * version whose workers are gone: its next dispatch goes to that version's workers, which
+   * replay its history (check with a `Replayer` first). One running now stays on its worker
+   * until it finishes, parks or is recovered. Refused (`RpcError`, reason VERSION_NOT_SERVED)
+   * when no connected worker of `appVersion` registers its name, unless `allowUnserved` (it
+   * then waits for one); a finished workflow is WORKFLOW_FINISHED. Made again while the server
+   * answers UNAVAILABLE: re-pinning twice is re-pinning once.
+   */
+  async setVersion(
+    workflowId: string,
+    appVersion: string,
+    options: CallOptions & { allowUnserved?: boolean } = {},
+  ): Promise<WorkflowInfo> {
+    const r = await repeatable(this.resendForMs, options, (a) =>
+      this.rpc.setWorkflowVersion({ workflowId, appVersion, allowUnserved: options.allowUnserved ?? false }, a),
+    );
+    return workflowOf(r.workflow);
+  }
+
+  /** How many workflows `filter` matches: a bulk operation's dry run, which changes nothing. */
+  async countMatching(filter: WorkflowFilter = {}, options?: CallOptions): Promise<number> {
+    const r = await repeatable(this.resendForMs, options, (a) =>
+      this.rpc.bulkWorkflows({ filter: filterToWire(filter), action: actionToWire("cancel"), dryRun: true }, a),
+    );
+    return Number(r.total ?? 0n);
+  }
+
+  /**
+   * Applies `action` to one batch of the workflows `filter` matches (at most `batchSize`, 1-1000,
+   * 100 when not given), in the order `list` returns them, from `pageToken` (the first batch
+   * when not given). A workflow the action does not apply to (a delete of one still running, a
+   * cancel of one finished) is skipped and counted by reason. Made again with the same token
+   * while the server answers UNAVAILABLE: a repeated batch changes nothing twice.
+   */
+  async bulkBatch(
+    filter: WorkflowFilter,
+    action: BulkAction,
+    options: CallOptions & { batchSize?: number; pageToken?: string } = {},
+  ): Promise<BulkOutcome> {
+    const r = await repeatable(this.resendForMs, options, (a) =>
+      this.rpc.bulkWorkflows(
+        {
+          filter: filterToWire(filter),
+          action: actionToWire(action),
+          dryRun: false,
+          batchSize: options.batchSize ?? 0,
+          pageToken: options.pageToken ?? "",
+        },
+        a,
+      ),
+    );
+    return { matched: r.matched, applied: r.applied, skipped: { ...r.skipped }, nextPageToken: r.nextPageToken || undefined };
+  }
+
+  /**
+   * Applies `action` to every workflow `filter` matches, batch after batch (`batchSize` each,
+   * 100 when not given), and returns the sums. Count first with `countMatching`. Safe to run
+   * again: what was done is skipped the second time (e.g. WORKFLOW_FINISHED for a cancel). The
+   * call's `timeoutMs` covers every batch together.
+   */
+  async bulk(filter: WorkflowFilter, action: BulkAction, options: CallOptions & { batchSize?: number } = {}): Promise<BulkOutcome> {
+    const until = options.timeoutMs !== undefined ? Date.now() + options.timeoutMs : undefined;
+    const sum: BulkOutcome = { matched: 0, applied: 0, skipped: {} };
+    let pageToken: string | undefined;
+    do {
+      const timeoutMs = until === undefined ? undefined : Math.max(until - Date.now(), 0);
+      const batch = await this.bulkBatch(filter, action, { signal: options.signal, timeoutMs, batchSize: options.batchSize, pageToken });
+      sum.matched += batch.matched;
+      sum.applied += batch.applied;
+      for (const [reason, n] of Object.entries(batch.skipped)) sum.skipped[reason] = (sum.skipped[reason] ?? 0) + n;
+      pageToken = batch.nextPageToken;
+    } while (pageToken);
+    return sum;
   }
 
   /** Moves the start of a workflow still waiting for its delayed start to `delayMs` from now. */

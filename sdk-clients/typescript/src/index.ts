@@ -4,7 +4,19 @@
 // come from options or WAYMARK_TLS_CA / _CERT / _KEY, WAYMARK_API_KEY and WAYMARK_NAMESPACE.
 
 export { Client } from "./client.js";
-export type { CallOptions, ClientOptions, ForkOptions, ListOptions, StartOptions, Started, StreamItem, WorkflowPage } from "./client.js";
+export type {
+  BulkAction,
+  BulkOutcome,
+  CallOptions,
+  ClientOptions,
+  ForkOptions,
+  ListOptions,
+  StartOptions,
+  Started,
+  StreamItem,
+  WorkflowFilter,
+  WorkflowPage,
+} from "./client.js";
 export type { QueueInfo, QueueLimits, QueueUpdate, Queues } from "./queues.js";
 export type { ScheduleDef, ScheduleInfo, ScheduleUpdate, Schedules } from "./schedules.js";
 export { Worker, type WorkerOptions } from "./worker/worker.js";

@@ -70,6 +70,8 @@ export interface WorkflowInfo {
   forkedFromWorkflowId: string;
   /** The step position the fork ran on from (the source's steps before it were copied); 0 when not a fork. */
   forkedFromStep: number;
+  /** Its tags: given at the start, or inherited from its parent; `{}` when none. */
+  tags: Record<string, string>;
 }
 
 export interface StepInfo {
@@ -133,6 +135,7 @@ export function workflowInfo(w: pb.Workflow): WorkflowInfo {
     wakeAt: date(w.wakeAt),
     forkedFromWorkflowId: w.forkedFromWorkflowId,
     forkedFromStep: w.forkedFromStep,
+    tags: { ...w.tags },
   };
 }
 
