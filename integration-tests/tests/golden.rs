@@ -76,6 +76,9 @@ async fn every_golden_history_replays_offline() {
             Replayed::Returned(v) => Expect::Returned(v),
             Replayed::Failed(e) => Expect::Failed(kind(&e)),
             Replayed::Suspended { step_id } => Expect::SuspendedAt(step_id),
+            Replayed::ContinuedAsNew(v) => {
+                panic!("{name}: no golden history continues as new, yet it replayed to that ({v})")
+            }
         };
         assert_eq!(got, g.expect, "{name}: {}", g.about);
     }

@@ -99,6 +99,10 @@ pub enum WorkflowError {
     /// position the history does not record, where a live run would go on.
     #[error("the history ends at step {step_id}")]
     HistoryEnded { step_id: u32 },
+    /// Not a failure: the run ends and the workflow goes on under its id with this input and
+    /// a fresh history. Made by [`WorkflowContext::continue_as_new`](crate::WorkflowContext::continue_as_new).
+    #[error("continued as new")]
+    ContinueAsNew(serde_json::Value),
 }
 
 impl From<waymark_journal::NonDeterminism> for WorkflowError {
@@ -148,6 +152,7 @@ impl WorkflowError {
             WorkflowError::Fenced(_) => "Fenced".into(),
             WorkflowError::Disconnected => "Disconnected".into(),
             WorkflowError::Parked => "Parked".into(),
+            WorkflowError::ContinueAsNew(_) => "ContinueAsNew".into(),
             WorkflowError::HistoryEnded { .. } => "HistoryEnded".into(),
         }
     }

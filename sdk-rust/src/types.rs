@@ -17,13 +17,15 @@ pub enum WorkflowStatus {
     Error,
     Cancelled,
     MaxRecoveryAttemptsExceeded,
+    /// An ended run of a workflow that continued as new (`<id>/run-<n>`).
+    ContinuedAsNew,
 }
 
 impl WorkflowStatus {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            Self::Success | Self::Error | Self::Cancelled | Self::MaxRecoveryAttemptsExceeded
+            Self::Success | Self::Error | Self::Cancelled | Self::MaxRecoveryAttemptsExceeded | Self::ContinuedAsNew
         )
     }
     pub fn as_str(self) -> &'static str {
@@ -36,6 +38,7 @@ impl WorkflowStatus {
             Self::Error => "ERROR",
             Self::Cancelled => "CANCELLED",
             Self::MaxRecoveryAttemptsExceeded => "MAX_RECOVERY_ATTEMPTS_EXCEEDED",
+            Self::ContinuedAsNew => "CONTINUED_AS_NEW",
         }
     }
     /// Parses the names `as_str` gives, case-insensitively.
@@ -49,6 +52,7 @@ impl WorkflowStatus {
             Self::Error,
             Self::Cancelled,
             Self::MaxRecoveryAttemptsExceeded,
+            Self::ContinuedAsNew,
         ]
         .into_iter()
         .find(|st| st.as_str() == up)
@@ -64,6 +68,7 @@ impl WorkflowStatus {
             W::Error => Self::Error,
             W::Cancelled => Self::Cancelled,
             W::MaxRecoveryAttemptsExceeded => Self::MaxRecoveryAttemptsExceeded,
+            W::ContinuedAsNew => Self::ContinuedAsNew,
         }
     }
     pub(crate) fn to_wire(self) -> v1::WorkflowStatus {
@@ -77,6 +82,7 @@ impl WorkflowStatus {
             Self::Error => W::Error,
             Self::Cancelled => W::Cancelled,
             Self::MaxRecoveryAttemptsExceeded => W::MaxRecoveryAttemptsExceeded,
+            Self::ContinuedAsNew => W::ContinuedAsNew,
         }
     }
 }
@@ -131,6 +137,12 @@ pub struct WorkflowInfo {
     /// Its tags: given at the start or inherited from its parent.
     #[serde(default)]
     pub tags: std::collections::BTreeMap<String, String>,
+    /// How many runs it continued as new from (0: its first); on an ended run, its number.
+    #[serde(default)]
+    pub run: u32,
+    /// On an ended run (CONTINUED_AS_NEW): the workflow that went on.
+    #[serde(default)]
+    pub continued_as_workflow_id: String,
 }
 
 /// What a waiting workflow waits for.
@@ -354,6 +366,8 @@ impl From<v1::Workflow> for WorkflowInfo {
             forked_from_workflow_id: w.forked_from_workflow_id,
             forked_from_step: w.forked_from_step,
             tags: w.tags.into_iter().collect(),
+            run: w.run,
+            continued_as_workflow_id: w.continued_as_workflow_id,
         }
     }
 }

@@ -267,6 +267,30 @@ async fn streamer(ctx: WorkflowContext, input: Streamer) -> Result<u64, Workflow
     Ok(last)
 }
 
+#[derive(Deserialize, serde::Serialize)]
+struct Looper {
+    n: u32,
+    until: u32,
+    /// Also wait for a message on topic "go" in each run before its tick.
+    #[serde(default)]
+    wait: bool,
+}
+
+/// One run per `n`: a step "tick" (which returns `n`), then continues as new with `n + 1` until
+/// `until`, which it returns. Each run's history is one step (two with `wait`).
+async fn looper(ctx: WorkflowContext, input: Looper) -> Result<u32, WorkflowError> {
+    if input.wait {
+        ctx.recv::<serde_json::Value>("go", std::time::Duration::from_secs(600))
+            .await?;
+    }
+    let n = input.n;
+    let tick = ctx.step("tick", move || async move { Ok::<_, String>(n) }).await?;
+    if tick >= input.until {
+        return Ok(tick);
+    }
+    ctx.continue_as_new(&Looper { n: n + 1, ..input })
+}
+
 #[derive(Deserialize)]
 struct Family {
     /// Name and input of each child to start.
@@ -471,6 +495,7 @@ async fn main() {
             .workflow("watcher", watcher)
             .workflow("streamer", streamer)
             .workflow("family", family)
+            .workflow("looper", looper)
             .workflow("caller", caller)
             .workflow("racer", racer)
             .workflow("hold", hold)

@@ -81,6 +81,9 @@ pub enum Replayed {
     /// The code made a call at `step_id`, which the history does not record: a live run would
     /// go on from there.
     Suspended { step_id: u32 },
+    /// The code continued as new with this input: a live run would end here and the workflow
+    /// go on with a fresh history.
+    ContinuedAsNew(Value),
 }
 
 /// Replays histories against the workflows a [`Worker`] registered.
@@ -120,6 +123,7 @@ impl Replayer {
         Ok(match f(ctx, history.input.clone()).await {
             Ok(v) => Replayed::Returned(v),
             Err(WorkflowError::HistoryEnded { step_id }) => Replayed::Suspended { step_id },
+            Err(WorkflowError::ContinueAsNew(input)) => Replayed::ContinuedAsNew(input),
             Err(e) => Replayed::Failed(e),
         })
     }
@@ -139,5 +143,66 @@ fn step(s: &RecordedStep) -> v1::Step {
             message: f.message.clone(),
         }),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::WorkflowContext;
+
+    async fn looper(ctx: WorkflowContext, n: u32) -> Result<u32, WorkflowError> {
+        let tick = ctx.step("tick", move || async move { Ok::<_, String>(n) }).await?;
+        if tick >= 2 {
+            return Ok(tick);
+        }
+        ctx.continue_as_new(&(n + 1))
+    }
+
+    fn history(input: Value, steps: &[(&str, Value)]) -> RecordedHistory {
+        RecordedHistory {
+            workflow_id: "loop".into(),
+            workflow_name: "looper".into(),
+            input,
+            steps: steps
+                .iter()
+                .enumerate()
+                .map(|(i, (name, out))| RecordedStep {
+                    step_id: i as u32,
+                    name: name.to_string(),
+                    output: Some(out.clone()),
+                    failure: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_that_continued_as_new_replays_to_the_same_next_input() {
+        let replayer = Worker::builder().workflow("looper", looper).build().replayer();
+        let first = replayer
+            .replay(&history(json!(0), &[("tick", json!(0))]))
+            .await
+            .unwrap();
+        assert!(
+            matches!(&first, Replayed::ContinuedAsNew(v) if *v == json!(1)),
+            "{first:?}"
+        );
+        let last = replayer
+            .replay(&history(json!(2), &[("tick", json!(2))]))
+            .await
+            .unwrap();
+        assert!(matches!(&last, Replayed::Returned(v) if *v == json!(2)), "{last:?}");
+        // Each run's history is its own: another step at its first position is non-determinism.
+        let other = replayer
+            .replay(&history(json!(0), &[("tock", json!(0))]))
+            .await
+            .unwrap();
+        assert!(
+            matches!(&other, Replayed::Failed(WorkflowError::NonDeterminism(_))),
+            "{other:?}"
+        );
     }
 }

@@ -211,12 +211,20 @@ pub(crate) fn start(
             (Some(f), Ok(input)) => opentelemetry::context::FutureExt::with_context(f(ctx, input), span.clone()).await,
         };
         let failed = match &result {
+            Err(WorkflowError::ContinueAsNew(_)) => None,
             Err(e) if !e.is_interruption() => Some(e.to_string()),
             _ => None,
         };
         crate::tracing_ctx::end(&span, failed);
         let outcome = match result.and_then(|v| conn.limits.payload("the workflow's output", &v)) {
             Ok(p) => Some(v1::complete_workflow::Outcome::Output(p)),
+            Err(WorkflowError::ContinueAsNew(next)) => Some(match conn.limits.payload("the next run's input", &next) {
+                Ok(p) => v1::complete_workflow::Outcome::ContinueAsNew(v1::ContinueAsNew { input: Some(p) }),
+                Err(e) => v1::complete_workflow::Outcome::Failure(v1::Failure {
+                    kind: e.kind(),
+                    message: e.to_string(),
+                }),
+            }),
             Err(e) if e.is_interruption() => {
                 tracing::info!(%workflow_id, reason = %e, "workflow run stopped");
                 None

@@ -30,6 +30,7 @@ pub fn status_to_wire(s: WorkflowStatus) -> v1::WorkflowStatus {
         WorkflowStatus::Error => W::Error,
         WorkflowStatus::Cancelled => W::Cancelled,
         WorkflowStatus::MaxRecoveryAttemptsExceeded => W::MaxRecoveryAttemptsExceeded,
+        WorkflowStatus::ContinuedAsNew => W::ContinuedAsNew,
     }
 }
 
@@ -50,6 +51,7 @@ pub fn status_from_wire(n: i32) -> Result<WorkflowStatus, Status> {
             W::Error => WorkflowStatus::Error,
             W::Cancelled => WorkflowStatus::Cancelled,
             W::MaxRecoveryAttemptsExceeded => WorkflowStatus::MaxRecoveryAttemptsExceeded,
+            W::ContinuedAsNew => WorkflowStatus::ContinuedAsNew,
         },
     )
 }
@@ -108,6 +110,8 @@ pub fn workflow(w: WorkflowRecord) -> v1::Workflow {
         forked_from_step: w.forked_from.as_ref().map_or(0, |l| l.from_step),
         forked_from_workflow_id: w.forked_from.map(|l| l.workflow_id).unwrap_or_default(),
         tags: w.tags.into_iter().collect(),
+        run: w.run,
+        continued_as_workflow_id: w.continued_as.unwrap_or_default(),
         app_version: w.app_version.unwrap_or_default(),
         workflow_id: w.workflow_id,
         workflow_name: w.workflow_name,

@@ -76,6 +76,15 @@ fn print_workflow(w: &WorkflowInfo) {
         let from = format!("{} at step {}", w.forked_from_workflow_id, w.forked_from_step);
         rows.push(("forked from", from));
     }
+    if w.run > 0 && w.continued_as_workflow_id.is_empty() {
+        rows.push(("run", format!("{} (continued as new {} times)", w.run, w.run)));
+    }
+    if !w.continued_as_workflow_id.is_empty() {
+        rows.push((
+            "continued as",
+            format!("{} (this was its run {})", w.continued_as_workflow_id, w.run),
+        ));
+    }
     if !w.tags.is_empty() {
         let tags: Vec<String> = w.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         rows.push(("tags", tags.join(" ")));

@@ -38,6 +38,7 @@ pub mod recorded;
 pub mod recovery;
 pub mod remote_steps;
 pub mod retention;
+pub mod runs;
 pub mod schedules;
 pub mod sessions;
 pub mod stream_traces;

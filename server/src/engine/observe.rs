@@ -61,6 +61,20 @@ impl Engine {
         }
     }
 
+    /// A run ended by continuing as new: counted as a finished run of status CONTINUED_AS_NEW
+    /// (the workflow itself goes on).
+    pub(crate) fn count_continued(&self, w: &WorkflowRecord) {
+        metrics()
+            .workflows_finished
+            .get_or_create(&FinishedLabels {
+                namespace: self.namespace().to_string(),
+                workflow_name: w.workflow_name.clone(),
+                queue: w.queue_name.clone(),
+                status: waymark_store::WorkflowStatus::ContinuedAsNew.as_str().to_string(),
+            })
+            .inc();
+    }
+
     /// A workflow went out to a worker; its first dispatch measures its time in the queue.
     pub(crate) fn count_dispatched(&self, w: &WorkflowRecord) {
         if w.epoch == 1 {

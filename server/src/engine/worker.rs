@@ -303,7 +303,7 @@ impl Engine {
     /// When the run is over for good (fenced, finished, cancelled, gone, non-deterministic) it
     /// stops counting as held by this stream. Unavailable is not that: the worker resends, or
     /// gives up and its heartbeat stops listing the workflow, which then goes back to its queue.
-    async fn refused_step(&self, session: &WorkerSession, fence: &Fence, e: StoreError) -> EngineError {
+    pub(crate) async fn refused_step(&self, session: &WorkerSession, fence: &Fence, e: StoreError) -> EngineError {
         if matches!(
             e,
             StoreError::StaleEpoch { .. }

@@ -160,6 +160,8 @@ mod tests {
             trace: None,
             forked_from: None,
             tags: Default::default(),
+            run: 0,
+            continued_as: None,
         };
         assert_eq!(decode_token(&encode_token(&w)).unwrap(), (1234, "a:b".to_string()));
         assert_eq!(decode_token("not a token!").unwrap_err().reason, "INVALID_PAGE_TOKEN");

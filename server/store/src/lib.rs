@@ -36,7 +36,7 @@ pub use contract::{
     children::*,
     events::*,
     keys::{ApiKeyRecord, ApiKeys},
-    lifecycle::{Collect, Covered, Fork, Lifecycle, MAX_DELETE},
+    lifecycle::{Collect, ContinuedAsNew, Covered, Fork, Lifecycle, MAX_DELETE},
     messages::*,
     namespaces::{NamespaceList, NamespaceRecord},
     queues::{QueueCounts, Queues},
@@ -69,10 +69,13 @@ pub enum WorkflowStatus {
     Error,
     Cancelled,
     MaxRecoveryAttemptsExceeded,
+    /// A run that ended by continuing as new: the workflow went on under its id with a fresh
+    /// history, and this row keeps the run's.
+    ContinuedAsNew,
 }
 
 impl WorkflowStatus {
-    pub const ALL: [WorkflowStatus; 7] = [
+    pub const ALL: [WorkflowStatus; 8] = [
         WorkflowStatus::Enqueued,
         WorkflowStatus::Delayed,
         WorkflowStatus::Pending,
@@ -80,6 +83,7 @@ impl WorkflowStatus {
         WorkflowStatus::Error,
         WorkflowStatus::Cancelled,
         WorkflowStatus::MaxRecoveryAttemptsExceeded,
+        WorkflowStatus::ContinuedAsNew,
     ];
 
     /// The name stored in the database and shown to operators.
@@ -92,6 +96,7 @@ impl WorkflowStatus {
             WorkflowStatus::Error => "ERROR",
             WorkflowStatus::Cancelled => "CANCELLED",
             WorkflowStatus::MaxRecoveryAttemptsExceeded => "MAX_RECOVERY_ATTEMPTS_EXCEEDED",
+            WorkflowStatus::ContinuedAsNew => "CONTINUED_AS_NEW",
         }
     }
 
@@ -112,6 +117,7 @@ impl WorkflowStatus {
                 | WorkflowStatus::Error
                 | WorkflowStatus::Cancelled
                 | WorkflowStatus::MaxRecoveryAttemptsExceeded
+                | WorkflowStatus::ContinuedAsNew
         )
     }
 }

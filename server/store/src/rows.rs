@@ -9,7 +9,7 @@ macro_rules! workflow_columns {
     () => {
         "workflow_id, workflow_name, status, queue_name, app_version, input, output, failure, \
          created_at, updated_at, recovery_attempts, epoch, worker_id, parent_workflow_id, deadline_at, priority, \
-         partition_key, dedup_id, started_at, wake_at, parked_on, traceparent, tracestate, forked_from, forked_from_step, tags"
+         partition_key, dedup_id, started_at, wake_at, parked_on, traceparent, tracestate, forked_from, forked_from_step, tags, run, continued_as"
     };
 }
 pub(crate) use workflow_columns;
@@ -50,6 +50,8 @@ pub(crate) struct WorkflowRow {
     pub forked_from: Option<String>,
     pub forked_from_step: Option<i64>,
     pub tags: Option<String>,
+    pub run: i64,
+    pub continued_as: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -143,6 +145,8 @@ impl TryFrom<WorkflowRow> for WorkflowRecord {
                 Some(t) => serde_json::from_str(&t).map_err(|_| corrupt("tags"))?,
                 None => crate::Tags::new(),
             },
+            run: r.run.clamp(0, u32::MAX as i64) as u32,
+            continued_as: r.continued_as,
         })
     }
 }

@@ -42,6 +42,10 @@ class _WorkflowStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Workfl
     """Cancelled by an operator or a client; `ResumeWorkflow` puts it back in its queue."""
     WORKFLOW_STATUS_MAX_RECOVERY_ATTEMPTS_EXCEEDED: _WorkflowStatus.ValueType  # 7
     """Dead-lettered: it was recovered more times than the server's limit allows."""
+    WORKFLOW_STATUS_CONTINUED_AS_NEW: _WorkflowStatus.ValueType  # 8
+    """A run that ended by continuing as new (see CompleteWorkflow.continue_as_new): the row
+    `<id>/run-<n>` that keeps that run's history. The workflow itself went on under its id.
+    """
 
 class WorkflowStatus(_WorkflowStatus, metaclass=_WorkflowStatusEnumTypeWrapper):
     """Lifecycle of a workflow. Terminal statuses are SUCCESS, ERROR, CANCELLED and
@@ -63,6 +67,10 @@ WORKFLOW_STATUS_CANCELLED: WorkflowStatus.ValueType  # 6
 """Cancelled by an operator or a client; `ResumeWorkflow` puts it back in its queue."""
 WORKFLOW_STATUS_MAX_RECOVERY_ATTEMPTS_EXCEEDED: WorkflowStatus.ValueType  # 7
 """Dead-lettered: it was recovered more times than the server's limit allows."""
+WORKFLOW_STATUS_CONTINUED_AS_NEW: WorkflowStatus.ValueType  # 8
+"""A run that ended by continuing as new (see CompleteWorkflow.continue_as_new): the row
+`<id>/run-<n>` that keeps that run's history. The workflow itself went on under its id.
+"""
 Global___WorkflowStatus: _TypeAlias = WorkflowStatus  # noqa: Y015
 
 @_typing.final
@@ -191,6 +199,8 @@ class Workflow(_message.Message):
     FORKED_FROM_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     FORKED_FROM_STEP_FIELD_NUMBER: _builtins.int
     TAGS_FIELD_NUMBER: _builtins.int
+    RUN_FIELD_NUMBER: _builtins.int
+    CONTINUED_AS_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     workflow_name: _builtins.str
     status: Global___WorkflowStatus.ValueType
@@ -219,6 +229,14 @@ class Workflow(_message.Message):
     fork ran on from (the source's steps before it were copied). Empty / 0 when not a fork.
     """
     forked_from_step: _builtins.int
+    run: _builtins.int
+    """How many runs it continued as new from (0: its first run). On an ended run
+    (CONTINUED_AS_NEW), that run's number.
+    """
+    continued_as_workflow_id: _builtins.str
+    """On an ended run (CONTINUED_AS_NEW): the workflow that went on. Empty otherwise.
+    Fields 28-39 are kept for what the next features add.
+    """
     @_builtins.property
     def input(self) -> Global___Payload: ...
     @_builtins.property
@@ -262,9 +280,7 @@ class Workflow(_message.Message):
 
     @_builtins.property
     def tags(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Its tags: given at the start, or inherited from its parent (see StartWorkflowRequest.tags).
-        Fields 26-39 are kept for what the next features add.
-        """
+        """Its tags: given at the start, or inherited from its parent (see StartWorkflowRequest.tags)."""
 
     def __init__(
         self,
@@ -294,10 +310,12 @@ class Workflow(_message.Message):
         forked_from_workflow_id: _builtins.str = ...,
         forked_from_step: _builtins.int = ...,
         tags: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        run: _builtins.int = ...,
+        continued_as_workflow_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "deadline", b"deadline", "failure", b"failure", "input", b"input", "output", b"output", "started_at", b"started_at", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_at", b"created_at", "deadline", b"deadline", "dedup_id", b"dedup_id", "epoch", b"epoch", "failure", b"failure", "forked_from_step", b"forked_from_step", "forked_from_workflow_id", b"forked_from_workflow_id", "input", b"input", "output", b"output", "parent_workflow_id", b"parent_workflow_id", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "recovery_attempts", b"recovery_attempts", "started_at", b"started_at", "status", b"status", "tags", b"tags", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at", "worker_id", b"worker_id", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "continued_as_workflow_id", b"continued_as_workflow_id", "created_at", b"created_at", "deadline", b"deadline", "dedup_id", b"dedup_id", "epoch", b"epoch", "failure", b"failure", "forked_from_step", b"forked_from_step", "forked_from_workflow_id", b"forked_from_workflow_id", "input", b"input", "output", b"output", "parent_workflow_id", b"parent_workflow_id", "partition_key", b"partition_key", "priority", b"priority", "queue_name", b"queue_name", "recovery_attempts", b"recovery_attempts", "run", b"run", "started_at", b"started_at", "status", b"status", "tags", b"tags", "trace_context", b"trace_context", "updated_at", b"updated_at", "waiting_on", b"waiting_on", "wake_at", b"wake_at", "worker_id", b"worker_id", "workflow_id", b"workflow_id", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -529,6 +529,7 @@ class CompleteWorkflow(_message.Message):
     EPOCH_FIELD_NUMBER: _builtins.int
     OUTPUT_FIELD_NUMBER: _builtins.int
     FAILURE_FIELD_NUMBER: _builtins.int
+    CONTINUE_AS_NEW_FIELD_NUMBER: _builtins.int
     STEPS_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     epoch: _builtins.int
@@ -536,6 +537,16 @@ class CompleteWorkflow(_message.Message):
     def output(self) -> _types_pb2.Payload: ...
     @_builtins.property
     def failure(self) -> _types_pb2.Failure: ...
+    @_builtins.property
+    def continue_as_new(self) -> Global___ContinueAsNew:
+        """End this run and go on with a fresh history: the workflow keeps its id (awaiters,
+        parents, senders and event readers are unaffected) and goes back to its queue with this
+        input, to be dispatched again with no recorded steps. The run's history is kept as a
+        finished workflow `<id>/run-<n>` (status CONTINUED_AS_NEW). For workflows that loop
+        forever, so their history stays short. Answered with `WorkflowCompleted` (status
+        CONTINUED_AS_NEW).
+        """
+
     @_builtins.property
     def steps(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecordStep]:
         """Steps to checkpoint first, with the completion (their `workflow_id` and `epoch` are this
@@ -551,17 +562,40 @@ class CompleteWorkflow(_message.Message):
         epoch: _builtins.int = ...,
         output: _types_pb2.Payload | None = ...,
         failure: _types_pb2.Failure | None = ...,
+        continue_as_new: Global___ContinueAsNew | None = ...,
         steps: _abc.Iterable[Global___RecordStep] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "outcome", b"outcome", "output", b"output"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["continue_as_new", b"continue_as_new", "failure", b"failure", "outcome", b"outcome", "output", b"output"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["epoch", b"epoch", "failure", b"failure", "outcome", b"outcome", "output", b"output", "steps", b"steps", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_as_new", b"continue_as_new", "epoch", b"epoch", "failure", b"failure", "outcome", b"outcome", "output", b"output", "steps", b"steps", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_outcome: _TypeAlias = _typing.Literal["output", "failure"]  # noqa: Y015
+    _WhichOneofReturnType_outcome: _TypeAlias = _typing.Literal["output", "failure", "continue_as_new"]  # noqa: Y015
     _WhichOneofArgType_outcome: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_outcome) -> _WhichOneofReturnType_outcome | None: ...
 
 Global___CompleteWorkflow: _TypeAlias = CompleteWorkflow  # noqa: Y015
+
+@_typing.final
+class ContinueAsNew(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INPUT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def input(self) -> _types_pb2.Payload:
+        """The next run's input."""
+
+    def __init__(
+        self,
+        *,
+        input: _types_pb2.Payload | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["input", b"input"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ContinueAsNew: _TypeAlias = ContinueAsNew  # noqa: Y015
 
 @_typing.final
 class DispatchWorkflow(_message.Message):

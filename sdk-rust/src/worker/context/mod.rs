@@ -28,6 +28,7 @@ mod children;
 mod drawn;
 mod patch;
 mod remote;
+mod runs;
 mod waits;
 mod writes;
 pub use remote::{Awaitable, StepHandle, StepOptions};

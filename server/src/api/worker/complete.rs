@@ -24,10 +24,25 @@ fn completed(c: Completed) -> v1::WorkflowCompleted {
 
 pub async fn apply(engine: &Engine, session: &WorkerSession, mut c: v1::CompleteWorkflow) -> Answer {
     let fence = c.fence();
+    if let Some(v1::complete_workflow::Outcome::ContinueAsNew(next)) = c.outcome {
+        let input = payload_text("the next run's input", next.input.as_ref())?;
+        let steps = c.steps.into_iter().map(new_step).collect::<Result<Vec<NewStep>, _>>()?;
+        let status = match engine.continue_as_new(session, fence, steps, input).await? {
+            Some(_) => v1::WorkflowStatus::ContinuedAsNew,
+            // Its input was too large: the workflow failed instead.
+            None => v1::WorkflowStatus::Error,
+        };
+        return Ok(reply::Result::WorkflowCompleted(v1::WorkflowCompleted {
+            status: status as i32,
+            ..Default::default()
+        }));
+    }
     let outcome = match c.outcome {
         Some(v1::complete_workflow::Outcome::Failure(f)) => Outcome::Failure(convert::failure_from_wire(&f)),
         Some(v1::complete_workflow::Outcome::Output(p)) => Outcome::Output(payload_text("workflow output", Some(&p))?),
-        None => Outcome::Output(payload_text("workflow output", None)?),
+        Some(v1::complete_workflow::Outcome::ContinueAsNew(_)) | None => {
+            Outcome::Output(payload_text("workflow output", None)?)
+        }
     };
     let steps = c.steps.into_iter().map(new_step).collect::<Result<Vec<NewStep>, _>>()?;
     let done = engine.complete_workflow(session, fence, steps, outcome).await?;

@@ -29,6 +29,7 @@ mod observe;
 mod parking;
 mod queues;
 mod remote_steps;
+mod runs;
 mod schedules;
 mod steps;
 mod streams;
@@ -48,6 +49,7 @@ pub use observe::*;
 pub use parking::*;
 pub use queues::*;
 pub use remote_steps::*;
+pub use runs::*;
 pub use schedules::*;
 pub use steps::*;
 pub use streams::*;
@@ -100,6 +102,7 @@ macro_rules! conformance_tests {
             the_collector_deletes_what_a_rule_covers_oldest_first_in_batches,
             a_fork_copies_the_history_before_its_step_and_records_its_lineage,
             resuming_an_error_reruns_its_failed_step,
+            continuing_as_new_keeps_the_run_apart_and_enqueues_a_fresh_one,
             tags_are_kept_matched_all_of_copied_by_a_fork_and_deleted_with_the_workflow,
             prune_sessions_only_idle_expired,
             a_worker_id_is_held_by_the_key_of_its_live_stream,

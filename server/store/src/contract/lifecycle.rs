@@ -73,4 +73,23 @@ pub trait Lifecycle: Send + Sync {
     /// that version (a PENDING one keeps its current dispatch). A finished one is
     /// [`StoreError::Finished`]; one that does not exist, [`StoreError::WorkflowNotFound`].
     async fn set_app_version(&self, workflow_id: &str, app_version: &str, now: Millis) -> StoreResult<WorkflowRecord>;
+
+    /// Ends the fenced run by continuing as new, in one transaction: the run's history (steps,
+    /// remote-step calls, events' history, consumed messages) moves to a new finished row
+    /// `<id>/run-<n>` (CONTINUED_AS_NEW, `continued_as` naming the workflow), and the workflow
+    /// goes back to its queue under its id with `input`, an empty history, `run` + 1 and the
+    /// epoch raised. The same request again returns the first answer (`adopted`); a stale fence
+    /// is refused like any fenced write.
+    async fn continue_as_new(&self, fence: &Fence, input: &str, now: Millis) -> StoreResult<ContinuedAsNew>;
+}
+
+/// What continuing as new did.
+#[derive(Debug, Clone)]
+pub struct ContinuedAsNew {
+    /// The workflow, ENQUEUED for its next run.
+    pub workflow: WorkflowRecord,
+    /// The id of the ended run's row.
+    pub ended_run: String,
+    /// True when this was a repeat of a request already applied.
+    pub adopted: bool,
 }

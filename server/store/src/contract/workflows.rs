@@ -43,6 +43,11 @@ pub struct WorkflowRecord {
     pub forked_from: Option<Lineage>,
     /// Its tags (empty: none).
     pub tags: Tags,
+    /// How many runs it continued as new from (0: its first run); on an ended run's row
+    /// (CONTINUED_AS_NEW), that run's number.
+    pub run: u32,
+    /// On an ended run's row: the workflow that went on.
+    pub continued_as: Option<String>,
 }
 
 /// A workflow's tags: key to value, in key order. Given at the start or inherited from the

@@ -188,6 +188,11 @@ impl Lifecycle for Backend {
         row.try_into()
     }
 
+    #[tracing::instrument(name = "store.continue_as_new", level = "debug", target = "waymark::store", skip_all)]
+    async fn continue_as_new(&self, fence: &Fence, input: &str, now: Millis) -> StoreResult<ContinuedAsNew> {
+        self.continue_run(fence, input, now).await
+    }
+
     #[tracing::instrument(name = "store.set_app_version", level = "debug", target = "waymark::store", skip_all)]
     async fn set_app_version(&self, workflow_id: &str, app_version: &str, now: Millis) -> StoreResult<WorkflowRecord> {
         let row: Option<WorkflowRow> = sqlx::query_as(concat!(
@@ -281,7 +286,7 @@ impl Backend {
 }
 
 /// The finished statuses, as SQL.
-const FINISHED: &str = "('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')";
+const FINISHED: &str = "('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED', 'CONTINUED_AS_NEW')";
 
 /// `c` as a condition on `w`, its values appended to `binds` (placeholders numbered after
 /// what is there already). TRUE when it covers every finished workflow.

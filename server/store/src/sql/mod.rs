@@ -21,6 +21,7 @@ pub(super) mod namespaces;
 pub(super) mod parking;
 pub(super) mod queues;
 pub(super) mod remote_steps;
+pub(super) mod runs;
 pub(super) mod schedules;
 pub(super) mod starts;
 pub(super) mod steps;

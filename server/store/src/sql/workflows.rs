@@ -220,7 +220,7 @@ impl Workflows for Backend {
         sqlx::query_scalar(concat!(
             "SELECT workflow_id FROM workflows WHERE workflow_id",
             in_list!("$1"),
-            " AND status IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')"
+            " AND status IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED', 'CONTINUED_AS_NEW')"
         ))
         .bind(dialect::list(ids))
         .fetch_all(self.reader())

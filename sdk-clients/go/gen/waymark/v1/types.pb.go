@@ -43,6 +43,9 @@ const (
 	WorkflowStatus_WORKFLOW_STATUS_CANCELLED WorkflowStatus = 6
 	// Dead-lettered: it was recovered more times than the server's limit allows.
 	WorkflowStatus_WORKFLOW_STATUS_MAX_RECOVERY_ATTEMPTS_EXCEEDED WorkflowStatus = 7
+	// A run that ended by continuing as new (see CompleteWorkflow.continue_as_new): the row
+	// `<id>/run-<n>` that keeps that run's history. The workflow itself went on under its id.
+	WorkflowStatus_WORKFLOW_STATUS_CONTINUED_AS_NEW WorkflowStatus = 8
 )
 
 // Enum value maps for WorkflowStatus.
@@ -56,6 +59,7 @@ var (
 		5: "WORKFLOW_STATUS_ERROR",
 		6: "WORKFLOW_STATUS_CANCELLED",
 		7: "WORKFLOW_STATUS_MAX_RECOVERY_ATTEMPTS_EXCEEDED",
+		8: "WORKFLOW_STATUS_CONTINUED_AS_NEW",
 	}
 	WorkflowStatus_value = map[string]int32{
 		"WORKFLOW_STATUS_UNSPECIFIED":                    0,
@@ -66,6 +70,7 @@ var (
 		"WORKFLOW_STATUS_ERROR":                          5,
 		"WORKFLOW_STATUS_CANCELLED":                      6,
 		"WORKFLOW_STATUS_MAX_RECOVERY_ATTEMPTS_EXCEEDED": 7,
+		"WORKFLOW_STATUS_CONTINUED_AS_NEW":               8,
 	}
 )
 
@@ -309,9 +314,14 @@ type Workflow struct {
 	ForkedFromWorkflowId string `protobuf:"bytes,23,opt,name=forked_from_workflow_id,json=forkedFromWorkflowId,proto3" json:"forked_from_workflow_id,omitempty"`
 	ForkedFromStep       uint32 `protobuf:"varint,24,opt,name=forked_from_step,json=forkedFromStep,proto3" json:"forked_from_step,omitempty"`
 	// Its tags: given at the start, or inherited from its parent (see StartWorkflowRequest.tags).
-	Tags          map[string]string `protobuf:"bytes,25,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // Fields 26-39 are kept for what the next features add.
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tags map[string]string `protobuf:"bytes,25,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// How many runs it continued as new from (0: its first run). On an ended run
+	// (CONTINUED_AS_NEW), that run's number.
+	Run uint32 `protobuf:"varint,26,opt,name=run,proto3" json:"run,omitempty"`
+	// On an ended run (CONTINUED_AS_NEW): the workflow that went on. Empty otherwise.
+	ContinuedAsWorkflowId string `protobuf:"bytes,27,opt,name=continued_as_workflow_id,json=continuedAsWorkflowId,proto3" json:"continued_as_workflow_id,omitempty"` // Fields 28-39 are kept for what the next features add.
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Workflow) Reset() {
@@ -517,6 +527,20 @@ func (x *Workflow) GetTags() map[string]string {
 		return x.Tags
 	}
 	return nil
+}
+
+func (x *Workflow) GetRun() uint32 {
+	if x != nil {
+		return x.Run
+	}
+	return 0
+}
+
+func (x *Workflow) GetContinuedAsWorkflowId() string {
+	if x != nil {
+		return x.ContinuedAsWorkflowId
+	}
+	return ""
 }
 
 // What a waiting workflow waits for.
@@ -1193,7 +1217,7 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\acontent\"7\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x96\t\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xe1\t\n" +
 	"\bWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12#\n" +
@@ -1227,7 +1251,9 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"waiting_on\x18\x16 \x01(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\x125\n" +
 	"\x17forked_from_workflow_id\x18\x17 \x01(\tR\x14forkedFromWorkflowId\x12(\n" +
 	"\x10forked_from_step\x18\x18 \x01(\rR\x0eforkedFromStep\x122\n" +
-	"\x04tags\x18\x19 \x03(\v2\x1e.waymark.v1.Workflow.TagsEntryR\x04tags\x1a7\n" +
+	"\x04tags\x18\x19 \x03(\v2\x1e.waymark.v1.Workflow.TagsEntryR\x04tags\x12\x10\n" +
+	"\x03run\x18\x1a \x01(\rR\x03run\x127\n" +
+	"\x18continued_as_workflow_id\x18\x1b \x01(\tR\x15continuedAsWorkflowId\x1a7\n" +
 	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x93\x02\n" +
@@ -1287,7 +1313,7 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"EventValue\x12)\n" +
 	"\x05value\x18\x01 \x01(\v2\x13.waymark.v1.PayloadR\x05value\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\rR\x06stepId\x121\n" +
-	"\x06set_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05setAt*\x94\x02\n" +
+	"\x06set_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05setAt*\xba\x02\n" +
 	"\x0eWorkflowStatus\x12\x1f\n" +
 	"\x1bWORKFLOW_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18WORKFLOW_STATUS_ENQUEUED\x10\x01\x12\x1b\n" +
@@ -1296,7 +1322,8 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\x17WORKFLOW_STATUS_SUCCESS\x10\x04\x12\x19\n" +
 	"\x15WORKFLOW_STATUS_ERROR\x10\x05\x12\x1d\n" +
 	"\x19WORKFLOW_STATUS_CANCELLED\x10\x06\x122\n" +
-	".WORKFLOW_STATUS_MAX_RECOVERY_ATTEMPTS_EXCEEDED\x10\aB\xad\x01\n" +
+	".WORKFLOW_STATUS_MAX_RECOVERY_ATTEMPTS_EXCEEDED\x10\a\x12$\n" +
+	" WORKFLOW_STATUS_CONTINUED_AS_NEW\x10\bB\xad\x01\n" +
 	"\x0ecom.waymark.v1B\n" +
 	"TypesProtoP\x01ZFgithub.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +

@@ -72,7 +72,7 @@ func (x RecvResult_Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecvResult_Outcome.Descriptor instead.
 func (RecvResult_Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{22, 0}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{23, 0}
 }
 
 type ListWorkersRequest struct {
@@ -1303,6 +1303,7 @@ type CompleteWorkflow struct {
 	//
 	//	*CompleteWorkflow_Output
 	//	*CompleteWorkflow_Failure
+	//	*CompleteWorkflow_ContinueAsNew
 	Outcome isCompleteWorkflow_Outcome `protobuf_oneof:"outcome"`
 	// Steps to checkpoint first, with the completion (their `workflow_id` and `epoch` are this
 	// message's). A worker may hold back the record of a step until its workflow's next request
@@ -1382,6 +1383,15 @@ func (x *CompleteWorkflow) GetFailure() *Failure {
 	return nil
 }
 
+func (x *CompleteWorkflow) GetContinueAsNew() *ContinueAsNew {
+	if x != nil {
+		if x, ok := x.Outcome.(*CompleteWorkflow_ContinueAsNew); ok {
+			return x.ContinueAsNew
+		}
+	}
+	return nil
+}
+
 func (x *CompleteWorkflow) GetSteps() []*RecordStep {
 	if x != nil {
 		return x.Steps
@@ -1401,9 +1411,66 @@ type CompleteWorkflow_Failure struct {
 	Failure *Failure `protobuf:"bytes,4,opt,name=failure,proto3,oneof"`
 }
 
+type CompleteWorkflow_ContinueAsNew struct {
+	// End this run and go on with a fresh history: the workflow keeps its id (awaiters,
+	// parents, senders and event readers are unaffected) and goes back to its queue with this
+	// input, to be dispatched again with no recorded steps. The run's history is kept as a
+	// finished workflow `<id>/run-<n>` (status CONTINUED_AS_NEW). For workflows that loop
+	// forever, so their history stays short. Answered with `WorkflowCompleted` (status
+	// CONTINUED_AS_NEW).
+	ContinueAsNew *ContinueAsNew `protobuf:"bytes,6,opt,name=continue_as_new,json=continueAsNew,proto3,oneof"`
+}
+
 func (*CompleteWorkflow_Output) isCompleteWorkflow_Outcome() {}
 
 func (*CompleteWorkflow_Failure) isCompleteWorkflow_Outcome() {}
+
+func (*CompleteWorkflow_ContinueAsNew) isCompleteWorkflow_Outcome() {}
+
+type ContinueAsNew struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next run's input.
+	Input         *Payload `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContinueAsNew) Reset() {
+	*x = ContinueAsNew{}
+	mi := &file_waymark_v1_worker_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContinueAsNew) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContinueAsNew) ProtoMessage() {}
+
+func (x *ContinueAsNew) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_worker_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContinueAsNew.ProtoReflect.Descriptor instead.
+func (*ContinueAsNew) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ContinueAsNew) GetInput() *Payload {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
 
 // Run a workflow. Spends one credit.
 type DispatchWorkflow struct {
@@ -1428,7 +1495,7 @@ type DispatchWorkflow struct {
 
 func (x *DispatchWorkflow) Reset() {
 	*x = DispatchWorkflow{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[12]
+	mi := &file_waymark_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1507,7 @@ func (x *DispatchWorkflow) String() string {
 func (*DispatchWorkflow) ProtoMessage() {}
 
 func (x *DispatchWorkflow) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[12]
+	mi := &file_waymark_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1520,7 @@ func (x *DispatchWorkflow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchWorkflow.ProtoReflect.Descriptor instead.
 func (*DispatchWorkflow) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DispatchWorkflow) GetWorkflowId() string {
@@ -1544,7 +1611,7 @@ type Reply struct {
 
 func (x *Reply) Reset() {
 	*x = Reply{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[13]
+	mi := &file_waymark_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1623,7 @@ func (x *Reply) String() string {
 func (*Reply) ProtoMessage() {}
 
 func (x *Reply) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[13]
+	mi := &file_waymark_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1636,7 @@ func (x *Reply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reply.ProtoReflect.Descriptor instead.
 func (*Reply) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Reply) GetRequestId() uint64 {
@@ -1785,7 +1852,7 @@ type ReplyError struct {
 
 func (x *ReplyError) Reset() {
 	*x = ReplyError{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[14]
+	mi := &file_waymark_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +1864,7 @@ func (x *ReplyError) String() string {
 func (*ReplyError) ProtoMessage() {}
 
 func (x *ReplyError) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[14]
+	mi := &file_waymark_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +1877,7 @@ func (x *ReplyError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplyError.ProtoReflect.Descriptor instead.
 func (*ReplyError) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReplyError) GetCode() int32 {
@@ -1842,7 +1909,7 @@ type StepRecorded struct {
 
 func (x *StepRecorded) Reset() {
 	*x = StepRecorded{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[15]
+	mi := &file_waymark_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1854,7 +1921,7 @@ func (x *StepRecorded) String() string {
 func (*StepRecorded) ProtoMessage() {}
 
 func (x *StepRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[15]
+	mi := &file_waymark_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1867,7 +1934,7 @@ func (x *StepRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRecorded.ProtoReflect.Descriptor instead.
 func (*StepRecorded) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 type WorkflowCompleted struct {
@@ -1883,7 +1950,7 @@ type WorkflowCompleted struct {
 
 func (x *WorkflowCompleted) Reset() {
 	*x = WorkflowCompleted{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[16]
+	mi := &file_waymark_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +1962,7 @@ func (x *WorkflowCompleted) String() string {
 func (*WorkflowCompleted) ProtoMessage() {}
 
 func (x *WorkflowCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[16]
+	mi := &file_waymark_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +1975,7 @@ func (x *WorkflowCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowCompleted.ProtoReflect.Descriptor instead.
 func (*WorkflowCompleted) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WorkflowCompleted) GetStatus() WorkflowStatus {
@@ -1950,7 +2017,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[17]
+	mi := &file_waymark_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2029,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[17]
+	mi := &file_waymark_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2042,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Cancel) GetWorkflowId() string {
@@ -1994,7 +2061,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[18]
+	mi := &file_waymark_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2073,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[18]
+	mi := &file_waymark_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2086,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 // Send a message from a workflow, recorded as its step `step_id` in the same transaction, so a
@@ -2039,7 +2106,7 @@ type SendMessageStep struct {
 
 func (x *SendMessageStep) Reset() {
 	*x = SendMessageStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[19]
+	mi := &file_waymark_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2118,7 @@ func (x *SendMessageStep) String() string {
 func (*SendMessageStep) ProtoMessage() {}
 
 func (x *SendMessageStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[19]
+	mi := &file_waymark_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2131,7 @@ func (x *SendMessageStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageStep.ProtoReflect.Descriptor instead.
 func (*SendMessageStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SendMessageStep) GetWorkflowId() string {
@@ -2118,7 +2185,7 @@ type MessageSent struct {
 
 func (x *MessageSent) Reset() {
 	*x = MessageSent{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[20]
+	mi := &file_waymark_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2197,7 @@ func (x *MessageSent) String() string {
 func (*MessageSent) ProtoMessage() {}
 
 func (x *MessageSent) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[20]
+	mi := &file_waymark_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2210,7 @@ func (x *MessageSent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageSent.ProtoReflect.Descriptor instead.
 func (*MessageSent) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MessageSent) GetMessageId() string {
@@ -2177,7 +2244,7 @@ type Recv struct {
 
 func (x *Recv) Reset() {
 	*x = Recv{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[21]
+	mi := &file_waymark_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2189,7 +2256,7 @@ func (x *Recv) String() string {
 func (*Recv) ProtoMessage() {}
 
 func (x *Recv) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[21]
+	mi := &file_waymark_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2202,7 +2269,7 @@ func (x *Recv) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recv.ProtoReflect.Descriptor instead.
 func (*Recv) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Recv) GetWorkflowId() string {
@@ -2253,7 +2320,7 @@ type RecvResult struct {
 
 func (x *RecvResult) Reset() {
 	*x = RecvResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[22]
+	mi := &file_waymark_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2265,7 +2332,7 @@ func (x *RecvResult) String() string {
 func (*RecvResult) ProtoMessage() {}
 
 func (x *RecvResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[22]
+	mi := &file_waymark_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2278,7 +2345,7 @@ func (x *RecvResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecvResult.ProtoReflect.Descriptor instead.
 func (*RecvResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RecvResult) GetOutcome() RecvResult_Outcome {
@@ -2317,7 +2384,7 @@ type Wakeup struct {
 
 func (x *Wakeup) Reset() {
 	*x = Wakeup{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[23]
+	mi := &file_waymark_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2396,7 @@ func (x *Wakeup) String() string {
 func (*Wakeup) ProtoMessage() {}
 
 func (x *Wakeup) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[23]
+	mi := &file_waymark_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2409,7 @@ func (x *Wakeup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Wakeup.ProtoReflect.Descriptor instead.
 func (*Wakeup) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{23}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Wakeup) GetWorkflowId() string {
@@ -2381,7 +2448,7 @@ type SetEvent struct {
 
 func (x *SetEvent) Reset() {
 	*x = SetEvent{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[24]
+	mi := &file_waymark_v1_worker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2460,7 @@ func (x *SetEvent) String() string {
 func (*SetEvent) ProtoMessage() {}
 
 func (x *SetEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[24]
+	mi := &file_waymark_v1_worker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2473,7 @@ func (x *SetEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEvent.ProtoReflect.Descriptor instead.
 func (*SetEvent) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{24}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SetEvent) GetWorkflowId() string {
@@ -2462,7 +2529,7 @@ type GetEventStep struct {
 
 func (x *GetEventStep) Reset() {
 	*x = GetEventStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[25]
+	mi := &file_waymark_v1_worker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2541,7 @@ func (x *GetEventStep) String() string {
 func (*GetEventStep) ProtoMessage() {}
 
 func (x *GetEventStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[25]
+	mi := &file_waymark_v1_worker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2554,7 @@ func (x *GetEventStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventStep.ProtoReflect.Descriptor instead.
 func (*GetEventStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{25}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetEventStep) GetWorkflowId() string {
@@ -2544,7 +2611,7 @@ type EventResult struct {
 
 func (x *EventResult) Reset() {
 	*x = EventResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[26]
+	mi := &file_waymark_v1_worker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2556,7 +2623,7 @@ func (x *EventResult) String() string {
 func (*EventResult) ProtoMessage() {}
 
 func (x *EventResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[26]
+	mi := &file_waymark_v1_worker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2569,7 +2636,7 @@ func (x *EventResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventResult.ProtoReflect.Descriptor instead.
 func (*EventResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{26}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *EventResult) GetOutcome() RecvResult_Outcome {
@@ -2609,7 +2676,7 @@ type WriteStream struct {
 
 func (x *WriteStream) Reset() {
 	*x = WriteStream{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[27]
+	mi := &file_waymark_v1_worker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +2688,7 @@ func (x *WriteStream) String() string {
 func (*WriteStream) ProtoMessage() {}
 
 func (x *WriteStream) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[27]
+	mi := &file_waymark_v1_worker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +2701,7 @@ func (x *WriteStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStream.ProtoReflect.Descriptor instead.
 func (*WriteStream) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{27}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WriteStream) GetWorkflowId() string {
@@ -2689,7 +2756,7 @@ type StreamWritten struct {
 
 func (x *StreamWritten) Reset() {
 	*x = StreamWritten{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[28]
+	mi := &file_waymark_v1_worker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2701,7 +2768,7 @@ func (x *StreamWritten) String() string {
 func (*StreamWritten) ProtoMessage() {}
 
 func (x *StreamWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[28]
+	mi := &file_waymark_v1_worker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2714,7 +2781,7 @@ func (x *StreamWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamWritten.ProtoReflect.Descriptor instead.
 func (*StreamWritten) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{28}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StreamWritten) GetOffset() uint64 {
@@ -2750,7 +2817,7 @@ type StartChild struct {
 
 func (x *StartChild) Reset() {
 	*x = StartChild{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[29]
+	mi := &file_waymark_v1_worker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +2829,7 @@ func (x *StartChild) String() string {
 func (*StartChild) ProtoMessage() {}
 
 func (x *StartChild) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[29]
+	mi := &file_waymark_v1_worker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +2842,7 @@ func (x *StartChild) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartChild.ProtoReflect.Descriptor instead.
 func (*StartChild) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{29}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StartChild) GetWorkflowId() string {
@@ -2850,7 +2917,7 @@ type ChildStarted struct {
 
 func (x *ChildStarted) Reset() {
 	*x = ChildStarted{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[30]
+	mi := &file_waymark_v1_worker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2862,7 +2929,7 @@ func (x *ChildStarted) String() string {
 func (*ChildStarted) ProtoMessage() {}
 
 func (x *ChildStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[30]
+	mi := &file_waymark_v1_worker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2875,7 +2942,7 @@ func (x *ChildStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildStarted.ProtoReflect.Descriptor instead.
 func (*ChildStarted) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{30}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ChildStarted) GetChildWorkflowId() string {
@@ -2900,7 +2967,7 @@ type AwaitChild struct {
 
 func (x *AwaitChild) Reset() {
 	*x = AwaitChild{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[31]
+	mi := &file_waymark_v1_worker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +2979,7 @@ func (x *AwaitChild) String() string {
 func (*AwaitChild) ProtoMessage() {}
 
 func (x *AwaitChild) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[31]
+	mi := &file_waymark_v1_worker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +2992,7 @@ func (x *AwaitChild) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwaitChild.ProtoReflect.Descriptor instead.
 func (*AwaitChild) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{31}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AwaitChild) GetWorkflowId() string {
@@ -2968,7 +3035,7 @@ type ChildResult struct {
 
 func (x *ChildResult) Reset() {
 	*x = ChildResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[32]
+	mi := &file_waymark_v1_worker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2980,7 +3047,7 @@ func (x *ChildResult) String() string {
 func (*ChildResult) ProtoMessage() {}
 
 func (x *ChildResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[32]
+	mi := &file_waymark_v1_worker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2993,7 +3060,7 @@ func (x *ChildResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildResult.ProtoReflect.Descriptor instead.
 func (*ChildResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{32}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ChildResult) GetOutcome() RecvResult_Outcome {
@@ -3051,7 +3118,7 @@ type Park struct {
 
 func (x *Park) Reset() {
 	*x = Park{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[33]
+	mi := &file_waymark_v1_worker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3130,7 @@ func (x *Park) String() string {
 func (*Park) ProtoMessage() {}
 
 func (x *Park) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[33]
+	mi := &file_waymark_v1_worker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3143,7 @@ func (x *Park) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Park.ProtoReflect.Descriptor instead.
 func (*Park) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{33}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Park) GetWorkflowId() string {
@@ -3208,7 +3275,7 @@ type EventKey struct {
 
 func (x *EventKey) Reset() {
 	*x = EventKey{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[34]
+	mi := &file_waymark_v1_worker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3287,7 @@ func (x *EventKey) String() string {
 func (*EventKey) ProtoMessage() {}
 
 func (x *EventKey) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[34]
+	mi := &file_waymark_v1_worker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3300,7 @@ func (x *EventKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventKey.ProtoReflect.Descriptor instead.
 func (*EventKey) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{34}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *EventKey) GetWorkflowId() string {
@@ -3259,7 +3326,7 @@ type Parked struct {
 
 func (x *Parked) Reset() {
 	*x = Parked{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[35]
+	mi := &file_waymark_v1_worker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3338,7 @@ func (x *Parked) String() string {
 func (*Parked) ProtoMessage() {}
 
 func (x *Parked) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[35]
+	mi := &file_waymark_v1_worker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3351,7 @@ func (x *Parked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Parked.ProtoReflect.Descriptor instead.
 func (*Parked) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{35}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Parked) GetParked() bool {
@@ -3320,7 +3387,7 @@ type CallStep struct {
 
 func (x *CallStep) Reset() {
 	*x = CallStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[36]
+	mi := &file_waymark_v1_worker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3332,7 +3399,7 @@ func (x *CallStep) String() string {
 func (*CallStep) ProtoMessage() {}
 
 func (x *CallStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[36]
+	mi := &file_waymark_v1_worker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3345,7 +3412,7 @@ func (x *CallStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallStep.ProtoReflect.Descriptor instead.
 func (*CallStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{36}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CallStep) GetWorkflowId() string {
@@ -3421,7 +3488,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[37]
+	mi := &file_waymark_v1_worker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3433,7 +3500,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[37]
+	mi := &file_waymark_v1_worker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3446,7 +3513,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{37}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() uint32 {
@@ -3491,7 +3558,7 @@ type CallResult struct {
 
 func (x *CallResult) Reset() {
 	*x = CallResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[38]
+	mi := &file_waymark_v1_worker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3503,7 +3570,7 @@ func (x *CallResult) String() string {
 func (*CallResult) ProtoMessage() {}
 
 func (x *CallResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[38]
+	mi := &file_waymark_v1_worker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3516,7 +3583,7 @@ func (x *CallResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResult.ProtoReflect.Descriptor instead.
 func (*CallResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{38}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CallResult) GetOutcome() RecvResult_Outcome {
@@ -3568,7 +3635,7 @@ type DispatchStep struct {
 
 func (x *DispatchStep) Reset() {
 	*x = DispatchStep{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[39]
+	mi := &file_waymark_v1_worker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3580,7 +3647,7 @@ func (x *DispatchStep) String() string {
 func (*DispatchStep) ProtoMessage() {}
 
 func (x *DispatchStep) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[39]
+	mi := &file_waymark_v1_worker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3593,7 +3660,7 @@ func (x *DispatchStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchStep.ProtoReflect.Descriptor instead.
 func (*DispatchStep) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{39}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DispatchStep) GetWorkflowId() string {
@@ -3664,7 +3731,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[40]
+	mi := &file_waymark_v1_worker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3676,7 +3743,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[40]
+	mi := &file_waymark_v1_worker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3689,7 +3756,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{40}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StepResult) GetWorkflowId() string {
@@ -3774,7 +3841,7 @@ type Select struct {
 
 func (x *Select) Reset() {
 	*x = Select{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[41]
+	mi := &file_waymark_v1_worker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3786,7 +3853,7 @@ func (x *Select) String() string {
 func (*Select) ProtoMessage() {}
 
 func (x *Select) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[41]
+	mi := &file_waymark_v1_worker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3799,7 +3866,7 @@ func (x *Select) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Select.ProtoReflect.Descriptor instead.
 func (*Select) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{41}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Select) GetWorkflowId() string {
@@ -3850,7 +3917,7 @@ type WaitTarget struct {
 
 func (x *WaitTarget) Reset() {
 	*x = WaitTarget{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[42]
+	mi := &file_waymark_v1_worker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3862,7 +3929,7 @@ func (x *WaitTarget) String() string {
 func (*WaitTarget) ProtoMessage() {}
 
 func (x *WaitTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[42]
+	mi := &file_waymark_v1_worker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3875,7 +3942,7 @@ func (x *WaitTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitTarget.ProtoReflect.Descriptor instead.
 func (*WaitTarget) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{42}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *WaitTarget) GetTarget() isWaitTarget_Target {
@@ -3931,7 +3998,7 @@ type Selected struct {
 
 func (x *Selected) Reset() {
 	*x = Selected{}
-	mi := &file_waymark_v1_worker_proto_msgTypes[43]
+	mi := &file_waymark_v1_worker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3943,7 +4010,7 @@ func (x *Selected) String() string {
 func (*Selected) ProtoMessage() {}
 
 func (x *Selected) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_worker_proto_msgTypes[43]
+	mi := &file_waymark_v1_worker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3956,7 +4023,7 @@ func (x *Selected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Selected.ProtoReflect.Descriptor instead.
 func (*Selected) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{43}
+	return file_waymark_v1_worker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Selected) GetOutcome() RecvResult_Outcome {
@@ -4073,15 +4140,18 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\x06output\x18\x05 \x01(\v2\x13.waymark.v1.PayloadH\x00R\x06output\x12/\n" +
 	"\afailure\x18\x06 \x01(\v2\x13.waymark.v1.FailureH\x00R\afailure\x12\x1a\n" +
 	"\battempts\x18\a \x01(\rR\battemptsB\t\n" +
-	"\aoutcome\"\xe2\x01\n" +
+	"\aoutcome\"\xa7\x02\n" +
 	"\x10CompleteWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12-\n" +
 	"\x06output\x18\x03 \x01(\v2\x13.waymark.v1.PayloadH\x00R\x06output\x12/\n" +
-	"\afailure\x18\x04 \x01(\v2\x13.waymark.v1.FailureH\x00R\afailure\x12,\n" +
+	"\afailure\x18\x04 \x01(\v2\x13.waymark.v1.FailureH\x00R\afailure\x12C\n" +
+	"\x0fcontinue_as_new\x18\x06 \x01(\v2\x19.waymark.v1.ContinueAsNewH\x00R\rcontinueAsNew\x12,\n" +
 	"\x05steps\x18\x05 \x03(\v2\x16.waymark.v1.RecordStepR\x05stepsB\t\n" +
-	"\aoutcome\"\x89\x03\n" +
+	"\aoutcome\":\n" +
+	"\rContinueAsNew\x12)\n" +
+	"\x05input\x18\x01 \x01(\v2\x13.waymark.v1.PayloadR\x05input\"\x89\x03\n" +
 	"\x10DispatchWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12#\n" +
@@ -4317,7 +4387,7 @@ func file_waymark_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_waymark_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_waymark_v1_worker_proto_goTypes = []any{
 	(RecvResult_Outcome)(0),       // 0: waymark.v1.RecvResult.Outcome
 	(*ListWorkersRequest)(nil),    // 1: waymark.v1.ListWorkersRequest
@@ -4332,141 +4402,144 @@ var file_waymark_v1_worker_proto_goTypes = []any{
 	(*Heartbeat)(nil),             // 10: waymark.v1.Heartbeat
 	(*RecordStep)(nil),            // 11: waymark.v1.RecordStep
 	(*CompleteWorkflow)(nil),      // 12: waymark.v1.CompleteWorkflow
-	(*DispatchWorkflow)(nil),      // 13: waymark.v1.DispatchWorkflow
-	(*Reply)(nil),                 // 14: waymark.v1.Reply
-	(*ReplyError)(nil),            // 15: waymark.v1.ReplyError
-	(*StepRecorded)(nil),          // 16: waymark.v1.StepRecorded
-	(*WorkflowCompleted)(nil),     // 17: waymark.v1.WorkflowCompleted
-	(*Cancel)(nil),                // 18: waymark.v1.Cancel
-	(*Drain)(nil),                 // 19: waymark.v1.Drain
-	(*SendMessageStep)(nil),       // 20: waymark.v1.SendMessageStep
-	(*MessageSent)(nil),           // 21: waymark.v1.MessageSent
-	(*Recv)(nil),                  // 22: waymark.v1.Recv
-	(*RecvResult)(nil),            // 23: waymark.v1.RecvResult
-	(*Wakeup)(nil),                // 24: waymark.v1.Wakeup
-	(*SetEvent)(nil),              // 25: waymark.v1.SetEvent
-	(*GetEventStep)(nil),          // 26: waymark.v1.GetEventStep
-	(*EventResult)(nil),           // 27: waymark.v1.EventResult
-	(*WriteStream)(nil),           // 28: waymark.v1.WriteStream
-	(*StreamWritten)(nil),         // 29: waymark.v1.StreamWritten
-	(*StartChild)(nil),            // 30: waymark.v1.StartChild
-	(*ChildStarted)(nil),          // 31: waymark.v1.ChildStarted
-	(*AwaitChild)(nil),            // 32: waymark.v1.AwaitChild
-	(*ChildResult)(nil),           // 33: waymark.v1.ChildResult
-	(*Park)(nil),                  // 34: waymark.v1.Park
-	(*EventKey)(nil),              // 35: waymark.v1.EventKey
-	(*Parked)(nil),                // 36: waymark.v1.Parked
-	(*CallStep)(nil),              // 37: waymark.v1.CallStep
-	(*RetryPolicy)(nil),           // 38: waymark.v1.RetryPolicy
-	(*CallResult)(nil),            // 39: waymark.v1.CallResult
-	(*DispatchStep)(nil),          // 40: waymark.v1.DispatchStep
-	(*StepResult)(nil),            // 41: waymark.v1.StepResult
-	(*Select)(nil),                // 42: waymark.v1.Select
-	(*WaitTarget)(nil),            // 43: waymark.v1.WaitTarget
-	(*Selected)(nil),              // 44: waymark.v1.Selected
-	nil,                           // 45: waymark.v1.StartChild.TagsEntry
-	(*timestamppb.Timestamp)(nil), // 46: google.protobuf.Timestamp
-	(*Payload)(nil),               // 47: waymark.v1.Payload
-	(*Failure)(nil),               // 48: waymark.v1.Failure
-	(*Step)(nil),                  // 49: waymark.v1.Step
-	(*TraceContext)(nil),          // 50: waymark.v1.TraceContext
-	(WorkflowStatus)(0),           // 51: waymark.v1.WorkflowStatus
-	(*durationpb.Duration)(nil),   // 52: google.protobuf.Duration
+	(*ContinueAsNew)(nil),         // 13: waymark.v1.ContinueAsNew
+	(*DispatchWorkflow)(nil),      // 14: waymark.v1.DispatchWorkflow
+	(*Reply)(nil),                 // 15: waymark.v1.Reply
+	(*ReplyError)(nil),            // 16: waymark.v1.ReplyError
+	(*StepRecorded)(nil),          // 17: waymark.v1.StepRecorded
+	(*WorkflowCompleted)(nil),     // 18: waymark.v1.WorkflowCompleted
+	(*Cancel)(nil),                // 19: waymark.v1.Cancel
+	(*Drain)(nil),                 // 20: waymark.v1.Drain
+	(*SendMessageStep)(nil),       // 21: waymark.v1.SendMessageStep
+	(*MessageSent)(nil),           // 22: waymark.v1.MessageSent
+	(*Recv)(nil),                  // 23: waymark.v1.Recv
+	(*RecvResult)(nil),            // 24: waymark.v1.RecvResult
+	(*Wakeup)(nil),                // 25: waymark.v1.Wakeup
+	(*SetEvent)(nil),              // 26: waymark.v1.SetEvent
+	(*GetEventStep)(nil),          // 27: waymark.v1.GetEventStep
+	(*EventResult)(nil),           // 28: waymark.v1.EventResult
+	(*WriteStream)(nil),           // 29: waymark.v1.WriteStream
+	(*StreamWritten)(nil),         // 30: waymark.v1.StreamWritten
+	(*StartChild)(nil),            // 31: waymark.v1.StartChild
+	(*ChildStarted)(nil),          // 32: waymark.v1.ChildStarted
+	(*AwaitChild)(nil),            // 33: waymark.v1.AwaitChild
+	(*ChildResult)(nil),           // 34: waymark.v1.ChildResult
+	(*Park)(nil),                  // 35: waymark.v1.Park
+	(*EventKey)(nil),              // 36: waymark.v1.EventKey
+	(*Parked)(nil),                // 37: waymark.v1.Parked
+	(*CallStep)(nil),              // 38: waymark.v1.CallStep
+	(*RetryPolicy)(nil),           // 39: waymark.v1.RetryPolicy
+	(*CallResult)(nil),            // 40: waymark.v1.CallResult
+	(*DispatchStep)(nil),          // 41: waymark.v1.DispatchStep
+	(*StepResult)(nil),            // 42: waymark.v1.StepResult
+	(*Select)(nil),                // 43: waymark.v1.Select
+	(*WaitTarget)(nil),            // 44: waymark.v1.WaitTarget
+	(*Selected)(nil),              // 45: waymark.v1.Selected
+	nil,                           // 46: waymark.v1.StartChild.TagsEntry
+	(*timestamppb.Timestamp)(nil), // 47: google.protobuf.Timestamp
+	(*Payload)(nil),               // 48: waymark.v1.Payload
+	(*Failure)(nil),               // 49: waymark.v1.Failure
+	(*Step)(nil),                  // 50: waymark.v1.Step
+	(*TraceContext)(nil),          // 51: waymark.v1.TraceContext
+	(WorkflowStatus)(0),           // 52: waymark.v1.WorkflowStatus
+	(*durationpb.Duration)(nil),   // 53: google.protobuf.Duration
 }
 var file_waymark_v1_worker_proto_depIdxs = []int32{
 	3,  // 0: waymark.v1.ListWorkersResponse.workers:type_name -> waymark.v1.WorkerInfo
-	46, // 1: waymark.v1.WorkerInfo.connected_at:type_name -> google.protobuf.Timestamp
-	46, // 2: waymark.v1.WorkerInfo.last_heartbeat:type_name -> google.protobuf.Timestamp
+	47, // 1: waymark.v1.WorkerInfo.connected_at:type_name -> google.protobuf.Timestamp
+	47, // 2: waymark.v1.WorkerInfo.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,  // 3: waymark.v1.WorkerMessage.hello:type_name -> waymark.v1.Hello
 	9,  // 4: waymark.v1.WorkerMessage.credit:type_name -> waymark.v1.Credit
 	10, // 5: waymark.v1.WorkerMessage.heartbeat:type_name -> waymark.v1.Heartbeat
 	11, // 6: waymark.v1.WorkerMessage.record_step:type_name -> waymark.v1.RecordStep
 	12, // 7: waymark.v1.WorkerMessage.complete_workflow:type_name -> waymark.v1.CompleteWorkflow
-	20, // 8: waymark.v1.WorkerMessage.send_message:type_name -> waymark.v1.SendMessageStep
-	22, // 9: waymark.v1.WorkerMessage.recv:type_name -> waymark.v1.Recv
-	25, // 10: waymark.v1.WorkerMessage.set_event:type_name -> waymark.v1.SetEvent
-	26, // 11: waymark.v1.WorkerMessage.get_event:type_name -> waymark.v1.GetEventStep
-	28, // 12: waymark.v1.WorkerMessage.write_stream:type_name -> waymark.v1.WriteStream
-	30, // 13: waymark.v1.WorkerMessage.start_child:type_name -> waymark.v1.StartChild
-	32, // 14: waymark.v1.WorkerMessage.await_child:type_name -> waymark.v1.AwaitChild
-	34, // 15: waymark.v1.WorkerMessage.park:type_name -> waymark.v1.Park
-	37, // 16: waymark.v1.WorkerMessage.call_step:type_name -> waymark.v1.CallStep
-	41, // 17: waymark.v1.WorkerMessage.step_result:type_name -> waymark.v1.StepResult
-	42, // 18: waymark.v1.WorkerMessage.select:type_name -> waymark.v1.Select
+	21, // 8: waymark.v1.WorkerMessage.send_message:type_name -> waymark.v1.SendMessageStep
+	23, // 9: waymark.v1.WorkerMessage.recv:type_name -> waymark.v1.Recv
+	26, // 10: waymark.v1.WorkerMessage.set_event:type_name -> waymark.v1.SetEvent
+	27, // 11: waymark.v1.WorkerMessage.get_event:type_name -> waymark.v1.GetEventStep
+	29, // 12: waymark.v1.WorkerMessage.write_stream:type_name -> waymark.v1.WriteStream
+	31, // 13: waymark.v1.WorkerMessage.start_child:type_name -> waymark.v1.StartChild
+	33, // 14: waymark.v1.WorkerMessage.await_child:type_name -> waymark.v1.AwaitChild
+	35, // 15: waymark.v1.WorkerMessage.park:type_name -> waymark.v1.Park
+	38, // 16: waymark.v1.WorkerMessage.call_step:type_name -> waymark.v1.CallStep
+	42, // 17: waymark.v1.WorkerMessage.step_result:type_name -> waymark.v1.StepResult
+	43, // 18: waymark.v1.WorkerMessage.select:type_name -> waymark.v1.Select
 	5,  // 19: waymark.v1.WorkerMessage.batch:type_name -> waymark.v1.Batch
 	4,  // 20: waymark.v1.Batch.messages:type_name -> waymark.v1.WorkerMessage
 	8,  // 21: waymark.v1.ServerMessage.welcome:type_name -> waymark.v1.Welcome
-	13, // 22: waymark.v1.ServerMessage.dispatch_workflow:type_name -> waymark.v1.DispatchWorkflow
-	14, // 23: waymark.v1.ServerMessage.reply:type_name -> waymark.v1.Reply
-	18, // 24: waymark.v1.ServerMessage.cancel:type_name -> waymark.v1.Cancel
-	19, // 25: waymark.v1.ServerMessage.drain:type_name -> waymark.v1.Drain
-	24, // 26: waymark.v1.ServerMessage.wakeup:type_name -> waymark.v1.Wakeup
-	40, // 27: waymark.v1.ServerMessage.dispatch_step:type_name -> waymark.v1.DispatchStep
-	47, // 28: waymark.v1.RecordStep.output:type_name -> waymark.v1.Payload
-	48, // 29: waymark.v1.RecordStep.failure:type_name -> waymark.v1.Failure
-	47, // 30: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
-	48, // 31: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
-	11, // 32: waymark.v1.CompleteWorkflow.steps:type_name -> waymark.v1.RecordStep
-	47, // 33: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
-	49, // 34: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
-	46, // 35: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
-	50, // 36: waymark.v1.DispatchWorkflow.trace_context:type_name -> waymark.v1.TraceContext
-	15, // 37: waymark.v1.Reply.error:type_name -> waymark.v1.ReplyError
-	16, // 38: waymark.v1.Reply.step_recorded:type_name -> waymark.v1.StepRecorded
-	17, // 39: waymark.v1.Reply.workflow_completed:type_name -> waymark.v1.WorkflowCompleted
-	21, // 40: waymark.v1.Reply.message_sent:type_name -> waymark.v1.MessageSent
-	23, // 41: waymark.v1.Reply.recv_result:type_name -> waymark.v1.RecvResult
-	27, // 42: waymark.v1.Reply.event_result:type_name -> waymark.v1.EventResult
-	29, // 43: waymark.v1.Reply.stream_written:type_name -> waymark.v1.StreamWritten
-	31, // 44: waymark.v1.Reply.child_started:type_name -> waymark.v1.ChildStarted
-	33, // 45: waymark.v1.Reply.child_result:type_name -> waymark.v1.ChildResult
-	36, // 46: waymark.v1.Reply.parked:type_name -> waymark.v1.Parked
-	39, // 47: waymark.v1.Reply.call_result:type_name -> waymark.v1.CallResult
-	44, // 48: waymark.v1.Reply.selected:type_name -> waymark.v1.Selected
-	51, // 49: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
-	47, // 50: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
-	48, // 51: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
-	47, // 52: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
-	0,  // 53: waymark.v1.RecvResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	47, // 54: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
-	23, // 55: waymark.v1.Wakeup.recv:type_name -> waymark.v1.RecvResult
-	47, // 56: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
-	0,  // 57: waymark.v1.EventResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	47, // 58: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
-	47, // 59: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
-	47, // 60: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
-	50, // 61: waymark.v1.StartChild.trace_context:type_name -> waymark.v1.TraceContext
-	45, // 62: waymark.v1.StartChild.tags:type_name -> waymark.v1.StartChild.TagsEntry
-	0,  // 63: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	51, // 64: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
-	47, // 65: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
-	48, // 66: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
-	35, // 67: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
-	47, // 68: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
-	38, // 69: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
-	52, // 70: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
-	50, // 71: waymark.v1.CallStep.trace_context:type_name -> waymark.v1.TraceContext
-	52, // 72: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	52, // 73: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	0,  // 74: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	47, // 75: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
-	48, // 76: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
-	47, // 77: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
-	46, // 78: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
-	50, // 79: waymark.v1.DispatchStep.trace_context:type_name -> waymark.v1.TraceContext
-	47, // 80: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
-	48, // 81: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
-	43, // 82: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
-	0,  // 83: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	4,  // 84: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
-	1,  // 85: waymark.v1.WorkerService.ListWorkers:input_type -> waymark.v1.ListWorkersRequest
-	6,  // 86: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
-	2,  // 87: waymark.v1.WorkerService.ListWorkers:output_type -> waymark.v1.ListWorkersResponse
-	86, // [86:88] is the sub-list for method output_type
-	84, // [84:86] is the sub-list for method input_type
-	84, // [84:84] is the sub-list for extension type_name
-	84, // [84:84] is the sub-list for extension extendee
-	0,  // [0:84] is the sub-list for field type_name
+	14, // 22: waymark.v1.ServerMessage.dispatch_workflow:type_name -> waymark.v1.DispatchWorkflow
+	15, // 23: waymark.v1.ServerMessage.reply:type_name -> waymark.v1.Reply
+	19, // 24: waymark.v1.ServerMessage.cancel:type_name -> waymark.v1.Cancel
+	20, // 25: waymark.v1.ServerMessage.drain:type_name -> waymark.v1.Drain
+	25, // 26: waymark.v1.ServerMessage.wakeup:type_name -> waymark.v1.Wakeup
+	41, // 27: waymark.v1.ServerMessage.dispatch_step:type_name -> waymark.v1.DispatchStep
+	48, // 28: waymark.v1.RecordStep.output:type_name -> waymark.v1.Payload
+	49, // 29: waymark.v1.RecordStep.failure:type_name -> waymark.v1.Failure
+	48, // 30: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
+	49, // 31: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
+	13, // 32: waymark.v1.CompleteWorkflow.continue_as_new:type_name -> waymark.v1.ContinueAsNew
+	11, // 33: waymark.v1.CompleteWorkflow.steps:type_name -> waymark.v1.RecordStep
+	48, // 34: waymark.v1.ContinueAsNew.input:type_name -> waymark.v1.Payload
+	48, // 35: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
+	50, // 36: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
+	47, // 37: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
+	51, // 38: waymark.v1.DispatchWorkflow.trace_context:type_name -> waymark.v1.TraceContext
+	16, // 39: waymark.v1.Reply.error:type_name -> waymark.v1.ReplyError
+	17, // 40: waymark.v1.Reply.step_recorded:type_name -> waymark.v1.StepRecorded
+	18, // 41: waymark.v1.Reply.workflow_completed:type_name -> waymark.v1.WorkflowCompleted
+	22, // 42: waymark.v1.Reply.message_sent:type_name -> waymark.v1.MessageSent
+	24, // 43: waymark.v1.Reply.recv_result:type_name -> waymark.v1.RecvResult
+	28, // 44: waymark.v1.Reply.event_result:type_name -> waymark.v1.EventResult
+	30, // 45: waymark.v1.Reply.stream_written:type_name -> waymark.v1.StreamWritten
+	32, // 46: waymark.v1.Reply.child_started:type_name -> waymark.v1.ChildStarted
+	34, // 47: waymark.v1.Reply.child_result:type_name -> waymark.v1.ChildResult
+	37, // 48: waymark.v1.Reply.parked:type_name -> waymark.v1.Parked
+	40, // 49: waymark.v1.Reply.call_result:type_name -> waymark.v1.CallResult
+	45, // 50: waymark.v1.Reply.selected:type_name -> waymark.v1.Selected
+	52, // 51: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
+	48, // 52: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
+	49, // 53: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
+	48, // 54: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
+	0,  // 55: waymark.v1.RecvResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	48, // 56: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
+	24, // 57: waymark.v1.Wakeup.recv:type_name -> waymark.v1.RecvResult
+	48, // 58: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
+	0,  // 59: waymark.v1.EventResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	48, // 60: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
+	48, // 61: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
+	48, // 62: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
+	51, // 63: waymark.v1.StartChild.trace_context:type_name -> waymark.v1.TraceContext
+	46, // 64: waymark.v1.StartChild.tags:type_name -> waymark.v1.StartChild.TagsEntry
+	0,  // 65: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	52, // 66: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
+	48, // 67: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
+	49, // 68: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
+	36, // 69: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
+	48, // 70: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
+	39, // 71: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
+	53, // 72: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
+	51, // 73: waymark.v1.CallStep.trace_context:type_name -> waymark.v1.TraceContext
+	53, // 74: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	53, // 75: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	0,  // 76: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	48, // 77: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
+	49, // 78: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
+	48, // 79: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
+	47, // 80: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
+	51, // 81: waymark.v1.DispatchStep.trace_context:type_name -> waymark.v1.TraceContext
+	48, // 82: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
+	49, // 83: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
+	44, // 84: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
+	0,  // 85: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	4,  // 86: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
+	1,  // 87: waymark.v1.WorkerService.ListWorkers:input_type -> waymark.v1.ListWorkersRequest
+	6,  // 88: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
+	2,  // 89: waymark.v1.WorkerService.ListWorkers:output_type -> waymark.v1.ListWorkersResponse
+	88, // [88:90] is the sub-list for method output_type
+	86, // [86:88] is the sub-list for method input_type
+	86, // [86:86] is the sub-list for extension type_name
+	86, // [86:86] is the sub-list for extension extendee
+	0,  // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_worker_proto_init() }
@@ -4510,8 +4583,9 @@ func file_waymark_v1_worker_proto_init() {
 	file_waymark_v1_worker_proto_msgTypes[11].OneofWrappers = []any{
 		(*CompleteWorkflow_Output)(nil),
 		(*CompleteWorkflow_Failure)(nil),
+		(*CompleteWorkflow_ContinueAsNew)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[13].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[14].OneofWrappers = []any{
 		(*Reply_Error)(nil),
 		(*Reply_StepRecorded)(nil),
 		(*Reply_WorkflowCompleted)(nil),
@@ -4525,18 +4599,18 @@ func file_waymark_v1_worker_proto_init() {
 		(*Reply_CallResult)(nil),
 		(*Reply_Selected)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[33].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[34].OneofWrappers = []any{
 		(*Park_Timer)(nil),
 		(*Park_Topic)(nil),
 		(*Park_Event)(nil),
 		(*Park_Step)(nil),
 		(*Park_AwaitedWorkflowId)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[40].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[41].OneofWrappers = []any{
 		(*StepResult_Output)(nil),
 		(*StepResult_Failure)(nil),
 	}
-	file_waymark_v1_worker_proto_msgTypes[42].OneofWrappers = []any{
+	file_waymark_v1_worker_proto_msgTypes[43].OneofWrappers = []any{
 		(*WaitTarget_WorkflowId)(nil),
 		(*WaitTarget_StepId)(nil),
 	}
@@ -4546,7 +4620,7 @@ func file_waymark_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_worker_proto_rawDesc), len(file_waymark_v1_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

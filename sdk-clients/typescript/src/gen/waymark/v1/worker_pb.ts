@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/worker.proto.
  */
 export const file_waymark_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Chd3YXltYXJrL3YxL3dvcmtlci5wcm90bxIKd2F5bWFyay52MSIoChJMaXN0V29ya2Vyc1JlcXVlc3QSEgoKcXVldWVfbmFtZRgBIAEoCSI+ChNMaXN0V29ya2Vyc1Jlc3BvbnNlEicKB3dvcmtlcnMYASADKAsyFi53YXltYXJrLnYxLldvcmtlckluZm8i1QIKCldvcmtlckluZm8SEQoJd29ya2VyX2lkGAEgASgJEhAKCGFwcF9uYW1lGAIgASgJEhMKC2FwcF92ZXJzaW9uGAMgASgJEgsKA3NkaxgEIAEoCRIRCgluYW1lc3BhY2UYBSABKAkSDgoGcXVldWVzGAYgAygJEhYKDndvcmtmbG93X25hbWVzGAcgAygJEhIKCnN0ZXBfbmFtZXMYCCADKAkSGAoQd29ya2Zsb3dfY3JlZGl0cxgJIAEoDRIUCgxzdGVwX2NyZWRpdHMYCiABKA0SGwoTd29ya2Zsb3dzX2luX2ZsaWdodBgLIAEoDRIwCgxjb25uZWN0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfaGVhcnRiZWF0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKRBgoNV29ya2VyTWVzc2FnZRISCgpyZXF1ZXN0X2lkGAEgASgEEiIKBWhlbGxvGAIgASgLMhEud2F5bWFyay52MS5IZWxsb0gAEiQKBmNyZWRpdBgDIAEoCzISLndheW1hcmsudjEuQ3JlZGl0SAASKgoJaGVhcnRiZWF0GAQgASgLMhUud2F5bWFyay52MS5IZWFydGJlYXRIABItCgtyZWNvcmRfc3RlcBgFIAEoCzIWLndheW1hcmsudjEuUmVjb3JkU3RlcEgAEjkKEWNvbXBsZXRlX3dvcmtmbG93GAYgASgLMhwud2F5bWFyay52MS5Db21wbGV0ZVdvcmtmbG93SAASMwoMc2VuZF9tZXNzYWdlGAcgASgLMhsud2F5bWFyay52MS5TZW5kTWVzc2FnZVN0ZXBIABIgCgRyZWN2GAggASgLMhAud2F5bWFyay52MS5SZWN2SAASKQoJc2V0X2V2ZW50GAkgASgLMhQud2F5bWFyay52MS5TZXRFdmVudEgAEi0KCWdldF9ldmVudBgKIAEoCzIYLndheW1hcmsudjEuR2V0RXZlbnRTdGVwSAASLwoMd3JpdGVfc3RyZWFtGAsgASgLMhcud2F5bWFyay52MS5Xcml0ZVN0cmVhbUgAEi0KC3N0YXJ0X2NoaWxkGAwgASgLMhYud2F5bWFyay52MS5TdGFydENoaWxkSAASLQoLYXdhaXRfY2hpbGQYDSABKAsyFi53YXltYXJrLnYxLkF3YWl0Q2hpbGRIABIgCgRwYXJrGA4gASgLMhAud2F5bWFyay52MS5QYXJrSAASKQoJY2FsbF9zdGVwGA8gASgLMhQud2F5bWFyay52MS5DYWxsU3RlcEgAEi0KC3N0ZXBfcmVzdWx0GBAgASgLMhYud2F5bWFyay52MS5TdGVwUmVzdWx0SAASJAoGc2VsZWN0GBEgASgLMhIud2F5bWFyay52MS5TZWxlY3RIABIiCgViYXRjaBgSIAEoCzIRLndheW1hcmsudjEuQmF0Y2hIAEIGCgRraW5kIjQKBUJhdGNoEisKCG1lc3NhZ2VzGAEgAygLMhkud2F5bWFyay52MS5Xb3JrZXJNZXNzYWdlIsECCg1TZXJ2ZXJNZXNzYWdlEiYKB3dlbGNvbWUYASABKAsyEy53YXltYXJrLnYxLldlbGNvbWVIABI5ChFkaXNwYXRjaF93b3JrZmxvdxgCIAEoCzIcLndheW1hcmsudjEuRGlzcGF0Y2hXb3JrZmxvd0gAEiIKBXJlcGx5GAMgASgLMhEud2F5bWFyay52MS5SZXBseUgAEiQKBmNhbmNlbBgEIAEoCzISLndheW1hcmsudjEuQ2FuY2VsSAASIgoFZHJhaW4YBSABKAsyES53YXltYXJrLnYxLkRyYWluSAASJAoGd2FrZXVwGAYgASgLMhIud2F5bWFyay52MS5XYWtldXBIABIxCg1kaXNwYXRjaF9zdGVwGAcgASgLMhgud2F5bWFyay52MS5EaXNwYXRjaFN0ZXBIAEIGCgRraW5kIooBCgVIZWxsbxIRCgl3b3JrZXJfaWQYASABKAkSEAoIYXBwX25hbWUYAiABKAkSEwoLYXBwX3ZlcnNpb24YAyABKAkSFgoOd29ya2Zsb3dfbmFtZXMYBCADKAkSEgoKc3RlcF9uYW1lcxgFIAMoCRIOCgZxdWV1ZXMYBiADKAkSCwoDc2RrGAcgASgJIooBCgdXZWxjb21lEhIKCnNlc3Npb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNEhYKDnNlcnZlcl92ZXJzaW9uGAMgASgJEhkKEW1heF9wYXlsb2FkX2J5dGVzGAQgASgEEhkKEW1heF9tZXNzYWdlX2J5dGVzGAUgASgEIioKBkNyZWRpdBIRCgl3b3JrZmxvd3MYASABKA0SDQoFc3RlcHMYAiABKA0iWQoJSGVhcnRiZWF0EhQKDHJlcG9ydHNfaGVsZBgBIAEoCBIZChFoZWxkX3dvcmtmbG93X2lkcxgCIAMoCRIbChNkaXNwYXRjaGVzX3JlY2VpdmVkGAMgASgEIrsBCgpSZWNvcmRTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SDAoEbmFtZRgEIAEoCRIlCgZvdXRwdXQYBSABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAYgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSAASEAoIYXR0ZW1wdHMYByABKA1CCQoHb3V0Y29tZSK3AQoQQ29tcGxldGVXb3JrZmxvdxITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIlCgZvdXRwdXQYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAQgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSAASJQoFc3RlcHMYBSADKAsyFi53YXltYXJrLnYxLlJlY29yZFN0ZXBCCQoHb3V0Y29tZSKjAgoQRGlzcGF0Y2hXb3JrZmxvdxITCgt3b3JrZmxvd19pZBgBIAEoCRIVCg13b3JrZmxvd19uYW1lGAIgASgJEg0KBWVwb2NoGAMgASgEEiIKBWlucHV0GAQgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEh8KBXN0ZXBzGAUgAygLMhAud2F5bWFyay52MS5TdGVwEhMKC2FwcF92ZXJzaW9uGAYgASgJEhkKEXJlY292ZXJ5X2F0dGVtcHRzGAcgASgNEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KDXRyYWNlX2NvbnRleHQYCSABKAsyGC53YXltYXJrLnYxLlRyYWNlQ29udGV4dCLnBAoFUmVwbHkSEgoKcmVxdWVzdF9pZBgBIAEoBBInCgVlcnJvchgCIAEoCzIWLndheW1hcmsudjEuUmVwbHlFcnJvckgAEjEKDXN0ZXBfcmVjb3JkZWQYAyABKAsyGC53YXltYXJrLnYxLlN0ZXBSZWNvcmRlZEgAEjsKEndvcmtmbG93X2NvbXBsZXRlZBgEIAEoCzIdLndheW1hcmsudjEuV29ya2Zsb3dDb21wbGV0ZWRIABIvCgxtZXNzYWdlX3NlbnQYBSABKAsyFy53YXltYXJrLnYxLk1lc3NhZ2VTZW50SAASLQoLcmVjdl9yZXN1bHQYBiABKAsyFi53YXltYXJrLnYxLlJlY3ZSZXN1bHRIABIvCgxldmVudF9yZXN1bHQYByABKAsyFy53YXltYXJrLnYxLkV2ZW50UmVzdWx0SAASMwoOc3RyZWFtX3dyaXR0ZW4YCCABKAsyGS53YXltYXJrLnYxLlN0cmVhbVdyaXR0ZW5IABIxCg1jaGlsZF9zdGFydGVkGAkgASgLMhgud2F5bWFyay52MS5DaGlsZFN0YXJ0ZWRIABIvCgxjaGlsZF9yZXN1bHQYCiABKAsyFy53YXltYXJrLnYxLkNoaWxkUmVzdWx0SAASJAoGcGFya2VkGAsgASgLMhIud2F5bWFyay52MS5QYXJrZWRIABItCgtjYWxsX3Jlc3VsdBgMIAEoCzIWLndheW1hcmsudjEuQ2FsbFJlc3VsdEgAEigKCHNlbGVjdGVkGA0gASgLMhQud2F5bWFyay52MS5TZWxlY3RlZEgAQggKBnJlc3VsdCI7CgpSZXBseUVycm9yEgwKBGNvZGUYASABKAUSDgoGcmVhc29uGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiDgoMU3RlcFJlY29yZGVkIpsBChFXb3JrZmxvd0NvbXBsZXRlZBIqCgZzdGF0dXMYASABKA4yGi53YXltYXJrLnYxLldvcmtmbG93U3RhdHVzEiMKBm91dHB1dBgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIkCgdmYWlsdXJlGAMgASgLMhMud2F5bWFyay52MS5GYWlsdXJlEg8KB2Fkb3B0ZWQYBCABKAgiHQoGQ2FuY2VsEhMKC3dvcmtmbG93X2lkGAEgASgJIgcKBURyYWluIpMBCg9TZW5kTWVzc2FnZVN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIWCg5kZXN0aW5hdGlvbl9pZBgEIAEoCRINCgV0b3BpYxgFIAEoCRIkCgdtZXNzYWdlGAYgASgLMhMud2F5bWFyay52MS5QYXlsb2FkIiEKC01lc3NhZ2VTZW50EhIKCm1lc3NhZ2VfaWQYASABKAkiXwoEUmVjdhITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEg0KBXRvcGljGAQgASgJEhMKC2RlYWRsaW5lX21zGAUgASgDIuEBCgpSZWN2UmVzdWx0Ei8KB291dGNvbWUYASABKA4yHi53YXltYXJrLnYxLlJlY3ZSZXN1bHQuT3V0Y29tZRIkCgdtZXNzYWdlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhUKDXNlcnZlcl9ub3dfbXMYAyABKAMiZQoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASFQoRT1VUQ09NRV9ERUxJVkVSRUQQARIVChFPVVRDT01FX1RJTUVEX09VVBACEhMKD09VVENPTUVfV0FJVElORxADIlQKBldha2V1cBITCgt3b3JrZmxvd19pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgNEiQKBHJlY3YYAyABKAsyFi53YXltYXJrLnYxLlJlY3ZSZXN1bHQicAoIU2V0RXZlbnQSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRILCgNrZXkYBCABKAkSIgoFdmFsdWUYBSABKAsyEy53YXltYXJrLnYxLlBheWxvYWQigQEKDEdldEV2ZW50U3RlcBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhoKEnRhcmdldF93b3JrZmxvd19pZBgEIAEoCRILCgNrZXkYBSABKAkSEwoLZGVhZGxpbmVfbXMYBiABKAMieQoLRXZlbnRSZXN1bHQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEiIKBXZhbHVlGAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhUKDXNlcnZlcl9ub3dfbXMYAyABKAMiggEKC1dyaXRlU3RyZWFtEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SCwoDa2V5GAQgASgJEiIKBXZhbHVlGAUgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEg0KBWNsb3NlGAYgASgIIh8KDVN0cmVhbVdyaXR0ZW4SDgoGb2Zmc2V0GAEgASgEIrkCCgpTdGFydENoaWxkEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SFQoNd29ya2Zsb3dfbmFtZRgEIAEoCRIZChFjaGlsZF93b3JrZmxvd19pZBgFIAEoCRIiCgVpbnB1dBgGIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBISCgpxdWV1ZV9uYW1lGAcgASgJEi8KDXRyYWNlX2NvbnRleHQYCCABKAsyGC53YXltYXJrLnYxLlRyYWNlQ29udGV4dBIuCgR0YWdzGAkgAygLMiAud2F5bWFyay52MS5TdGFydENoaWxkLlRhZ3NFbnRyeRorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIpCgxDaGlsZFN0YXJ0ZWQSGQoRY2hpbGRfd29ya2Zsb3dfaWQYASABKAkiXAoKQXdhaXRDaGlsZBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhkKEWNoaWxkX3dvcmtmbG93X2lkGAQgASgJIrUBCgtDaGlsZFJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSKgoGc3RhdHVzGAIgASgOMhoud2F5bWFyay52MS5Xb3JrZmxvd1N0YXR1cxIjCgZvdXRwdXQYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSJAoHZmFpbHVyZRgEIAEoCzITLndheW1hcmsudjEuRmFpbHVyZSLNAQoEUGFyaxITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhIKCndha2VfYXRfbXMYBCABKAMSDwoFdGltZXIYBSABKAhIABIPCgV0b3BpYxgGIAEoCUgAEiUKBWV2ZW50GAcgASgLMhQud2F5bWFyay52MS5FdmVudEtleUgAEg4KBHN0ZXAYCCABKA1IABIdChNhd2FpdGVkX3dvcmtmbG93X2lkGAkgASgJSABCBAoCb24iLAoIRXZlbnRLZXkSEwoLd29ya2Zsb3dfaWQYASABKAkSCwoDa2V5GAIgASgJIhgKBlBhcmtlZBIOCgZwYXJrZWQYASABKAgi+wEKCENhbGxTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SEQoJc3RlcF9uYW1lGAQgASgJEiIKBWlucHV0GAUgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiYKBXJldHJ5GAYgASgLMhcud2F5bWFyay52MS5SZXRyeVBvbGljeRIqCgd0aW1lb3V0GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDXRyYWNlX2NvbnRleHQYCCABKAsyGC53YXltYXJrLnYxLlRyYWNlQ29udGV4dCKmAQoLUmV0cnlQb2xpY3kSFAoMbWF4X2F0dGVtcHRzGAEgASgNEjMKEGluaXRpYWxfaW50ZXJ2YWwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGwoTYmFja29mZl9jb2VmZmljaWVudBgDIAEoARIvCgxtYXhfaW50ZXJ2YWwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24imgEKCkNhbGxSZXN1bHQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEiMKBm91dHB1dBgCIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIkCgdmYWlsdXJlGAMgASgLMhMud2F5bWFyay52MS5GYWlsdXJlEhAKCGF0dGVtcHRzGAQgASgNItsBCgxEaXNwYXRjaFN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHc3RlcF9pZBgCIAEoDRIRCglzdGVwX25hbWUYAyABKAkSIgoFaW5wdXQYBCABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSDwoHYXR0ZW1wdBgFIAEoDRIsCghkZWFkbGluZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoNdHJhY2VfY29udGV4dBgHIAEoCzIYLndheW1hcmsudjEuVHJhY2VDb250ZXh0Ip0BCgpTdGVwUmVzdWx0EhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB3N0ZXBfaWQYAiABKA0SDwoHYXR0ZW1wdBgDIAEoDRIlCgZvdXRwdXQYBCABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAUgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSABCCQoHb3V0Y29tZSJzCgZTZWxlY3QSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRInCgd0YXJnZXRzGAQgAygLMhYud2F5bWFyay52MS5XYWl0VGFyZ2V0EgsKA2FsbBgFIAEoCCJACgpXYWl0VGFyZ2V0EhUKC3dvcmtmbG93X2lkGAEgASgJSAASEQoHc3RlcF9pZBgCIAEoDUgAQggKBnRhcmdldCJKCghTZWxlY3RlZBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSDQoFaW5kZXgYAiABKA0ypAEKDVdvcmtlclNlcnZpY2USQwoHQ29ubmVjdBIZLndheW1hcmsudjEuV29ya2VyTWVzc2FnZRoZLndheW1hcmsudjEuU2VydmVyTWVzc2FnZSgBMAESTgoLTGlzdFdvcmtlcnMSHi53YXltYXJrLnYxLkxpc3RXb3JrZXJzUmVxdWVzdBofLndheW1hcmsudjEuTGlzdFdvcmtlcnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
+  fileDesc("Chd3YXltYXJrL3YxL3dvcmtlci5wcm90bxIKd2F5bWFyay52MSIoChJMaXN0V29ya2Vyc1JlcXVlc3QSEgoKcXVldWVfbmFtZRgBIAEoCSI+ChNMaXN0V29ya2Vyc1Jlc3BvbnNlEicKB3dvcmtlcnMYASADKAsyFi53YXltYXJrLnYxLldvcmtlckluZm8i1QIKCldvcmtlckluZm8SEQoJd29ya2VyX2lkGAEgASgJEhAKCGFwcF9uYW1lGAIgASgJEhMKC2FwcF92ZXJzaW9uGAMgASgJEgsKA3NkaxgEIAEoCRIRCgluYW1lc3BhY2UYBSABKAkSDgoGcXVldWVzGAYgAygJEhYKDndvcmtmbG93X25hbWVzGAcgAygJEhIKCnN0ZXBfbmFtZXMYCCADKAkSGAoQd29ya2Zsb3dfY3JlZGl0cxgJIAEoDRIUCgxzdGVwX2NyZWRpdHMYCiABKA0SGwoTd29ya2Zsb3dzX2luX2ZsaWdodBgLIAEoDRIwCgxjb25uZWN0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfaGVhcnRiZWF0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKRBgoNV29ya2VyTWVzc2FnZRISCgpyZXF1ZXN0X2lkGAEgASgEEiIKBWhlbGxvGAIgASgLMhEud2F5bWFyay52MS5IZWxsb0gAEiQKBmNyZWRpdBgDIAEoCzISLndheW1hcmsudjEuQ3JlZGl0SAASKgoJaGVhcnRiZWF0GAQgASgLMhUud2F5bWFyay52MS5IZWFydGJlYXRIABItCgtyZWNvcmRfc3RlcBgFIAEoCzIWLndheW1hcmsudjEuUmVjb3JkU3RlcEgAEjkKEWNvbXBsZXRlX3dvcmtmbG93GAYgASgLMhwud2F5bWFyay52MS5Db21wbGV0ZVdvcmtmbG93SAASMwoMc2VuZF9tZXNzYWdlGAcgASgLMhsud2F5bWFyay52MS5TZW5kTWVzc2FnZVN0ZXBIABIgCgRyZWN2GAggASgLMhAud2F5bWFyay52MS5SZWN2SAASKQoJc2V0X2V2ZW50GAkgASgLMhQud2F5bWFyay52MS5TZXRFdmVudEgAEi0KCWdldF9ldmVudBgKIAEoCzIYLndheW1hcmsudjEuR2V0RXZlbnRTdGVwSAASLwoMd3JpdGVfc3RyZWFtGAsgASgLMhcud2F5bWFyay52MS5Xcml0ZVN0cmVhbUgAEi0KC3N0YXJ0X2NoaWxkGAwgASgLMhYud2F5bWFyay52MS5TdGFydENoaWxkSAASLQoLYXdhaXRfY2hpbGQYDSABKAsyFi53YXltYXJrLnYxLkF3YWl0Q2hpbGRIABIgCgRwYXJrGA4gASgLMhAud2F5bWFyay52MS5QYXJrSAASKQoJY2FsbF9zdGVwGA8gASgLMhQud2F5bWFyay52MS5DYWxsU3RlcEgAEi0KC3N0ZXBfcmVzdWx0GBAgASgLMhYud2F5bWFyay52MS5TdGVwUmVzdWx0SAASJAoGc2VsZWN0GBEgASgLMhIud2F5bWFyay52MS5TZWxlY3RIABIiCgViYXRjaBgSIAEoCzIRLndheW1hcmsudjEuQmF0Y2hIAEIGCgRraW5kIjQKBUJhdGNoEisKCG1lc3NhZ2VzGAEgAygLMhkud2F5bWFyay52MS5Xb3JrZXJNZXNzYWdlIsECCg1TZXJ2ZXJNZXNzYWdlEiYKB3dlbGNvbWUYASABKAsyEy53YXltYXJrLnYxLldlbGNvbWVIABI5ChFkaXNwYXRjaF93b3JrZmxvdxgCIAEoCzIcLndheW1hcmsudjEuRGlzcGF0Y2hXb3JrZmxvd0gAEiIKBXJlcGx5GAMgASgLMhEud2F5bWFyay52MS5SZXBseUgAEiQKBmNhbmNlbBgEIAEoCzISLndheW1hcmsudjEuQ2FuY2VsSAASIgoFZHJhaW4YBSABKAsyES53YXltYXJrLnYxLkRyYWluSAASJAoGd2FrZXVwGAYgASgLMhIud2F5bWFyay52MS5XYWtldXBIABIxCg1kaXNwYXRjaF9zdGVwGAcgASgLMhgud2F5bWFyay52MS5EaXNwYXRjaFN0ZXBIAEIGCgRraW5kIooBCgVIZWxsbxIRCgl3b3JrZXJfaWQYASABKAkSEAoIYXBwX25hbWUYAiABKAkSEwoLYXBwX3ZlcnNpb24YAyABKAkSFgoOd29ya2Zsb3dfbmFtZXMYBCADKAkSEgoKc3RlcF9uYW1lcxgFIAMoCRIOCgZxdWV1ZXMYBiADKAkSCwoDc2RrGAcgASgJIooBCgdXZWxjb21lEhIKCnNlc3Npb25faWQYASABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAIgASgNEhYKDnNlcnZlcl92ZXJzaW9uGAMgASgJEhkKEW1heF9wYXlsb2FkX2J5dGVzGAQgASgEEhkKEW1heF9tZXNzYWdlX2J5dGVzGAUgASgEIioKBkNyZWRpdBIRCgl3b3JrZmxvd3MYASABKA0SDQoFc3RlcHMYAiABKA0iWQoJSGVhcnRiZWF0EhQKDHJlcG9ydHNfaGVsZBgBIAEoCBIZChFoZWxkX3dvcmtmbG93X2lkcxgCIAMoCRIbChNkaXNwYXRjaGVzX3JlY2VpdmVkGAMgASgEIrsBCgpSZWNvcmRTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SDAoEbmFtZRgEIAEoCRIlCgZvdXRwdXQYBSABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAYgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSAASEAoIYXR0ZW1wdHMYByABKA1CCQoHb3V0Y29tZSLtAQoQQ29tcGxldGVXb3JrZmxvdxITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIlCgZvdXRwdXQYAyABKAsyEy53YXltYXJrLnYxLlBheWxvYWRIABImCgdmYWlsdXJlGAQgASgLMhMud2F5bWFyay52MS5GYWlsdXJlSAASNAoPY29udGludWVfYXNfbmV3GAYgASgLMhkud2F5bWFyay52MS5Db250aW51ZUFzTmV3SAASJQoFc3RlcHMYBSADKAsyFi53YXltYXJrLnYxLlJlY29yZFN0ZXBCCQoHb3V0Y29tZSIzCg1Db250aW51ZUFzTmV3EiIKBWlucHV0GAEgASgLMhMud2F5bWFyay52MS5QYXlsb2FkIqMCChBEaXNwYXRjaFdvcmtmbG93EhMKC3dvcmtmbG93X2lkGAEgASgJEhUKDXdvcmtmbG93X25hbWUYAiABKAkSDQoFZXBvY2gYAyABKAQSIgoFaW5wdXQYBCABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSHwoFc3RlcHMYBSADKAsyEC53YXltYXJrLnYxLlN0ZXASEwoLYXBwX3ZlcnNpb24YBiABKAkSGQoRcmVjb3ZlcnlfYXR0ZW1wdHMYByABKA0SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoNdHJhY2VfY29udGV4dBgJIAEoCzIYLndheW1hcmsudjEuVHJhY2VDb250ZXh0IucECgVSZXBseRISCgpyZXF1ZXN0X2lkGAEgASgEEicKBWVycm9yGAIgASgLMhYud2F5bWFyay52MS5SZXBseUVycm9ySAASMQoNc3RlcF9yZWNvcmRlZBgDIAEoCzIYLndheW1hcmsudjEuU3RlcFJlY29yZGVkSAASOwoSd29ya2Zsb3dfY29tcGxldGVkGAQgASgLMh0ud2F5bWFyay52MS5Xb3JrZmxvd0NvbXBsZXRlZEgAEi8KDG1lc3NhZ2Vfc2VudBgFIAEoCzIXLndheW1hcmsudjEuTWVzc2FnZVNlbnRIABItCgtyZWN2X3Jlc3VsdBgGIAEoCzIWLndheW1hcmsudjEuUmVjdlJlc3VsdEgAEi8KDGV2ZW50X3Jlc3VsdBgHIAEoCzIXLndheW1hcmsudjEuRXZlbnRSZXN1bHRIABIzCg5zdHJlYW1fd3JpdHRlbhgIIAEoCzIZLndheW1hcmsudjEuU3RyZWFtV3JpdHRlbkgAEjEKDWNoaWxkX3N0YXJ0ZWQYCSABKAsyGC53YXltYXJrLnYxLkNoaWxkU3RhcnRlZEgAEi8KDGNoaWxkX3Jlc3VsdBgKIAEoCzIXLndheW1hcmsudjEuQ2hpbGRSZXN1bHRIABIkCgZwYXJrZWQYCyABKAsyEi53YXltYXJrLnYxLlBhcmtlZEgAEi0KC2NhbGxfcmVzdWx0GAwgASgLMhYud2F5bWFyay52MS5DYWxsUmVzdWx0SAASKAoIc2VsZWN0ZWQYDSABKAsyFC53YXltYXJrLnYxLlNlbGVjdGVkSABCCAoGcmVzdWx0IjsKClJlcGx5RXJyb3ISDAoEY29kZRgBIAEoBRIOCgZyZWFzb24YAiABKAkSDwoHbWVzc2FnZRgDIAEoCSIOCgxTdGVwUmVjb3JkZWQimwEKEVdvcmtmbG93Q29tcGxldGVkEioKBnN0YXR1cxgBIAEoDjIaLndheW1hcmsudjEuV29ya2Zsb3dTdGF0dXMSIwoGb3V0cHV0GAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiQKB2ZhaWx1cmUYAyABKAsyEy53YXltYXJrLnYxLkZhaWx1cmUSDwoHYWRvcHRlZBgEIAEoCCIdCgZDYW5jZWwSEwoLd29ya2Zsb3dfaWQYASABKAkiBwoFRHJhaW4ikwEKD1NlbmRNZXNzYWdlU3RlcBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEhYKDmRlc3RpbmF0aW9uX2lkGAQgASgJEg0KBXRvcGljGAUgASgJEiQKB21lc3NhZ2UYBiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQiIQoLTWVzc2FnZVNlbnQSEgoKbWVzc2FnZV9pZBgBIAEoCSJfCgRSZWN2EhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SDQoFdG9waWMYBCABKAkSEwoLZGVhZGxpbmVfbXMYBSABKAMi4QEKClJlY3ZSZXN1bHQSLwoHb3V0Y29tZRgBIAEoDjIeLndheW1hcmsudjEuUmVjdlJlc3VsdC5PdXRjb21lEiQKB21lc3NhZ2UYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFQoNc2VydmVyX25vd19tcxgDIAEoAyJlCgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIVChFPVVRDT01FX0RFTElWRVJFRBABEhUKEU9VVENPTUVfVElNRURfT1VUEAISEwoPT1VUQ09NRV9XQUlUSU5HEAMiVAoGV2FrZXVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg8KB3N0ZXBfaWQYAiABKA0SJAoEcmVjdhgDIAEoCzIWLndheW1hcmsudjEuUmVjdlJlc3VsdCJwCghTZXRFdmVudBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEgsKA2tleRgEIAEoCRIiCgV2YWx1ZRgFIAEoCzITLndheW1hcmsudjEuUGF5bG9hZCKBAQoMR2V0RXZlbnRTdGVwEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SGgoSdGFyZ2V0X3dvcmtmbG93X2lkGAQgASgJEgsKA2tleRgFIAEoCRITCgtkZWFkbGluZV9tcxgGIAEoAyJ5CgtFdmVudFJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSIgoFdmFsdWUYAiABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSFQoNc2VydmVyX25vd19tcxgDIAEoAyKCAQoLV3JpdGVTdHJlYW0SEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRILCgNrZXkYBCABKAkSIgoFdmFsdWUYBSABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSDQoFY2xvc2UYBiABKAgiHwoNU3RyZWFtV3JpdHRlbhIOCgZvZmZzZXQYASABKAQiuQIKClN0YXJ0Q2hpbGQSEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIVCg13b3JrZmxvd19uYW1lGAQgASgJEhkKEWNoaWxkX3dvcmtmbG93X2lkGAUgASgJEiIKBWlucHV0GAYgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEhIKCnF1ZXVlX25hbWUYByABKAkSLwoNdHJhY2VfY29udGV4dBgIIAEoCzIYLndheW1hcmsudjEuVHJhY2VDb250ZXh0Ei4KBHRhZ3MYCSADKAsyIC53YXltYXJrLnYxLlN0YXJ0Q2hpbGQuVGFnc0VudHJ5GisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIikKDENoaWxkU3RhcnRlZBIZChFjaGlsZF93b3JrZmxvd19pZBgBIAEoCSJcCgpBd2FpdENoaWxkEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SGQoRY2hpbGRfd29ya2Zsb3dfaWQYBCABKAkitQEKC0NoaWxkUmVzdWx0Ei8KB291dGNvbWUYASABKA4yHi53YXltYXJrLnYxLlJlY3ZSZXN1bHQuT3V0Y29tZRIqCgZzdGF0dXMYAiABKA4yGi53YXltYXJrLnYxLldvcmtmbG93U3RhdHVzEiMKBm91dHB1dBgDIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIkCgdmYWlsdXJlGAQgASgLMhMud2F5bWFyay52MS5GYWlsdXJlIs0BCgRQYXJrEhMKC3dvcmtmbG93X2lkGAEgASgJEg0KBWVwb2NoGAIgASgEEg8KB3N0ZXBfaWQYAyABKA0SEgoKd2FrZV9hdF9tcxgEIAEoAxIPCgV0aW1lchgFIAEoCEgAEg8KBXRvcGljGAYgASgJSAASJQoFZXZlbnQYByABKAsyFC53YXltYXJrLnYxLkV2ZW50S2V5SAASDgoEc3RlcBgIIAEoDUgAEh0KE2F3YWl0ZWRfd29ya2Zsb3dfaWQYCSABKAlIAEIECgJvbiIsCghFdmVudEtleRITCgt3b3JrZmxvd19pZBgBIAEoCRILCgNrZXkYAiABKAkiGAoGUGFya2VkEg4KBnBhcmtlZBgBIAEoCCL7AQoIQ2FsbFN0ZXASEwoLd29ya2Zsb3dfaWQYASABKAkSDQoFZXBvY2gYAiABKAQSDwoHc3RlcF9pZBgDIAEoDRIRCglzdGVwX25hbWUYBCABKAkSIgoFaW5wdXQYBSABKAsyEy53YXltYXJrLnYxLlBheWxvYWQSJgoFcmV0cnkYBiABKAsyFy53YXltYXJrLnYxLlJldHJ5UG9saWN5EioKB3RpbWVvdXQYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLwoNdHJhY2VfY29udGV4dBgIIAEoCzIYLndheW1hcmsudjEuVHJhY2VDb250ZXh0IqYBCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKA0SMwoQaW5pdGlhbF9pbnRlcnZhbBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIbChNiYWNrb2ZmX2NvZWZmaWNpZW50GAMgASgBEi8KDG1heF9pbnRlcnZhbBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKaAQoKQ2FsbFJlc3VsdBIvCgdvdXRjb21lGAEgASgOMh4ud2F5bWFyay52MS5SZWN2UmVzdWx0Lk91dGNvbWUSIwoGb3V0cHV0GAIgASgLMhMud2F5bWFyay52MS5QYXlsb2FkEiQKB2ZhaWx1cmUYAyABKAsyEy53YXltYXJrLnYxLkZhaWx1cmUSEAoIYXR0ZW1wdHMYBCABKA0i2wEKDERpc3BhdGNoU3RlcBITCgt3b3JrZmxvd19pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgNEhEKCXN0ZXBfbmFtZRgDIAEoCRIiCgVpbnB1dBgEIAEoCzITLndheW1hcmsudjEuUGF5bG9hZBIPCgdhdHRlbXB0GAUgASgNEiwKCGRlYWRsaW5lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCg10cmFjZV9jb250ZXh0GAcgASgLMhgud2F5bWFyay52MS5UcmFjZUNvbnRleHQinQEKClN0ZXBSZXN1bHQSEwoLd29ya2Zsb3dfaWQYASABKAkSDwoHc3RlcF9pZBgCIAEoDRIPCgdhdHRlbXB0GAMgASgNEiUKBm91dHB1dBgEIAEoCzITLndheW1hcmsudjEuUGF5bG9hZEgAEiYKB2ZhaWx1cmUYBSABKAsyEy53YXltYXJrLnYxLkZhaWx1cmVIAEIJCgdvdXRjb21lInMKBlNlbGVjdBITCgt3b3JrZmxvd19pZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIPCgdzdGVwX2lkGAMgASgNEicKB3RhcmdldHMYBCADKAsyFi53YXltYXJrLnYxLldhaXRUYXJnZXQSCwoDYWxsGAUgASgIIkAKCldhaXRUYXJnZXQSFQoLd29ya2Zsb3dfaWQYASABKAlIABIRCgdzdGVwX2lkGAIgASgNSABCCAoGdGFyZ2V0IkoKCFNlbGVjdGVkEi8KB291dGNvbWUYASABKA4yHi53YXltYXJrLnYxLlJlY3ZSZXN1bHQuT3V0Y29tZRINCgVpbmRleBgCIAEoDTKkAQoNV29ya2VyU2VydmljZRJDCgdDb25uZWN0Ehkud2F5bWFyay52MS5Xb3JrZXJNZXNzYWdlGhkud2F5bWFyay52MS5TZXJ2ZXJNZXNzYWdlKAEwARJOCgtMaXN0V29ya2VycxIeLndheW1hcmsudjEuTGlzdFdvcmtlcnNSZXF1ZXN0Gh8ud2F5bWFyay52MS5MaXN0V29ya2Vyc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_waymark_v1_types]);
 
 /**
  * @generated from message waymark.v1.ListWorkersRequest
@@ -633,6 +633,19 @@ export type CompleteWorkflow = Message<"waymark.v1.CompleteWorkflow"> & {
      */
     value: Failure;
     case: "failure";
+  } | {
+    /**
+     * End this run and go on with a fresh history: the workflow keeps its id (awaiters,
+     * parents, senders and event readers are unaffected) and goes back to its queue with this
+     * input, to be dispatched again with no recorded steps. The run's history is kept as a
+     * finished workflow `<id>/run-<n>` (status CONTINUED_AS_NEW). For workflows that loop
+     * forever, so their history stays short. Answered with `WorkflowCompleted` (status
+     * CONTINUED_AS_NEW).
+     *
+     * @generated from field: waymark.v1.ContinueAsNew continue_as_new = 6;
+     */
+    value: ContinueAsNew;
+    case: "continueAsNew";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -652,6 +665,25 @@ export type CompleteWorkflow = Message<"waymark.v1.CompleteWorkflow"> & {
  */
 export const CompleteWorkflowSchema: GenMessage<CompleteWorkflow> = /*@__PURE__*/
   messageDesc(file_waymark_v1_worker, 11);
+
+/**
+ * @generated from message waymark.v1.ContinueAsNew
+ */
+export type ContinueAsNew = Message<"waymark.v1.ContinueAsNew"> & {
+  /**
+   * The next run's input.
+   *
+   * @generated from field: waymark.v1.Payload input = 1;
+   */
+  input?: Payload | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.ContinueAsNew.
+ * Use `create(ContinueAsNewSchema)` to create a new message.
+ */
+export const ContinueAsNewSchema: GenMessage<ContinueAsNew> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_worker, 12);
 
 /**
  * Run a workflow. Spends one credit.
@@ -718,7 +750,7 @@ export type DispatchWorkflow = Message<"waymark.v1.DispatchWorkflow"> & {
  * Use `create(DispatchWorkflowSchema)` to create a new message.
  */
 export const DispatchWorkflowSchema: GenMessage<DispatchWorkflow> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 12);
+  messageDesc(file_waymark_v1_worker, 13);
 
 /**
  * Answer to a worker request.
@@ -814,7 +846,7 @@ export type Reply = Message<"waymark.v1.Reply"> & {
  * Use `create(ReplySchema)` to create a new message.
  */
 export const ReplySchema: GenMessage<Reply> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 13);
+  messageDesc(file_waymark_v1_worker, 14);
 
 /**
  * A refused request: the same shape as google.rpc.Status with its ErrorInfo.
@@ -849,7 +881,7 @@ export type ReplyError = Message<"waymark.v1.ReplyError"> & {
  * Use `create(ReplyErrorSchema)` to create a new message.
  */
 export const ReplyErrorSchema: GenMessage<ReplyError> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 14);
+  messageDesc(file_waymark_v1_worker, 15);
 
 /**
  * @generated from message waymark.v1.StepRecorded
@@ -862,7 +894,7 @@ export type StepRecorded = Message<"waymark.v1.StepRecorded"> & {
  * Use `create(StepRecordedSchema)` to create a new message.
  */
 export const StepRecordedSchema: GenMessage<StepRecorded> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 15);
+  messageDesc(file_waymark_v1_worker, 16);
 
 /**
  * @generated from message waymark.v1.WorkflowCompleted
@@ -896,7 +928,7 @@ export type WorkflowCompleted = Message<"waymark.v1.WorkflowCompleted"> & {
  * Use `create(WorkflowCompletedSchema)` to create a new message.
  */
 export const WorkflowCompletedSchema: GenMessage<WorkflowCompleted> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 16);
+  messageDesc(file_waymark_v1_worker, 17);
 
 /**
  * Stop running a workflow: it was cancelled. The worker stops it at its next step boundary and
@@ -916,7 +948,7 @@ export type Cancel = Message<"waymark.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 17);
+  messageDesc(file_waymark_v1_worker, 18);
 
 /**
  * The server is shutting down: finish what is in flight and reconnect (to another replica).
@@ -931,7 +963,7 @@ export type Drain = Message<"waymark.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 18);
+  messageDesc(file_waymark_v1_worker, 19);
 
 /**
  * Send a message from a workflow, recorded as its step `step_id` in the same transaction, so a
@@ -978,7 +1010,7 @@ export type SendMessageStep = Message<"waymark.v1.SendMessageStep"> & {
  * Use `create(SendMessageStepSchema)` to create a new message.
  */
 export const SendMessageStepSchema: GenMessage<SendMessageStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 19);
+  messageDesc(file_waymark_v1_worker, 20);
 
 /**
  * @generated from message waymark.v1.MessageSent
@@ -995,7 +1027,7 @@ export type MessageSent = Message<"waymark.v1.MessageSent"> & {
  * Use `create(MessageSentSchema)` to create a new message.
  */
 export const MessageSentSchema: GenMessage<MessageSent> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 20);
+  messageDesc(file_waymark_v1_worker, 21);
 
 /**
  * Take the oldest unconsumed message on `topic`, recording the receipt as step `step_id` in
@@ -1045,7 +1077,7 @@ export type Recv = Message<"waymark.v1.Recv"> & {
  * Use `create(RecvSchema)` to create a new message.
  */
 export const RecvSchema: GenMessage<Recv> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 21);
+  messageDesc(file_waymark_v1_worker, 22);
 
 /**
  * @generated from message waymark.v1.RecvResult
@@ -1075,7 +1107,7 @@ export type RecvResult = Message<"waymark.v1.RecvResult"> & {
  * Use `create(RecvResultSchema)` to create a new message.
  */
 export const RecvResultSchema: GenMessage<RecvResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 22);
+  messageDesc(file_waymark_v1_worker, 23);
 
 /**
  * @generated from enum waymark.v1.RecvResult.Outcome
@@ -1106,7 +1138,7 @@ export enum RecvResult_Outcome {
  * Describes the enum waymark.v1.RecvResult.Outcome.
  */
 export const RecvResult_OutcomeSchema: GenEnum<RecvResult_Outcome> = /*@__PURE__*/
-  enumDesc(file_waymark_v1_worker, 22, 0);
+  enumDesc(file_waymark_v1_worker, 23, 0);
 
 /**
  * Something a waiting workflow was waiting for happened: ask again. When `recv` is set, the
@@ -1138,7 +1170,7 @@ export type Wakeup = Message<"waymark.v1.Wakeup"> & {
  * Use `create(WakeupSchema)` to create a new message.
  */
 export const WakeupSchema: GenMessage<Wakeup> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 23);
+  messageDesc(file_waymark_v1_worker, 24);
 
 /**
  * Set an event of this workflow: its current value, a history entry and step `step_id` are
@@ -1178,7 +1210,7 @@ export type SetEvent = Message<"waymark.v1.SetEvent"> & {
  * Use `create(SetEventSchema)` to create a new message.
  */
 export const SetEventSchema: GenMessage<SetEvent> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 24);
+  messageDesc(file_waymark_v1_worker, 25);
 
 /**
  * Read another workflow's event from a workflow, waiting until `deadline_ms` for it to be set;
@@ -1226,7 +1258,7 @@ export type GetEventStep = Message<"waymark.v1.GetEventStep"> & {
  * Use `create(GetEventStepSchema)` to create a new message.
  */
 export const GetEventStepSchema: GenMessage<GetEventStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 25);
+  messageDesc(file_waymark_v1_worker, 26);
 
 /**
  * @generated from message waymark.v1.EventResult
@@ -1255,7 +1287,7 @@ export type EventResult = Message<"waymark.v1.EventResult"> & {
  * Use `create(EventResultSchema)` to create a new message.
  */
 export const EventResultSchema: GenMessage<EventResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 26);
+  messageDesc(file_waymark_v1_worker, 27);
 
 /**
  * Append a value to one of this workflow's streams, or close it (`close` true, no value),
@@ -1300,7 +1332,7 @@ export type WriteStream = Message<"waymark.v1.WriteStream"> & {
  * Use `create(WriteStreamSchema)` to create a new message.
  */
 export const WriteStreamSchema: GenMessage<WriteStream> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 27);
+  messageDesc(file_waymark_v1_worker, 28);
 
 /**
  * @generated from message waymark.v1.StreamWritten
@@ -1319,7 +1351,7 @@ export type StreamWritten = Message<"waymark.v1.StreamWritten"> & {
  * Use `create(StreamWrittenSchema)` to create a new message.
  */
 export const StreamWrittenSchema: GenMessage<StreamWritten> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 28);
+  messageDesc(file_waymark_v1_worker, 29);
 
 /**
  * Start a child workflow, recorded as step `step_id` in the same transaction as the child's
@@ -1389,7 +1421,7 @@ export type StartChild = Message<"waymark.v1.StartChild"> & {
  * Use `create(StartChildSchema)` to create a new message.
  */
 export const StartChildSchema: GenMessage<StartChild> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 29);
+  messageDesc(file_waymark_v1_worker, 30);
 
 /**
  * @generated from message waymark.v1.ChildStarted
@@ -1406,7 +1438,7 @@ export type ChildStarted = Message<"waymark.v1.ChildStarted"> & {
  * Use `create(ChildStartedSchema)` to create a new message.
  */
 export const ChildStartedSchema: GenMessage<ChildStarted> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 30);
+  messageDesc(file_waymark_v1_worker, 31);
 
 /**
  * Wait for a child (or any workflow) to finish; its outcome is recorded as step `step_id`.
@@ -1442,7 +1474,7 @@ export type AwaitChild = Message<"waymark.v1.AwaitChild"> & {
  * Use `create(AwaitChildSchema)` to create a new message.
  */
 export const AwaitChildSchema: GenMessage<AwaitChild> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 31);
+  messageDesc(file_waymark_v1_worker, 32);
 
 /**
  * @generated from message waymark.v1.ChildResult
@@ -1474,7 +1506,7 @@ export type ChildResult = Message<"waymark.v1.ChildResult"> & {
  * Use `create(ChildResultSchema)` to create a new message.
  */
 export const ChildResultSchema: GenMessage<ChildResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 32);
+  messageDesc(file_waymark_v1_worker, 33);
 
 /**
  * Release a waiting workflow from the worker's memory. The server keeps it (status DELAYED)
@@ -1560,7 +1592,7 @@ export type Park = Message<"waymark.v1.Park"> & {
  * Use `create(ParkSchema)` to create a new message.
  */
 export const ParkSchema: GenMessage<Park> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 33);
+  messageDesc(file_waymark_v1_worker, 34);
 
 /**
  * @generated from message waymark.v1.EventKey
@@ -1582,7 +1614,7 @@ export type EventKey = Message<"waymark.v1.EventKey"> & {
  * Use `create(EventKeySchema)` to create a new message.
  */
 export const EventKeySchema: GenMessage<EventKey> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 34);
+  messageDesc(file_waymark_v1_worker, 35);
 
 /**
  * @generated from message waymark.v1.Parked
@@ -1599,7 +1631,7 @@ export type Parked = Message<"waymark.v1.Parked"> & {
  * Use `create(ParkedSchema)` to create a new message.
  */
 export const ParkedSchema: GenMessage<Parked> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 35);
+  messageDesc(file_waymark_v1_worker, 36);
 
 /**
  * Call a step by name, to be run by any worker that registered it (in any language), as step
@@ -1665,7 +1697,7 @@ export type CallStep = Message<"waymark.v1.CallStep"> & {
  * Use `create(CallStepSchema)` to create a new message.
  */
 export const CallStepSchema: GenMessage<CallStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 36);
+  messageDesc(file_waymark_v1_worker, 37);
 
 /**
  * How a remote step is retried.
@@ -1707,7 +1739,7 @@ export type RetryPolicy = Message<"waymark.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 37);
+  messageDesc(file_waymark_v1_worker, 38);
 
 /**
  * @generated from message waymark.v1.CallResult
@@ -1743,7 +1775,7 @@ export type CallResult = Message<"waymark.v1.CallResult"> & {
  * Use `create(CallResultSchema)` to create a new message.
  */
 export const CallResultSchema: GenMessage<CallResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 38);
+  messageDesc(file_waymark_v1_worker, 39);
 
 /**
  * Run one attempt of a remote step this worker registered (`Hello.step_names`). Spends one step
@@ -1801,7 +1833,7 @@ export type DispatchStep = Message<"waymark.v1.DispatchStep"> & {
  * Use `create(DispatchStepSchema)` to create a new message.
  */
 export const DispatchStepSchema: GenMessage<DispatchStep> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 39);
+  messageDesc(file_waymark_v1_worker, 40);
 
 /**
  * The result of a `DispatchStep` attempt. Answered with `StepRecorded` once it is durable (a
@@ -1849,7 +1881,7 @@ export type StepResult = Message<"waymark.v1.StepResult"> & {
  * Use `create(StepResultSchema)` to create a new message.
  */
 export const StepResultSchema: GenMessage<StepResult> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 40);
+  messageDesc(file_waymark_v1_worker, 41);
 
 /**
  * Wait for the first of several things to finish — child (or any) workflows, or this
@@ -1895,7 +1927,7 @@ export type Select = Message<"waymark.v1.Select"> & {
  * Use `create(SelectSchema)` to create a new message.
  */
 export const SelectSchema: GenMessage<Select> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 41);
+  messageDesc(file_waymark_v1_worker, 42);
 
 /**
  * @generated from message waymark.v1.WaitTarget
@@ -1928,7 +1960,7 @@ export type WaitTarget = Message<"waymark.v1.WaitTarget"> & {
  * Use `create(WaitTargetSchema)` to create a new message.
  */
 export const WaitTargetSchema: GenMessage<WaitTarget> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 42);
+  messageDesc(file_waymark_v1_worker, 43);
 
 /**
  * @generated from message waymark.v1.Selected
@@ -1950,7 +1982,7 @@ export type Selected = Message<"waymark.v1.Selected"> & {
  * Use `create(SelectedSchema)` to create a new message.
  */
 export const SelectedSchema: GenMessage<Selected> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_worker, 43);
+  messageDesc(file_waymark_v1_worker, 44);
 
 /**
  * The worker API: one bidirectional stream per worker process multiplexes every workflow it runs.
