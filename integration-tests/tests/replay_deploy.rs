@@ -64,10 +64,19 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_history_exported_by_the_cli_checks_changed_code_before_a_deploy() {
-    let Some(s) = setup(Backend::Sqlite, &[]).await else { return };
+    let Some(s) = setup(Backend::Sqlite, &[]).await else {
+        return;
+    };
     let input = json!({ "order": 7 });
-    s.client.start_json("echo", input.clone(), StartOptions::id("deploy-1")).await.unwrap();
-    let done = s.client.await_workflow("deploy-1", Some(std::time::Duration::from_secs(120))).await.unwrap();
+    s.client
+        .start_json("echo", input.clone(), StartOptions::id("deploy-1"))
+        .await
+        .unwrap();
+    let done = s
+        .client
+        .await_workflow("deploy-1", Some(std::time::Duration::from_secs(120)))
+        .await
+        .unwrap();
     let output = done.output.clone().expect("succeeded");
 
     let (code, exported, err) = cli(&s.server.addr, &["workflow", "export", "deploy-1"]);
@@ -76,14 +85,20 @@ async fn a_history_exported_by_the_cli_checks_changed_code_before_a_deploy() {
     std::fs::write(&file, &exported).unwrap();
     let history: RecordedHistory = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!((history.workflow_name.as_str(), &history.input), ("echo", &input));
-    assert_eq!(history.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["echo"]);
+    assert_eq!(
+        history.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["echo"]
+    );
 
     let same = replay_with(&history, v1).await;
     assert!(matches!(&same, Replayed::Returned(v) if *v == output), "{same:?}");
     let unsafe_change = replay_with(&history, v2_unsafe).await;
     match &unsafe_change {
         Replayed::Failed(WorkflowError::NonDeterminism(message)) => {
-            assert!(message.contains("\"audit\"") && message.contains("\"echo\""), "{message}")
+            assert!(
+                message.contains("\"audit\"") && message.contains("\"echo\""),
+                "{message}"
+            )
         }
         other => panic!("an unguarded new step replayed as {other:?}"),
     }

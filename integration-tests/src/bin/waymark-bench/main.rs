@@ -47,6 +47,7 @@
 
 use std::time::Duration;
 
+mod collecting;
 mod idle;
 mod machine;
 mod observed;
@@ -158,6 +159,10 @@ struct Args {
     /// OTLP (to a receiver in this process) and scraped for metrics every second.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     observed: bool,
+    /// Old finished workflows the retention collector deletes while the throughput and latency
+    /// workloads run again on a second server (0 skips it).
+    #[arg(long, default_value_t = 1_000_000)]
+    collecting: usize,
     /// Other-language bench workers run through the throughput workload (empty: none).
     #[arg(long, value_delimiter = ',', default_value = "python,typescript,go")]
     languages: Vec<String>,
@@ -351,6 +356,13 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     if args.observed {
         eprintln!("[{name}] the throughput and latency workloads again, traces exported and metrics scraped");
         variants.push(observed::run(args, backend).await.context("traces and metrics")?);
+    }
+    if args.collecting > 0 {
+        eprintln!(
+            "[{name}] the throughput and latency workloads again, the retention collector deleting {} old workflows",
+            args.collecting
+        );
+        variants.push(collecting::run(args, backend).await.context("retention collector")?);
     }
     for v in &variants {
         eprintln!(

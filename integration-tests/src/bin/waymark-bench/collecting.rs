@@ -1,0 +1,103 @@
+//! What retention costs: the throughput and latency workloads again on a second server whose
+//! collector is deleting a backlog of old finished workflows (1,000,000 by default) the whole
+//! time — printed beside the plain figures of the same run. The backlog is seeded with one bulk
+//! INSERT (a bench fixture) of SUCCESS workflows that finished 30 days ago, on a server running
+//! `--retention 1d` at its default rate.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use waymark_integration_tests::{free_port, Backend, ServerProcess, TestDatabase};
+
+use crate::{variant::Variant, Args};
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// Inserts `n` finished (SUCCESS) workflows whose last change was 30 days ago.
+async fn seed(backend: Backend, url: &str, n: i64) -> anyhow::Result<()> {
+    let then = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as i64
+        - 30 * DAY_MS;
+    use sqlx::Connection;
+    match backend {
+        Backend::Postgres => {
+            let mut c = sqlx::PgConnection::connect(url).await?;
+            sqlx::query(
+                "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, input, output, created_at, updated_at) \
+                 SELECT 'old-' || g, 'bench', 'SUCCESS', 'default', 'null', '10', $1 + g, $1 + g FROM generate_series(1, $2) g",
+            )
+            .bind(then)
+            .bind(n)
+            .execute(&mut c)
+            .await?;
+            sqlx::query("ANALYZE workflows").execute(&mut c).await?;
+        }
+        Backend::Sqlite => {
+            let mut c = sqlx::SqliteConnection::connect(url).await?;
+            sqlx::query(
+                "WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < ?2) \
+                 INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, input, output, created_at, updated_at) \
+                 SELECT 'old-' || g, 'bench', 'SUCCESS', 'default', 'null', '10', ?1 + g, ?1 + g FROM s",
+            )
+            .bind(then)
+            .bind(n)
+            .execute(&mut c)
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// The collector's count of what it deleted so far.
+async fn collected(port: u16) -> anyhow::Result<f64> {
+    let (_, scrape) = waymark_integration_tests::http_get(port, "/metrics").await?;
+    Ok(scrape
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"waymark_workflows_deleted_total{namespace="default",reason="retention"}"#)
+                .and_then(|rest| rest.trim().parse().ok())
+        })
+        .unwrap_or(0.0))
+}
+
+pub async fn run(args: &Args, backend: Backend) -> anyhow::Result<Variant> {
+    let db = TestDatabase::new(backend)
+        .await
+        .ok_or_else(|| anyhow::anyhow!("no database"))?;
+    let port = free_port();
+    let flags = [
+        "--retention".to_string(),
+        "1d".into(),
+        "--metrics-listen".into(),
+        format!("127.0.0.1:{port}"),
+    ];
+    let mut server = ServerProcess::start(&db, &flags).await;
+    let started = std::time::Instant::now();
+    seed(backend, &db.url, args.collecting as i64)
+        .await
+        .context("seeding old workflows")?;
+    eprintln!(
+        "[collecting] {} old workflows seeded in {:.1} s; {} collected so far",
+        args.collecting,
+        started.elapsed().as_secs_f64(),
+        collected(port).await?
+    );
+    let before = collected(port).await?;
+    let t = std::time::Instant::now();
+    let connect = server.connect.clone();
+    let measured = crate::variant::measure(args, &connect, &connect).await;
+    let during = collected(port).await? - before;
+    let secs = t.elapsed().as_secs_f64().max(Duration::from_millis(1).as_secs_f64());
+    server.terminate();
+    let (steps_per_s, p50_ms, p99_ms) = measured?;
+    anyhow::ensure!(during > 0.0, "the collector deleted nothing while the workloads ran");
+    Ok(Variant {
+        label: "while the retention collector deletes old workflows",
+        key: "collecting",
+        steps_per_s,
+        p50_ms,
+        p99_ms,
+        note: format!("{during:.0} deleted during the workloads ({:.0}/s)", during / secs),
+    })
+}
