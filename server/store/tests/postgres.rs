@@ -213,3 +213,53 @@ async fn finishing_workflows_does_not_scan_the_workflows_parked_on_timers() {
     drop(fixture.store);
     fixture.dispose.await;
 }
+
+/// PostgreSQL-specific: replicas on one database take turns collecting. While another
+/// transaction holds the collector's lock (as a replica mid-batch does), a batch is skipped —
+/// `None`, nothing deleted — and once it is released the next batch runs.
+#[tokio::test]
+async fn the_retention_collector_skips_its_turn_while_another_replica_collects() {
+    use waymark_store::{Collect, Covered, NewWorkflow, WorkflowStatus};
+
+    let Some((fixture, url)) = fresh_database().await else {
+        return;
+    };
+    let s = fixture.store.clone();
+    let t = waymark_store::conformance::T;
+    let new = NewWorkflow {
+        workflow_id: "done".into(),
+        workflow_name: "A".into(),
+        queue_name: "q".into(),
+        input: "{}".into(),
+        ..Default::default()
+    };
+    s.start_workflow(new, t).await.unwrap();
+    s.cancel_workflow("done", t + 1).await.unwrap();
+    let batch = Collect {
+        covered: Covered::default(),
+        except: Vec::new(),
+        finished_before: t + 1_000,
+        limit: 10,
+    };
+    let mut other = PgConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+    let held: bool =
+        sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtextextended('collector ' || current_schema(), 0))")
+            .fetch_one(&mut other)
+            .await
+            .unwrap();
+    assert!(held, "the other replica takes the collector's lock");
+    assert_eq!(s.collect_finished(&batch).await.unwrap(), None, "its turn is skipped");
+    assert_eq!(
+        s.get_workflow("done").await.unwrap().map(|w| w.status),
+        Some(WorkflowStatus::Cancelled)
+    );
+    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+    assert_eq!(
+        s.collect_finished(&batch).await.unwrap(),
+        Some(vec!["done".to_string()])
+    );
+    drop(s);
+    drop(fixture.store);
+    fixture.dispose.await;
+}
