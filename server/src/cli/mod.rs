@@ -182,6 +182,7 @@ impl ServerArgs {
             log_json: self.log_format == "json",
             otlp_endpoint: self.otlp_endpoint.clone(),
             service_name: "waymark".into(),
+            store_call_metrics: self.metrics_listen.is_some(),
         }
     }
 

@@ -42,6 +42,9 @@ pub struct TelemetryOptions {
     pub otlp_endpoint: Option<String>,
     /// `service.name` of the exported spans.
     pub service_name: String,
+    /// Time store calls for the metrics (there is a metrics listener to read them). Without,
+    /// no layer wants the store calls' spans and none is made: a call costs a level check.
+    pub store_call_metrics: bool,
 }
 
 /// Keeps the span exporter alive; [`Telemetry::shutdown`] sends what is still buffered.
@@ -73,8 +76,11 @@ pub fn install(opts: &TelemetryOptions) -> anyhow::Result<Telemetry> {
     } else {
         fmt.with_filter(filter).boxed()
     };
-    // Store calls' spans, timed for the latency histogram whether or not spans are exported.
-    let store_calls = store_calls::StoreCalls.with_filter(filter_fn(|m| m.target() == store_calls::TARGET));
+    // Store calls' spans, timed for the latency histogram whether or not spans are exported —
+    // when a metrics listener can show it.
+    let store_calls = opts
+        .store_call_metrics
+        .then(|| store_calls::StoreCalls.with_filter(filter_fn(|m| m.target() == store_calls::TARGET)));
     let Some(endpoint) = opts.otlp_endpoint.as_deref().filter(|e| !e.is_empty()) else {
         tracing_subscriber::registry().with(fmt).with(store_calls).try_init()?;
         return Ok(Telemetry { provider: None });

@@ -2,7 +2,8 @@
 //! (`#[tracing::instrument(name = "store.<call>", target = "waymark::store")]` on each method of
 //! the store's SQL, written once for both backends): this layer times each such span from its
 //! creation to its close and observes the histogram `waymark_store_call_duration_seconds{call}`.
-//! Nothing else watches these spans unless spans are exported, so a call pays for one span.
+//! Nothing else watches these spans unless spans are exported, so a call pays for one span —
+//! and for none when the replica has no metrics listener: the layer is then not installed.
 
 use std::time::Instant;
 
