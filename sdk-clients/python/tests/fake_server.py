@@ -36,6 +36,8 @@ async def accept(m: worker_pb2.WorkerMessage) -> worker_pb2.Reply:
     if kind == "complete_workflow":
         ok = m.complete_workflow.HasField("output")
         status = types_pb2.WORKFLOW_STATUS_SUCCESS if ok else types_pb2.WORKFLOW_STATUS_ERROR
+        if m.complete_workflow.HasField("continue_as_new"):
+            status = types_pb2.WORKFLOW_STATUS_CONTINUED_AS_NEW
         return worker_pb2.Reply(workflow_completed=worker_pb2.WorkflowCompleted(status=status))
     raise AssertionError(f"the fake server does not answer {kind}")
 

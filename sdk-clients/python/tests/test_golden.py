@@ -13,7 +13,7 @@ import golden_workflows as golden
 import pytest
 
 from waymark import Worker
-from waymark.replay import Failed, Replayed, Replayer, Returned
+from waymark.replay import ContinuedAsNew, Failed, Replayed, Replayer, Returned
 
 # The specification the Python copy follows.
 GOLDEN_RS = Path(__file__).resolve().parents[3] / "integration-tests" / "src" / "golden.rs"
@@ -28,6 +28,8 @@ def expected(outcome: Replayed) -> dict[str, Any]:
         return {"returned": outcome.value}
     if isinstance(outcome, Failed):
         return {"failed": outcome.kind}
+    # No golden history continues as new.
+    assert not isinstance(outcome, ContinuedAsNew), f"it continued as new: {outcome}"
     return {"suspended_at": outcome.step_id}
 
 

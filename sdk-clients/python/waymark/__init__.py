@@ -7,6 +7,7 @@ from .bulk import BulkAction, BulkOutcome, WorkflowFilter
 from .client import Client, Page, WorkflowHandle
 from .errors import (
     ChildWorkflowFailed,
+    ContinueAsNew,
     Disconnected,
     Dropped,
     Fenced,
@@ -36,6 +37,7 @@ __all__ = [
     "BulkOutcome",
     "ChildWorkflowFailed",
     "Client",
+    "ContinueAsNew",
     "Disconnected",
     "Dropped",
     "Event",

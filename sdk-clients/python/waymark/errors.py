@@ -9,6 +9,8 @@ swallow them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 
 
@@ -127,6 +129,17 @@ class HistoryEnded(WorkflowInterrupted):
     def __init__(self, step_id: int) -> None:
         super().__init__(f"the history ends at step {step_id}")
         self.step_id = step_id
+
+
+class ContinueAsNew(BaseException):
+    """Not a failure: this run ends and the workflow goes on under its id with `input` and an
+    empty history. Raised by `WorkflowContext.continue_as_new`; let it escape the workflow
+    function. A `BaseException`, like the interruptions, so an `except Exception` in the
+    workflow does not swallow it. `input` is the next run's input, as JSON values."""
+
+    def __init__(self, input: Any) -> None:
+        super().__init__("continued as new")
+        self.input = input
 
 
 def failure_kind(e: BaseException) -> str:

@@ -20,13 +20,19 @@ from typing import Any
 
 from ._payload import from_payload, to_payload
 from ._proto import types_pb2, worker_pb2
-from .errors import HistoryEnded, WorkflowInterrupted, failure_kind, failure_message
+from .errors import (
+    ContinueAsNew,
+    HistoryEnded,
+    WorkflowInterrupted,
+    failure_kind,
+    failure_message,
+)
 from .worker import Worker, WorkflowContext
 from .worker._conn import Conn
 from .worker._run import Run
 from .worker._runner import WorkflowFn, as_workflow_fn
 
-__all__ = ["Failed", "Replayed", "Replayer", "Returned", "Suspended"]
+__all__ = ["ContinuedAsNew", "Failed", "Replayed", "Replayer", "Returned", "Suspended"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +63,16 @@ class Suspended:
     step_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class ContinuedAsNew:
+    """The code continued as new (`ctx.continue_as_new`) with `input` (as JSON, as a live run
+    would send it): a live run would end here and the workflow go on with a fresh history."""
+
+    input: Any
+
+
 # How a replay ended.
-Replayed = Returned | Failed | Suspended
+Replayed = Returned | Failed | Suspended | ContinuedAsNew
 
 
 class Replayer:
@@ -92,6 +106,14 @@ class Replayer:
             return Returned(from_payload(output))
         except HistoryEnded as e:
             return Suspended(e.step_id)
+        except ContinueAsNew as e:
+            try:
+                # As a live run: an input it could not send fails the workflow instead.
+                payload = to_payload(e.input)
+                run.limits.check_payload("the next run's input", payload)
+            except Exception as err:
+                return Failed(failure_kind(err), failure_message(err), err)
+            return ContinuedAsNew(from_payload(payload))
         # The other interruptions (parked, fenced, dropped) need a server, so cannot come
         # offline; one that did would be a bug to see, not an outcome to hide. A cancelled
         # replay has no outcome: `asyncio.CancelledError` propagates.

@@ -22,6 +22,8 @@ class WorkflowStatus(enum.Enum):
     ERROR = 5
     CANCELLED = 6
     MAX_RECOVERY_ATTEMPTS_EXCEEDED = 7
+    # An ended run of a workflow that continued as new (`<id>/run-<n>`).
+    CONTINUED_AS_NEW = 8
 
     @property
     def is_terminal(self) -> bool:
@@ -33,6 +35,7 @@ _TERMINAL = {
     WorkflowStatus.ERROR,
     WorkflowStatus.CANCELLED,
     WorkflowStatus.MAX_RECOVERY_ATTEMPTS_EXCEEDED,
+    WorkflowStatus.CONTINUED_AS_NEW,
 }
 
 
@@ -83,6 +86,11 @@ class Workflow:
     forked_from_step: int = 0
     # Its tags: given at its start or inherited from its parent; empty when none.
     tags: dict[str, str] = field(default_factory=dict)
+    # How many runs it continued as new from (0: its first run); on an ended run (status
+    # CONTINUED_AS_NEW), that run's number.
+    run: int = 0
+    # On an ended run (CONTINUED_AS_NEW): the workflow that went on. "" otherwise.
+    continued_as_workflow_id: str = ""
 
     @classmethod
     def from_proto(cls, w: types_pb2.Workflow) -> Workflow:
@@ -110,6 +118,8 @@ class Workflow:
             forked_from_workflow_id=w.forked_from_workflow_id,
             forked_from_step=w.forked_from_step,
             tags=dict(w.tags),
+            run=w.run,
+            continued_as_workflow_id=w.continued_as_workflow_id,
         )
 
 

@@ -22,7 +22,8 @@ _REQUEST_ID = 11
 
 
 async def complete(run: Run, outcome: dict[str, Any], held: list[worker_pb2.RecordStep]) -> None:
-    """Sends the completion with `outcome` (`output` or `failure`) and the records `held`."""
+    """Sends the completion with `outcome` (`output`, `failure` or `continue_as_new`) and the
+    records `held`."""
     msg = worker_pb2.WorkerMessage(
         complete_workflow=worker_pb2.CompleteWorkflow(
             workflow_id=run.workflow_id, epoch=run.epoch, steps=held, **outcome

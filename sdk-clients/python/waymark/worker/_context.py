@@ -6,6 +6,7 @@ from __future__ import annotations
 from ._children import ChildrenMixin
 from ._patch import PatchMixin
 from ._remote import RemoteMixin
+from ._runs import RunsMixin
 from ._steps import StepsMixin
 from ._values import ValuesMixin
 from ._waits import WaitsMixin
@@ -13,7 +14,14 @@ from ._writes import WritesMixin
 
 
 class WorkflowContext(
-    StepsMixin, ValuesMixin, PatchMixin, WaitsMixin, WritesMixin, ChildrenMixin, RemoteMixin
+    StepsMixin,
+    ValuesMixin,
+    PatchMixin,
+    WaitsMixin,
+    WritesMixin,
+    ChildrenMixin,
+    RemoteMixin,
+    RunsMixin,
 ):
     """Handle a workflow function uses to run steps, wait, and talk to other workflows.
 

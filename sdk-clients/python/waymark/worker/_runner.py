@@ -12,6 +12,7 @@ from .. import _tracing
 from .._payload import from_payload, to_payload
 from .._proto import types_pb2, worker_pb2
 from ..errors import (
+    ContinueAsNew,
     Dropped,
     Parked,
     PayloadTooLarge,
@@ -89,8 +90,9 @@ async def _finish(run: Run, outcome: dict[str, Any] | None) -> None:
 
 
 async def _call(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> dict[str, Any] | None:
-    """The workflow function's outcome as `CompleteWorkflow` fields; None when the run ended
-    without one (cancelled, parked, fenced, dropped)."""
+    """The workflow function's outcome as `CompleteWorkflow` fields (`output`, `failure` or
+    `continue_as_new`); None when the run ended without one (cancelled, parked, fenced,
+    dropped)."""
     try:
         if fn is None:
             raise WorkflowFailed(
@@ -102,6 +104,10 @@ async def _call(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> di
         # end the stream instead, and the workflow would run again.
         run.limits.check_payload("the workflow's output", output)
         return {"output": output}
+    except ContinueAsNew as e:
+        # Not a failure: the run ends, and the workflow goes on with this input.
+        log.info("workflow %s continues as new", run.workflow_id)
+        return _continue_as_new(run, e)
     except asyncio.CancelledError:
         log.info("workflow %s stopped: cancelled", run.workflow_id)
     except Parked:
@@ -113,6 +119,19 @@ async def _call(run: Run, fn: WorkflowFn | None, input: types_pb2.Payload) -> di
         failure = types_pb2.Failure(kind=failure_kind(e), message=bounded(failure_message(e)))
         return {"failure": failure}
     return None
+
+
+def _continue_as_new(run: Run, e: ContinueAsNew) -> dict[str, Any]:
+    """The completion's `continue_as_new` outcome; a failure when the next run's input is not
+    JSON or is over the limit (the server would fail the workflow for it too)."""
+    try:
+        payload = to_payload(e.input)
+        run.limits.check_payload("the next run's input", payload)
+    except Exception as err:
+        log.info("workflow %s failed to continue as new: %s", run.workflow_id, err)
+        failure = types_pb2.Failure(kind=failure_kind(err), message=bounded(failure_message(err)))
+        return {"failure": failure}
+    return {"continue_as_new": worker_pb2.ContinueAsNew(input=payload)}
 
 
 def _log_dropped(run: Run) -> None:
