@@ -6,21 +6,28 @@ import (
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
 
-// complete sends the workflow's outcome — its output, or the failure err — with the step
-// records still held back.
+// complete sends the workflow's outcome — its output, the next run's input when err is a
+// ContinueAsNew, or the failure err — with the step records still held back.
 //
-// An output larger than the server takes is not sent: the workflow fails with kind
-// PAYLOAD_TOO_LARGE instead (running it again would return the same output). A completion that
+// An output (or a next run's input) larger than the server takes is not sent: the workflow
+// fails with kind PAYLOAD_TOO_LARGE instead (running it again would return the same value). A completion that
 // with the held records would make a message larger than the server takes goes without them:
 // they are sent on their own first, and the completion only once they are all durable, as it
 // would be were it carrying them.
 //
-// It returns the failure it sent, nil when the workflow succeeded.
+// It returns the failure it sent, nil when the workflow succeeded or continued as new.
 func (r *run) complete(out *pb.Payload, err error, held []*pb.RecordStep) *pb.Failure {
 	lim := r.conn.limits
 	req := &pb.CompleteWorkflow{WorkflowId: r.id, Epoch: r.epoch}
 	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_CompleteWorkflow{CompleteWorkflow: req}}
+	next, continued := continuedAsNew(err)
 	switch {
+	case continued:
+		req.Outcome = &pb.CompleteWorkflow_ContinueAsNew{ContinueAsNew: &pb.ContinueAsNew{Input: next}}
+		if big := lim.admit("the next run's input", next, msg); big != nil {
+			r.logger.Warn("next run's input too large to send; the workflow fails", "error", big.Message)
+			req.Outcome = &pb.CompleteWorkflow_Failure{Failure: lim.failure(reasonPayloadTooLarge, big.Message)}
+		}
 	case err != nil:
 		f := failureOf(err)
 		req.Outcome = &pb.CompleteWorkflow_Failure{Failure: lim.failure(f.Kind, f.Message)}
@@ -53,7 +60,7 @@ func (r *run) complete(out *pb.Payload, err error, held []*pb.RecordStep) *pb.Fa
 	case reply.GetWorkflowCompleted().GetAdopted():
 		r.logger.Info("workflow had already finished; its recorded outcome stands")
 	default:
-		r.logger.Debug("workflow completed", "failed", req.GetFailure() != nil)
+		r.logger.Debug("workflow completed", "failed", req.GetFailure() != nil, "continued_as_new", req.GetContinueAsNew() != nil)
 	}
 	return req.GetFailure()
 }

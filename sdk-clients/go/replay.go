@@ -33,7 +33,7 @@ type RecordedStep struct {
 	Failure *Failure        `json:"failure,omitempty"`
 }
 
-// Replayed is how a replay ended: a Returned, a Failed or a Suspended.
+// Replayed is how a replay ended: a Returned, a Failed, a Suspended or a ContinuedAsNew.
 type Replayed interface {
 	replayed()
 	fmt.Stringer
@@ -58,13 +58,19 @@ type Failed struct {
 // live run would go on from there; a workflow still running replays to this.
 type Suspended struct{ StepID uint32 }
 
-func (Returned) replayed()  {}
-func (Failed) replayed()    {}
-func (Suspended) replayed() {}
+// ContinuedAsNew: the code returned ContinueAsNew with Input (as JSON): a live run would end
+// here and the workflow go on under its id with Input and a fresh history.
+type ContinuedAsNew struct{ Input json.RawMessage }
 
-func (r Returned) String() string  { return fmt.Sprintf("returned %s", r.Value) }
-func (f Failed) String() string    { return fmt.Sprintf("failed: %s: %s", f.Kind, f.Message) }
-func (s Suspended) String() string { return fmt.Sprintf("suspended at step %d", s.StepID) }
+func (Returned) replayed()       {}
+func (Failed) replayed()         {}
+func (Suspended) replayed()      {}
+func (ContinuedAsNew) replayed() {}
+
+func (r Returned) String() string       { return fmt.Sprintf("returned %s", r.Value) }
+func (f Failed) String() string         { return fmt.Sprintf("failed: %s: %s", f.Kind, f.Message) }
+func (s Suspended) String() string      { return fmt.Sprintf("suspended at step %d", s.StepID) }
+func (c ContinuedAsNew) String() string { return fmt.Sprintf("continued as new with %s", c.Input) }
 
 // ErrHistoryEnded is what a workflow's call returns in a replay when its position is not
 // recorded (see Suspended). Like ErrCancelled it ends the run, not fails it: return it as it
@@ -125,6 +131,21 @@ func (p *Replayer) Replay(ctx context.Context, h *RecordedHistory) (Replayed, er
 		return nil, context.Cause(ctx)
 	}
 	lim := r.conn.limits
+	if next, ok := continuedAsNew(err); ok {
+		// As a live run: an input the server would not take fails the workflow.
+		msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_CompleteWorkflow{CompleteWorkflow: &pb.CompleteWorkflow{
+			WorkflowId: r.id, Epoch: r.epoch, Outcome: &pb.CompleteWorkflow_ContinueAsNew{ContinueAsNew: &pb.ContinueAsNew{Input: next}},
+		}}}
+		if big := lim.admit("the next run's input", next, msg); big != nil {
+			err = &Failure{Kind: reasonPayloadTooLarge, Message: big.Message}
+		} else {
+			input, err := payloadJSON(next)
+			if err != nil {
+				return nil, err
+			}
+			return ContinuedAsNew{Input: input}, nil
+		}
+	}
 	if err == nil {
 		// A live run fails for an output the server would not take; so does its replay.
 		msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_CompleteWorkflow{CompleteWorkflow: &pb.CompleteWorkflow{

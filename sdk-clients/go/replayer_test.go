@@ -347,3 +347,42 @@ func TestRecordedHistoryReadsAndWritesTheGoldenFormat(t *testing.T) {
 	}
 	wantReturned(t, got, `["replay", null]`)
 }
+
+type looperInput struct {
+	N     int `json:"n"`
+	Until int `json:"until"`
+}
+
+// A run that continues as new replays to ContinuedAsNew with the next input; the last run
+// returns; each run's history is its own, so another step at its first position is
+// non-determinism, and a run with nothing recorded suspends at its first step.
+func TestReplayOfARunThatContinuedAsNew(t *testing.T) {
+	r := replayOf(t, func(w *waymark.Worker) {
+		waymark.RegisterWorkflow(w, "looper", func(ctx waymark.Context, in looperInput) (int, error) {
+			n, err := waymark.Step(ctx, "tick", never[int])
+			if err != nil {
+				return 0, err
+			}
+			if n >= in.Until {
+				return n, nil
+			}
+			return 0, waymark.ContinueAsNew(looperInput{N: n + 1, Until: in.Until})
+		})
+	})
+	got := r.replay("looper", looperInput{N: 0, Until: 2}, out(0, "tick", `0`))
+	c, ok := got.(waymark.ContinuedAsNew)
+	var next looperInput
+	if !ok || json.Unmarshal(c.Input, &next) != nil || next != (looperInput{N: 1, Until: 2}) {
+		t.Fatalf("replayed to %v, want continued as new with {n: 1, until: 2}", got)
+	}
+	if s := got.String(); s != `continued as new with {"n":1,"until":2}` {
+		t.Errorf("String() = %q", s)
+	}
+	wantReturned(t, r.replay("looper", looperInput{N: 2, Until: 2}, out(0, "tick", `2`)), `2`)
+	if f, ok := r.replay("looper", looperInput{N: 0, Until: 2}, out(0, "tock", `0`)).(waymark.Failed); !ok || f.Kind != "NonDeterminism" {
+		t.Errorf("another step at 0: %v, want NonDeterminism", f)
+	}
+	if got := r.replay("looper", looperInput{N: 1, Until: 2}); got != (waymark.Suspended{StepID: 0}) {
+		t.Errorf("nothing recorded: %v, want suspended at 0", got)
+	}
+}

@@ -24,17 +24,21 @@ const (
 	StatusCancelled   Status = "CANCELLED"
 	// StatusDeadLettered: recovered more times than the server allows.
 	StatusDeadLettered Status = "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+	// StatusContinuedAsNew: an ended run of a workflow that continued as new (`<id>/run-<n>`,
+	// see ContinueAsNew); the workflow itself goes on under its id.
+	StatusContinuedAsNew Status = "CONTINUED_AS_NEW"
 )
 
 var statusWire = map[Status]pb.WorkflowStatus{
-	StatusUnspecified:  pb.WorkflowStatus_WORKFLOW_STATUS_UNSPECIFIED,
-	StatusEnqueued:     pb.WorkflowStatus_WORKFLOW_STATUS_ENQUEUED,
-	StatusDelayed:      pb.WorkflowStatus_WORKFLOW_STATUS_DELAYED,
-	StatusPending:      pb.WorkflowStatus_WORKFLOW_STATUS_PENDING,
-	StatusSuccess:      pb.WorkflowStatus_WORKFLOW_STATUS_SUCCESS,
-	StatusError:        pb.WorkflowStatus_WORKFLOW_STATUS_ERROR,
-	StatusCancelled:    pb.WorkflowStatus_WORKFLOW_STATUS_CANCELLED,
-	StatusDeadLettered: pb.WorkflowStatus_WORKFLOW_STATUS_MAX_RECOVERY_ATTEMPTS_EXCEEDED,
+	StatusUnspecified:    pb.WorkflowStatus_WORKFLOW_STATUS_UNSPECIFIED,
+	StatusEnqueued:       pb.WorkflowStatus_WORKFLOW_STATUS_ENQUEUED,
+	StatusDelayed:        pb.WorkflowStatus_WORKFLOW_STATUS_DELAYED,
+	StatusPending:        pb.WorkflowStatus_WORKFLOW_STATUS_PENDING,
+	StatusSuccess:        pb.WorkflowStatus_WORKFLOW_STATUS_SUCCESS,
+	StatusError:          pb.WorkflowStatus_WORKFLOW_STATUS_ERROR,
+	StatusCancelled:      pb.WorkflowStatus_WORKFLOW_STATUS_CANCELLED,
+	StatusDeadLettered:   pb.WorkflowStatus_WORKFLOW_STATUS_MAX_RECOVERY_ATTEMPTS_EXCEEDED,
+	StatusContinuedAsNew: pb.WorkflowStatus_WORKFLOW_STATUS_CONTINUED_AS_NEW,
 }
 
 func statusFromWire(s pb.WorkflowStatus) Status {
@@ -48,7 +52,8 @@ func statusFromWire(s pb.WorkflowStatus) Status {
 
 // Terminal reports whether the workflow has finished for good.
 func (s Status) Terminal() bool {
-	return s == StatusSuccess || s == StatusError || s == StatusCancelled || s == StatusDeadLettered
+	return s == StatusSuccess || s == StatusError || s == StatusCancelled || s == StatusDeadLettered ||
+		s == StatusContinuedAsNew
 }
 
 // Workflow is one execution of a workflow function, as the server reports it.
@@ -90,6 +95,12 @@ type Workflow struct {
 	// Tags: given at the start (StartOptions.Tags) or inherited from its parent; empty (nil)
 	// when none.
 	Tags map[string]string
+	// Continue-as-new (see ContinueAsNew): on a workflow, how many of its runs ended before the
+	// current one (0 until it first continues as new); on an ended run (StatusContinuedAsNew),
+	// that run's number.
+	Run uint32
+	// On an ended run (StatusContinuedAsNew): the workflow that went on. Empty otherwise.
+	ContinuedAsWorkflowID string
 }
 
 // Result decodes the output of a successful workflow into out. A failed workflow returns its
@@ -198,30 +209,32 @@ func workflowFromWire(w *pb.Workflow) *Workflow {
 		return nil
 	}
 	out := &Workflow{
-		ID:               w.GetWorkflowId(),
-		Name:             w.GetWorkflowName(),
-		Status:           statusFromWire(w.GetStatus()),
-		Queue:            w.GetQueueName(),
-		AppVersion:       w.GetAppVersion(),
-		Input:            jsonOf(w.GetInput()),
-		Failure:          failureFromWire(w.GetFailure()),
-		CreatedAt:        timeOf(w.GetCreatedAt()),
-		UpdatedAt:        timeOf(w.GetUpdatedAt()),
-		RecoveryAttempts: w.GetRecoveryAttempts(),
-		Epoch:            w.GetEpoch(),
-		WorkerID:         w.GetWorkerId(),
-		ParentID:         w.GetParentWorkflowId(),
-		Deadline:         timeOf(w.GetDeadline()),
-		Priority:         w.GetPriority(),
-		PartitionKey:     w.GetPartitionKey(),
-		DedupID:          w.GetDedupId(),
-		StartedAt:        timeOf(w.GetStartedAt()),
-		WakeAt:           timeOf(w.GetWakeAt()),
-		Traceparent:      w.GetTraceContext().GetTraceparent(),
-		Tracestate:       w.GetTraceContext().GetTracestate(),
-		ForkedFromID:     w.GetForkedFromWorkflowId(),
-		ForkedFromStep:   w.GetForkedFromStep(),
-		Tags:             maps.Clone(w.GetTags()),
+		ID:                    w.GetWorkflowId(),
+		Name:                  w.GetWorkflowName(),
+		Status:                statusFromWire(w.GetStatus()),
+		Queue:                 w.GetQueueName(),
+		AppVersion:            w.GetAppVersion(),
+		Input:                 jsonOf(w.GetInput()),
+		Failure:               failureFromWire(w.GetFailure()),
+		CreatedAt:             timeOf(w.GetCreatedAt()),
+		UpdatedAt:             timeOf(w.GetUpdatedAt()),
+		RecoveryAttempts:      w.GetRecoveryAttempts(),
+		Epoch:                 w.GetEpoch(),
+		WorkerID:              w.GetWorkerId(),
+		ParentID:              w.GetParentWorkflowId(),
+		Deadline:              timeOf(w.GetDeadline()),
+		Priority:              w.GetPriority(),
+		PartitionKey:          w.GetPartitionKey(),
+		DedupID:               w.GetDedupId(),
+		StartedAt:             timeOf(w.GetStartedAt()),
+		WakeAt:                timeOf(w.GetWakeAt()),
+		Traceparent:           w.GetTraceContext().GetTraceparent(),
+		Tracestate:            w.GetTraceContext().GetTracestate(),
+		ForkedFromID:          w.GetForkedFromWorkflowId(),
+		ForkedFromStep:        w.GetForkedFromStep(),
+		Tags:                  maps.Clone(w.GetTags()),
+		Run:                   w.GetRun(),
+		ContinuedAsWorkflowID: w.GetContinuedAsWorkflowId(),
 	}
 	if w.GetOutput() != nil {
 		out.Output = jsonOf(w.GetOutput())

@@ -4,6 +4,7 @@
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
+import type { JsonValue } from "@bufbuild/protobuf";
 
 export { Code };
 
@@ -165,6 +166,22 @@ export class ParkedError extends Interruption {
   override name = "ParkedError";
   constructor() {
     super("workflow parked until its wait resolves");
+  }
+}
+
+/**
+ * Thrown by `ctx.continueAsNew(input)`: ends this run, and the workflow goes on under its id with
+ * `input` and an empty history. Not a failure: the worker completes the run with
+ * `continue_as_new`, and a `Replayer` reports `continued_as_new`. Workflow code that catches
+ * errors lets it propagate, like every `Interruption`.
+ */
+export class ContinueAsNew extends Interruption {
+  override name = "ContinueAsNew";
+  constructor(
+    /** The next run's input, as JSON (as the next run will read it). */
+    readonly input: JsonValue,
+  ) {
+    super("the workflow continues as new");
   }
 }
 

@@ -36,6 +36,7 @@ export {
   ChildWorkflowError,
   Code,
   ConfigurationError,
+  ContinueAsNew,
   DisconnectedError,
   FencedError,
   HistoryEndedError,

@@ -15,13 +15,16 @@ export type WorkflowStatus =
   | "SUCCESS"
   | "ERROR"
   | "CANCELLED"
-  | "MAX_RECOVERY_ATTEMPTS_EXCEEDED";
+  | "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+  /** An ended run (`<id>/run-<n>`) of a workflow that continued as new; the workflow went on under its id. */
+  | "CONTINUED_AS_NEW";
 
 const TERMINAL: ReadonlySet<WorkflowStatus> = new Set([
   "SUCCESS",
   "ERROR",
   "CANCELLED",
   "MAX_RECOVERY_ATTEMPTS_EXCEEDED",
+  "CONTINUED_AS_NEW",
 ]);
 
 export function isTerminal(status: WorkflowStatus): boolean {
@@ -72,6 +75,13 @@ export interface WorkflowInfo {
   forkedFromStep: number;
   /** Its tags: given at the start, or inherited from its parent; `{}` when none. */
   tags: Record<string, string>;
+  /**
+   * How many runs it continued as new from (0: its first run); on an ended run
+   * (CONTINUED_AS_NEW), that run's number.
+   */
+  run: number;
+  /** On an ended run (CONTINUED_AS_NEW): the workflow that went on; "" otherwise. */
+  continuedAsWorkflowId: string;
 }
 
 export interface StepInfo {
@@ -136,6 +146,8 @@ export function workflowInfo(w: pb.Workflow): WorkflowInfo {
     forkedFromWorkflowId: w.forkedFromWorkflowId,
     forkedFromStep: w.forkedFromStep,
     tags: { ...w.tags },
+    run: w.run,
+    continuedAsWorkflowId: w.continuedAsWorkflowId,
   };
 }
 

@@ -20,6 +20,8 @@ export function expected(r: Replayed): golden.Golden["expect"] {
       return { failed: r.kind };
     case "suspended":
       return { suspended_at: r.stepId };
+    case "continued_as_new":
+      throw new Error(`no golden history continues as new, yet one replayed to that (${JSON.stringify(r.input)})`);
   }
 }
 

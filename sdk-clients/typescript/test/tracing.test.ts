@@ -152,6 +152,17 @@ test("a failed step and the workflow it fails end with status ERROR", async () =
   assert.match(wf.status.message ?? "", /the disk is full/);
 });
 
+test("a run that continues as new ends its workflow span without an error status", async () => {
+  const conn = await execute(async (ctx) => {
+    await ctx.step("tick", () => 0);
+    return ctx.continueAsNew({ n: 1 });
+  });
+  assert.deepEqual(conn.kinds(), ["completeWorkflow"]);
+  assert.equal((conn.sent[0]!.value as CompleteWorkflow).outcome.case, "continueAsNew");
+  assert.equal(spanNamed("step tick").status.code, SpanStatusCode.UNSET);
+  assert.equal(spanNamed("workflow wf").status.code, SpanStatusCode.UNSET);
+});
+
 test("a replayed step opens no span, and a dispatch with recorded steps is marked waymark.replay", async () => {
   const d = traced(dispatch("wf"));
   d.steps = [create(StepSchema, { stepId: 0, name: "a", output: toPayload(1) })];

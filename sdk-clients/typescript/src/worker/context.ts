@@ -11,6 +11,8 @@ import * as messaging from "./messaging.js";
 import * as children from "./children.js";
 import * as remote from "./remote.js";
 import { patched } from "./patch.js";
+import { ContinueAsNew } from "../errors.js";
+import { toJsonValue } from "../payload.js";
 
 export class WorkflowContext {
   /** @internal */
@@ -91,6 +93,28 @@ export class WorkflowContext {
    */
   patched(patchId: string): boolean {
     return patched(this.run, patchId);
+  }
+
+  /**
+   * Ends this run and starts the workflow again under its id with `input` and an empty history
+   * — for a workflow that loops for ever (polling, its own schedule), so its history stays
+   * short. Return it from the workflow function:
+   *
+   * ```ts
+   * if (n < until) return ctx.continueAsNew({ n: n + 1, until });
+   * ```
+   *
+   * It throws `ContinueAsNew` (an `Interruption`: code that catches errors lets it propagate),
+   * which the worker turns into the run's completion; typed `never`, so it fits any return
+   * type. Not a failure. The steps this run recorded are kept with the ended run
+   * (`<id>/run-<n>`, status CONTINUED_AS_NEW); awaiters, parents and senders keep using the
+   * workflow's id. Nothing is recorded at a position, so a replay of this run reaches the same
+   * call and ends the same way. An input the server would not take fails the workflow
+   * (PAYLOAD_TOO_LARGE), as an oversized output does.
+   */
+  continueAsNew(input: unknown): never {
+    this.run.checkCancelled();
+    throw new ContinueAsNew(toJsonValue(input));
   }
 
   /** Sleeps durably: a workflow recovered mid-sleep sleeps only what is left. */

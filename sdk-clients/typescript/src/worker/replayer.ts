@@ -9,7 +9,7 @@
 import { create, type JsonValue } from "@bufbuild/protobuf";
 import { DispatchWorkflowSchema, type DispatchWorkflow } from "../gen/waymark/v1/worker_pb.js";
 import { FailureSchema, StepSchema, type Step } from "../gen/waymark/v1/types_pb.js";
-import { HistoryEndedError, SerializationError, UnknownWorkflowError } from "../errors.js";
+import { ContinueAsNew, HistoryEndedError, SerializationError, UnknownWorkflowError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { fromPayload, toPayload } from "../payload.js";
 import type { RecordedHistory } from "../recorded.js";
@@ -35,7 +35,12 @@ export type Replayed =
    * to the server, the time or a UUID to draw, a sleep whose wake time is still ahead): a live
    * run would go on from there. A workflow still running replays to this.
    */
-  | { readonly outcome: "suspended"; readonly stepId: number };
+  | { readonly outcome: "suspended"; readonly stepId: number }
+  /**
+   * The code continued as new (`ctx.continueAsNew`) with `input` (as JSON): a live run would end
+   * here and the workflow go on under its id with a fresh history.
+   */
+  | { readonly outcome: "continued_as_new"; readonly input: JsonValue };
 
 /**
  * Where a replay's requests would go: nowhere. `Run.live` stops each one before it is sent; one
@@ -90,6 +95,14 @@ export class Replayer {
     if (out === undefined) return failed(reason);
     if ("error" in out) {
       if (out.error instanceof HistoryEndedError) return { outcome: "suspended", stepId: out.error.stepId };
+      if (out.error instanceof ContinueAsNew) {
+        // As live: an input the server would not take fails the workflow instead.
+        try {
+          return { outcome: "continued_as_new", input: fromPayload(run.payload("the next run's input", out.error.input)) };
+        } catch (e) {
+          return failed(e);
+        }
+      }
       // The other interruptions (cancelled, parked, fenced, dropped) need a server, so cannot
       // come offline unless the code throws one itself: a failure to see, not an outcome to hide.
       return failed(out.error);

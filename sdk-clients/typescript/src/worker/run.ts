@@ -6,9 +6,11 @@
 import { create, type JsonValue } from "@bufbuild/protobuf";
 import {
   CompleteWorkflowSchema,
+  ContinueAsNewSchema,
   ParkSchema,
   RecordStepSchema,
   type CompleteWorkflow,
+  type ContinueAsNew as ContinueAsNewMsg,
   type DispatchWorkflow,
   type Park,
   type RecordStep,
@@ -16,6 +18,7 @@ import {
 import type { Payload } from "../gen/waymark/v1/types_pb.js";
 import {
   CancelledError,
+  ContinueAsNew,
   DisconnectedError,
   FencedError,
   HistoryEndedError,
@@ -39,7 +42,10 @@ import { NOOP, RunSpans, startSpan, type Attributes, type SpanKindName, type Tra
 /** Far enough to mean "no deadline", and still an exact integer in every language's JSON. */
 export const NEVER_MS = Number.MAX_SAFE_INTEGER;
 
-type Outcome = { case: "output"; value: Payload } | { case: "failure"; value: ReturnType<typeof failure> };
+type Outcome =
+  | { case: "output"; value: Payload }
+  | { case: "failure"; value: ReturnType<typeof failure> }
+  | { case: "continueAsNew"; value: ContinueAsNewMsg };
 
 export class Run {
   readonly workflowId: string;
@@ -264,7 +270,7 @@ export class Run {
       await this.report(outcome);
     } finally {
       // A failed workflow's span is ERROR; an interrupted one (cancelled, parked, dropped,
-      // fenced) stays UNSET. What is still open under it (a wait, a remote call) ends first.
+      // fenced) or one that continued as new stays UNSET. What is still open under it (a wait, a remote call) ends first.
       if (outcome?.case === "failure") root.fail(outcome.value.message);
       this.spans.endChildren();
       root.end();
@@ -322,7 +328,7 @@ export class Run {
   }
 
   /**
-   * Runs the workflow function: its output or failure, or undefined when the run stopped
+   * Runs the workflow function: its output, failure or next run's input (continued as new), or undefined when the run stopped
    * without one (interrupted, dropped). A drop ends the wait at once, so a dropped run leaves
    * the worker even if its function goes on (every ctx call it makes throws).
    */
@@ -344,12 +350,26 @@ export class Run {
       return { case: "output", value: this.payload("the workflow's output", out.value) };
     } catch (e) {
       if (e instanceof RunDroppedError) this.drop(e);
+      if (e instanceof ContinueAsNew && !this.dropped) return this.continued(e);
       if (e instanceof Interruption || this.signal.aborted) {
         const reason = e instanceof Interruption ? e : this.signal.reason;
         this.logger.info("workflow run stopped", { workflowId: this.workflowId, reason: String(reason?.message ?? reason) });
         return undefined;
       }
       return { case: "failure", value: failure(kindOf(e), messageOf(e)) };
+    }
+  }
+
+  /**
+   * The completion of a run that continued as new with `e.input`; over the server's limit, a
+   * failure (PAYLOAD_TOO_LARGE), as for an oversized output.
+   */
+  private continued(e: ContinueAsNew): Outcome {
+    try {
+      const input = this.payload("the next run's input", e.input);
+      return { case: "continueAsNew", value: create(ContinueAsNewSchema, { input }) };
+    } catch (err) {
+      return { case: "failure", value: failure(kindOf(err), messageOf(err)) };
     }
   }
 }
