@@ -42,9 +42,10 @@ async fn tagged(c: &Client, pairs: &[(&str, &str)], status: Option<WorkflowStatu
 async fn tags_are_kept_inherited_by_children_and_listed_by(backend: Backend) {
     let Some(s) = setup(backend, &[]).await else { return };
     let c = &s.client;
-    let family = json!({ "children": [["echo", 1], ["echo", 2]] });
+    // Its children inherit its tags, and override `step` with their own.
+    let family = json!({ "children": [["echo", 1], ["echo", 2]], "child_tags": { "step": "child" } });
     let start = StartOptions {
-        tags: tags(&[("team", "payments"), ("run", "r1")]),
+        tags: tags(&[("team", "payments"), ("run", "r1"), ("step", "parent")]),
         ..StartOptions::id("fam")
     };
     c.start_json("family", family, start).await.unwrap();
@@ -53,20 +54,29 @@ async fn tags_are_kept_inherited_by_children_and_listed_by(backend: Backend) {
         WorkflowStatus::Success
     );
     let fam = c.get("fam").await.unwrap();
-    assert_eq!(fam.tags, tags(&[("run", "r1"), ("team", "payments")]));
+    assert_eq!(
+        fam.tags,
+        tags(&[("run", "r1"), ("step", "parent"), ("team", "payments")])
+    );
     let tree = tagged(c, &[("team", "payments")], None).await;
     assert_eq!(tree.len(), 3, "the parent and both children: {tree:?}");
     for child in tree.iter().filter(|id| *id != "fam") {
         let w = c.get(child).await.unwrap();
+        let own = tags(&[("run", "r1"), ("step", "child"), ("team", "payments")]);
         assert_eq!(
             (w.parent_workflow_id.as_str(), &w.tags),
-            ("fam", &fam.tags),
-            "inherited"
+            ("fam", &own),
+            "inherited, one key overridden"
         );
     }
     assert!(
         tagged(c, &[("team", "payments"), ("run", "r2")], None).await.is_empty(),
         "all must match"
+    );
+    assert_eq!(
+        tagged(c, &[("step", "child")], None).await.len(),
+        2,
+        "the children's own tag"
     );
 
     // From the CLI: start with tags, list by them, see them.

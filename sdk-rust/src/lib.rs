@@ -46,7 +46,7 @@ pub use retry::RetryPolicy;
 pub use schedules::{ScheduleDef, ScheduleInfo, ScheduleRun, ScheduleUpdate};
 pub use types::{EventInfo, Failure, MessageInfo, Started, StepInfo, WaitingOn, WorkflowInfo, WorkflowStatus};
 pub use worker::{
-    context::{Awaitable, StepHandle, StepOptions, WorkflowContext},
+    context::{Awaitable, ChildOptions, StepHandle, StepOptions, WorkflowContext},
     replayer::{RecordedFailure, RecordedHistory, RecordedStep, Replayed, Replayer},
     Worker, WorkerBuilder,
 };

@@ -295,13 +295,20 @@ async fn looper(ctx: WorkflowContext, input: Looper) -> Result<u32, WorkflowErro
 struct Family {
     /// Name and input of each child to start.
     children: Vec<(String, serde_json::Value)>,
+    /// Tags each child gets over the ones it inherits.
+    #[serde(default)]
+    child_tags: std::collections::BTreeMap<String, String>,
 }
 
 /// Starts every child, then awaits each in turn; returns their outputs (or their errors).
 async fn family(ctx: WorkflowContext, input: Family) -> Result<Vec<serde_json::Value>, WorkflowError> {
     let mut ids = Vec::new();
     for (name, child_input) in &input.children {
-        ids.push(ctx.start_child(name, child_input, None).await?);
+        let options = waymark_sdk::ChildOptions {
+            tags: input.child_tags.clone(),
+            ..Default::default()
+        };
+        ids.push(ctx.start_child_with(name, child_input, options).await?);
     }
     let mut out = Vec::new();
     for id in &ids {

@@ -4,10 +4,11 @@
 //! The policy is the server's `--retention` (every finished workflow) and its
 //! `--retention-rule`s, each covering a namespace, a queue and/or a status and keeping what it
 //! covers for its own time (or for ever). The first rule that covers a workflow decides; the
-//! default takes the rest. A collector on each replica deletes, once a second, at most
-//! `--retention-rate` workflows in batches of [`BATCH`], each one short transaction, so it never
-//! holds a lock for long or stalls dispatch; replicas sharing a database take turns (a replica
-//! that finds another collecting skips its turn).
+//! default takes the rest. A collector on each replica deletes at most `--retention-rate`
+//! workflows a second, spread over ten turns a second in batches of at most [`BATCH`], each one
+//! short transaction, so it never holds a lock (SQLite's one writer above all) for long or
+//! stalls dispatch; replicas sharing a database take turns (a replica that finds another
+//! collecting skips its turn).
 
 use std::{sync::Arc, time::Duration};
 
@@ -16,10 +17,11 @@ use waymark_store::{Collect, Covered, Millis, WorkflowStatus};
 use super::Engine;
 
 /// Most workflows one transaction deletes.
-pub const BATCH: u32 = 500;
+pub const BATCH: u32 = 100;
 
-/// How often the collector runs.
-const TICK: Duration = Duration::from_secs(1);
+/// How often the collector takes a turn: its rate is spread over the second, not spent at once.
+const TICK: Duration = Duration::from_millis(100);
+const TICKS_PER_SECOND: u32 = 10;
 
 /// One rule: what it covers and how long it keeps it (`None`: for ever).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,26 +142,43 @@ pub async fn run(engine: Arc<Engine>) {
     let mut shutdown = engine.shutdown_signal();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // What was deleted this second: one log line a second, not one a turn.
+    let (mut turns, mut this_second) = (0u32, 0usize);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = shutdown.wait_for(|v| *v) => return,
         }
-        if !engine.store_health.is_reachable() {
-            continue;
+        let budget = turn_budget(policy.rate, turns % TICKS_PER_SECOND);
+        turns += 1;
+        if engine.store_health.is_reachable() && budget > 0 {
+            let collected = engine.collect_once(&policy, budget).await;
+            if collected > 0 {
+                engine.count_deleted("retention", collected);
+                this_second += collected;
+            }
         }
-        let collected = engine.collect_once(&policy).await;
-        if collected > 0 {
-            engine.count_deleted("retention", collected);
-            tracing::info!(collected, "retention deleted finished workflows past their time");
+        if turns.is_multiple_of(TICKS_PER_SECOND) && this_second > 0 {
+            tracing::info!(
+                collected = this_second,
+                "retention deleted finished workflows past their time"
+            );
+            this_second = 0;
         }
     }
 }
 
+/// Turn `turn` (0-9) of a second's share of `rate`: the ten add up to `rate` exactly, so a rate
+/// below ten a second still holds (7 a second: turns of 0 and 1).
+fn turn_budget(rate: u32, turn: u32) -> usize {
+    let (rate, turn, n) = (rate as u64, turn as u64, TICKS_PER_SECOND as u64);
+    (rate * (turn + 1) / n - rate * turn / n) as usize
+}
+
 impl Engine {
-    /// One turn of the collector: at most `policy.rate` deleted. Returns how many.
-    pub(crate) async fn collect_once(&self, policy: &Retention) -> usize {
-        let mut budget = policy.rate as usize;
+    /// One turn of the collector: at most `budget` deleted. Returns how many.
+    pub(crate) async fn collect_once(&self, policy: &Retention, budget: usize) -> usize {
+        let mut budget = budget;
         let mut collected = 0;
         for pass in policy.passes(self.namespace(), self.now()) {
             while budget > 0 {
@@ -194,6 +213,18 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_seconds_turns_add_up_to_the_rate() {
+        for rate in [0, 1, 7, 10, 99, 1000, 1001] {
+            let turns: Vec<usize> = (0..TICKS_PER_SECOND).map(|t| turn_budget(rate, t)).collect();
+            assert_eq!(turns.iter().sum::<usize>(), rate as usize, "{rate}: {turns:?}");
+            assert!(
+                turns.iter().all(|&b| b <= (rate as usize).div_ceil(10)),
+                "{rate}: {turns:?}"
+            );
+        }
+    }
 
     fn rule(text: &str) -> RetentionRule {
         parse_rule(text).unwrap()

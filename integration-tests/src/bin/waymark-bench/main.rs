@@ -362,7 +362,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
             "[{name}] the throughput and latency workloads again, the retention collector deleting {} old workflows",
             args.collecting
         );
-        variants.push(collecting::run(args, backend).await.context("retention collector")?);
+        variants.extend(collecting::run(args, backend).await.context("retention collector")?);
     }
     for v in &variants {
         eprintln!(

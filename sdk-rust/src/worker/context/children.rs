@@ -13,19 +13,44 @@ use waymark_proto::{
 use super::{refused, unix_ms, WorkflowContext};
 use crate::WorkflowError;
 
+/// A child start's options beyond its name and input (see [`WorkflowContext::start_child_with`]).
+#[derive(Debug, Clone, Default)]
+pub struct ChildOptions {
+    /// Its id; derived from this workflow's id and the step when `None`.
+    pub id: Option<String>,
+    /// Tags over this workflow's, which the child inherits: these replace or add keys.
+    pub tags: std::collections::BTreeMap<String, String>,
+}
+
 impl WorkflowContext {
     /// Starts a child workflow and returns its id. The child's row and this workflow's record
     /// of it are written together, so a replay re-joins the same child instead of starting
     /// another. Its id is `id` when given, else derived from this workflow's id and the step.
+    /// It inherits this workflow's tags.
     pub fn start_child<I: Serialize>(
         &self,
         workflow_name: &str,
         input: &I,
         id: Option<&str>,
     ) -> impl Future<Output = Result<String, WorkflowError>> + Send {
+        let options = ChildOptions {
+            id: id.map(str::to_string),
+            ..Default::default()
+        };
+        self.start_child_with(workflow_name, input, options)
+    }
+
+    /// Like [`start_child`](Self::start_child), with its id and its own tags in `options`.
+    pub fn start_child_with<I: Serialize>(
+        &self,
+        workflow_name: &str,
+        input: &I,
+        options: ChildOptions,
+    ) -> impl Future<Output = Result<String, WorkflowError>> + Send {
         let step_id = self.inner.history.take(1);
         let inner = self.inner.clone();
-        let (name, id) = (workflow_name.to_string(), id.unwrap_or_default().to_string());
+        let (name, id) = (workflow_name.to_string(), options.id.unwrap_or_default());
+        let tags = options.tags;
         let input = serde_json::to_value(input);
         async move {
             if let Some(started) = inner.builtin::<shapes::ChildStarted>(step_id, names::START_CHILD)? {
@@ -49,8 +74,7 @@ impl WorkflowContext {
                 input: Some(inner.conn.limits.payload("the child's input", &input?)?),
                 queue_name: String::new(),
                 trace_context: crate::tracing_ctx::wire(&span),
-                // The child inherits this workflow's tags.
-                tags: Default::default(),
+                tags: tags.into_iter().collect(),
             };
             let answer = inner.request(worker_message::Kind::StartChild(req)).await;
             crate::tracing_ctx::end(&span, answer.as_ref().err().map(|e| e.to_string()));

@@ -25,6 +25,7 @@ use super::{conn::Conn, records::Records};
 use crate::{RetryPolicy, WorkflowError};
 
 mod children;
+pub use children::ChildOptions;
 mod drawn;
 mod patch;
 mod remote;
