@@ -1,6 +1,7 @@
 """Finding and moving many workflows at once on the real server, with this SDK's worker: tags
-given at the start are read back, inherited by children and filter a listing (all of them
-must match); workflows stranded on a retired application version are counted, re-pinned one
+given at the start are read back, inherited by children (a child start's own replacing or
+adding keys) and filter a listing (all of them must match), as do the parent, worker and
+version; workflows stranded on a retired application version are counted, re-pinned one
 by hand and the rest by filter, and then run; waiting workflows are cancelled, resumed and
 deleted by tag in batches, and a repeated bulk call changes nothing twice. Each test tags its
 workflows with values of its own, as the server is shared by the session."""
@@ -20,6 +21,7 @@ from waymark import (
     Client,
     RpcError,
     WorkflowContext,
+    WorkflowFailed,
     WorkflowFilter,
     WorkflowStatus,
 )
@@ -88,6 +90,58 @@ async def test_tags_are_kept_inherited_by_children_and_listed_by(
     assert e.code == grpc.StatusCode.INVALID_ARGUMENT and "at most 16" in str(e), e
     e = await refused(client.get(bad))
     assert e.reason == "WORKFLOW_NOT_FOUND", "a refused start leaves nothing"
+
+
+async def test_a_child_start_overrides_inherited_tags_and_lists_by_parent(
+    client: Client, workers: Workers
+) -> None:
+    w, q = workers.new(), workers.queue
+
+    @w.workflow("echo")
+    async def echo(ctx: WorkflowContext, n: int) -> int:
+        return n
+
+    @w.workflow("family")
+    async def family(ctx: WorkflowContext, own: dict[str, str]) -> list[int]:
+        a = await ctx.start_child("echo", 1, workflow_id=f"{ctx.workflow_id}-a", queue=q)
+        b = await ctx.start_child("echo", 2, workflow_id=f"{ctx.workflow_id}-b", queue=q, tags=own)
+        return [await ctx.await_child(a), await ctx.await_child(b)]
+
+    await workers.start(w)
+    team, fam = uid("a"), uid("fam")
+    tags = {"team": team, "tier": "gold"}
+    own = {"tier": "silver", "extra": "x"}
+    await client.start("family", own, workflow_id=fam, queue=q, tags=tags)
+    assert await client.result(fam, timeout=30) == [1, 2]
+    plain, tagged_child = await client.get(f"{fam}-a"), await client.get(f"{fam}-b")
+    assert plain.tags == tags, "inherited as they are"
+    assert tagged_child.tags == {"team": team, "tier": "silver", "extra": "x"}, "overridden"
+
+    async def listed(**filters: Any) -> list[str]:
+        page = await client.list(page_size=1000, **filters)
+        assert page.next_page_token is None
+        return sorted(wf.workflow_id for wf in page.workflows)
+
+    children = [f"{fam}-a", f"{fam}-b"]
+    assert await listed(parent_workflow_id=fam) == children
+    assert await listed(tags={"team": team, "tier": "silver"}) == [f"{fam}-b"]
+    # The worker and version filters narrow the parent's children as the server has them.
+    assert await listed(parent_workflow_id=fam, app_version="test") == children
+    assert await listed(parent_workflow_id=fam, app_version="other") == []
+    assert plain.worker_id, "a finished workflow keeps the worker that ran it"
+    assert await listed(parent_workflow_id=fam, worker_id=plain.worker_id) == children
+    assert await listed(parent_workflow_id=fam, worker_id="no-such-worker") == []
+
+    # A bad key is refused by the server: the start raises, and uncaught it fails the parent
+    # with the refusal's reason; no child is started.
+    bad = uid("bad-child-tag")
+    await client.start("family", {"a=b": "x"}, workflow_id=bad, queue=q, tags=tags)
+    with pytest.raises(WorkflowFailed) as failed:
+        await client.result(bad, timeout=30)
+    e = failed.value
+    assert (e.kind, e.status) == ("INVALID_ARGUMENT", "ERROR"), e
+    assert "tag key" in e.message, e
+    assert await listed(parent_workflow_id=bad) == [f"{bad}-a"], "only the plain child"
 
 
 async def test_workflows_stranded_on_a_retired_version_are_re_pinned_one_or_by_filter(

@@ -191,10 +191,16 @@ class Client(BulkCalls):
         page_size: int = 0,
         page_token: str | None = None,
         tags: Mapping[str, str] | None = None,
+        worker_id: str | None = None,
+        app_version: str | None = None,
+        parent_workflow_id: str | None = None,
     ) -> Page:
         """One page of workflows, newest first. Pass its `next_page_token` as `page_token` for
-        the next page, until it is None: a short page is not necessarily the last. With `tags`,
-        only workflows carrying every one of them (key and value)."""
+        the next page, until it is None: a short page is not necessarily the last. Every filter
+        given must match: with `tags`, only workflows carrying every one of them (key and
+        value); `worker_id`, those running on (PENDING) or last run by that worker;
+        `app_version`, those pinned to that version; `parent_workflow_id`, that workflow's
+        children."""
         req = workflow_pb2.ListWorkflowsRequest(
             statuses=[types_pb2.WorkflowStatus.ValueType(s.value) for s in statuses or []],
             workflow_name=workflow_name or "",
@@ -202,6 +208,9 @@ class Client(BulkCalls):
             page_size=page_size,
             page_token=page_token or "",
             tags=tags or {},
+            worker_id=worker_id or "",
+            app_version=app_version or "",
+            parent_workflow_id=parent_workflow_id or "",
         )
         if created_after is not None:
             req.created_after.CopyFrom(to_timestamp(created_after))

@@ -3,7 +3,7 @@ together, so a replaying parent re-joins its child), awaited as a durable wait."
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from .. import _tracing
@@ -23,14 +23,27 @@ class ChildrenMixin(ContextCore):
         *,
         workflow_id: str | None = None,
         queue: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> Coroutine[Any, Any, str]:
         """Starts a child workflow and returns its id: `workflow_id` when given, else derived
-        from this workflow's id and the step. Its queue is this workflow's unless given."""
+        from this workflow's id and the step. Its queue is this workflow's unless given.
+
+        The child inherits this workflow's tags; `tags` replace or add keys (the same bounds as
+        a start's tags: a bad one is refused, raising `WorkflowFailed` of kind
+        INVALID_ARGUMENT). They are sent only when the child is started, not on a replay."""
         step_id = self._take()
-        return self._start_child(step_id, workflow_name, input, workflow_id or "", queue or "")
+        return self._start_child(
+            step_id, workflow_name, input, workflow_id or "", queue or "", tags or {}
+        )
 
     async def _start_child(
-        self, step_id: int, name: str, input: Any, child_id: str, queue: str
+        self,
+        step_id: int,
+        name: str,
+        input: Any,
+        child_id: str,
+        queue: str,
+        tags: Mapping[str, str],
     ) -> str:
         started_id = self._history().child_started(step_id)
         if started_id is not None:
@@ -45,6 +58,7 @@ class ChildrenMixin(ContextCore):
             child_workflow_id=child_id,
             input=self._payload(f"the input of child workflow {name!r}", input),
             queue_name=queue,
+            tags=tags,
         )
         # The child's trace goes on from this span.
         with r.trace.op(f"start child {name}", "producer", step_id) as span:
@@ -69,10 +83,11 @@ class ChildrenMixin(ContextCore):
         *,
         workflow_id: str | None = None,
         queue: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> Any:
-        """Starts a child workflow and waits for its output."""
+        """Starts a child workflow (see `start_child`) and waits for its output."""
         child_id = await self.start_child(
-            workflow_name, input, workflow_id=workflow_id, queue=queue
+            workflow_name, input, workflow_id=workflow_id, queue=queue, tags=tags
         )
         return await self.await_child(child_id)
 
