@@ -15,7 +15,8 @@ import (
 
 // Finding and moving many workflows at once, against the real server (as
 // integration-tests/tests/bulk.rs does for the Rust client): tags given at the start and
-// inherited by children, listed by; re-pinning workflows stranded on a retired application
+// inherited by children (a child start's own replacing or adding keys), listed by, as are the
+// parent, worker and version; re-pinning workflows stranded on a retired application
 // version, one or by filter; bulk cancel, resume and delete by filter, with a dry run first,
 // in batches, safe to run twice. Tag values and versions are the test's own, so other tests'
 // workflows on the shared server never match.
@@ -104,6 +105,104 @@ func TestTagsAreKeptInheritedByChildrenAndListedBy(t *testing.T) {
 	}
 	_, err = c.Get(ctx, bad)
 	wantRefused(t, "a refused start leaves nothing", err, codes.NotFound, "WORKFLOW_NOT_FOUND")
+}
+
+// listed lists the ids of the workflows opts matches, sorted.
+func listed(t *testing.T, c *waymark.Client, opts waymark.ListOptions) []string {
+	t.Helper()
+	opts.PageSize = 1000
+	ids := []string{}
+	for w, err := range c.All(testCtx(t), &opts) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func TestAChildStartOverridesInheritedTagsAndListsByParent(t *testing.T) {
+	c, ctx := newClient(t), testCtx(t)
+	version := unique("v")
+	w, queue := newWorker(t, waymark.WorkerOptions{AppVersion: version})
+	waymark.RegisterWorkflow(w, "leaf", func(_ waymark.Context, n int) (int, error) { return n, nil })
+	// One plain child, then one with the input's tags over the inherited ones.
+	waymark.RegisterWorkflow(w, "family", func(ctx waymark.Context, own map[string]string) (int, error) {
+		a, err := waymark.StartChild(ctx, "leaf", 1, &waymark.ChildOptions{ID: ctx.WorkflowID() + "-a"})
+		if err != nil {
+			return 0, err
+		}
+		b, err := waymark.StartChild(ctx, "leaf", 2, &waymark.ChildOptions{ID: ctx.WorkflowID() + "-b", Tags: own})
+		if err != nil {
+			return 0, err
+		}
+		x, err := waymark.AwaitChild[int](ctx, a)
+		if err != nil {
+			return 0, err
+		}
+		y, err := waymark.AwaitChild[int](ctx, b)
+		return x + y, err
+	})
+	runWorker(t, w, queue)
+
+	team := unique("a")
+	tags := map[string]string{"team": team, "tier": "gold"}
+	id := unique("fam")
+	own := map[string]string{"tier": "silver", "extra": "x"}
+	if _, err := c.Start(ctx, "family", own, &waymark.StartOptions{ID: id, Queue: queue, Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	if wf := await(t, c, id); wf.Status != waymark.StatusSuccess {
+		t.Fatalf("the parent: %+v", wf)
+	}
+	plain, err := c.Get(ctx, id+"-a")
+	if err != nil || !maps.Equal(plain.Tags, tags) {
+		t.Fatalf("the plain child inherits the parent's tags: %+v %v", plain, err)
+	}
+	want := map[string]string{"team": team, "tier": "silver", "extra": "x"}
+	if got, err := c.Get(ctx, id+"-b"); err != nil || !maps.Equal(got.Tags, want) {
+		t.Fatalf("the other's own tags replace and add: %+v %v", got, err)
+	}
+
+	children := []string{id + "-a", id + "-b"}
+	if got := listed(t, c, waymark.ListOptions{ParentID: id}); !slices.Equal(got, children) {
+		t.Fatalf("by parent: %v", got)
+	}
+	if got := listed(t, c, waymark.ListOptions{Tags: map[string]string{"team": team, "tier": "silver"}}); !slices.Equal(got, children[1:]) {
+		t.Fatalf("by the overridden tag: %v", got)
+	}
+	// The worker and version filters narrow the parent's children as the server has them.
+	if plain.WorkerID == "" || plain.AppVersion != version {
+		t.Fatalf("a finished child keeps its worker and version: %+v", plain)
+	}
+	for _, f := range []struct {
+		opts waymark.ListOptions
+		want []string
+	}{
+		{waymark.ListOptions{ParentID: id, WorkerID: plain.WorkerID}, children},
+		{waymark.ListOptions{ParentID: id, WorkerID: "no-such-worker"}, []string{}},
+		{waymark.ListOptions{ParentID: id, AppVersion: version}, children},
+		{waymark.ListOptions{ParentID: id, AppVersion: "no-such-version"}, []string{}},
+	} {
+		if got := listed(t, c, f.opts); !slices.Equal(got, f.want) {
+			t.Fatalf("%+v: %v, want %v", f.opts, got, f.want)
+		}
+	}
+
+	// A bad key is refused by the server: StartChild returns the refusal, which fails the
+	// parent with its reason; the child is not started.
+	bad := unique("bad-child-tag")
+	if _, err := c.Start(ctx, "family", map[string]string{"a=b": "x"}, &waymark.StartOptions{ID: bad, Queue: queue, Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	wf := await(t, c, bad)
+	if wf.Status != waymark.StatusError || wf.Failure == nil || wf.Failure.Kind != "INVALID_ARGUMENT" || !strings.Contains(wf.Failure.Message, "tag key") {
+		t.Fatalf("refused: %+v %+v", wf, wf.Failure)
+	}
+	if got := listed(t, c, waymark.ListOptions{ParentID: bad}); !slices.Equal(got, []string{bad + "-a"}) {
+		t.Fatalf("only the plain child: %v", got)
+	}
 }
 
 func TestWorkflowsStrandedOnARetiredVersionAreRePinnedOneOrByFilter(t *testing.T) {

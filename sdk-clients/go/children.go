@@ -15,6 +15,11 @@ type ChildOptions struct {
 	ID string
 	// Queue of the child; this workflow's queue when empty.
 	Queue string
+	// Tags of the child over this workflow's, which it inherits: these replace or add keys.
+	// The bounds of StartOptions.Tags apply: the server refuses a bad one, and StartChild
+	// returns that refusal as an *Error with Reason INVALID_ARGUMENT (returned from the
+	// workflow, it fails with that kind). Sent only when the child is started, not on a replay.
+	Tags map[string]string
 }
 
 // StartChild starts child workflow name with input and returns its id. The child's row and
@@ -43,7 +48,7 @@ func StartChild(ctx Context, name string, input any, opts *ChildOptions) (string
 	defer r.endSpan(span)
 	req := &pb.StartChild{WorkflowId: r.id, Epoch: r.epoch, StepId: step, WorkflowName: name, Input: payload, TraceContext: traceContextOf(sctx)}
 	if opts != nil {
-		req.ChildWorkflowId, req.QueueName = opts.ID, opts.Queue
+		req.ChildWorkflowId, req.QueueName, req.Tags = opts.ID, opts.Queue, opts.Tags
 	}
 	msg := &pb.WorkerMessage{Kind: &pb.WorkerMessage_StartChild{StartChild: req}}
 	if err := r.conn.limits.admit("the child's input", payload, msg); err != nil {

@@ -341,6 +341,12 @@ type ListOptions struct {
 	CreatedBefore time.Time
 	// Tags: only workflows carrying every one of these (key and value), at most 16.
 	Tags map[string]string
+	// WorkerID: only workflows running on (PENDING) or last run by this worker.
+	WorkerID string
+	// AppVersion: only workflows pinned to this application version.
+	AppVersion string
+	// ParentID: only the children of this workflow.
+	ParentID string
 	// PageSize: 1-1000, 100 when zero.
 	PageSize int32
 	// PageToken continues from a previous page's NextPageToken.
@@ -355,11 +361,14 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Workflow, stri
 		opts = &ListOptions{}
 	}
 	req := &pb.ListWorkflowsRequest{
-		WorkflowName: opts.Name,
-		QueueName:    opts.Queue,
-		PageSize:     opts.PageSize,
-		PageToken:    opts.PageToken,
-		Tags:         opts.Tags,
+		WorkflowName:     opts.Name,
+		QueueName:        opts.Queue,
+		PageSize:         opts.PageSize,
+		PageToken:        opts.PageToken,
+		Tags:             opts.Tags,
+		WorkerId:         opts.WorkerID,
+		AppVersion:       opts.AppVersion,
+		ParentWorkflowId: opts.ParentID,
 	}
 	for _, s := range opts.Statuses {
 		req.Statuses = append(req.Statuses, statusWire[s])
