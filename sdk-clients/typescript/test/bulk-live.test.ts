@@ -1,13 +1,14 @@
 // Tags, re-pinning and bulk operations against a real server, with a real worker (the
 // TypeScript counterpart of integration-tests/tests/bulk.rs): tags given at the start are read
-// back, inherited by children and filter a listing (all of them must match); workflows pinned to
+// back, inherited by children (a child start's own replacing or adding keys) and filter a listing
+// (all of them must match), as do the parent, worker and version; workflows pinned to
 // a retired version are counted, refused a version nobody serves, and re-pinned to the live
 // worker's version one by hand and the rest by filter, after which they succeed; waiting
 // workflows are cancelled, resumed and deleted by tag in batches, a repeat changing nothing.
 
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { Code, RpcError, isTerminal, type Client, type WorkflowFilter, type WorkflowStatus } from "../src/index.js";
+import { Code, RpcError, WorkflowFailedError, isTerminal, type Client, type WorkflowFilter, type WorkflowStatus } from "../src/index.js";
 import { startServer, type TestServer } from "./harness.js";
 
 let server: TestServer;
@@ -28,6 +29,12 @@ before(async () => {
         const ids = await Promise.all(o.children.map((x) => ctx.startChild("echo", x)));
         for (const id of ids) await ctx.awaitChild(id);
         return ids;
+      })
+      // A plain child, then one with `own` tags over the inherited ones; returns their outputs.
+      .workflow("tagged-family", async (ctx, own: Record<string, string>) => {
+        const a = await ctx.startChild("echo", 1, { workflowId: `${ctx.workflowId}-a` });
+        const b = await ctx.startChild("echo", 2, { workflowId: `${ctx.workflowId}-b`, tags: own });
+        return [await ctx.awaitChild(a), await ctx.awaitChild(b)];
       })
       .workflow("inbox", async (ctx, o: { topic: string; timeoutMs: number }) => ctx.recv(o.topic, { timeoutMs: o.timeoutMs })),
   );
@@ -86,6 +93,43 @@ test("tags given at the start are read back, inherited by children, and filter a
     return true;
   });
   await assert.rejects(client.get("bad-tag"), refused(Code.NotFound, "WORKFLOW_NOT_FOUND"));
+});
+
+/** The ids of the workflows `filter` matches, sorted. */
+async function listed(filter: WorkflowFilter): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const w of client.listAll({ ...filter, pageSize: 1000 })) ids.push(w.workflowId);
+  return ids.sort();
+}
+
+test("a child start's own tags override the inherited ones, and a listing filters by parent, worker and version", async () => {
+  const tags = { team: "a", tier: "gold" };
+  await client.start("tagged-family", { tier: "silver", extra: "x" }, { workflowId: "tf", tags });
+  assert.deepEqual(await client.result("tf", PATIENCE), [1, 2]);
+  const plain = await client.get("tf-a");
+  assert.deepEqual(plain.tags, tags, "inherited as they are");
+  assert.deepEqual((await client.get("tf-b")).tags, { team: "a", tier: "silver", extra: "x" }, "replaced and added");
+
+  const children = ["tf-a", "tf-b"];
+  assert.deepEqual(await listed({ parentWorkflowId: "tf" }), children);
+  assert.deepEqual(await listed({ tags: { tier: "silver" } }), ["tf-b"]);
+  // The worker and version filters narrow the parent's children as the server has them.
+  assert.ok(plain.workerId, "a finished child keeps the worker that ran it");
+  assert.deepEqual(await listed({ parentWorkflowId: "tf", workerId: plain.workerId }), children);
+  assert.deepEqual(await listed({ parentWorkflowId: "tf", workerId: "no-such-worker" }), []);
+  assert.deepEqual(await listed({ parentWorkflowId: "tf", appVersion: LIVE }), children);
+  assert.deepEqual(await listed({ parentWorkflowId: "tf", appVersion: "no-such-version" }), []);
+
+  // A bad key is refused by the server: startChild throws the refusal, which uncaught fails the
+  // parent with its reason; the child is not started.
+  await client.start("tagged-family", { "a=b": "x" }, { workflowId: "tf-bad", tags });
+  await assert.rejects(client.result("tf-bad", PATIENCE), (e: unknown) => {
+    assert.ok(e instanceof WorkflowFailedError, String(e));
+    assert.deepEqual([e.status, e.kind], ["ERROR", "INVALID_ARGUMENT"]);
+    assert.match(e.message, /tag key/);
+    return true;
+  });
+  assert.deepEqual(await listed({ parentWorkflowId: "tf-bad" }), ["tf-bad-a"], "only the plain child");
 });
 
 test("workflows pinned to a retired version are counted, refused a version nobody serves, and re-pinned to the live one", async () => {

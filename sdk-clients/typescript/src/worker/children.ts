@@ -14,6 +14,13 @@ export interface ChildOptions {
   workflowId?: string;
   /** The child's queue; this workflow's when not given. */
   queue?: string;
+  /**
+   * Tags over this workflow's, which the child inherits: these replace or add keys. The bounds
+   * of a start's tags apply; the server refuses a bad one, and `startChild` throws that as a
+   * `WorkflowFailure` of kind INVALID_ARGUMENT. Sent only when the child is started, not on a
+   * replay.
+   */
+  tags?: Record<string, string>;
 }
 
 export async function startChild(run: Run, stepId: number, name: string, input: unknown, o: ChildOptions): Promise<string> {
@@ -32,6 +39,7 @@ export async function startChild(run: Run, stepId: number, name: string, input: 
       childWorkflowId: o.workflowId ?? "",
       input: payload,
       queueName: o.queue ?? "",
+      tags: { ...o.tags },
       traceContext: span.wire,
     });
     return expect(await run.request({ case: "startChild", value: req }), "childStarted").childWorkflowId;

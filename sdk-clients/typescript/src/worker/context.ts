@@ -156,7 +156,10 @@ export class WorkflowContext {
     await messaging.streamStep(this.run, this.position(), key, undefined, true);
   }
 
-  /** Starts a child workflow and returns its id (re-joined, not restarted, on replay). */
+  /**
+   * Starts a child workflow and returns its id (re-joined, not restarted, on replay). It
+   * inherits this workflow's tags; `options.tags` replace or add keys.
+   */
   startChild(workflowName: string, input?: unknown, options: children.ChildOptions = {}): Promise<string> {
     return children.startChild(this.run, this.position(), workflowName, input, options);
   }
