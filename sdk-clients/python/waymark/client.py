@@ -1,8 +1,9 @@
-"""The client: start workflows and watch them (`waymark.v1.WorkflowService`)."""
+"""The client: start workflows and watch them (`waymark.v1.WorkflowService`). `Client` takes its
+messaging methods from `messaging`, cancel, resume and delete from `lifecycle`, re-pinning and
+bulk operations from `bulk`."""
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -10,21 +11,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import grpc
-
 from . import _rpc
-from ._backoff import DEFAULT_PATIENCE, Backoff
+from ._backoff import DEFAULT_PATIENCE
 from ._connection import Pem, resolve
 from ._pages import read_all
-from ._payload import from_payload, to_payload
+from ._payload import to_payload
 from ._proto import types_pb2, workflow_pb2, workflow_pb2_grpc
 from ._rpc import call
 from ._time import Seconds, seconds, to_duration, to_timestamp
 from .bulk import BulkCalls
 from .errors import WorkflowFailed
+from .lifecycle import LifecycleCalls
+from .messaging import MessagingCalls
 from .queues import Queues
 from .schedules import Schedules
-from .types import Event, Message, Step, StreamEntry, Workflow, WorkflowStatus
+from .types import Step, StreamEntry, Workflow, WorkflowStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +38,7 @@ class Page:
     next_page_token: str | None
 
 
-class Client(BulkCalls):
+class Client(MessagingCalls, LifecycleCalls, BulkCalls):
     """Connects to a Waymark server (`host:port` or a URL; `WAYMARK_SERVER`, else
     127.0.0.1:7450). Use it as `async with Client() as client:` or call `close()`.
 
@@ -265,23 +266,6 @@ class Client(BulkCalls):
             "steps": [_recorded(s) for s in steps],
         }
 
-    async def cancel(self, workflow_id: str, *, cascade: bool = False) -> Workflow:
-        """Cancels a workflow (and with `cascade`, its children and theirs). It stops at its
-        next await point; a finished workflow is returned as it is."""
-        req = workflow_pb2.CancelWorkflowRequest(workflow_id=workflow_id, cascade=cascade)
-        r = await call(self._rpc.CancelWorkflow, req, retry_for=self._patience)
-        return Workflow.from_proto(r.workflow)
-
-    async def resume(self, workflow_id: str) -> Workflow:
-        """Puts a cancelled, dead-lettered or failed (ERROR) workflow back in its queue; it
-        replays. An ERROR workflow loses its failure and, when its last recorded step failed,
-        that step's record, so the step runs again on the code its workers run now: the way to
-        rerun a workflow after fixing the bug that failed it. A SUCCESS or unfinished workflow
-        is `RpcError` reason WORKFLOW_NOT_RESUMABLE."""
-        req = workflow_pb2.ResumeWorkflowRequest(workflow_id=workflow_id)
-        r = await call(self._rpc.ResumeWorkflow, req, retry_for=self._patience)
-        return Workflow.from_proto(r.workflow)
-
     async def fork(
         self,
         workflow_id: str,
@@ -312,122 +296,12 @@ class Client(BulkCalls):
         wf = Workflow.from_proto(r.workflow)
         return WorkflowHandle(self, wf.workflow_id, workflow=wf)
 
-    async def delete(self, workflow_id: str, *, cascade: bool = False) -> builtins.list[str]:
-        """Deletes a finished workflow and everything recorded for it (steps, messages to it,
-        events, stream values); with `cascade`, its child workflows and theirs too. Returns the
-        ids deleted, `workflow_id` first. Refused with `RpcError` (code FAILED_PRECONDITION)
-        while it or, with `cascade`, a descendant has not finished (reason
-        WORKFLOW_NOT_FINISHED: cancel it first), for a child whose parent has not finished
-        (PARENT_NOT_FINISHED), or for a tree of more than 10,000 (TOO_MANY_TO_DELETE); a
-        workflow that does not exist is NOT_FOUND (WORKFLOW_NOT_FOUND). Not retried when the
-        server is unavailable: made again after a lost reply, it would find the workflow gone."""
-        req = workflow_pb2.DeleteWorkflowRequest(workflow_id=workflow_id, cascade=cascade)
-        r = await call(self._rpc.DeleteWorkflow, req)
-        return builtins.list(r.deleted_workflow_ids)
-
     async def delay(self, workflow_id: str, delay: Seconds) -> Workflow:
         """Moves the start of a workflow still waiting for its delayed start. Not retried when
         the server is unavailable."""
         req = workflow_pb2.DelayWorkflowRequest(workflow_id=workflow_id, delay=to_duration(delay))
         r = await call(self._rpc.DelayWorkflow, req)
         return Workflow.from_proto(r.workflow)
-
-    async def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        *,
-        topic: str = "",
-        idempotency_key: str | None = None,
-    ) -> tuple[str, bool]:
-        """Sends a message to a workflow, which takes it with `ctx.recv(topic)`. Returns the
-        message id and whether it was a duplicate of an earlier send with the same key. Retried
-        while the server is unavailable only with an `idempotency_key` (without one, a retry
-        could deliver the message twice)."""
-        req = workflow_pb2.SendMessageRequest(
-            workflow_id=workflow_id,
-            topic=topic,
-            message=to_payload(message),
-            idempotency_key=idempotency_key or "",
-        )
-        retry_for = self._patience if idempotency_key else 0.0
-        r = await call(self._rpc.SendMessage, req, retry_for=retry_for)
-        return r.message_id, r.duplicate
-
-    async def messages(self, workflow_id: str) -> builtins.list[Message]:
-        """Every message sent to the workflow, consumed or not, oldest first (read a page at a
-        time)."""
-        req = workflow_pb2.ListMessagesRequest(workflow_id=workflow_id)
-        return await read_all(
-            self._rpc.ListMessages,
-            req,
-            lambda r: map(Message.from_proto, r.messages),
-            retry_for=self._patience,
-        )
-
-    async def get_event(
-        self, workflow_id: str, key: str, *, timeout: Seconds | None = None, default: Any = None
-    ) -> Any:
-        """The current value of a workflow's event, waiting up to `timeout` for it to be set;
-        `default` when it was not set (in time)."""
-        req = workflow_pb2.GetEventRequest(workflow_id=workflow_id, key=key)
-        # Room for the server to answer "not set" itself before the call's deadline.
-        room = 5.0
-        deadline = None if timeout is None else seconds(timeout) + room
-
-        def attempt(left: float | None) -> Any:
-            if left is not None:
-                # A retry waits only for what is left of the caller's timeout.
-                req.timeout.CopyFrom(to_duration(max(left - room, 0.0)))
-            return self._rpc.GetEvent(req, timeout=left)
-
-        r = await _rpc.attempts(attempt, deadline, self._patience)
-        return from_payload(r.value) if r.found else default
-
-    async def events(self, workflow_id: str) -> builtins.list[Event]:
-        """Every event of the workflow with the history of its values (read a page at a
-        time)."""
-        req = workflow_pb2.ListEventsRequest(workflow_id=workflow_id)
-        return await read_all(
-            self._rpc.ListEvents,
-            req,
-            lambda r: map(Event.from_proto, r.events),
-            retry_for=self._patience,
-        )
-
-    async def read_stream(
-        self, workflow_id: str, key: str, *, from_offset: int = 0
-    ) -> AsyncIterator[StreamEntry]:
-        """Follows a workflow's stream: `async for entry in client.read_stream(id, key)` yields
-        values as they are written and ends when the stream is closed or the workflow ends.
-        When the server becomes unavailable, it reads on from the next offset once it is back
-        (within the client's patience)."""
-        offset = from_offset
-        backoff: Backoff | None = None
-        while True:
-            req = workflow_pb2.ReadStreamRequest(
-                workflow_id=workflow_id, key=key, from_offset=offset
-            )
-            stream = self._rpc.ReadStream(req)
-            try:
-                async for item in stream:
-                    # Patience counts from the latest outage, not from the first.
-                    backoff = None
-                    offset = item.offset + 1
-                    yield StreamEntry(item.offset, from_payload(item.value))
-                return
-            except grpc.aio.AioRpcError as e:
-                error = _rpc.convert(e)
-            finally:
-                stream.cancel()
-            if not _rpc.unavailable(error):
-                raise error
-            backoff = backoff or Backoff(self._patience)
-            pause = backoff.pause()
-            if pause is None:
-                raise error
-            _rpc.log.debug("stream read interrupted (%s); reading on in %.2f s", error, pause)
-            await asyncio.sleep(pause)
 
 
 class WorkflowHandle:
