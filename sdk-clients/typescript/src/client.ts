@@ -1,42 +1,28 @@
 // The client: start workflows, watch them, talk to them (waymark.v1.WorkflowService), and manage
-// queues and schedules through `client.queues` / `client.schedules`.
+// queues and schedules through `client.queues` / `client.schedules`. Every method is declared and
+// documented here; the starts and reads are made here too, the messaging calls in messaging.ts,
+// and cancel, resume, fork, delete, re-pinning and bulk operations in lifecycle.ts.
 
-import { createClient, type Client as RpcClient, type Transport } from "@connectrpc/connect";
-import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { create, type JsonValue } from "@bufbuild/protobuf";
-import { WorkflowService } from "./gen/waymark/v1/workflow_pb.js";
-import {
-  BulkCancelSchema,
-  BulkDeleteSchema,
-  BulkResumeSchema,
-  BulkSetVersionSchema,
-  DuplicatePolicy,
-  type BulkWorkflowsRequest,
-} from "./gen/waymark/v1/workflow_pb.js";
-import type { Workflow } from "./gen/waymark/v1/types_pb.js";
-import { fromPayload, toPayload } from "./payload.js";
-import { SerializationError, toRpcError, WorkflowFailedError } from "./errors.js";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import type { JsonValue } from "@bufbuild/protobuf";
+import { DuplicatePolicy, WorkflowService } from "./gen/waymark/v1/workflow_pb.js";
+import { toPayload } from "./payload.js";
+import { WorkflowFailedError } from "./errors.js";
 import { ownTransport, type ConnectionOptions } from "./transport.js";
 import { tracedTransport } from "./tracing.js";
-import { isUnavailableError, newWorkflowId, repeatable } from "./repeat.js";
+import { newWorkflowId, repeatable } from "./repeat.js";
 import { readAll } from "./pages.js";
-import { DEFAULT_RESEND_FOR_MS, resendDelayMs } from "./internal/resend.js";
-import { sleep } from "./internal/wake.js";
-import {
-  eventInfo,
-  messageInfo,
-  statusToWire,
-  stepInfo,
-  workflowInfo,
-  type EventInfo,
-  type MessageInfo,
-  type StepInfo,
-  type WorkflowInfo,
-  type WorkflowStatus,
-} from "./types.js";
+import { DEFAULT_RESEND_FOR_MS } from "./internal/resend.js";
+import { stepInfo, workflowInfo, type EventInfo, type MessageInfo, type StepInfo, type WorkflowInfo } from "./types.js";
 import { Queues } from "./queues.js";
 import { Schedules } from "./schedules.js";
 import { recordedStep, type RecordedHistory } from "./recorded.js";
+import { call, rpc, workflowOf, type CallOptions, type WorkflowCalls } from "./calls.js";
+import * as lifecycle from "./lifecycle.js";
+import { filterToWire, type BulkAction, type BulkOutcome, type ForkOptions, type WorkflowFilter } from "./lifecycle.js";
+import * as messaging from "./messaging.js";
+import type { StreamItem } from "./messaging.js";
 
 /**
  * Where the server is and how to reach it (`ConnectionOptions`: `server`, `tlsCa`, `tlsCert`,
@@ -54,12 +40,6 @@ export interface ClientOptions extends ConnectionOptions {
    * answers UNAVAILABLE, for up to this long. Default 60 000 ms; 0 never repeats.
    */
   resendForMs?: number;
-}
-
-/** Per-call options: abort the call with `signal`, bound it with `timeoutMs`. */
-export interface CallOptions {
-  signal?: AbortSignal;
-  timeoutMs?: number;
 }
 
 export interface StartOptions extends CallOptions {
@@ -99,17 +79,6 @@ export interface StartOptions extends CallOptions {
   tags?: Record<string, string>;
 }
 
-export interface ForkOptions extends CallOptions {
-  /** Copy the source's recorded steps before this position; all of them when not given. */
-  fromStep?: number;
-  /** The fork's id; one is made here when not given, so that the fork can be sent again safely. */
-  workflowId?: string;
-  /** Run the fork on workers of this application version (the fixed code); the source's when not given. */
-  appVersion?: string;
-  /** The queue it starts on; the source's when not given. */
-  queue?: string;
-}
-
 export interface Started {
   workflow: WorkflowInfo;
   /** False when the id (or dedup id) was already taken and the existing workflow came back. */
@@ -119,47 +88,6 @@ export interface Started {
    * `allowUnregistered`): it waits until one does — or for ever, if the name is misspelt.
    */
   nameRegistered: boolean;
-}
-
-/**
- * Which workflows a listing or a bulk operation (`client.bulk`) takes: every filter given must
- * match. An empty filter matches every workflow of the namespace.
- */
-export interface WorkflowFilter {
-  /** In one of these statuses; any status when empty. */
-  statuses?: WorkflowStatus[];
-  workflowName?: string;
-  queue?: string;
-  /** Created at or after. */
-  createdAfter?: Date;
-  /** Created before. */
-  createdBefore?: Date;
-  /** Running on (PENDING) or last run by this worker. */
-  workerId?: string;
-  /** Pinned to this application version. */
-  appVersion?: string;
-  /** The children of this workflow. */
-  parentWorkflowId?: string;
-  /** Carrying every one of these tags (key and value), at most 16. */
-  tags?: Record<string, string>;
-}
-
-/**
- * What a bulk operation does to each workflow its filter matches: cancel (without cascade),
- * resume, delete (without cascade), or re-pin to `setVersion` (see `client.setVersion`).
- */
-export type BulkAction = "cancel" | "resume" | "delete" | { setVersion: string; allowUnserved?: boolean };
-
-/** What a bulk operation did: to one batch (`client.bulkBatch`) or to all (`client.bulk`). */
-export interface BulkOutcome {
-  /** Workflows looked at (the filter matched). */
-  matched: number;
-  /** Of those, the ones the action changed. */
-  applied: number;
-  /** The others, by the reason the single-workflow call gives (e.g. WORKFLOW_FINISHED). */
-  skipped: Record<string, number>;
-  /** After one batch: pass as `pageToken` for the next; undefined when it was the last. */
-  nextPageToken?: string;
 }
 
 export interface ListOptions extends CallOptions, WorkflowFilter {
@@ -176,74 +104,21 @@ export interface WorkflowPage {
    */
   nextPageToken?: string;
 }
-
-export interface StreamItem<T = JsonValue> {
-  offset: number;
-  value: T;
-}
-
-function filterToWire(f: WorkflowFilter) {
-  return {
-    statuses: (f.statuses ?? []).map(statusToWire),
-    workflowName: f.workflowName ?? "",
-    queueName: f.queue ?? "",
-    createdAfter: f.createdAfter ? timestampFromDate(f.createdAfter) : undefined,
-    createdBefore: f.createdBefore ? timestampFromDate(f.createdBefore) : undefined,
-    workerId: f.workerId ?? "",
-    appVersion: f.appVersion ?? "",
-    parentWorkflowId: f.parentWorkflowId ?? "",
-    tags: { ...f.tags },
-  };
-}
-
-function actionToWire(a: BulkAction): BulkWorkflowsRequest["action"] {
-  switch (a) {
-    case "cancel":
-      return { case: "cancel", value: create(BulkCancelSchema) };
-    case "resume":
-      return { case: "resume", value: create(BulkResumeSchema) };
-    case "delete":
-      return { case: "delete", value: create(BulkDeleteSchema) };
-    default:
-      return {
-        case: "setVersion",
-        value: create(BulkSetVersionSchema, { appVersion: a.setVersion, allowUnserved: a.allowUnserved ?? false }),
-      };
-  }
-}
-
-function call(o: CallOptions | undefined) {
-  return { signal: o?.signal, timeoutMs: o?.timeoutMs };
-}
-
-function workflowOf(w: Workflow | undefined): WorkflowInfo {
-  if (!w) throw new SerializationError("the server's answer carried no workflow");
-  return workflowInfo(w);
-}
-
-/** Runs a call and turns its failure into an `RpcError`. */
-export async function rpc<T>(f: () => Promise<T>): Promise<T> {
-  try {
-    return await f();
-  } catch (e) {
-    throw toRpcError(e);
-  }
-}
-
 export class Client {
   readonly queues: Queues;
   readonly schedules: Schedules;
-  private readonly rpc: RpcClient<typeof WorkflowService>;
-  private readonly resendForMs: number;
+  // The workflow service and the resend bound, which the calls in lifecycle.ts and messaging.ts
+  // are made with too.
+  private readonly calls: WorkflowCalls;
 
   constructor(options: ClientOptions = {}) {
     // Every unary call (also of `queues` and `schedules`) carries the caller's active trace
     // context, when OpenTelemetry is installed and a span is active.
     const t = tracedTransport(ownTransport(options));
-    this.rpc = createClient(WorkflowService, t);
-    this.resendForMs = Math.max(options.resendForMs ?? DEFAULT_RESEND_FOR_MS, 0);
-    this.queues = new Queues(t, this.resendForMs);
-    this.schedules = new Schedules(t, this.resendForMs);
+    const resendForMs = Math.max(options.resendForMs ?? DEFAULT_RESEND_FOR_MS, 0);
+    this.calls = { rpc: createClient(WorkflowService, t), resendForMs };
+    this.queues = new Queues(t, resendForMs);
+    this.schedules = new Schedules(t, resendForMs);
   }
 
   /**
@@ -253,8 +128,8 @@ export class Client {
   async start(workflowName: string, input?: unknown, options: StartOptions = {}): Promise<Started> {
     const o = options;
     const workflowId = o.workflowId || newWorkflowId();
-    const r = await repeatable(this.resendForMs, o, (a) =>
-      this.rpc.startWorkflow(
+    const r = await repeatable(this.calls.resendForMs, o, (a) =>
+      this.calls.rpc.startWorkflow(
         {
           workflowName,
           workflowId,
@@ -288,14 +163,14 @@ export class Client {
   }
 
   async get(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
-    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.getWorkflow({ workflowId }, a));
+    const r = await repeatable(this.calls.resendForMs, options, (a) => this.calls.rpc.getWorkflow({ workflowId }, a));
     return workflowOf(r.workflow);
   }
 
   /** One page of workflows, newest first; only an undefined `nextPageToken` ends the list. */
   async list(options: ListOptions = {}): Promise<WorkflowPage> {
-    const r = await repeatable(this.resendForMs, options, (a) =>
-      this.rpc.listWorkflows(
+    const r = await repeatable(this.calls.resendForMs, options, (a) =>
+      this.calls.rpc.listWorkflows(
         {
           ...filterToWire(options),
           pageSize: options.pageSize ?? 0,
@@ -325,7 +200,7 @@ export class Client {
    * `RpcError` of code DeadlineExceeded.
    */
   async await(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
-    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.awaitWorkflow({ workflowId }, a));
+    const r = await repeatable(this.calls.resendForMs, options, (a) => this.calls.rpc.awaitWorkflow({ workflowId }, a));
     return workflowOf(r.workflow);
   }
 
@@ -347,9 +222,9 @@ export class Client {
   /** The workflow's recorded steps, in order (every page). */
   async steps(workflowId: string, options?: CallOptions): Promise<StepInfo[]> {
     return readAll(
-      this.resendForMs,
+      this.calls.resendForMs,
       options,
-      (pageToken, a) => this.rpc.listSteps({ workflowId, pageToken }, a),
+      (pageToken, a) => this.calls.rpc.listSteps({ workflowId, pageToken }, a),
       (r) => r.steps.map(stepInfo),
     );
   }
@@ -368,10 +243,7 @@ export class Client {
 
   /** Cancels a workflow (with `cascade`, its children too); it stops at its next step. */
   async cancel(workflowId: string, options: CallOptions & { cascade?: boolean } = {}): Promise<WorkflowInfo> {
-    const r = await repeatable(this.resendForMs, options, (a) =>
-      this.rpc.cancelWorkflow({ workflowId, cascade: options.cascade ?? false }, a),
-    );
-    return workflowOf(r.workflow);
+    return lifecycle.cancel(this.calls, workflowId, options);
   }
 
   /**
@@ -380,8 +252,7 @@ export class Client {
    * failed, that step's record, so the step runs again on the code its workers run now.
    */
   async resume(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {
-    const r = await repeatable(this.resendForMs, options, (a) => this.rpc.resumeWorkflow({ workflowId }, a));
-    return workflowOf(r.workflow);
+    return lifecycle.resume(this.calls, workflowId, options);
   }
 
   /**
@@ -394,21 +265,7 @@ export class Client {
    * used is refused (WORKFLOW_ID_CONFLICT); a source that does not exist is WORKFLOW_NOT_FOUND.
    */
   async fork(workflowId: string, options: ForkOptions = {}): Promise<WorkflowInfo> {
-    const o = options;
-    const forkId = o.workflowId || newWorkflowId();
-    const r = await repeatable(this.resendForMs, o, (a) =>
-      this.rpc.forkWorkflow(
-        {
-          workflowId,
-          fromStep: o.fromStep,
-          newWorkflowId: forkId,
-          appVersion: o.appVersion ?? "",
-          queueName: o.queue ?? "",
-        },
-        a,
-      ),
-    );
-    return workflowOf(r.workflow);
+    return lifecycle.fork(this.calls, workflowId, options);
   }
 
   /**
@@ -421,8 +278,7 @@ export class Client {
    * lost reply it would find the workflow gone.
    */
   async delete(workflowId: string, options: CallOptions & { cascade?: boolean } = {}): Promise<string[]> {
-    const r = await rpc(() => this.rpc.deleteWorkflow({ workflowId, cascade: options.cascade ?? false }, call(options)));
-    return r.deletedWorkflowIds;
+    return lifecycle.deleteWorkflow(this.calls, workflowId, options);
   }
 
   /**
@@ -439,18 +295,12 @@ export class Client {
     appVersion: string,
     options: CallOptions & { allowUnserved?: boolean } = {},
   ): Promise<WorkflowInfo> {
-    const r = await repeatable(this.resendForMs, options, (a) =>
-      this.rpc.setWorkflowVersion({ workflowId, appVersion, allowUnserved: options.allowUnserved ?? false }, a),
-    );
-    return workflowOf(r.workflow);
+    return lifecycle.setVersion(this.calls, workflowId, appVersion, options);
   }
 
   /** How many workflows `filter` matches: a bulk operation's dry run, which changes nothing. */
   async countMatching(filter: WorkflowFilter = {}, options?: CallOptions): Promise<number> {
-    const r = await repeatable(this.resendForMs, options, (a) =>
-      this.rpc.bulkWorkflows({ filter: filterToWire(filter), action: actionToWire("cancel"), dryRun: true }, a),
-    );
-    return Number(r.total ?? 0n);
+    return lifecycle.countMatching(this.calls, filter, options);
   }
 
   /**
@@ -465,19 +315,7 @@ export class Client {
     action: BulkAction,
     options: CallOptions & { batchSize?: number; pageToken?: string } = {},
   ): Promise<BulkOutcome> {
-    const r = await repeatable(this.resendForMs, options, (a) =>
-      this.rpc.bulkWorkflows(
-        {
-          filter: filterToWire(filter),
-          action: actionToWire(action),
-          dryRun: false,
-          batchSize: options.batchSize ?? 0,
-          pageToken: options.pageToken ?? "",
-        },
-        a,
-      ),
-    );
-    return { matched: r.matched, applied: r.applied, skipped: { ...r.skipped }, nextPageToken: r.nextPageToken || undefined };
+    return lifecycle.bulkBatch(this.calls, filter, action, options);
   }
 
   /**
@@ -487,23 +325,12 @@ export class Client {
    * call's `timeoutMs` covers every batch together.
    */
   async bulk(filter: WorkflowFilter, action: BulkAction, options: CallOptions & { batchSize?: number } = {}): Promise<BulkOutcome> {
-    const until = options.timeoutMs !== undefined ? Date.now() + options.timeoutMs : undefined;
-    const sum: BulkOutcome = { matched: 0, applied: 0, skipped: {} };
-    let pageToken: string | undefined;
-    do {
-      const timeoutMs = until === undefined ? undefined : Math.max(until - Date.now(), 0);
-      const batch = await this.bulkBatch(filter, action, { signal: options.signal, timeoutMs, batchSize: options.batchSize, pageToken });
-      sum.matched += batch.matched;
-      sum.applied += batch.applied;
-      for (const [reason, n] of Object.entries(batch.skipped)) sum.skipped[reason] = (sum.skipped[reason] ?? 0) + n;
-      pageToken = batch.nextPageToken;
-    } while (pageToken);
-    return sum;
+    return lifecycle.bulk((o) => this.bulkBatch(filter, action, o), options);
   }
 
   /** Moves the start of a workflow still waiting for its delayed start to `delayMs` from now. */
   async delay(workflowId: string, delayMs: number, options?: CallOptions): Promise<WorkflowInfo> {
-    const r = await rpc(() => this.rpc.delayWorkflow({ workflowId, delay: durationFromMs(delayMs) }, call(options)));
+    const r = await rpc(() => this.calls.rpc.delayWorkflow({ workflowId, delay: durationFromMs(delayMs) }, call(options)));
     return workflowOf(r.workflow);
   }
 
@@ -518,26 +345,12 @@ export class Client {
     message: unknown,
     options: CallOptions & { topic?: string; idempotencyKey?: string } = {},
   ): Promise<{ messageId: string; duplicate: boolean }> {
-    const req = {
-      workflowId,
-      topic: options.topic ?? "",
-      message: toPayload(message),
-      idempotencyKey: options.idempotencyKey ?? "",
-    };
-    const r = options.idempotencyKey
-      ? await repeatable(this.resendForMs, options, (a) => this.rpc.sendMessage(req, a))
-      : await rpc(() => this.rpc.sendMessage(req, call(options)));
-    return { messageId: r.messageId, duplicate: r.duplicate };
+    return messaging.send(this.calls, workflowId, message, options);
   }
 
   /** Every message sent to a workflow, consumed or not, oldest first (every page). */
   async messages(workflowId: string, options?: CallOptions): Promise<MessageInfo[]> {
-    return readAll(
-      this.resendForMs,
-      options,
-      (pageToken, a) => this.rpc.listMessages({ workflowId, pageToken }, a),
-      (r) => r.messages.map(messageInfo),
-    );
+    return messaging.messages(this.calls, workflowId, options);
   }
 
   /**
@@ -549,27 +362,12 @@ export class Client {
     key: string,
     options: { waitMs?: number; signal?: AbortSignal } = {},
   ): Promise<T | undefined> {
-    const until = options.waitMs !== undefined ? Date.now() + options.waitMs : undefined;
-    const r = await repeatable(this.resendForMs, { signal: options.signal }, (a) => {
-      // Asked again, it waits only what is left of the caller's wait.
-      const wait = until !== undefined ? Math.max(until - Date.now(), 0) : undefined;
-      return this.rpc.getEvent(
-        { workflowId, key, timeout: wait !== undefined ? durationFromMs(wait) : undefined },
-        // Room for the server to answer "not set" itself.
-        { signal: a.signal, timeoutMs: wait !== undefined ? wait + 5000 : undefined },
-      );
-    });
-    return r.found ? (fromPayload(r.value) as T) : undefined;
+    return messaging.getEvent<T>(this.calls, workflowId, key, options);
   }
 
   /** Every event of a workflow, with the history of its values (every page). */
   async events(workflowId: string, options?: CallOptions): Promise<EventInfo[]> {
-    return readAll(
-      this.resendForMs,
-      options,
-      (pageToken, a) => this.rpc.listEvents({ workflowId, pageToken }, a),
-      (r) => r.events.map(eventInfo),
-    );
+    return messaging.events(this.calls, workflowId, options);
   }
 
   /**
@@ -578,32 +376,11 @@ export class Client {
    * opens the stream again after the last value it yielded.
    * `for await (const { offset, value } of client.readStream(id, "progress")) …`
    */
-  async *readStream<T = JsonValue>(
+  readStream<T = JsonValue>(
     workflowId: string,
     key: string,
     options: { fromOffset?: number; signal?: AbortSignal } = {},
   ): AsyncGenerator<StreamItem<T>> {
-    let from = options.fromOffset ?? 0;
-    let unavailableSince: number | undefined;
-    for (let resends = 0; ; ) {
-      try {
-        const responses = this.rpc.readStream({ workflowId, key, fromOffset: BigInt(from) }, { signal: options.signal });
-        for await (const item of responses) {
-          unavailableSince = undefined;
-          resends = 0;
-          from = Number(item.offset) + 1;
-          yield { offset: Number(item.offset), value: fromPayload(item.value) as T };
-        }
-        return;
-      } catch (e) {
-        if (!isUnavailableError(e)) throw toRpcError(e);
-        unavailableSince ??= Date.now();
-        const left = unavailableSince + this.resendForMs - Date.now();
-        if (left <= 0) throw toRpcError(e);
-        resends += 1;
-        await sleep(Math.min(resendDelayMs(resends), left), options.signal);
-        if (options.signal?.aborted) throw toRpcError(options.signal.reason);
-      }
-    }
+    return messaging.readStream<T>(this.calls, workflowId, key, options);
   }
 }

@@ -4,19 +4,10 @@
 // come from options or WAYMARK_TLS_CA / _CERT / _KEY, WAYMARK_API_KEY and WAYMARK_NAMESPACE.
 
 export { Client } from "./client.js";
-export type {
-  BulkAction,
-  BulkOutcome,
-  CallOptions,
-  ClientOptions,
-  ForkOptions,
-  ListOptions,
-  StartOptions,
-  Started,
-  StreamItem,
-  WorkflowFilter,
-  WorkflowPage,
-} from "./client.js";
+export type { ClientOptions, ListOptions, StartOptions, Started, WorkflowPage } from "./client.js";
+export type { CallOptions } from "./calls.js";
+export type { BulkAction, BulkOutcome, ForkOptions, WorkflowFilter } from "./lifecycle.js";
+export type { StreamItem } from "./messaging.js";
 export type { QueueInfo, QueueLimits, QueueUpdate, Queues } from "./queues.js";
 export type { ScheduleDef, ScheduleInfo, ScheduleUpdate, Schedules } from "./schedules.js";
 export { Worker, type WorkerOptions } from "./worker/worker.js";

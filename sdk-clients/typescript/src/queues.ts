@@ -5,8 +5,8 @@ import { create } from "@bufbuild/protobuf";
 import { durationFromMs, durationMs, FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { QueueSchema, QueueService, type Queue } from "./gen/waymark/v1/queue_pb.js";
 import { date } from "./types.js";
-import type { CallOptions } from "./client.js";
-import { rpc } from "./client.js";
+import type { CallOptions } from "./calls.js";
+import { rpc } from "./calls.js";
 import { repeatable } from "./repeat.js";
 import { readAll } from "./pages.js";
 
