@@ -2,7 +2,7 @@
 //! new input and an empty history, so its history never reaches a cap. The store keeps the
 //! ended run's history under a row of its own (see the store's `continue_as_new`).
 
-use waymark_store::{ContinuedAsNew, Fence, NewStep, Outcome, StoreError};
+use waymark_store::{ContinuedAsNew, Fence, NewStep, Outcome};
 
 use super::{validate, Engine, EngineResult, WorkerSession};
 
@@ -32,24 +32,16 @@ impl Engine {
             input.len() + steps.iter().map(Self::step_bytes).sum::<usize>(),
         )
         .await?;
+        validate::held_steps(&steps, self.config.max_payload_bytes)?;
         let steps_sent = steps.len();
         for step in steps {
-            validate::name("step name", &step.name)?;
-            if let Outcome::Output(o) = &step.outcome {
-                validate::payload("step output", o, self.config.max_payload_bytes)?;
-            }
             if let Err(e) = self.store.record_step(&fence, step, self.now()).await {
                 return Err(self.refused_step(session, &fence, e).await);
             }
         }
         let done = match self.store.continue_as_new(&fence, &input, self.now()).await {
             Ok(done) => done,
-            Err(e) => {
-                if !matches!(e, StoreError::Unavailable(_)) {
-                    session.let_go(&fence);
-                }
-                return Err(self.refused_step(session, &fence, e).await);
-            }
+            Err(e) => return Err(self.refused_ending(session, &fence, e).await),
         };
         session.let_go(&fence);
         if !done.adopted {

@@ -63,6 +63,19 @@ pub fn payload(field: &str, json: &str, max: usize) -> EngineResult<()> {
     Ok(())
 }
 
+/// The steps a run holds back and sends with its ending (completion or continue-as-new): each
+/// name an id-like name, each output within the payload limit. Checked before anything is
+/// written, so a bad one leaves the run as it was.
+pub fn held_steps(steps: &[waymark_store::NewStep], max_payload: usize) -> EngineResult<()> {
+    for step in steps {
+        name("step name", &step.name)?;
+        if let waymark_store::Outcome::Output(o) = &step.outcome {
+            payload("step output", o, max_payload)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

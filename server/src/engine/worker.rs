@@ -299,6 +299,15 @@ impl Engine {
         }
     }
 
+    /// A refused ending (completion or continue-as-new) as the caller's error. Refused for any
+    /// reason but the database's absence, it ends the run on this stream.
+    pub(crate) async fn refused_ending(&self, session: &WorkerSession, fence: &Fence, e: StoreError) -> EngineError {
+        if !matches!(e, StoreError::Unavailable(_)) {
+            session.let_go(fence);
+        }
+        self.refused_step(session, fence, e).await
+    }
+
     /// A refused step write as the caller's error. Non-determinism also fails the workflow.
     /// When the run is over for good (fenced, finished, cancelled, gone, non-deterministic) it
     /// stops counting as held by this stream. Unavailable is not that: the worker resends, or
@@ -383,22 +392,11 @@ impl Engine {
             },
             failed => failed,
         };
-        for step in &steps {
-            validate::name("step name", &step.name)?;
-            if let Outcome::Output(o) = &step.outcome {
-                validate::payload("step output", o, self.config.max_payload_bytes)?;
-            }
-        }
+        validate::held_steps(&steps, self.config.max_payload_bytes)?;
         let steps_sent = steps.len();
         let done = match self.store.complete_with_steps(&fence, steps, outcome, self.now()).await {
             Ok(done) => done,
-            Err(e) => {
-                // A completion refused for any reason but the database's absence ends the run.
-                if !matches!(e, StoreError::Unavailable(_)) {
-                    session.let_go(&fence);
-                }
-                return Err(self.refused_step(session, &fence, e).await);
-            }
+            Err(e) => return Err(self.refused_ending(session, &fence, e).await),
         };
         session.let_go(&fence);
         tracing::debug!(workflow_id = %fence.workflow_id, adopted = done.adopted, "complete");

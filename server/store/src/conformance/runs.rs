@@ -103,6 +103,12 @@ pub async fn continuing_as_new_keeps_the_run_apart_and_enqueues_a_fresh_one(s: A
         .await
         .unwrap();
     assert_eq!(list_ids(&runs), ["loop/run-1", "loop/run-0"]);
+    // A resend from a run before the last is refused, not adopted: the adoption looks up the
+    // last ended run by its id only. Its worker lets go of the run either way.
+    match s.continue_as_new(&f, "{\"n\":1}", T + 9).await {
+        Err(StoreError::StaleEpoch { .. } | StoreError::NotRunning { .. }) => {}
+        other => panic!("a resend from two runs ago: {other:?}"),
+    }
     assert_eq!(
         s.list_steps("loop/run-1").await.unwrap()[0].outcome,
         Outcome::Output("1".into())

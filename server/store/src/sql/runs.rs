@@ -37,13 +37,14 @@ impl Backend {
             Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => w,
             other => {
                 // The same request again (its reply was lost): the run it ended is there.
-                if let Some(ended) = Self::ended_at(&mut tx, fence).await? {
-                    let workflow = other.ok_or_else(|| StoreError::WorkflowNotFound(fence.workflow_id.clone()))?;
-                    return Ok(ContinuedAsNew {
-                        workflow,
-                        ended_run: ended,
-                        adopted: true,
-                    });
+                if let Some(workflow) = &other {
+                    if let Some(ended) = Self::ended_at(&mut tx, fence, workflow.run).await? {
+                        return Ok(ContinuedAsNew {
+                            workflow: other.expect("checked above"),
+                            ended_run: ended,
+                            adopted: true,
+                        });
+                    }
                 }
                 return Err(rows::refusal(&fence.workflow_id, other, fence.epoch));
             }
@@ -98,13 +99,21 @@ impl Backend {
         })
     }
 
-    /// The ended run this fence's run became, if it continued as new.
-    async fn ended_at(conn: &mut Conn, fence: &Fence) -> StoreResult<Option<String>> {
-        sqlx::query_scalar("SELECT workflow_id FROM workflows WHERE continued_as = $1 AND epoch = $2")
-            .bind(&fence.workflow_id)
-            .bind(fence.epoch as i64)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db_error)
+    /// The ended run this fence's run became, if it was the last to continue as new (the
+    /// workflow is now on run `run`). Looked up by its id, so a refusal costs no scan; a resend
+    /// from a run older than the last is refused as stale, which ends it on that worker all the same.
+    async fn ended_at(conn: &mut Conn, fence: &Fence, run: u32) -> StoreResult<Option<String>> {
+        let Some(last) = run.checked_sub(1) else {
+            return Ok(None);
+        };
+        sqlx::query_scalar(
+            "SELECT workflow_id FROM workflows WHERE workflow_id = $1 AND continued_as = $2 AND epoch = $3",
+        )
+        .bind(ended_run_id(&fence.workflow_id, last))
+        .bind(&fence.workflow_id)
+        .bind(fence.epoch as i64)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_error)
     }
 }
