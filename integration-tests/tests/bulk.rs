@@ -250,6 +250,53 @@ async fn workflows_are_cancelled_resumed_and_deleted_by_filter_in_batches(backen
     };
     assert_eq!(c.count_matching(&nightly).await.unwrap(), 5);
 
+    // By creation time, through the CLI's time flags (RFC 3339, millisecond precision): those
+    // created at or after n-2's start, and those before it, add up to the five.
+    let mut created = Vec::new();
+    for i in 0..5 {
+        created.push(c.get(&format!("n-{i}")).await.unwrap().created_at_ms);
+    }
+    let t = created[2];
+    let at = chrono::DateTime::from_timestamp_millis(t)
+        .unwrap()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let after = created.iter().filter(|&&c| c >= t).count();
+    let (code, out, err) = cli(
+        &s.server.addr,
+        &[
+            "workflow",
+            "bulk",
+            "cancel",
+            "--tag",
+            "job=nightly",
+            "--created-after",
+            &at,
+            "--dry-run",
+        ],
+    );
+    assert_eq!(
+        (code, out.trim()),
+        (0, format!("{after} workflows match").as_str()),
+        "{err}"
+    );
+    let (code, out, err) = cli(
+        &s.server.addr,
+        &[
+            "workflow",
+            "list",
+            "--tag",
+            "job=nightly",
+            "--created-before",
+            &at,
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let listed: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["workflows"].as_array().unwrap().len(), 5 - after, "{out}");
+    let (code, _, err) = cli(&s.server.addr, &["workflow", "list", "--created-after", "yesterday"]);
+    assert!(code != 0 && err.contains("RFC 3339"), "{err}");
+
     // Deleting what has not finished: every one skipped, none touched.
     let refused = c.bulk(&nightly, &BulkAction::Delete, 2).await.unwrap();
     assert_eq!((refused.matched, refused.applied), (5, 0));

@@ -78,25 +78,8 @@ pub enum WorkflowCommand {
     },
     /// List workflows, newest first.
     List {
-        /// Only this status (repeatable): ENQUEUED, PENDING, SUCCESS, ERROR, CANCELLED, …
-        #[arg(long)]
-        status: Vec<String>,
-        #[arg(long)]
-        name: Option<String>,
-        #[arg(long)]
-        queue: Option<String>,
-        /// Only workflows running on (or last run by) this worker id.
-        #[arg(long)]
-        worker: Option<String>,
-        /// Only workflows pinned to this application version.
-        #[arg(long)]
-        app_version: Option<String>,
-        /// Only the children of this workflow.
-        #[arg(long)]
-        parent: Option<String>,
-        /// Only workflows with this tag, KEY=VALUE (repeatable: all must match).
-        #[arg(long = "tag", value_parser = super::parse_tag)]
-        tags: Vec<(String, String)>,
+        #[command(flatten)]
+        filter: super::workflow_lifecycle::FilterArgs,
         /// Also print how many workflows match (a count over every match).
         #[arg(long)]
         total: bool,
@@ -260,37 +243,29 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
         }
         WorkflowCommand::Get { id, client } => show(&client.connect().await?.get(&id).await?, client.json),
         WorkflowCommand::List {
-            status,
-            name,
-            queue,
-            worker,
-            app_version,
-            parent,
-            tags,
+            filter,
             total,
             limit,
             page_token,
             client,
         } => {
-            let statuses = status
-                .iter()
-                .map(|s| WorkflowStatus::parse(s).ok_or_else(|| super::invalid(format!("unknown status {s:?}"))))
-                .collect::<anyhow::Result<Vec<_>>>()?;
+            let f = filter.filter()?;
             let page = client
                 .connect()
                 .await?
                 .list_page(ListOptions {
-                    statuses,
-                    workflow_name: name,
-                    queue,
+                    statuses: f.statuses,
+                    workflow_name: f.workflow_name,
+                    queue: f.queue,
+                    created_after_ms: f.created_after_ms,
+                    created_before_ms: f.created_before_ms,
                     page_size: limit,
                     page_token,
-                    worker_id: worker,
-                    app_version,
-                    parent_workflow_id: parent,
+                    worker_id: f.worker_id,
+                    app_version: f.app_version,
+                    parent_workflow_id: f.parent_workflow_id,
                     include_total: total,
-                    tags: tags.into_iter().collect(),
-                    ..Default::default()
+                    tags: f.tags,
                 })
                 .await?;
             let (workflows, next) = (page.workflows, page.next_page_token);

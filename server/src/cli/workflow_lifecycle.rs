@@ -83,7 +83,7 @@ pub enum Bulk {
     SetVersion,
 }
 
-/// The filters of `waymark workflow bulk` (those of `workflow list`).
+/// The filters of `waymark workflow list` and `workflow bulk`.
 #[derive(Args, Debug)]
 pub struct FilterArgs {
     /// Only this status (repeatable).
@@ -120,7 +120,7 @@ fn parse_time(s: &str) -> Result<i64, String> {
 }
 
 impl FilterArgs {
-    fn filter(self) -> anyhow::Result<WorkflowFilter> {
+    pub(super) fn filter(self) -> anyhow::Result<WorkflowFilter> {
         let statuses = self
             .status
             .iter()
