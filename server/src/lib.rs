@@ -5,8 +5,10 @@
 //! - [`server`]: start-up: configuration, store, migrations, serving, drain.
 //! - [`cli`]: the `waymark` command line (`server`, `workflow …`).
 //! - [`telemetry`]: logs, traces, metrics and health endpoints — what operators see.
+//! - [`allocator`]: how the server hands freed memory back to the system.
 //! - The stores live in the `waymark-store` crate (`server/store`).
 
+pub mod allocator;
 pub mod api;
 pub mod auth;
 pub mod cli;

@@ -14,22 +14,8 @@ fn restore_sigpipe() {
     }
 }
 
-/// At most two malloc arenas. glibc gives each thread that allocates under contention an arena
-/// of its own (up to eight per core), and an arena keeps the memory freed into it: a server
-/// whose runtime, database and blocking threads all allocate ends up holding several arenas'
-/// worth of freed memory after a burst of load. Two keep allocation fast on the runtime's
-/// threads and that memory small (measured: 7 MiB less resident after the bench's workloads).
-/// Called before any thread starts, as mallopt requires.
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator parameter; no other thread exists yet.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
-}
-
 fn main() {
-    limit_malloc_arenas();
+    waymark_server::allocator::limit_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -42,6 +28,7 @@ async fn run() -> i32 {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Server(args) => {
+            waymark_server::allocator::spawn_trimmer();
             let telemetry = match waymark_server::telemetry::install(&args.telemetry()) {
                 Ok(t) => t,
                 Err(e) => {
