@@ -263,3 +263,36 @@ async fn the_retention_collector_skips_its_turn_while_another_replica_collects()
     drop(fixture.store);
     fixture.dispose.await;
 }
+
+/// Every table whose rows go with their workflow (`ON DELETE CASCADE`) must find a workflow's
+/// rows through an index: the cascade runs once per deleted workflow, and a sequential scan
+/// there makes DeleteWorkflow and the retention collector read the whole table each time.
+#[tokio::test]
+async fn deleting_a_workflow_finds_its_rows_by_index_in_every_table() {
+    let Some((_fixture, url)) = fresh_database().await else {
+        return;
+    };
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    let owned: Vec<String> = sqlx::query_scalar(
+        "SELECT conrelid::regclass::text FROM pg_constraint \
+         WHERE confrelid = 'workflows'::regclass AND contype = 'f' AND confdeltype = 'c' ORDER BY 1",
+    )
+    .fetch_all(&mut c)
+    .await
+    .unwrap();
+    assert!(owned.len() >= 7 && owned.contains(&"messages".to_string()), "{owned:?}");
+    // With sequential scans priced out, a plan still scans only when no index can serve it.
+    sqlx::query("SET enable_seqscan = off").execute(&mut c).await.unwrap();
+    for table in &owned {
+        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "EXPLAIN DELETE FROM {table} WHERE workflow_id = 'x'"
+        )))
+        .fetch_all(&mut c)
+        .await
+        .unwrap();
+        assert!(
+            !plan.iter().any(|l| l.contains("Seq Scan")),
+            "{table} is scanned for a workflow's rows: {plan:?}"
+        );
+    }
+}
