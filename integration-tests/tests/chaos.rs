@@ -52,9 +52,16 @@ async fn chaos_on_postgres_with_rust_and_python_workers_and_two_replicas() {
     let _successor = WorkerProcess::start(&a.addr, &log, CAPACITY, "rust-successor");
 
     // 2. A worker frozen past its lease; woken below, while its successors still run.
+    // Stopped once it has run steps of its own: a zombie holding only dispatches it had not
+    // begun may be told to let them go when it wakes, writing nothing for the check below.
     progress(&log, 150).await;
-    signal(zombie.pid(), "STOP");
     let zombie_pid = zombie.pid();
+    wait_for("the zombie to run steps of its own", PATIENCE, || {
+        let began = side_effects::read(&log).iter().any(|e| e.pid == zombie_pid);
+        async move { began.then_some(()) }
+    })
+    .await;
+    signal(zombie_pid, "STOP");
 
     // 3. PostgreSQL restarts, fast (clean disconnect).
     progress(&log, 200).await;
