@@ -11,8 +11,9 @@
 //!   of an arena; a burst (a thousand workflows' step writes in flight at once) leaves freed
 //!   chunks below live ones, resident but unused. `malloc_trim` hands those pages back. Measured
 //!   on PostgreSQL after the bench's throughput workloads: 36.7 MiB resident, 24.5 MiB after one
-//!   trim. It walks the arenas' free lists under their locks, which takes well under a
-//!   millisecond at this size, so every ten seconds, on a blocking thread, costs nothing.
+//!   trim. It walks the arenas' free lists under their locks; it runs on a blocking thread, off
+//!   the runtime's, and ten seconds apart (its cost was not measured separately; the bench's
+//!   throughput with it is within the run-to-run spread).
 
 use std::time::Duration;
 
