@@ -29,6 +29,8 @@ mod commit;
 mod completions;
 mod flow;
 mod messages;
+#[cfg(test)]
+mod plan_tests;
 mod remote_steps;
 
 // Written once for both backends.

@@ -14,7 +14,8 @@ use crate::{variant::Variant, Args};
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
 
-/// Inserts `n` finished (SUCCESS) workflows whose last change was 30 days ago.
+/// Inserts `n` finished (SUCCESS) workflows whose last change was 30 days ago, named `retired` so
+/// the workloads' own reads of their `bench` workflows do not page through them.
 async fn seed(backend: Backend, url: &str, n: i64) -> anyhow::Result<()> {
     let then = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
@@ -26,7 +27,7 @@ async fn seed(backend: Backend, url: &str, n: i64) -> anyhow::Result<()> {
             let mut c = sqlx::PgConnection::connect(url).await?;
             sqlx::query(
                 "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, input, output, created_at, updated_at) \
-                 SELECT 'old-' || g, 'bench', 'SUCCESS', 'default', 'null', '10', $1 + g, $1 + g FROM generate_series(1, $2) g",
+                 SELECT 'old-' || g, 'retired', 'SUCCESS', 'default', 'null', '10', $1 + g, $1 + g FROM generate_series(1, $2) g",
             )
             .bind(then)
             .bind(n)
@@ -43,7 +44,7 @@ async fn seed(backend: Backend, url: &str, n: i64) -> anyhow::Result<()> {
             sqlx::query(
                 "WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < ?2) \
                  INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, input, output, created_at, updated_at) \
-                 SELECT 'old-' || g, 'bench', 'SUCCESS', 'default', 'null', '10', ?1 + g, ?1 + g FROM s",
+                 SELECT 'old-' || g, 'retired', 'SUCCESS', 'default', 'null', '10', ?1 + g, ?1 + g FROM s",
             )
             .bind(then)
             .bind(n)

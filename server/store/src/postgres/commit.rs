@@ -9,6 +9,23 @@ use super::PostgresStore;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::*;
 
+/// Steps and completion in one statement (see `complete_in_one`).
+pub(super) const COMPLETE: &str = concat!(
+    "WITH fence AS (SELECT workflow_id FROM workflows WHERE workflow_id = $5 AND ",
+    status_is!("PENDING"),
+    " AND epoch = $6 FOR SHARE), \
+     ins AS (INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+       SELECT fence.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, $6, $4 \
+       FROM fence, unnest($7::bigint[], $8::text[], $9::text[], $10::text[], $11::bigint[]) \
+         AS v(step_id, name, output, failure, attempts) \
+       ON CONFLICT (workflow_id, step_id) DO NOTHING RETURNING 1) \
+     UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
+     WHERE workflow_id = $5 AND ",
+    status_is!("PENDING"),
+    " AND epoch = $6 AND (SELECT count(*) FROM ins) = $12 RETURNING ",
+    workflow_columns!()
+);
+
 impl PostgresStore {
     /// One statement, one commit: insert every step and complete, only if the workflow is
     /// PENDING at this epoch (held `FOR SHARE` for the statement, as the step batch does) and
@@ -35,34 +52,22 @@ impl PostgresStore {
             failures.push(f);
             attempts.push(st.attempts as i64);
         }
-        let written: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "WITH fence AS (SELECT workflow_id FROM workflows WHERE workflow_id = $5 AND status = 'PENDING' \
-               AND epoch = $6 FOR SHARE), \
-             ins AS (INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-               SELECT fence.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, $6, $4 \
-               FROM fence, unnest($7::bigint[], $8::text[], $9::text[], $10::text[], $11::bigint[]) \
-                 AS v(step_id, name, output, failure, attempts) \
-               ON CONFLICT (workflow_id, step_id) DO NOTHING RETURNING 1) \
-             UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
-             WHERE workflow_id = $5 AND status = 'PENDING' AND epoch = $6 AND (SELECT count(*) FROM ins) = $12 \
-             RETURNING ",
-            workflow_columns!()
-        ))
-        .bind(status.as_str())
-        .bind(output)
-        .bind(failure)
-        .bind(now)
-        .bind(&fence.workflow_id)
-        .bind(fence.epoch as i64)
-        .bind(&step_ids)
-        .bind(&names)
-        .bind(&outputs)
-        .bind(&failures)
-        .bind(&attempts)
-        .bind(steps.len() as i64)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_error)?;
+        let written: Option<WorkflowRow> = sqlx::query_as(COMPLETE)
+            .bind(status.as_str())
+            .bind(output)
+            .bind(failure)
+            .bind(now)
+            .bind(&fence.workflow_id)
+            .bind(fence.epoch as i64)
+            .bind(&step_ids)
+            .bind(&names)
+            .bind(&outputs)
+            .bind(&failures)
+            .bind(&attempts)
+            .bind(steps.len() as i64)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
         let Some(row) = written else {
             return Ok(None);
         };
@@ -130,6 +135,19 @@ pub(super) struct StepWrite {
     now: Millis,
 }
 
+/// A batch of fenced step inserts in one statement (see `insert_steps_fenced`).
+pub(super) const INSERT_STEPS: &str = concat!(
+    "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+     SELECT v.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, v.epoch, v.recorded_at \
+     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[]) \
+       AS v(workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+     JOIN workflows w ON w.workflow_id = v.workflow_id AND ",
+    status_is!("w.", "PENDING"),
+    " AND w.epoch = v.epoch FOR SHARE OF w \
+     ON CONFLICT (workflow_id, step_id) DO NOTHING \
+     RETURNING workflow_id, step_id",
+);
+
 /// Writes a batch of fenced step inserts with one statement (one round trip, one commit) and
 /// says, per request, whether its row went in. A row goes in only if its workflow is PENDING at
 /// the request's epoch; `FOR SHARE OF w` holds those workflow rows until the commit, so a
@@ -157,27 +175,18 @@ pub(super) async fn insert_steps_fenced(pool: PgPool, batch: Vec<StepWrite>) -> 
         epochs.push(w.epoch as i64);
         times.push(w.now);
     }
-    let inserted: Vec<(String, i64)> = sqlx::query_as(
-        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-         SELECT v.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, v.epoch, v.recorded_at \
-         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[]) \
-           AS v(workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-         JOIN workflows w ON w.workflow_id = v.workflow_id AND w.status = 'PENDING' AND w.epoch = v.epoch \
-         FOR SHARE OF w \
-         ON CONFLICT (workflow_id, step_id) DO NOTHING \
-         RETURNING workflow_id, step_id",
-    )
-    .bind(&ids)
-    .bind(&step_ids)
-    .bind(&names)
-    .bind(&outputs)
-    .bind(&failures)
-    .bind(&attempts)
-    .bind(&epochs)
-    .bind(&times)
-    .fetch_all(&pool)
-    .await
-    .map_err(db_error)?;
+    let inserted: Vec<(String, i64)> = sqlx::query_as(INSERT_STEPS)
+        .bind(&ids)
+        .bind(&step_ids)
+        .bind(&names)
+        .bind(&outputs)
+        .bind(&failures)
+        .bind(&attempts)
+        .bind(&epochs)
+        .bind(&times)
+        .fetch_all(&pool)
+        .await
+        .map_err(db_error)?;
     // Two requests for the same step in one batch: only the first counts as the one written;
     // the other learns on the slow path whether it matches.
     let mut fresh: std::collections::HashSet<(String, i64)> = inserted.into_iter().collect();

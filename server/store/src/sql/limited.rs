@@ -118,7 +118,9 @@ impl Backend {
                app_version = COALESCE(app_version, $4), updated_at = $5, started_at = COALESCE(started_at, $5) \
              WHERE workflow_id",
             in_list!("$1"),
-            " AND status = 'ENQUEUED' RETURNING ",
+            " AND ",
+            status_is!("ENQUEUED"),
+            " RETURNING ",
             workflow_columns!()
         ))
         .bind(dialect::list(&chosen))

@@ -119,7 +119,8 @@ impl Backend {
             in_locked!(
                 "SELECT workflow_id FROM workflows WHERE status = 'DELAYED' AND wake_at IS NOT NULL AND wake_at <= $1"
             ),
-            " AND status = 'DELAYED'"
+            " AND ",
+            status_is!("DELAYED")
         ))
         .bind(now)
         .execute(self.writer())

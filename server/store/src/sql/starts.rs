@@ -105,7 +105,9 @@ pub(crate) async fn debounce_onto(
          WHERE workflow_id = (SELECT workflow_id FROM workflows WHERE workflow_name = $1 AND debounce_key = $2 \
            AND status = 'DELAYED' AND epoch = 0",
         for_update!(),
-        ") AND status = 'DELAYED' AND epoch = 0 RETURNING ",
+        ") AND ",
+        status_is!("DELAYED"),
+        " AND epoch = 0 RETURNING ",
         workflow_columns!()
     ))
     .bind(&new.workflow_name)

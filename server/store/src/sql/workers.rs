@@ -87,7 +87,9 @@ impl Workers for Backend {
                 " AND (app_version IS NULL OR app_version = $2) \
                  ORDER BY priority, created_at, workflow_id LIMIT $6"
             ),
-            " AND status = 'ENQUEUED' RETURNING ",
+            " AND ",
+            status_is!("ENQUEUED"),
+            " RETURNING ",
             workflow_columns!()
         ))
         .bind(&claim.worker_id)
@@ -268,7 +270,9 @@ impl Workers for Backend {
                 "SELECT wf.workflow_id FROM workflows wf WHERE wf.status = 'PENDING' AND NOT EXISTS \
                  (SELECT 1 FROM worker_sessions w WHERE w.session_id = wf.session_id AND w.lease_expires_at >= $2)"
             ),
-            " AND status = 'PENDING' RETURNING workflow_id, status"
+            " AND ",
+            status_is!("PENDING"),
+            " RETURNING workflow_id, status"
         ))
         .bind(max_recovery_attempts as i64)
         .bind(now)

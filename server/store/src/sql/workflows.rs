@@ -96,7 +96,9 @@ impl Workflows for Backend {
     async fn set_start_time(&self, workflow_id: &str, run_at: Millis, now: Millis) -> StoreResult<WorkflowRecord> {
         let row: Option<WorkflowRow> = sqlx::query_as(concat!(
             "UPDATE workflows SET wake_at = $2, updated_at = $3 \
-             WHERE workflow_id = $1 AND status = 'DELAYED' AND epoch = 0 RETURNING ",
+             WHERE workflow_id = $1 AND ",
+            status_is!("DELAYED"),
+            " AND epoch = 0 RETURNING ",
             workflow_columns!()
         ))
         .bind(workflow_id)

@@ -23,6 +23,17 @@ macro_rules! for_no_key_update {
     };
 }
 
+/// A status test on a workflow found by its id (see PostgreSQL's `status_is!`). SQLite plans an
+/// equality on the unique key as a one-row lookup, so the test stays plain here.
+macro_rules! status_is {
+    ($status:literal) => {
+        concat!("status = '", $status, "'")
+    };
+    ($alias:literal, $status:literal) => {
+        concat!($alias, "status = '", $status, "'")
+    };
+}
+
 /// Locks the rows read, skipping those another transaction holds (`FOR UPDATE SKIP LOCKED`).
 macro_rules! skip_locked {
     () => {

@@ -1,0 +1,123 @@
+//! The hot path's statements find their workflow rows through the primary key, even when the
+//! statistics say the partial indexes on status are empty.
+//!
+//! That is what they say after a vacuum taken while nothing ran, and they stay so on a big table
+//! (autovacuum waits for a fraction of its rows to change). A plain `status = 'PENDING'` then
+//! lets the planner read each row through such an index, scanning every running workflow per
+//! lookup (see `status_is!`). The fixture builds that state: many finished rows, vacuumed, then
+//! running ones the statistics have not seen.
+
+use sqlx::{Connection, PgConnection};
+
+use super::{commit, completions};
+use crate::conformance::fixtures::postgres_database;
+
+/// Indexes whose predicate is a status alone: a lookup by id must never go through one.
+const STATUS_INDEXES: [&str; 6] = [
+    "workflows_running",
+    "workflows_running_by_queue",
+    "workflows_running_session",
+    "workflows_enqueued",
+    "workflows_partitions",
+    "workflows_wake_at",
+];
+
+async fn stale_statistics(c: &mut PgConnection) {
+    for sql in [
+        "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, input, output, created_at, updated_at) \
+         SELECT 'old-' || g, 'old', 'SUCCESS', 'q', 'null', '1', g, g FROM generate_series(1, 100000) g",
+        "VACUUM (ANALYZE) workflows",
+        "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, input, created_at, updated_at, epoch, worker_id, session_id) \
+         SELECT 'run-' || g, 'R', 'PENDING', 'q', 'null', 200000 + g, 200000 + g, 1, 'w', 's' FROM generate_series(1, 2000) g",
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut *c).await.unwrap();
+    }
+}
+
+/// The plan's lines, as text.
+async fn plan<'q>(
+    c: &mut PgConnection,
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+) -> String {
+    use sqlx::Row;
+    query
+        .fetch_all(&mut *c)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<String, _>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first index on status a plan reads (`... using NAME on ...`), if any.
+fn by_status_index(plan: &str) -> Option<String> {
+    plan.split("using ")
+        .skip(1)
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default().to_string())
+        .find(|index| STATUS_INDEXES.contains(&index.as_str()))
+}
+
+#[tokio::test]
+async fn lookups_by_id_use_the_primary_key_when_statistics_are_stale() {
+    let Some((fixture, url)) = postgres_database().await else {
+        return;
+    };
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    stale_statistics(&mut c).await;
+
+    // The trap is there: the same lookup with a plain status test goes through a status index.
+    let plain = plan(
+        &mut c,
+        sqlx::query("EXPLAIN SELECT 1 FROM workflows WHERE workflow_id = $1 AND status = 'PENDING' AND epoch = 1")
+            .bind("run-7"),
+    )
+    .await;
+    assert!(
+        by_status_index(&plain).is_some(),
+        "the fixture no longer misleads the planner, so this test proves nothing: {plain}"
+    );
+
+    let id = || vec!["run-7".to_string()];
+    let text = || vec!["x".to_string()];
+    let none = || vec![None::<String>];
+    let complete = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {}", commit::COMPLETE)))
+        .bind("SUCCESS")
+        .bind(Some("1"))
+        .bind(None::<String>)
+        .bind(1_i64)
+        .bind("run-7")
+        .bind(1_i64)
+        .bind(vec![1_i64])
+        .bind(text())
+        .bind(text())
+        .bind(none())
+        .bind(vec![1_i64])
+        .bind(1_i64);
+    let steps = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {}", commit::INSERT_STEPS)))
+        .bind(id())
+        .bind(vec![1_i64])
+        .bind(text())
+        .bind(text())
+        .bind(none())
+        .bind(vec![1_i64])
+        .bind(vec![1_i64])
+        .bind(vec![1_i64]);
+    let completions = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {}", completions::COMPLETE_BATCH)))
+        .bind(id())
+        .bind(vec![1_i64])
+        .bind(vec!["SUCCESS".to_string()])
+        .bind(text())
+        .bind(none())
+        .bind(vec![1_i64]);
+    for (name, query) in [("complete", complete), ("steps", steps), ("completions", completions)] {
+        let p = plan(&mut c, query).await;
+        assert!(
+            by_status_index(&p).is_none() && p.contains("workflows_pkey"),
+            "{name} does not find its workflow by the primary key:\n{p}"
+        );
+    }
+    c.close().await.unwrap();
+    drop(fixture.store);
+    fixture.dispose.await;
+}
