@@ -19,9 +19,15 @@ use super::Engine;
 /// Most workflows one transaction deletes.
 pub const BATCH: u32 = 100;
 
-/// How often the collector takes a turn: its rate is spread over the second, not spent at once.
-const TICK: Duration = Duration::from_millis(100);
-const TICKS_PER_SECOND: u32 = 10;
+/// How long the collector waits after a turn that found nothing more to delete.
+const IDLE: Duration = Duration::from_millis(100);
+
+/// The most of the wall clock the collector spends inside its transactions. A turn that took
+/// `t` is followed by a pause of at least `t * (1 - DUTY) / DUTY`. A busy database makes every
+/// transaction slower, the collector's too, so this is also how it yields to load: the same
+/// batch that takes 20 ms on an idle database and 200 ms beside a full workload is followed by
+/// 60 ms or 600 ms of nothing.
+const DUTY: f64 = 0.25;
 
 /// One rule: what it covers and how long it keeps it (`None`: for ever).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,46 +139,71 @@ pub fn parse_rule(text: &str) -> Result<RetentionRule, String> {
     Ok(rule)
 }
 
-/// The collector: once a tick, up to the rate, pass by pass, batch by batch.
+/// The collector: one batch a turn, paced by [`Pace`], until the server stops.
 pub async fn run(engine: Arc<Engine>) {
     let policy = engine.config.retention.clone();
     if !policy.is_on() {
         return;
     }
+    let pace = Pace::new(policy.rate);
     let mut shutdown = engine.shutdown_signal();
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // What was deleted this second: one log line a second, not one a turn.
-    let (mut turns, mut this_second) = (0u32, 0usize);
+    // What was deleted since the last log line: one line a second at most, not one a turn.
+    let (mut logged, mut unlogged) = (tokio::time::Instant::now(), 0usize);
     loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = shutdown.wait_for(|v| *v) => return,
-        }
-        let budget = turn_budget(policy.rate, turns % TICKS_PER_SECOND);
-        turns += 1;
-        if engine.store_health.is_reachable() && budget > 0 {
-            let collected = engine.collect_once(&policy, budget).await;
+        let mut pause = IDLE;
+        if engine.store_health.is_reachable() {
+            let started = tokio::time::Instant::now();
+            let collected = engine.collect_once(&policy, pace.batch()).await;
+            pause = pace.pause(collected, started.elapsed());
             if collected > 0 {
                 engine.count_deleted("retention", collected);
-                this_second += collected;
+                unlogged += collected;
             }
         }
-        if turns.is_multiple_of(TICKS_PER_SECOND) && this_second > 0 {
+        if unlogged > 0 && logged.elapsed() >= Duration::from_secs(1) {
             tracing::info!(
-                collected = this_second,
+                collected = unlogged,
                 "retention deleted finished workflows past their time"
             );
-            this_second = 0;
+            (logged, unlogged) = (tokio::time::Instant::now(), 0);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = shutdown.wait_for(|v| *v) => return,
         }
     }
 }
 
-/// Turn `turn` (0-9) of a second's share of `rate`: the ten add up to `rate` exactly, so a rate
-/// below ten a second still holds (7 a second: turns of 0 and 1).
-fn turn_budget(rate: u32, turn: u32) -> usize {
-    let (rate, turn, n) = (rate as u64, turn as u64, TICKS_PER_SECOND as u64);
-    (rate * (turn + 1) / n - rate * turn / n) as usize
+/// How fast the collector goes: never over its rate, never more than [`DUTY`] of the time in
+/// its transactions, and slowly when there is nothing to delete. Pure, so its decisions are
+/// tested without a clock or a database.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    /// Most workflows a second (`--retention-rate`).
+    rate: u32,
+}
+
+impl Pace {
+    fn new(rate: u32) -> Self {
+        Pace { rate: rate.max(1) }
+    }
+
+    /// One turn's batch: a tenth of a second's rate, so turns are short and frequent, within
+    /// 1..=[`BATCH`].
+    fn batch(&self) -> usize {
+        (self.rate / 10).clamp(1, BATCH) as usize
+    }
+
+    /// The wait after a turn that deleted `deleted` in `took`.
+    fn pause(&self, deleted: usize, took: Duration) -> Duration {
+        if deleted < self.batch() {
+            // Caught up (or another replica's turn): look again in a while.
+            return IDLE;
+        }
+        let by_rate = Duration::from_secs_f64(deleted as f64 / self.rate as f64).saturating_sub(took);
+        let by_duty = took.mul_f64((1.0 - DUTY) / DUTY);
+        by_rate.max(by_duty)
+    }
 }
 
 impl Engine {
@@ -214,16 +245,59 @@ impl Engine {
 mod tests {
     use super::*;
 
+    /// Over `secs` of full batches that each take `took`: how many were deleted, the time spent
+    /// in transactions and the time that passed.
+    fn simulate(pace: Pace, took: Duration, secs: u64) -> (usize, Duration, Duration) {
+        let (mut deleted, mut clock, mut busy) = (0, Duration::ZERO, Duration::ZERO);
+        while clock < Duration::from_secs(secs) {
+            let n = pace.batch();
+            deleted += n;
+            busy += took;
+            clock += took + pace.pause(n, took);
+        }
+        (deleted, busy, clock)
+    }
+
     #[test]
-    fn a_seconds_turns_add_up_to_the_rate() {
-        for rate in [0, 1, 7, 10, 99, 1000, 1001] {
-            let turns: Vec<usize> = (0..TICKS_PER_SECOND).map(|t| turn_budget(rate, t)).collect();
-            assert_eq!(turns.iter().sum::<usize>(), rate as usize, "{rate}: {turns:?}");
+    fn the_rate_holds_when_turns_are_quick() {
+        for rate in [1, 7, 10, 99, 1000, 1001, 100_000] {
+            let pace = Pace::new(rate);
+            assert!((1..=BATCH as usize).contains(&pace.batch()), "{rate}");
+            let (deleted, _, _) = simulate(pace, Duration::ZERO, 10);
+            let expected = rate as usize * 10;
             assert!(
-                turns.iter().all(|&b| b <= (rate as usize).div_ceil(10)),
-                "{rate}: {turns:?}"
+                deleted.abs_diff(expected) <= pace.batch(),
+                "{rate}/s for 10 s: {deleted}"
             );
         }
+        assert_eq!(Pace::new(0).batch(), 1, "a rate of 0 is read as 1");
+    }
+
+    #[test]
+    fn slow_turns_are_followed_by_longer_pauses() {
+        let pace = Pace::new(1000);
+        // On an idle database a batch is quick and the rate decides.
+        assert_eq!(pace.pause(100, Duration::from_millis(20)), Duration::from_millis(80));
+        // Beside a workload the same batch is slow, and the collector stays out of the way.
+        for took in [50, 200, 2_000] {
+            let took = Duration::from_millis(took);
+            let (deleted, busy, elapsed) = simulate(pace, took, 60);
+            let share = busy.as_secs_f64() / elapsed.as_secs_f64();
+            assert!(share <= DUTY + 1e-9, "{took:?}: in transactions {share:.3} of the time");
+            assert!(deleted as f64 / elapsed.as_secs_f64() < 1000.0, "{took:?}");
+        }
+        assert_eq!(pace.pause(100, Duration::from_millis(200)), Duration::from_millis(600));
+    }
+
+    #[test]
+    fn a_short_turn_means_caught_up() {
+        let pace = Pace::new(1000);
+        assert_eq!(pace.pause(0, Duration::from_millis(1)), IDLE);
+        assert_eq!(pace.pause(99, Duration::from_millis(1)), IDLE);
+        assert_eq!(
+            Pace::new(7).pause(1, Duration::ZERO),
+            Duration::from_secs_f64(1.0 / 7.0)
+        );
     }
 
     fn rule(text: &str) -> RetentionRule {
