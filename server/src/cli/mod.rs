@@ -128,7 +128,9 @@ pub struct ServerArgs {
     /// decides, `--retention` takes the rest.
     #[arg(long = "retention-rule", value_parser = crate::engine::retention::parse_rule)]
     pub retention_rules: Vec<crate::engine::retention::RetentionRule>,
-    /// Most finished workflows the retention collector deletes per second on this replica.
+    /// Most finished workflows the retention collector deletes per second on this replica. It
+    /// goes slower when its batches take longer (a busy database): it spends at most a quarter
+    /// of the time in them.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub retention_rate: u32,
     /// Log format: text or json.
