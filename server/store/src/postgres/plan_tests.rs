@@ -121,3 +121,32 @@ async fn lookups_by_id_use_the_primary_key_when_statistics_are_stale() {
     drop(fixture.store);
     fixture.dispose.await;
 }
+
+/// A retention batch reads its hundred rows and their parents by key, never the whole table.
+#[tokio::test]
+async fn a_retention_batch_reads_no_whole_table() {
+    let Some((fixture, url)) = postgres_database().await else {
+        return;
+    };
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    stale_statistics(&mut c).await;
+    let batch = crate::Collect {
+        covered: crate::Covered::default(),
+        except: vec![crate::Covered {
+            statuses: vec![crate::WorkflowStatus::Error],
+            ..Default::default()
+        }],
+        finished_before: 150_000,
+        limit: 100,
+    };
+    let (text, binds) = super::sql::lifecycle::collect_statement(&batch);
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {text}")));
+    for b in binds {
+        query = query.bind(b);
+    }
+    let p = plan(&mut c, query.bind(batch.finished_before).bind(100_i64)).await;
+    assert!(!p.contains("Seq Scan"), "a retention batch scans a table:\n{p}");
+    c.close().await.unwrap();
+    drop(fixture.store);
+    fixture.dispose.await;
+}

@@ -100,24 +100,7 @@ impl Lifecycle for Backend {
         if !dialect::try_lock_collector(&mut tx).await? {
             return Ok(None);
         }
-        let mut binds: Vec<String> = Vec::new();
-        let covered = covered_sql(&batch.covered, &mut binds);
-        let except: String = batch
-            .except
-            .iter()
-            .map(|c| format!(" AND NOT ({})", covered_sql(c, &mut binds)))
-            .collect();
-        let (before, limit) = (binds.len() + 1, binds.len() + 2);
-        let text = format!(
-            "DELETE FROM workflows WHERE workflow_id IN (SELECT w.workflow_id FROM workflows w \
-               WHERE w.status IN {FINISHED} AND w.updated_at < ${before} AND {covered}{except} \
-               AND NOT EXISTS (SELECT 1 FROM workflows p WHERE p.workflow_id = w.parent_workflow_id \
-                 AND p.status IN ('ENQUEUED', 'DELAYED', 'PENDING')) \
-               ORDER BY w.updated_at, w.workflow_id LIMIT ${limit}{}) \
-             AND status IN {FINISHED} RETURNING workflow_id",
-            skip_locked_of!("w")
-        );
-        // Only placeholders and fixed SQL are formatted in; every value is bound.
+        let (text, binds) = collect_statement(batch);
         let mut q = sqlx::query_scalar(sqlx::AssertSqlSafe(text));
         for b in &binds {
             q = q.bind(b);
@@ -290,6 +273,34 @@ const FINISHED: &str = "('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS
 
 /// `c` as a condition on `w`, its values appended to `binds` (placeholders numbered after
 /// what is there already). TRUE when it covers every finished workflow.
+/// The collector's statement for `batch` and the text values it binds first; the cutoff and the
+/// limit (both integers) follow them. Only placeholders and fixed SQL are formatted in.
+///
+/// A parent that has not finished keeps its child: that is asked per row, of the parent's row
+/// by its key, as a scalar subquery the planner cannot turn into a join. As `NOT EXISTS` it was
+/// planned as one scan of the whole table for unfinished workflows per batch (estimated to find
+/// none, so cheap), 150 ms per batch of 100 beside a million finished rows.
+pub(crate) fn collect_statement(batch: &Collect) -> (String, Vec<String>) {
+    let mut binds: Vec<String> = Vec::new();
+    let covered = covered_sql(&batch.covered, &mut binds);
+    let except: String = batch
+        .except
+        .iter()
+        .map(|c| format!(" AND NOT ({})", covered_sql(c, &mut binds)))
+        .collect();
+    let (before, limit) = (binds.len() + 1, binds.len() + 2);
+    let text = format!(
+        "DELETE FROM workflows WHERE workflow_id IN (SELECT w.workflow_id FROM workflows w \
+           WHERE w.status IN {FINISHED} AND w.updated_at < ${before} AND {covered}{except} \
+           AND COALESCE((SELECT p.status FROM workflows p WHERE p.workflow_id = w.parent_workflow_id), 'gone') \
+             NOT IN ('ENQUEUED', 'DELAYED', 'PENDING') \
+           ORDER BY w.updated_at, w.workflow_id LIMIT ${limit}{}) \
+         AND status IN {FINISHED} RETURNING workflow_id",
+        skip_locked_of!("w")
+    );
+    (text, binds)
+}
+
 fn covered_sql(c: &Covered, binds: &mut Vec<String>) -> String {
     let mut terms = Vec::new();
     let mut list = |column: &str, values: Vec<String>, binds: &mut Vec<String>| {
