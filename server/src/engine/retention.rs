@@ -181,8 +181,8 @@ pub async fn run(engine: Arc<Engine>) {
 
 /// How fast the collector goes: never over its rate, no more than [`DUTY`] of the time in its
 /// transactions (unless a turn takes so long that [`MAX_PAUSE`] cuts its pause short), and
-/// slowly when there is nothing to delete. Pure, so its decisions are
-/// tested without a clock or a database.
+/// slowly when there is nothing to delete. Pure, so its decisions are tested without a clock or
+/// a database.
 #[derive(Debug, Clone, Copy)]
 struct Pace {
     /// Most workflows a second (`--retention-rate`).

@@ -10,7 +10,7 @@
 use sqlx::{Connection, PgConnection};
 
 use super::{commit, completions};
-use crate::conformance::fixtures::postgres_database;
+use crate::conformance::{fixtures::postgres_database, Fixture};
 
 /// Indexes whose predicate is a status alone: a lookup by id must never go through one.
 const STATUS_INDEXES: [&str; 6] = [
@@ -22,6 +22,22 @@ const STATUS_INDEXES: [&str; 6] = [
     "workflows_wake_at",
 ];
 
+/// A new database with stale statistics ([`stale_statistics`]) and a connection to it; `None`
+/// when the PostgreSQL tests skip.
+async fn stale_database() -> Option<(Fixture, PgConnection)> {
+    let (fixture, url) = postgres_database().await?;
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    stale_statistics(&mut c).await;
+    Some((fixture, c))
+}
+
+async fn dispose(fixture: Fixture, c: PgConnection) {
+    c.close().await.unwrap();
+    drop(fixture.store);
+    fixture.dispose.await;
+}
+
+/// 100,000 finished rows, vacuumed; then 2,000 running ones the statistics have not seen.
 async fn stale_statistics(c: &mut PgConnection) {
     for sql in [
         "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, input, output, created_at, updated_at) \
@@ -60,11 +76,9 @@ fn by_status_index(plan: &str) -> Option<String> {
 
 #[tokio::test]
 async fn lookups_by_id_use_the_primary_key_when_statistics_are_stale() {
-    let Some((fixture, url)) = postgres_database().await else {
+    let Some((fixture, mut c)) = stale_database().await else {
         return;
     };
-    let mut c = PgConnection::connect(&url).await.unwrap();
-    stale_statistics(&mut c).await;
 
     // The trap is there: the same lookup with a plain status test goes through a status index.
     let plain = plan(
@@ -117,19 +131,15 @@ async fn lookups_by_id_use_the_primary_key_when_statistics_are_stale() {
             "{name} does not find its workflow by the primary key:\n{p}"
         );
     }
-    c.close().await.unwrap();
-    drop(fixture.store);
-    fixture.dispose.await;
+    dispose(fixture, c).await;
 }
 
 /// A retention batch reads its hundred rows and their parents by key, never the whole table.
 #[tokio::test]
 async fn a_retention_batch_reads_no_whole_table() {
-    let Some((fixture, url)) = postgres_database().await else {
+    let Some((fixture, mut c)) = stale_database().await else {
         return;
     };
-    let mut c = PgConnection::connect(&url).await.unwrap();
-    stale_statistics(&mut c).await;
     let batch = crate::Collect {
         covered: crate::Covered::default(),
         except: vec![crate::Covered {
@@ -146,7 +156,5 @@ async fn a_retention_batch_reads_no_whole_table() {
     }
     let p = plan(&mut c, query.bind(batch.finished_before).bind(100_i64)).await;
     assert!(!p.contains("Seq Scan"), "a retention batch scans a table:\n{p}");
-    c.close().await.unwrap();
-    drop(fixture.store);
-    fixture.dispose.await;
+    dispose(fixture, c).await;
 }

@@ -271,8 +271,6 @@ impl Backend {
 /// The finished statuses, as SQL.
 const FINISHED: &str = "('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED', 'CONTINUED_AS_NEW')";
 
-/// `c` as a condition on `w`, its values appended to `binds` (placeholders numbered after
-/// what is there already). TRUE when it covers every finished workflow.
 /// The collector's statement for `batch` and the text values it binds first; the cutoff and the
 /// limit (both integers) follow them. Only placeholders and fixed SQL are formatted in.
 ///
@@ -301,6 +299,8 @@ pub(crate) fn collect_statement(batch: &Collect) -> (String, Vec<String>) {
     (text, binds)
 }
 
+/// `c` as a condition on `w`, its values appended to `binds` (placeholders numbered after
+/// what is there already). TRUE when it covers every finished workflow.
 fn covered_sql(c: &Covered, binds: &mut Vec<String>) -> String {
     let mut terms = Vec::new();
     let mut list = |column: &str, values: Vec<String>, binds: &mut Vec<String>| {
