@@ -35,6 +35,7 @@ ENV = (
     "WAYMARK_TLS_KEY",
     "WAYMARK_API_KEY",
     "WAYMARK_NAMESPACE",
+    "WAYMARK_INSECURE",
 )
 PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
@@ -126,10 +127,62 @@ def test_options_fall_back_to_the_environment_and_arguments_win(
 
 def test_no_key_no_metadata_and_bad_keys_are_refused_without_showing_them() -> None:
     assert resolve("h:1").metadata() == ()
-    assert resolve("h:1", api_key=f"Bearer {KEY}").api_key == KEY
+    assert resolve("localhost:1", api_key=f"Bearer {KEY}").api_key == KEY
     with pytest.raises(ValueError) as refused:
         resolve("h:1", api_key="wmk_a_b secret-part")
     assert "secret-part" not in str(refused.value)
+
+
+def test_a_key_over_plaintext_to_a_remote_host_needs_insecure(
+    monkeypatch: pytest.MonkeyPatch, pem_file: pathlib.Path
+) -> None:
+    for remote in ("http://waymark.example:7450", "10.0.0.1:7450", "http://[2001:db8::1]:7450"):
+        with pytest.raises(ValueError) as refused:
+            resolve(remote, api_key=KEY)
+        message = str(refused.value)
+        assert "unencrypted" in message and "https://" in message, message
+        assert "insecure=True" in message and "WAYMARK_INSECURE=1" in message, message
+        assert KEY not in message
+    # From the environment too, and named so; the client and the worker refuse it as well.
+    monkeypatch.setenv("WAYMARK_API_KEY", KEY)
+    monkeypatch.setenv("WAYMARK_SERVER", "http://waymark.example:7450")
+    with pytest.raises(ValueError, match=r"WAYMARK_API_KEY.*WAYMARK_SERVER") as refused:
+        resolve()
+    assert KEY not in str(refused.value)
+    with pytest.raises(ValueError, match="insecure"):
+        Client()
+    with pytest.raises(ValueError, match="insecure"):
+        Worker()
+    monkeypatch.delenv("WAYMARK_API_KEY")
+    monkeypatch.delenv("WAYMARK_SERVER")
+
+    # Loopback is this machine: the key does not cross a network.
+    for local in (
+        "http://127.0.0.1:7450",
+        "127.0.0.1:7450",
+        "http://127.1.2.3:7450",
+        "http://localhost:7450",
+        "LOCALHOST:7450",
+        "http://[::1]:7450",
+    ):
+        assert resolve(local, api_key=KEY).api_key == KEY, local
+    # TLS to any host.
+    assert resolve("https://waymark.example:7450", api_key=KEY).tls
+    assert resolve("waymark.example:7450", api_key=KEY, tls_ca=pem_file).tls
+    # Without a key, plaintext to any host as before.
+    assert not resolve("http://waymark.example:7450").tls
+    # Said explicitly: the argument, or WAYMARK_INSECURE.
+    plain = resolve("http://waymark.example:7450", api_key=KEY, insecure=True)
+    assert (plain.tls, plain.api_key) == (False, KEY)
+    Client("http://waymark.example:7450", api_key=KEY, insecure=True)
+    Worker(server="http://waymark.example:7450", api_key=KEY, insecure=True)
+    monkeypatch.setenv("WAYMARK_INSECURE", "0")
+    with pytest.raises(ValueError, match="insecure"):
+        resolve("http://waymark.example:7450", api_key=KEY)
+    monkeypatch.setenv("WAYMARK_INSECURE", "1")
+    assert resolve("http://waymark.example:7450", api_key=KEY).api_key == KEY
+    Client("http://waymark.example:7450", api_key=KEY)
+    Worker(server="http://waymark.example:7450", api_key=KEY)
 
 
 def test_the_key_is_in_no_repr(pem_file: pathlib.Path) -> None:

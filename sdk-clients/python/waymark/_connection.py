@@ -4,11 +4,15 @@ worker's arguments and the environment. `open_channel` makes the channel both us
 
 An argument left at None falls back to its environment variable: `WAYMARK_SERVER`,
 `WAYMARK_TLS_CA`, `WAYMARK_TLS_CERT`, `WAYMARK_TLS_KEY` (paths), `WAYMARK_API_KEY`,
-`WAYMARK_NAMESPACE`. An empty string is "none" (and not the variable).
+`WAYMARK_NAMESPACE`. An empty string is "none" (and not the variable). `insecure` is also on
+when `WAYMARK_INSECURE` is `1` (or `true`, `yes`, `on`).
 
 The address decides TLS: `https://` is TLS (the system's roots unless a CA is given), `http://`
 plaintext, and an address without a scheme is TLS when any TLS option is set. `http://` with a
 TLS option is a contradiction, refused with `ValueError` before anything connects.
+
+An API key over plaintext to a host that is not loopback (`localhost`, `127.x.x.x`, `::1`) would
+cross the network unencrypted: refused with `ValueError` unless `insecure` says it is meant.
 
 The API key is a secret: it is sent, as `authorization: Bearer <key>` on every call, and
 nowhere else — not in an error message, not in a repr, not in a log.
@@ -16,6 +20,7 @@ nowhere else — not in an error message, not in a repr, not in a log.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import pathlib
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
@@ -34,6 +39,7 @@ ENV_TLS_CERT = "WAYMARK_TLS_CERT"
 ENV_TLS_KEY = "WAYMARK_TLS_KEY"
 ENV_API_KEY = "WAYMARK_API_KEY"
 ENV_NAMESPACE = "WAYMARK_NAMESPACE"
+ENV_INSECURE = "WAYMARK_INSECURE"
 
 # A PEM file's path, or the PEM itself (bytes, or text beginning with "-----BEGIN").
 Pem: TypeAlias = str | os.PathLike[str] | bytes
@@ -95,11 +101,13 @@ def resolve(
     tls_key: Pem | None = None,
     api_key: str | None = None,
     namespace: str | None = None,
+    insecure: bool = False,
 ) -> Connection:
     """The connection the arguments (and, for those left at None, the environment) describe.
     Raises `ValueError` for options that contradict each other or cannot be used (a file that
-    cannot be read, a client certificate without its key); the message names the argument or
-    variable at fault, never the key."""
+    cannot be read, a client certificate without its key, an API key over plaintext to a host
+    that is not loopback without `insecure` or `WAYMARK_INSECURE`); the message names the
+    argument or variable at fault, never the key."""
     address, address_from = _pick(server, ENV_SERVER, "server")
     address = (address or DEFAULT_SERVER).strip()
     scheme, target = _split(address, address_from)
@@ -120,15 +128,24 @@ def resolve(
             f"(tls_cert/{ENV_TLS_CERT} and tls_key/{ENV_TLS_KEY})"
         )
 
-    key_text, _ = _pick(api_key, ENV_API_KEY, "api_key")
+    key_text, api_key_from = _pick(api_key, ENV_API_KEY, "api_key")
+    the_key = _api_key(key_text)
+    tls = scheme == "https" or bool(tls_options)
+    if the_key and not tls and not _is_loopback(target) and not _insecure(insecure):
+        raise ValueError(
+            f"an API key is set ({api_key_from}) and the server address {address!r} "
+            f"({address_from}) is plaintext (http://, or no scheme and no TLS option) to a host "
+            "that is not loopback: the key would be sent unencrypted. Use https:// (TLS), or "
+            f"pass insecure=True (or set {ENV_INSECURE}=1) to send it anyway"
+        )
     ns, ns_from = _pick(namespace, ENV_NAMESPACE, "namespace")
     return Connection(
         target=target,
-        tls=scheme == "https" or bool(tls_options),
+        tls=tls,
         root_certificates=_pem(ca, ca_from),
         certificate_chain=_pem(cert, cert_from),
         private_key=_pem(key, key_from),
-        api_key=_api_key(key_text),
+        api_key=the_key,
         namespace=_header_value(ns.strip(), ns_from) if ns and ns.strip() else None,
     )
 
@@ -187,6 +204,29 @@ def _split(address: str, source: str) -> tuple[str | None, str]:
     if not rest or "/" in rest:
         raise ValueError(f"the server address ({source}) {address!r} is not host:port or a URL")
     return scheme, rest
+
+
+def _insecure(argument: bool) -> bool:
+    """The opt-in to an API key over plaintext: the argument, else `WAYMARK_INSECURE`."""
+    if argument:
+        return True
+    return os.environ.get(ENV_INSECURE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _is_loopback(target: str) -> bool:
+    """Whether `host:port` names this machine: `localhost`, `127.x.x.x`, `::1` (`[::1]:port`)."""
+    host = target
+    if host.startswith("["):
+        host = host[1:].split("]", 1)[0]
+    elif host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    host = host.rstrip(".").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _pem(value: Pem | None, source: str) -> bytes | None:

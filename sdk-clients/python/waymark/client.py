@@ -48,7 +48,10 @@ class Client(MessagingCalls, LifecycleCalls, BulkCalls):
     as `authorization: Bearer <key>` and `namespace` as `waymark-namespace` on every call.
     Each option left at None comes from its environment variable: `WAYMARK_TLS_CA`,
     `WAYMARK_TLS_CERT`, `WAYMARK_TLS_KEY`, `WAYMARK_API_KEY`, `WAYMARK_NAMESPACE`. An `http://`
-    address with a TLS option raises `ValueError`. A call the server refuses for the key raises
+    address with a TLS option raises `ValueError`, and so does an API key with a plaintext
+    address (`http://`, or no scheme and no TLS option) whose host is not loopback (`localhost`,
+    `127.x.x.x`, `::1`): the key would cross the network unencrypted. Use `https://`, or, to
+    send it anyway, `insecure=True` (or `WAYMARK_INSECURE=1`). A call the server refuses for the key raises
     `RpcError` with reason UNAUTHENTICATED (no key, or one unknown, revoked or expired) or
     PERMISSION_DENIED (the key's role does not allow the call).
 
@@ -67,6 +70,7 @@ class Client(MessagingCalls, LifecycleCalls, BulkCalls):
         tls_key: Pem | None = None,
         api_key: str | None = None,
         namespace: str | None = None,
+        insecure: bool = False,
         retry_unavailable_for: Seconds = DEFAULT_PATIENCE,
     ) -> None:
         self._connection = resolve(
@@ -76,6 +80,7 @@ class Client(MessagingCalls, LifecycleCalls, BulkCalls):
             tls_key=tls_key,
             api_key=api_key,
             namespace=namespace,
+            insecure=insecure,
         )
         self._channel = _rpc.channel(self._connection)
         self._rpc = workflow_pb2_grpc.WorkflowServiceStub(self._channel)

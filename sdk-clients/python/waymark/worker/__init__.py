@@ -48,8 +48,10 @@ class Worker:
     unfinished, for the server to dispatch again — never failed.
 
     The connection options are the client's (see `Client`): `server`, `tls_ca`, `tls_cert`,
-    `tls_key`, `api_key`, `namespace`, each from its environment variable when not given. The
-    key and namespace go with the worker's stream. A stream the server refuses for the key —
+    `tls_key`, `api_key`, `namespace`, each from its environment variable when not given, and
+    `insecure` (or `WAYMARK_INSECURE=1`), without which an API key with a plaintext address to
+    a host that is not loopback raises `ValueError`. The key and namespace go with the worker's
+    stream. A stream the server refuses for the key —
     UNAUTHENTICATED (unknown, revoked or expired) or PERMISSION_DENIED (not a worker key, or
     one that may not register these names), when connecting or later — ends `run` with that
     `RpcError` instead of reconnecting: trying again could not help."""
@@ -63,6 +65,7 @@ class Worker:
         tls_key: Pem | None = None,
         api_key: str | None = None,
         namespace: str | None = None,
+        insecure: bool = False,
         app_name: str = "",
         app_version: str = "",
         worker_id: str | None = None,
@@ -80,6 +83,7 @@ class Worker:
                 tls_key=tls_key,
                 api_key=api_key,
                 namespace=namespace,
+                insecure=insecure,
             ),
             worker_id=worker_id or str(uuid.uuid4()),
             app_name=app_name,
