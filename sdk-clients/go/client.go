@@ -37,6 +37,11 @@ type ClientOptions struct {
 	// Namespace is sent as `waymark-namespace` metadata on every call. Empty:
 	// WAYMARK_NAMESPACE, else none (the server's default namespace).
 	Namespace string
+	// Insecure allows sending the API key over plaintext (http://, or no scheme and no TLS
+	// option) to a host that is not loopback (localhost, 127.x.x.x, ::1), where it would
+	// cross the network unencrypted; without it (or WAYMARK_INSECURE=1) that is an error.
+	// With transport credentials of your own in DialOptions, give an https:// address.
+	Insecure bool
 	// DialOptions are added after the SDK's own (interceptors, or transport credentials of
 	// your own, which replace the ones the options above make).
 	DialOptions []grpc.DialOption
@@ -51,9 +56,10 @@ func NewClient(addr string, opts ...grpc.DialOption) (*Client, error) {
 
 // NewClientWithOptions makes a client with these options. It connects lazily, on the first
 // call; an option that cannot work (an unreadable PEM file, TLS options with an http://
-// address, a certificate without its key) is an error here.
+// address, a certificate without its key, an API key over plaintext to a host that is not
+// loopback without Insecure) is an error here.
 func NewClientWithOptions(opts ClientOptions) (*Client, error) {
-	e, err := connOptions{server: opts.Server, tls: opts.TLS, apiKey: opts.APIKey, namespace: opts.Namespace, dial: opts.DialOptions}.resolve()
+	e, err := connOptions{server: opts.Server, tls: opts.TLS, apiKey: opts.APIKey, namespace: opts.Namespace, insecure: opts.Insecure, dial: opts.DialOptions}.resolve()
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"strings"
 
@@ -40,6 +41,7 @@ const (
 	envTLSKey    = "WAYMARK_TLS_KEY"
 	envAPIKey    = "WAYMARK_API_KEY"
 	envNamespace = "WAYMARK_NAMESPACE"
+	envInsecure  = "WAYMARK_INSECURE"
 )
 
 // The metadata every call carries when set.
@@ -55,6 +57,8 @@ type connOptions struct {
 	tls       TLSOptions
 	apiKey    string
 	namespace string
+	// insecure allows the API key over plaintext to a host that is not loopback.
+	insecure bool
 	// Added after the SDK's own, so they override them.
 	dial []grpc.DialOption
 }
@@ -68,7 +72,9 @@ type endpoint struct {
 }
 
 // resolve applies the environment fallbacks and checks the options, reading the PEM files.
-// Its errors never include the API key.
+// Its errors never include the API key. An API key over plaintext to a host that is not
+// loopback is an error unless insecure (or WAYMARK_INSECURE) says it is meant: the key would
+// cross the network unencrypted.
 func (o connOptions) resolve() (*endpoint, error) {
 	server := strings.TrimSpace(o.server)
 	if server == "" {
@@ -131,6 +137,12 @@ func (o connOptions) resolve() (*endpoint, error) {
 		return nil, fmt.Errorf("waymark: server address %q: unknown scheme %s:// (http:// or https://)", server, scheme)
 	}
 
+	if apiKey != "" && !useTLS && !isLoopback(hostport) && !o.insecure && !envTrue(envInsecure) {
+		return nil, fmt.Errorf("waymark: an API key is set but server address %q is plaintext (http://, or no scheme and no TLS option) "+
+			"to a host that is not loopback, so the key would be sent unencrypted: use https:// (TLS), "+
+			"or set Insecure in the options (or %s=1) to send it anyway", server, envInsecure)
+	}
+
 	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20)),
 		// The caller's span goes with every unary call (see tracing.go).
 		grpc.WithChainUnaryInterceptor(traceInterceptor)}
@@ -166,6 +178,34 @@ func splitScheme(addr string) (scheme, hostport string) {
 		scheme, addr = strings.ToLower(addr[:i]), addr[i+len("://"):]
 	}
 	return scheme, strings.TrimSuffix(addr, "/")
+}
+
+// isLoopback: hostport names this machine — localhost, 127.x.x.x, ::1 ([::1]:port) — or is
+// a unix socket (gRPC's unix: and unix-abstract: targets).
+func isLoopback(hostport string) bool {
+	lower := strings.ToLower(hostport)
+	if strings.HasPrefix(lower, "unix:") || strings.HasPrefix(lower, "unix-abstract:") {
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// envTrue: the environment variable says yes (1, true, yes or on).
+func envTrue(name string) bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // headerSafe: s can be sent as a gRPC metadata value as it is (visible ASCII, no spaces).
@@ -240,7 +280,8 @@ func fileNote(path string) string {
 }
 
 // callMetadata is the metadata every call carries: the API key and the namespace. Sent over
-// plaintext too (a server on loopback), so it does not require transport security.
+// plaintext too (a server on loopback, or with Insecure), so it does not require transport
+// security; resolve refuses a key over plaintext elsewhere.
 type callMetadata struct{ md map[string]string }
 
 func (c callMetadata) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {

@@ -16,7 +16,8 @@
 // Values travel as JSON (encoding/json), so workers in every language read each other's.
 // Every program finds the server from WAYMARK_SERVER when no address is given, defaulting to
 // 127.0.0.1:7450; an https:// address (or any TLS option) makes the connection TLS, and an API
-// key (APIKey, or WAYMARK_API_KEY) is sent on every call. See ClientOptions and WorkerOptions.
+// key (APIKey, or WAYMARK_API_KEY) is sent on every call — over plaintext only to a loopback
+// host unless Insecure (or WAYMARK_INSECURE=1) says so. See ClientOptions and WorkerOptions.
 package waymark
 
 import (

@@ -40,7 +40,7 @@ func testCerts(t *testing.T) string {
 
 // clearConnectionEnv keeps the environment's connection settings out of a test.
 func clearConnectionEnv(t *testing.T) {
-	for _, name := range []string{"WAYMARK_SERVER", "WAYMARK_TLS_CA", "WAYMARK_TLS_CERT", "WAYMARK_TLS_KEY", "WAYMARK_API_KEY", "WAYMARK_NAMESPACE"} {
+	for _, name := range []string{"WAYMARK_SERVER", "WAYMARK_TLS_CA", "WAYMARK_TLS_CERT", "WAYMARK_TLS_KEY", "WAYMARK_API_KEY", "WAYMARK_NAMESPACE", "WAYMARK_INSECURE"} {
 		t.Setenv(name, "")
 	}
 }

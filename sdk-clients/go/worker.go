@@ -35,6 +35,11 @@ type WorkerOptions struct {
 	// Namespace is sent as `waymark-namespace` metadata. Empty: WAYMARK_NAMESPACE, else none
 	// (the server's default namespace).
 	Namespace string
+	// Insecure allows sending the API key over plaintext (http://, or no scheme and no TLS
+	// option) to a host that is not loopback (localhost, 127.x.x.x, ::1), where it would
+	// cross the network unencrypted; without it (or WAYMARK_INSECURE=1) that is an error (from Run).
+	// With transport credentials of your own in DialOptions, give an https:// address.
+	Insecure bool
 	// DialOptions are added after the SDK's own (interceptors, or transport credentials of
 	// your own, which replace the ones the options above make).
 	DialOptions []grpc.DialOption
@@ -114,7 +119,7 @@ func NewWorker(opts WorkerOptions) *Worker {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	e, err := connOptions{server: opts.Server, tls: opts.TLS, apiKey: opts.APIKey, namespace: opts.Namespace, dial: opts.DialOptions}.resolve()
+	e, err := connOptions{server: opts.Server, tls: opts.TLS, apiKey: opts.APIKey, namespace: opts.Namespace, insecure: opts.Insecure, dial: opts.DialOptions}.resolve()
 	return &Worker{
 		opts:        opts,
 		logger:      logger.With("worker_id", opts.WorkerID),
