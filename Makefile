@@ -38,8 +38,9 @@ test: build deps ## Every test: unit, store conformance and end-to-end (SQLite a
 	bash integration-tests/with-postgres.sh $(CARGO) test --workspace
 	$(MAKE) test-sdks
 
-test-sdks: build ## Each SDK's own test suite against the server binary (installs their dependencies)
+test-sdks: build ## Each SDK's own test suite against the server binary (installs their dependencies), and the polyglot example's
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s test; done
+	$(MAKE) -C $(POLYGLOT) test
 
 test-fast: build deps ## Every test except the PostgreSQL ones (no database server needed)
 	WAYMARK_SKIP_POSTGRES=1 $(CARGO) test --workspace
