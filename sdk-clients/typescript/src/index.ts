@@ -1,7 +1,8 @@
 // Waymark's TypeScript SDK: a Worker that runs durable workflows and their steps, and a Client
 // that starts and watches them. Every program finds the server from WAYMARK_SERVER when no
 // address is given, defaulting to http://127.0.0.1:7450; TLS, the API key and the namespace
-// come from options or WAYMARK_TLS_CA / _CERT / _KEY, WAYMARK_API_KEY and WAYMARK_NAMESPACE.
+// come from options or WAYMARK_TLS_CA / _CERT / _KEY, WAYMARK_API_KEY and WAYMARK_NAMESPACE. An
+// API key goes over plaintext only to a loopback host unless `insecure` (WAYMARK_INSECURE=1).
 
 export { Client } from "./client.js";
 export type { ClientOptions, ListOptions, StartOptions, Started, WorkflowPage } from "./client.js";

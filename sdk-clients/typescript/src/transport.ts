@@ -28,13 +28,20 @@ export interface ConnectionOptions {
   apiKey?: string;
   /** Sent as `waymark-namespace` on every call. `WAYMARK_NAMESPACE`. */
   namespace?: string;
+  /**
+   * Allows sending the API key over plaintext (`http://`, or `host:port` without a TLS option)
+   * to a host that is not loopback (`localhost`, `127.x.x.x`, `::1`), where it would cross the
+   * network unencrypted: without it, such options throw `ConfigurationError`. Left undefined:
+   * `WAYMARK_INSECURE=1` (or `true`, `yes`, `on`); given, it wins over the variable.
+   */
+  insecure?: boolean;
 }
 
 /** The default address when neither `server` nor `WAYMARK_SERVER` gives one. */
 const DEFAULT_ADDRESS = "127.0.0.1:7450";
 
 /** Options that configure the connection itself: given with a `transport` of your own, they would be ignored. */
-const CONNECTION_ONLY: (keyof ConnectionOptions)[] = ["tlsCa", "tlsCert", "tlsKey", "apiKey", "namespace"];
+const CONNECTION_ONLY: (keyof ConnectionOptions)[] = ["tlsCa", "tlsCert", "tlsKey", "apiKey", "namespace", "insecure"];
 
 /** What a connection comes to: the URL, the TLS material, the metadata of every call. */
 export interface ResolvedConnection {
@@ -68,7 +75,8 @@ function pick<T extends string | Uint8Array>(given: T | undefined, option: strin
 
 /**
  * The URL and TLS material `options` (and the environment) come to. Throws `ConfigurationError`
- * for options that contradict each other or a file that cannot be read.
+ * for options that contradict each other, a file that cannot be read, or an API key over
+ * plaintext to a host that is not loopback without `insecure` (or `WAYMARK_INSECURE`).
  */
 export function resolveConnection(options: ConnectionOptions = {}, env: Env = process.env): ResolvedConnection {
   const server = pick(options.server, "server", env, "WAYMARK_SERVER");
@@ -107,6 +115,14 @@ export function resolveConnection(options: ConnectionOptions = {}, env: Env = pr
   const metadata: Record<string, string> = {};
   const apiKey = pick(options.apiKey, "apiKey", env, "WAYMARK_API_KEY");
   if (apiKey) metadata.authorization = `Bearer ${headerValue(apiKey, "the API key")}`;
+  const insecure = options.insecure ?? ["1", "true", "yes", "on"].includes(env.WAYMARK_INSECURE?.trim().toLowerCase() ?? "");
+  if (apiKey && !tls && !insecure && !isLoopback(baseUrl)) {
+    throw new ConfigurationError(
+      `an API key is set (from ${apiKey.source}) but the server address ${JSON.stringify(address)} ` +
+        `(from ${server?.source ?? "the default"}) is plaintext to a host that is not loopback: the key would be sent unencrypted. ` +
+        `Use an https:// address (TLS), or pass insecure: true (or set WAYMARK_INSECURE=1) to send it anyway`,
+    );
+  }
   const namespace = pick(options.namespace, "namespace", env, "WAYMARK_NAMESPACE");
   if (namespace) metadata["waymark-namespace"] = headerValue(namespace, "the namespace");
 
@@ -115,6 +131,19 @@ export function resolveConnection(options: ConnectionOptions = {}, env: Env = pr
     tls: tls ? { ca: pem(ca, "CA"), cert: pem(cert, "client certificate"), key: pem(key, "client key") } : undefined,
     metadata,
   };
+}
+
+/** Whether the URL's host is this machine: `localhost`, `127.x.x.x` or `::1`. */
+function isLoopback(baseUrl: string): boolean {
+  let host: string;
+  try {
+    // The URL parser lower-cases the host and writes an IPv4 or IPv6 address in its usual form.
+    host = new URL(baseUrl).hostname;
+  } catch {
+    return false;
+  }
+  host = host.replace(/\.$/, "");
+  return host === "localhost" || /^127\.\d+\.\d+\.\d+$/.test(host) || host === "[::1]";
 }
 
 /** A value a header can carry (visible ASCII, no spaces); the error never quotes it. */
@@ -148,7 +177,7 @@ export function defaultServer(): string {
 }
 
 /**
- * Refuses TLS, API key and namespace options next to a `transport` of your own: they would be
+ * Refuses TLS, API key, namespace and insecure options next to a `transport` of your own: they would be
  * ignored, and a key silently not sent is worse than an error. (`server` is ignored, as always.)
  */
 export function checkNoConnectionOptions(options: ConnectionOptions): void {

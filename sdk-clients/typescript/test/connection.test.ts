@@ -83,6 +83,60 @@ test("contradictory connection options are refused at construction, naming their
   refused(() => new Client({ transport: {} as never, tlsCa: certs.ca, namespace: "default" }), "tlsCa, namespace");
 });
 
+test("an API key over plaintext to a host that is not loopback is refused unless insecure says so", () => {
+  const r = (o: Parameters<typeof resolveConnection>[0], env: Record<string, string> = {}) => resolveConnection(o, env);
+  const refused = (f: () => unknown, ...words: string[]) =>
+    assert.throws(f, (e: unknown) => {
+      assert.ok(e instanceof ConfigurationError, String(e));
+      for (const w of ["unencrypted", "https://", "insecure: true", "WAYMARK_INSECURE=1", ...words]) {
+        assert.ok(e.message.includes(w), `${JSON.stringify(e.message)} lacks ${JSON.stringify(w)}`);
+      }
+      assert.ok(!e.message.includes("s3cr3t"));
+      return true;
+    });
+  for (const server of ["http://waymark.example:7450", "waymark.example:7450", "http://10.0.0.1:7450", "http://[2001:db8::1]:7450"]) {
+    refused(() => r({ server, apiKey: KEY }), "apiKey option", "server option");
+  }
+  refused(() => r({}, { WAYMARK_SERVER: "http://waymark.example:7450", WAYMARK_API_KEY: KEY }), "WAYMARK_API_KEY", "WAYMARK_SERVER");
+  // Given, the option wins over the variable.
+  refused(() => r({ server: "http://waymark.example:7450", apiKey: KEY, insecure: false }, { WAYMARK_INSECURE: "1" }));
+  refused(() => r({ server: "http://waymark.example:7450", apiKey: KEY }, { WAYMARK_INSECURE: "0" }));
+
+  const bearer = { authorization: `Bearer ${KEY}` };
+  // Loopback: the key does not cross a network.
+  for (const server of ["http://127.0.0.1:7450", "127.0.0.1:7450", "http://127.4.5.6:7450", "http://localhost:7450", "LocalHost:7450", "http://[::1]:7450"]) {
+    assert.deepEqual(r({ server, apiKey: KEY }).metadata, bearer, server);
+  }
+  assert.deepEqual(r({ apiKey: KEY }).metadata, bearer, "the default address is loopback");
+  // TLS, to any host.
+  assert.deepEqual(r({ server: "https://waymark.example:7450", apiKey: KEY }).metadata, bearer);
+  assert.equal(r({ server: "waymark.example:7450", apiKey: KEY, tlsCa: pemOf(certs.ca) }).baseUrl, "https://waymark.example:7450");
+  // No key: plaintext to any host, as before.
+  assert.deepEqual(r({ server: "http://waymark.example:7450" }).metadata, {});
+  // Said explicitly: the option, or the variable.
+  assert.deepEqual(r({ server: "http://waymark.example:7450", apiKey: KEY, insecure: true }).metadata, bearer);
+  assert.deepEqual(r({ server: "http://waymark.example:7450", apiKey: KEY }, { WAYMARK_INSECURE: "1" }).metadata, bearer);
+  assert.deepEqual(r({}, { WAYMARK_SERVER: "waymark.example:7450", WAYMARK_API_KEY: KEY, WAYMARK_INSECURE: "1" }).metadata, bearer);
+
+  // The Client and the Worker, at construction.
+  const saved = process.env.WAYMARK_INSECURE;
+  try {
+    delete process.env.WAYMARK_INSECURE;
+    refused(() => new Client({ server: "http://waymark.example:7450", apiKey: KEY }));
+    refused(() => new Worker({ server: "http://waymark.example:7450", apiKey: KEY }));
+    new Client({ server: "http://waymark.example:7450", apiKey: KEY, insecure: true });
+    new Worker({ server: "http://waymark.example:7450", apiKey: KEY, insecure: true });
+    process.env.WAYMARK_INSECURE = "1";
+    new Client({ server: "http://waymark.example:7450", apiKey: KEY });
+    new Worker({ server: "http://waymark.example:7450", apiKey: KEY });
+  } finally {
+    if (saved === undefined) delete process.env.WAYMARK_INSECURE;
+    else process.env.WAYMARK_INSECURE = saved;
+  }
+  // With a transport of your own it would be ignored: refused like the other connection options.
+  assert.throws(() => new Client({ transport: {} as never, insecure: true }), /insecure cannot be given with a transport of your own/);
+});
+
 /**
  * An in-process HTTP/2 server speaking gRPC (TLS when `tls` is given), closed when the test
  * ends: its sessions are destroyed, as the clients' stay open (kept alive by pings).

@@ -14,7 +14,8 @@ import { runSession, type SessionHandle } from "./session.js";
 
 /**
  * Where the server is and how to reach it (`ConnectionOptions`: `server`, `tlsCa`, `tlsCert`,
- * `tlsKey`, `apiKey`, `namespace`, each falling back to its `WAYMARK_*` environment variable),
+ * `tlsKey`, `apiKey`, `namespace`, `insecure`, each falling back to its `WAYMARK_*` environment
+ * variable; an API key over plaintext to a host that is not loopback needs `insecure`),
  * and how the worker runs.
  */
 export interface WorkerOptions extends ConnectionOptions {
