@@ -3,15 +3,16 @@ stream's batching."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from google.protobuf import timestamp_pb2
 
 from waymark import RetryPolicy
 from waymark._connection import resolve
 from waymark._payload import from_payload, to_payload
 from waymark._proto import worker_pb2
-from waymark._time import from_duration, to_duration
+from waymark._time import from_duration, from_timestamp, to_duration
 from waymark.worker._conn import Conn
 
 
@@ -64,3 +65,12 @@ async def test_queued_messages_go_out_as_one_batch_and_the_hello_alone() -> None
     assert await anext(out) == credits[0]
     with pytest.raises(StopAsyncIteration):
         await anext(out)
+
+
+def test_timestamps_past_year_9999_mean_never() -> None:
+    last = timestamp_pb2.Timestamp(seconds=253_402_300_799)
+    assert from_timestamp(last) == datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    # The wake time of a workflow parked awaiting a child: the largest millisecond.
+    never = timestamp_pb2.Timestamp(seconds=(2**63 - 1) // 1000, nanos=807_000_000)
+    assert from_timestamp(never) is None
+    assert from_timestamp(last, present=False) is None

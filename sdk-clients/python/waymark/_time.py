@@ -33,9 +33,15 @@ def to_timestamp(t: datetime) -> timestamp_pb2.Timestamp:
     return ts
 
 
+# The last second a `datetime` (and a valid protobuf Timestamp) can hold: 9999-12-31T23:59:59Z.
+_LAST_SECOND = 253_402_300_799
+
+
 def from_timestamp(ts: timestamp_pb2.Timestamp | None, present: bool = True) -> datetime | None:
-    """A timestamp as an aware UTC datetime; `None` for an unset field."""
-    if ts is None or not present:
+    """A timestamp as an aware UTC datetime; `None` for an unset field, and for one past year
+    9999, which means never: the wake time the server gives a workflow parked on a wait that
+    has no deadline (awaiting a child or a remote step) is the largest millisecond."""
+    if ts is None or not present or ts.seconds > _LAST_SECOND:
         return None
     return ts.ToDatetime(tzinfo=UTC)
 
