@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+import uuid
+from collections.abc import Awaitable, Callable
 
 from conftest import Workers, eventually
 
@@ -161,3 +164,49 @@ async def test_long_waits_park_and_replay(client: Client, workers: Workers) -> N
     assert result["epoch"] >= 3, "parked twice (sleep, recv), so dispatched at least three times"
     # The step before the waits ran once, though the workflow replayed after each park.
     assert runs == ["before"]
+
+
+async def test_awaiting_a_child_and_a_remote_step_parks_and_their_results_wake_it(
+    client: Client, workers: Workers
+) -> None:
+    # Parking is certain, not a matter of timing: the child waits for a message and the remote
+    # step for a gate, and the test sends the one and opens the other only once it has seen the
+    # workflow parked on it.
+    w = workers.new(park_after=0)
+    release = asyncio.Event()
+
+    @w.step("gated")
+    async def gated(n: int) -> int:
+        await release.wait()
+        return n + 1
+
+    @w.workflow("held_child")
+    async def held_child(ctx: WorkflowContext) -> object:
+        return await ctx.recv("release")
+
+    @w.workflow("patient")
+    async def patient(ctx: WorkflowContext, child_id: str) -> list[object]:
+        got = await ctx.child("held_child", workflow_id=child_id)
+        return [got, await ctx.call_step("gated", 41)]
+
+    await workers.start(w)
+    child_id = f"held-{uuid.uuid4().hex[:12]}"
+    h = await client.start("patient", child_id, queue=workers.queue)
+
+    def parked_after(steps: int) -> Callable[[], Awaitable[bool]]:
+        async def parked() -> bool:
+            # Steps first: once `steps` are recorded the earlier wait is over, so a DELAYED read
+            # after that is the park on the wait that follows them.
+            recorded = await client.steps(h.workflow_id)
+            wf = await h.get()
+            return len(recorded) == steps and wf.status is WorkflowStatus.DELAYED
+
+        return parked
+
+    await eventually(parked_after(1), what="the workflow to park awaiting its child")
+    await client.send(child_id, "hi", topic="release")
+    await eventually(parked_after(2), what="the workflow to park on its remote step")
+    release.set()
+    assert await h.result(timeout=30) == ["hi", 42]
+    wf = await h.get()
+    assert wf.epoch >= 3, "parked twice (child, remote step), so dispatched at least three times"
