@@ -16,7 +16,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from server import free_port
-from tracing_helpers import exporter, ids, named, of_workflow, traceparent, tracer
+from tracing_helpers import exporter, ids, named, of_workflow, traceparent, tracer, w3c_propagation
 
 from waymark import Client, StepFailed, WorkflowContext, _tracing
 from waymark._payload import from_payload, to_payload
@@ -394,7 +394,7 @@ async def test_client_calls_carry_the_current_span_in_their_metadata(
 ) -> None:
     servicer, address = recorder
     async with Client(address, namespace=namespace) as client:
-        with tracer().start_as_current_span("caller") as caller:
+        with w3c_propagation(), tracer().start_as_current_span("caller") as caller:
             await client.start("checkout", {"id": 7}, workflow_id="wf-1")
             await client.get("wf-1")
         await client.get("wf-1")  # no span now: nothing added

@@ -3,12 +3,14 @@ process sets that provider once), and ways to read the spans it holds."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 _exporter = InMemorySpanExporter()
 _installed = False
@@ -28,6 +30,19 @@ def exporter() -> InMemorySpanExporter:
 def tracer() -> trace.Tracer:
     exporter()
     return trace.get_tracer("waymark-tests")
+
+
+@contextlib.contextmanager
+def w3c_propagation() -> Iterator[None]:
+    """The client injects the caller's span with the global propagator (contract/tracing.md),
+    which OTEL_PROPAGATORS in the environment can make one that writes no `traceparent`. W3C
+    Trace Context within the block, whatever the environment says."""
+    previous = propagate.get_global_textmap()
+    propagate.set_global_textmap(TraceContextTextMapPropagator())
+    try:
+        yield
+    finally:
+        propagate.set_global_textmap(previous)
 
 
 def of_workflow(workflow_id: str) -> list[ReadableSpan]:
