@@ -70,7 +70,9 @@ async def test_queued_messages_go_out_as_one_batch_and_the_hello_alone() -> None
 def test_timestamps_past_year_9999_mean_never() -> None:
     last = timestamp_pb2.Timestamp(seconds=253_402_300_799)
     assert from_timestamp(last) == datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
-    # The wake time of a workflow parked awaiting a child: the largest millisecond.
+    # The wake time of a workflow parked awaiting a child: the largest millisecond (Python and
+    # Go workers ask for it), or JavaScript's largest safe integer (TypeScript workers).
     never = timestamp_pb2.Timestamp(seconds=(2**63 - 1) // 1000, nanos=807_000_000)
     assert from_timestamp(never) is None
+    assert from_timestamp(timestamp_pb2.Timestamp(seconds=(2**53 - 1) // 1000)) is None
     assert from_timestamp(last, present=False) is None

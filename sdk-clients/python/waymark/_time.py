@@ -39,8 +39,9 @@ _LAST_SECOND = 253_402_300_799
 
 def from_timestamp(ts: timestamp_pb2.Timestamp | None, present: bool = True) -> datetime | None:
     """A timestamp as an aware UTC datetime; `None` for an unset field, and for one past year
-    9999, which means never: the wake time the server gives a workflow parked on a wait that
-    has no deadline (awaiting a child or a remote step) is the largest millisecond."""
+    9999, which means never: a worker that parks a wait with no deadline (awaiting a child or a
+    remote step) asks to be woken at the largest integer its language has, and the server
+    gives that back as the workflow's wake time."""
     if ts is None or not present or ts.seconds > _LAST_SECOND:
         return None
     return ts.ToDatetime(tzinfo=UTC)
