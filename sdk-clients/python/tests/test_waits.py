@@ -204,6 +204,8 @@ async def test_awaiting_a_child_and_a_remote_step_parks_and_their_results_wake_i
         return parked
 
     await eventually(parked_after(1), what="the workflow to park awaiting its child")
+    # A wait with no deadline: no wake time (the worker asked for never).
+    assert (await h.get()).wake_at is None
     await client.send(child_id, "hi", topic="release")
     await eventually(parked_after(2), what="the workflow to park on its remote step")
     release.set()
