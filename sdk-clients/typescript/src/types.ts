@@ -113,8 +113,16 @@ export interface EventInfo {
   history: { value: JsonValue; stepId: number; setAt?: Date }[];
 }
 
+/**
+ * A timestamp as a Date; undefined when unset, and when past the last Date (year 275760), which
+ * means never: a worker that parks a wait with no deadline (awaiting a child or a remote step)
+ * asks to be woken at the largest integer its language has, and the server gives that back as
+ * the workflow's wake time.
+ */
 export function date(t: Timestamp | undefined): Date | undefined {
-  return t ? timestampDate(t) : undefined;
+  if (!t) return undefined;
+  const d = timestampDate(t);
+  return Number.isNaN(d.getTime()) ? undefined : d;
 }
 
 function failure(f: pb.Failure | undefined): Failure | undefined {
