@@ -13,6 +13,7 @@ use waymark_integration_tests::{
     raw_worker::RawWorker, wait_for, wait_for_registration, waymark_bin, Backend, ServerProcess, TestDatabase,
     WorkerProcess,
 };
+use waymark_proto::v1::{self, reply, server_message, worker_message};
 use waymark_sdk::{ApiKeySpec, Client, ConnectOptions, Role, StartOptions, WorkflowStatus};
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -293,6 +294,99 @@ async fn revoking_a_key_closes_its_streams(backend: Backend) {
     assert!(listed.iter().any(|k| k.key_id == key_id && k.revoked_at_ms.is_some()));
 }
 
+/// A raw worker stream under `key` registering `workflows` and remote `steps`, with credits.
+async fn raw_with_key(server: &ServerProcess, id: &str, workflows: &[&str], steps: &[&str], key: &str) -> RawWorker {
+    let mut hello = RawWorker::hello_of(id, workflows);
+    hello.step_names = steps.iter().map(|s| s.to_string()).collect();
+    let mut w = RawWorker::hello_with_key(&server.addr, hello, Some(key)).await.unwrap();
+    w.send(worker_message::Kind::Credit(v1::Credit { workflows: 5, steps: 5 }))
+        .await;
+    w
+}
+
+fn step_result(workflow_id: &str, step_id: u32, attempt: u32, output: serde_json::Value) -> worker_message::Kind {
+    worker_message::Kind::StepResult(v1::StepResult {
+        workflow_id: workflow_id.into(),
+        step_id,
+        attempt,
+        outcome: Some(v1::step_result::Outcome::Output(waymark_proto::json::to_payload(
+            &output,
+        ))),
+    })
+}
+
+fn refused(r: reply::Result) -> String {
+    match r {
+        reply::Result::Error(e) => e.reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+// Attempt: a remote step's attempt is dispatched to one worker stream; another key's stream,
+// whose patterns do not cover the step, answers it, then a stream of a key that does cover it
+// and registered the step too. Outcome: PERMISSION_DENIED, then STEP_ATTEMPT_STALE, nothing
+// recorded; the stream the attempt went to is answered and its value is the step's result.
+async fn a_remote_steps_result_comes_only_from_the_stream_it_was_dispatched_to(backend: Backend) {
+    let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
+        return;
+    };
+    let admin = client_with(&server, &admin_key).await;
+    let (_, caller_key) = make_key(&admin, Role::Worker, &["pay.*"]).await;
+    let (_, runner_key) = make_key(&admin, Role::Worker, &["pay.*"]).await;
+    let (_, intruder_key) = make_key(&admin, Role::Worker, &["intruder.*"]).await;
+    let (_, client_key) = make_key(&admin, Role::Client, &[]).await;
+    let client = client_with(&server, &client_key).await;
+    let mut caller = raw_with_key(&server, "caller", &["pay.flow"], &[], &caller_key).await;
+    client
+        .start_json("pay.flow", serde_json::json!({}), StartOptions::id("order-1"))
+        .await
+        .unwrap();
+    let d = caller.next_dispatch().await;
+    let call = caller
+        .request(worker_message::Kind::CallStep(v1::CallStep {
+            workflow_id: "order-1".into(),
+            epoch: d.epoch,
+            step_id: 0,
+            step_name: "pay.charge".into(),
+            input: Some(waymark_proto::json::to_payload(&serde_json::json!(10))),
+            ..Default::default()
+        }))
+        .await;
+    assert!(matches!(call, reply::Result::CallResult(_)), "{call:?}");
+    let mut runner = raw_with_key(&server, "runner", &[], &["pay.charge"], &runner_key).await;
+    let attempt = loop {
+        if let server_message::Kind::DispatchStep(t) = runner.next().await {
+            break t;
+        }
+    };
+    assert_eq!((attempt.workflow_id.as_str(), attempt.attempt), ("order-1", 1));
+    // Connected only now: the attempt is the runner's already, so nothing is dispatched here.
+    let mut intruder = raw_with_key(&server, "intruder", &["intruder.x"], &[], &intruder_key).await;
+    let mut rival = raw_with_key(&server, "rival", &[], &["pay.charge"], &runner_key).await;
+    let forged = serde_json::json!("forged");
+    assert_eq!(
+        refused(intruder.request(step_result("order-1", 0, 1, forged.clone())).await),
+        "PERMISSION_DENIED"
+    );
+    for n in [0, 1, 2] {
+        assert_eq!(
+            refused(rival.request(step_result("order-1", 0, n, forged.clone())).await),
+            "STEP_ATTEMPT_STALE",
+            "attempt {n} from a stream it was not dispatched to"
+        );
+    }
+    assert!(
+        client.steps("order-1").await.unwrap().is_empty(),
+        "nothing forged was recorded"
+    );
+    let ok = runner
+        .request(step_result("order-1", 0, 1, serde_json::json!(20)))
+        .await;
+    assert!(matches!(ok, reply::Result::StepRecorded(_)), "{ok:?}");
+    let steps = client.steps("order-1").await.unwrap();
+    assert_eq!((steps.len(), steps[0].output.clone()), (1, Some(serde_json::json!(20))));
+}
+
 // Attempt: use a key after it expires. Outcome: UNAUTHENTICATED once its time has passed.
 async fn an_expired_key_stops_working(backend: Backend) {
     let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
@@ -473,4 +567,5 @@ waymark_integration_tests::on_both_stores!(
     a_worker_id_cannot_be_taken_by_another_key,
     revoking_a_key_closes_its_streams,
     an_expired_key_stops_working,
+    a_remote_steps_result_comes_only_from_the_stream_it_was_dispatched_to,
 );

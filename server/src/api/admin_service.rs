@@ -1,5 +1,6 @@
-//! `waymark.v1.AdminService`: API keys. Converts, calls the authenticator, maps errors. Only
-//! admin keys get here (the authentication layer refuses the rest).
+//! `waymark.v1.AdminService`: API keys and namespaces. Converts, calls the authenticator, maps
+//! errors. Only admin keys get here (the authentication layer refuses the rest), and each acts
+//! only within its namespaces ([`crate::auth::scope`]).
 
 use std::sync::Arc;
 
@@ -7,8 +8,8 @@ use tonic::{Request, Response, Status};
 use waymark_proto::v1::{self, admin_service_server::AdminService};
 use waymark_store::{ApiKeyRecord, NamespaceRecord};
 
-use super::{convert, status::to_status};
-use crate::auth::{Authenticator, KeySpec, Role};
+use super::{caller, convert, status::to_status};
+use crate::auth::{scope, Authenticator, KeySpec, Role};
 use crate::namespaces::Namespaces;
 
 pub struct AdminApi {
@@ -62,6 +63,7 @@ impl AdminService for AdminApi {
         &self,
         req: Request<v1::CreateApiKeyRequest>,
     ) -> Result<Response<v1::CreateApiKeyResponse>, Status> {
+        let by = caller(&req);
         let r = req.into_inner();
         let spec = KeySpec {
             name: r.name,
@@ -70,7 +72,7 @@ impl AdminService for AdminApi {
             name_patterns: r.name_patterns,
             expires_at: r.expires_at.as_ref().map(convert::millis),
         };
-        let created = self.auth.create_key(spec).await.map_err(to_status)?;
+        let created = self.auth.create_key(by.as_deref(), spec).await.map_err(to_status)?;
         Ok(Response::new(v1::CreateApiKeyResponse {
             key: Some(to_wire(created.record)),
             secret: created.text,
@@ -79,9 +81,9 @@ impl AdminService for AdminApi {
 
     async fn list_api_keys(
         &self,
-        _req: Request<v1::ListApiKeysRequest>,
+        req: Request<v1::ListApiKeysRequest>,
     ) -> Result<Response<v1::ListApiKeysResponse>, Status> {
-        let keys = self.auth.list_keys().await.map_err(to_status)?;
+        let keys = self.auth.list_keys(caller(&req).as_deref()).await.map_err(to_status)?;
         Ok(Response::new(v1::ListApiKeysResponse {
             keys: keys.into_iter().map(to_wire).collect(),
         }))
@@ -91,9 +93,10 @@ impl AdminService for AdminApi {
         &self,
         req: Request<v1::RevokeApiKeyRequest>,
     ) -> Result<Response<v1::RevokeApiKeyResponse>, Status> {
+        let by = caller(&req);
         let revoked = self
             .auth
-            .revoke_key(&req.into_inner().key_id)
+            .revoke_key(by.as_deref(), &req.into_inner().key_id)
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::RevokeApiKeyResponse { revoked }))
@@ -103,11 +106,14 @@ impl AdminService for AdminApi {
         &self,
         req: Request<v1::CreateNamespaceRequest>,
     ) -> Result<Response<v1::CreateNamespaceResponse>, Status> {
-        let n = self
-            .namespaces
-            .create(&req.into_inner().name)
-            .await
-            .map_err(to_status)?;
+        scope::require_all(caller(&req).as_deref(), "create namespaces").map_err(to_status)?;
+        let name = req.into_inner().name;
+        // Keys left naming an earlier namespace of this name (its deletion could not reach them
+        // all) do not come with the new one.
+        if matches!(self.namespaces.describe(&name).await, Err(e) if e.reason == "NAMESPACE_NOT_FOUND") {
+            self.auth.namespace_deleted(&name).await.map_err(to_status)?;
+        }
+        let n = self.namespaces.create(&name).await.map_err(to_status)?;
         Ok(Response::new(v1::CreateNamespaceResponse {
             namespace: Some(namespace_to_wire(n)),
         }))
@@ -115,9 +121,12 @@ impl AdminService for AdminApi {
 
     async fn list_namespaces(
         &self,
-        _req: Request<v1::ListNamespacesRequest>,
+        req: Request<v1::ListNamespacesRequest>,
     ) -> Result<Response<v1::ListNamespacesResponse>, Status> {
-        let all = self.namespaces.list().await.map_err(to_status)?;
+        let mut all = self.namespaces.list().await.map_err(to_status)?;
+        if let Some(by) = caller(&req) {
+            all.retain(|n| by.administers(&n.name));
+        }
         Ok(Response::new(v1::ListNamespacesResponse {
             namespaces: all.into_iter().map(namespace_to_wire).collect(),
         }))
@@ -127,11 +136,13 @@ impl AdminService for AdminApi {
         &self,
         req: Request<v1::DescribeNamespaceRequest>,
     ) -> Result<Response<v1::DescribeNamespaceResponse>, Status> {
-        let (n, unfinished) = self
-            .namespaces
-            .describe(&req.into_inner().name)
-            .await
-            .map_err(to_status)?;
+        let by = caller(&req);
+        let name = req.into_inner().name;
+        // One this key does not administer is answered as one that does not exist.
+        if by.as_ref().is_some_and(|p| !p.administers(&name)) {
+            return Err(to_status(crate::namespaces::not_found(&name)));
+        }
+        let (n, unfinished) = self.namespaces.describe(&name).await.map_err(to_status)?;
         Ok(Response::new(v1::DescribeNamespaceResponse {
             namespace: Some(namespace_to_wire(n)),
             has_unfinished_workflows: unfinished,
@@ -142,8 +153,11 @@ impl AdminService for AdminApi {
         &self,
         req: Request<v1::DeleteNamespaceRequest>,
     ) -> Result<Response<v1::DeleteNamespaceResponse>, Status> {
+        scope::require_all(caller(&req).as_deref(), "delete namespaces").map_err(to_status)?;
         let r = req.into_inner();
         self.namespaces.delete(&r.name, r.force).await.map_err(to_status)?;
+        // Its keys go with it, so a namespace made later under this name is not theirs.
+        self.auth.namespace_deleted(&r.name).await.map_err(to_status)?;
         Ok(Response::new(v1::DeleteNamespaceResponse {}))
     }
 }

@@ -33,8 +33,17 @@ pub(crate) async fn engine_for<T>(
     namespaces: &Namespaces,
     req: &tonic::Request<T>,
 ) -> Result<Arc<Engine>, tonic::Status> {
-    let name = req.extensions().get::<Namespace>().map_or(DEFAULT, |n| n.0.as_str());
-    namespaces.engine(name).await.map_err(status::to_status)
+    namespaces.engine(namespace_of(req)).await.map_err(status::to_status)
+}
+
+/// The namespace a call acts in (set by the authentication layer).
+pub(crate) fn namespace_of<T>(req: &tonic::Request<T>) -> &str {
+    req.extensions().get::<Namespace>().map_or(DEFAULT, |n| n.0.as_str())
+}
+
+/// The verified caller of a call; `None` when authentication is off.
+pub(crate) fn caller<T>(req: &tonic::Request<T>) -> Option<Arc<crate::auth::Principal>> {
+    req.extensions().get::<Arc<crate::auth::Principal>>().cloned()
 }
 
 /// Every method of every Waymark service (`/waymark.v1.WorkflowService/StartWorkflow`), from the

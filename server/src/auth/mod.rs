@@ -10,6 +10,7 @@
 pub mod access;
 pub mod cache;
 pub mod key;
+pub mod scope;
 
 use std::{sync::Arc, time::Duration};
 
@@ -54,6 +55,8 @@ pub struct Principal {
     pub role: Role,
     pub namespaces: Vec<String>,
     pub name_patterns: Vec<String>,
+    /// When the key stops working: nothing it makes may outlive it.
+    pub expires_at: Option<Millis>,
 }
 
 impl Principal {
@@ -145,10 +148,11 @@ impl Authenticator {
         self.principal(&record).ok_or_else(unauthenticated)
     }
 
-    /// Whether the key behind `p` is still good (not revoked, not expired), as the cache knows
-    /// it: open worker streams ask this every heartbeat.
-    pub async fn still_valid(&self, p: &Principal) -> bool {
-        matches!(self.lookup(&p.key_id).await, Ok(Some(r)) if self.principal(&r).is_some())
+    /// Whether the key behind `p` is still good (not revoked, not expired) and still acts in
+    /// `namespace`, as the cache knows it: open streams and long polls ask this every second.
+    pub async fn still_valid(&self, p: &Principal, namespace: &str) -> bool {
+        matches!(self.lookup(&p.key_id).await, Ok(Some(r))
+            if self.principal(&r).is_some_and(|now| now.may_act_in(namespace)))
     }
 
     fn principal(&self, r: &ApiKeyRecord) -> Option<Principal> {
@@ -161,6 +165,7 @@ impl Authenticator {
             role: Role::parse(&r.role)?,
             namespaces: r.namespaces.clone(),
             name_patterns: r.name_patterns.clone(),
+            expires_at: r.expires_at,
         })
     }
 
@@ -178,22 +183,21 @@ impl Authenticator {
         Ok(k)
     }
 
-    pub async fn create_key(&self, spec: KeySpec) -> EngineResult<CreatedKey> {
+    /// Makes a key for `by` (`None`: authentication is off), never granting more than `by`
+    /// holds ([`scope::grant`]).
+    pub async fn create_key(&self, by: Option<&Principal>, mut spec: KeySpec) -> EngineResult<CreatedKey> {
         let now = self.clock.now();
         let name = spec.name.trim().to_string();
         if name.chars().count() > 256 {
             return Err(EngineError::invalid("a key's name is at most 256 characters"));
         }
-        let namespaces = if spec.namespaces.is_empty() {
-            vec![DEFAULT_NAMESPACE.to_string()]
-        } else {
-            spec.namespaces
-        };
-        if namespaces.len() > 100 || spec.name_patterns.len() > 100 {
+        if spec.namespaces.len() > 100 || spec.name_patterns.len() > 100 {
             return Err(EngineError::invalid(
                 "a key lists at most 100 namespaces and 100 name patterns",
             ));
         }
+        scope::grant(by, &mut spec)?;
+        let namespaces = spec.namespaces;
         for ns in &namespaces {
             if ns != ANY_NAMESPACE && self.store.get_namespace(ns).await?.is_none() {
                 return Err(crate::namespaces::not_found(ns));
@@ -234,24 +238,62 @@ impl Authenticator {
         })
     }
 
-    pub async fn list_keys(&self) -> EngineResult<Vec<ApiKeyRecord>> {
-        Ok(self.store.list_api_keys(MAX_LISTED_KEYS).await?)
+    /// The keys `by` manages (every key with authentication off).
+    pub async fn list_keys(&self, by: Option<&Principal>) -> EngineResult<Vec<ApiKeyRecord>> {
+        let mut keys = self.store.list_api_keys(MAX_LISTED_KEYS).await?;
+        if let Some(p) = by {
+            keys.retain(|k| p.manages(k));
+        }
+        Ok(keys)
     }
 
-    /// Revokes a key; this replica forgets it at once, the others when their cache entry ends.
-    pub async fn revoke_key(&self, key_id: &str) -> EngineResult<bool> {
+    /// Revokes a key `by` manages; this replica forgets it at once, the others when their cache
+    /// entry ends. A key outside `by`'s namespaces is answered as one that does not exist.
+    pub async fn revoke_key(&self, by: Option<&Principal>, key_id: &str) -> EngineResult<bool> {
         crate::engine::validate::name("key_id", key_id)?;
-        if self.store.get_api_key(key_id).await?.is_none() {
-            return Err(EngineError::new(
-                ErrorCode::NotFound,
-                "API_KEY_NOT_FOUND",
-                format!("API key {key_id:?} does not exist"),
-            ));
+        match self.store.get_api_key(key_id).await? {
+            Some(k) if by.is_none_or(|p| p.manages(&k)) => {}
+            _ => {
+                return Err(EngineError::new(
+                    ErrorCode::NotFound,
+                    "API_KEY_NOT_FOUND",
+                    format!("API key {key_id:?} does not exist among the keys this key manages"),
+                ))
+            }
         }
         let revoked = self.store.revoke_api_key(key_id, self.clock.now()).await?;
         self.cache.forget(key_id);
         tracing::info!(%key_id, revoked, "API key revoked");
         Ok(revoked)
+    }
+
+    /// A namespace was deleted: the keys that acted only there are revoked, and the others stop
+    /// listing it, so a namespace made later under the same name is not theirs. Returns how many
+    /// keys were revoked and how many narrowed.
+    pub async fn namespace_deleted(&self, namespace: &str) -> EngineResult<(usize, usize)> {
+        let now = self.clock.now();
+        let (mut revoked, mut narrowed) = (0, 0);
+        for k in self.store.list_api_keys(MAX_LISTED_KEYS).await? {
+            if k.revoked_at.is_some() || !k.namespaces.iter().any(|n| n == namespace) {
+                continue;
+            }
+            let rest: Vec<String> = k.namespaces.iter().filter(|n| *n != namespace).cloned().collect();
+            if rest.is_empty() {
+                self.store.revoke_api_key(&k.key_id, now).await?;
+                revoked += 1;
+            } else {
+                self.store.set_api_key_namespaces(&k.key_id, &rest).await?;
+                narrowed += 1;
+            }
+            self.cache.forget(&k.key_id);
+        }
+        tracing::info!(
+            namespace,
+            revoked,
+            narrowed,
+            "keys of a deleted namespace revoked or narrowed"
+        );
+        Ok((revoked, narrowed))
     }
 
     /// Makes the first admin key and writes it to `path`, unless `path` exists already (the key
@@ -260,14 +302,32 @@ impl Authenticator {
         if path.exists() {
             return Ok(());
         }
+        let now = self.clock.now();
+        let live_admin = self
+            .store
+            .list_api_keys(MAX_LISTED_KEYS)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot read the API keys: {e}"))?
+            .iter()
+            .any(|k| k.role == Role::Admin.as_str() && k.revoked_at.is_none() && k.expires_at.is_none_or(|t| t > now));
+        if live_admin {
+            // Another admin key would be one more way in that nobody asked for: the holders of
+            // the existing ones make more with `waymark key create --role admin`.
+            tracing::warn!(path = %path.display(),
+                "an admin key exists already: no first admin key made (the file is not written)");
+            return Ok(());
+        }
         let created = self
-            .create_key(KeySpec {
-                name: "bootstrap admin".into(),
-                role: Role::Admin,
-                namespaces: vec![ANY_NAMESPACE.into()],
-                name_patterns: vec![],
-                expires_at: None,
-            })
+            .create_key(
+                None,
+                KeySpec {
+                    name: "bootstrap admin".into(),
+                    role: Role::Admin,
+                    namespaces: vec![ANY_NAMESPACE.into()],
+                    name_patterns: vec![],
+                    expires_at: None,
+                },
+            )
             .await
             .map_err(|e| anyhow::anyhow!("cannot create the first admin key: {e}"))?;
         let mut options = std::fs::OpenOptions::new();
@@ -299,6 +359,7 @@ mod tests {
             role: Role::Worker,
             namespaces: vec!["default".into()],
             name_patterns: vec![],
+            expires_at: None,
         };
         assert!(p.may_register("anything"), "no patterns: any name");
         assert!(p.may_act_in("default") && !p.may_act_in("other"));

@@ -101,13 +101,16 @@ async fn create_in_database(url: &str, spec: ApiKeySpec) -> anyhow::Result<(ApiK
         Role::Admin => crate::auth::Role::Admin,
     };
     let created = auth
-        .create_key(KeySpec {
-            name: spec.name,
-            role,
-            namespaces: spec.namespaces,
-            name_patterns: spec.name_patterns,
-            expires_at: spec.expires_at_ms,
-        })
+        .create_key(
+            None,
+            KeySpec {
+                name: spec.name,
+                role,
+                namespaces: spec.namespaces,
+                name_patterns: spec.name_patterns,
+                expires_at: spec.expires_at_ms,
+            },
+        )
         .await?;
     let r = created.record;
     let info = ApiKeyInfo {

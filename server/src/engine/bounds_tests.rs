@@ -24,6 +24,7 @@ async fn running(engine: &Engine, id: &str) -> (Arc<WorkerSession>, mpsc::Receiv
         step_names: vec![],
         queues: vec![],
         key_id: None,
+        name_patterns: Vec::new(),
         ..Default::default()
     };
     let session = engine.attach_worker(registration, tx).await.unwrap();

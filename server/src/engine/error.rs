@@ -152,7 +152,7 @@ impl From<StoreError> for EngineError {
             StoreError::StepAttemptStale { workflow_id, step_id, attempt } => EngineError::new(
                 FailedPrecondition,
                 "STEP_ATTEMPT_STALE",
-                format!("attempt {attempt} of step {step_id} of workflow {workflow_id:?} is no longer running (it timed out, or the step is done); its result is refused"),
+                format!("attempt {attempt} of step {step_id} of workflow {workflow_id:?} is not running on this stream (it timed out, the step is done, or it was dispatched to another worker); its result is refused"),
             ),
             StoreError::QueueExists(name) => EngineError::new(
                 AlreadyExists,

@@ -153,6 +153,7 @@ impl World {
             step_names: vec![],
             queues: vec![],
             key_id: None,
+            name_patterns: Vec::new(),
             ..Default::default()
         }
     }

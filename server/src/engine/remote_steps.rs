@@ -11,11 +11,12 @@ use std::{
 };
 
 use waymark_store::{
-    Fence, Millis, NewStepTask, Outcome, StepAttempt, StepClaim, StepFinished, StepPolicy, StepRecord, TraceContext,
-    WaitFor, WaitTarget,
+    Fence, Millis, NewStepTask, Outcome, StepAttempt, StepClaim, StepFinished, StepPolicy, StepRecord, StoreError,
+    TraceContext, WaitFor, WaitTarget,
 };
 
 use super::{validate, waits::step_waits::StepWaiter, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
+use crate::auth::permission_denied;
 
 /// Most attempts claimed for one worker in one round trip.
 const MAX_BATCH: u32 = 64;
@@ -109,7 +110,25 @@ impl Engine {
         if let Outcome::Output(o) = &outcome {
             validate::payload("step output", o, self.config.max_payload_bytes)?;
         }
-        match self.store.finish_step_task(&attempt, outcome, self.now()).await? {
+        let finished = match self.store.finish_step_task(&attempt, outcome, self.now()).await {
+            Err(StoreError::StepAttemptStale { .. }) if !session.registration.name_patterns.is_empty() => {
+                // Refused either way; a key that could never serve this step is told so.
+                let call = self.store.step_call(&attempt.workflow_id, attempt.step_id).await?;
+                return Err(match call {
+                    Some((name, _)) if !session.registration.reaches(&name) => {
+                        permission_denied(format!("this worker's key does not serve step {name:?}"))
+                    }
+                    _ => StoreError::StepAttemptStale {
+                        workflow_id: attempt.workflow_id,
+                        step_id: attempt.step_id,
+                        attempt: attempt.attempt,
+                    }
+                    .into(),
+                });
+            }
+            other => other?,
+        };
+        match finished {
             StepFinished::Recorded => {
                 tracing::debug!(workflow_id = %attempt.workflow_id, step_id = attempt.step_id, "remote step recorded");
                 self.step_recorded(&attempt.workflow_id, attempt.step_id).await;

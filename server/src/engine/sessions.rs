@@ -51,6 +51,17 @@ pub struct Registration {
     /// The API key the stream authenticated with (`None` with authentication off). A worker id
     /// is bound to the key that holds it: another key cannot take it over.
     pub key_id: Option<String>,
+    /// The name patterns of that key: the workflow and step names this worker may register and
+    /// the workflows it may reach (await, read events of, send to, start as children). Empty:
+    /// every name in its namespace.
+    pub name_patterns: Vec<String>,
+}
+
+impl Registration {
+    /// Whether this worker's key covers `name` (see [`crate::auth::pattern_matches`]).
+    pub fn reaches(&self, name: &str) -> bool {
+        self.name_patterns.is_empty() || self.name_patterns.iter().any(|p| crate::auth::pattern_matches(p, name))
+    }
 }
 
 /// One worker stream attached to this replica.

@@ -10,6 +10,7 @@ fn session() -> Arc<WorkerSession> {
         step_names: vec![],
         queues: vec!["default".into()],
         key_id: None,
+        name_patterns: Vec::new(),
         ..Default::default()
     };
     let (tx, _rx) = mpsc::channel(1);

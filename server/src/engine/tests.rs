@@ -37,6 +37,7 @@ fn registration(worker_id: &str) -> Registration {
         step_names: vec!["double".into()],
         queues: vec![],
         key_id: None,
+        name_patterns: Vec::new(),
         ..Default::default()
     }
 }
@@ -417,6 +418,7 @@ async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_tim
         workflow_id: "c".into(),
         step_id: 0,
         attempt: 1,
+        session_id: runner.lease_id.clone(),
     };
     engine
         .finish_step(&runner, attempt, Outcome::Output("0".into()))
@@ -442,6 +444,7 @@ async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_tim
         workflow_id: "c".into(),
         step_id: 1,
         attempt: 1,
+        session_id: runner.lease_id.clone(),
     };
     let e = engine
         .finish_step(&runner, late, Outcome::Output("1".into()))
@@ -524,6 +527,7 @@ async fn a_worker_id_is_bound_to_its_key_live_or_quiet() {
     let (engine, clock) = engine().await;
     let keyed = |key: &str| Registration {
         key_id: Some(key.into()),
+        name_patterns: Vec::new(),
         ..registration("w1")
     };
     let (tx, _rx1) = mpsc::channel(100);

@@ -199,8 +199,9 @@ pub enum StoreError {
         status: WorkflowStatus,
     },
     /// A remote step's result names an attempt that is no longer running (it timed out and was
-    /// dispatched again, or the step is already done).
-    #[error("attempt {attempt} of step {step_id} of workflow {workflow_id:?} is no longer running")]
+    /// dispatched again, or the step is already done), or comes from a stream the attempt was not
+    /// dispatched to.
+    #[error("attempt {attempt} of step {step_id} of workflow {workflow_id:?} is not running on this stream")]
     StepAttemptStale {
         workflow_id: String,
         step_id: u32,

@@ -46,12 +46,17 @@ pub struct StepTask {
     pub trace: Option<TraceContext>,
 }
 
-/// Names an attempt: a result is accepted only for the attempt that is running.
+/// Names an attempt, and the stream that reports it: a result is accepted only for the attempt
+/// that is running, and only from the worker stream it was dispatched to — another stream of the
+/// namespace, even one that runs the same step, cannot answer for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepAttempt {
     pub workflow_id: String,
     pub step_id: u32,
     pub attempt: u32,
+    /// The lease id of the stream reporting the result ([`StepClaim::session_id`] of the claim
+    /// that started the attempt).
+    pub session_id: String,
 }
 
 /// What became of a finished attempt.
@@ -93,7 +98,7 @@ pub const WAIT_ALL_STEP: &str = waymark_journal::names::WAIT_ALL;
 macro_rules! task_columns {
     () => {
         "workflow_id, step_id, step_name, status, attempt, max_attempts, initial_backoff_ms, \
-         backoff_coefficient, max_backoff_ms, timeout_ms"
+         backoff_coefficient, max_backoff_ms, timeout_ms, session_id"
     };
 }
 pub(crate) use task_columns;
@@ -110,6 +115,8 @@ pub(crate) struct TaskRow {
     pub backoff_coefficient: f64,
     pub max_backoff_ms: i64,
     pub timeout_ms: i64,
+    /// The stream the running attempt was dispatched to.
+    pub session_id: Option<String>,
 }
 
 /// A running attempt the timeout pass fails, and whether its worker's stream is gone (rather
@@ -218,9 +225,10 @@ impl TaskRow {
         }
     }
 
-    /// Whether `attempt` is the attempt running now (its result may be taken).
-    pub(crate) fn is_running(&self, attempt: u32) -> bool {
-        self.status == "RUNNING" && self.attempt == attempt as i64
+    /// Whether `attempt` is the attempt running now on the stream `session_id` (its result may
+    /// be taken from that stream).
+    pub(crate) fn is_running(&self, attempt: u32, session_id: &str) -> bool {
+        self.status == "RUNNING" && self.attempt == attempt as i64 && self.session_id.as_deref() == Some(session_id)
     }
 
     pub(crate) fn next(&self, outcome: crate::Outcome, now: Millis) -> Next {

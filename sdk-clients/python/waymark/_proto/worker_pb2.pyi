@@ -1634,7 +1634,9 @@ Global___DispatchStep: _TypeAlias = DispatchStep  # noqa: Y015
 class StepResult(_message.Message):
     """The result of a `DispatchStep` attempt. Answered with `StepRecorded` once it is durable (a
     failure with attempts left is durable as a retry), or STEP_ATTEMPT_STALE when the attempt is
-    no longer the running one (it timed out). The worker grants its step credit back itself.
+    no longer the running one (it timed out) or was dispatched to another stream: only the stream
+    that received the `DispatchStep` may answer it (PERMISSION_DENIED when this stream's key does
+    not cover the step at all). The worker grants its step credit back itself.
     """
 
     DESCRIPTOR: _descriptor.Descriptor

@@ -45,9 +45,11 @@ const KEY_RECHECK: Duration = Duration::from_secs(1);
 
 /// A worker key registers only the names its patterns allow.
 fn check_names(principal: Option<&Principal>, registration: &Registration) -> Result<(), Status> {
-    let Some(p) = principal else { return Ok(()) };
+    if principal.is_none() {
+        return Ok(());
+    }
     let names = registration.workflow_names.iter().chain(&registration.step_names);
-    match names.into_iter().find(|n| !p.may_register(n)) {
+    match names.into_iter().find(|n| !registration.reaches(n)) {
         None => Ok(()),
         Some(n) => Err(status::to_status(permission_denied(format!(
             "this key may not register {n:?}"
@@ -76,6 +78,7 @@ impl WorkerService for WorkerApi {
     async fn connect(&self, req: Request<Streaming<WorkerMessage>>) -> Result<Response<Self::ConnectStream>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let principal = req.extensions().get::<Arc<Principal>>().cloned();
+        let namespace = super::namespace_of(&req).to_string();
         let mut inbound = req.into_inner();
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
             Ok(Ok(Some(WorkerMessage {
@@ -95,6 +98,7 @@ impl WorkerService for WorkerApi {
             step_names: hello.step_names,
             queues: hello.queues,
             key_id: principal.as_ref().map(|p| p.key_id.clone()),
+            name_patterns: principal.as_ref().map(|p| p.name_patterns.clone()).unwrap_or_default(),
         };
         check_names(principal.as_deref(), &registration)?;
         let (push_tx, push_rx) = mpsc::channel::<ToWorker>(1024);
@@ -128,7 +132,7 @@ impl WorkerService for WorkerApi {
                     break;
                 }
                 if let Some(p) = principal.as_deref().filter(|_| std::mem::take(&mut recheck_key)) {
-                    if !auth.still_valid(p).await {
+                    if !auth.still_valid(p, &namespace).await {
                         tracing::info!(key_id = %p.key_id, worker_id = %session.registration.worker_id,
                             "the stream's key was revoked or expired; closing it");
                         let _ = out.send(Err(status::to_status(unauthenticated()))).await;

@@ -79,6 +79,7 @@ pub async fn result(engine: &Engine, session: &WorkerSession, r: v1::StepResult)
         workflow_id: r.workflow_id,
         step_id: r.step_id,
         attempt: r.attempt,
+        session_id: session.lease_id.clone(),
     };
     engine.finish_step(session, attempt, outcome).await?;
     Ok(reply::Result::StepRecorded(v1::StepRecorded {}))

@@ -1,5 +1,5 @@
-//! API key cases: a key is stored once, read back as written, listed newest first, and revoked
-//! once.
+//! API key cases: a key is stored once, read back as written, listed newest first, revoked
+//! once, and narrowed to fewer namespaces.
 
 use super::*;
 
@@ -50,4 +50,16 @@ pub async fn api_keys_are_stored_listed_and_revoked(s: Arc<dyn Store>) {
     assert_eq!(revoked.namespaces, ["*"]);
     assert!(revoked.name_patterns.is_empty());
     assert_eq!(s.get_api_key("k1").await.unwrap().unwrap().revoked_at, None);
+    // A key's namespaces narrowed (one it listed was deleted): read back narrowed, the rest kept.
+    assert!(s.set_api_key_namespaces("k1", &["billing".into()]).await.unwrap());
+    assert!(!s.set_api_key_namespaces("nobody", &["billing".into()]).await.unwrap());
+    let narrowed = s.get_api_key("k1").await.unwrap().unwrap();
+    assert_eq!(narrowed.namespaces, ["billing"]);
+    assert_eq!(
+        ApiKeyRecord {
+            namespaces: k1.namespaces.clone(),
+            ..narrowed
+        },
+        k1
+    );
 }

@@ -31,11 +31,18 @@ fn step_claim(worker: &str, names: &[&str], limit: u32) -> StepClaim {
     }
 }
 
+/// Attempt `attempt` of the call at `step_id`, reported by worker B's stream (which claims the
+/// calls in these cases).
 fn attempt(id: &str, step_id: u32, attempt: u32) -> StepAttempt {
+    attempt_from("B", id, step_id, attempt)
+}
+
+fn attempt_from(worker: &str, id: &str, step_id: u32, attempt: u32) -> StepAttempt {
     StepAttempt {
         workflow_id: id.to_string(),
         step_id,
         attempt,
+        session_id: session(worker),
     }
 }
 
@@ -89,6 +96,23 @@ pub async fn remote_step_calls_queue_once_and_record_their_result(s: Arc<dyn Sto
         .await
         .unwrap()
         .is_empty());
+    // Another stream (worker A's, which holds the caller) cannot answer for B's attempt, whatever
+    // the attempt number: nothing is written and the attempt stays B's.
+    for n in [0, 1, 2] {
+        assert!(
+            matches!(
+                s.finish_step_task(
+                    &attempt_from("A", "caller", 0, n),
+                    Outcome::Output("forged".into()),
+                    T + 4
+                )
+                .await,
+                Err(StoreError::StepAttemptStale { .. })
+            ),
+            "attempt {n} from A"
+        );
+    }
+    assert!(s.steps_recorded(&[("caller".into(), 0)]).await.unwrap().is_empty());
     // The caller is recovered while the step runs: the result lands under its new epoch.
     s.release_worker("A", 10, T + 5).await.unwrap();
     let f2 = fence("caller", claim_one(s, "A", "P", "caller", T + 6).await);

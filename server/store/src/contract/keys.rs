@@ -37,6 +37,10 @@ pub trait ApiKeys: Send + Sync {
     /// Marks a key revoked at `now`; false when there is no such key or it was revoked already.
     async fn revoke_api_key(&self, key_id: &str, now: Millis) -> StoreResult<bool>;
 
+    /// Replaces the namespaces a key acts in (a namespace it listed was deleted); false when
+    /// there is no such key.
+    async fn set_api_key_namespaces(&self, key_id: &str, namespaces: &[String]) -> StoreResult<bool>;
+
     /// Whether any key with role `role` exists, revoked or not (to bootstrap the first admin
     /// key once).
     async fn any_api_key_with_role(&self, role: &str) -> StoreResult<bool>;

@@ -101,6 +101,22 @@ impl ApiKeys for Backend {
     }
 
     #[tracing::instrument(
+        name = "store.set_api_key_namespaces",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
+    async fn set_api_key_namespaces(&self, key_id: &str, namespaces: &[String]) -> StoreResult<bool> {
+        let done = sqlx::query("UPDATE api_keys SET namespaces = $2 WHERE key_id = $1")
+            .bind(key_id)
+            .bind(serde_json::to_string(namespaces).expect("a list of strings serializes"))
+            .execute(self.writer())
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    #[tracing::instrument(
         name = "store.any_api_key_with_role",
         level = "debug",
         target = "waymark::store",

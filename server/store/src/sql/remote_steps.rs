@@ -200,7 +200,7 @@ impl RemoteSteps for Backend {
                 step_id: attempt.step_id,
                 attempt: attempt.attempt,
             })?;
-        if !task.is_running(attempt.attempt) {
+        if !task.is_running(attempt.attempt, &attempt.session_id) {
             // Release the row lock now: a dropped transaction rolls back only when its
             // connection is next used, and claims skip locked rows meanwhile.
             tx.rollback().await.map_err(db_error)?;

@@ -3714,7 +3714,9 @@ func (x *DispatchStep) GetTraceContext() *TraceContext {
 
 // The result of a `DispatchStep` attempt. Answered with `StepRecorded` once it is durable (a
 // failure with attempts left is durable as a retry), or STEP_ATTEMPT_STALE when the attempt is
-// no longer the running one (it timed out). The worker grants its step credit back itself.
+// no longer the running one (it timed out) or was dispatched to another stream: only the stream
+// that received the `DispatchStep` may answer it (PERMISSION_DENIED when this stream's key does
+// not cover the step at all). The worker grants its step credit back itself.
 type StepResult struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	WorkflowId string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`

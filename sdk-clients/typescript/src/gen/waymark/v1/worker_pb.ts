@@ -1838,7 +1838,9 @@ export const DispatchStepSchema: GenMessage<DispatchStep> = /*@__PURE__*/
 /**
  * The result of a `DispatchStep` attempt. Answered with `StepRecorded` once it is durable (a
  * failure with attempts left is durable as a retry), or STEP_ATTEMPT_STALE when the attempt is
- * no longer the running one (it timed out). The worker grants its step credit back itself.
+ * no longer the running one (it timed out) or was dispatched to another stream: only the stream
+ * that received the `DispatchStep` may answer it (PERMISSION_DENIED when this stream's key does
+ * not cover the step at all). The worker grants its step credit back itself.
  *
  * @generated from message waymark.v1.StepResult
  */
