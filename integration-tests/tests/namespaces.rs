@@ -202,6 +202,158 @@ async fn keys_act_only_in_their_namespaces(backend: Backend) {
     .expect("its own namespace");
 }
 
+// Attempt: an admin key of one namespace (billing) mints a `*` key, an admin key of another
+// namespace, a key outside its namespace, a key that outlives it; lists and revokes keys of
+// other namespaces; creates and deletes namespaces; an admin key made with no namespace. Then
+// billing is deleted and made again. Outcome: PERMISSION_DENIED (API_KEY_NOT_FOUND for a key it
+// does not manage, INVALID_ARGUMENT for the unnamed admin key); it sees and manages only
+// billing's keys; once billing is deleted its keys are refused, also in the new billing, and a
+// key of billing and shop keeps only shop.
+async fn admin_keys_manage_only_their_namespaces_and_keys_die_with_theirs(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let key_file = db.dir.join("admin.key");
+    let args: Vec<String> = [
+        "--auth",
+        "--init-admin-key-file",
+        &key_file.display().to_string(),
+        "--key-cache-ttl",
+        "1s",
+    ]
+    .map(String::from)
+    .to_vec();
+    let server = ServerProcess::start_secured(&db, &args, false, ConnectOptions::from_env()).await;
+    let root_key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
+    let root = Client::connect_with(&server.connect.clone().api_key(&root_key))
+        .await
+        .unwrap();
+    for ns in ["billing", "shop", "other"] {
+        root.create_namespace(ns).await.unwrap();
+    }
+    let spec = |role, ns: &[&str], expires_at_ms| ApiKeySpec {
+        name: format!("{ns:?} key"),
+        role,
+        namespaces: ns.iter().map(|s| s.to_string()).collect(),
+        name_patterns: vec![],
+        expires_at_ms,
+    };
+    let e = root.create_api_key(&spec(Role::Admin, &[], None)).await.unwrap_err();
+    assert_eq!(reason(&e), "INVALID_ARGUMENT", "an admin key names its namespaces");
+    let (_, billing_admin_key) = root
+        .create_api_key(&spec(Role::Admin, &["billing"], None))
+        .await
+        .unwrap();
+    let (other_client, _) = root
+        .create_api_key(&spec(Role::Client, &["other"], None))
+        .await
+        .unwrap();
+    let (_, both_key) = root
+        .create_api_key(&spec(Role::Client, &["billing", "shop"], None))
+        .await
+        .unwrap();
+    let billing_admin = Client::connect_with(&server.connect.clone().api_key(&billing_admin_key))
+        .await
+        .unwrap();
+    let denied = |e: waymark_sdk::Error| {
+        assert_eq!(
+            (e.code(), reason(&e)),
+            (Some(Code::PermissionDenied), "PERMISSION_DENIED".into())
+        )
+    };
+    for ns in [&["*"][..], &["other"], &["billing", "other"]] {
+        denied(
+            billing_admin
+                .create_api_key(&spec(Role::Admin, ns, None))
+                .await
+                .unwrap_err(),
+        );
+        denied(
+            billing_admin
+                .create_api_key(&spec(Role::Reader, ns, None))
+                .await
+                .unwrap_err(),
+        );
+    }
+    denied(billing_admin.create_namespace("mine").await.unwrap_err());
+    denied(billing_admin.delete_namespace("other", true).await.unwrap_err());
+    let e = billing_admin.revoke_api_key(&other_client.key_id).await.unwrap_err();
+    assert_eq!(
+        reason(&e),
+        "API_KEY_NOT_FOUND",
+        "a key it does not manage is not its to find"
+    );
+    // What it may do: keys inside billing, which it then sees and revokes.
+    let (made, made_key) = billing_admin
+        .create_api_key(&spec(Role::Client, &["billing"], None))
+        .await
+        .unwrap();
+    let listed: Vec<String> = billing_admin
+        .list_api_keys()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.key_id)
+        .collect();
+    assert!(listed.contains(&made.key_id), "{listed:?}");
+    assert!(!listed.contains(&other_client.key_id), "{listed:?}");
+    assert_eq!(
+        billing_admin
+            .list_namespaces()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|n| n.name)
+            .collect::<Vec<_>>(),
+        ["billing"]
+    );
+    assert_eq!(
+        reason(&billing_admin.describe_namespace("other").await.unwrap_err()),
+        "NAMESPACE_NOT_FOUND"
+    );
+    // A key made by a key that expires expires no later.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let soon = now_ms + 3_600_000;
+    let (_, brief_admin_key) = root
+        .create_api_key(&spec(Role::Admin, &["billing"], Some(soon)))
+        .await
+        .unwrap();
+    let brief_admin = Client::connect_with(&server.connect.clone().api_key(&brief_admin_key))
+        .await
+        .unwrap();
+    denied(
+        brief_admin
+            .create_api_key(&spec(Role::Client, &["billing"], Some(soon + 1)))
+            .await
+            .unwrap_err(),
+    );
+    let (inherited, _) = brief_admin
+        .create_api_key(&spec(Role::Client, &["billing"], None))
+        .await
+        .unwrap();
+    assert_eq!(inherited.expires_at_ms, Some(soon));
+
+    // Billing goes: its keys with it. Made again, the new billing is not theirs.
+    let in_billing = |key: &str| server.connect.clone().api_key(key).namespace("billing");
+    let as_made = Client::connect_with(&in_billing(&made_key)).await.unwrap();
+    as_made.list_queues().await.unwrap();
+    root.delete_namespace("billing", true).await.unwrap();
+    root.create_namespace("billing").await.unwrap();
+    let e = as_made.list_queues().await.unwrap_err();
+    assert_eq!(reason(&e), "UNAUTHENTICATED", "a key of billing alone is revoked");
+    let e = billing_admin.list_api_keys().await.unwrap_err();
+    assert_eq!(reason(&e), "UNAUTHENTICATED");
+    let both_in_billing = Client::connect_with(&in_billing(&both_key)).await.unwrap();
+    denied(both_in_billing.list_queues().await.unwrap_err());
+    let both_in_shop = Client::connect_with(&server.connect.clone().api_key(&both_key).namespace("shop"))
+        .await
+        .unwrap();
+    both_in_shop.list_queues().await.expect("the key keeps shop");
+}
+
 // Attempt: delete the default namespace; delete one holding unfinished work; force it; use it
 // after; make it again. Outcome: NAMESPACE_PROTECTED; NAMESPACE_NOT_EMPTY; deleted (on every
 // replica); NAMESPACE_NOT_FOUND; a new, empty namespace.
@@ -290,5 +442,6 @@ waymark_integration_tests::on_both_stores!(
     namespaces_are_capped,
     two_namespaces_run_the_same_ids_without_crossing,
     keys_act_only_in_their_namespaces,
+    admin_keys_manage_only_their_namespaces_and_keys_die_with_theirs,
     deleting_a_namespace_drops_it_everywhere,
 );

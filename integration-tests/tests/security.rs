@@ -387,6 +387,139 @@ async fn a_remote_steps_result_comes_only_from_the_stream_it_was_dispatched_to(b
     assert_eq!((steps.len(), steps[0].output.clone()), (1, Some(serde_json::json!(20))));
 }
 
+// Attempt: a worker whose key covers `intruder.*` and which holds one of its own workflows
+// reads an event of a `pay.flow` workflow, sends to it, awaits it, selects on it, starts a
+// `pay.flow` child; says hello with a queue its key does not name. Outcome: PERMISSION_DENIED
+// each time and nothing written or created; the same requests aimed at a workflow its key
+// covers are answered.
+async fn a_worker_key_reaches_only_the_workflows_its_patterns_cover(backend: Backend) {
+    let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
+        return;
+    };
+    let admin = client_with(&server, &admin_key).await;
+    let (_, pay_key) = make_key(&admin, Role::Worker, &["pay.*"]).await;
+    let (_, intruder_key) = make_key(&admin, Role::Worker, &["intruder.*"]).await;
+    let (_, client_key) = make_key(&admin, Role::Client, &[]).await;
+    let client = client_with(&server, &client_key).await;
+    // The victim's worker registers its name and takes nothing: the victim stays enqueued.
+    let mut hello = RawWorker::hello_of("pay-worker", &["pay.flow"]);
+    hello.queues = vec!["pay.queue".into()];
+    let _pay = RawWorker::hello_with_key(&server.addr, hello, Some(&pay_key))
+        .await
+        .unwrap();
+    client
+        .start_json(
+            "pay.flow",
+            serde_json::json!({}),
+            StartOptions {
+                queue: Some("pay.queue".into()),
+                ..StartOptions::id("victim")
+            },
+        )
+        .await
+        .unwrap();
+    let mut intruder = raw_with_key(&server, "intruder", &["intruder.x"], &[], &intruder_key).await;
+    client
+        .start_json("intruder.x", serde_json::json!({}), StartOptions::id("mine"))
+        .await
+        .unwrap();
+    client
+        .start_json("intruder.x", serde_json::json!({}), StartOptions::id("sibling"))
+        .await
+        .unwrap();
+    let mut epochs = std::collections::HashMap::new();
+    while epochs.len() < 2 {
+        let d = intruder.next_dispatch().await;
+        epochs.insert(d.workflow_id.clone(), d.epoch);
+    }
+    let epoch = epochs["mine"];
+    let payload = |v: serde_json::Value| Some(waymark_proto::json::to_payload(&v));
+    let asks = |target: &str, step_id: u32| {
+        vec![
+            worker_message::Kind::GetEvent(v1::GetEventStep {
+                workflow_id: "mine".into(),
+                epoch,
+                step_id,
+                target_workflow_id: target.into(),
+                key: "secret".into(),
+                deadline_ms: 0,
+            }),
+            worker_message::Kind::SendMessage(v1::SendMessageStep {
+                workflow_id: "mine".into(),
+                epoch,
+                step_id: step_id + 1,
+                destination_id: target.into(),
+                topic: "t".into(),
+                message: payload(serde_json::json!("hi")),
+            }),
+            worker_message::Kind::AwaitChild(v1::AwaitChild {
+                workflow_id: "mine".into(),
+                epoch,
+                step_id: step_id + 2,
+                child_workflow_id: target.into(),
+            }),
+            worker_message::Kind::Select(v1::Select {
+                workflow_id: "mine".into(),
+                epoch,
+                step_id: step_id + 3,
+                targets: vec![v1::WaitTarget {
+                    target: Some(v1::wait_target::Target::WorkflowId(target.into())),
+                }],
+                all: false,
+            }),
+        ]
+    };
+    for ask in asks("victim", 0) {
+        let what = format!("{ask:?}");
+        assert_eq!(refused(intruder.request(ask).await), "PERMISSION_DENIED", "{what}");
+    }
+    let child = |name: &str, step_id: u32| {
+        worker_message::Kind::StartChild(v1::StartChild {
+            workflow_id: "mine".into(),
+            epoch,
+            step_id,
+            workflow_name: name.into(),
+            input: payload(serde_json::json!({})),
+            ..Default::default()
+        })
+    };
+    assert_eq!(
+        refused(intruder.request(child("pay.flow", 4)).await),
+        "PERMISSION_DENIED"
+    );
+    assert!(client.steps("mine").await.unwrap().is_empty(), "nothing recorded");
+    assert!(client.messages("victim").await.unwrap().is_empty(), "nothing sent");
+    // The same requests, aimed at a workflow the key covers, are answered.
+    for ask in asks("sibling", 10) {
+        let what = format!("{ask:?}");
+        let answer = intruder.request(ask).await;
+        assert!(!matches!(answer, reply::Result::Error(_)), "{what}: {answer:?}");
+    }
+    let started = intruder.request(child("intruder.x", 14)).await;
+    assert!(matches!(started, reply::Result::ChildStarted(_)), "{started:?}");
+    // A hello with a queue outside the key is refused, and the queue is not made.
+    let mut hello = RawWorker::hello_of("intruder-2", &["intruder.x"]);
+    hello.queues = vec!["stolen".into()];
+    let e = RawWorker::hello_with_key(&server.addr, hello, Some(&intruder_key))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(e.code(), Code::PermissionDenied);
+    let queues: Vec<String> = client
+        .list_queues()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| q.name)
+        .collect();
+    assert!(!queues.contains(&"stolen".to_string()), "{queues:?}");
+    let mut hello = RawWorker::hello_of("intruder-3", &["intruder.x"]);
+    hello.queues = vec!["intruder.jobs".into(), "default".into()];
+    RawWorker::hello_with_key(&server.addr, hello, Some(&intruder_key))
+        .await
+        .expect("a queue its key names");
+}
+
 // Attempt: use a key after it expires. Outcome: UNAUTHENTICATED once its time has passed.
 async fn an_expired_key_stops_working(backend: Backend) {
     let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
@@ -568,4 +701,5 @@ waymark_integration_tests::on_both_stores!(
     revoking_a_key_closes_its_streams,
     an_expired_key_stops_working,
     a_remote_steps_result_comes_only_from_the_stream_it_was_dispatched_to,
+    a_worker_key_reaches_only_the_workflows_its_patterns_cover,
 );

@@ -15,7 +15,7 @@ pub enum Role {
     Client,
     /// Connects a worker stream, and nothing else.
     Worker,
-    /// Everything, keys included.
+    /// Everything in the namespaces it lists, their keys included; with `*`, namespaces too.
     Admin,
 }
 

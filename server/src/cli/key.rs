@@ -17,8 +17,10 @@ pub enum KeyCommand {
         /// A label for people.
         #[arg(long, default_value = "")]
         name: String,
-        /// A namespace the key may act in (repeatable; `*` for all). Default: default.
-        #[arg(long = "namespace")]
+        /// A namespace the key may act in (repeatable; `*` for all, which only a `*` admin key
+        /// may grant). Required for an admin key. Default: the one namespace of the key that
+        /// makes it, else default.
+        #[arg(long = "namespace", required_if_eq("role", "admin"))]
         namespaces: Vec<String>,
         /// For a worker key: a workflow or step name it may register, or a prefix ending in `*`
         /// (repeatable). Default: any name.

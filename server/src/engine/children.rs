@@ -35,6 +35,9 @@ impl Engine {
     ) -> EngineResult<String> {
         self.worker_write(session, &fence, 0).await?;
         validate::name("workflow_name", &req.workflow_name)?;
+        if !session.registration.reaches(&req.workflow_name) {
+            return Err(super::worker::out_of_reach(&req.workflow_name));
+        }
         validate::optional_name("child_workflow_id", &req.child_workflow_id)?;
         validate::optional_name("queue_name", &req.queue_name)?;
         super::tags::validate("child tags", &req.tags)?;
@@ -103,6 +106,7 @@ impl Engine {
     ) -> EngineResult<Option<ChildOutcome>> {
         self.worker_write(session, &fence, 0).await?;
         validate::name("child_workflow_id", &child_id)?;
+        self.check_reach(session, &child_id).await?;
         self.waits
             .children
             .add(child_id.clone(), StepWaiter::new(session, &fence, step_id));

@@ -129,6 +129,7 @@ impl Engine {
         self.worker_write(session, &fence, 0).await?;
         validate::name("target_workflow_id", &target)?;
         validate_key(&key)?;
+        self.check_reach(session, &target).await?;
         if deadline < 0 || deadline > now + MAX_WAIT_MS {
             return Err(EngineError::invalid(
                 "get_event deadline must be a time between now and ten years from now",

@@ -179,6 +179,7 @@ impl Engine {
     ) -> EngineResult<String> {
         self.worker_write(session, &fence, 0).await?;
         validate_message(self, "destination_id", &destination_id, &topic, &message)?;
+        self.check_reach(session, &destination_id).await?;
         let new = NewMessage {
             message_id: uuid::Uuid::now_v7().to_string(),
             workflow_id: destination_id.clone(),

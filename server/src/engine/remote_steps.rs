@@ -171,6 +171,7 @@ impl Engine {
             match t {
                 WaitTarget::Workflow(id) => {
                     validate::name("target workflow_id", id)?;
+                    self.check_reach(session, id).await?;
                     self.waits
                         .children
                         .add(id.clone(), StepWaiter::new(session, &fence, step_id));

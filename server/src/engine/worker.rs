@@ -233,6 +233,21 @@ impl Engine {
         Ok(())
     }
 
+    /// Refuses a worker whose key's name patterns do not cover workflow `target` (which it would
+    /// await, read an event of, send to or select on): PERMISSION_DENIED. A key without patterns
+    /// reaches its whole namespace and costs no read. A workflow that does not exist is let
+    /// through to the operation, which answers as it would anyone; each ask checks again, so
+    /// a workflow made later under a name outside the key is refused then.
+    pub(crate) async fn check_reach(&self, session: &WorkerSession, target: &str) -> EngineResult<()> {
+        if session.registration.name_patterns.is_empty() {
+            return Ok(());
+        }
+        match self.store.get_workflow(target).await? {
+            Some(w) if !session.registration.reaches(&w.workflow_name) => Err(out_of_reach(&w.workflow_name)),
+            _ => Ok(()),
+        }
+    }
+
     /// Fails a workflow whose history a write would take past `max_history_bytes`, and says so
     /// to its worker.
     async fn fail_history_too_large(&self, session: &WorkerSession, fence: &Fence, history: usize) -> EngineError {
@@ -409,4 +424,11 @@ impl Engine {
         }
         Ok(done)
     }
+}
+
+/// A worker key reaching for a workflow its patterns do not cover.
+pub(crate) fn out_of_reach(workflow_name: &str) -> EngineError {
+    crate::auth::permission_denied(format!(
+        "this worker's key does not reach workflows named {workflow_name:?}"
+    ))
 }

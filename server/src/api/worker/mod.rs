@@ -43,16 +43,26 @@ pub struct WorkerApi {
 /// time to live.
 const KEY_RECHECK: Duration = Duration::from_secs(1);
 
-/// A worker key registers only the names its patterns allow.
+/// A worker key registers only the names its patterns allow, and takes work only from queues
+/// they cover (besides `default`, which always exists): a worker never creates a queue its key
+/// does not name.
 fn check_names(principal: Option<&Principal>, registration: &Registration) -> Result<(), Status> {
     if principal.is_none() {
         return Ok(());
     }
-    let names = registration.workflow_names.iter().chain(&registration.step_names);
+    let queues = registration
+        .queues
+        .iter()
+        .filter(|q| *q != crate::engine::workflows::DEFAULT_QUEUE);
+    let names = registration
+        .workflow_names
+        .iter()
+        .chain(&registration.step_names)
+        .chain(queues);
     match names.into_iter().find(|n| !registration.reaches(n)) {
         None => Ok(()),
         Some(n) => Err(status::to_status(permission_denied(format!(
-            "this key may not register {n:?}"
+            "this key does not cover {n:?}: it registers only the workflow, step and queue names its patterns allow"
         )))),
     }
 }
