@@ -8,7 +8,11 @@ use tonic::{Request, Response, Status};
 use waymark_proto::v1::{self, admin_service_server::AdminService};
 use waymark_store::{ApiKeyRecord, NamespaceRecord};
 
-use super::{caller, convert, status::to_status};
+use super::{
+    audit::{note_resource, noted},
+    caller, convert,
+    status::to_status,
+};
 use crate::auth::{scope, Authenticator, KeySpec, Role};
 use crate::namespaces::Namespaces;
 
@@ -73,6 +77,7 @@ impl AdminService for AdminApi {
             expires_at: r.expires_at.as_ref().map(convert::millis),
         };
         let created = self.auth.create_key(by.as_deref(), spec).await.map_err(to_status)?;
+        note_resource(&created.record.key_id);
         Ok(Response::new(v1::CreateApiKeyResponse {
             key: Some(to_wire(created.record)),
             secret: created.text,
@@ -96,7 +101,7 @@ impl AdminService for AdminApi {
         let by = caller(&req);
         let revoked = self
             .auth
-            .revoke_key(by.as_deref(), &req.into_inner().key_id)
+            .revoke_key(by.as_deref(), &noted(req.into_inner().key_id))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::RevokeApiKeyResponse { revoked }))
@@ -107,7 +112,7 @@ impl AdminService for AdminApi {
         req: Request<v1::CreateNamespaceRequest>,
     ) -> Result<Response<v1::CreateNamespaceResponse>, Status> {
         scope::require_all(caller(&req).as_deref(), "create namespaces").map_err(to_status)?;
-        let name = req.into_inner().name;
+        let name = noted(req.into_inner().name);
         // Keys left naming an earlier namespace of this name (its deletion could not reach them
         // all) do not come with the new one.
         if matches!(self.namespaces.describe(&name).await, Err(e) if e.reason == "NAMESPACE_NOT_FOUND") {
@@ -155,6 +160,7 @@ impl AdminService for AdminApi {
     ) -> Result<Response<v1::DeleteNamespaceResponse>, Status> {
         scope::require_all(caller(&req).as_deref(), "delete namespaces").map_err(to_status)?;
         let r = req.into_inner();
+        note_resource(&r.name);
         self.namespaces.delete(&r.name, r.force).await.map_err(to_status)?;
         // Its keys go with it, so a namespace made later under this name is not theirs.
         self.auth.namespace_deleted(&r.name).await.map_err(to_status)?;

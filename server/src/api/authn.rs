@@ -81,10 +81,14 @@ async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<(Option<Princi
         Some(Ok(n)) => Some(n.as_str()),
         Some(Err(())) => return Err(EngineError::invalid("the waymark-namespace header is not text")),
     };
+    if let Some(n) = named {
+        super::audit::note_namespace(n);
+    }
     if !auth.enabled || needed == access::Access::Open {
         return Ok((None, Namespace(named.unwrap_or(DEFAULT_NAMESPACE).to_string())));
     }
     let principal = auth.authenticate(call.authorization.as_deref()).await?;
+    super::audit::note_key(&principal.key_id);
     let namespace = match (named, principal.namespaces.as_slice()) {
         (Some(n), _) => n,
         (None, [only]) if only != ANY_NAMESPACE => only.as_str(),
@@ -135,6 +139,7 @@ where
                         req.extensions_mut().insert(Arc::new(p));
                     }
                     tracing::Span::current().record("waymark.namespace", namespace.0.as_str());
+                    super::audit::note_namespace(&namespace.0);
                     req.extensions_mut().insert(namespace);
                     inner.call(req).await
                 }

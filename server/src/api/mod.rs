@@ -17,6 +17,7 @@ use crate::{
 };
 
 pub mod admin_service;
+pub mod audit;
 pub mod authn;
 pub mod convert;
 pub mod guard;

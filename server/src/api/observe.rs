@@ -19,6 +19,7 @@ use tracing::{field::Empty, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use waymark_store::{TraceContext, WorkflowRecord};
 
+use super::audit;
 use crate::telemetry::{self, context, metrics};
 
 /// The caller's trace context (`traceparent`/`tracestate` metadata), when it sent a valid one.
@@ -32,8 +33,10 @@ impl IncomingTrace {
     }
 }
 
-/// Puts a workflow's id, name, queue and epoch on the current call's span.
+/// Puts a workflow's id, name, queue and epoch on the current call's span (and its id in the
+/// call's audit line).
 pub fn note_workflow(w: &WorkflowRecord) {
+    super::audit::note_resource(&w.workflow_id);
     let span = tracing::Span::current();
     span.record("waymark.workflow.id", w.workflow_id.as_str());
     span.record("waymark.workflow.name", w.workflow_name.as_str());
@@ -43,6 +46,7 @@ pub fn note_workflow(w: &WorkflowRecord) {
 
 /// Puts a workflow id on the current call's span (when that is all the call names).
 pub fn note_workflow_id(id: &str) {
+    super::audit::note_resource(id);
     tracing::Span::current().record("waymark.workflow.id", id);
 }
 
@@ -131,9 +135,11 @@ where
             }
         }
         req.extensions_mut().insert(IncomingTrace(incoming));
+        let access = crate::auth::access::required(req.uri().path());
+        let notes = audit::CallNotes::default();
         let answer = {
             let _entered = span.enter();
-            self.inner.call(req)
+            audit::scoped(notes.clone(), self.inner.call(req))
         };
         let access_log = self.access_log;
         Box::pin(
@@ -161,6 +167,7 @@ where
                 let m = metrics::metrics();
                 m.rpc_requests.get_or_create(&labels).inc();
                 m.rpc_duration.get_or_create(&labels).observe(latency.as_secs_f64());
+                let notes = notes.lock().unwrap().clone();
                 if access_log {
                     tracing::info!(
                         target: "waymark::access",
@@ -168,8 +175,12 @@ where
                         status = %code_name,
                         latency_ms = latency.as_secs_f64() * 1000.0,
                         peer = %peer,
+                        key_id = notes.key_id.as_deref().unwrap_or("-"),
                         "call answered"
                     );
+                }
+                if audit::audited(access, tonic::Code::from_i32(code)) {
+                    audit::log(&path, tonic::Code::from_i32(code), &peer, &notes);
                 }
                 Ok(response)
             }

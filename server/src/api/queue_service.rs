@@ -6,7 +6,11 @@ use tonic::{Request, Response, Status};
 use waymark_proto::v1::{self, queue_service_server::QueueService};
 use waymark_store::{Millis, QueueCounts, QueueLimits, QueueRecord, QueueUpdate, RateLimit};
 
-use super::{convert, status::to_status};
+use super::{
+    audit::{note_resource, noted},
+    convert,
+    status::to_status,
+};
 use crate::namespaces::Namespaces;
 
 pub struct QueueApi {
@@ -111,6 +115,7 @@ impl QueueService for QueueApi {
     ) -> Result<Response<v1::CreateQueueResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let q = queue_of(req.into_inner().queue)?;
+        note_resource(&q.name);
         let limits = limits_from_wire(&q)?;
         let created = engine.create_queue(&q.name, limits).await.map_err(to_status)?;
         Ok(Response::new(v1::CreateQueueResponse {
@@ -125,6 +130,7 @@ impl QueueService for QueueApi {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let q = queue_of(r.queue)?;
+        note_resource(&q.name);
         let update = update_from_wire(&q, r.update_mask.as_ref())?;
         let updated = engine.update_queue(&q.name, update).await.map_err(to_status)?;
         Ok(Response::new(v1::UpdateQueueResponse {
@@ -134,7 +140,10 @@ impl QueueService for QueueApi {
 
     async fn get_queue(&self, req: Request<v1::GetQueueRequest>) -> Result<Response<v1::GetQueueResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
-        let q = engine.get_queue(&req.into_inner().name).await.map_err(to_status)?;
+        let q = engine
+            .get_queue(&noted(req.into_inner().name))
+            .await
+            .map_err(to_status)?;
         let counts = engine.queue_counts_now(Some(&q.name)).await.map_err(to_status)?;
         let stats = stats(counts.first(), engine.now_ms());
         Ok(Response::new(v1::GetQueueResponse {
@@ -175,7 +184,10 @@ impl QueueService for QueueApi {
         req: Request<v1::DeleteQueueRequest>,
     ) -> Result<Response<v1::DeleteQueueResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
-        engine.delete_queue(&req.into_inner().name).await.map_err(to_status)?;
+        engine
+            .delete_queue(&noted(req.into_inner().name))
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::DeleteQueueResponse {}))
     }
 }

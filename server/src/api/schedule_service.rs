@@ -7,7 +7,12 @@ use tonic::{Request, Response, Status};
 use waymark_proto::v1::{self, schedule_service_server::ScheduleService};
 use waymark_store::ScheduleRecord;
 
-use super::{convert, status::invalid, status::to_status};
+use super::{
+    audit::{note_resource, noted},
+    convert,
+    status::invalid,
+    status::to_status,
+};
 use crate::engine::schedules::{NewSchedule, ScheduleChanges};
 use crate::namespaces::Namespaces;
 
@@ -79,6 +84,7 @@ impl ScheduleService for ScheduleApi {
     ) -> Result<Response<v1::CreateScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let s = schedule_of(req.into_inner().schedule)?;
+        note_resource(&s.name);
         let new = NewSchedule {
             input: convert::payload_text("input", s.input.as_ref())?,
             name: s.name,
@@ -101,7 +107,7 @@ impl ScheduleService for ScheduleApi {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let s = schedule_of(r.schedule)?;
-        let name = s.name.clone();
+        let name = noted(s.name.clone());
         let changes = changes_from_wire(s, r.update_mask.as_ref())?;
         let updated = engine.update_schedule(&name, changes).await.map_err(to_status)?;
         Ok(Response::new(v1::UpdateScheduleResponse {
@@ -114,7 +120,10 @@ impl ScheduleService for ScheduleApi {
         req: Request<v1::GetScheduleRequest>,
     ) -> Result<Response<v1::GetScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
-        let s = engine.get_schedule(&req.into_inner().name).await.map_err(to_status)?;
+        let s = engine
+            .get_schedule(&noted(req.into_inner().name))
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::GetScheduleResponse {
             schedule: Some(to_wire(s)),
         }))
@@ -142,7 +151,7 @@ impl ScheduleService for ScheduleApi {
     ) -> Result<Response<v1::DeleteScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         engine
-            .delete_schedule(&req.into_inner().name)
+            .delete_schedule(&noted(req.into_inner().name))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::DeleteScheduleResponse {}))
@@ -153,7 +162,10 @@ impl ScheduleService for ScheduleApi {
         req: Request<v1::PauseScheduleRequest>,
     ) -> Result<Response<v1::PauseScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
-        let s = engine.pause_schedule(&req.into_inner().name).await.map_err(to_status)?;
+        let s = engine
+            .pause_schedule(&noted(req.into_inner().name))
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::PauseScheduleResponse {
             schedule: Some(to_wire(s)),
         }))
@@ -165,7 +177,7 @@ impl ScheduleService for ScheduleApi {
     ) -> Result<Response<v1::ResumeScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let s = engine
-            .resume_schedule(&req.into_inner().name)
+            .resume_schedule(&noted(req.into_inner().name))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::ResumeScheduleResponse {
@@ -179,6 +191,7 @@ impl ScheduleService for ScheduleApi {
     ) -> Result<Response<v1::TriggerScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
+        note_resource(&r.name);
         let started = engine
             .trigger_schedule(&r.name, &r.request_id)
             .await
@@ -195,6 +208,7 @@ impl ScheduleService for ScheduleApi {
     ) -> Result<Response<v1::BackfillScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
+        note_resource(&r.name);
         let from = time("start_time", r.start_time.as_ref())?;
         let to = time("end_time", r.end_time.as_ref())?;
         let runs = engine.backfill_schedule(&r.name, from, to).await.map_err(to_status)?;
