@@ -623,6 +623,70 @@ async fn writes_and_refusals_leave_an_audit_line(backend: Backend) {
     }
 }
 
+// Attempt: keep an AwaitWorkflow, a GetEvent and a ReadStream open on a workflow that never
+// ends, then revoke their key. Outcome: each ends with UNAUTHENTICATED within seconds, long
+// before its own timeout.
+async fn revoking_a_key_ends_its_long_polls(backend: Backend) {
+    use futures::StreamExt;
+    let port = waymark_integration_tests::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let Some((_db, server, admin_key)) = with_auth(backend, &["--metrics-listen", &listen]).await else {
+        return;
+    };
+    let admin = client_with(&server, &admin_key).await;
+    let (key_id, client_key) = make_key(&admin, Role::Client, &[]).await;
+    let client = client_with(&server, &client_key).await;
+    client
+        .start_json(
+            "never.run",
+            serde_json::json!({}),
+            StartOptions {
+                allow_unregistered: true,
+                ..StartOptions::id("forever")
+            },
+        )
+        .await
+        .unwrap();
+    let hour = Duration::from_secs(3600);
+    let awaiting = tokio::spawn({
+        let c = client.clone();
+        async move { c.await_workflow("forever", Some(hour)).await }
+    });
+    let event = tokio::spawn({
+        let c = client.clone();
+        async move { c.get_event("forever", "never", Some(hour)).await }
+    });
+    let mut stream = client.read_stream("forever", "out", 0).await.unwrap();
+    // Revoked only once the server holds all three waits, so each is ended, not refused.
+    wait_for("the three waits to be registered", PATIENCE, || async {
+        let (_, scrape) = waymark_integration_tests::http_get(port, "/metrics").await.ok()?;
+        scrape
+            .lines()
+            .any(|l| {
+                l.starts_with("waymark_waits{") && l.contains("namespace=\"default\"") && l.trim_end().ends_with(" 3")
+            })
+            .then_some(())
+    })
+    .await;
+    assert!(admin.revoke_api_key(&key_id).await.unwrap());
+    let unauthenticated = |r: Result<(), waymark_sdk::Error>, what: &str| {
+        let e = r.expect_err(what);
+        assert_eq!(
+            reason(&e),
+            (Some(Code::Unauthenticated), "UNAUTHENTICATED".into()),
+            "{what}"
+        );
+    };
+    let ended = tokio::time::timeout(PATIENCE, async {
+        unauthenticated(awaiting.await.unwrap().map(|_| ()), "AwaitWorkflow");
+        unauthenticated(event.await.unwrap().map(|_| ()), "GetEvent");
+        let next = stream.next().await.expect("an error, not the end");
+        unauthenticated(next.map(|_| ()), "ReadStream");
+    })
+    .await;
+    assert!(ended.is_ok(), "the long polls ended within {PATIENCE:?}");
+}
+
 // Attempt: use a key after it expires. Outcome: UNAUTHENTICATED once its time has passed.
 async fn an_expired_key_stops_working(backend: Backend) {
     let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
@@ -806,4 +870,5 @@ waymark_integration_tests::on_both_stores!(
     a_remote_steps_result_comes_only_from_the_stream_it_was_dispatched_to,
     a_worker_key_reaches_only_the_workflows_its_patterns_cover,
     writes_and_refusals_leave_an_audit_line,
+    revoking_a_key_ends_its_long_polls,
 );

@@ -18,9 +18,18 @@ use std::{
 use tower::{Layer, Service};
 
 use super::status::to_status;
-use crate::auth::{access, permission_denied, Authenticator, Principal, ANY_NAMESPACE, DEFAULT_NAMESPACE};
+use crate::auth::{
+    access, permission_denied, unauthenticated, Authenticator, KeyWatch, Principal, ANY_NAMESPACE, DEFAULT_NAMESPACE,
+};
 use crate::engine::{EngineError, EngineResult};
 use crate::namespaces::Namespace;
+
+/// Unary calls that may wait long for their answer: each ends with UNAUTHENTICATED once its key
+/// is revoked (a stream's reader watches its key itself: see ReadStream).
+const LONG_POLLS: [&str; 2] = [
+    "/waymark.v1.WorkflowService/AwaitWorkflow",
+    "/waymark.v1.WorkflowService/GetEvent",
+];
 
 /// The metadata naming the namespace a call acts in.
 pub const NAMESPACE_HEADER: &str = "waymark-namespace";
@@ -135,13 +144,27 @@ where
         Box::pin(async move {
             match admit(&auth, &call).await {
                 Ok((principal, namespace)) => {
-                    if let Some(p) = principal {
-                        req.extensions_mut().insert(Arc::new(p));
-                    }
                     tracing::Span::current().record("waymark.namespace", namespace.0.as_str());
                     super::audit::note_namespace(&namespace.0);
+                    let watch = principal.map(|p| KeyWatch {
+                        auth: auth.clone(),
+                        principal: Arc::new(p),
+                        namespace: namespace.0.clone(),
+                    });
                     req.extensions_mut().insert(namespace);
-                    inner.call(req).await
+                    let Some(watch) = watch else {
+                        return inner.call(req).await;
+                    };
+                    req.extensions_mut().insert(watch.principal.clone());
+                    req.extensions_mut().insert(watch.clone());
+                    if !LONG_POLLS.contains(&call.path.as_str()) {
+                        return inner.call(req).await;
+                    }
+                    // A long poll ends when its key does: it may otherwise wait for hours.
+                    tokio::select! {
+                        answer = inner.call(req) => answer,
+                        _ = watch.revoked() => Ok(to_status(unauthenticated()).into_http()),
+                    }
                 }
                 Err(e) => Ok(to_status(e).into_http()),
             }

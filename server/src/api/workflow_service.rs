@@ -48,6 +48,7 @@ impl WorkflowService for WorkflowApi {
         req: Request<v1::ReadStreamRequest>,
     ) -> Result<Response<Self::ReadStreamStream>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
+        let watch = req.extensions().get::<crate::auth::KeyWatch>().cloned();
         let r = req.into_inner();
         // Answer NOT_FOUND / INVALID_ARGUMENT up front rather than as a broken stream.
         let place = engine
@@ -59,11 +60,24 @@ impl WorkflowService for WorkflowApi {
         tokio::spawn(async move {
             let _place = place;
             let mut from = r.from_offset;
+            // One watch for the whole read, however often entries come.
+            let revoked = async move {
+                match watch {
+                    Some(w) => w.revoked().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(revoked);
             loop {
                 let next = tokio::select! {
                     n = engine.next_stream_entries(&r.workflow_id, &r.key, from) => n,
                     // The reader went away.
                     _ = tx.closed() => return,
+                    // Its key was revoked: a follower may otherwise read on for hours.
+                    _ = &mut revoked => {
+                        let _ = tx.send(Err(to_status(crate::auth::unauthenticated()))).await;
+                        return;
+                    }
                 };
                 match next {
                     Ok(StreamNext::Entries(entries)) => {

@@ -91,6 +91,35 @@ pub fn permission_denied(what: impl Into<String>) -> EngineError {
     EngineError::new(ErrorCode::PermissionDenied, "PERMISSION_DENIED", what)
 }
 
+/// How often a long call (an open worker stream, AwaitWorkflow, GetEvent, ReadStream) checks
+/// that its key is still good — through the key cache, so mostly without a database read: a
+/// revoked key's calls end within this and the cache's time to live.
+pub const KEY_RECHECK: Duration = Duration::from_secs(1);
+
+/// A long call's key, watched: [`revoked`](Self::revoked) resolves once the key is revoked,
+/// expires, or no longer acts in the call's namespace. The authentication layer puts one in
+/// every authenticated call's extensions.
+#[derive(Clone)]
+pub struct KeyWatch {
+    pub auth: Arc<Authenticator>,
+    pub principal: Arc<Principal>,
+    pub namespace: String,
+}
+
+impl KeyWatch {
+    pub async fn revoked(&self) {
+        let mut every = tokio::time::interval(KEY_RECHECK);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        every.tick().await;
+        loop {
+            every.tick().await;
+            if !self.auth.still_valid(&self.principal, &self.namespace).await {
+                return;
+            }
+        }
+    }
+}
+
 /// Most keys one replica keeps verified in memory.
 pub const MAX_CACHED_KEYS: usize = 10_000;
 /// Most keys a list returns.

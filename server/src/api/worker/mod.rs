@@ -30,18 +30,13 @@ use waymark_proto::v1::{
 };
 
 use super::status;
-use crate::auth::{permission_denied, unauthenticated, Authenticator, Principal};
+use crate::auth::{permission_denied, unauthenticated, Authenticator, Principal, KEY_RECHECK};
 use crate::engine::{Engine, Registration, ToWorker, WorkerSession};
 
 pub struct WorkerApi {
     pub namespaces: Arc<crate::namespaces::Namespaces>,
     pub auth: Arc<Authenticator>,
 }
-
-/// How often an open stream checks that its key is still good (through the key cache, so
-/// mostly without a database read): a revoked key's streams close within this and the cache's
-/// time to live.
-const KEY_RECHECK: Duration = Duration::from_secs(1);
 
 /// A worker key registers only the names its patterns allow, and takes work only from queues
 /// they cover (besides `default`, which always exists): a worker never creates a queue its key
