@@ -222,9 +222,15 @@ macro_rules! on_both_stores {
 /// `GET path` over plain HTTP/1.1 on a local port (the server's metrics listener): the status
 /// code and the body.
 pub async fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    http_get_with(port, path, None).await
+}
+
+/// `GET path` presenting `bearer` as `authorization: Bearer <bearer>`.
+pub async fn http_get_with(port: u16, path: &str, bearer: Option<&str>) -> std::io::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let authorization = bearer.map_or(String::new(), |b| format!("Authorization: Bearer {b}\r\n"));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{authorization}Connection: close\r\n\r\n");
     s.write_all(request.as_bytes()).await?;
     let mut raw = String::new();
     s.read_to_string(&mut raw).await?;

@@ -687,6 +687,53 @@ async fn revoking_a_key_ends_its_long_polls(backend: Backend) {
     assert!(ended.is_ok(), "the long polls ended within {PATIENCE:?}");
 }
 
+// Attempt: read /metrics and /readyz from a metrics listener beyond loopback with no key, a
+// worker key, a made-up key; start one without --auth. Outcome: 401 each time (a key that may
+// read gets 200, /healthz stays open); the server refuses to start without --auth.
+async fn metrics_beyond_loopback_need_a_key(backend: Backend) {
+    let port = waymark_integration_tests::free_port();
+    let listen = format!("0.0.0.0:{port}");
+    let Some((_db, server, admin_key)) = with_auth(backend, &["--metrics-listen", &listen]).await else {
+        return;
+    };
+    let admin = client_with(&server, &admin_key).await;
+    let (_, reader_key) = make_key(&admin, Role::Reader, &[]).await;
+    let (_, worker_key) = make_key(&admin, Role::Worker, &[]).await;
+    let fake = format!("wmk_{}_{}", "0".repeat(16), "0".repeat(64));
+    let get = |path: &'static str, key: Option<String>| async move {
+        waymark_integration_tests::http_get_with(port, path, key.as_deref())
+            .await
+            .unwrap()
+    };
+    for path in ["/metrics", "/readyz"] {
+        for key in [
+            None,
+            Some(worker_key.clone()),
+            Some(fake.clone()),
+            Some("garbage".to_string()),
+        ] {
+            let (status, body) = get(path, key.clone()).await;
+            assert_eq!(status, 401, "{path} with {key:?}: {body}");
+            assert!(!body.contains("waymark_"), "{body}");
+        }
+        assert_eq!(
+            get(path, Some(reader_key.clone())).await.0,
+            200,
+            "{path} with a reader key"
+        );
+    }
+    let (status, scrape) = get("/metrics", Some(admin_key.clone())).await;
+    assert_eq!(status, 200);
+    assert!(scrape.contains("waymark_rpc_requests_total"), "{scrape}");
+    assert_eq!(get("/healthz", None).await.0, 200, "liveness needs no key");
+    let other = waymark_integration_tests::free_port();
+    let text = server_refuses(&["--metrics-listen", &format!("0.0.0.0:{other}")]).await;
+    assert!(
+        text.contains("refusing to serve metrics") && text.contains("--auth"),
+        "{text}"
+    );
+}
+
 // Attempt: use a key after it expires. Outcome: UNAUTHENTICATED once its time has passed.
 async fn an_expired_key_stops_working(backend: Backend) {
     let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
@@ -871,4 +918,5 @@ waymark_integration_tests::on_both_stores!(
     a_worker_key_reaches_only_the_workflows_its_patterns_cover,
     writes_and_refusals_leave_an_audit_line,
     revoking_a_key_ends_its_long_polls,
+    metrics_beyond_loopback_need_a_key,
 );

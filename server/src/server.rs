@@ -61,6 +61,25 @@ impl SecurityOptions {
         Ok(Some(tls))
     }
 
+    /// Whether the metrics listener at `addr` needs keys: on loopback not; beyond it, with
+    /// `--auth`, yes; beyond it without `--auth` it is refused unless `--insecure` (it names
+    /// every namespace, queue and workflow name).
+    fn metrics_door(&self, addr: std::net::SocketAddr) -> anyhow::Result<bool> {
+        if addr.ip().is_loopback() {
+            return Ok(false);
+        }
+        if self.auth {
+            return Ok(true);
+        }
+        anyhow::ensure!(
+            self.insecure,
+            "refusing to serve metrics on {addr} without authentication: /metrics names every namespace, \
+             queue and workflow name. Turn on --auth (then /metrics and /readyz need an API key that may \
+             read), keep --metrics-listen on loopback, or pass --insecure to accept the risk"
+        );
+        Ok(false)
+    }
+
     /// Listening beyond this machine without keys or without TLS is refused unless asked for.
     fn check_exposure(&self, addr: std::net::SocketAddr) -> anyhow::Result<()> {
         let tls = self.tls_cert.is_some();
@@ -103,6 +122,10 @@ pub async fn open_store(url: &str, notify: bool) -> anyhow::Result<Arc<dyn Store
 #[derive(Default)]
 struct ReplicaProbe {
     namespaces: std::sync::OnceLock<Arc<Namespaces>>,
+    /// `/metrics` and `/readyz` need a key that may read (the listener is beyond loopback).
+    keys_required: bool,
+    /// The keys, once the store is open (until then a key cannot be checked: 401).
+    auth: std::sync::OnceLock<Arc<Authenticator>>,
 }
 
 #[async_trait::async_trait]
@@ -122,18 +145,41 @@ impl crate::telemetry::http::Probe for ReplicaProbe {
         };
         namespaces.default_engine().readiness()
     }
+
+    async fn admits(&self, authorization: Option<&str>) -> bool {
+        if !self.keys_required {
+            return true;
+        }
+        let Some(auth) = self.auth.get() else {
+            return false;
+        };
+        matches!(auth.authenticate(authorization).await,
+            Ok(p) if p.role.may(crate::auth::access::Access::Read))
+    }
 }
 
 pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     // The metrics listener comes first, so an orchestrator sees "not ready" (rather than
     // nothing) while migrations run.
-    let probe = Arc::new(ReplicaProbe::default());
-    let metrics_task = match &opts.metrics_listen {
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
+    let metrics_listener = match &opts.metrics_listen {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
                 .await
-                .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for metrics: {e}"))?;
-            tracing::info!(listen = %listener.local_addr()?, "metrics, /healthz and /readyz served");
+                .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for metrics: {e}"))?,
+        ),
+        None => None,
+    };
+    let keys_required = match &metrics_listener {
+        Some(l) => opts.security.metrics_door(l.local_addr()?)?,
+        None => false,
+    };
+    let probe = Arc::new(ReplicaProbe {
+        keys_required,
+        ..Default::default()
+    });
+    let metrics_task = match metrics_listener {
+        Some(listener) => {
+            tracing::info!(listen = %listener.local_addr()?, keys_required, "metrics, /healthz and /readyz served");
             Some(tokio::spawn(crate::telemetry::http::serve(listener, probe.clone())))
         }
         None => None,
@@ -155,6 +201,7 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     if let Some(path) = &security.init_admin_key_file {
         auth.bootstrap_admin_key(path).await?;
     }
+    let _ = probe.auth.set(auth.clone());
     let engine = Engine::new(store, clock.clone(), opts.engine.clone());
     let mut background = engine.spawn_background();
     let namespaces = Namespaces::new(

@@ -80,11 +80,8 @@ impl Engine {
             tags,
             ..Default::default()
         };
-        let labels = crate::telemetry::metrics::WorkflowLabels {
-            namespace: self.namespace().to_string(),
-            workflow_name: child.workflow_name.clone(),
-            queue: child.queue_name.clone(),
-        };
+        let labels =
+            crate::telemetry::metrics::WorkflowLabels::of(self.namespace(), &child.workflow_name, &child.queue_name);
         let (id, created) = super::recorded::start_child(&*self.store, &fence, step_id, child, self.now()).await?;
         if created {
             crate::telemetry::metrics::metrics()

@@ -27,11 +27,7 @@ impl Engine {
     }
 
     fn workflow_labels(&self, w: &WorkflowRecord) -> WorkflowLabels {
-        WorkflowLabels {
-            namespace: self.namespace().to_string(),
-            workflow_name: w.workflow_name.clone(),
-            queue: w.queue_name.clone(),
-        }
+        WorkflowLabels::of(self.namespace(), &w.workflow_name, &w.queue_name)
     }
 
     /// A workflow was inserted by a client's start or a parent's.
@@ -48,8 +44,8 @@ impl Engine {
         m.workflows_finished
             .get_or_create(&FinishedLabels {
                 namespace: self.namespace().to_string(),
-                workflow_name: w.workflow_name.clone(),
-                queue: w.queue_name.clone(),
+                workflow_name: metrics::workflow_name(self.namespace(), &w.workflow_name),
+                queue: metrics::queue(self.namespace(), &w.queue_name),
                 status: w.status.as_str().to_string(),
             })
             .inc();
@@ -68,8 +64,8 @@ impl Engine {
             .workflows_finished
             .get_or_create(&FinishedLabels {
                 namespace: self.namespace().to_string(),
-                workflow_name: w.workflow_name.clone(),
-                queue: w.queue_name.clone(),
+                workflow_name: metrics::workflow_name(self.namespace(), &w.workflow_name),
+                queue: metrics::queue(self.namespace(), &w.queue_name),
                 status: waymark_store::WorkflowStatus::ContinuedAsNew.as_str().to_string(),
             })
             .inc();
@@ -102,10 +98,7 @@ impl Engine {
 
     /// A workflow was enqueued for a name no worker has registered.
     pub(crate) fn count_unregistered_start(&self, w: &WorkflowRecord) {
-        let labels = metrics::QueueLabels {
-            namespace: self.namespace().to_string(),
-            queue: w.queue_name.clone(),
-        };
+        let labels = metrics::QueueLabels::of(self.namespace(), &w.queue_name);
         metrics().unregistered_starts.get_or_create(&labels).inc();
     }
 
@@ -192,22 +185,24 @@ impl Engine {
         }
         let now = self.now();
         for q in self.queue_counts(QUEUE_COUNTS_MAX_AGE).await {
+            // Queues past the label cap share `other`: their depths add up, the oldest age is
+            // the oldest of them (the levels were cleared before this scrape).
+            let queue = QueueLabels::of(&ns, &q.queue_name);
             for (status, n) in [("ENQUEUED", q.enqueued), ("PENDING", q.pending), ("DELAYED", q.delayed)] {
                 m.queue_depth
                     .get_or_create(&QueueStatusLabels {
                         namespace: ns.clone(),
-                        queue: q.queue_name.clone(),
+                        queue: queue.queue.clone(),
                         status: status.to_string(),
                     })
-                    .set(n as i64);
+                    .inc_by(n as i64);
             }
-            let queue = QueueLabels {
-                namespace: ns.clone(),
-                queue: q.queue_name.clone(),
-            };
-            m.queue_partitions.get_or_create(&queue).set(q.partitions as i64);
+            m.queue_partitions.get_or_create(&queue).inc_by(q.partitions as i64);
             let age = q.oldest_enqueued_at.map_or(0.0, |at| (now - at).max(0) as f64 / 1000.0);
-            m.queue_oldest_age.get_or_create(&queue).set(age);
+            let oldest = m.queue_oldest_age.get_or_create(&queue);
+            if age > oldest.get() {
+                oldest.set(age);
+            }
         }
     }
 }

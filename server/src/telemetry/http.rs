@@ -8,6 +8,12 @@
 //!
 //! Anything else is 404. Requests are small and answered at once; a connection that sends
 //! nothing is dropped after a few seconds, and at most [`MAX_CONNECTIONS`] are served at once.
+//!
+//! On loopback every path is open. Beyond it (`--metrics-listen 0.0.0.0:…` with `--auth`),
+//! `/metrics` and `/readyz` — which name every namespace, queue and workflow name, and why a
+//! replica is not ready — need an API key whose role may read (`authorization: Bearer <key>`,
+//! Prometheus's `authorization.credentials_file`), and are 401 without one; `/healthz` says
+//! nothing but "ok" and stays open for liveness probes.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
@@ -24,6 +30,8 @@ pub trait Probe: Send + Sync + 'static {
     async fn refresh_levels(&self);
     /// `Err(reason)` while the replica cannot do work.
     async fn ready(&self) -> Result<(), String>;
+    /// Whether a request with this `authorization` header may read `/metrics` and `/readyz`.
+    async fn admits(&self, authorization: Option<&str>) -> bool;
 }
 
 /// Connections served at once; more wait to be accepted.
@@ -57,7 +65,23 @@ async fn answer(req: Request<Incoming>, probe: Arc<dyn Probe>) -> Result<Respons
     if req.method() != hyper::Method::GET {
         return Ok(text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into()));
     }
-    Ok(match req.uri().path() {
+    let path = req.uri().path();
+    if matches!(path, "/metrics" | "/readyz") {
+        let authorization = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if !probe.admits(authorization).await {
+            let mut r = text(
+                StatusCode::UNAUTHORIZED,
+                "an API key that may read is required: send `authorization: Bearer <key>`\n".into(),
+            );
+            r.headers_mut()
+                .insert(hyper::header::WWW_AUTHENTICATE, "Bearer".parse().expect("valid"));
+            return Ok(r);
+        }
+    }
+    Ok(match path {
         "/metrics" => {
             probe.refresh_levels().await;
             let body = super::metrics::metrics().encode();

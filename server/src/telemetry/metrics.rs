@@ -5,7 +5,10 @@
 //! scans a table.
 //!
 //! Every series carries the namespace. Label values come from names the server has checked
-//! (registered workflow names, queue names, statuses), so their number is bounded.
+//! (registered workflow names, queue names, statuses), and workflow and queue names are spelled
+//! out only for the first [`MAX_NAMED_PER_NAMESPACE`] of each a namespace shows; the rest are
+//! counted together as `other` ([`workflow_name`], [`queue`]), so a client that makes names
+//! without end cannot make the scrape grow without end.
 
 use std::sync::LazyLock;
 
@@ -290,6 +293,68 @@ impl Metrics {
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
+/// Most workflow names, and most queue names, a namespace's series spell out.
+pub const MAX_NAMED_PER_NAMESPACE: usize = 100;
+/// The label value of every name past the cap.
+pub const OTHER: &str = "other";
+
+/// The names a label has spelled out so far, per namespace: a name keeps its own series once it
+/// has one, and a name seen first when the namespace has [`MAX_NAMED_PER_NAMESPACE`] is `other`.
+struct Named {
+    cap: usize,
+    seen: std::sync::Mutex<std::collections::HashMap<String, std::collections::HashSet<String>>>,
+}
+
+impl Named {
+    fn label(&self, namespace: &str, name: &str) -> String {
+        let mut seen = self.seen.lock().unwrap();
+        let names = seen.entry(namespace.to_string()).or_default();
+        if names.contains(name) || (names.len() < self.cap && names.insert(name.to_string())) {
+            name.to_string()
+        } else {
+            OTHER.to_string()
+        }
+    }
+}
+
+static WORKFLOW_NAMES: LazyLock<Named> = LazyLock::new(|| Named {
+    cap: MAX_NAMED_PER_NAMESPACE,
+    seen: Default::default(),
+});
+static QUEUES: LazyLock<Named> = LazyLock::new(|| Named {
+    cap: MAX_NAMED_PER_NAMESPACE,
+    seen: Default::default(),
+});
+
+/// A workflow name as the series of `namespace` label it.
+pub fn workflow_name(namespace: &str, name: &str) -> String {
+    WORKFLOW_NAMES.label(namespace, name)
+}
+
+/// A queue name as the series of `namespace` label it.
+pub fn queue(namespace: &str, name: &str) -> String {
+    QUEUES.label(namespace, name)
+}
+
+impl WorkflowLabels {
+    pub fn of(namespace: &str, workflow_name: &str, queue_name: &str) -> WorkflowLabels {
+        WorkflowLabels {
+            namespace: namespace.to_string(),
+            workflow_name: self::workflow_name(namespace, workflow_name),
+            queue: queue(namespace, queue_name),
+        }
+    }
+}
+
+impl QueueLabels {
+    pub fn of(namespace: &str, queue_name: &str) -> QueueLabels {
+        QueueLabels {
+            namespace: namespace.to_string(),
+            queue: queue(namespace, queue_name),
+        }
+    }
+}
+
 /// The process's metrics.
 pub fn metrics() -> &'static Metrics {
     &METRICS
@@ -305,6 +370,37 @@ pub fn ns(namespace: &str) -> NamespaceLabels {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_past_the_cap_are_counted_as_other() {
+        let named = Named {
+            cap: 3,
+            seen: Default::default(),
+        };
+        let labels: Vec<String> = (0..10).map(|i| named.label("a", &format!("n{i}"))).collect();
+        assert_eq!(
+            labels,
+            ["n0", "n1", "n2", "other", "other", "other", "other", "other", "other", "other"]
+        );
+        assert_eq!(named.label("a", "n1"), "n1", "a name keeps its series");
+        assert_eq!(named.label("b", "n9"), "n9", "each namespace has its own");
+        // Through the families: a flood of names makes at most the cap's series, plus other.
+        let m = Metrics::new();
+        for i in 0..(MAX_NAMED_PER_NAMESPACE + 50) {
+            let l = WorkflowLabels::of("flooded", &format!("wf-{i}"), &format!("q-{i}"));
+            m.workflows_started.get_or_create(&l).inc();
+        }
+        let text = m.encode();
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("waymark_workflows_started_total{"))
+            .count();
+        assert_eq!(series, MAX_NAMED_PER_NAMESPACE + 1, "{text}");
+        assert!(
+            text.contains(r#"namespace="flooded",workflow_name="other",queue="other"} 50"#),
+            "{text}"
+        );
+    }
 
     #[test]
     fn the_registry_encodes_as_openmetrics_text() {
