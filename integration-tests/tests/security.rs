@@ -885,6 +885,44 @@ async fn server_refuses(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
 
+// Attempt: the CLI with a key and a plaintext address that is not loopback (0.0.0.0 reaches
+// this machine, but is not a loopback address). Outcome: refused before anything is sent,
+// naming --insecure and never the key; with --insecure or WAYMARK_INSECURE=1 it goes through,
+// and on 127.0.0.1 nothing is needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_refuses_to_send_a_key_in_clear_beyond_loopback() {
+    let (_db, server, admin_key) = with_auth(Backend::Sqlite, &[]).await.unwrap();
+    let cli = |address: String, extra: &'static [&'static str], env: &'static [(&'static str, &'static str)]| {
+        let key = admin_key.clone();
+        async move {
+            let out = tokio::process::Command::new(waymark_bin())
+                .args(["queue", "list", "--server", &address, "--api-key", &key])
+                .args(extra)
+                .env_remove("WAYMARK_INSECURE")
+                .envs(env.iter().copied())
+                .kill_on_drop(true)
+                .output()
+                .await
+                .unwrap();
+            (out.status.success(), String::from_utf8_lossy(&out.stderr).to_string())
+        }
+    };
+    let remote = format!("http://0.0.0.0:{}", server.port);
+    let (ok, err) = cli(remote.clone(), &[], &[]).await;
+    assert!(
+        !ok && err.contains("unencrypted") && err.contains("--insecure"),
+        "{err}"
+    );
+    assert!(!err.contains(admin_key.rsplit('_').next().unwrap()), "{err}");
+    assert_eq!(cli(remote.clone(), &["--insecure"], &[]).await, (true, String::new()));
+    assert_eq!(
+        cli(remote, &[], &[("WAYMARK_INSECURE", "1")]).await,
+        (true, String::new())
+    );
+    let local = format!("http://127.0.0.1:{}", server.port);
+    assert_eq!(cli(local, &[], &[]).await, (true, String::new()));
+}
+
 // Attempt: listen on every interface without authentication, or with it but without TLS.
 // Outcome: the server refuses to start, saying how to turn them on; --insecure overrides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

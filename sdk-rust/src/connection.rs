@@ -10,10 +10,13 @@
 //! | client certificate and key (PEM files) | `WAYMARK_TLS_CERT`, `WAYMARK_TLS_KEY` |
 //! | API key | `WAYMARK_API_KEY` |
 //! | namespace | `WAYMARK_NAMESPACE` |
+//! | send a key over plaintext beyond loopback | `WAYMARK_INSECURE=1` |
 //!
 //! An address without a scheme is TLS when any TLS option is set; an `http://` address with
 //! TLS options is refused rather than silently sent in the clear. `https://` without a CA
-//! trusts the usual web roots.
+//! trusts the usual web roots. An API key is never sent in the clear to another machine: a key
+//! with a plaintext address whose host is not loopback (`localhost`, `127.x.x.x`, `::1`) is
+//! refused unless [`insecure`](ConnectOptions::insecure) (or `WAYMARK_INSECURE=1`) says so.
 
 use tonic::{
     metadata::{Ascii, MetadataValue},
@@ -31,6 +34,7 @@ pub struct ConnectOptions {
     client_identity: Option<(Vec<u8>, Vec<u8>)>,
     api_key: Option<String>,
     namespace: Option<String>,
+    insecure: bool,
 }
 
 // Hand-written so a key never reaches a log through `{:?}`.
@@ -42,6 +46,7 @@ impl std::fmt::Debug for ConnectOptions {
             .field("client_identity", &self.client_identity.is_some())
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("namespace", &self.namespace)
+            .field("insecure", &self.insecure)
             .finish()
     }
 }
@@ -105,6 +110,13 @@ impl ConnectOptions {
         self
     }
 
+    /// Allow sending the API key over plaintext (`http://`) to a host that is not loopback —
+    /// for a network you trust to carry it (a sidecar, a private link). Also `WAYMARK_INSECURE=1`.
+    pub fn insecure(mut self, insecure: bool) -> Self {
+        self.insecure = insecure;
+        self
+    }
+
     /// The options with every unset field taken from the environment.
     fn resolved(&self) -> Result<Resolved, Error> {
         let tls_ca = match &self.tls_ca {
@@ -139,6 +151,15 @@ impl ConnectOptions {
             None if wants_tls => "https://127.0.0.1:7450".into(),
             None => "http://127.0.0.1:7450".into(),
         };
+        let api_key = self.api_key.clone().or_else(|| env("WAYMARK_API_KEY"));
+        let insecure = self.insecure
+            || env("WAYMARK_INSECURE").is_some_and(|v| ["1", "true", "yes", "on"].contains(&v.to_lowercase().as_str()));
+        if api_key.is_some() && !address.starts_with("https://") && !insecure && !loopback(&address) {
+            return Err(Error::Transport(format!(
+                "refusing to send the API key unencrypted to {address}: use an https:// address (TLS), \
+                 or allow plaintext with the insecure option (WAYMARK_INSECURE=1; --insecure on the command line)"
+            )));
+        }
         let header = |what: &str, v: String| {
             MetadataValue::try_from(v).map_err(|_| Error::Transport(format!("the {what} is not valid header text")))
         };
@@ -148,12 +169,7 @@ impl ConnectOptions {
             tls_ca,
             identity,
             credentials: Credentials {
-                authorization: self
-                    .api_key
-                    .clone()
-                    .or_else(|| env("WAYMARK_API_KEY"))
-                    .map(|k| header("API key", format!("Bearer {k}")))
-                    .transpose()?,
+                authorization: api_key.map(|k| header("API key", format!("Bearer {k}"))).transpose()?,
                 namespace: self
                     .namespace
                     .clone()
@@ -203,6 +219,18 @@ impl ConnectOptions {
         })?;
         Ok(InterceptedService::new(channel, r.credentials))
     }
+}
+
+/// Whether the host of `address` (`scheme://host:port/…`) is this machine's loopback.
+fn loopback(address: &str) -> bool {
+    let rest = address.split_once("://").map_or(address, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// An error with its causes, so a TLS failure says what failed ("invalid peer certificate").
@@ -277,14 +305,57 @@ mod tests {
     }
 
     #[test]
+    fn a_key_is_never_sent_in_the_clear_beyond_loopback() {
+        let key = "wmk_0123456789abcdef_secret";
+        for remote in [
+            "http://h:1",
+            "h:1",
+            "http://10.0.0.5:7450",
+            "http://[2001:db8::1]:1",
+            "http://0.0.0.0:1",
+        ] {
+            let e = ConnectOptions::new(remote).api_key(key).resolved().err().expect(remote);
+            let text = e.to_string();
+            assert!(text.contains("unencrypted") && text.contains("insecure"), "{text}");
+            assert!(!text.contains("secret"), "the key is not in the error: {text}");
+            assert!(
+                ConnectOptions::new(remote)
+                    .api_key(key)
+                    .insecure(true)
+                    .resolved()
+                    .is_ok(),
+                "{remote}"
+            );
+            assert!(ConnectOptions::new(remote).resolved().is_ok(), "no key: {remote}");
+        }
+        for local in [
+            "http://127.0.0.1:1",
+            "localhost:1",
+            "http://LOCALHOST:1/x",
+            "http://[::1]:1",
+            "127.9.9.9:1",
+        ] {
+            assert!(ConnectOptions::new(local).api_key(key).resolved().is_ok(), "{local}");
+        }
+        assert!(ConnectOptions::new("https://h:1").api_key(key).resolved().is_ok());
+        assert!(ConnectOptions::new("h:1")
+            .tls_ca_pem("x")
+            .api_key(key)
+            .resolved()
+            .is_ok());
+    }
+
+    #[test]
     fn a_key_is_sent_as_a_bearer_token_and_never_printed() {
-        let o = ConnectOptions::new("h:1").api_key("wmk_secret").namespace("default");
+        let o = ConnectOptions::new("127.0.0.1:1")
+            .api_key("wmk_secret")
+            .namespace("default");
         let mut c = o.resolved().unwrap().credentials;
         let req = c.call(tonic::Request::new(())).unwrap();
         assert_eq!(req.metadata().get("authorization").unwrap(), "Bearer wmk_secret");
         assert_eq!(req.metadata().get("waymark-namespace").unwrap(), "default");
         assert!(!format!("{o:?}").contains("wmk_secret"));
-        let bad = ConnectOptions::new("h:1").api_key("line\nbreak").resolved();
+        let bad = ConnectOptions::new("127.0.0.1:1").api_key("line\nbreak").resolved();
         assert!(bad.is_err());
     }
 }

@@ -263,6 +263,10 @@ pub struct ConnectionArgs {
     /// Its private key (PEM file); else `WAYMARK_TLS_KEY`.
     #[arg(long, global = true, value_name = "PATH", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Send the API key even over plaintext (http://) to a host that is not loopback, which is
+    /// refused otherwise; else `WAYMARK_INSECURE=1`.
+    #[arg(long, global = true)]
+    pub insecure: bool,
 }
 
 // By hand, so the API key never reaches a log or an error through `{:?}`.
@@ -291,6 +295,9 @@ impl ConnectionArgs {
         }
         if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
             o = o.client_identity_pem(read(cert)?, read(key)?);
+        }
+        if self.insecure {
+            o = o.insecure(true);
         }
         Ok(o)
     }
