@@ -734,6 +734,69 @@ async fn metrics_beyond_loopback_need_a_key(backend: Backend) {
     );
 }
 
+// Attempt: open more health Watch streams from one address than it may hold, with no key.
+// Outcome: past the cap, RESOURCE_EXHAUSTED (TOO_MANY_STREAMS); once one closes, another opens.
+async fn unauthenticated_streams_are_capped_per_address(backend: Backend) {
+    use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
+    let Some((_db, server, _admin_key)) = with_auth(backend, &[]).await else {
+        return;
+    };
+    let channel = tonic::transport::Channel::from_shared(server.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let watch = || {
+        let mut h = HealthClient::new(channel.clone());
+        async move { h.watch(HealthCheckRequest { service: String::new() }).await }
+    };
+    let mut open = Vec::new();
+    for _ in 0..8 {
+        let mut s = watch().await.expect("within the cap").into_inner();
+        s.message().await.unwrap().expect("the first status");
+        open.push(s);
+    }
+    let e = watch()
+        .await
+        .expect_err("past the cap (auth/peers.rs: STREAMS_PER_PEER)");
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert!(format!("{e:?}").contains("TOO_MANY_STREAMS"), "{e:?}");
+    drop(open.pop());
+    wait_for("a place to come free", PATIENCE, || async { watch().await.ok() }).await;
+}
+
+// Attempt: 64 clients send well-formed made-up keys as fast as they can while a real client
+// works. Outcome: every made-up call is UNAUTHENTICATED and every real call is answered.
+// (How much the flood slows the real client is measured by `make bench`, not asserted here.)
+async fn a_flood_of_made_up_keys_leaves_real_calls_answered(backend: Backend) {
+    let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
+        return;
+    };
+    let real = client_with(&server, &admin_key).await;
+    let flooders: Vec<_> = (0..64)
+        .map(|i| {
+            let connect = server.connect.clone();
+            tokio::spawn(async move {
+                let mut refused = 0;
+                for n in 0..30 {
+                    let fake = format!("wmk_{:016x}_{}", i * 1000 + n, "0".repeat(64));
+                    let c = Client::connect_with(&connect.clone().api_key(fake)).await.unwrap();
+                    let e = c.list_queues().await.expect_err("a made-up key");
+                    assert_eq!(e.code(), Some(Code::Unauthenticated), "{e:?}");
+                    refused += 1;
+                }
+                refused
+            })
+        })
+        .collect();
+    for _ in 0..100 {
+        real.list_queues().await.expect("a real call is answered");
+    }
+    for f in flooders {
+        assert_eq!(f.await.unwrap(), 30);
+    }
+}
+
 // Attempt: use a key after it expires. Outcome: UNAUTHENTICATED once its time has passed.
 async fn an_expired_key_stops_working(backend: Backend) {
     let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
@@ -785,6 +848,9 @@ async fn with_tls(backend: Backend, mutual: bool) -> Option<(TestDatabase, Serve
         dir.join("server.pem").display().to_string(),
         "--tls-key".into(),
         dir.join("server.key").display().to_string(),
+        // A handshake never begun is cut off soon (the default is 10 s).
+        "--tls-handshake-timeout".into(),
+        "1s".into(),
     ];
     let mut connect = ConnectOptions::from_env().tls_ca_pem(pem(dir.join("ca.pem")));
     if mutual {
@@ -829,6 +895,15 @@ async fn tls_carries_clients_and_workers_and_refuses_strangers(backend: Backend)
         Ok(c) => c.get("over-tls").await.is_err(),
     };
     assert!(refused, "plaintext gets nothing from a TLS port");
+    // A connection that never says hello is closed once the handshake timeout passes.
+    let mut silent = tokio::net::TcpStream::connect(("127.0.0.1", server.port))
+        .await
+        .unwrap();
+    let mut buf = [0u8; 1];
+    let read = tokio::time::timeout(PATIENCE, tokio::io::AsyncReadExt::read(&mut silent, &mut buf))
+        .await
+        .expect("closed by the server, not held open");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
     // The command line connects the same way.
     let out = Command::new(waymark_bin())
         .args([
@@ -957,4 +1032,6 @@ waymark_integration_tests::on_both_stores!(
     writes_and_refusals_leave_an_audit_line,
     revoking_a_key_ends_its_long_polls,
     metrics_beyond_loopback_need_a_key,
+    unauthenticated_streams_are_capped_per_address,
+    a_flood_of_made_up_keys_leaves_real_calls_answered,
 );

@@ -41,6 +41,8 @@ pub struct SecurityOptions {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub tls_client_ca: Option<PathBuf>,
+    /// A connection that has not finished its TLS handshake by then is closed.
+    pub tls_handshake_timeout: Duration,
     pub insecure: bool,
 }
 
@@ -54,7 +56,9 @@ impl SecurityOptions {
             );
             return Ok(None);
         };
-        let mut tls = ServerTlsConfig::new().identity(Identity::from_pem(read(cert)?, read(key)?));
+        let mut tls = ServerTlsConfig::new()
+            .identity(Identity::from_pem(read(cert)?, read(key)?))
+            .timeout(self.tls_handshake_timeout);
         if let Some(ca) = &self.tls_client_ca {
             tls = tls.client_ca_root(Certificate::from_pem(read(ca)?));
         }
@@ -146,14 +150,14 @@ impl crate::telemetry::http::Probe for ReplicaProbe {
         namespaces.default_engine().readiness()
     }
 
-    async fn admits(&self, authorization: Option<&str>) -> bool {
+    async fn admits(&self, authorization: Option<&str>, peer: std::net::IpAddr) -> bool {
         if !self.keys_required {
             return true;
         }
         let Some(auth) = self.auth.get() else {
             return false;
         };
-        matches!(auth.authenticate(authorization).await,
+        matches!(auth.authenticate(authorization, Some(peer)).await,
             Ok(p) if p.role.may(crate::auth::access::Access::Read))
     }
 }

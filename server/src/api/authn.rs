@@ -4,6 +4,9 @@
 //! stream binds itself to it). A refusal is answered here, with UNAUTHENTICATED or
 //! PERMISSION_DENIED, and the service is never called.
 //!
+//! Health `Watch` and reflection streams need no key; each remote address may hold only a few
+//! open, for a few minutes each ([`crate::auth::peers`], [`super::open_stream`]).
+//!
 //! The namespace a call acts in — the one its `waymark-namespace` metadata names, else its
 //! key's when the key has just one, else `default` — is checked here too (the key must be
 //! allowed in it) and rides on as a [`Namespace`] extension.
@@ -17,11 +20,13 @@ use std::{
 
 use tower::{Layer, Service};
 
+use super::open_stream::AnswerBody;
 use super::status::to_status;
+use crate::auth::peers::{STREAMS_PER_PEER, STREAM_DEADLINE};
 use crate::auth::{
     access, permission_denied, unauthenticated, Authenticator, KeyWatch, Principal, ANY_NAMESPACE, DEFAULT_NAMESPACE,
 };
-use crate::engine::{EngineError, EngineResult};
+use crate::engine::{EngineError, EngineResult, ErrorCode};
 use crate::namespaces::Namespace;
 
 /// Unary calls that may wait long for their answer: each ends with UNAUTHENTICATED once its key
@@ -29,6 +34,13 @@ use crate::namespaces::Namespace;
 const LONG_POLLS: [&str; 2] = [
     "/waymark.v1.WorkflowService/AwaitWorkflow",
     "/waymark.v1.WorkflowService/GetEvent",
+];
+
+/// Streams anyone may open, key or not (their method paths start so).
+const OPEN_STREAMS: [&str; 3] = [
+    "/grpc.health.v1.Health/Watch",
+    "/grpc.reflection.v1.ServerReflection/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
 ];
 
 /// The metadata naming the namespace a call acts in.
@@ -61,6 +73,8 @@ struct Call {
     /// The `waymark-namespace` header: absent, text, or not text.
     namespace: Option<Result<String, ()>>,
     authorization: Option<String>,
+    /// The caller's address (unknown off TCP).
+    peer: Option<std::net::IpAddr>,
 }
 
 impl Call {
@@ -74,6 +88,11 @@ impl Call {
             path: req.uri().path().to_string(),
             namespace: text(NAMESPACE_HEADER).map(|r| r.map_err(|_| ())),
             authorization: text(http::header::AUTHORIZATION.as_str()).and_then(Result::ok),
+            peer: req
+                .extensions()
+                .get::<tonic::transport::server::TcpConnectInfo>()
+                .and_then(|i| i.remote_addr())
+                .map(|a| a.ip()),
         }
     }
 }
@@ -96,7 +115,7 @@ async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<(Option<Princi
     if !auth.enabled || needed == access::Access::Open {
         return Ok((None, Namespace(named.unwrap_or(DEFAULT_NAMESPACE).to_string())));
     }
-    let principal = auth.authenticate(call.authorization.as_deref()).await?;
+    let principal = auth.authenticate(call.authorization.as_deref(), call.peer).await?;
     super::audit::note_key(&principal.key_id);
     let namespace = match (named, principal.namespaces.as_slice()) {
         (Some(n), _) => n,
@@ -127,7 +146,7 @@ where
     B: Send + 'static,
     R: Default + Send + 'static,
 {
-    type Response = http::Response<R>;
+    type Response = http::Response<AnswerBody<R>>;
     type Error = S::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
 
@@ -142,6 +161,21 @@ where
         let auth = self.auth.clone();
         let call = Call::of(&req);
         Box::pin(async move {
+            let answer = |r: Result<http::Response<R>, S::Error>| r.map(|r| r.map(AnswerBody::plain));
+            let refuse = |e| Ok(to_status(e).into_http().map(AnswerBody::plain));
+            if OPEN_STREAMS.iter().any(|p| call.path.starts_with(p)) {
+                // Anyone may open these, key or not: each address holds only so many, for only
+                // so long.
+                let Some(place) = auth.peers.stream(call.peer) else {
+                    return refuse(EngineError::new(
+                        ErrorCode::ResourceExhausted,
+                        "TOO_MANY_STREAMS",
+                        format!("this address holds {STREAMS_PER_PEER} unauthenticated streams already"),
+                    ));
+                };
+                let response = inner.call(req).await?;
+                return Ok(response.map(|b| AnswerBody::bounded(b, place, STREAM_DEADLINE)));
+            }
             match admit(&auth, &call).await {
                 Ok((principal, namespace)) => {
                     tracing::Span::current().record("waymark.namespace", namespace.0.as_str());
@@ -153,20 +187,20 @@ where
                     });
                     req.extensions_mut().insert(namespace);
                     let Some(watch) = watch else {
-                        return inner.call(req).await;
+                        return answer(inner.call(req).await);
                     };
                     req.extensions_mut().insert(watch.principal.clone());
                     req.extensions_mut().insert(watch.clone());
                     if !LONG_POLLS.contains(&call.path.as_str()) {
-                        return inner.call(req).await;
+                        return answer(inner.call(req).await);
                     }
                     // A long poll ends when its key does: it may otherwise wait for hours.
                     tokio::select! {
-                        answer = inner.call(req) => answer,
-                        _ = watch.revoked() => Ok(to_status(unauthenticated()).into_http()),
+                        a = inner.call(req) => answer(a),
+                        _ = watch.revoked() => refuse(unauthenticated()),
                     }
                 }
-                Err(e) => Ok(to_status(e).into_http()),
+                Err(e) => refuse(e),
             }
         })
     }

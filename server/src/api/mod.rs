@@ -22,6 +22,7 @@ pub mod authn;
 pub mod convert;
 pub mod guard;
 pub mod observe;
+pub mod open_stream;
 pub mod queue_service;
 pub mod schedule_service;
 pub mod status;

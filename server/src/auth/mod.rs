@@ -10,6 +10,7 @@
 pub mod access;
 pub mod cache;
 pub mod key;
+pub mod peers;
 pub mod scope;
 
 use std::{sync::Arc, time::Duration};
@@ -133,8 +134,10 @@ pub struct Authenticator {
     clock: Arc<dyn Clock>,
     cache: cache::KeyCache,
     /// Bounds the database reads for keys not in the cache, so a flood of made-up keys queues
-    /// here instead of at the database.
+    /// here instead of at the database…
     lookups: tokio::sync::Semaphore,
+    /// …and each remote address may cause only so many of them ([`peers`]).
+    pub peers: peers::PeerLimits,
 }
 
 /// A key as made, with the text shown once.
@@ -160,17 +163,32 @@ impl Authenticator {
             clock,
             cache: cache::KeyCache::new(cache_ttl, MAX_CACHED_KEYS),
             lookups: tokio::sync::Semaphore::new(16),
+            peers: peers::PeerLimits::default(),
         }
     }
 
-    /// The principal behind an `authorization` header value, if the key is valid now.
-    pub async fn authenticate(&self, authorization: Option<&str>) -> EngineResult<Principal> {
+    /// The principal behind an `authorization` header value, if the key is valid now. `peer`
+    /// is the caller's address: a key not cached costs a database read, which each address may
+    /// cause only so often (refused as UNAUTHENTICATED past that, without a read).
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&str>,
+        peer: Option<std::net::IpAddr>,
+    ) -> EngineResult<Principal> {
         let text = authorization
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or_else(unauthenticated)?;
         let presented = key::parse(text).ok_or_else(unauthenticated)?;
-        let record = self.lookup(presented.key_id).await?.ok_or_else(unauthenticated)?;
+        let record = match self.cache.get(presented.key_id).await {
+            Some(known) => known,
+            // A key read lately is refreshed whatever its address sends besides.
+            None if !self.cache.known_to_exist(presented.key_id) && !self.peers.lookup(peer) => {
+                return Err(unauthenticated())
+            }
+            None => self.lookup(presented.key_id).await?,
+        }
+        .ok_or_else(unauthenticated)?;
         if !key::matches(presented.secret, &record.secret_sha256) {
             return Err(unauthenticated());
         }
@@ -199,17 +217,12 @@ impl Authenticator {
     }
 
     async fn lookup(&self, key_id: &str) -> EngineResult<Option<ApiKeyRecord>> {
-        if let cache::Cached::Known(k) = self.cache.get(key_id) {
-            return Ok(k);
-        }
-        let _turn = self.lookups.acquire().await.expect("never closed");
-        // Another call may have read it while this one waited.
-        if let cache::Cached::Known(k) = self.cache.get(key_id) {
-            return Ok(k);
-        }
-        let k = self.store.get_api_key(key_id).await?;
-        self.cache.put(key_id, k.clone());
-        Ok(k)
+        self.cache
+            .get_or_read(key_id, async {
+                let _turn = self.lookups.acquire().await.expect("never closed");
+                Ok(self.store.get_api_key(key_id).await?)
+            })
+            .await
     }
 
     /// Makes a key for `by` (`None`: authentication is off), never granting more than `by`
@@ -291,7 +304,7 @@ impl Authenticator {
             }
         }
         let revoked = self.store.revoke_api_key(key_id, self.clock.now()).await?;
-        self.cache.forget(key_id);
+        self.cache.forget(key_id).await;
         tracing::info!(%key_id, revoked, "API key revoked");
         Ok(revoked)
     }
@@ -314,7 +327,7 @@ impl Authenticator {
                 self.store.set_api_key_namespaces(&k.key_id, &rest).await?;
                 narrowed += 1;
             }
-            self.cache.forget(&k.key_id);
+            self.cache.forget(&k.key_id).await;
         }
         tracing::info!(
             namespace,

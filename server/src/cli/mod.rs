@@ -168,6 +168,9 @@ pub struct ServerArgs {
     /// Require client certificates signed by this CA (PEM): mutual TLS. Needs --tls-cert.
     #[arg(long, value_name = "PATH", requires = "tls_cert")]
     pub tls_client_ca: Option<std::path::PathBuf>,
+    /// A connection that has not finished its TLS handshake within this is closed.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub tls_handshake_timeout: std::time::Duration,
     /// Allow listening on a non-loopback address without authentication or without TLS.
     #[arg(long)]
     pub insecure: bool,
@@ -202,6 +205,7 @@ impl ServerArgs {
                 tls_cert: self.tls_cert.clone(),
                 tls_key: self.tls_key.clone(),
                 tls_client_ca: self.tls_client_ca.clone(),
+                tls_handshake_timeout: self.tls_handshake_timeout,
                 insecure: self.insecure,
             },
             max_namespaces: self.max_namespaces as usize,

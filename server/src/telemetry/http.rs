@@ -30,8 +30,9 @@ pub trait Probe: Send + Sync + 'static {
     async fn refresh_levels(&self);
     /// `Err(reason)` while the replica cannot do work.
     async fn ready(&self) -> Result<(), String>;
-    /// Whether a request with this `authorization` header may read `/metrics` and `/readyz`.
-    async fn admits(&self, authorization: Option<&str>) -> bool;
+    /// Whether a request with this `authorization` header, from `peer`, may read `/metrics` and
+    /// `/readyz`.
+    async fn admits(&self, authorization: Option<&str>, peer: std::net::IpAddr) -> bool;
 }
 
 /// Connections served at once; more wait to be accepted.
@@ -44,13 +45,13 @@ pub async fn serve(listener: tokio::net::TcpListener, probe: Arc<dyn Probe>) {
         let Ok(place) = places.clone().acquire_owned().await else {
             return;
         };
-        let Ok((stream, _)) = listener.accept().await else {
+        let Ok((stream, peer)) = listener.accept().await else {
             continue;
         };
         let probe = probe.clone();
         tokio::spawn(async move {
             let _place = place;
-            let service = service_fn(move |req| answer(req, probe.clone()));
+            let service = service_fn(move |req| answer(req, probe.clone(), peer.ip()));
             let _ = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(5))
@@ -61,7 +62,11 @@ pub async fn serve(listener: tokio::net::TcpListener, probe: Arc<dyn Probe>) {
     }
 }
 
-async fn answer(req: Request<Incoming>, probe: Arc<dyn Probe>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn answer(
+    req: Request<Incoming>,
+    probe: Arc<dyn Probe>,
+    peer: std::net::IpAddr,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     if req.method() != hyper::Method::GET {
         return Ok(text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into()));
     }
@@ -71,7 +76,7 @@ async fn answer(req: Request<Incoming>, probe: Arc<dyn Probe>) -> Result<Respons
             .headers()
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        if !probe.admits(authorization).await {
+        if !probe.admits(authorization, peer).await {
             let mut r = text(
                 StatusCode::UNAUTHORIZED,
                 "an API key that may read is required: send `authorization: Bearer <key>`\n".into(),
