@@ -765,8 +765,8 @@ async fn unauthenticated_streams_are_capped_per_address(backend: Backend) {
     wait_for("a place to come free", PATIENCE, || async { watch().await.ok() }).await;
 }
 
-// Attempt: 64 clients send well-formed made-up keys as fast as they can while a real client
-// works. Outcome: every made-up call is UNAUTHENTICATED and every real call is answered.
+// Attempt: 64 clients send well-formed made-up keys as fast as they are answered while a real
+// client works. Outcome: every made-up call is UNAUTHENTICATED and every real call is answered.
 // (How much the flood slows the real client is measured by `make bench`, not asserted here.)
 async fn a_flood_of_made_up_keys_leaves_real_calls_answered(backend: Backend) {
     let Some((_db, server, admin_key)) = with_auth(backend, &[]).await else {
@@ -778,7 +778,9 @@ async fn a_flood_of_made_up_keys_leaves_real_calls_answered(backend: Backend) {
             let connect = server.connect.clone();
             tokio::spawn(async move {
                 let mut refused = 0;
-                for n in 0..30 {
+                // Past the address's allowance each refusal waits a second: a few calls each
+                // are enough to be past it.
+                for n in 0..3 {
                     let fake = format!("wmk_{:016x}_{}", i * 1000 + n, "0".repeat(64));
                     let c = Client::connect_with(&connect.clone().api_key(fake)).await.unwrap();
                     let e = c.list_queues().await.expect_err("a made-up key");
@@ -793,7 +795,7 @@ async fn a_flood_of_made_up_keys_leaves_real_calls_answered(backend: Backend) {
         real.list_queues().await.expect("a real call is answered");
     }
     for f in flooders {
-        assert_eq!(f.await.unwrap(), 30);
+        assert_eq!(f.await.unwrap(), 3);
     }
 }
 

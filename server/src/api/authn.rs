@@ -88,11 +88,7 @@ impl Call {
             path: req.uri().path().to_string(),
             namespace: text(NAMESPACE_HEADER).map(|r| r.map_err(|_| ())),
             authorization: text(http::header::AUTHORIZATION.as_str()).and_then(Result::ok),
-            peer: req
-                .extensions()
-                .get::<tonic::transport::server::TcpConnectInfo>()
-                .and_then(|i| i.remote_addr())
-                .map(|a| a.ip()),
+            peer: super::peer_addr(req.extensions()).map(|a| a.ip()),
         }
     }
 }

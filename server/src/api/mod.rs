@@ -38,6 +38,15 @@ pub(crate) async fn engine_for<T>(
     namespaces.engine(namespace_of(req)).await.map_err(status::to_status)
 }
 
+/// The address a call came from, over plain TCP or TLS (`None` off TCP).
+pub(crate) fn peer_addr(extensions: &http::Extensions) -> Option<std::net::SocketAddr> {
+    use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+    extensions
+        .get::<TcpConnectInfo>()
+        .or_else(|| extensions.get::<TlsConnectInfo<TcpConnectInfo>>().map(|t| t.get_ref()))
+        .and_then(|i| i.remote_addr())
+}
+
 /// The namespace a call acts in (set by the authentication layer).
 pub(crate) fn namespace_of<T>(req: &tonic::Request<T>) -> &str {
     req.extensions().get::<Namespace>().map_or(DEFAULT, |n| n.0.as_str())

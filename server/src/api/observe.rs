@@ -105,10 +105,7 @@ where
         };
         let (service, method) = path.split_once('/').unwrap_or((path.as_str(), ""));
         let incoming = context::from_headers(req.headers());
-        let peer = req
-            .extensions()
-            .get::<tonic::transport::server::TcpConnectInfo>()
-            .and_then(|i| i.remote_addr())
+        let peer = super::peer_addr(req.extensions())
             .map(|a| a.to_string())
             .unwrap_or_default();
         let span = tracing::info_span!(

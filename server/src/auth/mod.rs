@@ -175,6 +175,15 @@ impl Authenticator {
         authorization: Option<&str>,
         peer: Option<std::net::IpAddr>,
     ) -> EngineResult<Principal> {
+        let checked = self.check(authorization, peer).await;
+        if matches!(&checked, Err(e) if e.reason == "UNAUTHENTICATED") && !self.peers.refused(peer) {
+            // Past its allowance of refusals: this address waits for each one.
+            tokio::time::sleep(peers::TARPIT).await;
+        }
+        checked
+    }
+
+    async fn check(&self, authorization: Option<&str>, peer: Option<std::net::IpAddr>) -> EngineResult<Principal> {
         let text = authorization
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim)

@@ -6,6 +6,12 @@
 //! neighbours send. Streams anyone may open
 //! without a key (health `Watch`, reflection) are capped per address too ([`PeerLimits::streams`]).
 //!
+//! A refusal itself is cheap, but a client that repeats them as fast as they come back still
+//! takes a share of the CPU from everyone else. So refusals are counted per address too
+//! ([`PeerLimits::refused`]): past a burst, each further refusal for that address is answered only
+//! after [`TARPIT`] — a client that sends one call at a time then sends a few a second, whatever
+//! it means to do.
+//!
 //! The per-address state lives in a bounded cache that forgets quiet addresses, so a flood from
 //! many addresses costs memory only up to [`MAX_PEERS`].
 
@@ -23,6 +29,12 @@ pub const MAX_PEERS: u64 = 10_000;
 pub const LOOKUP_BURST: f64 = 50.0;
 /// …and per second after it.
 pub const LOOKUPS_PER_SECOND: f64 = 20.0;
+/// Refusals an address gets at once in a burst…
+pub const REFUSAL_BURST: f64 = 50.0;
+/// …and per second after it; past that, each refusal waits [`TARPIT`].
+pub const REFUSALS_PER_SECOND: f64 = 10.0;
+/// How long a refusal past an address's allowance waits before it is answered.
+pub const TARPIT: Duration = Duration::from_secs(1);
 /// Unauthenticated streams (health Watch, reflection) one remote address may hold open.
 pub const STREAMS_PER_PEER: usize = 8;
 /// How long an unauthenticated stream may stay open: a watcher reconnects after it.
@@ -33,39 +45,28 @@ struct Bucket {
     at: Instant,
 }
 
-pub struct PeerLimits {
+/// Token buckets per address, of one burst and rate.
+struct Buckets {
     buckets: moka::sync::Cache<IpAddr, Arc<Mutex<Bucket>>>,
-    streams: moka::sync::Cache<IpAddr, Arc<Semaphore>>,
     burst: f64,
     rate: f64,
 }
 
-impl Default for PeerLimits {
-    fn default() -> Self {
-        Self::new(LOOKUP_BURST, LOOKUPS_PER_SECOND)
-    }
-}
-
-impl PeerLimits {
-    pub fn new(burst: f64, rate: f64) -> Self {
-        let idle = Duration::from_secs(600);
-        PeerLimits {
+impl Buckets {
+    fn new(burst: f64, rate: f64) -> Self {
+        Buckets {
             buckets: moka::sync::Cache::builder()
                 .max_capacity(MAX_PEERS)
-                .time_to_idle(idle)
-                .build(),
-            streams: moka::sync::Cache::builder()
-                .max_capacity(MAX_PEERS)
-                .time_to_idle(idle)
+                .time_to_idle(IDLE)
                 .build(),
             burst,
             rate,
         }
     }
 
-    /// Takes one database read of an unknown key for `peer`; false when its bucket is empty.
-    /// A call whose address is unknown (not over TCP: tests) is not limited.
-    pub fn lookup(&self, peer: Option<IpAddr>) -> bool {
+    /// Takes a token from `peer`'s bucket; false when it is empty. A call whose address is
+    /// unknown (not over TCP: tests) is not limited.
+    fn take(&self, peer: Option<IpAddr>) -> bool {
         let Some(peer) = peer else { return true };
         let burst = self.burst;
         let bucket = self.buckets.get_with(peer, || {
@@ -84,6 +85,46 @@ impl PeerLimits {
         } else {
             false
         }
+    }
+}
+
+/// An address is forgotten after this long without a call.
+const IDLE: Duration = Duration::from_secs(600);
+
+pub struct PeerLimits {
+    lookups: Buckets,
+    refusals: Buckets,
+    streams: moka::sync::Cache<IpAddr, Arc<Semaphore>>,
+}
+
+impl Default for PeerLimits {
+    fn default() -> Self {
+        Self::new(LOOKUP_BURST, LOOKUPS_PER_SECOND)
+    }
+}
+
+impl PeerLimits {
+    /// Limits with this burst and rate of reads of unknown keys.
+    pub fn new(burst: f64, rate: f64) -> Self {
+        PeerLimits {
+            lookups: Buckets::new(burst, rate),
+            refusals: Buckets::new(REFUSAL_BURST, REFUSALS_PER_SECOND),
+            streams: moka::sync::Cache::builder()
+                .max_capacity(MAX_PEERS)
+                .time_to_idle(IDLE)
+                .build(),
+        }
+    }
+
+    /// Takes one database read of an unknown key for `peer`; false when its allowance is spent.
+    pub fn lookup(&self, peer: Option<IpAddr>) -> bool {
+        self.lookups.take(peer)
+    }
+
+    /// Counts one refusal for `peer`; false when past its allowance (the refusal should wait
+    /// [`TARPIT`]).
+    pub fn refused(&self, peer: Option<IpAddr>) -> bool {
+        self.refusals.take(peer)
     }
 
     /// A place for one more unauthenticated stream from `peer`, held until it is dropped;
@@ -120,6 +161,22 @@ mod tests {
             (0..10).filter(|_| limits.lookup(ip(1))).count(),
             5,
             "refilled to the burst, no more"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refusals_have_their_own_allowance() {
+        let limits = PeerLimits::new(1.0, 0.0);
+        assert!(limits.lookup(ip(1)) && !limits.lookup(ip(1)));
+        assert_eq!(
+            (0..100).filter(|_| limits.refused(ip(1))).count(),
+            REFUSAL_BURST as usize,
+            "reads spent, refusals still have theirs"
+        );
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(
+            (0..100).filter(|_| limits.refused(ip(1))).count(),
+            REFUSALS_PER_SECOND as usize
         );
     }
 

@@ -119,6 +119,7 @@ async fn run_one(args: &Args, backend: Backend, retention: bool) -> anyhow::Resu
             p50_ms,
             p99_ms,
             note: format!("{} old finished workflows in the table", args.collecting),
+            flood: None,
         });
     }
     anyhow::ensure!(during > 0.0, "the collector deleted nothing while the workloads ran");
@@ -129,5 +130,6 @@ async fn run_one(args: &Args, backend: Backend, retention: bool) -> anyhow::Resu
         p50_ms,
         p99_ms,
         note: format!("{during:.0} deleted during the workloads ({:.0}/s)", during / secs),
+        flood: None,
     })
 }

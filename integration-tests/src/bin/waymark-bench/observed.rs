@@ -58,5 +58,6 @@ pub async fn run(args: &Args, backend: Backend) -> anyhow::Result<Variant> {
         p50_ms,
         p99_ms,
         note: format!("{} spans received", receiver.spans().len()),
+        flood: None,
     })
 }

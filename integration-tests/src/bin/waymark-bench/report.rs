@@ -205,6 +205,20 @@ impl Report {
             row("  latency p50 (ms)", format!("{:.2}", s.p50_ms), "");
             row("  latency p99 (ms)", format!("{:.2}", s.p99_ms), "");
             row("  p50 ratio to plaintext", format!("{:.2}", s.p50_ms / self.p50_ms), "");
+            if let Some(f) = &s.flood {
+                let ratio = f.flooded_p50_ms / f.idle_p50_ms;
+                row(
+                    &format!("  p50 (ms), {} clients of made-up keys", f.clients),
+                    format!("{:.2}", f.flooded_p50_ms),
+                    &format!("idle just before {:.2}; {} refused meanwhile", f.idle_p50_ms, f.refused),
+                );
+                row("  p99 (ms) under that flood", format!("{:.2}", f.flooded_p99_ms), "");
+                row(
+                    "  flooded p50 ratio to idle",
+                    format!("{ratio:.2}"),
+                    &target(ratio <= 2.0, "<= 2x"),
+                );
+            }
         }
         if let Some(q) = &self.queued {
             row("queues with limits: workflows", q.limited_workflows.to_string(), "");
@@ -272,9 +286,13 @@ impl Report {
             self.variants
                 .iter()
                 .map(|v| format!(
-                    " {k}_steps_per_s={:.1} {k}_p50_ms={:.2}",
+                    " {k}_steps_per_s={:.1} {k}_p50_ms={:.2}{}",
                     v.steps_per_s,
                     v.p50_ms,
+                    v.flood
+                        .as_ref()
+                        .map(|f| format!(" flooded_p50_ratio={:.2}", f.flooded_p50_ms / f.idle_p50_ms))
+                        .unwrap_or_default(),
                     k = v.key
                 ))
                 .collect::<String>(),

@@ -17,6 +17,18 @@ pub struct Variant {
     pub p99_ms: f64,
     /// Anything else it measured, for the report.
     pub note: String,
+    /// The latency workload while 64 clients send made-up keys (the secured server only).
+    pub flood: Option<Flood>,
+}
+
+/// One-step latency on the secured server idle and under a flood of made-up keys.
+pub struct Flood {
+    pub clients: usize,
+    pub idle_p50_ms: f64,
+    pub flooded_p50_ms: f64,
+    pub flooded_p99_ms: f64,
+    /// Made-up-key calls refused while the flooded latency was measured.
+    pub refused: u64,
 }
 
 /// Runs the throughput and latency workloads with workers connecting with `workers` and
