@@ -43,6 +43,22 @@ impl PostgresCluster {
     /// A new cluster, started. `None` when the machine has no PostgreSQL server binaries and the
     /// run allows skipping (see [`crate::skip_allowed`]); otherwise a missing binary panics.
     pub fn start() -> Option<PostgresCluster> {
+        Self::start_with(false)
+    }
+
+    /// A new cluster that takes TCP connections only over TLS (`ssl = on`, `hostssl` the only
+    /// TCP line of pg_hba.conf), with a certificate for 127.0.0.1 and localhost signed by the CA
+    /// at [`ca_pem`](Self::ca_pem).
+    pub fn start_with_tls() -> Option<PostgresCluster> {
+        Self::start_with(true)
+    }
+
+    /// The CA that signed a TLS cluster's certificate (PEM file).
+    pub fn ca_pem(&self) -> PathBuf {
+        self.dir.join("certs").join("ca.pem")
+    }
+
+    fn start_with(tls: bool) -> Option<PostgresCluster> {
         let (Some(initdb), Some(pg_ctl)) = (pg_bin("initdb"), pg_bin("pg_ctl")) else {
             crate::skip_or_fail("no PostgreSQL server binaries (initdb, pg_ctl) on this machine");
             return None;
@@ -69,8 +85,39 @@ impl PostgresCluster {
             "--no-locale",
         ]);
         run(&mut init, "initdb");
+        if tls {
+            cluster.turn_on_tls();
+        }
         cluster.pg_ctl_do(&["start"], None);
         Some(cluster)
+    }
+
+    fn turn_on_tls(&self) {
+        let certs = self.dir.join("certs");
+        crate::certs::write(&certs).unwrap();
+        let data = self.data();
+        for (from, to) in [("server.pem", "server.crt"), ("server.key", "server.key")] {
+            std::fs::copy(certs.join(from), data.join(to)).unwrap();
+            if self.as_postgres {
+                run(Command::new("chown").arg("postgres:").arg(data.join(to)), "chown");
+            }
+            std::fs::set_permissions(data.join(to), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        }
+        let mut conf = std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("postgresql.conf"))
+            .unwrap();
+        std::io::Write::write_all(
+            &mut conf,
+            b"\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n",
+        )
+        .unwrap();
+        // Over TCP, TLS or nothing: a client that tried plaintext would be turned away.
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n",
+        )
+        .unwrap();
     }
 
     fn data(&self) -> PathBuf {

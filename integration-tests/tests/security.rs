@@ -1000,6 +1000,59 @@ async fn the_cli_refuses_to_send_a_key_in_clear_beyond_loopback() {
     assert_eq!(cli(local, &[], &[]).await, (true, String::new()));
 }
 
+// Attempt: run the server on a PostgreSQL that takes TCP connections only over TLS: with
+// sslmode=verify-full and its CA, with sslmode=require, with another CA, in plaintext.
+// Outcome: the first two serve calls that read and write the database (with the pool size
+// given); the last two never start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_is_reached_over_tls() {
+    use waymark_integration_tests::postgres_cluster::PostgresCluster;
+    let Some(cluster) = PostgresCluster::start_with_tls() else {
+        return;
+    };
+    let base = cluster.url();
+    let ca = cluster.ca_pem();
+    let other_ca = ca.with_file_name("other-ca.pem");
+    let db = |url: String| TestDatabase {
+        url,
+        dir: cluster.database().dir,
+    };
+    for url in [
+        format!("{base}?sslmode=verify-full&sslrootcert={}", ca.display()),
+        format!("{base}?sslmode=require"),
+    ] {
+        let args: Vec<String> = vec!["--db-pool-size".into(), "4".into()];
+        let server = ServerProcess::start(&db(url.clone()), &args).await;
+        let c = server.client().await;
+        let name = format!("tls-{}", url.contains("verify-full"));
+        c.create_queue(&name, &waymark_sdk::QueueLimits::default())
+            .await
+            .unwrap();
+        assert!(c.list_queues().await.unwrap().iter().any(|q| q.name == name), "{url}");
+    }
+    for (url, why) in [
+        (
+            format!("{base}?sslmode=verify-full&sslrootcert={}", other_ca.display()),
+            "a CA that did not sign it",
+        ),
+        (format!("{base}?sslmode=disable"), "plaintext"),
+    ] {
+        let out = tokio::time::timeout(
+            PATIENCE,
+            tokio::process::Command::new(waymark_bin())
+                .args(["server", "--database-url", &url, "--listen", "127.0.0.1:0"])
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the server gives up")
+        .unwrap();
+        assert!(!out.status.success(), "{why}: started anyway");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("cannot open the PostgreSQL database"), "{why}: {err}");
+    }
+}
+
 // Attempt: listen on every interface without authentication, or with it but without TLS.
 // Outcome: the server refuses to start, saying how to turn them on; --insecure overrides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

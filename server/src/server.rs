@@ -30,6 +30,9 @@ pub struct ServerOptions {
     pub engine: EngineConfig,
     /// Most namespaces, `default` included.
     pub max_namespaces: usize,
+    /// PostgreSQL: connections of the default namespace's pool, and of each other one's.
+    pub db_pool_size: u32,
+    pub db_namespace_pool_size: u32,
 }
 
 /// Authentication and TLS (see `waymark server --help`).
@@ -105,6 +108,11 @@ impl SecurityOptions {
 
 /// Opens the store a URL names: `sqlite:<path>` or `postgres://…` / `postgresql://…`.
 pub async fn open_store(url: &str, notify: bool) -> anyhow::Result<Arc<dyn Store>> {
+    open_store_with(url, notify, waymark_store::postgres::DEFAULT_MAX_CONNECTIONS).await
+}
+
+/// [`open_store`] with at most `pool_size` PostgreSQL connections.
+pub async fn open_store_with(url: &str, notify: bool, pool_size: u32) -> anyhow::Result<Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(
             SqliteStore::open(url)
@@ -112,7 +120,7 @@ pub async fn open_store(url: &str, notify: bool) -> anyhow::Result<Arc<dyn Store
                 .map_err(|e| anyhow::anyhow!("cannot open {url}: {e}"))?,
         ))
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let store = PostgresStore::open(url)
+        let store = PostgresStore::open_with(url, pool_size)
             .await
             .map_err(|e| anyhow::anyhow!("cannot open the PostgreSQL database: {e}"))?;
         Ok(Arc::new(store.with_notify(notify)))
@@ -188,7 +196,7 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let store = open_store(&opts.database_url, opts.notify).await?;
+    let store = open_store_with(&opts.database_url, opts.notify, opts.db_pool_size).await?;
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;
@@ -210,7 +218,7 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     let mut background = engine.spawn_background();
     let namespaces = Namespaces::new(
         engine.clone(),
-        Storage::for_url(&opts.database_url, opts.notify),
+        Storage::for_url(&opts.database_url, opts.notify, opts.db_namespace_pool_size),
         clock,
         opts.engine,
         opts.max_namespaces,

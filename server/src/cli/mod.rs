@@ -175,9 +175,17 @@ pub struct ServerArgs {
     #[arg(long)]
     pub insecure: bool,
     /// Most namespaces, `default` included. Each open namespace has its own engine and, on
-    /// PostgreSQL, a pool of 8 connections.
+    /// PostgreSQL, a pool of --db-namespace-pool-size connections.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_namespaces: u32,
+    /// PostgreSQL: most connections of the default namespace's pool (the one the server's own
+    /// work and most tenants use). TLS to the database is asked for in --database-url
+    /// (`?sslmode=require`, or `verify-full&sslrootcert=ca.pem`).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub db_pool_size: u32,
+    /// PostgreSQL: most connections of each other namespace's pool.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub db_namespace_pool_size: u32,
 }
 
 impl ServerArgs {
@@ -209,6 +217,8 @@ impl ServerArgs {
                 insecure: self.insecure,
             },
             max_namespaces: self.max_namespaces as usize,
+            db_pool_size: self.db_pool_size,
+            db_namespace_pool_size: self.db_namespace_pool_size,
             engine: crate::engine::EngineConfig {
                 worker_lease: self.worker_lease,
                 heartbeat_interval: self.heartbeat_interval,

@@ -7,25 +7,30 @@ use waymark_store::{postgres::PostgresStore, sqlite::SqliteStore, Store};
 
 use crate::engine::EngineResult;
 
-/// Connections of each namespace's pool but `default`'s: namespaces share one PostgreSQL
-/// server, and a busy one can be given its own server later.
-const NAMESPACE_CONNECTIONS: u32 = 8;
-
 #[derive(Debug, Clone)]
 pub enum Storage {
-    Sqlite { url: String },
-    Postgres { url: String, notify: bool },
+    Sqlite {
+        url: String,
+    },
+    Postgres {
+        url: String,
+        notify: bool,
+        /// Connections of each namespace's pool but `default`'s (`--db-namespace-pool-size`):
+        /// namespaces share one PostgreSQL server.
+        pool_size: u32,
+    },
 }
 
 impl Storage {
     /// The storage of the database `url` names (the `default` namespace's).
-    pub fn for_url(url: &str, notify: bool) -> Storage {
+    pub fn for_url(url: &str, notify: bool, pool_size: u32) -> Storage {
         if url.starts_with("sqlite:") {
             Storage::Sqlite { url: url.to_string() }
         } else {
             Storage::Postgres {
                 url: url.to_string(),
                 notify,
+                pool_size,
             }
         }
     }
@@ -34,8 +39,8 @@ impl Storage {
     pub async fn open(&self, name: &str) -> EngineResult<Arc<dyn Store>> {
         Ok(match self {
             Storage::Sqlite { url } => Arc::new(SqliteStore::open_namespace(url, name).await?),
-            Storage::Postgres { url, notify } => Arc::new(
-                PostgresStore::open_namespace(url, name, NAMESPACE_CONNECTIONS)
+            Storage::Postgres { url, notify, pool_size } => Arc::new(
+                PostgresStore::open_namespace(url, name, *pool_size)
                     .await?
                     .with_notify(*notify),
             ),
