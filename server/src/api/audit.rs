@@ -66,8 +66,10 @@ pub fn noted(name: String) -> String {
 
 /// Whether a call answered with gRPC status `code` belongs in the audit trail.
 pub fn audited(access: Access, code: tonic::Code) -> bool {
-    matches!(access, Access::Write | Access::Work | Access::Administer)
-        || matches!(code, tonic::Code::Unauthenticated | tonic::Code::PermissionDenied)
+    matches!(
+        access,
+        Access::Write | Access::Work | Access::Administer | Access::Server
+    ) || matches!(code, tonic::Code::Unauthenticated | tonic::Code::PermissionDenied)
 }
 
 /// Leaves the audit line of a call.

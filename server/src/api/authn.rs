@@ -124,9 +124,17 @@ async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<(Option<Princi
             principal.role.as_str()
         )));
     }
+    // Namespaces themselves are the server's: only an admin of every namespace makes or
+    // deletes one.
+    if needed == access::Access::Server && !principal.administers_all() {
+        return Err(permission_denied(format!(
+            "only an admin key of every namespace ('*') may call {path}"
+        )));
+    }
     // Keys and namespaces are the server's, not a namespace's: an admin call acts on them
-    // whatever namespace it names.
-    if needed != access::Access::Administer && !principal.may_act_in(namespace) {
+    // (within the key's own namespaces) whatever namespace it names.
+    let administrative = matches!(needed, access::Access::Administer | access::Access::Server);
+    if !administrative && !principal.may_act_in(namespace) {
         return Err(permission_denied(format!(
             "this key may not act in namespace {namespace:?}"
         )));
