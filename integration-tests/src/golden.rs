@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use waymark_sdk::{RetryPolicy, StepOptions, WorkerBuilder, WorkflowContext, WorkflowError};
+use waymark_sdk::{Awaitable, RetryPolicy, StepOptions, WorkerBuilder, WorkflowContext, WorkflowError};
 
 /// Registers every golden workflow (and the remote step they call).
 pub fn register(builder: WorkerBuilder) -> WorkerBuilder {
@@ -23,6 +23,9 @@ pub fn register(builder: WorkerBuilder) -> WorkerBuilder {
         .workflow("golden.remote", remote)
         .workflow("golden.drawn", drawn)
         .workflow("golden.patched", patched)
+        .workflow("golden.select", select)
+        .workflow("golden.wait_all", wait_all)
+        .workflow("golden.gated", gated)
         .step("golden.flaky", flaky)
 }
 
@@ -120,8 +123,56 @@ async fn patched(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowE
     Ok(json!({ "branch": branch }))
 }
 
+/// Calls the remote step "golden.flaky" with `{"fail_times": 0}` (the server's retry policy),
+/// then starts "golden.gated" (its id derived by the server), and waits for the first of the two
+/// to finish, the step first: the step wins (index 0), as the child cannot finish before it gets
+/// the message this workflow sends it only after the wait. Then reads the step's result, sends
+/// the child `"go"` on topic "go", and awaits the child. Returns
+/// `{"winner": 0, "step": "ok after 0 failures", "child": "go"}`.
+async fn select(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    let step = ctx
+        .start_step("golden.flaky", &json!({ "fail_times": 0 }), StepOptions::default())
+        .await?;
+    let child = ctx.start_child("golden.gated", &json!({}), None).await?;
+    let winner = ctx
+        .wait_first(&[Awaitable::from(&step), Awaitable::Workflow(child.clone())])
+        .await?;
+    let result: Value = ctx.step_result(&step).await?;
+    ctx.send(&child, "go", &"go").await?;
+    let got: Value = ctx.await_child(&child).await?;
+    Ok(json!({ "winner": winner, "step": result, "child": got }))
+}
+
+/// Calls the remote step "golden.flaky" with `{"fail_times": 0}` (the server's retry policy)
+/// and starts "golden.gated" (its id derived by the server), as golden.select does; reads the
+/// step's result (so the step has finished before the child can), sends the child `"go"` on
+/// topic "go", then waits for both to finish, the child first. The wait records the last to
+/// finish, the child (index 0; a tie would go to the lower index, the child too). Then awaits
+/// the child and reads the step's result again. Returns
+/// `{"results": ["go", "ok after 0 failures"]}`.
+async fn wait_all(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    let step = ctx
+        .start_step("golden.flaky", &json!({ "fail_times": 0 }), StepOptions::default())
+        .await?;
+    let child = ctx.start_child("golden.gated", &json!({}), None).await?;
+    let _: Value = ctx.step_result(&step).await?;
+    ctx.send(&child, "go", &"go").await?;
+    ctx.wait_all(&[Awaitable::Workflow(child.clone()), Awaitable::from(&step)])
+        .await?;
+    let got: Value = ctx.await_child(&child).await?;
+    let result: Value = ctx.step_result(&step).await?;
+    Ok(json!({ "results": [got, result] }))
+}
+
+/// Receives on topic "go" (60 s). Returns what it got (null when nothing came).
+async fn gated(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    let got: Option<Value> = ctx.recv("go", Duration::from_secs(60)).await?;
+    Ok(got.unwrap_or(Value::Null))
+}
+
 /// The remote step: fails its first `fail_times` attempts in this process, then returns
 /// `"ok after N failures"`. (Only the live run calls it; a replay reads its recorded result.)
+/// Every attempt counts, so golden.remote runs before the others that call it.
 async fn flaky(input: Value) -> Result<Value, String> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static CALLS: AtomicU64 = AtomicU64::new(0);

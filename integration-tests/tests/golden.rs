@@ -84,8 +84,9 @@ async fn every_golden_history_replays_offline() {
     }
 }
 
-/// The golden workflows run live, and what each scenario says about it.
-const LIVE: [(&str, &str, &str); 9] = [
+/// The golden workflows run live, and what each scenario says about it. golden.remote comes
+/// before the others that call its remote step, whose attempts it counts.
+const LIVE: [(&str, &str, &str); 11] = [
     (
         "steps",
         "golden.steps",
@@ -122,6 +123,16 @@ const LIVE: [(&str, &str, &str); 9] = [
         "patched",
         "golden.patched",
         "A code change asked about with patched: a run of the new code records the marker, then the new branch's step.",
+    ),
+    (
+        "select",
+        "golden.select",
+        "A wait for the first of a remote step and a child: the index of the one that finished first is recorded (waymark.select), so a replay takes the same branch.",
+    ),
+    (
+        "wait_all",
+        "golden.wait_all",
+        "A wait for all of a child and a remote step: the index of the last to finish is recorded (waymark.wait_all).",
     ),
 ];
 
