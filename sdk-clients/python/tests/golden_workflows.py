@@ -38,6 +38,9 @@ def register(worker: Worker) -> Worker:
         ("golden.remote", remote),
         ("golden.drawn", drawn),
         ("golden.patched", patched),
+        ("golden.select", select),
+        ("golden.wait_all", wait_all),
+        ("golden.gated", gated),
     ]:
         worker.workflow(name)(fn)
     worker.step("golden.flaky")(flaky)
@@ -159,12 +162,52 @@ async def patched(ctx: WorkflowContext, input: Any) -> Any:
     return {"branch": branch}
 
 
+async def select(ctx: WorkflowContext, input: Any) -> Any:
+    """Calls the remote step "golden.flaky" with {"fail_times": 0} (the server's retry policy),
+    then starts "golden.gated" (its id derived by the server), and waits for the first of the two
+    to finish, the step first: the step wins (index 0), as the child cannot finish before it gets
+    the message this workflow sends it only after the wait. Then reads the step's result, sends
+    the child "go" on topic "go", and awaits the child. Returns
+    {"winner": 0, "step": "ok after 0 failures", "child": "go"}."""
+    step = await ctx.start_step("golden.flaky", {"fail_times": 0})
+    child_id = await ctx.start_child("golden.gated", {})
+    winner = await ctx.wait_first(step, child_id)
+    result = await ctx.step_result(step)
+    await ctx.send(child_id, "go", topic="go")
+    got = await ctx.await_child(child_id)
+    return {"winner": winner, "step": result, "child": got}
+
+
+async def wait_all(ctx: WorkflowContext, input: Any) -> Any:
+    """Calls the remote step "golden.flaky" with {"fail_times": 0} (the server's retry policy)
+    and starts "golden.gated" (its id derived by the server), as golden.select does; reads the
+    step's result (so the step has finished before the child can), sends the child "go" on
+    topic "go", then waits for both to finish, the child first. The wait records the last to
+    finish, the child (index 0; a tie would go to the lower index, the child too). Then awaits
+    the child and reads the step's result again. Returns
+    {"results": ["go", "ok after 0 failures"]}."""
+    step = await ctx.start_step("golden.flaky", {"fail_times": 0})
+    child_id = await ctx.start_child("golden.gated", {})
+    await ctx.step_result(step)
+    await ctx.send(child_id, "go", topic="go")
+    await ctx.wait_all(child_id, step)
+    got = await ctx.await_child(child_id)
+    result = await ctx.step_result(step)
+    return {"results": [got, result]}
+
+
+async def gated(ctx: WorkflowContext, input: Any) -> Any:
+    """Receives on topic "go" (60 s). Returns what it got (null when nothing came)."""
+    return await ctx.recv("go", timeout=60)
+
+
 _calls = itertools.count()
 
 
 def flaky(input: Any) -> Any:
     """The remote step: fails its first `fail_times` attempts in this process, then returns
-    "ok after N failures". (Only a live run calls it; a replay reads its recorded result.)"""
+    "ok after N failures". (Only a live run calls it; a replay reads its recorded result.)
+    Every attempt counts, so golden.remote runs before the others that call it."""
     ran.append("golden.flaky")
     fail_times = int((input or {}).get("fail_times", 0))
     call = next(_calls)
