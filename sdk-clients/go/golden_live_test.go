@@ -30,6 +30,9 @@ var goldenLive = []struct{ file, workflow string }{
 	{"remote_retry", "golden.remote"},
 	{"drawn", "golden.drawn"},
 	{"patched", "golden.patched"},
+	// After golden.remote: they call its remote step, whose attempts it counts.
+	{"select", "golden.select"},
+	{"wait_all", "golden.wait_all"},
 }
 
 // normalized blanks the values that differ from run to run, as the Rust test does.

@@ -40,6 +40,9 @@ func Register(w *waymark.Worker) *waymark.Worker {
 	waymark.RegisterWorkflow(w, "golden.remote", remote)
 	waymark.RegisterWorkflow(w, "golden.drawn", drawn)
 	waymark.RegisterWorkflow(w, "golden.patched", patched)
+	waymark.RegisterWorkflow(w, "golden.select", selectFirst)
+	waymark.RegisterWorkflow(w, "golden.wait_all", waitAll)
+	waymark.RegisterWorkflow(w, "golden.gated", gated)
 	waymark.RegisterStep(w, "golden.flaky", flaky)
 	return w
 }
@@ -196,11 +199,86 @@ func patched(ctx waymark.Context, _ any) (any, error) {
 	return object{"branch": branch}, nil
 }
 
+// Calls the remote step "golden.flaky" with {"fail_times": 0} (the server's retry policy), then
+// starts "golden.gated" (its id derived by the server), and waits for the first of the two to
+// finish, the step first: the step wins (index 0), as the child cannot finish before it gets the
+// message this workflow sends it only after the wait. Then reads the step's result, sends the
+// child "go" on topic "go", and awaits the child. Returns
+// {"winner": 0, "step": "ok after 0 failures", "child": "go"}.
+func selectFirst(ctx waymark.Context, _ any) (any, error) {
+	step, err := waymark.StartStep(ctx, "golden.flaky", object{"fail_times": 0})
+	if err != nil {
+		return nil, err
+	}
+	child, err := waymark.StartChild(ctx, "golden.gated", object{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	winner, err := waymark.WaitFirst(ctx, step, waymark.WorkflowRef(child))
+	if err != nil {
+		return nil, err
+	}
+	result, err := waymark.StepResult[json.RawMessage](ctx, step)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := waymark.Send(ctx, child, "go", "go"); err != nil {
+		return nil, err
+	}
+	got, err := waymark.AwaitChild[json.RawMessage](ctx, child)
+	if err != nil {
+		return nil, err
+	}
+	return object{"winner": winner, "step": result, "child": got}, nil
+}
+
+// Calls the remote step "golden.flaky" with {"fail_times": 0} (the server's retry policy) and
+// starts "golden.gated" (its id derived by the server), as golden.select does; reads the step's
+// result (so the step has finished before the child can), sends the child "go" on topic "go",
+// then waits for both to finish, the child first. The wait records the last to finish, the
+// child (index 0; a tie would go to the lower index, the child too). Then awaits the child and
+// reads the step's result again. Returns {"results": ["go", "ok after 0 failures"]}.
+func waitAll(ctx waymark.Context, _ any) (any, error) {
+	step, err := waymark.StartStep(ctx, "golden.flaky", object{"fail_times": 0})
+	if err != nil {
+		return nil, err
+	}
+	child, err := waymark.StartChild(ctx, "golden.gated", object{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := waymark.StepResult[json.RawMessage](ctx, step); err != nil {
+		return nil, err
+	}
+	if _, err := waymark.Send(ctx, child, "go", "go"); err != nil {
+		return nil, err
+	}
+	if err := waymark.WaitAll(ctx, waymark.WorkflowRef(child), step); err != nil {
+		return nil, err
+	}
+	got, err := waymark.AwaitChild[json.RawMessage](ctx, child)
+	if err != nil {
+		return nil, err
+	}
+	result, err := waymark.StepResult[json.RawMessage](ctx, step)
+	if err != nil {
+		return nil, err
+	}
+	return object{"results": []json.RawMessage{got, result}}, nil
+}
+
+// Receives on topic "go" (60 s). Returns what it got (null when nothing came).
+func gated(ctx waymark.Context, _ any) (any, error) {
+	got, _, err := waymark.Recv[any](ctx, "go", 60*time.Second)
+	return got, err
+}
+
 // flakyCalls counts the remote step's attempts in this process.
 var flakyCalls atomic.Uint64
 
 // The remote step: fails its first fail_times attempts in this process, then returns
 // "ok after N failures". (Only a live run calls it; a replay reads its recorded result.)
+// Every attempt counts, so golden.remote runs before the others that call it.
 func flaky(_ context.Context, input struct {
 	FailTimes uint64 `json:"fail_times"`
 }) (string, error) {
