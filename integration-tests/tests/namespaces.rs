@@ -354,6 +354,146 @@ async fn admin_keys_manage_only_their_namespaces_and_keys_die_with_theirs(backen
     both_in_shop.list_queues().await.expect("the key keeps shop");
 }
 
+// Attempt: one namespace floods starts while another's client starts its own; worker streams
+// past a namespace's own limit and past the server's cap (which every namespace shares); waits
+// past a namespace's limit. The limits are set with `waymark namespace update`. Outcome: the
+// flood is refused at its rate (NAMESPACE_START_RATE) and every start of the other namespace
+// is answered; streams and waits past either limit are RESOURCE_EXHAUSTED.
+async fn namespace_limits_and_server_caps_hold(backend: Backend) {
+    let port = waymark_integration_tests::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let Some((_db, server)) = server(backend, &["--max-worker-streams", "3", "--metrics-listen", &listen]).await else {
+        return;
+    };
+    let admin = server.client().await;
+    for ns in ["noisy", "quiet"] {
+        admin.create_namespace(ns).await.unwrap();
+    }
+    let out = std::process::Command::new(waymark_integration_tests::waymark_bin())
+        .args([
+            "namespace",
+            "update",
+            "noisy",
+            "--start-rate",
+            "20",
+            "--max-worker-streams",
+            "1",
+        ])
+        .args(["--max-waits", "1", "--json", "--server", &server.addr])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown[0]["limits"]["start_rate"], 20, "{shown}");
+    let limits = admin.describe_namespace("noisy").await.unwrap().limits;
+    assert_eq!(
+        (limits.start_rate, limits.max_worker_streams, limits.max_waits),
+        (Some(20), Some(1), Some(1))
+    );
+
+    let start = |ns: &'static str, id: String| {
+        let server = &server;
+        async move {
+            let c = in_ns(server, ns).await;
+            let options = StartOptions {
+                allow_unregistered: true,
+                ..StartOptions::id(id)
+            };
+            c.start_json("flooded", serde_json::json!({}), options).await
+        }
+    };
+    let flood: Vec<_> = (0..8)
+        .map(|t| {
+            let connect = server.connect.clone().namespace("noisy");
+            tokio::spawn(async move {
+                let c = Client::connect_with(&connect).await.unwrap();
+                let (mut started, mut refused) = (0, 0);
+                for i in 0..100 {
+                    let options = StartOptions {
+                        allow_unregistered: true,
+                        ..StartOptions::id(format!("flood-{t}-{i}"))
+                    };
+                    match c.start_json("flooded", serde_json::json!({}), options).await {
+                        Ok(_) => started += 1,
+                        Err(e) => {
+                            assert_eq!(reason(&e), "NAMESPACE_START_RATE", "{e:?}");
+                            refused += 1;
+                        }
+                    }
+                }
+                (started, refused)
+            })
+        })
+        .collect();
+    for i in 0..50 {
+        start("quiet", format!("calm-{i}"))
+            .await
+            .expect("the other namespace is answered");
+    }
+    let (mut started, mut refused) = (0, 0);
+    for f in flood {
+        let (s, r) = f.await.unwrap();
+        started += s;
+        refused += r;
+    }
+    assert!(refused > 0 && started > 0, "started {started}, refused {refused}");
+
+    // Worker streams: noisy may hold one; the server three in all.
+    let hello = |id: &str, ns: &str| {
+        let (addr, id, ns) = (server.addr.clone(), id.to_string(), ns.to_string());
+        async move {
+            RawWorker::hello_with(
+                &addr,
+                RawWorker::hello_of(&id, &["counted"]),
+                &[("waymark-namespace", ns.as_str())],
+            )
+            .await
+        }
+    };
+    let _n1 = hello("n1", "noisy").await.unwrap();
+    let e = hello("n2", "noisy").await.err().expect("past noisy's own limit");
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert!(e.message().contains("noisy"), "{e:?}");
+    let _q1 = hello("q1", "quiet").await.unwrap();
+    let _d1 = hello("d1", "default").await.unwrap();
+    let e = hello("q2", "quiet")
+        .await
+        .err()
+        .expect("past the server's cap, shared by every namespace");
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert!(e.message().contains("this server"), "{e:?}");
+
+    // Waits: noisy may hold one. (Its start waits for the rate's next token.)
+    let noisy = in_ns(&server, "noisy").await;
+    wait_for("a start under noisy's rate", PATIENCE, || async {
+        start("noisy", "held".into()).await.ok()
+    })
+    .await;
+    let waiting = tokio::spawn({
+        let noisy = noisy.clone();
+        async move { noisy.await_workflow("held", Some(Duration::from_secs(3600))).await }
+    });
+    // Once the server holds that wait (its gauge says so), a second is refused.
+    wait_for("noisy's one wait to be held", PATIENCE, || async {
+        let (_, scrape) = waymark_integration_tests::http_get(port, "/metrics").await.ok()?;
+        scrape
+            .lines()
+            .any(|l| {
+                l.starts_with("waymark_waits{") && l.contains("namespace=\"noisy\"") && l.trim_end().ends_with(" 1")
+            })
+            .then_some(())
+    })
+    .await;
+    let refused = noisy
+        .await_workflow("held", Some(Duration::from_millis(200)))
+        .await
+        .expect_err("past noisy's limit of waits");
+    assert_eq!(refused.reason(), Some("TOO_MANY_WAITS"), "{refused:?}");
+    assert!(refused.to_string().contains("noisy"), "{refused}");
+    assert!(!waiting.is_finished(), "the first wait is still held");
+    waiting.abort();
+}
+
 // Attempt: delete the default namespace; delete one holding unfinished work; force it; use it
 // after; make it again. Outcome: NAMESPACE_PROTECTED; NAMESPACE_NOT_EMPTY; deleted (on every
 // replica); NAMESPACE_NOT_FOUND; a new, empty namespace.
@@ -443,5 +583,6 @@ waymark_integration_tests::on_both_stores!(
     two_namespaces_run_the_same_ids_without_crossing,
     keys_act_only_in_their_namespaces,
     admin_keys_manage_only_their_namespaces_and_keys_die_with_theirs,
+    namespace_limits_and_server_caps_hold,
     deleting_a_namespace_drops_it_everywhere,
 );

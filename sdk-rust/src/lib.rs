@@ -40,7 +40,7 @@ pub use connection::ConnectOptions;
 pub use error::{Error, WorkflowError};
 pub use keys::{ApiKeyInfo, ApiKeySpec, Role};
 pub use lifecycle::{BulkAction, BulkOutcome, ForkOptions, WorkflowFilter};
-pub use namespaces::NamespaceInfo;
+pub use namespaces::{NamespaceInfo, NamespaceLimits};
 pub use queues::{QueueInfo, QueueLimits, QueueStats, QueueUpdate};
 pub use retry::RetryPolicy;
 pub use schedules::{ScheduleDef, ScheduleInfo, ScheduleRun, ScheduleUpdate};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 use waymark_proto::v1::{self, admin_service_server::AdminService};
-use waymark_store::{ApiKeyRecord, NamespaceRecord};
+use waymark_store::{ApiKeyRecord, NamespaceLimits, NamespaceRecord};
 
 use super::{
     audit::{note_resource, noted},
@@ -22,9 +22,25 @@ pub struct AdminApi {
 }
 
 fn namespace_to_wire(n: NamespaceRecord) -> v1::Namespace {
+    let wire = |v: Option<u32>| v.unwrap_or(0);
     v1::Namespace {
         name: n.name,
         created_at: convert::timestamp(n.created_at),
+        limits: Some(v1::NamespaceLimits {
+            start_rate: wire(n.limits.start_rate),
+            max_worker_streams: wire(n.limits.max_worker_streams),
+            max_waits: wire(n.limits.max_waits),
+        }),
+    }
+}
+
+fn limits_from_wire(l: Option<v1::NamespaceLimits>) -> NamespaceLimits {
+    let l = l.unwrap_or_default();
+    let own = |v: u32| (v > 0).then_some(v);
+    NamespaceLimits {
+        start_rate: own(l.start_rate),
+        max_worker_streams: own(l.max_worker_streams),
+        max_waits: own(l.max_waits),
     }
 }
 
@@ -151,6 +167,23 @@ impl AdminService for AdminApi {
         Ok(Response::new(v1::DescribeNamespaceResponse {
             namespace: Some(namespace_to_wire(n)),
             has_unfinished_workflows: unfinished,
+        }))
+    }
+
+    async fn update_namespace(
+        &self,
+        req: Request<v1::UpdateNamespaceRequest>,
+    ) -> Result<Response<v1::UpdateNamespaceResponse>, Status> {
+        scope::require_all(caller(&req).as_deref(), "set a namespace's limits").map_err(to_status)?;
+        let r = req.into_inner();
+        note_resource(&r.name);
+        let n = self
+            .namespaces
+            .set_limits(&r.name, limits_from_wire(r.limits))
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::UpdateNamespaceResponse {
+            namespace: Some(namespace_to_wire(n)),
         }))
     }
 

@@ -111,6 +111,8 @@ impl WorkflowService for WorkflowApi {
         req: Request<v1::StartWorkflowRequest>,
     ) -> Result<Response<v1::StartWorkflowResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
+        // The namespace's own rate of starts, before anything is read or written.
+        engine.quota.take_start(engine.namespace()).map_err(to_status)?;
         let trace = crate::telemetry::context::for_work(IncomingTrace::of(&req));
         let r = req.into_inner();
         let input = convert::payload_text("input", r.input.as_ref())?;

@@ -17,7 +17,8 @@ pub enum Access {
     Work,
     /// Keys, and the namespaces an admin key lists (what it may see of them).
     Administer,
-    /// Namespaces themselves (create, delete): only an admin key of every namespace (`*`).
+    /// Namespaces themselves (create, delete, their limits): only an admin key of every
+    /// namespace (`*`).
     Server,
 }
 
@@ -68,6 +69,7 @@ pub const TABLE: &[(&str, Access)] = {
         ("/waymark.v1.AdminService/CreateNamespace", Server),
         ("/waymark.v1.AdminService/ListNamespaces", Administer),
         ("/waymark.v1.AdminService/DescribeNamespace", Administer),
+        ("/waymark.v1.AdminService/UpdateNamespace", Server),
         ("/waymark.v1.AdminService/DeleteNamespace", Server),
     ]
 };

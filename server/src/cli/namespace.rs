@@ -28,6 +28,24 @@ pub enum NamespaceCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Set a namespace's limits, each per replica (an admin key of every namespace). The limits
+    /// are set whole: one not given is lifted (the server's caps still hold).
+    Update {
+        name: String,
+        /// StartWorkflow calls a second.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        start_rate: Option<u32>,
+        /// Worker streams open at once.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        max_worker_streams: Option<u32>,
+        /// Client calls waiting at once (AwaitWorkflow, GetEvent, ReadStream).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        max_waits: Option<u32>,
+        #[command(flatten)]
+        connection: ConnectionArgs,
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete a namespace and everything in it. Refused while it holds unfinished workflows,
     /// unless --force.
     Delete {
@@ -47,7 +65,14 @@ fn print(namespaces: &[NamespaceInfo], json: bool) {
     let rows: Vec<Vec<String>> = namespaces
         .iter()
         .map(|n| {
-            let mut row = vec![n.name.clone(), output::time(n.created_at_ms)];
+            let limit = |v: Option<u32>| v.map_or("-".to_string(), |n| n.to_string());
+            let mut row = vec![
+                n.name.clone(),
+                output::time(n.created_at_ms),
+                limit(n.limits.start_rate),
+                limit(n.limits.max_worker_streams),
+                limit(n.limits.max_waits),
+            ];
             if let Some(u) = n.has_unfinished_workflows {
                 row.push(if u { "yes" } else { "no" }.into());
             }
@@ -55,9 +80,9 @@ fn print(namespaces: &[NamespaceInfo], json: bool) {
         })
         .collect();
     let header: &[&str] = if namespaces.iter().any(|n| n.has_unfinished_workflows.is_some()) {
-        &["NAME", "CREATED", "UNFINISHED"]
+        &["NAME", "CREATED", "STARTS/S", "WORKER STREAMS", "WAITS", "UNFINISHED"]
     } else {
-        &["NAME", "CREATED"]
+        &["NAME", "CREATED", "STARTS/S", "WORKER STREAMS", "WAITS"]
     };
     output::table(header, &rows);
 }
@@ -73,6 +98,22 @@ pub async fn run(cmd: NamespaceCommand) -> anyhow::Result<i32> {
         }
         NamespaceCommand::Describe { name, connection, json } => {
             let n = connection.connect().await?.describe_namespace(&name).await?;
+            print(&[n], json);
+        }
+        NamespaceCommand::Update {
+            name,
+            start_rate,
+            max_worker_streams,
+            max_waits,
+            connection,
+            json,
+        } => {
+            let limits = waymark_sdk::NamespaceLimits {
+                start_rate,
+                max_worker_streams,
+                max_waits,
+            };
+            let n = connection.connect().await?.update_namespace(&name, limits).await?;
             print(&[n], json);
         }
         NamespaceCommand::Delete {

@@ -48,7 +48,7 @@ fn registered_waits(engine: &Engine) -> (usize, usize, usize, usize) {
         engine.waits.workflows.len(),
         engine.waits.events.clients_waiting(),
         engine.waits.streams.len(),
-        engine.config.max_waits - engine.waits.places.available_permits(),
+        engine.config.max_waits - engine.shared.waits.available_permits(),
     )
 }
 
@@ -124,7 +124,7 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
             })
         })
         .collect();
-    eventually("three waits", || engine.waits.places.available_permits() == 0).await;
+    eventually("three waits", || engine.shared.waits.available_permits() == 0).await;
     for refused in [
         engine.await_workflow("slow", None).await.map(|_| ()),
         engine.get_event("slow", "k", Duration::from_secs(60)).await.map(|_| ()),

@@ -34,6 +34,7 @@ pub mod messages;
 pub mod observe;
 pub mod pages;
 pub mod queues;
+pub mod quota;
 pub mod recorded;
 pub mod recovery;
 pub mod remote_steps;
@@ -84,17 +85,35 @@ pub struct Engine {
     pub(crate) shutdown: watch::Sender<bool>,
     /// The last queue depth read for the metrics (see `observe.rs`).
     pub(crate) queue_counts: observe::QueueCountsCache,
+    /// The replica's caps, shared with every other namespace's engine (see `quota.rs`).
+    pub(crate) shared: Arc<quota::Shared>,
+    /// This namespace's own limits and what it holds against them.
+    pub(crate) quota: quota::Quota,
 }
 
 impl Engine {
+    /// An engine with caps of its own (one namespace, or a test).
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, config: EngineConfig) -> Arc<Engine> {
+        let shared = quota::Shared::new(config.max_waits, config.max_worker_streams);
+        Self::sharing(store, clock, config, shared)
+    }
+
+    /// An engine taking its places from `shared`: the caps of the replica it is one namespace of.
+    pub fn sharing(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        config: EngineConfig,
+        shared: Arc<quota::Shared>,
+    ) -> Arc<Engine> {
         Arc::new(Engine {
             store,
             clock,
             sessions: Default::default(),
             dispatch: Default::default(),
             schedules_changed: Notify::new(),
-            waits: waits::Waits::new(config.max_waits),
+            waits: waits::Waits::new(),
+            shared,
+            quota: Default::default(),
             catalog: Default::default(),
             changes_live: AtomicBool::new(false),
             store_health: Default::default(),

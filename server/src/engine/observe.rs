@@ -163,10 +163,7 @@ impl Engine {
         m.worker_credits.get_or_create(&kind("workflow")).set(credits);
         m.worker_credits.get_or_create(&kind("step")).set(step_credits);
         m.in_flight.get_or_create(&kind("workflow")).set(held);
-        let taken = self
-            .config
-            .max_waits
-            .saturating_sub(self.waits.places.available_permits());
+        let taken = self.quota.waits.load(std::sync::atomic::Ordering::SeqCst);
         m.waits.get_or_create(&metrics::ns(&ns)).set(taken as i64);
         let c = self.store.connections();
         for (state, n) in [("idle", c.idle), ("in_use", c.open.saturating_sub(c.idle))] {

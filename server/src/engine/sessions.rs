@@ -308,6 +308,9 @@ fn take(credits: &AtomicU32, max: u32) -> u32 {
 pub struct Sessions {
     next_id: AtomicU64,
     by_id: Mutex<HashMap<u64, Arc<WorkerSession>>>,
+    /// Each attached stream's place under the namespace's and the replica's caps, given back
+    /// when it is detached.
+    places: Mutex<HashMap<u64, super::quota::Place>>,
 }
 
 impl Sessions {
@@ -338,6 +341,12 @@ impl Sessions {
 
     pub fn detach(&self, session_id: u64) {
         self.by_id.lock().unwrap().remove(&session_id);
+        self.places.lock().unwrap().remove(&session_id);
+    }
+
+    /// Keeps `place` while stream `session_id` is attached.
+    pub(crate) fn hold(&self, session_id: u64, place: super::quota::Place) {
+        self.places.lock().unwrap().insert(session_id, place);
     }
 
     /// Marks every attached worker as having a claim to make (see `WorkerSession::want_claims`).

@@ -59,16 +59,8 @@ impl Engine {
                 )));
             }
         }
-        if self.sessions.count() >= self.config.max_worker_streams {
-            return Err(EngineError::new(
-                super::ErrorCode::ResourceExhausted,
-                "TOO_MANY_WORKER_STREAMS",
-                format!(
-                    "this server holds its limit of {} worker streams; try another replica or later",
-                    self.config.max_worker_streams
-                ),
-            ));
-        }
+        // A place under the namespace's limit and the replica's cap, held while attached.
+        let place = self.quota.stream_place(&self.shared, self.namespace())?;
         // A worker id belongs to one live stream. A stream that has spoken within two heartbeat
         // intervals is live: a second hello with its id (another process, or an impostor) is
         // refused rather than handed its workflows. One that has gone quiet is presumed dead (a
@@ -129,6 +121,7 @@ impl Engine {
                 dead_lettered = released.dead_lettered.len(), "worker reconnected; took back what its earlier stream held");
         }
         let session = self.sessions.attach(registration, lease_id, now, outbound);
+        self.sessions.hold(session.session_id, place);
         tracing::info!(worker_id = %session.registration.worker_id, session = session.session_id,
             app_version = %session.registration.app_version, workflows = ?session.registration.workflow_names, "worker attached");
         self.work_enqueued();

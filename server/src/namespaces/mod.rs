@@ -14,7 +14,7 @@ mod storage;
 use std::{collections::HashMap, sync::Arc};
 
 use tokio::sync::{Mutex, RwLock};
-use waymark_store::{ListQuery, NamespaceRecord, Store, WorkflowStatus};
+use waymark_store::{ListQuery, NamespaceLimits, NamespaceRecord, Store, WorkflowStatus};
 
 pub use storage::Storage;
 
@@ -132,7 +132,11 @@ impl Namespaces {
             namespace: name.to_string(),
             ..self.config.clone()
         };
-        let engine = Engine::new(store, self.clock.clone(), config);
+        // Its places come from the replica's caps, shared with every other namespace.
+        let engine = Engine::sharing(store, self.clock.clone(), config, self.default.shared.clone());
+        if let Some(record) = self.list_store().get_namespace(name).await? {
+            engine.quota.set(record.limits);
+        }
         let tasks = engine.spawn_background();
         tracing::info!(namespace = name, "namespace opened");
         self.open.write().await.insert(
@@ -225,6 +229,31 @@ impl Namespaces {
                 tracing::info!(namespace = %name, "namespace deleted elsewhere; closing it here");
                 self.close(&name).await;
             }
+        }
+        // Limits set through another replica apply here from now on.
+        for record in &listed {
+            self.apply_limits(&record.name, record.limits).await;
+        }
+    }
+
+    /// Sets a namespace's limits (an admin of every namespace's call): stored, and applied here at
+    /// once; other replicas apply them within their refresh interval.
+    pub async fn set_limits(&self, name: &str, limits: NamespaceLimits) -> EngineResult<NamespaceRecord> {
+        if !self.list_store().set_namespace_limits(name, &limits).await? {
+            return Err(not_found(name));
+        }
+        self.apply_limits(name, limits).await;
+        self.list_store()
+            .get_namespace(name)
+            .await?
+            .ok_or_else(|| not_found(name))
+    }
+
+    async fn apply_limits(&self, name: &str, limits: NamespaceLimits) {
+        if name == DEFAULT {
+            self.default.quota.set(limits);
+        } else if let Some(o) = self.open.read().await.get(name) {
+            o.engine.quota.set(limits);
         }
     }
 

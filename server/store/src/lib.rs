@@ -38,7 +38,7 @@ pub use contract::{
     keys::{ApiKeyRecord, ApiKeys},
     lifecycle::{Collect, ContinuedAsNew, Covered, Fork, Lifecycle, MAX_DELETE},
     messages::*,
-    namespaces::{NamespaceList, NamespaceRecord},
+    namespaces::{NamespaceLimits, NamespaceList, NamespaceRecord},
     queues::{QueueCounts, Queues},
     remote_steps::RemoteSteps,
     schedules::Schedules,

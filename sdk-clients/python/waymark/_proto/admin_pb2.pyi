@@ -36,7 +36,7 @@ class _RoleEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Role.ValueType],
     ROLE_WORKER: _Role.ValueType  # 3
     """Connect a worker stream (and nothing else), registering only the names its patterns allow."""
     ROLE_ADMIN: _Role.ValueType  # 4
-    """Everything, including keys."""
+    """Everything in its namespaces, including their keys; with "*", namespaces too."""
 
 class Role(_Role, metaclass=_RoleEnumTypeWrapper):
     """What a key may do. Each role includes the ones listed before it, except WORKER."""
@@ -51,7 +51,7 @@ delete queues and schedules.
 ROLE_WORKER: Role.ValueType  # 3
 """Connect a worker stream (and nothing else), registering only the names its patterns allow."""
 ROLE_ADMIN: Role.ValueType  # 4
-"""Everything, including keys."""
+"""Everything in its namespaces, including their keys; with "*", namespaces too."""
 Global___Role: _TypeAlias = Role  # noqa: Y015
 
 @_typing.final
@@ -124,13 +124,17 @@ class CreateApiKeyRequest(_message.Message):
     role: Global___Role.ValueType
     @_builtins.property
     def namespaces(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """At least one; "*" for every namespace. Empty means ["default"]."""
+        """"*" for every namespace. Required for an ADMIN key; otherwise empty means the caller's
+        namespace when it has exactly one, else ["default"].
+        """
 
     @_builtins.property
     def name_patterns(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def expires_at(self) -> _timestamp_pb2.Timestamp:
-        """Unset: the key does not expire. Must be in the future."""
+        """Unset: the key does not expire (or, made by a key that expires, expires with it). Must be in
+        the future, and no later than the caller's own expiry.
+        """
 
     def __init__(
         self,
@@ -253,23 +257,110 @@ class Namespace(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
+    LIMITS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """1-40 characters of a-z, 0-9 and -, not starting with -."""
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def limits(self) -> Global___NamespaceLimits:
+        """What it may use of each replica, beside the caps every namespace shares."""
+
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
+        limits: Global___NamespaceLimits | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "limits", b"limits"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "limits", b"limits", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Namespace: _TypeAlias = Namespace  # noqa: Y015
+
+@_typing.final
+class NamespaceLimits(_message.Message):
+    """Limits of one namespace, each per replica; 0 is no limit of its own (the server's caps,
+    shared by every namespace, still hold).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_RATE_FIELD_NUMBER: _builtins.int
+    MAX_WORKER_STREAMS_FIELD_NUMBER: _builtins.int
+    MAX_WAITS_FIELD_NUMBER: _builtins.int
+    start_rate: _builtins.int
+    """StartWorkflow calls a second (a burst of one second's worth). Past it: RESOURCE_EXHAUSTED
+    NAMESPACE_START_RATE. Children and schedule fires are not counted.
+    """
+    max_worker_streams: _builtins.int
+    """Worker streams open at once. Past it: RESOURCE_EXHAUSTED TOO_MANY_WORKER_STREAMS."""
+    max_waits: _builtins.int
+    """Client calls waiting at once (AwaitWorkflow, GetEvent, ReadStream). Past it:
+    RESOURCE_EXHAUSTED TOO_MANY_WAITS.
+    """
+    def __init__(
+        self,
+        *,
+        start_rate: _builtins.int = ...,
+        max_worker_streams: _builtins.int = ...,
+        max_waits: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_waits", b"max_waits", "max_worker_streams", b"max_worker_streams", "start_rate", b"start_rate"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NamespaceLimits: _TypeAlias = NamespaceLimits  # noqa: Y015
+
+@_typing.final
+class UpdateNamespaceRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    LIMITS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def limits(self) -> Global___NamespaceLimits:
+        """The limits, whole: a field left 0 lifts that limit."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        limits: Global___NamespaceLimits | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateNamespaceRequest: _TypeAlias = UpdateNamespaceRequest  # noqa: Y015
+
+@_typing.final
+class UpdateNamespaceResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def namespace(self) -> Global___Namespace: ...
+    def __init__(
+        self,
+        *,
+        namespace: Global___Namespace | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["namespace", b"namespace"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateNamespaceResponse: _TypeAlias = UpdateNamespaceResponse  # noqa: Y015
 
 @_typing.final
 class CreateNamespaceRequest(_message.Message):

@@ -29,7 +29,10 @@ class AdminServiceStub:
     """Keys and namespaces, for administrators.
 
     API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
-    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
+    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key,
+    which administers only the namespaces it lists: it creates, lists and revokes keys that act
+    only inside them, and never grants more than it holds (no other namespace, no "*", no later
+    expiry). Only an admin key of every namespace ("*") creates or deletes namespaces.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
     secret, so a key is shown once, in the CreateApiKey answer, and cannot be read back.
@@ -75,6 +78,11 @@ class AdminServiceStub:
                 request_serializer=waymark_dot_v1_dot_admin__pb2.DescribeNamespaceRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_admin__pb2.DescribeNamespaceResponse.FromString,
                 _registered_method=True)
+        self.UpdateNamespace = channel.unary_unary(
+                '/waymark.v1.AdminService/UpdateNamespace',
+                request_serializer=waymark_dot_v1_dot_admin__pb2.UpdateNamespaceRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_admin__pb2.UpdateNamespaceResponse.FromString,
+                _registered_method=True)
         self.DeleteNamespace = channel.unary_unary(
                 '/waymark.v1.AdminService/DeleteNamespace',
                 request_serializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceRequest.SerializeToString,
@@ -86,7 +94,10 @@ class AdminServiceServicer:
     """Keys and namespaces, for administrators.
 
     API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
-    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
+    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key,
+    which administers only the namespaces it lists: it creates, lists and revokes keys that act
+    only inside them, and never grants more than it holds (no other namespace, no "*", no later
+    expiry). Only an admin key of every namespace ("*") creates or deletes namespaces.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
     secret, so a key is shown once, in the CreateApiKey answer, and cannot be read back.
@@ -104,7 +115,7 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListApiKeys(self, request, context):
-        """Every key, newest first, without secrets.
+        """Every key the caller administers, newest first, without secrets.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -112,7 +123,8 @@ class AdminServiceServicer:
 
     def RevokeApiKey(self, request, context):
         """Revoke a key: calls made with it are refused from now on, on every replica within the
-        server's key cache time (5 s by default), and worker streams opened with it are closed.
+        server's key cache time (5 s by default), and worker streams and long polls opened with it
+        are ended. A key the caller does not administer is API_KEY_NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -129,7 +141,7 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListNamespaces(self, request, context):
-        """Every namespace, by name.
+        """Every namespace the caller administers, by name.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -141,8 +153,19 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateNamespace(self, request, context):
+        """Set a namespace's limits (only an admin key of every namespace: a tenant's own admin may
+        not lift its quota). Applied at once by the replica that takes the call, by the others
+        within seconds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DeleteNamespace(self, request, context):
-        """Delete a namespace and everything in it, on every replica.
+        """Delete a namespace and everything in it, on every replica. Keys that acted only in it are
+        revoked; keys of several namespaces stop listing it, so a namespace made later under the
+        same name is not theirs.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -181,6 +204,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=waymark_dot_v1_dot_admin__pb2.DescribeNamespaceRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_admin__pb2.DescribeNamespaceResponse.SerializeToString,
             ),
+            'UpdateNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateNamespace,
+                    request_deserializer=waymark_dot_v1_dot_admin__pb2.UpdateNamespaceRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_admin__pb2.UpdateNamespaceResponse.SerializeToString,
+            ),
             'DeleteNamespace': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteNamespace,
                     request_deserializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceRequest.FromString,
@@ -198,7 +226,10 @@ class AdminService:
     """Keys and namespaces, for administrators.
 
     API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
-    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
+    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key,
+    which administers only the namespaces it lists: it creates, lists and revokes keys that act
+    only inside them, and never grants more than it holds (no other namespace, no "*", no later
+    expiry). Only an admin key of every namespace ("*") creates or deletes namespaces.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
     secret, so a key is shown once, in the CreateApiKey answer, and cannot be read back.
@@ -360,6 +391,33 @@ class AdminService:
             '/waymark.v1.AdminService/DescribeNamespace',
             waymark_dot_v1_dot_admin__pb2.DescribeNamespaceRequest.SerializeToString,
             waymark_dot_v1_dot_admin__pb2.DescribeNamespaceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.AdminService/UpdateNamespace',
+            waymark_dot_v1_dot_admin__pb2.UpdateNamespaceRequest.SerializeToString,
+            waymark_dot_v1_dot_admin__pb2.UpdateNamespaceResponse.FromString,
             options,
             channel_credentials,
             insecure,

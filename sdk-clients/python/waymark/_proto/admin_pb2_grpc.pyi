@@ -30,7 +30,10 @@ class AdminServiceStub:
     """Keys and namespaces, for administrators.
 
     API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
-    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
+    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key,
+    which administers only the namespaces it lists: it creates, lists and revokes keys that act
+    only inside them, and never grants more than it holds (no other namespace, no "*", no later
+    expiry). Only an admin key of every namespace ("*") creates or deletes namespaces.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
     secret, so a key is shown once, in the CreateApiKey answer, and cannot be read back.
@@ -47,10 +50,11 @@ class AdminServiceStub:
     CreateApiKey: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateApiKeyRequest, _admin_pb2.CreateApiKeyResponse]
     """Create a key. The answer carries the key itself, the only time it is shown."""
     ListApiKeys: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListApiKeysRequest, _admin_pb2.ListApiKeysResponse]
-    """Every key, newest first, without secrets."""
+    """Every key the caller administers, newest first, without secrets."""
     RevokeApiKey: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RevokeApiKeyRequest, _admin_pb2.RevokeApiKeyResponse]
     """Revoke a key: calls made with it are refused from now on, on every replica within the
-    server's key cache time (5 s by default), and worker streams opened with it are closed.
+    server's key cache time (5 s by default), and worker streams and long polls opened with it
+    are ended. A key the caller does not administer is API_KEY_NOT_FOUND.
     """
     CreateNamespace: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateNamespaceRequest, _admin_pb2.CreateNamespaceResponse]
     """Namespaces: separate worlds on one server, each with its own workflows, steps, messages,
@@ -59,17 +63,28 @@ class AdminServiceStub:
     NAMESPACE_NOT_EMPTY (unfinished workflows, without force), TOO_MANY_NAMESPACES.
     """
     ListNamespaces: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListNamespacesRequest, _admin_pb2.ListNamespacesResponse]
-    """Every namespace, by name."""
+    """Every namespace the caller administers, by name."""
     DescribeNamespace: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DescribeNamespaceRequest, _admin_pb2.DescribeNamespaceResponse]
+    UpdateNamespace: _grpc.UnaryUnaryMultiCallable[_admin_pb2.UpdateNamespaceRequest, _admin_pb2.UpdateNamespaceResponse]
+    """Set a namespace's limits (only an admin key of every namespace: a tenant's own admin may
+    not lift its quota). Applied at once by the replica that takes the call, by the others
+    within seconds.
+    """
     DeleteNamespace: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DeleteNamespaceRequest, _admin_pb2.DeleteNamespaceResponse]
-    """Delete a namespace and everything in it, on every replica."""
+    """Delete a namespace and everything in it, on every replica. Keys that acted only in it are
+    revoked; keys of several namespaces stop listing it, so a namespace made later under the
+    same name is not theirs.
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
     """Keys and namespaces, for administrators.
 
     API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
-    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
+    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key,
+    which administers only the namespaces it lists: it creates, lists and revokes keys that act
+    only inside them, and never grants more than it holds (no other namespace, no "*", no later
+    expiry). Only an admin key of every namespace ("*") creates or deletes namespaces.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
     secret, so a key is shown once, in the CreateApiKey answer, and cannot be read back.
@@ -83,10 +98,11 @@ class AdminServiceAsyncStub(AdminServiceStub):
     CreateApiKey: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateApiKeyRequest, _admin_pb2.CreateApiKeyResponse]  # type: ignore[assignment]
     """Create a key. The answer carries the key itself, the only time it is shown."""
     ListApiKeys: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListApiKeysRequest, _admin_pb2.ListApiKeysResponse]  # type: ignore[assignment]
-    """Every key, newest first, without secrets."""
+    """Every key the caller administers, newest first, without secrets."""
     RevokeApiKey: _aio.UnaryUnaryMultiCallable[_admin_pb2.RevokeApiKeyRequest, _admin_pb2.RevokeApiKeyResponse]  # type: ignore[assignment]
     """Revoke a key: calls made with it are refused from now on, on every replica within the
-    server's key cache time (5 s by default), and worker streams opened with it are closed.
+    server's key cache time (5 s by default), and worker streams and long polls opened with it
+    are ended. A key the caller does not administer is API_KEY_NOT_FOUND.
     """
     CreateNamespace: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateNamespaceRequest, _admin_pb2.CreateNamespaceResponse]  # type: ignore[assignment]
     """Namespaces: separate worlds on one server, each with its own workflows, steps, messages,
@@ -95,16 +111,27 @@ class AdminServiceAsyncStub(AdminServiceStub):
     NAMESPACE_NOT_EMPTY (unfinished workflows, without force), TOO_MANY_NAMESPACES.
     """
     ListNamespaces: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListNamespacesRequest, _admin_pb2.ListNamespacesResponse]  # type: ignore[assignment]
-    """Every namespace, by name."""
+    """Every namespace the caller administers, by name."""
     DescribeNamespace: _aio.UnaryUnaryMultiCallable[_admin_pb2.DescribeNamespaceRequest, _admin_pb2.DescribeNamespaceResponse]  # type: ignore[assignment]
+    UpdateNamespace: _aio.UnaryUnaryMultiCallable[_admin_pb2.UpdateNamespaceRequest, _admin_pb2.UpdateNamespaceResponse]  # type: ignore[assignment]
+    """Set a namespace's limits (only an admin key of every namespace: a tenant's own admin may
+    not lift its quota). Applied at once by the replica that takes the call, by the others
+    within seconds.
+    """
     DeleteNamespace: _aio.UnaryUnaryMultiCallable[_admin_pb2.DeleteNamespaceRequest, _admin_pb2.DeleteNamespaceResponse]  # type: ignore[assignment]
-    """Delete a namespace and everything in it, on every replica."""
+    """Delete a namespace and everything in it, on every replica. Keys that acted only in it are
+    revoked; keys of several namespaces stop listing it, so a namespace made later under the
+    same name is not theirs.
+    """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """Keys and namespaces, for administrators.
 
     API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
-    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
+    runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key,
+    which administers only the namespaces it lists: it creates, lists and revokes keys that act
+    only inside them, and never grants more than it holds (no other namespace, no "*", no later
+    expiry). Only an admin key of every namespace ("*") creates or deletes namespaces.
 
     A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
     secret, so a key is shown once, in the CreateApiKey answer, and cannot be read back.
@@ -128,7 +155,7 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.ListApiKeysRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ListApiKeysResponse, _abc.Awaitable[_admin_pb2.ListApiKeysResponse]]:
-        """Every key, newest first, without secrets."""
+        """Every key the caller administers, newest first, without secrets."""
 
     @_abc_1.abstractmethod
     def RevokeApiKey(
@@ -137,7 +164,8 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.RevokeApiKeyResponse, _abc.Awaitable[_admin_pb2.RevokeApiKeyResponse]]:
         """Revoke a key: calls made with it are refused from now on, on every replica within the
-        server's key cache time (5 s by default), and worker streams opened with it are closed.
+        server's key cache time (5 s by default), and worker streams and long polls opened with it
+        are ended. A key the caller does not administer is API_KEY_NOT_FOUND.
         """
 
     @_abc_1.abstractmethod
@@ -158,7 +186,7 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.ListNamespacesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ListNamespacesResponse, _abc.Awaitable[_admin_pb2.ListNamespacesResponse]]:
-        """Every namespace, by name."""
+        """Every namespace the caller administers, by name."""
 
     @_abc_1.abstractmethod
     def DescribeNamespace(
@@ -168,11 +196,25 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_admin_pb2.DescribeNamespaceResponse, _abc.Awaitable[_admin_pb2.DescribeNamespaceResponse]]: ...
 
     @_abc_1.abstractmethod
+    def UpdateNamespace(
+        self,
+        request: _admin_pb2.UpdateNamespaceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.UpdateNamespaceResponse, _abc.Awaitable[_admin_pb2.UpdateNamespaceResponse]]:
+        """Set a namespace's limits (only an admin key of every namespace: a tenant's own admin may
+        not lift its quota). Applied at once by the replica that takes the call, by the others
+        within seconds.
+        """
+
+    @_abc_1.abstractmethod
     def DeleteNamespace(
         self,
         request: _admin_pb2.DeleteNamespaceRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.DeleteNamespaceResponse, _abc.Awaitable[_admin_pb2.DeleteNamespaceResponse]]:
-        """Delete a namespace and everything in it, on every replica."""
+        """Delete a namespace and everything in it, on every replica. Keys that acted only in it are
+        revoked; keys of several namespaces stop listing it, so a namespace made later under the
+        same name is not theirs.
+        """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

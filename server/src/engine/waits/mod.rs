@@ -7,9 +7,7 @@ pub mod poller;
 pub mod step_waits;
 pub mod wait_map;
 
-use std::sync::Arc;
-
-use super::{events, messages, streams, Engine, EngineError, EngineResult, ErrorCode, Finished};
+use super::{events, messages, streams, Engine, EngineResult, Finished};
 
 pub struct Waits {
     /// AwaitWorkflow calls, woken when a workflow finishes through this replica.
@@ -24,12 +22,10 @@ pub struct Waits {
     pub(crate) children: step_waits::StepWaits<String>,
     /// Workflows waiting for a remote step's result (or a select over steps).
     pub(crate) steps: step_waits::StepWaits<(String, u32)>,
-    /// Places for client calls that wait (see `EngineConfig::max_waits`).
-    pub(crate) places: Arc<tokio::sync::Semaphore>,
 }
 
 impl Waits {
-    pub fn new(max_waits: usize) -> Self {
+    pub fn new() -> Self {
         Waits {
             workflows: Default::default(),
             recv: Default::default(),
@@ -37,31 +33,23 @@ impl Waits {
             streams: Default::default(),
             children: Default::default(),
             steps: Default::default(),
-            places: Arc::new(tokio::sync::Semaphore::new(max_waits)),
         }
     }
 }
 
 /// A client call's place among the waits this replica holds, given back when dropped.
 pub struct WaitPermit {
-    _place: tokio::sync::OwnedSemaphorePermit,
+    _place: super::quota::Place,
 }
 
 impl Engine {
     /// Takes a place for a call about to wait (AwaitWorkflow, GetEvent with a timeout,
-    /// ReadStream). Past [`max_waits`](super::super::EngineConfig::max_waits) the call is refused with
+    /// ReadStream). Past the namespace's limit or the replica's
+    /// [`max_waits`](super::super::EngineConfig::max_waits) the call is refused with
     /// RESOURCE_EXHAUSTED rather than held: each wait costs memory until it ends.
     pub(crate) fn begin_wait(&self) -> EngineResult<WaitPermit> {
-        match self.waits.places.clone().try_acquire_owned() {
-            Ok(place) => Ok(WaitPermit { _place: place }),
-            Err(_) => Err(EngineError::new(
-                ErrorCode::ResourceExhausted,
-                "TOO_MANY_WAITS",
-                format!(
-                    "this server holds its limit of {} waiting calls; try again later or another replica",
-                    self.config.max_waits
-                ),
-            )),
-        }
+        Ok(WaitPermit {
+            _place: self.quota.wait_place(&self.shared, self.namespace())?,
+        })
     }
 }

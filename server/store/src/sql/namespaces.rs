@@ -4,6 +4,29 @@ use super::Backend;
 use crate::rows::db_error;
 use crate::*;
 
+type NamespaceRow = (String, Millis, Option<i64>, Option<i64>, Option<i64>);
+
+macro_rules! namespace_columns {
+    () => {
+        "name, created_at, start_rate, max_worker_streams, max_waits"
+    };
+}
+
+fn from_row((name, created_at, start_rate, max_worker_streams, max_waits): NamespaceRow) -> NamespaceRecord {
+    // Written by `set_namespace_limits` from u32s; a value edited by hand out of range reads as
+    // no limit of its own rather than a wrapped one.
+    let limit = |v: Option<i64>| v.and_then(|n| u32::try_from(n).ok());
+    NamespaceRecord {
+        name,
+        created_at,
+        limits: NamespaceLimits {
+            start_rate: limit(start_rate),
+            max_worker_streams: limit(max_worker_streams),
+            max_waits: limit(max_waits),
+        },
+    }
+}
+
 #[async_trait::async_trait]
 impl NamespaceList for Backend {
     #[tracing::instrument(name = "store.add_namespace", level = "debug", target = "waymark::store", skip_all)]
@@ -21,31 +44,56 @@ impl NamespaceList for Backend {
         Ok(NamespaceRecord {
             name: name.to_string(),
             created_at: now,
+            limits: NamespaceLimits::default(),
         })
     }
 
     #[tracing::instrument(name = "store.get_namespace", level = "debug", target = "waymark::store", skip_all)]
     async fn get_namespace(&self, name: &str) -> StoreResult<Option<NamespaceRecord>> {
-        let row: Option<(String, Millis)> = sqlx::query_as("SELECT name, created_at FROM namespaces WHERE name = $1")
-            .bind(name)
-            .fetch_optional(self.reader())
-            .await
-            .map_err(db_error)?;
-        Ok(row.map(|(name, created_at)| NamespaceRecord { name, created_at }))
+        let row: Option<NamespaceRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            namespace_columns!(),
+            " FROM namespaces WHERE name = $1"
+        ))
+        .bind(name)
+        .fetch_optional(self.reader())
+        .await
+        .map_err(db_error)?;
+        Ok(row.map(from_row))
     }
 
     #[tracing::instrument(name = "store.list_namespaces", level = "debug", target = "waymark::store", skip_all)]
     async fn list_namespaces(&self, limit: u32) -> StoreResult<Vec<NamespaceRecord>> {
-        let rows: Vec<(String, Millis)> =
-            sqlx::query_as("SELECT name, created_at FROM namespaces ORDER BY name LIMIT $1")
-                .bind(limit as i64)
-                .fetch_all(self.reader())
-                .await
-                .map_err(db_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(name, created_at)| NamespaceRecord { name, created_at })
-            .collect())
+        let rows: Vec<NamespaceRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            namespace_columns!(),
+            " FROM namespaces ORDER BY name LIMIT $1"
+        ))
+        .bind(limit as i64)
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)?;
+        Ok(rows.into_iter().map(from_row).collect())
+    }
+
+    #[tracing::instrument(
+        name = "store.set_namespace_limits",
+        level = "debug",
+        target = "waymark::store",
+        skip_all
+    )]
+    async fn set_namespace_limits(&self, name: &str, limits: &NamespaceLimits) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE namespaces SET start_rate = $2, max_worker_streams = $3, max_waits = $4 WHERE name = $1",
+        )
+        .bind(name)
+        .bind(limits.start_rate.map(i64::from))
+        .bind(limits.max_worker_streams.map(i64::from))
+        .bind(limits.max_waits.map(i64::from))
+        .execute(self.writer())
+        .await
+        .map_err(db_error)?;
+        Ok(done.rows_affected() == 1)
     }
 
     #[tracing::instrument(

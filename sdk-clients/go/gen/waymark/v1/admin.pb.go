@@ -34,7 +34,7 @@ const (
 	Role_ROLE_CLIENT Role = 2
 	// Connect a worker stream (and nothing else), registering only the names its patterns allow.
 	Role_ROLE_WORKER Role = 3
-	// Everything, including keys.
+	// Everything in its namespaces, including their keys; with "*", namespaces too.
 	Role_ROLE_ADMIN Role = 4
 )
 
@@ -194,10 +194,12 @@ type CreateApiKeyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Role  Role                   `protobuf:"varint,2,opt,name=role,proto3,enum=waymark.v1.Role" json:"role,omitempty"`
-	// At least one; "*" for every namespace. Empty means ["default"].
+	// "*" for every namespace. Required for an ADMIN key; otherwise empty means the caller's
+	// namespace when it has exactly one, else ["default"].
 	Namespaces   []string `protobuf:"bytes,3,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
 	NamePatterns []string `protobuf:"bytes,4,rep,name=name_patterns,json=namePatterns,proto3" json:"name_patterns,omitempty"`
-	// Unset: the key does not expire. Must be in the future.
+	// Unset: the key does not expire (or, made by a key that expires, expires with it). Must be in
+	// the future, and no later than the caller's own expiry.
 	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -493,8 +495,10 @@ func (x *RevokeApiKeyResponse) GetRevoked() bool {
 type Namespace struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1-40 characters of a-z, 0-9 and -, not starting with -.
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// What it may use of each replica, beside the caps every namespace shares.
+	Limits        *NamespaceLimits `protobuf:"bytes,3,opt,name=limits,proto3" json:"limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -543,6 +547,177 @@ func (x *Namespace) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Namespace) GetLimits() *NamespaceLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+// Limits of one namespace, each per replica; 0 is no limit of its own (the server's caps,
+// shared by every namespace, still hold).
+type NamespaceLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// StartWorkflow calls a second (a burst of one second's worth). Past it: RESOURCE_EXHAUSTED
+	// NAMESPACE_START_RATE. Children and schedule fires are not counted.
+	StartRate uint32 `protobuf:"varint,1,opt,name=start_rate,json=startRate,proto3" json:"start_rate,omitempty"`
+	// Worker streams open at once. Past it: RESOURCE_EXHAUSTED TOO_MANY_WORKER_STREAMS.
+	MaxWorkerStreams uint32 `protobuf:"varint,2,opt,name=max_worker_streams,json=maxWorkerStreams,proto3" json:"max_worker_streams,omitempty"`
+	// Client calls waiting at once (AwaitWorkflow, GetEvent, ReadStream). Past it:
+	// RESOURCE_EXHAUSTED TOO_MANY_WAITS.
+	MaxWaits      uint32 `protobuf:"varint,3,opt,name=max_waits,json=maxWaits,proto3" json:"max_waits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamespaceLimits) Reset() {
+	*x = NamespaceLimits{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamespaceLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamespaceLimits) ProtoMessage() {}
+
+func (x *NamespaceLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamespaceLimits.ProtoReflect.Descriptor instead.
+func (*NamespaceLimits) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *NamespaceLimits) GetStartRate() uint32 {
+	if x != nil {
+		return x.StartRate
+	}
+	return 0
+}
+
+func (x *NamespaceLimits) GetMaxWorkerStreams() uint32 {
+	if x != nil {
+		return x.MaxWorkerStreams
+	}
+	return 0
+}
+
+func (x *NamespaceLimits) GetMaxWaits() uint32 {
+	if x != nil {
+		return x.MaxWaits
+	}
+	return 0
+}
+
+type UpdateNamespaceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The limits, whole: a field left 0 lifts that limit.
+	Limits        *NamespaceLimits `protobuf:"bytes,2,opt,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateNamespaceRequest) Reset() {
+	*x = UpdateNamespaceRequest{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateNamespaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateNamespaceRequest) ProtoMessage() {}
+
+func (x *UpdateNamespaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateNamespaceRequest.ProtoReflect.Descriptor instead.
+func (*UpdateNamespaceRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *UpdateNamespaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpdateNamespaceRequest) GetLimits() *NamespaceLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+type UpdateNamespaceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     *Namespace             `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateNamespaceResponse) Reset() {
+	*x = UpdateNamespaceResponse{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateNamespaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateNamespaceResponse) ProtoMessage() {}
+
+func (x *UpdateNamespaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateNamespaceResponse.ProtoReflect.Descriptor instead.
+func (*UpdateNamespaceResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UpdateNamespaceResponse) GetNamespace() *Namespace {
+	if x != nil {
+		return x.Namespace
+	}
+	return nil
+}
+
 type CreateNamespaceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -552,7 +727,7 @@ type CreateNamespaceRequest struct {
 
 func (x *CreateNamespaceRequest) Reset() {
 	*x = CreateNamespaceRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[8]
+	mi := &file_waymark_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +739,7 @@ func (x *CreateNamespaceRequest) String() string {
 func (*CreateNamespaceRequest) ProtoMessage() {}
 
 func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[8]
+	mi := &file_waymark_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +752,7 @@ func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateNamespaceRequest) GetName() string {
@@ -596,7 +771,7 @@ type CreateNamespaceResponse struct {
 
 func (x *CreateNamespaceResponse) Reset() {
 	*x = CreateNamespaceResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[9]
+	mi := &file_waymark_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +783,7 @@ func (x *CreateNamespaceResponse) String() string {
 func (*CreateNamespaceResponse) ProtoMessage() {}
 
 func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[9]
+	mi := &file_waymark_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +796,7 @@ func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateNamespaceResponse) GetNamespace() *Namespace {
@@ -639,7 +814,7 @@ type ListNamespacesRequest struct {
 
 func (x *ListNamespacesRequest) Reset() {
 	*x = ListNamespacesRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[10]
+	mi := &file_waymark_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +826,7 @@ func (x *ListNamespacesRequest) String() string {
 func (*ListNamespacesRequest) ProtoMessage() {}
 
 func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[10]
+	mi := &file_waymark_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +839,7 @@ func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
 func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 type ListNamespacesResponse struct {
@@ -676,7 +851,7 @@ type ListNamespacesResponse struct {
 
 func (x *ListNamespacesResponse) Reset() {
 	*x = ListNamespacesResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[11]
+	mi := &file_waymark_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +863,7 @@ func (x *ListNamespacesResponse) String() string {
 func (*ListNamespacesResponse) ProtoMessage() {}
 
 func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[11]
+	mi := &file_waymark_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +876,7 @@ func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
 func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListNamespacesResponse) GetNamespaces() []*Namespace {
@@ -720,7 +895,7 @@ type DescribeNamespaceRequest struct {
 
 func (x *DescribeNamespaceRequest) Reset() {
 	*x = DescribeNamespaceRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[12]
+	mi := &file_waymark_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +907,7 @@ func (x *DescribeNamespaceRequest) String() string {
 func (*DescribeNamespaceRequest) ProtoMessage() {}
 
 func (x *DescribeNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[12]
+	mi := &file_waymark_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +920,7 @@ func (x *DescribeNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DescribeNamespaceRequest) GetName() string {
@@ -766,7 +941,7 @@ type DescribeNamespaceResponse struct {
 
 func (x *DescribeNamespaceResponse) Reset() {
 	*x = DescribeNamespaceResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[13]
+	mi := &file_waymark_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +953,7 @@ func (x *DescribeNamespaceResponse) String() string {
 func (*DescribeNamespaceResponse) ProtoMessage() {}
 
 func (x *DescribeNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[13]
+	mi := &file_waymark_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +966,7 @@ func (x *DescribeNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*DescribeNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DescribeNamespaceResponse) GetNamespace() *Namespace {
@@ -819,7 +994,7 @@ type DeleteNamespaceRequest struct {
 
 func (x *DeleteNamespaceRequest) Reset() {
 	*x = DeleteNamespaceRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[14]
+	mi := &file_waymark_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +1006,7 @@ func (x *DeleteNamespaceRequest) String() string {
 func (*DeleteNamespaceRequest) ProtoMessage() {}
 
 func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[14]
+	mi := &file_waymark_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +1019,7 @@ func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteNamespaceRequest) GetName() string {
@@ -869,7 +1044,7 @@ type DeleteNamespaceResponse struct {
 
 func (x *DeleteNamespaceResponse) Reset() {
 	*x = DeleteNamespaceResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[15]
+	mi := &file_waymark_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +1056,7 @@ func (x *DeleteNamespaceResponse) String() string {
 func (*DeleteNamespaceResponse) ProtoMessage() {}
 
 func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[15]
+	mi := &file_waymark_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1069,7 @@ func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 var File_waymark_v1_admin_proto protoreflect.FileDescriptor
@@ -935,11 +1110,22 @@ const file_waymark_v1_admin_proto_rawDesc = "" +
 	"\x13RevokeApiKeyRequest\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"0\n" +
 	"\x14RevokeApiKeyResponse\x12\x18\n" +
-	"\arevoked\x18\x01 \x01(\bR\arevoked\"Z\n" +
+	"\arevoked\x18\x01 \x01(\bR\arevoked\"\x8f\x01\n" +
 	"\tNamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
 	"\n" +
-	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\",\n" +
+	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x123\n" +
+	"\x06limits\x18\x03 \x01(\v2\x1b.waymark.v1.NamespaceLimitsR\x06limits\"{\n" +
+	"\x0fNamespaceLimits\x12\x1d\n" +
+	"\n" +
+	"start_rate\x18\x01 \x01(\rR\tstartRate\x12,\n" +
+	"\x12max_worker_streams\x18\x02 \x01(\rR\x10maxWorkerStreams\x12\x1b\n" +
+	"\tmax_waits\x18\x03 \x01(\rR\bmaxWaits\"a\n" +
+	"\x16UpdateNamespaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
+	"\x06limits\x18\x02 \x01(\v2\x1b.waymark.v1.NamespaceLimitsR\x06limits\"N\n" +
+	"\x17UpdateNamespaceResponse\x123\n" +
+	"\tnamespace\x18\x01 \x01(\v2\x15.waymark.v1.NamespaceR\tnamespace\",\n" +
 	"\x16CreateNamespaceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"N\n" +
 	"\x17CreateNamespaceResponse\x123\n" +
@@ -964,7 +1150,7 @@ const file_waymark_v1_admin_proto_rawDesc = "" +
 	"\vROLE_CLIENT\x10\x02\x12\x0f\n" +
 	"\vROLE_WORKER\x10\x03\x12\x0e\n" +
 	"\n" +
-	"ROLE_ADMIN\x10\x042\xf7\x04\n" +
+	"ROLE_ADMIN\x10\x042\xd3\x05\n" +
 	"\fAdminService\x12Q\n" +
 	"\fCreateApiKey\x12\x1f.waymark.v1.CreateApiKeyRequest\x1a .waymark.v1.CreateApiKeyResponse\x12N\n" +
 	"\vListApiKeys\x12\x1e.waymark.v1.ListApiKeysRequest\x1a\x1f.waymark.v1.ListApiKeysResponse\x12Q\n" +
@@ -972,6 +1158,7 @@ const file_waymark_v1_admin_proto_rawDesc = "" +
 	"\x0fCreateNamespace\x12\".waymark.v1.CreateNamespaceRequest\x1a#.waymark.v1.CreateNamespaceResponse\x12W\n" +
 	"\x0eListNamespaces\x12!.waymark.v1.ListNamespacesRequest\x1a\".waymark.v1.ListNamespacesResponse\x12`\n" +
 	"\x11DescribeNamespace\x12$.waymark.v1.DescribeNamespaceRequest\x1a%.waymark.v1.DescribeNamespaceResponse\x12Z\n" +
+	"\x0fUpdateNamespace\x12\".waymark.v1.UpdateNamespaceRequest\x1a#.waymark.v1.UpdateNamespaceResponse\x12Z\n" +
 	"\x0fDeleteNamespace\x12\".waymark.v1.DeleteNamespaceRequest\x1a#.waymark.v1.DeleteNamespaceResponseB\xad\x01\n" +
 	"\x0ecom.waymark.v1B\n" +
 	"AdminProtoP\x01ZFgithub.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
@@ -991,7 +1178,7 @@ func file_waymark_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_waymark_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_waymark_v1_admin_proto_goTypes = []any{
 	(Role)(0),                         // 0: waymark.v1.Role
 	(*ApiKey)(nil),                    // 1: waymark.v1.ApiKey
@@ -1002,48 +1189,56 @@ var file_waymark_v1_admin_proto_goTypes = []any{
 	(*RevokeApiKeyRequest)(nil),       // 6: waymark.v1.RevokeApiKeyRequest
 	(*RevokeApiKeyResponse)(nil),      // 7: waymark.v1.RevokeApiKeyResponse
 	(*Namespace)(nil),                 // 8: waymark.v1.Namespace
-	(*CreateNamespaceRequest)(nil),    // 9: waymark.v1.CreateNamespaceRequest
-	(*CreateNamespaceResponse)(nil),   // 10: waymark.v1.CreateNamespaceResponse
-	(*ListNamespacesRequest)(nil),     // 11: waymark.v1.ListNamespacesRequest
-	(*ListNamespacesResponse)(nil),    // 12: waymark.v1.ListNamespacesResponse
-	(*DescribeNamespaceRequest)(nil),  // 13: waymark.v1.DescribeNamespaceRequest
-	(*DescribeNamespaceResponse)(nil), // 14: waymark.v1.DescribeNamespaceResponse
-	(*DeleteNamespaceRequest)(nil),    // 15: waymark.v1.DeleteNamespaceRequest
-	(*DeleteNamespaceResponse)(nil),   // 16: waymark.v1.DeleteNamespaceResponse
-	(*timestamppb.Timestamp)(nil),     // 17: google.protobuf.Timestamp
+	(*NamespaceLimits)(nil),           // 9: waymark.v1.NamespaceLimits
+	(*UpdateNamespaceRequest)(nil),    // 10: waymark.v1.UpdateNamespaceRequest
+	(*UpdateNamespaceResponse)(nil),   // 11: waymark.v1.UpdateNamespaceResponse
+	(*CreateNamespaceRequest)(nil),    // 12: waymark.v1.CreateNamespaceRequest
+	(*CreateNamespaceResponse)(nil),   // 13: waymark.v1.CreateNamespaceResponse
+	(*ListNamespacesRequest)(nil),     // 14: waymark.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),    // 15: waymark.v1.ListNamespacesResponse
+	(*DescribeNamespaceRequest)(nil),  // 16: waymark.v1.DescribeNamespaceRequest
+	(*DescribeNamespaceResponse)(nil), // 17: waymark.v1.DescribeNamespaceResponse
+	(*DeleteNamespaceRequest)(nil),    // 18: waymark.v1.DeleteNamespaceRequest
+	(*DeleteNamespaceResponse)(nil),   // 19: waymark.v1.DeleteNamespaceResponse
+	(*timestamppb.Timestamp)(nil),     // 20: google.protobuf.Timestamp
 }
 var file_waymark_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: waymark.v1.ApiKey.role:type_name -> waymark.v1.Role
-	17, // 1: waymark.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	17, // 2: waymark.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	17, // 3: waymark.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
+	20, // 1: waymark.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	20, // 2: waymark.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	20, // 3: waymark.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
 	0,  // 4: waymark.v1.CreateApiKeyRequest.role:type_name -> waymark.v1.Role
-	17, // 5: waymark.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	20, // 5: waymark.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 6: waymark.v1.CreateApiKeyResponse.key:type_name -> waymark.v1.ApiKey
 	1,  // 7: waymark.v1.ListApiKeysResponse.keys:type_name -> waymark.v1.ApiKey
-	17, // 8: waymark.v1.Namespace.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 9: waymark.v1.CreateNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
-	8,  // 10: waymark.v1.ListNamespacesResponse.namespaces:type_name -> waymark.v1.Namespace
-	8,  // 11: waymark.v1.DescribeNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
-	2,  // 12: waymark.v1.AdminService.CreateApiKey:input_type -> waymark.v1.CreateApiKeyRequest
-	4,  // 13: waymark.v1.AdminService.ListApiKeys:input_type -> waymark.v1.ListApiKeysRequest
-	6,  // 14: waymark.v1.AdminService.RevokeApiKey:input_type -> waymark.v1.RevokeApiKeyRequest
-	9,  // 15: waymark.v1.AdminService.CreateNamespace:input_type -> waymark.v1.CreateNamespaceRequest
-	11, // 16: waymark.v1.AdminService.ListNamespaces:input_type -> waymark.v1.ListNamespacesRequest
-	13, // 17: waymark.v1.AdminService.DescribeNamespace:input_type -> waymark.v1.DescribeNamespaceRequest
-	15, // 18: waymark.v1.AdminService.DeleteNamespace:input_type -> waymark.v1.DeleteNamespaceRequest
-	3,  // 19: waymark.v1.AdminService.CreateApiKey:output_type -> waymark.v1.CreateApiKeyResponse
-	5,  // 20: waymark.v1.AdminService.ListApiKeys:output_type -> waymark.v1.ListApiKeysResponse
-	7,  // 21: waymark.v1.AdminService.RevokeApiKey:output_type -> waymark.v1.RevokeApiKeyResponse
-	10, // 22: waymark.v1.AdminService.CreateNamespace:output_type -> waymark.v1.CreateNamespaceResponse
-	12, // 23: waymark.v1.AdminService.ListNamespaces:output_type -> waymark.v1.ListNamespacesResponse
-	14, // 24: waymark.v1.AdminService.DescribeNamespace:output_type -> waymark.v1.DescribeNamespaceResponse
-	16, // 25: waymark.v1.AdminService.DeleteNamespace:output_type -> waymark.v1.DeleteNamespaceResponse
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	20, // 8: waymark.v1.Namespace.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 9: waymark.v1.Namespace.limits:type_name -> waymark.v1.NamespaceLimits
+	9,  // 10: waymark.v1.UpdateNamespaceRequest.limits:type_name -> waymark.v1.NamespaceLimits
+	8,  // 11: waymark.v1.UpdateNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
+	8,  // 12: waymark.v1.CreateNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
+	8,  // 13: waymark.v1.ListNamespacesResponse.namespaces:type_name -> waymark.v1.Namespace
+	8,  // 14: waymark.v1.DescribeNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
+	2,  // 15: waymark.v1.AdminService.CreateApiKey:input_type -> waymark.v1.CreateApiKeyRequest
+	4,  // 16: waymark.v1.AdminService.ListApiKeys:input_type -> waymark.v1.ListApiKeysRequest
+	6,  // 17: waymark.v1.AdminService.RevokeApiKey:input_type -> waymark.v1.RevokeApiKeyRequest
+	12, // 18: waymark.v1.AdminService.CreateNamespace:input_type -> waymark.v1.CreateNamespaceRequest
+	14, // 19: waymark.v1.AdminService.ListNamespaces:input_type -> waymark.v1.ListNamespacesRequest
+	16, // 20: waymark.v1.AdminService.DescribeNamespace:input_type -> waymark.v1.DescribeNamespaceRequest
+	10, // 21: waymark.v1.AdminService.UpdateNamespace:input_type -> waymark.v1.UpdateNamespaceRequest
+	18, // 22: waymark.v1.AdminService.DeleteNamespace:input_type -> waymark.v1.DeleteNamespaceRequest
+	3,  // 23: waymark.v1.AdminService.CreateApiKey:output_type -> waymark.v1.CreateApiKeyResponse
+	5,  // 24: waymark.v1.AdminService.ListApiKeys:output_type -> waymark.v1.ListApiKeysResponse
+	7,  // 25: waymark.v1.AdminService.RevokeApiKey:output_type -> waymark.v1.RevokeApiKeyResponse
+	13, // 26: waymark.v1.AdminService.CreateNamespace:output_type -> waymark.v1.CreateNamespaceResponse
+	15, // 27: waymark.v1.AdminService.ListNamespaces:output_type -> waymark.v1.ListNamespacesResponse
+	17, // 28: waymark.v1.AdminService.DescribeNamespace:output_type -> waymark.v1.DescribeNamespaceResponse
+	11, // 29: waymark.v1.AdminService.UpdateNamespace:output_type -> waymark.v1.UpdateNamespaceResponse
+	19, // 30: waymark.v1.AdminService.DeleteNamespace:output_type -> waymark.v1.DeleteNamespaceResponse
+	23, // [23:31] is the sub-list for method output_type
+	15, // [15:23] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_admin_proto_init() }
@@ -1057,7 +1252,7 @@ func file_waymark_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_admin_proto_rawDesc), len(file_waymark_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	AdminService_CreateNamespace_FullMethodName   = "/waymark.v1.AdminService/CreateNamespace"
 	AdminService_ListNamespaces_FullMethodName    = "/waymark.v1.AdminService/ListNamespaces"
 	AdminService_DescribeNamespace_FullMethodName = "/waymark.v1.AdminService/DescribeNamespace"
+	AdminService_UpdateNamespace_FullMethodName   = "/waymark.v1.AdminService/UpdateNamespace"
 	AdminService_DeleteNamespace_FullMethodName   = "/waymark.v1.AdminService/DeleteNamespace"
 )
 
@@ -35,7 +36,10 @@ const (
 // Keys and namespaces, for administrators.
 //
 // API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
-// runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
+// runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key,
+// which administers only the namespaces it lists: it creates, lists and revokes keys that act
+// only inside them, and never grants more than it holds (no other namespace, no "*", no later
+// expiry). Only an admin key of every namespace ("*") creates or deletes namespaces.
 //
 // A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
 // secret, so a key is shown once, in the CreateApiKey answer, and cannot be read back.
@@ -46,20 +50,27 @@ const (
 type AdminServiceClient interface {
 	// Create a key. The answer carries the key itself, the only time it is shown.
 	CreateApiKey(ctx context.Context, in *CreateApiKeyRequest, opts ...grpc.CallOption) (*CreateApiKeyResponse, error)
-	// Every key, newest first, without secrets.
+	// Every key the caller administers, newest first, without secrets.
 	ListApiKeys(ctx context.Context, in *ListApiKeysRequest, opts ...grpc.CallOption) (*ListApiKeysResponse, error)
 	// Revoke a key: calls made with it are refused from now on, on every replica within the
-	// server's key cache time (5 s by default), and worker streams opened with it are closed.
+	// server's key cache time (5 s by default), and worker streams and long polls opened with it
+	// are ended. A key the caller does not administer is API_KEY_NOT_FOUND.
 	RevokeApiKey(ctx context.Context, in *RevokeApiKeyRequest, opts ...grpc.CallOption) (*RevokeApiKeyResponse, error)
 	// Namespaces: separate worlds on one server, each with its own workflows, steps, messages,
 	// events, streams, queues, schedules and workers. "default" always exists. Errors:
 	// NAMESPACE_NOT_FOUND, NAMESPACE_EXISTS, NAMESPACE_PROTECTED (default cannot be deleted),
 	// NAMESPACE_NOT_EMPTY (unfinished workflows, without force), TOO_MANY_NAMESPACES.
 	CreateNamespace(ctx context.Context, in *CreateNamespaceRequest, opts ...grpc.CallOption) (*CreateNamespaceResponse, error)
-	// Every namespace, by name.
+	// Every namespace the caller administers, by name.
 	ListNamespaces(ctx context.Context, in *ListNamespacesRequest, opts ...grpc.CallOption) (*ListNamespacesResponse, error)
 	DescribeNamespace(ctx context.Context, in *DescribeNamespaceRequest, opts ...grpc.CallOption) (*DescribeNamespaceResponse, error)
-	// Delete a namespace and everything in it, on every replica.
+	// Set a namespace's limits (only an admin key of every namespace: a tenant's own admin may
+	// not lift its quota). Applied at once by the replica that takes the call, by the others
+	// within seconds.
+	UpdateNamespace(ctx context.Context, in *UpdateNamespaceRequest, opts ...grpc.CallOption) (*UpdateNamespaceResponse, error)
+	// Delete a namespace and everything in it, on every replica. Keys that acted only in it are
+	// revoked; keys of several namespaces stop listing it, so a namespace made later under the
+	// same name is not theirs.
 	DeleteNamespace(ctx context.Context, in *DeleteNamespaceRequest, opts ...grpc.CallOption) (*DeleteNamespaceResponse, error)
 }
 
@@ -131,6 +142,16 @@ func (c *adminServiceClient) DescribeNamespace(ctx context.Context, in *Describe
 	return out, nil
 }
 
+func (c *adminServiceClient) UpdateNamespace(ctx context.Context, in *UpdateNamespaceRequest, opts ...grpc.CallOption) (*UpdateNamespaceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateNamespaceResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpdateNamespace_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) DeleteNamespace(ctx context.Context, in *DeleteNamespaceRequest, opts ...grpc.CallOption) (*DeleteNamespaceResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteNamespaceResponse)
@@ -148,7 +169,10 @@ func (c *adminServiceClient) DeleteNamespace(ctx context.Context, in *DeleteName
 // Keys and namespaces, for administrators.
 //
 // API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
-// runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
+// runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key,
+// which administers only the namespaces it lists: it creates, lists and revokes keys that act
+// only inside them, and never grants more than it holds (no other namespace, no "*", no later
+// expiry). Only an admin key of every namespace ("*") creates or deletes namespaces.
 //
 // A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
 // secret, so a key is shown once, in the CreateApiKey answer, and cannot be read back.
@@ -159,20 +183,27 @@ func (c *adminServiceClient) DeleteNamespace(ctx context.Context, in *DeleteName
 type AdminServiceServer interface {
 	// Create a key. The answer carries the key itself, the only time it is shown.
 	CreateApiKey(context.Context, *CreateApiKeyRequest) (*CreateApiKeyResponse, error)
-	// Every key, newest first, without secrets.
+	// Every key the caller administers, newest first, without secrets.
 	ListApiKeys(context.Context, *ListApiKeysRequest) (*ListApiKeysResponse, error)
 	// Revoke a key: calls made with it are refused from now on, on every replica within the
-	// server's key cache time (5 s by default), and worker streams opened with it are closed.
+	// server's key cache time (5 s by default), and worker streams and long polls opened with it
+	// are ended. A key the caller does not administer is API_KEY_NOT_FOUND.
 	RevokeApiKey(context.Context, *RevokeApiKeyRequest) (*RevokeApiKeyResponse, error)
 	// Namespaces: separate worlds on one server, each with its own workflows, steps, messages,
 	// events, streams, queues, schedules and workers. "default" always exists. Errors:
 	// NAMESPACE_NOT_FOUND, NAMESPACE_EXISTS, NAMESPACE_PROTECTED (default cannot be deleted),
 	// NAMESPACE_NOT_EMPTY (unfinished workflows, without force), TOO_MANY_NAMESPACES.
 	CreateNamespace(context.Context, *CreateNamespaceRequest) (*CreateNamespaceResponse, error)
-	// Every namespace, by name.
+	// Every namespace the caller administers, by name.
 	ListNamespaces(context.Context, *ListNamespacesRequest) (*ListNamespacesResponse, error)
 	DescribeNamespace(context.Context, *DescribeNamespaceRequest) (*DescribeNamespaceResponse, error)
-	// Delete a namespace and everything in it, on every replica.
+	// Set a namespace's limits (only an admin key of every namespace: a tenant's own admin may
+	// not lift its quota). Applied at once by the replica that takes the call, by the others
+	// within seconds.
+	UpdateNamespace(context.Context, *UpdateNamespaceRequest) (*UpdateNamespaceResponse, error)
+	// Delete a namespace and everything in it, on every replica. Keys that acted only in it are
+	// revoked; keys of several namespaces stop listing it, so a namespace made later under the
+	// same name is not theirs.
 	DeleteNamespace(context.Context, *DeleteNamespaceRequest) (*DeleteNamespaceResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
@@ -201,6 +232,9 @@ func (UnimplementedAdminServiceServer) ListNamespaces(context.Context, *ListName
 }
 func (UnimplementedAdminServiceServer) DescribeNamespace(context.Context, *DescribeNamespaceRequest) (*DescribeNamespaceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DescribeNamespace not implemented")
+}
+func (UnimplementedAdminServiceServer) UpdateNamespace(context.Context, *UpdateNamespaceRequest) (*UpdateNamespaceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateNamespace not implemented")
 }
 func (UnimplementedAdminServiceServer) DeleteNamespace(context.Context, *DeleteNamespaceRequest) (*DeleteNamespaceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteNamespace not implemented")
@@ -334,6 +368,24 @@ func _AdminService_DescribeNamespace_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_UpdateNamespace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateNamespaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpdateNamespace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpdateNamespace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpdateNamespace(ctx, req.(*UpdateNamespaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_DeleteNamespace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteNamespaceRequest)
 	if err := dec(in); err != nil {
@@ -382,6 +434,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DescribeNamespace",
 			Handler:    _AdminService_DescribeNamespace_Handler,
+		},
+		{
+			MethodName: "UpdateNamespace",
+			Handler:    _AdminService_UpdateNamespace_Handler,
 		},
 		{
 			MethodName: "DeleteNamespace",

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/admin.proto.
  */
 export const file_waymark_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChZ3YXltYXJrL3YxL2FkbWluLnByb3RvEgp3YXltYXJrLnYxIoECCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHgoEcm9sZRgDIAEoDjIQLndheW1hcmsudjEuUm9sZRISCgpuYW1lc3BhY2VzGAQgAygJEhUKDW5hbWVfcGF0dGVybnMYBSADKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAingEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeCgRyb2xlGAIgASgOMhAud2F5bWFyay52MS5Sb2xlEhIKCm5hbWVzcGFjZXMYAyADKAkSFQoNbmFtZV9wYXR0ZXJucxgEIAMoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChRDcmVhdGVBcGlLZXlSZXNwb25zZRIfCgNrZXkYASABKAsyEi53YXltYXJrLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiFAoSTGlzdEFwaUtleXNSZXF1ZXN0IjcKE0xpc3RBcGlLZXlzUmVzcG9uc2USIAoEa2V5cxgBIAMoCzISLndheW1hcmsudjEuQXBpS2V5IiUKE1Jldm9rZUFwaUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJIicKFFJldm9rZUFwaUtleVJlc3BvbnNlEg8KB3Jldm9rZWQYASABKAgiSQoJTmFtZXNwYWNlEgwKBG5hbWUYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJgoWQ3JlYXRlTmFtZXNwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJIkMKF0NyZWF0ZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlIhcKFUxpc3ROYW1lc3BhY2VzUmVxdWVzdCJDChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEikKCm5hbWVzcGFjZXMYASADKAsyFS53YXltYXJrLnYxLk5hbWVzcGFjZSIoChhEZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJnChlEZXNjcmliZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlEiAKGGhhc191bmZpbmlzaGVkX3dvcmtmbG93cxgCIAEoCCI1ChZEZWxldGVOYW1lc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZm9yY2UYAiABKAgiGQoXRGVsZXRlTmFtZXNwYWNlUmVzcG9uc2UqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9SRUFERVIQARIPCgtST0xFX0NMSUVOVBACEg8KC1JPTEVfV09SS0VSEAMSDgoKUk9MRV9BRE1JThAEMvcECgxBZG1pblNlcnZpY2USUQoMQ3JlYXRlQXBpS2V5Eh8ud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiAud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJOCgtMaXN0QXBpS2V5cxIeLndheW1hcmsudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gh8ud2F5bWFyay52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlElEKDFJldm9rZUFwaUtleRIfLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBogLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USWgoPQ3JlYXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXNwb25zZRJXCg5MaXN0TmFtZXNwYWNlcxIhLndheW1hcmsudjEuTGlzdE5hbWVzcGFjZXNSZXF1ZXN0GiIud2F5bWFyay52MS5MaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEmAKEURlc2NyaWJlTmFtZXNwYWNlEiQud2F5bWFyay52MS5EZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QaJS53YXltYXJrLnYxLkRlc2NyaWJlTmFtZXNwYWNlUmVzcG9uc2USWgoPRGVsZXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5EZWxldGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5EZWxldGVOYW1lc3BhY2VSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChZ3YXltYXJrL3YxL2FkbWluLnByb3RvEgp3YXltYXJrLnYxIoECCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHgoEcm9sZRgDIAEoDjIQLndheW1hcmsudjEuUm9sZRISCgpuYW1lc3BhY2VzGAQgAygJEhUKDW5hbWVfcGF0dGVybnMYBSADKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAingEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeCgRyb2xlGAIgASgOMhAud2F5bWFyay52MS5Sb2xlEhIKCm5hbWVzcGFjZXMYAyADKAkSFQoNbmFtZV9wYXR0ZXJucxgEIAMoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChRDcmVhdGVBcGlLZXlSZXNwb25zZRIfCgNrZXkYASABKAsyEi53YXltYXJrLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiFAoSTGlzdEFwaUtleXNSZXF1ZXN0IjcKE0xpc3RBcGlLZXlzUmVzcG9uc2USIAoEa2V5cxgBIAMoCzISLndheW1hcmsudjEuQXBpS2V5IiUKE1Jldm9rZUFwaUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJIicKFFJldm9rZUFwaUtleVJlc3BvbnNlEg8KB3Jldm9rZWQYASABKAgidgoJTmFtZXNwYWNlEgwKBG5hbWUYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoGbGltaXRzGAMgASgLMhsud2F5bWFyay52MS5OYW1lc3BhY2VMaW1pdHMiVAoPTmFtZXNwYWNlTGltaXRzEhIKCnN0YXJ0X3JhdGUYASABKA0SGgoSbWF4X3dvcmtlcl9zdHJlYW1zGAIgASgNEhEKCW1heF93YWl0cxgDIAEoDSJTChZVcGRhdGVOYW1lc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSKwoGbGltaXRzGAIgASgLMhsud2F5bWFyay52MS5OYW1lc3BhY2VMaW1pdHMiQwoXVXBkYXRlTmFtZXNwYWNlUmVzcG9uc2USKAoJbmFtZXNwYWNlGAEgASgLMhUud2F5bWFyay52MS5OYW1lc3BhY2UiJgoWQ3JlYXRlTmFtZXNwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJIkMKF0NyZWF0ZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlIhcKFUxpc3ROYW1lc3BhY2VzUmVxdWVzdCJDChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEikKCm5hbWVzcGFjZXMYASADKAsyFS53YXltYXJrLnYxLk5hbWVzcGFjZSIoChhEZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJnChlEZXNjcmliZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlEiAKGGhhc191bmZpbmlzaGVkX3dvcmtmbG93cxgCIAEoCCI1ChZEZWxldGVOYW1lc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZm9yY2UYAiABKAgiGQoXRGVsZXRlTmFtZXNwYWNlUmVzcG9uc2UqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9SRUFERVIQARIPCgtST0xFX0NMSUVOVBACEg8KC1JPTEVfV09SS0VSEAMSDgoKUk9MRV9BRE1JThAEMtMFCgxBZG1pblNlcnZpY2USUQoMQ3JlYXRlQXBpS2V5Eh8ud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiAud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJOCgtMaXN0QXBpS2V5cxIeLndheW1hcmsudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gh8ud2F5bWFyay52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlElEKDFJldm9rZUFwaUtleRIfLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBogLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USWgoPQ3JlYXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXNwb25zZRJXCg5MaXN0TmFtZXNwYWNlcxIhLndheW1hcmsudjEuTGlzdE5hbWVzcGFjZXNSZXF1ZXN0GiIud2F5bWFyay52MS5MaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEmAKEURlc2NyaWJlTmFtZXNwYWNlEiQud2F5bWFyay52MS5EZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QaJS53YXltYXJrLnYxLkRlc2NyaWJlTmFtZXNwYWNlUmVzcG9uc2USWgoPVXBkYXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5VcGRhdGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5VcGRhdGVOYW1lc3BhY2VSZXNwb25zZRJaCg9EZWxldGVOYW1lc3BhY2USIi53YXltYXJrLnYxLkRlbGV0ZU5hbWVzcGFjZVJlcXVlc3QaIy53YXltYXJrLnYxLkRlbGV0ZU5hbWVzcGFjZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message waymark.v1.ApiKey
@@ -94,7 +94,8 @@ export type CreateApiKeyRequest = Message<"waymark.v1.CreateApiKeyRequest"> & {
   role: Role;
 
   /**
-   * At least one; "*" for every namespace. Empty means ["default"].
+   * "*" for every namespace. Required for an ADMIN key; otherwise empty means the caller's
+   * namespace when it has exactly one, else ["default"].
    *
    * @generated from field: repeated string namespaces = 3;
    */
@@ -106,7 +107,8 @@ export type CreateApiKeyRequest = Message<"waymark.v1.CreateApiKeyRequest"> & {
   namePatterns: string[];
 
   /**
-   * Unset: the key does not expire. Must be in the future.
+   * Unset: the key does not expire (or, made by a key that expires, expires with it). Must be in
+   * the future, and no later than the caller's own expiry.
    *
    * @generated from field: google.protobuf.Timestamp expires_at = 5;
    */
@@ -225,6 +227,13 @@ export type Namespace = Message<"waymark.v1.Namespace"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 2;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * What it may use of each replica, beside the caps every namespace shares.
+   *
+   * @generated from field: waymark.v1.NamespaceLimits limits = 3;
+   */
+  limits?: NamespaceLimits | undefined;
 };
 
 /**
@@ -233,6 +242,85 @@ export type Namespace = Message<"waymark.v1.Namespace"> & {
  */
 export const NamespaceSchema: GenMessage<Namespace> = /*@__PURE__*/
   messageDesc(file_waymark_v1_admin, 7);
+
+/**
+ * Limits of one namespace, each per replica; 0 is no limit of its own (the server's caps,
+ * shared by every namespace, still hold).
+ *
+ * @generated from message waymark.v1.NamespaceLimits
+ */
+export type NamespaceLimits = Message<"waymark.v1.NamespaceLimits"> & {
+  /**
+   * StartWorkflow calls a second (a burst of one second's worth). Past it: RESOURCE_EXHAUSTED
+   * NAMESPACE_START_RATE. Children and schedule fires are not counted.
+   *
+   * @generated from field: uint32 start_rate = 1;
+   */
+  startRate: number;
+
+  /**
+   * Worker streams open at once. Past it: RESOURCE_EXHAUSTED TOO_MANY_WORKER_STREAMS.
+   *
+   * @generated from field: uint32 max_worker_streams = 2;
+   */
+  maxWorkerStreams: number;
+
+  /**
+   * Client calls waiting at once (AwaitWorkflow, GetEvent, ReadStream). Past it:
+   * RESOURCE_EXHAUSTED TOO_MANY_WAITS.
+   *
+   * @generated from field: uint32 max_waits = 3;
+   */
+  maxWaits: number;
+};
+
+/**
+ * Describes the message waymark.v1.NamespaceLimits.
+ * Use `create(NamespaceLimitsSchema)` to create a new message.
+ */
+export const NamespaceLimitsSchema: GenMessage<NamespaceLimits> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 8);
+
+/**
+ * @generated from message waymark.v1.UpdateNamespaceRequest
+ */
+export type UpdateNamespaceRequest = Message<"waymark.v1.UpdateNamespaceRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The limits, whole: a field left 0 lifts that limit.
+   *
+   * @generated from field: waymark.v1.NamespaceLimits limits = 2;
+   */
+  limits?: NamespaceLimits | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.UpdateNamespaceRequest.
+ * Use `create(UpdateNamespaceRequestSchema)` to create a new message.
+ */
+export const UpdateNamespaceRequestSchema: GenMessage<UpdateNamespaceRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 9);
+
+/**
+ * @generated from message waymark.v1.UpdateNamespaceResponse
+ */
+export type UpdateNamespaceResponse = Message<"waymark.v1.UpdateNamespaceResponse"> & {
+  /**
+   * @generated from field: waymark.v1.Namespace namespace = 1;
+   */
+  namespace?: Namespace | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.UpdateNamespaceResponse.
+ * Use `create(UpdateNamespaceResponseSchema)` to create a new message.
+ */
+export const UpdateNamespaceResponseSchema: GenMessage<UpdateNamespaceResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 10);
 
 /**
  * @generated from message waymark.v1.CreateNamespaceRequest
@@ -249,7 +337,7 @@ export type CreateNamespaceRequest = Message<"waymark.v1.CreateNamespaceRequest"
  * Use `create(CreateNamespaceRequestSchema)` to create a new message.
  */
 export const CreateNamespaceRequestSchema: GenMessage<CreateNamespaceRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 8);
+  messageDesc(file_waymark_v1_admin, 11);
 
 /**
  * @generated from message waymark.v1.CreateNamespaceResponse
@@ -266,7 +354,7 @@ export type CreateNamespaceResponse = Message<"waymark.v1.CreateNamespaceRespons
  * Use `create(CreateNamespaceResponseSchema)` to create a new message.
  */
 export const CreateNamespaceResponseSchema: GenMessage<CreateNamespaceResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 9);
+  messageDesc(file_waymark_v1_admin, 12);
 
 /**
  * @generated from message waymark.v1.ListNamespacesRequest
@@ -279,7 +367,7 @@ export type ListNamespacesRequest = Message<"waymark.v1.ListNamespacesRequest"> 
  * Use `create(ListNamespacesRequestSchema)` to create a new message.
  */
 export const ListNamespacesRequestSchema: GenMessage<ListNamespacesRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 10);
+  messageDesc(file_waymark_v1_admin, 13);
 
 /**
  * @generated from message waymark.v1.ListNamespacesResponse
@@ -296,7 +384,7 @@ export type ListNamespacesResponse = Message<"waymark.v1.ListNamespacesResponse"
  * Use `create(ListNamespacesResponseSchema)` to create a new message.
  */
 export const ListNamespacesResponseSchema: GenMessage<ListNamespacesResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 11);
+  messageDesc(file_waymark_v1_admin, 14);
 
 /**
  * @generated from message waymark.v1.DescribeNamespaceRequest
@@ -313,7 +401,7 @@ export type DescribeNamespaceRequest = Message<"waymark.v1.DescribeNamespaceRequ
  * Use `create(DescribeNamespaceRequestSchema)` to create a new message.
  */
 export const DescribeNamespaceRequestSchema: GenMessage<DescribeNamespaceRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 12);
+  messageDesc(file_waymark_v1_admin, 15);
 
 /**
  * @generated from message waymark.v1.DescribeNamespaceResponse
@@ -337,7 +425,7 @@ export type DescribeNamespaceResponse = Message<"waymark.v1.DescribeNamespaceRes
  * Use `create(DescribeNamespaceResponseSchema)` to create a new message.
  */
 export const DescribeNamespaceResponseSchema: GenMessage<DescribeNamespaceResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 13);
+  messageDesc(file_waymark_v1_admin, 16);
 
 /**
  * @generated from message waymark.v1.DeleteNamespaceRequest
@@ -361,7 +449,7 @@ export type DeleteNamespaceRequest = Message<"waymark.v1.DeleteNamespaceRequest"
  * Use `create(DeleteNamespaceRequestSchema)` to create a new message.
  */
 export const DeleteNamespaceRequestSchema: GenMessage<DeleteNamespaceRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 14);
+  messageDesc(file_waymark_v1_admin, 17);
 
 /**
  * @generated from message waymark.v1.DeleteNamespaceResponse
@@ -374,7 +462,7 @@ export type DeleteNamespaceResponse = Message<"waymark.v1.DeleteNamespaceRespons
  * Use `create(DeleteNamespaceResponseSchema)` to create a new message.
  */
 export const DeleteNamespaceResponseSchema: GenMessage<DeleteNamespaceResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 15);
+  messageDesc(file_waymark_v1_admin, 18);
 
 /**
  * What a key may do. Each role includes the ones listed before it, except WORKER.
@@ -410,7 +498,7 @@ export enum Role {
   WORKER = 3,
 
   /**
-   * Everything, including keys.
+   * Everything in its namespaces, including their keys; with "*", namespaces too.
    *
    * @generated from enum value: ROLE_ADMIN = 4;
    */
@@ -427,7 +515,10 @@ export const RoleSchema: GenEnum<Role> = /*@__PURE__*/
  * Keys and namespaces, for administrators.
  *
  * API keys: what a caller presents as `authorization: Bearer <key>` metadata when the server
- * runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key.
+ * runs with authentication on (`waymark server --auth`). Every call here needs an `admin` key,
+ * which administers only the namespaces it lists: it creates, lists and revokes keys that act
+ * only inside them, and never grants more than it holds (no other namespace, no "*", no later
+ * expiry). Only an admin key of every namespace ("*") creates or deletes namespaces.
  *
  * A key is `wmk_<key_id>_<secret>`. The server keeps only the key id and a SHA-256 hash of the
  * secret, so a key is shown once, in the CreateApiKey answer, and cannot be read back.
@@ -450,7 +541,7 @@ export const AdminService: GenService<{
     output: typeof CreateApiKeyResponseSchema;
   },
   /**
-   * Every key, newest first, without secrets.
+   * Every key the caller administers, newest first, without secrets.
    *
    * @generated from rpc waymark.v1.AdminService.ListApiKeys
    */
@@ -461,7 +552,8 @@ export const AdminService: GenService<{
   },
   /**
    * Revoke a key: calls made with it are refused from now on, on every replica within the
-   * server's key cache time (5 s by default), and worker streams opened with it are closed.
+   * server's key cache time (5 s by default), and worker streams and long polls opened with it
+   * are ended. A key the caller does not administer is API_KEY_NOT_FOUND.
    *
    * @generated from rpc waymark.v1.AdminService.RevokeApiKey
    */
@@ -484,7 +576,7 @@ export const AdminService: GenService<{
     output: typeof CreateNamespaceResponseSchema;
   },
   /**
-   * Every namespace, by name.
+   * Every namespace the caller administers, by name.
    *
    * @generated from rpc waymark.v1.AdminService.ListNamespaces
    */
@@ -502,7 +594,21 @@ export const AdminService: GenService<{
     output: typeof DescribeNamespaceResponseSchema;
   },
   /**
-   * Delete a namespace and everything in it, on every replica.
+   * Set a namespace's limits (only an admin key of every namespace: a tenant's own admin may
+   * not lift its quota). Applied at once by the replica that takes the call, by the others
+   * within seconds.
+   *
+   * @generated from rpc waymark.v1.AdminService.UpdateNamespace
+   */
+  updateNamespace: {
+    methodKind: "unary";
+    input: typeof UpdateNamespaceRequestSchema;
+    output: typeof UpdateNamespaceResponseSchema;
+  },
+  /**
+   * Delete a namespace and everything in it, on every replica. Keys that acted only in it are
+   * revoked; keys of several namespaces stop listing it, so a namespace made later under the
+   * same name is not theirs.
    *
    * @generated from rpc waymark.v1.AdminService.DeleteNamespace
    */
