@@ -25,6 +25,9 @@ const LIVE: [string, string][] = [
   ["remote_retry", "golden.remote"],
   ["drawn", "golden.drawn"],
   ["patched", "golden.patched"],
+  // After golden.remote: they call its remote step, whose attempts it counts.
+  ["select", "golden.select"],
+  ["wait_all", "golden.wait_all"],
 ];
 
 /** Values that differ from run to run, blanked for the comparison (`normalized` in integration-tests/tests/golden.rs). */

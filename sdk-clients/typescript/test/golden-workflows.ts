@@ -55,6 +55,9 @@ export function register(w: Worker): Worker {
     .workflow("golden.remote", remote)
     .workflow("golden.drawn", drawn)
     .workflow("golden.patched", patched)
+    .workflow("golden.select", select)
+    .workflow("golden.wait_all", waitAll)
+    .workflow("golden.gated", gated)
     .step("golden.flaky", flaky);
 }
 
@@ -170,11 +173,54 @@ async function patched(ctx: WorkflowContext): Promise<JsonValue> {
   return { branch };
 }
 
+/**
+ * Calls the remote step "golden.flaky" with {"fail_times": 0} (the server's retry policy), then
+ * starts "golden.gated" (its id derived by the server), and waits for the first of the two to
+ * finish, the step first: the step wins (index 0), as the child cannot finish before it gets the
+ * message this workflow sends it only after the wait. Then reads the step's result, sends the
+ * child "go" on topic "go", and awaits the child. Returns
+ * {"winner": 0, "step": "ok after 0 failures", "child": "go"}.
+ */
+async function select(ctx: WorkflowContext): Promise<JsonValue> {
+  const step = await ctx.startStep("golden.flaky", { fail_times: 0 });
+  const child = await ctx.startChild("golden.gated", {});
+  const winner = await ctx.waitFirst([step, child]);
+  const result = await ctx.stepResult(step);
+  await ctx.send(child, "go", { topic: "go" });
+  const got = await ctx.awaitChild(child);
+  return { winner, step: result, child: got };
+}
+
+/**
+ * Calls the remote step "golden.flaky" with {"fail_times": 0} (the server's retry policy) and
+ * starts "golden.gated" (its id derived by the server), as golden.select does; reads the step's
+ * result (so the step has finished before the child can), sends the child "go" on topic "go",
+ * then waits for both to finish, the child first. The wait records the last to finish, the child
+ * (index 0; a tie would go to the lower index, the child too). Then awaits the child and reads
+ * the step's result again. Returns {"results": ["go", "ok after 0 failures"]}.
+ */
+async function waitAll(ctx: WorkflowContext): Promise<JsonValue> {
+  const step = await ctx.startStep("golden.flaky", { fail_times: 0 });
+  const child = await ctx.startChild("golden.gated", {});
+  await ctx.stepResult(step);
+  await ctx.send(child, "go", { topic: "go" });
+  await ctx.waitAll([child, step]);
+  const got = await ctx.awaitChild(child);
+  const result = await ctx.stepResult(step);
+  return { results: [got, result] };
+}
+
+/** Receives on topic "go" (60 s). Returns what it got (null when nothing came). */
+async function gated(ctx: WorkflowContext): Promise<JsonValue> {
+  return (await ctx.recv("go", { timeoutMs: 60_000 })) ?? null;
+}
+
 let flakyCalls = 0;
 
 /**
  * The remote step: fails its first `fail_times` attempts in this process, then returns
  * "ok after N failures". (Only a live run calls it; a replay reads its recorded result.)
+ * Every attempt counts, so golden.remote runs before the others that call it.
  */
 function flaky(input: unknown): JsonValue {
   ran.push("golden.flaky");
