@@ -73,7 +73,7 @@ impl KeyCache {
     }
 
     /// Keys held (after pending evictions are applied).
-    pub async fn len(&self) -> u64 {
+    pub async fn entries(&self) -> u64 {
         match &self.keys {
             None => 0,
             Some(keys) => {
@@ -142,7 +142,7 @@ mod tests {
         for i in 0..1_000 {
             c.get_or_read(&format!("k{i}"), async { Ok(None) }).await.unwrap();
         }
-        assert!(c.len().await <= 50, "{}", c.len().await);
+        assert!(c.entries().await <= 50, "{}", c.entries().await);
     }
 
     #[tokio::test]

@@ -111,7 +111,7 @@ impl Engine {
             sessions: Default::default(),
             dispatch: Default::default(),
             schedules_changed: Notify::new(),
-            waits: waits::Waits::new(),
+            waits: Default::default(),
             shared,
             quota: Default::default(),
             catalog: Default::default(),

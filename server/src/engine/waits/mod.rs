@@ -9,6 +9,7 @@ pub mod wait_map;
 
 use super::{events, messages, streams, Engine, EngineResult, Finished};
 
+#[derive(Default)]
 pub struct Waits {
     /// AwaitWorkflow calls, woken when a workflow finishes through this replica.
     pub(crate) workflows: wait_map::WaitMap<String, Finished>,
@@ -22,19 +23,6 @@ pub struct Waits {
     pub(crate) children: step_waits::StepWaits<String>,
     /// Workflows waiting for a remote step's result (or a select over steps).
     pub(crate) steps: step_waits::StepWaits<(String, u32)>,
-}
-
-impl Waits {
-    pub fn new() -> Self {
-        Waits {
-            workflows: Default::default(),
-            recv: Default::default(),
-            events: Default::default(),
-            streams: Default::default(),
-            children: Default::default(),
-            steps: Default::default(),
-        }
-    }
 }
 
 /// A client call's place among the waits this replica holds, given back when dropped.
