@@ -10,6 +10,7 @@ use std::{
 
 pub mod certs;
 pub mod golden;
+pub mod log_check;
 pub mod otlp;
 pub mod polyglot;
 pub mod postgres_cluster;

@@ -7,7 +7,7 @@ use std::{
     time::Duration,
 };
 
-use crate::{certs, free_port, wait_for, waymark_bin, Backend, TestDatabase};
+use crate::{certs, free_port, log_check, wait_for, waymark_bin, Backend, TestDatabase};
 
 /// A server with authentication on (its first admin key made at start) and TLS, with
 /// certificates made for the test in `db.dir/certs` (see [`certs`]); its clients trust that
@@ -43,6 +43,8 @@ pub struct ServerProcess {
     pub log: PathBuf,
     extra: Vec<String>,
     child: Option<Child>,
+    /// Times started (each appends to `log`).
+    starts: usize,
     /// How clients reach it: TLS settings and a key, for a server started with them.
     pub connect: waymark_sdk::ConnectOptions,
 }
@@ -99,6 +101,7 @@ impl ServerProcess {
             log: db.dir.join(format!("server-{port}.log")),
             extra: extra.to_vec(),
             child: None,
+            starts: 0,
         };
         s.restart().await;
         s
@@ -129,6 +132,7 @@ impl ServerProcess {
             .spawn()
             .expect("spawn waymark server");
         self.child = Some(child);
+        self.starts += 1;
         let addr = self.addr.clone();
         let log = self.log.clone();
         let connect = self.connect.clone();
@@ -174,6 +178,21 @@ impl ServerProcess {
         let mut c = self.child.take()?;
         signal(c.id(), "TERM");
         c.wait().ok()?.code()
+    }
+
+    /// Its log, every start's (a killed one's up to the kill): `Err` quoting each panic and each
+    /// ERROR line that contains none of `allowed` (substrings of the errors the caller provoked
+    /// on purpose), or when the log lacks a start's ready line (see [`log_check::check`]).
+    pub fn check_log(&self, allowed: &[&str]) -> Result<(), String> {
+        log_check::check(&self.log, self.starts, allowed)
+    }
+
+    /// [`check_log`](Self::check_log), failing the test with the lines.
+    #[track_caller]
+    pub fn assert_log_clean(&self, allowed: &[&str]) {
+        if let Err(e) = self.check_log(allowed) {
+            panic!("{e}");
+        }
     }
 
     pub async fn client(&self) -> waymark_sdk::Client {
