@@ -4,7 +4,8 @@
 //! and then immediately, and a replica is killed -9 and restarted. Afterwards every workflow
 //! succeeded with the right output, every recorded step's side effect happened exactly once under
 //! the epoch that recorded it, extra runs are only of steps in flight at a fault (counted and
-//! bounded), and the frozen worker's writes were refused once it woke.
+//! bounded), the frozen worker's writes were refused once it woke, and neither replica logged a
+//! panic or an error other than store calls failed by the database's restarts.
 //!
 //! (On SQLite, the server killed -9 mid-write and reopened is `crash.rs`.)
 
@@ -12,6 +13,7 @@ use std::collections::HashSet;
 
 use waymark_integration_tests::{
     fast_recovery_args,
+    log_check::DATABASE_GONE,
     postgres_cluster::PostgresCluster,
     side_effects, signal, wait_for,
     workload::{all_succeeded, check_exactly_once, start_batch, wait_for_effects, PATIENCE},
@@ -120,4 +122,7 @@ async fn chaos_on_postgres_with_rust_and_python_workers_and_two_replicas() {
         "{extra} extra step runs is more than the faults had in flight"
     );
     assert!(pids.len() >= 4, "work was spread over the worker processes: {pids:?}");
+    // The database restarts fail store calls that were under way; nothing else is an error.
+    a.assert_log_clean(DATABASE_GONE);
+    b.assert_log_clean(DATABASE_GONE);
 }

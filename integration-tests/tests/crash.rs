@@ -1,6 +1,7 @@
 //! Crashes with real processes: kill -9 a worker, freeze a worker past its lease (a zombie), and
 //! kill -9 the server — on SQLite and on PostgreSQL. After each, every workflow must finish, and
-//! the side-effect log must show that no recorded step ran again.
+//! the side-effect log must show that no recorded step ran again, and the server's log (a killed
+//! server's up to the kill, and its restart's) no panic and no ERROR line.
 
 use std::collections::HashMap;
 
@@ -36,6 +37,7 @@ async fn worker_killed_mid_run(backend: Backend) {
         recovered.recovery_attempts >= 1,
         "workflows were recovered: {recovered:?}"
     );
+    server.assert_log_clean(&[]);
 }
 
 async fn zombie_worker_is_fenced(backend: Backend) {
@@ -110,6 +112,7 @@ async fn zombie_worker_is_fenced(backend: Backend) {
         "the zombie was frozen mid-run: {frozen_at:?}"
     );
     check_exactly_once(&client, &ids, 12, &log, 2).await;
+    server.assert_log_clean(&[]);
 }
 
 async fn server_killed_mid_run(backend: Backend) {
@@ -128,6 +131,7 @@ async fn server_killed_mid_run(backend: Backend) {
     // The workflows are all still there, and the worker reconnects on its own.
     all_succeeded(&client, &ids, 10).await;
     check_exactly_once(&client, &ids, 10, &log, 1).await;
+    server.assert_log_clean(&[]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

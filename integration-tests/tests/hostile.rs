@@ -1,7 +1,8 @@
 //! A worker or client that means harm: forged writes for workflows another stream runs, a
 //! stolen worker id, registrations without end, floods of requests, JSON nested without end,
 //! messages to finished workflows. Each is refused with a stable reason and the server goes on
-//! serving everyone else.
+//! serving everyone else, logging no panic and no ERROR line: a peer's misbehaviour is not the
+//! server's error.
 
 use waymark_integration_tests::{
     fast_server, on_both_stores,
@@ -71,6 +72,7 @@ async fn only_the_stream_holding_a_workflow_may_write_for_it(backend: Backend) {
     assert!(matches!(done, reply::Result::WorkflowCompleted(_)), "{done:?}");
     let w = client.await_workflow("victim", Some(PATIENCE)).await.unwrap();
     assert_eq!(w.output, Some(serde_json::json!("real")));
+    server.assert_log_clean(&[]);
 }
 
 /// A hello with the id of a worker whose stream is alive is refused: it would otherwise take
@@ -86,6 +88,7 @@ async fn a_live_workers_id_cannot_be_taken(backend: Backend) {
         .expect("a second stream with a live worker's id is refused");
     assert_eq!(refused.code(), tonic::Code::AlreadyExists, "{refused:?}");
     assert!(refused.message().contains("another live stream"), "{refused:?}");
+    server.assert_log_clean(&[]);
 }
 
 /// What one hello may register is bounded; the server is not made to persist 100,000 names.
@@ -108,6 +111,7 @@ async fn a_hello_registering_without_end_is_refused(backend: Backend) {
         .await
         .unwrap_err();
     assert_eq!(e.reason(), Some("WORKFLOW_NAME_UNKNOWN"), "{e:?}");
+    server.assert_log_clean(&[]);
 }
 
 /// A flood of requests on one stream (50,000 in batches, far past the in-flight cap of 16 set
@@ -164,6 +168,7 @@ async fn a_flood_on_one_stream_is_answered_without_starving_others(backend: Back
     }
     writer.await.unwrap();
     assert_eq!(reading.await.unwrap(), N, "every request was answered");
+    server.assert_log_clean(&[]);
 }
 
 /// Input nested deeper than the limit is INVALID_ARGUMENT with a reason, not INTERNAL; a send to
@@ -197,6 +202,7 @@ async fn malformed_and_late_inputs_are_refused_clearly(backend: Backend) {
         .unwrap_err();
     assert_eq!(e.code(), Some(tonic::Code::FailedPrecondition), "{e:?}");
     assert_eq!(e.reason(), Some("WORKFLOW_NOT_RUNNING"), "{e:?}");
+    server.assert_log_clean(&[]);
 }
 
 /// A workflow whose history is past what a dispatch may carry fails with HISTORY_TOO_LARGE
@@ -259,6 +265,8 @@ async fn a_history_too_large_to_dispatch_fails_the_workflow(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(other.next_dispatch().await.workflow_id, "small");
+    roomy.assert_log_clean(&[]);
+    tight.assert_log_clean(&[]);
 }
 
 /// Lists stay within what a response may carry whatever their payloads: a 1,000-message inbox
@@ -343,6 +351,7 @@ async fn large_lists_are_read_a_page_at_a_time(backend: Backend) {
     }
     assert_eq!(listed, 7, "the inbox and the six large ones");
     assert!(pages >= 3, "large inputs split the list into pages: {pages}");
+    server.assert_log_clean(&[]);
 }
 
 on_both_stores!(
