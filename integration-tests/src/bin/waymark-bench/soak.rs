@@ -5,8 +5,9 @@
 //! worker is killed with SIGKILL every 30-60 s and a new one started in its place. Every 30 s a
 //! line gives the workflows finished in the window, their start->result p50/p99/max and the
 //! server's RSS. At the end every workflow started must be SUCCESS with its output in the store
-//! (none lost, none stuck, none failed), else the run exits non-zero; it also says whether RSS
-//! and p99 stayed within bounds after the warm-up (see `soak_stats.rs`).
+//! (none lost, none stuck, none failed), and the server's log must hold no panic and no ERROR
+//! line, else the run exits non-zero; it also says whether RSS and p99 stayed within bounds after
+//! the warm-up (see `soak_stats.rs`).
 //!
 //! ```text
 //! make soak                                   # 10 minutes
@@ -451,11 +452,16 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
             problems[0]
         );
     }
+    // Workers dying is all the soak does to the server: any panic or ERROR line is a fault.
+    let log = server.check_log(&[]);
+    if let Err(e) = &log {
+        println!("[soak] {e}");
+    }
     verdict.map_err(|e| anyhow::anyhow!("soak: workflows lost, stuck or failed: {e}"))?;
     anyhow::ensure!(
         problems.is_empty(),
         "soak: {} workflows went wrong (see above)",
         problems.len()
     );
-    Ok(())
+    log.map_err(|_| anyhow::anyhow!("soak: the server logged a panic or an error (see above)"))
 }
