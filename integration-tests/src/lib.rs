@@ -21,7 +21,7 @@ pub mod workload;
 mod server_process;
 mod worker_process;
 
-pub use server_process::{fast_recovery_args, fast_server, secured_server, signal, ServerProcess};
+pub use server_process::{fast_recovery_args, fast_server, keyed_server, secured_server, signal, ServerProcess};
 pub use worker_process::WorkerProcess;
 
 /// A test that cannot run here (a missing toolchain or database) skips with a note — unless
@@ -224,6 +224,16 @@ macro_rules! on_both_stores {
 /// code and the body.
 pub async fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
     http_get_with(port, path, None).await
+}
+
+/// The `waymark_waits` gauge of `namespace` in a scrape of the metrics listener on `port`
+/// (`None` until the listener answers and the series is there).
+pub async fn waits_gauge(port: u16, namespace: &str) -> Option<u64> {
+    let (_, scrape) = http_get(port, "/metrics").await.ok()?;
+    let series = format!("waymark_waits{{namespace=\"{namespace}\"}} ");
+    scrape
+        .lines()
+        .find_map(|l| l.strip_prefix(series.as_str()).and_then(|v| v.trim().parse().ok()))
 }
 
 /// `GET path` presenting `bearer` as `authorization: Bearer <bearer>`.

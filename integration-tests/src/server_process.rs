@@ -35,6 +35,24 @@ pub async fn secured_server(db: &TestDatabase, extra: &[String]) -> (ServerProce
     (server, admin)
 }
 
+/// A server with authentication on (no TLS, on loopback) and `extra` flags: the server, its
+/// first admin key (of every namespace) and a client holding that key.
+pub async fn keyed_server(db: &TestDatabase, extra: &[String]) -> (ServerProcess, String, waymark_sdk::Client) {
+    let key_file = db.dir.join("admin.key");
+    let mut args: Vec<String> = vec![
+        "--auth".into(),
+        "--init-admin-key-file".into(),
+        key_file.display().to_string(),
+    ];
+    args.extend(extra.iter().cloned());
+    let server = ServerProcess::start_secured(db, &args, false, waymark_sdk::ConnectOptions::from_env()).await;
+    let admin_key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
+    let admin = waymark_sdk::Client::connect_with(&server.connect.clone().api_key(&admin_key))
+        .await
+        .unwrap();
+    (server, admin_key, admin)
+}
+
 /// A `waymark server` process. Killed with SIGKILL when dropped.
 pub struct ServerProcess {
     pub addr: String,

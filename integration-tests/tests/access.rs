@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use tonic::{codegen::http::uri::PathAndQuery, Code};
-use waymark_integration_tests::{Backend, ServerProcess, TestDatabase};
-use waymark_sdk::{ApiKeySpec, Client, ConnectOptions, Role};
+use waymark_integration_tests::{keyed_server, Backend, TestDatabase};
+use waymark_sdk::{ApiKeySpec, Role};
 use waymark_server::auth::{
     access::{required, Access, TABLE},
     Role as ServerRole,
@@ -44,15 +44,7 @@ fn refused(code: Code) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_rpc_is_answered_as_the_access_table_says() {
     let db = TestDatabase::new(Backend::Sqlite).await.unwrap();
-    let key_file = db.dir.join("admin.key");
-    let args: Vec<String> = ["--auth", "--init-admin-key-file", &key_file.display().to_string()]
-        .map(String::from)
-        .to_vec();
-    let server = ServerProcess::start_secured(&db, &args, false, ConnectOptions::from_env()).await;
-    let root_key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
-    let root = Client::connect_with(&server.connect.clone().api_key(&root_key))
-        .await
-        .unwrap();
+    let (server, root_key, root) = keyed_server(&db, &[]).await;
     for ns in ["blue", "green"] {
         root.create_namespace(ns).await.unwrap();
     }

@@ -11,7 +11,7 @@ use waymark_integration_tests::{
     raw_worker::RawWorker, side_effects, wait_for, wait_for_registration, Backend, ServerProcess, TestDatabase,
     WorkerProcess,
 };
-use waymark_sdk::{ApiKeySpec, Client, ConnectOptions, QueueLimits, Role, StartOptions, WorkflowStatus};
+use waymark_sdk::{ApiKeySpec, Client, QueueLimits, Role, StartOptions, WorkflowStatus};
 
 const PATIENCE: Duration = Duration::from_secs(120);
 
@@ -135,15 +135,7 @@ async fn keys_act_only_in_their_namespaces(backend: Backend) {
     let Some(db) = TestDatabase::new(backend).await else {
         return;
     };
-    let key_file = db.dir.join("admin.key");
-    let args: Vec<String> = ["--auth", "--init-admin-key-file", &key_file.display().to_string()]
-        .map(String::from)
-        .to_vec();
-    let server = ServerProcess::start_secured(&db, &args, false, ConnectOptions::from_env()).await;
-    let admin_key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
-    let admin = Client::connect_with(&server.connect.clone().api_key(&admin_key))
-        .await
-        .unwrap();
+    let (server, _, admin) = waymark_integration_tests::keyed_server(&db, &[]).await;
     admin.create_namespace("blue").await.unwrap();
     admin.create_namespace("green").await.unwrap();
     let spec = |role, ns: &str| ApiKeySpec {
@@ -213,21 +205,8 @@ async fn admin_keys_manage_only_their_namespaces_and_keys_die_with_theirs(backen
     let Some(db) = TestDatabase::new(backend).await else {
         return;
     };
-    let key_file = db.dir.join("admin.key");
-    let args: Vec<String> = [
-        "--auth",
-        "--init-admin-key-file",
-        &key_file.display().to_string(),
-        "--key-cache-ttl",
-        "1s",
-    ]
-    .map(String::from)
-    .to_vec();
-    let server = ServerProcess::start_secured(&db, &args, false, ConnectOptions::from_env()).await;
-    let root_key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
-    let root = Client::connect_with(&server.connect.clone().api_key(&root_key))
-        .await
-        .unwrap();
+    let ttl: Vec<String> = vec!["--key-cache-ttl".into(), "1s".into()];
+    let (server, _, root) = waymark_integration_tests::keyed_server(&db, &ttl).await;
     for ns in ["billing", "shop", "other"] {
         root.create_namespace(ns).await.unwrap();
     }
@@ -475,13 +454,7 @@ async fn namespace_limits_and_server_caps_hold(backend: Backend) {
     });
     // Once the server holds that wait (its gauge says so), a second is refused.
     wait_for("noisy's one wait to be held", PATIENCE, || async {
-        let (_, scrape) = waymark_integration_tests::http_get(port, "/metrics").await.ok()?;
-        scrape
-            .lines()
-            .any(|l| {
-                l.starts_with("waymark_waits{") && l.contains("namespace=\"noisy\"") && l.trim_end().ends_with(" 1")
-            })
-            .then_some(())
+        (waymark_integration_tests::waits_gauge(port, "noisy").await? == 1).then_some(())
     })
     .await;
     let refused = noisy

@@ -659,13 +659,7 @@ async fn revoking_a_key_ends_its_long_polls(backend: Backend) {
     let mut stream = client.read_stream("forever", "out", 0).await.unwrap();
     // Revoked only once the server holds all three waits, so each is ended, not refused.
     wait_for("the three waits to be registered", PATIENCE, || async {
-        let (_, scrape) = waymark_integration_tests::http_get(port, "/metrics").await.ok()?;
-        scrape
-            .lines()
-            .any(|l| {
-                l.starts_with("waymark_waits{") && l.contains("namespace=\"default\"") && l.trim_end().ends_with(" 3")
-            })
-            .then_some(())
+        (waymark_integration_tests::waits_gauge(port, "default").await? == 3).then_some(())
     })
     .await;
     assert!(admin.revoke_api_key(&key_id).await.unwrap());
