@@ -994,6 +994,33 @@ async fn the_cli_refuses_to_send_a_key_in_clear_beyond_loopback() {
     assert_eq!(cli(local, &[], &[]).await, (true, String::new()));
 }
 
+// Attempt: `waymark key create --role admin` with no --namespace, through a server and straight
+// into a database. Outcome: a usage error (exit 2) naming --namespace, and no key made; with
+// `--namespace '*'` it is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_key_from_the_cli_names_its_namespaces() {
+    let db = TestDatabase::new(Backend::Sqlite).await.unwrap();
+    let key_cli = |extra: &'static [&'static str]| {
+        let url = db.url.clone();
+        async move {
+            tokio::process::Command::new(waymark_bin())
+                .args(["key", "create", "--role", "admin", "--database-url", &url])
+                .args(extra)
+                .kill_on_drop(true)
+                .output()
+                .await
+                .unwrap()
+        }
+    };
+    let out = key_cli(&[]).await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--namespace"), "{out:?}");
+    assert!(out.stdout.is_empty(), "no key made: {out:?}");
+    let out = key_cli(&["--namespace", "*"]).await;
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("wmk_"), "{out:?}");
+}
+
 // Attempt: run the server on a PostgreSQL that takes TCP connections only over TLS: with
 // sslmode=verify-full and its CA, with sslmode=require, with another CA, in plaintext.
 // Outcome: the first two serve calls that read and write the database (with the pool size
