@@ -136,7 +136,6 @@ pub async fn serve(
     .max_encoding_message_size(engine.config().max_worker_message_bytes() * 2);
     let workers = WorkerServiceServer::new(worker::WorkerApi {
         namespaces: namespaces.clone(),
-        auth: security.auth.clone(),
     })
     .max_decoding_message_size(engine.config().worker_decode_limit())
     .max_encoding_message_size(engine.config().max_dispatch_bytes());

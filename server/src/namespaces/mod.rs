@@ -168,6 +168,11 @@ impl Namespaces {
         Ok(record)
     }
 
+    /// A namespace's record, if it is on the list.
+    pub async fn record(&self, name: &str) -> EngineResult<Option<NamespaceRecord>> {
+        Ok(self.list_store().get_namespace(name).await?)
+    }
+
     pub async fn list(&self) -> EngineResult<Vec<NamespaceRecord>> {
         Ok(self.list_store().list_namespaces(self.max as u32 + 1).await?)
     }

@@ -30,12 +30,11 @@ use waymark_proto::v1::{
 };
 
 use super::status;
-use crate::auth::{permission_denied, unauthenticated, Authenticator, Principal, KEY_RECHECK};
+use crate::auth::{permission_denied, unauthenticated, KeyWatch, Principal};
 use crate::engine::{Engine, Registration, ToWorker, WorkerSession};
 
 pub struct WorkerApi {
     pub namespaces: Arc<crate::namespaces::Namespaces>,
-    pub auth: Arc<Authenticator>,
 }
 
 /// A worker key registers only the names its patterns allow, and takes work only from queues
@@ -83,7 +82,8 @@ impl WorkerService for WorkerApi {
     async fn connect(&self, req: Request<Streaming<WorkerMessage>>) -> Result<Response<Self::ConnectStream>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let principal = req.extensions().get::<Arc<Principal>>().cloned();
-        let namespace = super::namespace_of(&req).to_string();
+        // The stream ends when its key does (revoked, expired, or no longer in this namespace).
+        let watch = req.extensions().get::<KeyWatch>().cloned();
         let mut inbound = req.into_inner();
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
             Ok(Ok(Some(WorkerMessage {
@@ -124,25 +124,22 @@ impl WorkerService for WorkerApi {
 
         // Stream → engine.
         let clock = engine.clone();
-        let auth = self.auth.clone();
         tokio::spawn(async move {
             let mut tasks = JoinSet::new();
-            let mut key_check = tokio::time::interval(KEY_RECHECK);
+            let key_gone = async move {
+                match watch {
+                    Some(w) => w.revoked().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(key_gone);
             let mut shutdown = engine.shutdown_signal();
             let mut drain_deadline: Option<tokio::time::Instant> = None;
             let most = engine.config().max_requests_per_stream;
-            let mut recheck_key = false;
+            let mut key_revoked = false;
             loop {
                 if drain_deadline.is_some() && tasks.is_empty() {
                     break;
-                }
-                if let Some(p) = principal.as_deref().filter(|_| std::mem::take(&mut recheck_key)) {
-                    if !auth.still_valid(p, &namespace).await {
-                        tracing::info!(key_id = %p.key_id, worker_id = %session.registration.worker_id,
-                            "the stream's key was revoked or expired; closing it");
-                        let _ = out.send(Err(status::to_status(unauthenticated()))).await;
-                        break;
-                    }
                 }
                 let received = tokio::select! {
                     // At the cap the stream is not read: the worker's sends wait in HTTP/2 flow
@@ -154,9 +151,9 @@ impl WorkerService for WorkerApi {
                         continue;
                     }
                     _ = tokio::time::sleep_until(drain_deadline.unwrap_or_else(tokio::time::Instant::now)), if drain_deadline.is_some() => break,
-                    _ = key_check.tick(), if principal.is_some() => {
-                        recheck_key = true;
-                        continue;
+                    _ = &mut key_gone => {
+                        key_revoked = true;
+                        break;
                     }
                 };
                 match received {
@@ -185,6 +182,11 @@ impl WorkerService for WorkerApi {
                     Ok(Some(_)) => {}
                     Ok(None) | Err(_) => break,
                 }
+            }
+            if key_revoked {
+                tracing::info!(key_id = ?session.registration.key_id, worker_id = %session.registration.worker_id,
+                    "the stream's key was revoked or expired; closing it");
+                let _ = out.send(Err(status::to_status(unauthenticated()))).await;
             }
             tasks.shutdown().await;
             engine.detach_worker(&session).await;
