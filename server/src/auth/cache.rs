@@ -141,8 +141,16 @@ mod tests {
         let c = KeyCache::new(Duration::from_secs(60), 50);
         for i in 0..1_000 {
             c.get_or_read(&format!("k{i}"), async { Ok(None) }).await.unwrap();
+            let id = format!("real{i}");
+            c.get_or_read(&id, async { Ok(Some(record(&id))) }).await.unwrap();
         }
         assert!(c.entries().await <= 50, "{}", c.entries().await);
+        c.existing.run_pending_tasks();
+        assert!(
+            c.existing.entry_count() <= 50,
+            "ids known to exist: {}",
+            c.existing.entry_count()
+        );
     }
 
     #[tokio::test]

@@ -181,6 +181,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn addresses_remembered_are_bounded() {
+        let limits = PeerLimits::default();
+        for i in 0..(MAX_PEERS + 2_000) {
+            let peer = Some(IpAddr::from(std::net::Ipv6Addr::from(i as u128)));
+            limits.lookup(peer);
+            limits.refused(peer);
+            drop(limits.stream(peer));
+        }
+        for cache in [&limits.lookups.buckets, &limits.refusals.buckets] {
+            cache.run_pending_tasks();
+            assert!(cache.entry_count() <= MAX_PEERS, "{}", cache.entry_count());
+        }
+        limits.streams.run_pending_tasks();
+        assert!(limits.streams.entry_count() <= MAX_PEERS);
+    }
+
+    #[tokio::test]
     async fn streams_are_capped_per_address_until_one_ends() {
         let limits = PeerLimits::default();
         let held: Vec<_> = (0..STREAMS_PER_PEER).map(|_| limits.stream(ip(1)).unwrap()).collect();
