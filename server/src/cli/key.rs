@@ -22,8 +22,8 @@ pub enum KeyCommand {
         /// makes it, else default.
         #[arg(long = "namespace", required_if_eq("role", "admin"))]
         namespaces: Vec<String>,
-        /// For a worker key: a workflow or step name it may register, or a prefix ending in `*`
-        /// (repeatable). Default: any name.
+        /// For a worker key: a workflow, step or queue name it may register and reach, or a
+        /// prefix ending in `*` (repeatable). Default: any name in its namespaces.
         #[arg(long = "pattern")]
         patterns: Vec<String>,
         /// The key stops working after this long (e.g. 30m, 12h).

@@ -31,6 +31,7 @@ pub enum NamespaceCommand {
     /// Set a namespace's limits, each per replica (an admin key of every namespace). The limits
     /// are set whole: one not given is lifted (the server's caps still hold).
     Update {
+        /// The namespace.
         name: String,
         /// StartWorkflow calls a second.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
