@@ -25,53 +25,57 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16waymark/v1/admin.proto\x12\nwaymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x02\n\x06\x41piKey\x12\x15\n\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12$\n\x04role\x18\x03 \x01(\x0e\x32\x10.waymark.v1.RoleR\x04role\x12\x1e\n\nnamespaces\x18\x04 \x03(\tR\nnamespaces\x12#\n\rname_patterns\x18\x05 \x03(\tR\x0cnamePatterns\x12\x39\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nexpires_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12\x39\n\nrevoked_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\trevokedAt\"\xcf\x01\n\x13\x43reateApiKeyRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12$\n\x04role\x18\x02 \x01(\x0e\x32\x10.waymark.v1.RoleR\x04role\x12\x1e\n\nnamespaces\x18\x03 \x03(\tR\nnamespaces\x12#\n\rname_patterns\x18\x04 \x03(\tR\x0cnamePatterns\x12\x39\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\"T\n\x14\x43reateApiKeyResponse\x12$\n\x03key\x18\x01 \x01(\x0b\x32\x12.waymark.v1.ApiKeyR\x03key\x12\x16\n\x06secret\x18\x02 \x01(\tR\x06secret\"\x14\n\x12ListApiKeysRequest\"=\n\x13ListApiKeysResponse\x12&\n\x04keys\x18\x01 \x03(\x0b\x32\x12.waymark.v1.ApiKeyR\x04keys\",\n\x13RevokeApiKeyRequest\x12\x15\n\x06key_id\x18\x01 \x01(\tR\x05keyId\"0\n\x14RevokeApiKeyResponse\x12\x18\n\x07revoked\x18\x01 \x01(\x08R\x07revoked\"\x8f\x01\n\tNamespace\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x39\n\ncreated_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x33\n\x06limits\x18\x03 \x01(\x0b\x32\x1b.waymark.v1.NamespaceLimitsR\x06limits\"{\n\x0fNamespaceLimits\x12\x1d\n\nstart_rate\x18\x01 \x01(\rR\tstartRate\x12,\n\x12max_worker_streams\x18\x02 \x01(\rR\x10maxWorkerStreams\x12\x1b\n\tmax_waits\x18\x03 \x01(\rR\x08maxWaits\"a\n\x16UpdateNamespaceRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x33\n\x06limits\x18\x02 \x01(\x0b\x32\x1b.waymark.v1.NamespaceLimitsR\x06limits\"N\n\x17UpdateNamespaceResponse\x12\x33\n\tnamespace\x18\x01 \x01(\x0b\x32\x15.waymark.v1.NamespaceR\tnamespace\",\n\x16\x43reateNamespaceRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"N\n\x17\x43reateNamespaceResponse\x12\x33\n\tnamespace\x18\x01 \x01(\x0b\x32\x15.waymark.v1.NamespaceR\tnamespace\"\x17\n\x15ListNamespacesRequest\"O\n\x16ListNamespacesResponse\x12\x35\n\nnamespaces\x18\x01 \x03(\x0b\x32\x15.waymark.v1.NamespaceR\nnamespaces\".\n\x18\x44\x65scribeNamespaceRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x8a\x01\n\x19\x44\x65scribeNamespaceResponse\x12\x33\n\tnamespace\x18\x01 \x01(\x0b\x32\x15.waymark.v1.NamespaceR\tnamespace\x12\x38\n\x18has_unfinished_workflows\x18\x02 \x01(\x08R\x16hasUnfinishedWorkflows\"B\n\x16\x44\x65leteNamespaceRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05\x66orce\x18\x02 \x01(\x08R\x05\x66orce\"\x19\n\x17\x44\x65leteNamespaceResponse*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_READER\x10\x01\x12\x0f\n\x0bROLE_CLIENT\x10\x02\x12\x0f\n\x0bROLE_WORKER\x10\x03\x12\x0e\n\nROLE_ADMIN\x10\x04\x32\xd3\x05\n\x0c\x41\x64minService\x12Q\n\x0c\x43reateApiKey\x12\x1f.waymark.v1.CreateApiKeyRequest\x1a .waymark.v1.CreateApiKeyResponse\x12N\n\x0bListApiKeys\x12\x1e.waymark.v1.ListApiKeysRequest\x1a\x1f.waymark.v1.ListApiKeysResponse\x12Q\n\x0cRevokeApiKey\x12\x1f.waymark.v1.RevokeApiKeyRequest\x1a .waymark.v1.RevokeApiKeyResponse\x12Z\n\x0f\x43reateNamespace\x12\".waymark.v1.CreateNamespaceRequest\x1a#.waymark.v1.CreateNamespaceResponse\x12W\n\x0eListNamespaces\x12!.waymark.v1.ListNamespacesRequest\x1a\".waymark.v1.ListNamespacesResponse\x12`\n\x11\x44\x65scribeNamespace\x12$.waymark.v1.DescribeNamespaceRequest\x1a%.waymark.v1.DescribeNamespaceResponse\x12Z\n\x0fUpdateNamespace\x12\".waymark.v1.UpdateNamespaceRequest\x1a#.waymark.v1.UpdateNamespaceResponse\x12Z\n\x0f\x44\x65leteNamespace\x12\".waymark.v1.DeleteNamespaceRequest\x1a#.waymark.v1.DeleteNamespaceResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16waymark/v1/admin.proto\x12\nwaymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x0f\n\rWhoAmIRequest\"\xed\x01\n\x0eWhoAmIResponse\x12$\n\x03key\x18\x01 \x01(\x0b\x32\x12.waymark.v1.ApiKeyR\x03key\x12!\n\x0c\x61uth_enabled\x18\x02 \x01(\x08R\x0b\x61uthEnabled\x12\x1e\n\nnamespaces\x18\x03 \x03(\tR\nnamespaces\x12%\n\x0eserver_version\x18\x04 \x01(\tR\rserverVersion\x12\x1f\n\x0b\x63onsole_url\x18\x05 \x01(\tR\nconsoleUrl\x12*\n\x11\x63onsole_read_only\x18\x06 \x01(\x08R\x0f\x63onsoleReadOnly\"\xcf\x02\n\x06\x41piKey\x12\x15\n\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12$\n\x04role\x18\x03 \x01(\x0e\x32\x10.waymark.v1.RoleR\x04role\x12\x1e\n\nnamespaces\x18\x04 \x03(\tR\nnamespaces\x12#\n\rname_patterns\x18\x05 \x03(\tR\x0cnamePatterns\x12\x39\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nexpires_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12\x39\n\nrevoked_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\trevokedAt\"\xcf\x01\n\x13\x43reateApiKeyRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12$\n\x04role\x18\x02 \x01(\x0e\x32\x10.waymark.v1.RoleR\x04role\x12\x1e\n\nnamespaces\x18\x03 \x03(\tR\nnamespaces\x12#\n\rname_patterns\x18\x04 \x03(\tR\x0cnamePatterns\x12\x39\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\"T\n\x14\x43reateApiKeyResponse\x12$\n\x03key\x18\x01 \x01(\x0b\x32\x12.waymark.v1.ApiKeyR\x03key\x12\x16\n\x06secret\x18\x02 \x01(\tR\x06secret\"\x14\n\x12ListApiKeysRequest\"=\n\x13ListApiKeysResponse\x12&\n\x04keys\x18\x01 \x03(\x0b\x32\x12.waymark.v1.ApiKeyR\x04keys\",\n\x13RevokeApiKeyRequest\x12\x15\n\x06key_id\x18\x01 \x01(\tR\x05keyId\"0\n\x14RevokeApiKeyResponse\x12\x18\n\x07revoked\x18\x01 \x01(\x08R\x07revoked\"\x8f\x01\n\tNamespace\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x39\n\ncreated_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x33\n\x06limits\x18\x03 \x01(\x0b\x32\x1b.waymark.v1.NamespaceLimitsR\x06limits\"{\n\x0fNamespaceLimits\x12\x1d\n\nstart_rate\x18\x01 \x01(\rR\tstartRate\x12,\n\x12max_worker_streams\x18\x02 \x01(\rR\x10maxWorkerStreams\x12\x1b\n\tmax_waits\x18\x03 \x01(\rR\x08maxWaits\"a\n\x16UpdateNamespaceRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x33\n\x06limits\x18\x02 \x01(\x0b\x32\x1b.waymark.v1.NamespaceLimitsR\x06limits\"N\n\x17UpdateNamespaceResponse\x12\x33\n\tnamespace\x18\x01 \x01(\x0b\x32\x15.waymark.v1.NamespaceR\tnamespace\",\n\x16\x43reateNamespaceRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"N\n\x17\x43reateNamespaceResponse\x12\x33\n\tnamespace\x18\x01 \x01(\x0b\x32\x15.waymark.v1.NamespaceR\tnamespace\"\x17\n\x15ListNamespacesRequest\"O\n\x16ListNamespacesResponse\x12\x35\n\nnamespaces\x18\x01 \x03(\x0b\x32\x15.waymark.v1.NamespaceR\nnamespaces\".\n\x18\x44\x65scribeNamespaceRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x8a\x01\n\x19\x44\x65scribeNamespaceResponse\x12\x33\n\tnamespace\x18\x01 \x01(\x0b\x32\x15.waymark.v1.NamespaceR\tnamespace\x12\x38\n\x18has_unfinished_workflows\x18\x02 \x01(\x08R\x16hasUnfinishedWorkflows\"B\n\x16\x44\x65leteNamespaceRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05\x66orce\x18\x02 \x01(\x08R\x05\x66orce\"\x19\n\x17\x44\x65leteNamespaceResponse*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_READER\x10\x01\x12\x0f\n\x0bROLE_CLIENT\x10\x02\x12\x0f\n\x0bROLE_WORKER\x10\x03\x12\x0e\n\nROLE_ADMIN\x10\x04\x32\x94\x06\n\x0c\x41\x64minService\x12Q\n\x0c\x43reateApiKey\x12\x1f.waymark.v1.CreateApiKeyRequest\x1a .waymark.v1.CreateApiKeyResponse\x12N\n\x0bListApiKeys\x12\x1e.waymark.v1.ListApiKeysRequest\x1a\x1f.waymark.v1.ListApiKeysResponse\x12Q\n\x0cRevokeApiKey\x12\x1f.waymark.v1.RevokeApiKeyRequest\x1a .waymark.v1.RevokeApiKeyResponse\x12Z\n\x0f\x43reateNamespace\x12\".waymark.v1.CreateNamespaceRequest\x1a#.waymark.v1.CreateNamespaceResponse\x12W\n\x0eListNamespaces\x12!.waymark.v1.ListNamespacesRequest\x1a\".waymark.v1.ListNamespacesResponse\x12`\n\x11\x44\x65scribeNamespace\x12$.waymark.v1.DescribeNamespaceRequest\x1a%.waymark.v1.DescribeNamespaceResponse\x12Z\n\x0fUpdateNamespace\x12\".waymark.v1.UpdateNamespaceRequest\x1a#.waymark.v1.UpdateNamespaceResponse\x12Z\n\x0f\x44\x65leteNamespace\x12\".waymark.v1.DeleteNamespaceRequest\x1a#.waymark.v1.DeleteNamespaceResponse\x12?\n\x06WhoAmI\x12\x19.waymark.v1.WhoAmIRequest\x1a\x1a.waymark.v1.WhoAmIResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'waymark.v1.admin_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ROLE']._serialized_start=1852
-  _globals['_ROLE']._serialized_end=1947
-  _globals['_APIKEY']._serialized_start=72
-  _globals['_APIKEY']._serialized_end=407
-  _globals['_CREATEAPIKEYREQUEST']._serialized_start=410
-  _globals['_CREATEAPIKEYREQUEST']._serialized_end=617
-  _globals['_CREATEAPIKEYRESPONSE']._serialized_start=619
-  _globals['_CREATEAPIKEYRESPONSE']._serialized_end=703
-  _globals['_LISTAPIKEYSREQUEST']._serialized_start=705
-  _globals['_LISTAPIKEYSREQUEST']._serialized_end=725
-  _globals['_LISTAPIKEYSRESPONSE']._serialized_start=727
-  _globals['_LISTAPIKEYSRESPONSE']._serialized_end=788
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=790
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=834
-  _globals['_REVOKEAPIKEYRESPONSE']._serialized_start=836
-  _globals['_REVOKEAPIKEYRESPONSE']._serialized_end=884
-  _globals['_NAMESPACE']._serialized_start=887
-  _globals['_NAMESPACE']._serialized_end=1030
-  _globals['_NAMESPACELIMITS']._serialized_start=1032
-  _globals['_NAMESPACELIMITS']._serialized_end=1155
-  _globals['_UPDATENAMESPACEREQUEST']._serialized_start=1157
-  _globals['_UPDATENAMESPACEREQUEST']._serialized_end=1254
-  _globals['_UPDATENAMESPACERESPONSE']._serialized_start=1256
-  _globals['_UPDATENAMESPACERESPONSE']._serialized_end=1334
-  _globals['_CREATENAMESPACEREQUEST']._serialized_start=1336
-  _globals['_CREATENAMESPACEREQUEST']._serialized_end=1380
-  _globals['_CREATENAMESPACERESPONSE']._serialized_start=1382
-  _globals['_CREATENAMESPACERESPONSE']._serialized_end=1460
-  _globals['_LISTNAMESPACESREQUEST']._serialized_start=1462
-  _globals['_LISTNAMESPACESREQUEST']._serialized_end=1485
-  _globals['_LISTNAMESPACESRESPONSE']._serialized_start=1487
-  _globals['_LISTNAMESPACESRESPONSE']._serialized_end=1566
-  _globals['_DESCRIBENAMESPACEREQUEST']._serialized_start=1568
-  _globals['_DESCRIBENAMESPACEREQUEST']._serialized_end=1614
-  _globals['_DESCRIBENAMESPACERESPONSE']._serialized_start=1617
-  _globals['_DESCRIBENAMESPACERESPONSE']._serialized_end=1755
-  _globals['_DELETENAMESPACEREQUEST']._serialized_start=1757
-  _globals['_DELETENAMESPACEREQUEST']._serialized_end=1823
-  _globals['_DELETENAMESPACERESPONSE']._serialized_start=1825
-  _globals['_DELETENAMESPACERESPONSE']._serialized_end=1850
-  _globals['_ADMINSERVICE']._serialized_start=1950
-  _globals['_ADMINSERVICE']._serialized_end=2673
+  _globals['_ROLE']._serialized_start=2109
+  _globals['_ROLE']._serialized_end=2204
+  _globals['_WHOAMIREQUEST']._serialized_start=71
+  _globals['_WHOAMIREQUEST']._serialized_end=86
+  _globals['_WHOAMIRESPONSE']._serialized_start=89
+  _globals['_WHOAMIRESPONSE']._serialized_end=326
+  _globals['_APIKEY']._serialized_start=329
+  _globals['_APIKEY']._serialized_end=664
+  _globals['_CREATEAPIKEYREQUEST']._serialized_start=667
+  _globals['_CREATEAPIKEYREQUEST']._serialized_end=874
+  _globals['_CREATEAPIKEYRESPONSE']._serialized_start=876
+  _globals['_CREATEAPIKEYRESPONSE']._serialized_end=960
+  _globals['_LISTAPIKEYSREQUEST']._serialized_start=962
+  _globals['_LISTAPIKEYSREQUEST']._serialized_end=982
+  _globals['_LISTAPIKEYSRESPONSE']._serialized_start=984
+  _globals['_LISTAPIKEYSRESPONSE']._serialized_end=1045
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=1047
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=1091
+  _globals['_REVOKEAPIKEYRESPONSE']._serialized_start=1093
+  _globals['_REVOKEAPIKEYRESPONSE']._serialized_end=1141
+  _globals['_NAMESPACE']._serialized_start=1144
+  _globals['_NAMESPACE']._serialized_end=1287
+  _globals['_NAMESPACELIMITS']._serialized_start=1289
+  _globals['_NAMESPACELIMITS']._serialized_end=1412
+  _globals['_UPDATENAMESPACEREQUEST']._serialized_start=1414
+  _globals['_UPDATENAMESPACEREQUEST']._serialized_end=1511
+  _globals['_UPDATENAMESPACERESPONSE']._serialized_start=1513
+  _globals['_UPDATENAMESPACERESPONSE']._serialized_end=1591
+  _globals['_CREATENAMESPACEREQUEST']._serialized_start=1593
+  _globals['_CREATENAMESPACEREQUEST']._serialized_end=1637
+  _globals['_CREATENAMESPACERESPONSE']._serialized_start=1639
+  _globals['_CREATENAMESPACERESPONSE']._serialized_end=1717
+  _globals['_LISTNAMESPACESREQUEST']._serialized_start=1719
+  _globals['_LISTNAMESPACESREQUEST']._serialized_end=1742
+  _globals['_LISTNAMESPACESRESPONSE']._serialized_start=1744
+  _globals['_LISTNAMESPACESRESPONSE']._serialized_end=1823
+  _globals['_DESCRIBENAMESPACEREQUEST']._serialized_start=1825
+  _globals['_DESCRIBENAMESPACEREQUEST']._serialized_end=1871
+  _globals['_DESCRIBENAMESPACERESPONSE']._serialized_start=1874
+  _globals['_DESCRIBENAMESPACERESPONSE']._serialized_end=2012
+  _globals['_DELETENAMESPACEREQUEST']._serialized_start=2014
+  _globals['_DELETENAMESPACEREQUEST']._serialized_end=2080
+  _globals['_DELETENAMESPACERESPONSE']._serialized_start=2082
+  _globals['_DELETENAMESPACERESPONSE']._serialized_end=2107
+  _globals['_ADMINSERVICE']._serialized_start=2207
+  _globals['_ADMINSERVICE']._serialized_end=2995
 # @@protoc_insertion_point(module_scope)

@@ -55,6 +55,69 @@ ROLE_ADMIN: Role.ValueType  # 4
 Global___Role: _TypeAlias = Role  # noqa: Y015
 
 @_typing.final
+class WhoAmIRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WhoAmIRequest: _TypeAlias = WhoAmIRequest  # noqa: Y015
+
+@_typing.final
+class WhoAmIResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    AUTH_ENABLED_FIELD_NUMBER: _builtins.int
+    NAMESPACES_FIELD_NUMBER: _builtins.int
+    SERVER_VERSION_FIELD_NUMBER: _builtins.int
+    CONSOLE_URL_FIELD_NUMBER: _builtins.int
+    CONSOLE_READ_ONLY_FIELD_NUMBER: _builtins.int
+    auth_enabled: _builtins.bool
+    """Whether the server checks keys (--auth)."""
+    server_version: _builtins.str
+    """The server's version, "0.1.0"."""
+    console_url: _builtins.str
+    """Where the web console is served, "http://127.0.0.1:7451/"; empty when it is off."""
+    console_read_only: _builtins.bool
+    """The console offers no write action, whatever the key (--console-read-only); writes sent
+    through its port are refused with CONSOLE_READ_ONLY.
+    """
+    @_builtins.property
+    def key(self) -> Global___ApiKey:
+        """The key the call was made with; unset when the server runs without --auth."""
+
+    @_builtins.property
+    def namespaces(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The namespaces that exist and the key may act in, by name ("*" expanded), at most the
+        server's namespace limit.
+        """
+
+    def __init__(
+        self,
+        *,
+        key: Global___ApiKey | None = ...,
+        auth_enabled: _builtins.bool = ...,
+        namespaces: _abc.Iterable[_builtins.str] | None = ...,
+        server_version: _builtins.str = ...,
+        console_url: _builtins.str = ...,
+        console_read_only: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["auth_enabled", b"auth_enabled", "console_read_only", b"console_read_only", "console_url", b"console_url", "key", b"key", "namespaces", b"namespaces", "server_version", b"server_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WhoAmIResponse: _TypeAlias = WhoAmIResponse  # noqa: Y015
+
+@_typing.final
 class ApiKey(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -88,6 +88,11 @@ class AdminServiceStub:
                 request_serializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceResponse.FromString,
                 _registered_method=True)
+        self.WhoAmI = channel.unary_unary(
+                '/waymark.v1.AdminService/WhoAmI',
+                request_serializer=waymark_dot_v1_dot_admin__pb2.WhoAmIRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_admin__pb2.WhoAmIResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -171,6 +176,15 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WhoAmI(self, request, context):
+        """The calling key (never its secret), the namespaces it may act in, and what this server
+        offers: the console's sign-in asks it. Any key that may read may ask; without --auth there
+        is no key and every namespace is open.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -213,6 +227,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.DeleteNamespace,
                     request_deserializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_admin__pb2.DeleteNamespaceResponse.SerializeToString,
+            ),
+            'WhoAmI': grpc.unary_unary_rpc_method_handler(
+                    servicer.WhoAmI,
+                    request_deserializer=waymark_dot_v1_dot_admin__pb2.WhoAmIRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_admin__pb2.WhoAmIResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -445,6 +464,33 @@ class AdminService:
             '/waymark.v1.AdminService/DeleteNamespace',
             waymark_dot_v1_dot_admin__pb2.DeleteNamespaceRequest.SerializeToString,
             waymark_dot_v1_dot_admin__pb2.DeleteNamespaceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WhoAmI(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.AdminService/WhoAmI',
+            waymark_dot_v1_dot_admin__pb2.WhoAmIRequest.SerializeToString,
+            waymark_dot_v1_dot_admin__pb2.WhoAmIResponse.FromString,
             options,
             channel_credentials,
             insecure,

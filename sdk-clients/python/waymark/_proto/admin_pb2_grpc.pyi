@@ -75,6 +75,11 @@ class AdminServiceStub:
     revoked; keys of several namespaces stop listing it, so a namespace made later under the
     same name is not theirs.
     """
+    WhoAmI: _grpc.UnaryUnaryMultiCallable[_admin_pb2.WhoAmIRequest, _admin_pb2.WhoAmIResponse]
+    """The calling key (never its secret), the namespaces it may act in, and what this server
+    offers: the console's sign-in asks it. Any key that may read may ask; without --auth there
+    is no key and every namespace is open.
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -122,6 +127,11 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """Delete a namespace and everything in it, on every replica. Keys that acted only in it are
     revoked; keys of several namespaces stop listing it, so a namespace made later under the
     same name is not theirs.
+    """
+    WhoAmI: _aio.UnaryUnaryMultiCallable[_admin_pb2.WhoAmIRequest, _admin_pb2.WhoAmIResponse]  # type: ignore[assignment]
+    """The calling key (never its secret), the namespaces it may act in, and what this server
+    offers: the console's sign-in asks it. Any key that may read may ask; without --auth there
+    is no key and every namespace is open.
     """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -215,6 +225,17 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         """Delete a namespace and everything in it, on every replica. Keys that acted only in it are
         revoked; keys of several namespaces stop listing it, so a namespace made later under the
         same name is not theirs.
+        """
+
+    @_abc_1.abstractmethod
+    def WhoAmI(
+        self,
+        request: _admin_pb2.WhoAmIRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.WhoAmIResponse, _abc.Awaitable[_admin_pb2.WhoAmIResponse]]:
+        """The calling key (never its secret), the namespaces it may act in, and what this server
+        offers: the console's sign-in asks it. Any key that may read may ask; without --auth there
+        is no key and every namespace is open.
         """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -27,7 +27,7 @@ from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mas
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16waymark/v1/queue.proto\x12\nwaymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x03\n\x05Queue\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x32\n\x12worker_concurrency\x18\x02 \x01(\rH\x00R\x11workerConcurrency\x88\x01\x01\x12\x32\n\x12global_concurrency\x18\x03 \x01(\rH\x01R\x11globalConcurrency\x88\x01\x01\x12\x34\n\nrate_limit\x18\x04 \x01(\x0b\x32\x15.waymark.v1.RateLimitR\trateLimit\x12\x38\n\x15partition_concurrency\x18\x05 \x01(\rH\x02R\x14partitionConcurrency\x88\x01\x01\x12\x39\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12,\n\x05stats\x18\x08 \x01(\x0b\x32\x16.waymark.v1.QueueStatsR\x05statsB\x15\n\x13_worker_concurrencyB\x15\n\x13_global_concurrencyB\x18\n\x16_partition_concurrency\"\xc7\x01\n\nQueueStats\x12\x1a\n\x08\x65nqueued\x18\x01 \x01(\x04R\x08\x65nqueued\x12\x18\n\x07pending\x18\x02 \x01(\x04R\x07pending\x12\x18\n\x07\x64\x65layed\x18\x03 \x01(\x04R\x07\x64\x65layed\x12I\n\x13oldest_enqueued_age\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11oldestEnqueuedAge\x12\x1e\n\npartitions\x18\x05 \x01(\x04R\npartitions\"]\n\tRateLimit\x12\x1d\n\nmax_starts\x18\x01 \x01(\rR\tmaxStarts\x12\x31\n\x06period\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06period\"=\n\x12\x43reateQueueRequest\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\">\n\x13\x43reateQueueResponse\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\"z\n\x12UpdateQueueRequest\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\">\n\x13UpdateQueueResponse\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\"%\n\x0fGetQueueRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\";\n\x10GetQueueResponse\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\"O\n\x11ListQueuesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"g\n\x12ListQueuesResponse\x12)\n\x06queues\x18\x01 \x03(\x0b\x32\x11.waymark.v1.QueueR\x06queues\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"(\n\x12\x44\x65leteQueueRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x15\n\x13\x44\x65leteQueueResponse2\x92\x03\n\x0cQueueService\x12N\n\x0b\x43reateQueue\x12\x1e.waymark.v1.CreateQueueRequest\x1a\x1f.waymark.v1.CreateQueueResponse\x12N\n\x0bUpdateQueue\x12\x1e.waymark.v1.UpdateQueueRequest\x1a\x1f.waymark.v1.UpdateQueueResponse\x12\x45\n\x08GetQueue\x12\x1b.waymark.v1.GetQueueRequest\x1a\x1c.waymark.v1.GetQueueResponse\x12K\n\nListQueues\x12\x1d.waymark.v1.ListQueuesRequest\x1a\x1e.waymark.v1.ListQueuesResponse\x12N\n\x0b\x44\x65leteQueue\x12\x1e.waymark.v1.DeleteQueueRequest\x1a\x1f.waymark.v1.DeleteQueueResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16waymark/v1/queue.proto\x12\nwaymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x03\n\x05Queue\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x32\n\x12worker_concurrency\x18\x02 \x01(\rH\x00R\x11workerConcurrency\x88\x01\x01\x12\x32\n\x12global_concurrency\x18\x03 \x01(\rH\x01R\x11globalConcurrency\x88\x01\x01\x12\x34\n\nrate_limit\x18\x04 \x01(\x0b\x32\x15.waymark.v1.RateLimitR\trateLimit\x12\x38\n\x15partition_concurrency\x18\x05 \x01(\rH\x02R\x14partitionConcurrency\x88\x01\x01\x12\x39\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12,\n\x05stats\x18\x08 \x01(\x0b\x32\x16.waymark.v1.QueueStatsR\x05statsB\x15\n\x13_worker_concurrencyB\x15\n\x13_global_concurrencyB\x18\n\x16_partition_concurrency\"\xfb\x01\n\nQueueStats\x12\x1a\n\x08\x65nqueued\x18\x01 \x01(\x04R\x08\x65nqueued\x12\x18\n\x07pending\x18\x02 \x01(\x04R\x07pending\x12\x18\n\x07\x64\x65layed\x18\x03 \x01(\x04R\x07\x64\x65layed\x12I\n\x13oldest_enqueued_age\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11oldestEnqueuedAge\x12\x1e\n\npartitions\x18\x05 \x01(\x04R\npartitions\x12\x32\n\x15\x64ispatched_per_minute\x18\x06 \x03(\rR\x13\x64ispatchedPerMinute\"]\n\tRateLimit\x12\x1d\n\nmax_starts\x18\x01 \x01(\rR\tmaxStarts\x12\x31\n\x06period\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06period\"=\n\x12\x43reateQueueRequest\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\">\n\x13\x43reateQueueResponse\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\"z\n\x12UpdateQueueRequest\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\">\n\x13UpdateQueueResponse\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\"%\n\x0fGetQueueRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\";\n\x10GetQueueResponse\x12\'\n\x05queue\x18\x01 \x01(\x0b\x32\x11.waymark.v1.QueueR\x05queue\"O\n\x11ListQueuesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"g\n\x12ListQueuesResponse\x12)\n\x06queues\x18\x01 \x03(\x0b\x32\x11.waymark.v1.QueueR\x06queues\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"(\n\x12\x44\x65leteQueueRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x15\n\x13\x44\x65leteQueueResponse2\x92\x03\n\x0cQueueService\x12N\n\x0b\x43reateQueue\x12\x1e.waymark.v1.CreateQueueRequest\x1a\x1f.waymark.v1.CreateQueueResponse\x12N\n\x0bUpdateQueue\x12\x1e.waymark.v1.UpdateQueueRequest\x1a\x1f.waymark.v1.UpdateQueueResponse\x12\x45\n\x08GetQueue\x12\x1b.waymark.v1.GetQueueRequest\x1a\x1c.waymark.v1.GetQueueResponse\x12K\n\nListQueues\x12\x1d.waymark.v1.ListQueuesRequest\x1a\x1e.waymark.v1.ListQueuesResponse\x12N\n\x0b\x44\x65leteQueue\x12\x1e.waymark.v1.DeleteQueueRequest\x1a\x1f.waymark.v1.DeleteQueueResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,29 +37,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUEUE']._serialized_start=138
   _globals['_QUEUE']._serialized_end=617
   _globals['_QUEUESTATS']._serialized_start=620
-  _globals['_QUEUESTATS']._serialized_end=819
-  _globals['_RATELIMIT']._serialized_start=821
-  _globals['_RATELIMIT']._serialized_end=914
-  _globals['_CREATEQUEUEREQUEST']._serialized_start=916
-  _globals['_CREATEQUEUEREQUEST']._serialized_end=977
-  _globals['_CREATEQUEUERESPONSE']._serialized_start=979
-  _globals['_CREATEQUEUERESPONSE']._serialized_end=1041
-  _globals['_UPDATEQUEUEREQUEST']._serialized_start=1043
-  _globals['_UPDATEQUEUEREQUEST']._serialized_end=1165
-  _globals['_UPDATEQUEUERESPONSE']._serialized_start=1167
-  _globals['_UPDATEQUEUERESPONSE']._serialized_end=1229
-  _globals['_GETQUEUEREQUEST']._serialized_start=1231
-  _globals['_GETQUEUEREQUEST']._serialized_end=1268
-  _globals['_GETQUEUERESPONSE']._serialized_start=1270
-  _globals['_GETQUEUERESPONSE']._serialized_end=1329
-  _globals['_LISTQUEUESREQUEST']._serialized_start=1331
-  _globals['_LISTQUEUESREQUEST']._serialized_end=1410
-  _globals['_LISTQUEUESRESPONSE']._serialized_start=1412
-  _globals['_LISTQUEUESRESPONSE']._serialized_end=1515
-  _globals['_DELETEQUEUEREQUEST']._serialized_start=1517
-  _globals['_DELETEQUEUEREQUEST']._serialized_end=1557
-  _globals['_DELETEQUEUERESPONSE']._serialized_start=1559
-  _globals['_DELETEQUEUERESPONSE']._serialized_end=1580
-  _globals['_QUEUESERVICE']._serialized_start=1583
-  _globals['_QUEUESERVICE']._serialized_end=1985
+  _globals['_QUEUESTATS']._serialized_end=871
+  _globals['_RATELIMIT']._serialized_start=873
+  _globals['_RATELIMIT']._serialized_end=966
+  _globals['_CREATEQUEUEREQUEST']._serialized_start=968
+  _globals['_CREATEQUEUEREQUEST']._serialized_end=1029
+  _globals['_CREATEQUEUERESPONSE']._serialized_start=1031
+  _globals['_CREATEQUEUERESPONSE']._serialized_end=1093
+  _globals['_UPDATEQUEUEREQUEST']._serialized_start=1095
+  _globals['_UPDATEQUEUEREQUEST']._serialized_end=1217
+  _globals['_UPDATEQUEUERESPONSE']._serialized_start=1219
+  _globals['_UPDATEQUEUERESPONSE']._serialized_end=1281
+  _globals['_GETQUEUEREQUEST']._serialized_start=1283
+  _globals['_GETQUEUEREQUEST']._serialized_end=1320
+  _globals['_GETQUEUERESPONSE']._serialized_start=1322
+  _globals['_GETQUEUERESPONSE']._serialized_end=1381
+  _globals['_LISTQUEUESREQUEST']._serialized_start=1383
+  _globals['_LISTQUEUESREQUEST']._serialized_end=1462
+  _globals['_LISTQUEUESRESPONSE']._serialized_start=1464
+  _globals['_LISTQUEUESRESPONSE']._serialized_end=1567
+  _globals['_DELETEQUEUEREQUEST']._serialized_start=1569
+  _globals['_DELETEQUEUEREQUEST']._serialized_end=1609
+  _globals['_DELETEQUEUERESPONSE']._serialized_start=1611
+  _globals['_DELETEQUEUERESPONSE']._serialized_end=1632
+  _globals['_QUEUESERVICE']._serialized_start=1635
+  _globals['_QUEUESERVICE']._serialized_end=2037
 # @@protoc_insertion_point(module_scope)

@@ -97,6 +97,7 @@ class QueueStats(_message.Message):
     DELAYED_FIELD_NUMBER: _builtins.int
     OLDEST_ENQUEUED_AGE_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
+    DISPATCHED_PER_MINUTE_FIELD_NUMBER: _builtins.int
     enqueued: _builtins.int
     """Waiting for a worker."""
     pending: _builtins.int
@@ -111,6 +112,12 @@ class QueueStats(_message.Message):
         is enqueued.
         """
 
+    @_builtins.property
+    def dispatched_per_minute(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Workflows the answering replica dispatched from the queue in each of the last 15 minutes,
+        oldest first, the current (partial) minute last. Other replicas' dispatches are not counted.
+        """
+
     def __init__(
         self,
         *,
@@ -119,10 +126,11 @@ class QueueStats(_message.Message):
         delayed: _builtins.int = ...,
         oldest_enqueued_age: _duration_pb2.Duration | None = ...,
         partitions: _builtins.int = ...,
+        dispatched_per_minute: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["oldest_enqueued_age", b"oldest_enqueued_age"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["delayed", b"delayed", "enqueued", b"enqueued", "oldest_enqueued_age", b"oldest_enqueued_age", "partitions", b"partitions", "pending", b"pending"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delayed", b"delayed", "dispatched_per_minute", b"dispatched_per_minute", "enqueued", b"enqueued", "oldest_enqueued_age", b"oldest_enqueued_age", "partitions", b"partitions", "pending", b"pending"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from . import types_pb2 as waymark_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19waymark/v1/schedule.proto\x12\nwaymark.v1\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xcf\x03\n\x08Schedule\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x63ron\x18\x02 \x01(\tR\x04\x63ron\x12\x1a\n\x08timezone\x18\x03 \x01(\tR\x08timezone\x12#\n\rworkflow_name\x18\x04 \x01(\tR\x0cworkflowName\x12)\n\x05input\x18\x05 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x05input\x12\x1d\n\nqueue_name\x18\x06 \x01(\tR\tqueueName\x12\x16\n\x06paused\x18\x07 \x01(\x08R\x06paused\x12@\n\x0elast_fire_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0clastFireTime\x12@\n\x0enext_fire_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0cnextFireTime\x12\x39\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\"\x81\x01\n\x0bScheduleRun\x12\x37\n\tfire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x66ireTime\x12\x1f\n\x0bworkflow_id\x18\x02 \x01(\tR\nworkflowId\x12\x18\n\x07\x63reated\x18\x03 \x01(\x08R\x07\x63reated\"I\n\x15\x43reateScheduleRequest\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"J\n\x16\x43reateScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"\x86\x01\n\x15UpdateScheduleRequest\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\"J\n\x16UpdateScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"(\n\x12GetScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"G\n\x13GetScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"R\n\x14ListSchedulesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"s\n\x15ListSchedulesResponse\x12\x32\n\tschedules\x18\x01 \x03(\x0b\x32\x14.waymark.v1.ScheduleR\tschedules\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"+\n\x15\x44\x65leteScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x18\n\x16\x44\x65leteScheduleResponse\"*\n\x14PauseScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"I\n\x15PauseScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"+\n\x15ResumeScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"J\n\x16ResumeScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"K\n\x16TriggerScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n\nrequest_id\x18\x02 \x01(\tR\trequestId\"e\n\x17TriggerScheduleResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"\x9f\x01\n\x17\x42\x61\x63kfillScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"G\n\x18\x42\x61\x63kfillScheduleResponse\x12+\n\x04runs\x18\x01 \x03(\x0b\x32\x17.waymark.v1.ScheduleRunR\x04runs2\xac\x06\n\x0fScheduleService\x12W\n\x0e\x43reateSchedule\x12!.waymark.v1.CreateScheduleRequest\x1a\".waymark.v1.CreateScheduleResponse\x12W\n\x0eUpdateSchedule\x12!.waymark.v1.UpdateScheduleRequest\x1a\".waymark.v1.UpdateScheduleResponse\x12N\n\x0bGetSchedule\x12\x1e.waymark.v1.GetScheduleRequest\x1a\x1f.waymark.v1.GetScheduleResponse\x12T\n\rListSchedules\x12 .waymark.v1.ListSchedulesRequest\x1a!.waymark.v1.ListSchedulesResponse\x12W\n\x0e\x44\x65leteSchedule\x12!.waymark.v1.DeleteScheduleRequest\x1a\".waymark.v1.DeleteScheduleResponse\x12T\n\rPauseSchedule\x12 .waymark.v1.PauseScheduleRequest\x1a!.waymark.v1.PauseScheduleResponse\x12W\n\x0eResumeSchedule\x12!.waymark.v1.ResumeScheduleRequest\x1a\".waymark.v1.ResumeScheduleResponse\x12Z\n\x0fTriggerSchedule\x12\".waymark.v1.TriggerScheduleRequest\x1a#.waymark.v1.TriggerScheduleResponse\x12]\n\x10\x42\x61\x63kfillSchedule\x12#.waymark.v1.BackfillScheduleRequest\x1a$.waymark.v1.BackfillScheduleResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19waymark/v1/schedule.proto\x12\nwaymark.v1\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\x9b\x04\n\x08Schedule\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x63ron\x18\x02 \x01(\tR\x04\x63ron\x12\x1a\n\x08timezone\x18\x03 \x01(\tR\x08timezone\x12#\n\rworkflow_name\x18\x04 \x01(\tR\x0cworkflowName\x12)\n\x05input\x18\x05 \x01(\x0b\x32\x13.waymark.v1.PayloadR\x05input\x12\x1d\n\nqueue_name\x18\x06 \x01(\tR\tqueueName\x12\x16\n\x06paused\x18\x07 \x01(\x08R\x06paused\x12@\n\x0elast_fire_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0clastFireTime\x12@\n\x0enext_fire_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0cnextFireTime\x12\x39\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12J\n\x13upcoming_fire_times\x18\x0c \x03(\x0b\x32\x1a.google.protobuf.TimestampR\x11upcomingFireTimes\"\x81\x01\n\x0bScheduleRun\x12\x37\n\tfire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x66ireTime\x12\x1f\n\x0bworkflow_id\x18\x02 \x01(\tR\nworkflowId\x12\x18\n\x07\x63reated\x18\x03 \x01(\x08R\x07\x63reated\"I\n\x15\x43reateScheduleRequest\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"J\n\x16\x43reateScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"\x86\x01\n\x15UpdateScheduleRequest\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\x12;\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\"J\n\x16UpdateScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"(\n\x12GetScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"G\n\x13GetScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"R\n\x14ListSchedulesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"s\n\x15ListSchedulesResponse\x12\x32\n\tschedules\x18\x01 \x03(\x0b\x32\x14.waymark.v1.ScheduleR\tschedules\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"+\n\x15\x44\x65leteScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x18\n\x16\x44\x65leteScheduleResponse\"*\n\x14PauseScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"I\n\x15PauseScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"+\n\x15ResumeScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"J\n\x16ResumeScheduleResponse\x12\x30\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.waymark.v1.ScheduleR\x08schedule\"K\n\x16TriggerScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n\nrequest_id\x18\x02 \x01(\tR\trequestId\"e\n\x17TriggerScheduleResponse\x12\x30\n\x08workflow\x18\x01 \x01(\x0b\x32\x14.waymark.v1.WorkflowR\x08workflow\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"\x9f\x01\n\x17\x42\x61\x63kfillScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"G\n\x18\x42\x61\x63kfillScheduleResponse\x12+\n\x04runs\x18\x01 \x03(\x0b\x32\x17.waymark.v1.ScheduleRunR\x04runs2\xac\x06\n\x0fScheduleService\x12W\n\x0e\x43reateSchedule\x12!.waymark.v1.CreateScheduleRequest\x1a\".waymark.v1.CreateScheduleResponse\x12W\n\x0eUpdateSchedule\x12!.waymark.v1.UpdateScheduleRequest\x1a\".waymark.v1.UpdateScheduleResponse\x12N\n\x0bGetSchedule\x12\x1e.waymark.v1.GetScheduleRequest\x1a\x1f.waymark.v1.GetScheduleResponse\x12T\n\rListSchedules\x12 .waymark.v1.ListSchedulesRequest\x1a!.waymark.v1.ListSchedulesResponse\x12W\n\x0e\x44\x65leteSchedule\x12!.waymark.v1.DeleteScheduleRequest\x1a\".waymark.v1.DeleteScheduleResponse\x12T\n\rPauseSchedule\x12 .waymark.v1.PauseScheduleRequest\x1a!.waymark.v1.PauseScheduleResponse\x12W\n\x0eResumeSchedule\x12!.waymark.v1.ResumeScheduleRequest\x1a\".waymark.v1.ResumeScheduleResponse\x12Z\n\x0fTriggerSchedule\x12\".waymark.v1.TriggerScheduleRequest\x1a#.waymark.v1.TriggerScheduleResponse\x12]\n\x10\x42\x61\x63kfillSchedule\x12#.waymark.v1.BackfillScheduleRequest\x1a$.waymark.v1.BackfillScheduleResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,45 +35,45 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'waymark.v1.schedule_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_SCHEDULE']._serialized_start=133
-  _globals['_SCHEDULE']._serialized_end=596
-  _globals['_SCHEDULERUN']._serialized_start=599
-  _globals['_SCHEDULERUN']._serialized_end=728
-  _globals['_CREATESCHEDULEREQUEST']._serialized_start=730
-  _globals['_CREATESCHEDULEREQUEST']._serialized_end=803
-  _globals['_CREATESCHEDULERESPONSE']._serialized_start=805
-  _globals['_CREATESCHEDULERESPONSE']._serialized_end=879
-  _globals['_UPDATESCHEDULEREQUEST']._serialized_start=882
-  _globals['_UPDATESCHEDULEREQUEST']._serialized_end=1016
-  _globals['_UPDATESCHEDULERESPONSE']._serialized_start=1018
-  _globals['_UPDATESCHEDULERESPONSE']._serialized_end=1092
-  _globals['_GETSCHEDULEREQUEST']._serialized_start=1094
-  _globals['_GETSCHEDULEREQUEST']._serialized_end=1134
-  _globals['_GETSCHEDULERESPONSE']._serialized_start=1136
-  _globals['_GETSCHEDULERESPONSE']._serialized_end=1207
-  _globals['_LISTSCHEDULESREQUEST']._serialized_start=1209
-  _globals['_LISTSCHEDULESREQUEST']._serialized_end=1291
-  _globals['_LISTSCHEDULESRESPONSE']._serialized_start=1293
-  _globals['_LISTSCHEDULESRESPONSE']._serialized_end=1408
-  _globals['_DELETESCHEDULEREQUEST']._serialized_start=1410
-  _globals['_DELETESCHEDULEREQUEST']._serialized_end=1453
-  _globals['_DELETESCHEDULERESPONSE']._serialized_start=1455
-  _globals['_DELETESCHEDULERESPONSE']._serialized_end=1479
-  _globals['_PAUSESCHEDULEREQUEST']._serialized_start=1481
-  _globals['_PAUSESCHEDULEREQUEST']._serialized_end=1523
-  _globals['_PAUSESCHEDULERESPONSE']._serialized_start=1525
-  _globals['_PAUSESCHEDULERESPONSE']._serialized_end=1598
-  _globals['_RESUMESCHEDULEREQUEST']._serialized_start=1600
-  _globals['_RESUMESCHEDULEREQUEST']._serialized_end=1643
-  _globals['_RESUMESCHEDULERESPONSE']._serialized_start=1645
-  _globals['_RESUMESCHEDULERESPONSE']._serialized_end=1719
-  _globals['_TRIGGERSCHEDULEREQUEST']._serialized_start=1721
-  _globals['_TRIGGERSCHEDULEREQUEST']._serialized_end=1796
-  _globals['_TRIGGERSCHEDULERESPONSE']._serialized_start=1798
-  _globals['_TRIGGERSCHEDULERESPONSE']._serialized_end=1899
-  _globals['_BACKFILLSCHEDULEREQUEST']._serialized_start=1902
-  _globals['_BACKFILLSCHEDULEREQUEST']._serialized_end=2061
-  _globals['_BACKFILLSCHEDULERESPONSE']._serialized_start=2063
-  _globals['_BACKFILLSCHEDULERESPONSE']._serialized_end=2134
-  _globals['_SCHEDULESERVICE']._serialized_start=2137
-  _globals['_SCHEDULESERVICE']._serialized_end=2949
+  _globals['_SCHEDULE']._serialized_end=672
+  _globals['_SCHEDULERUN']._serialized_start=675
+  _globals['_SCHEDULERUN']._serialized_end=804
+  _globals['_CREATESCHEDULEREQUEST']._serialized_start=806
+  _globals['_CREATESCHEDULEREQUEST']._serialized_end=879
+  _globals['_CREATESCHEDULERESPONSE']._serialized_start=881
+  _globals['_CREATESCHEDULERESPONSE']._serialized_end=955
+  _globals['_UPDATESCHEDULEREQUEST']._serialized_start=958
+  _globals['_UPDATESCHEDULEREQUEST']._serialized_end=1092
+  _globals['_UPDATESCHEDULERESPONSE']._serialized_start=1094
+  _globals['_UPDATESCHEDULERESPONSE']._serialized_end=1168
+  _globals['_GETSCHEDULEREQUEST']._serialized_start=1170
+  _globals['_GETSCHEDULEREQUEST']._serialized_end=1210
+  _globals['_GETSCHEDULERESPONSE']._serialized_start=1212
+  _globals['_GETSCHEDULERESPONSE']._serialized_end=1283
+  _globals['_LISTSCHEDULESREQUEST']._serialized_start=1285
+  _globals['_LISTSCHEDULESREQUEST']._serialized_end=1367
+  _globals['_LISTSCHEDULESRESPONSE']._serialized_start=1369
+  _globals['_LISTSCHEDULESRESPONSE']._serialized_end=1484
+  _globals['_DELETESCHEDULEREQUEST']._serialized_start=1486
+  _globals['_DELETESCHEDULEREQUEST']._serialized_end=1529
+  _globals['_DELETESCHEDULERESPONSE']._serialized_start=1531
+  _globals['_DELETESCHEDULERESPONSE']._serialized_end=1555
+  _globals['_PAUSESCHEDULEREQUEST']._serialized_start=1557
+  _globals['_PAUSESCHEDULEREQUEST']._serialized_end=1599
+  _globals['_PAUSESCHEDULERESPONSE']._serialized_start=1601
+  _globals['_PAUSESCHEDULERESPONSE']._serialized_end=1674
+  _globals['_RESUMESCHEDULEREQUEST']._serialized_start=1676
+  _globals['_RESUMESCHEDULEREQUEST']._serialized_end=1719
+  _globals['_RESUMESCHEDULERESPONSE']._serialized_start=1721
+  _globals['_RESUMESCHEDULERESPONSE']._serialized_end=1795
+  _globals['_TRIGGERSCHEDULEREQUEST']._serialized_start=1797
+  _globals['_TRIGGERSCHEDULEREQUEST']._serialized_end=1872
+  _globals['_TRIGGERSCHEDULERESPONSE']._serialized_start=1874
+  _globals['_TRIGGERSCHEDULERESPONSE']._serialized_end=1975
+  _globals['_BACKFILLSCHEDULEREQUEST']._serialized_start=1978
+  _globals['_BACKFILLSCHEDULEREQUEST']._serialized_end=2137
+  _globals['_BACKFILLSCHEDULERESPONSE']._serialized_start=2139
+  _globals['_BACKFILLSCHEDULERESPONSE']._serialized_end=2210
+  _globals['_SCHEDULESERVICE']._serialized_start=2213
+  _globals['_SCHEDULESERVICE']._serialized_end=3025
 # @@protoc_insertion_point(module_scope)

@@ -36,6 +36,7 @@ class Schedule(_message.Message):
     NEXT_FIRE_TIME_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     UPDATED_AT_FIELD_NUMBER: _builtins.int
+    UPCOMING_FIRE_TIMES_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """1-128 characters among letters, digits, '-', '_' and '.'; part of the ids of the
     workflows it starts.
@@ -78,6 +79,12 @@ class Schedule(_message.Message):
     def created_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
     def updated_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def upcoming_fire_times(self) -> _containers.RepeatedCompositeFieldContainer[_timestamp_pb2.Timestamp]:
+        """Output only. The next fire times, up to 5, the first being `next_fire_time`; empty while
+        paused.
+        """
+
     def __init__(
         self,
         *,
@@ -92,10 +99,11 @@ class Schedule(_message.Message):
         next_fire_time: _timestamp_pb2.Timestamp | None = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         updated_at: _timestamp_pb2.Timestamp | None = ...,
+        upcoming_fire_times: _abc.Iterable[_timestamp_pb2.Timestamp] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "input", b"input", "last_fire_time", b"last_fire_time", "next_fire_time", b"next_fire_time", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "cron", b"cron", "input", b"input", "last_fire_time", b"last_fire_time", "name", b"name", "next_fire_time", b"next_fire_time", "paused", b"paused", "queue_name", b"queue_name", "timezone", b"timezone", "updated_at", b"updated_at", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "cron", b"cron", "input", b"input", "last_fire_time", b"last_fire_time", "name", b"name", "next_fire_time", b"next_fire_time", "paused", b"paused", "queue_name", b"queue_name", "timezone", b"timezone", "upcoming_fire_times", b"upcoming_fire_times", "updated_at", b"updated_at", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -308,6 +308,7 @@ class ListWorkflowsRequest(_message.Message):
     PARENT_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     INCLUDE_TOTAL_FIELD_NUMBER: _builtins.int
     TAGS_FIELD_NUMBER: _builtins.int
+    WORKFLOW_ID_PREFIX_FIELD_NUMBER: _builtins.int
     workflow_name: _builtins.str
     """Only workflows of this name."""
     queue_name: _builtins.str
@@ -327,6 +328,10 @@ class ListWorkflowsRequest(_message.Message):
     include_total: _builtins.bool
     """Also count every workflow the filters match (`total`), on the first page only. Costs a
     count over the matching rows: ask for it when you need it.
+    """
+    workflow_id_prefix: _builtins.str
+    """Only workflows whose id starts with this text (a schedule's runs: "schedule:<name>:"), at
+    most 256 bytes.
     """
     @_builtins.property
     def statuses(self) -> _containers.RepeatedScalarFieldContainer[_types_pb2.WorkflowStatus.ValueType]:
@@ -359,10 +364,11 @@ class ListWorkflowsRequest(_message.Message):
         parent_workflow_id: _builtins.str = ...,
         include_total: _builtins.bool = ...,
         tags: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        workflow_id_prefix: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_after", b"created_after", "created_before", b"created_before", "include_total", b"include_total", "page_size", b"page_size", "page_token", b"page_token", "parent_workflow_id", b"parent_workflow_id", "queue_name", b"queue_name", "statuses", b"statuses", "tags", b"tags", "worker_id", b"worker_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_after", b"created_after", "created_before", b"created_before", "include_total", b"include_total", "page_size", b"page_size", "page_token", b"page_token", "parent_workflow_id", b"parent_workflow_id", "queue_name", b"queue_name", "statuses", b"statuses", "tags", b"tags", "worker_id", b"worker_id", "workflow_id_prefix", b"workflow_id_prefix", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -769,11 +775,13 @@ class WorkflowFilter(_message.Message):
     APP_VERSION_FIELD_NUMBER: _builtins.int
     PARENT_WORKFLOW_ID_FIELD_NUMBER: _builtins.int
     TAGS_FIELD_NUMBER: _builtins.int
+    WORKFLOW_ID_PREFIX_FIELD_NUMBER: _builtins.int
     workflow_name: _builtins.str
     queue_name: _builtins.str
     worker_id: _builtins.str
     app_version: _builtins.str
     parent_workflow_id: _builtins.str
+    workflow_id_prefix: _builtins.str
     @_builtins.property
     def statuses(self) -> _containers.RepeatedScalarFieldContainer[_types_pb2.WorkflowStatus.ValueType]: ...
     @_builtins.property
@@ -794,10 +802,11 @@ class WorkflowFilter(_message.Message):
         app_version: _builtins.str = ...,
         parent_workflow_id: _builtins.str = ...,
         tags: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        workflow_id_prefix: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_after", b"created_after", "created_before", b"created_before", "parent_workflow_id", b"parent_workflow_id", "queue_name", b"queue_name", "statuses", b"statuses", "tags", b"tags", "worker_id", b"worker_id", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_version", b"app_version", "created_after", b"created_after", "created_before", b"created_before", "parent_workflow_id", b"parent_workflow_id", "queue_name", b"queue_name", "statuses", b"statuses", "tags", b"tags", "worker_id", b"worker_id", "workflow_id_prefix", b"workflow_id_prefix", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1296,3 +1305,76 @@ class ReadStreamResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReadStreamResponse: _TypeAlias = ReadStreamResponse  # noqa: Y015
+
+@_typing.final
+class ListStreamsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    workflow_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        workflow_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["workflow_id", b"workflow_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListStreamsRequest: _TypeAlias = ListStreamsRequest  # noqa: Y015
+
+@_typing.final
+class ListStreamsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STREAMS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def streams(self) -> _containers.RepeatedCompositeFieldContainer[Global___StreamInfo]: ...
+    def __init__(
+        self,
+        *,
+        streams: _abc.Iterable[Global___StreamInfo] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["streams", b"streams"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListStreamsResponse: _TypeAlias = ListStreamsResponse  # noqa: Y015
+
+@_typing.final
+class StreamInfo(_message.Message):
+    """One stream of a workflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    LENGTH_FIELD_NUMBER: _builtins.int
+    CLOSED_FIELD_NUMBER: _builtins.int
+    UPDATED_AT_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    length: _builtins.int
+    """Values written (a close is not a value)."""
+    closed: _builtins.bool
+    @_builtins.property
+    def updated_at(self) -> _timestamp_pb2.Timestamp:
+        """When the last value (or the close) was written."""
+
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        length: _builtins.int = ...,
+        closed: _builtins.bool = ...,
+        updated_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["updated_at", b"updated_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["closed", b"closed", "key", b"key", "length", b"length", "updated_at", b"updated_at"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StreamInfo: _TypeAlias = StreamInfo  # noqa: Y015

@@ -102,6 +102,11 @@ class WorkflowServiceStub:
                 request_serializer=waymark_dot_v1_dot_workflow__pb2.ReadStreamRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_workflow__pb2.ReadStreamResponse.FromString,
                 _registered_method=True)
+        self.ListStreams = channel.unary_unary(
+                '/waymark.v1.WorkflowService/ListStreams',
+                request_serializer=waymark_dot_v1_dot_workflow__pb2.ListStreamsRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_workflow__pb2.ListStreamsResponse.FromString,
+                _registered_method=True)
         self.DelayWorkflow = channel.unary_unary(
                 '/waymark.v1.WorkflowService/DelayWorkflow',
                 request_serializer=waymark_dot_v1_dot_workflow__pb2.DelayWorkflowRequest.SerializeToString,
@@ -244,6 +249,14 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListStreams(self, request, context):
+        """The streams a workflow wrote: each key with its length and whether it was closed, by key
+        (at most 1,000).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DelayWorkflow(self, request, context):
         """Move the start of a workflow still waiting for its delayed start (started with `delay` or
         `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
@@ -368,6 +381,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.ReadStream,
                     request_deserializer=waymark_dot_v1_dot_workflow__pb2.ReadStreamRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_workflow__pb2.ReadStreamResponse.SerializeToString,
+            ),
+            'ListStreams': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListStreams,
+                    request_deserializer=waymark_dot_v1_dot_workflow__pb2.ListStreamsRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_workflow__pb2.ListStreamsResponse.SerializeToString,
             ),
             'DelayWorkflow': grpc.unary_unary_rpc_method_handler(
                     servicer.DelayWorkflow,
@@ -727,6 +745,33 @@ class WorkflowService:
             '/waymark.v1.WorkflowService/ReadStream',
             waymark_dot_v1_dot_workflow__pb2.ReadStreamRequest.SerializeToString,
             waymark_dot_v1_dot_workflow__pb2.ReadStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListStreams(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.WorkflowService/ListStreams',
+            waymark_dot_v1_dot_workflow__pb2.ListStreamsRequest.SerializeToString,
+            waymark_dot_v1_dot_workflow__pb2.ListStreamsResponse.FromString,
             options,
             channel_credentials,
             insecure,

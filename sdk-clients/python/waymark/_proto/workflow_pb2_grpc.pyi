@@ -92,6 +92,10 @@ class WorkflowServiceStub:
     holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
     TOO_MANY_WAITS, when they are all taken).
     """
+    ListStreams: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ListStreamsRequest, _workflow_pb2.ListStreamsResponse]
+    """The streams a workflow wrote: each key with its length and whether it was closed, by key
+    (at most 1,000).
+    """
     DelayWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.DelayWorkflowRequest, _workflow_pb2.DelayWorkflowResponse]
     """Move the start of a workflow still waiting for its delayed start (started with `delay` or
     `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
@@ -198,6 +202,10 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     stream is closed or the workflow is finished (and everything written was sent). A reader
     holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
     TOO_MANY_WAITS, when they are all taken).
+    """
+    ListStreams: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ListStreamsRequest, _workflow_pb2.ListStreamsResponse]  # type: ignore[assignment]
+    """The streams a workflow wrote: each key with its length and whether it was closed, by key
+    (at most 1,000).
     """
     DelayWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_pb2.DelayWorkflowRequest, _workflow_pb2.DelayWorkflowResponse]  # type: ignore[assignment]
     """Move the start of a workflow still waiting for its delayed start (started with `delay` or
@@ -374,6 +382,16 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         stream is closed or the workflow is finished (and everything written was sent). A reader
         holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
         TOO_MANY_WAITS, when they are all taken).
+        """
+
+    @_abc_1.abstractmethod
+    def ListStreams(
+        self,
+        request: _workflow_pb2.ListStreamsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_pb2.ListStreamsResponse, _abc.Awaitable[_workflow_pb2.ListStreamsResponse]]:
+        """The streams a workflow wrote: each key with its length and whether it was closed, by key
+        (at most 1,000).
         """
 
     @_abc_1.abstractmethod

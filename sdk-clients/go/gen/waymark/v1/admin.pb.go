@@ -83,6 +83,134 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{0}
 }
 
+type WhoAmIRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIRequest) Reset() {
+	*x = WhoAmIRequest{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIRequest) ProtoMessage() {}
+
+func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+type WhoAmIResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key the call was made with; unset when the server runs without --auth.
+	Key *ApiKey `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Whether the server checks keys (--auth).
+	AuthEnabled bool `protobuf:"varint,2,opt,name=auth_enabled,json=authEnabled,proto3" json:"auth_enabled,omitempty"`
+	// The namespaces that exist and the key may act in, by name ("*" expanded), at most the
+	// server's namespace limit.
+	Namespaces []string `protobuf:"bytes,3,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	// The server's version, "0.1.0".
+	ServerVersion string `protobuf:"bytes,4,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
+	// Where the web console is served, "http://127.0.0.1:7451/"; empty when it is off.
+	ConsoleUrl string `protobuf:"bytes,5,opt,name=console_url,json=consoleUrl,proto3" json:"console_url,omitempty"`
+	// The console offers no write action, whatever the key (--console-read-only); writes sent
+	// through its port are refused with CONSOLE_READ_ONLY.
+	ConsoleReadOnly bool `protobuf:"varint,6,opt,name=console_read_only,json=consoleReadOnly,proto3" json:"console_read_only,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *WhoAmIResponse) Reset() {
+	*x = WhoAmIResponse{}
+	mi := &file_waymark_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIResponse) ProtoMessage() {}
+
+func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
+func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WhoAmIResponse) GetKey() *ApiKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *WhoAmIResponse) GetAuthEnabled() bool {
+	if x != nil {
+		return x.AuthEnabled
+	}
+	return false
+}
+
+func (x *WhoAmIResponse) GetNamespaces() []string {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+func (x *WhoAmIResponse) GetServerVersion() string {
+	if x != nil {
+		return x.ServerVersion
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetConsoleUrl() string {
+	if x != nil {
+		return x.ConsoleUrl
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetConsoleReadOnly() bool {
+	if x != nil {
+		return x.ConsoleReadOnly
+	}
+	return false
+}
+
 type ApiKey struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The public half of the key: what lists and revocation name it by.
@@ -106,7 +234,7 @@ type ApiKey struct {
 
 func (x *ApiKey) Reset() {
 	*x = ApiKey{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[0]
+	mi := &file_waymark_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -118,7 +246,7 @@ func (x *ApiKey) String() string {
 func (*ApiKey) ProtoMessage() {}
 
 func (x *ApiKey) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[0]
+	mi := &file_waymark_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -131,7 +259,7 @@ func (x *ApiKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKey.ProtoReflect.Descriptor instead.
 func (*ApiKey) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{0}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ApiKey) GetKeyId() string {
@@ -207,7 +335,7 @@ type CreateApiKeyRequest struct {
 
 func (x *CreateApiKeyRequest) Reset() {
 	*x = CreateApiKeyRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[1]
+	mi := &file_waymark_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -219,7 +347,7 @@ func (x *CreateApiKeyRequest) String() string {
 func (*CreateApiKeyRequest) ProtoMessage() {}
 
 func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[1]
+	mi := &file_waymark_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -232,7 +360,7 @@ func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateApiKeyRequest) GetName() string {
@@ -281,7 +409,7 @@ type CreateApiKeyResponse struct {
 
 func (x *CreateApiKeyResponse) Reset() {
 	*x = CreateApiKeyResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[2]
+	mi := &file_waymark_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -293,7 +421,7 @@ func (x *CreateApiKeyResponse) String() string {
 func (*CreateApiKeyResponse) ProtoMessage() {}
 
 func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[2]
+	mi := &file_waymark_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -306,7 +434,7 @@ func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateApiKeyResponse) GetKey() *ApiKey {
@@ -331,7 +459,7 @@ type ListApiKeysRequest struct {
 
 func (x *ListApiKeysRequest) Reset() {
 	*x = ListApiKeysRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[3]
+	mi := &file_waymark_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +471,7 @@ func (x *ListApiKeysRequest) String() string {
 func (*ListApiKeysRequest) ProtoMessage() {}
 
 func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[3]
+	mi := &file_waymark_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +484,7 @@ func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 type ListApiKeysResponse struct {
@@ -368,7 +496,7 @@ type ListApiKeysResponse struct {
 
 func (x *ListApiKeysResponse) Reset() {
 	*x = ListApiKeysResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[4]
+	mi := &file_waymark_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -380,7 +508,7 @@ func (x *ListApiKeysResponse) String() string {
 func (*ListApiKeysResponse) ProtoMessage() {}
 
 func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[4]
+	mi := &file_waymark_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -393,7 +521,7 @@ func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListApiKeysResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListApiKeysResponse) GetKeys() []*ApiKey {
@@ -412,7 +540,7 @@ type RevokeApiKeyRequest struct {
 
 func (x *RevokeApiKeyRequest) Reset() {
 	*x = RevokeApiKeyRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[5]
+	mi := &file_waymark_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +552,7 @@ func (x *RevokeApiKeyRequest) String() string {
 func (*RevokeApiKeyRequest) ProtoMessage() {}
 
 func (x *RevokeApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[5]
+	mi := &file_waymark_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +565,7 @@ func (x *RevokeApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RevokeApiKeyRequest) GetKeyId() string {
@@ -457,7 +585,7 @@ type RevokeApiKeyResponse struct {
 
 func (x *RevokeApiKeyResponse) Reset() {
 	*x = RevokeApiKeyResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[6]
+	mi := &file_waymark_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +597,7 @@ func (x *RevokeApiKeyResponse) String() string {
 func (*RevokeApiKeyResponse) ProtoMessage() {}
 
 func (x *RevokeApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[6]
+	mi := &file_waymark_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +610,7 @@ func (x *RevokeApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RevokeApiKeyResponse) GetRevoked() bool {
@@ -505,7 +633,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[7]
+	mi := &file_waymark_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +645,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[7]
+	mi := &file_waymark_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +658,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Namespace) GetName() string {
@@ -572,7 +700,7 @@ type NamespaceLimits struct {
 
 func (x *NamespaceLimits) Reset() {
 	*x = NamespaceLimits{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[8]
+	mi := &file_waymark_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -584,7 +712,7 @@ func (x *NamespaceLimits) String() string {
 func (*NamespaceLimits) ProtoMessage() {}
 
 func (x *NamespaceLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[8]
+	mi := &file_waymark_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -597,7 +725,7 @@ func (x *NamespaceLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespaceLimits.ProtoReflect.Descriptor instead.
 func (*NamespaceLimits) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NamespaceLimits) GetStartRate() uint32 {
@@ -632,7 +760,7 @@ type UpdateNamespaceRequest struct {
 
 func (x *UpdateNamespaceRequest) Reset() {
 	*x = UpdateNamespaceRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[9]
+	mi := &file_waymark_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -644,7 +772,7 @@ func (x *UpdateNamespaceRequest) String() string {
 func (*UpdateNamespaceRequest) ProtoMessage() {}
 
 func (x *UpdateNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[9]
+	mi := &file_waymark_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -657,7 +785,7 @@ func (x *UpdateNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateNamespaceRequest) GetName() string {
@@ -683,7 +811,7 @@ type UpdateNamespaceResponse struct {
 
 func (x *UpdateNamespaceResponse) Reset() {
 	*x = UpdateNamespaceResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[10]
+	mi := &file_waymark_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +823,7 @@ func (x *UpdateNamespaceResponse) String() string {
 func (*UpdateNamespaceResponse) ProtoMessage() {}
 
 func (x *UpdateNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[10]
+	mi := &file_waymark_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +836,7 @@ func (x *UpdateNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateNamespaceResponse) GetNamespace() *Namespace {
@@ -727,7 +855,7 @@ type CreateNamespaceRequest struct {
 
 func (x *CreateNamespaceRequest) Reset() {
 	*x = CreateNamespaceRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[11]
+	mi := &file_waymark_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -739,7 +867,7 @@ func (x *CreateNamespaceRequest) String() string {
 func (*CreateNamespaceRequest) ProtoMessage() {}
 
 func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[11]
+	mi := &file_waymark_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -752,7 +880,7 @@ func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateNamespaceRequest) GetName() string {
@@ -771,7 +899,7 @@ type CreateNamespaceResponse struct {
 
 func (x *CreateNamespaceResponse) Reset() {
 	*x = CreateNamespaceResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[12]
+	mi := &file_waymark_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +911,7 @@ func (x *CreateNamespaceResponse) String() string {
 func (*CreateNamespaceResponse) ProtoMessage() {}
 
 func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[12]
+	mi := &file_waymark_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +924,7 @@ func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateNamespaceResponse) GetNamespace() *Namespace {
@@ -814,7 +942,7 @@ type ListNamespacesRequest struct {
 
 func (x *ListNamespacesRequest) Reset() {
 	*x = ListNamespacesRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[13]
+	mi := &file_waymark_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +954,7 @@ func (x *ListNamespacesRequest) String() string {
 func (*ListNamespacesRequest) ProtoMessage() {}
 
 func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[13]
+	mi := &file_waymark_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +967,7 @@ func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
 func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 type ListNamespacesResponse struct {
@@ -851,7 +979,7 @@ type ListNamespacesResponse struct {
 
 func (x *ListNamespacesResponse) Reset() {
 	*x = ListNamespacesResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[14]
+	mi := &file_waymark_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +991,7 @@ func (x *ListNamespacesResponse) String() string {
 func (*ListNamespacesResponse) ProtoMessage() {}
 
 func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[14]
+	mi := &file_waymark_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1004,7 @@ func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
 func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListNamespacesResponse) GetNamespaces() []*Namespace {
@@ -895,7 +1023,7 @@ type DescribeNamespaceRequest struct {
 
 func (x *DescribeNamespaceRequest) Reset() {
 	*x = DescribeNamespaceRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[15]
+	mi := &file_waymark_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +1035,7 @@ func (x *DescribeNamespaceRequest) String() string {
 func (*DescribeNamespaceRequest) ProtoMessage() {}
 
 func (x *DescribeNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[15]
+	mi := &file_waymark_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +1048,7 @@ func (x *DescribeNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*DescribeNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DescribeNamespaceRequest) GetName() string {
@@ -941,7 +1069,7 @@ type DescribeNamespaceResponse struct {
 
 func (x *DescribeNamespaceResponse) Reset() {
 	*x = DescribeNamespaceResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[16]
+	mi := &file_waymark_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1081,7 @@ func (x *DescribeNamespaceResponse) String() string {
 func (*DescribeNamespaceResponse) ProtoMessage() {}
 
 func (x *DescribeNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[16]
+	mi := &file_waymark_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1094,7 @@ func (x *DescribeNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*DescribeNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DescribeNamespaceResponse) GetNamespace() *Namespace {
@@ -994,7 +1122,7 @@ type DeleteNamespaceRequest struct {
 
 func (x *DeleteNamespaceRequest) Reset() {
 	*x = DeleteNamespaceRequest{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[17]
+	mi := &file_waymark_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1134,7 @@ func (x *DeleteNamespaceRequest) String() string {
 func (*DeleteNamespaceRequest) ProtoMessage() {}
 
 func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[17]
+	mi := &file_waymark_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1147,7 @@ func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteNamespaceRequest) GetName() string {
@@ -1044,7 +1172,7 @@ type DeleteNamespaceResponse struct {
 
 func (x *DeleteNamespaceResponse) Reset() {
 	*x = DeleteNamespaceResponse{}
-	mi := &file_waymark_v1_admin_proto_msgTypes[18]
+	mi := &file_waymark_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1184,7 @@ func (x *DeleteNamespaceResponse) String() string {
 func (*DeleteNamespaceResponse) ProtoMessage() {}
 
 func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_admin_proto_msgTypes[18]
+	mi := &file_waymark_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1197,7 @@ func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_waymark_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 var File_waymark_v1_admin_proto protoreflect.FileDescriptor
@@ -1077,7 +1205,18 @@ var File_waymark_v1_admin_proto protoreflect.FileDescriptor
 const file_waymark_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16waymark/v1/admin.proto\x12\n" +
-	"waymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x02\n" +
+	"waymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x0f\n" +
+	"\rWhoAmIRequest\"\xed\x01\n" +
+	"\x0eWhoAmIResponse\x12$\n" +
+	"\x03key\x18\x01 \x01(\v2\x12.waymark.v1.ApiKeyR\x03key\x12!\n" +
+	"\fauth_enabled\x18\x02 \x01(\bR\vauthEnabled\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x03 \x03(\tR\n" +
+	"namespaces\x12%\n" +
+	"\x0eserver_version\x18\x04 \x01(\tR\rserverVersion\x12\x1f\n" +
+	"\vconsole_url\x18\x05 \x01(\tR\n" +
+	"consoleUrl\x12*\n" +
+	"\x11console_read_only\x18\x06 \x01(\bR\x0fconsoleReadOnly\"\xcf\x02\n" +
 	"\x06ApiKey\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12$\n" +
@@ -1150,7 +1289,7 @@ const file_waymark_v1_admin_proto_rawDesc = "" +
 	"\vROLE_CLIENT\x10\x02\x12\x0f\n" +
 	"\vROLE_WORKER\x10\x03\x12\x0e\n" +
 	"\n" +
-	"ROLE_ADMIN\x10\x042\xd3\x05\n" +
+	"ROLE_ADMIN\x10\x042\x94\x06\n" +
 	"\fAdminService\x12Q\n" +
 	"\fCreateApiKey\x12\x1f.waymark.v1.CreateApiKeyRequest\x1a .waymark.v1.CreateApiKeyResponse\x12N\n" +
 	"\vListApiKeys\x12\x1e.waymark.v1.ListApiKeysRequest\x1a\x1f.waymark.v1.ListApiKeysResponse\x12Q\n" +
@@ -1159,7 +1298,8 @@ const file_waymark_v1_admin_proto_rawDesc = "" +
 	"\x0eListNamespaces\x12!.waymark.v1.ListNamespacesRequest\x1a\".waymark.v1.ListNamespacesResponse\x12`\n" +
 	"\x11DescribeNamespace\x12$.waymark.v1.DescribeNamespaceRequest\x1a%.waymark.v1.DescribeNamespaceResponse\x12Z\n" +
 	"\x0fUpdateNamespace\x12\".waymark.v1.UpdateNamespaceRequest\x1a#.waymark.v1.UpdateNamespaceResponse\x12Z\n" +
-	"\x0fDeleteNamespace\x12\".waymark.v1.DeleteNamespaceRequest\x1a#.waymark.v1.DeleteNamespaceResponseB\xad\x01\n" +
+	"\x0fDeleteNamespace\x12\".waymark.v1.DeleteNamespaceRequest\x1a#.waymark.v1.DeleteNamespaceResponse\x12?\n" +
+	"\x06WhoAmI\x12\x19.waymark.v1.WhoAmIRequest\x1a\x1a.waymark.v1.WhoAmIResponseB\xad\x01\n" +
 	"\x0ecom.waymark.v1B\n" +
 	"AdminProtoP\x01ZFgithub.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
@@ -1178,67 +1318,72 @@ func file_waymark_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_waymark_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_waymark_v1_admin_proto_goTypes = []any{
 	(Role)(0),                         // 0: waymark.v1.Role
-	(*ApiKey)(nil),                    // 1: waymark.v1.ApiKey
-	(*CreateApiKeyRequest)(nil),       // 2: waymark.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),      // 3: waymark.v1.CreateApiKeyResponse
-	(*ListApiKeysRequest)(nil),        // 4: waymark.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),       // 5: waymark.v1.ListApiKeysResponse
-	(*RevokeApiKeyRequest)(nil),       // 6: waymark.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),      // 7: waymark.v1.RevokeApiKeyResponse
-	(*Namespace)(nil),                 // 8: waymark.v1.Namespace
-	(*NamespaceLimits)(nil),           // 9: waymark.v1.NamespaceLimits
-	(*UpdateNamespaceRequest)(nil),    // 10: waymark.v1.UpdateNamespaceRequest
-	(*UpdateNamespaceResponse)(nil),   // 11: waymark.v1.UpdateNamespaceResponse
-	(*CreateNamespaceRequest)(nil),    // 12: waymark.v1.CreateNamespaceRequest
-	(*CreateNamespaceResponse)(nil),   // 13: waymark.v1.CreateNamespaceResponse
-	(*ListNamespacesRequest)(nil),     // 14: waymark.v1.ListNamespacesRequest
-	(*ListNamespacesResponse)(nil),    // 15: waymark.v1.ListNamespacesResponse
-	(*DescribeNamespaceRequest)(nil),  // 16: waymark.v1.DescribeNamespaceRequest
-	(*DescribeNamespaceResponse)(nil), // 17: waymark.v1.DescribeNamespaceResponse
-	(*DeleteNamespaceRequest)(nil),    // 18: waymark.v1.DeleteNamespaceRequest
-	(*DeleteNamespaceResponse)(nil),   // 19: waymark.v1.DeleteNamespaceResponse
-	(*timestamppb.Timestamp)(nil),     // 20: google.protobuf.Timestamp
+	(*WhoAmIRequest)(nil),             // 1: waymark.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),            // 2: waymark.v1.WhoAmIResponse
+	(*ApiKey)(nil),                    // 3: waymark.v1.ApiKey
+	(*CreateApiKeyRequest)(nil),       // 4: waymark.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),      // 5: waymark.v1.CreateApiKeyResponse
+	(*ListApiKeysRequest)(nil),        // 6: waymark.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),       // 7: waymark.v1.ListApiKeysResponse
+	(*RevokeApiKeyRequest)(nil),       // 8: waymark.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),      // 9: waymark.v1.RevokeApiKeyResponse
+	(*Namespace)(nil),                 // 10: waymark.v1.Namespace
+	(*NamespaceLimits)(nil),           // 11: waymark.v1.NamespaceLimits
+	(*UpdateNamespaceRequest)(nil),    // 12: waymark.v1.UpdateNamespaceRequest
+	(*UpdateNamespaceResponse)(nil),   // 13: waymark.v1.UpdateNamespaceResponse
+	(*CreateNamespaceRequest)(nil),    // 14: waymark.v1.CreateNamespaceRequest
+	(*CreateNamespaceResponse)(nil),   // 15: waymark.v1.CreateNamespaceResponse
+	(*ListNamespacesRequest)(nil),     // 16: waymark.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),    // 17: waymark.v1.ListNamespacesResponse
+	(*DescribeNamespaceRequest)(nil),  // 18: waymark.v1.DescribeNamespaceRequest
+	(*DescribeNamespaceResponse)(nil), // 19: waymark.v1.DescribeNamespaceResponse
+	(*DeleteNamespaceRequest)(nil),    // 20: waymark.v1.DeleteNamespaceRequest
+	(*DeleteNamespaceResponse)(nil),   // 21: waymark.v1.DeleteNamespaceResponse
+	(*timestamppb.Timestamp)(nil),     // 22: google.protobuf.Timestamp
 }
 var file_waymark_v1_admin_proto_depIdxs = []int32{
-	0,  // 0: waymark.v1.ApiKey.role:type_name -> waymark.v1.Role
-	20, // 1: waymark.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	20, // 2: waymark.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	20, // 3: waymark.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
-	0,  // 4: waymark.v1.CreateApiKeyRequest.role:type_name -> waymark.v1.Role
-	20, // 5: waymark.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 6: waymark.v1.CreateApiKeyResponse.key:type_name -> waymark.v1.ApiKey
-	1,  // 7: waymark.v1.ListApiKeysResponse.keys:type_name -> waymark.v1.ApiKey
-	20, // 8: waymark.v1.Namespace.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 9: waymark.v1.Namespace.limits:type_name -> waymark.v1.NamespaceLimits
-	9,  // 10: waymark.v1.UpdateNamespaceRequest.limits:type_name -> waymark.v1.NamespaceLimits
-	8,  // 11: waymark.v1.UpdateNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
-	8,  // 12: waymark.v1.CreateNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
-	8,  // 13: waymark.v1.ListNamespacesResponse.namespaces:type_name -> waymark.v1.Namespace
-	8,  // 14: waymark.v1.DescribeNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
-	2,  // 15: waymark.v1.AdminService.CreateApiKey:input_type -> waymark.v1.CreateApiKeyRequest
-	4,  // 16: waymark.v1.AdminService.ListApiKeys:input_type -> waymark.v1.ListApiKeysRequest
-	6,  // 17: waymark.v1.AdminService.RevokeApiKey:input_type -> waymark.v1.RevokeApiKeyRequest
-	12, // 18: waymark.v1.AdminService.CreateNamespace:input_type -> waymark.v1.CreateNamespaceRequest
-	14, // 19: waymark.v1.AdminService.ListNamespaces:input_type -> waymark.v1.ListNamespacesRequest
-	16, // 20: waymark.v1.AdminService.DescribeNamespace:input_type -> waymark.v1.DescribeNamespaceRequest
-	10, // 21: waymark.v1.AdminService.UpdateNamespace:input_type -> waymark.v1.UpdateNamespaceRequest
-	18, // 22: waymark.v1.AdminService.DeleteNamespace:input_type -> waymark.v1.DeleteNamespaceRequest
-	3,  // 23: waymark.v1.AdminService.CreateApiKey:output_type -> waymark.v1.CreateApiKeyResponse
-	5,  // 24: waymark.v1.AdminService.ListApiKeys:output_type -> waymark.v1.ListApiKeysResponse
-	7,  // 25: waymark.v1.AdminService.RevokeApiKey:output_type -> waymark.v1.RevokeApiKeyResponse
-	13, // 26: waymark.v1.AdminService.CreateNamespace:output_type -> waymark.v1.CreateNamespaceResponse
-	15, // 27: waymark.v1.AdminService.ListNamespaces:output_type -> waymark.v1.ListNamespacesResponse
-	17, // 28: waymark.v1.AdminService.DescribeNamespace:output_type -> waymark.v1.DescribeNamespaceResponse
-	11, // 29: waymark.v1.AdminService.UpdateNamespace:output_type -> waymark.v1.UpdateNamespaceResponse
-	19, // 30: waymark.v1.AdminService.DeleteNamespace:output_type -> waymark.v1.DeleteNamespaceResponse
-	23, // [23:31] is the sub-list for method output_type
-	15, // [15:23] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	3,  // 0: waymark.v1.WhoAmIResponse.key:type_name -> waymark.v1.ApiKey
+	0,  // 1: waymark.v1.ApiKey.role:type_name -> waymark.v1.Role
+	22, // 2: waymark.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	22, // 3: waymark.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	22, // 4: waymark.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
+	0,  // 5: waymark.v1.CreateApiKeyRequest.role:type_name -> waymark.v1.Role
+	22, // 6: waymark.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 7: waymark.v1.CreateApiKeyResponse.key:type_name -> waymark.v1.ApiKey
+	3,  // 8: waymark.v1.ListApiKeysResponse.keys:type_name -> waymark.v1.ApiKey
+	22, // 9: waymark.v1.Namespace.created_at:type_name -> google.protobuf.Timestamp
+	11, // 10: waymark.v1.Namespace.limits:type_name -> waymark.v1.NamespaceLimits
+	11, // 11: waymark.v1.UpdateNamespaceRequest.limits:type_name -> waymark.v1.NamespaceLimits
+	10, // 12: waymark.v1.UpdateNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
+	10, // 13: waymark.v1.CreateNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
+	10, // 14: waymark.v1.ListNamespacesResponse.namespaces:type_name -> waymark.v1.Namespace
+	10, // 15: waymark.v1.DescribeNamespaceResponse.namespace:type_name -> waymark.v1.Namespace
+	4,  // 16: waymark.v1.AdminService.CreateApiKey:input_type -> waymark.v1.CreateApiKeyRequest
+	6,  // 17: waymark.v1.AdminService.ListApiKeys:input_type -> waymark.v1.ListApiKeysRequest
+	8,  // 18: waymark.v1.AdminService.RevokeApiKey:input_type -> waymark.v1.RevokeApiKeyRequest
+	14, // 19: waymark.v1.AdminService.CreateNamespace:input_type -> waymark.v1.CreateNamespaceRequest
+	16, // 20: waymark.v1.AdminService.ListNamespaces:input_type -> waymark.v1.ListNamespacesRequest
+	18, // 21: waymark.v1.AdminService.DescribeNamespace:input_type -> waymark.v1.DescribeNamespaceRequest
+	12, // 22: waymark.v1.AdminService.UpdateNamespace:input_type -> waymark.v1.UpdateNamespaceRequest
+	20, // 23: waymark.v1.AdminService.DeleteNamespace:input_type -> waymark.v1.DeleteNamespaceRequest
+	1,  // 24: waymark.v1.AdminService.WhoAmI:input_type -> waymark.v1.WhoAmIRequest
+	5,  // 25: waymark.v1.AdminService.CreateApiKey:output_type -> waymark.v1.CreateApiKeyResponse
+	7,  // 26: waymark.v1.AdminService.ListApiKeys:output_type -> waymark.v1.ListApiKeysResponse
+	9,  // 27: waymark.v1.AdminService.RevokeApiKey:output_type -> waymark.v1.RevokeApiKeyResponse
+	15, // 28: waymark.v1.AdminService.CreateNamespace:output_type -> waymark.v1.CreateNamespaceResponse
+	17, // 29: waymark.v1.AdminService.ListNamespaces:output_type -> waymark.v1.ListNamespacesResponse
+	19, // 30: waymark.v1.AdminService.DescribeNamespace:output_type -> waymark.v1.DescribeNamespaceResponse
+	13, // 31: waymark.v1.AdminService.UpdateNamespace:output_type -> waymark.v1.UpdateNamespaceResponse
+	21, // 32: waymark.v1.AdminService.DeleteNamespace:output_type -> waymark.v1.DeleteNamespaceResponse
+	2,  // 33: waymark.v1.AdminService.WhoAmI:output_type -> waymark.v1.WhoAmIResponse
+	25, // [25:34] is the sub-list for method output_type
+	16, // [16:25] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_admin_proto_init() }
@@ -1252,7 +1397,7 @@ func file_waymark_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_admin_proto_rawDesc), len(file_waymark_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	AdminService_DescribeNamespace_FullMethodName = "/waymark.v1.AdminService/DescribeNamespace"
 	AdminService_UpdateNamespace_FullMethodName   = "/waymark.v1.AdminService/UpdateNamespace"
 	AdminService_DeleteNamespace_FullMethodName   = "/waymark.v1.AdminService/DeleteNamespace"
+	AdminService_WhoAmI_FullMethodName            = "/waymark.v1.AdminService/WhoAmI"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -72,6 +73,10 @@ type AdminServiceClient interface {
 	// revoked; keys of several namespaces stop listing it, so a namespace made later under the
 	// same name is not theirs.
 	DeleteNamespace(ctx context.Context, in *DeleteNamespaceRequest, opts ...grpc.CallOption) (*DeleteNamespaceResponse, error)
+	// The calling key (never its secret), the namespaces it may act in, and what this server
+	// offers: the console's sign-in asks it. Any key that may read may ask; without --auth there
+	// is no key and every namespace is open.
+	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error)
 }
 
 type adminServiceClient struct {
@@ -162,6 +167,16 @@ func (c *adminServiceClient) DeleteNamespace(ctx context.Context, in *DeleteName
 	return out, nil
 }
 
+func (c *adminServiceClient) WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WhoAmIResponse)
+	err := c.cc.Invoke(ctx, AdminService_WhoAmI_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -205,6 +220,10 @@ type AdminServiceServer interface {
 	// revoked; keys of several namespaces stop listing it, so a namespace made later under the
 	// same name is not theirs.
 	DeleteNamespace(context.Context, *DeleteNamespaceRequest) (*DeleteNamespaceResponse, error)
+	// The calling key (never its secret), the namespaces it may act in, and what this server
+	// offers: the console's sign-in asks it. Any key that may read may ask; without --auth there
+	// is no key and every namespace is open.
+	WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -238,6 +257,9 @@ func (UnimplementedAdminServiceServer) UpdateNamespace(context.Context, *UpdateN
 }
 func (UnimplementedAdminServiceServer) DeleteNamespace(context.Context, *DeleteNamespaceRequest) (*DeleteNamespaceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteNamespace not implemented")
+}
+func (UnimplementedAdminServiceServer) WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WhoAmI not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -404,6 +426,24 @@ func _AdminService_DeleteNamespace_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_WhoAmI_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WhoAmIRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).WhoAmI(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_WhoAmI_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).WhoAmI(ctx, req.(*WhoAmIRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -442,6 +482,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteNamespace",
 			Handler:    _AdminService_DeleteNamespace_Handler,
+		},
+		{
+			MethodName: "WhoAmI",
+			Handler:    _AdminService_WhoAmI_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

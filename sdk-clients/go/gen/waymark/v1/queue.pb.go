@@ -144,9 +144,12 @@ type QueueStats struct {
 	// is enqueued.
 	OldestEnqueuedAge *durationpb.Duration `protobuf:"bytes,4,opt,name=oldest_enqueued_age,json=oldestEnqueuedAge,proto3" json:"oldest_enqueued_age,omitempty"`
 	// Distinct partition keys among the ENQUEUED workflows.
-	Partitions    uint64 `protobuf:"varint,5,opt,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Partitions uint64 `protobuf:"varint,5,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	// Workflows the answering replica dispatched from the queue in each of the last 15 minutes,
+	// oldest first, the current (partial) minute last. Other replicas' dispatches are not counted.
+	DispatchedPerMinute []uint32 `protobuf:"varint,6,rep,packed,name=dispatched_per_minute,json=dispatchedPerMinute,proto3" json:"dispatched_per_minute,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *QueueStats) Reset() {
@@ -212,6 +215,13 @@ func (x *QueueStats) GetPartitions() uint64 {
 		return x.Partitions
 	}
 	return 0
+}
+
+func (x *QueueStats) GetDispatchedPerMinute() []uint32 {
+	if x != nil {
+		return x.DispatchedPerMinute
+	}
+	return nil
 }
 
 type RateLimit struct {
@@ -751,7 +761,7 @@ const file_waymark_v1_queue_proto_rawDesc = "" +
 	"\x05stats\x18\b \x01(\v2\x16.waymark.v1.QueueStatsR\x05statsB\x15\n" +
 	"\x13_worker_concurrencyB\x15\n" +
 	"\x13_global_concurrencyB\x18\n" +
-	"\x16_partition_concurrency\"\xc7\x01\n" +
+	"\x16_partition_concurrency\"\xfb\x01\n" +
 	"\n" +
 	"QueueStats\x12\x1a\n" +
 	"\benqueued\x18\x01 \x01(\x04R\benqueued\x12\x18\n" +
@@ -760,7 +770,8 @@ const file_waymark_v1_queue_proto_rawDesc = "" +
 	"\x13oldest_enqueued_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x11oldestEnqueuedAge\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x05 \x01(\x04R\n" +
-	"partitions\"]\n" +
+	"partitions\x122\n" +
+	"\x15dispatched_per_minute\x18\x06 \x03(\rR\x13dispatchedPerMinute\"]\n" +
 	"\tRateLimit\x12\x1d\n" +
 	"\n" +
 	"max_starts\x18\x01 \x01(\rR\tmaxStarts\x121\n" +

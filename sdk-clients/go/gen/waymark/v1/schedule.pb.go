@@ -50,11 +50,14 @@ type Schedule struct {
 	LastFireTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=last_fire_time,json=lastFireTime,proto3" json:"last_fire_time,omitempty"`
 	// Output only. When it fires next; unset while paused, or when the expression names no
 	// future time.
-	NextFireTime  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=next_fire_time,json=nextFireTime,proto3" json:"next_fire_time,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NextFireTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=next_fire_time,json=nextFireTime,proto3" json:"next_fire_time,omitempty"`
+	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// Output only. The next fire times, up to 5, the first being `next_fire_time`; empty while
+	// paused.
+	UpcomingFireTimes []*timestamppb.Timestamp `protobuf:"bytes,12,rep,name=upcoming_fire_times,json=upcomingFireTimes,proto3" json:"upcoming_fire_times,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Schedule) Reset() {
@@ -160,6 +163,13 @@ func (x *Schedule) GetCreatedAt() *timestamppb.Timestamp {
 func (x *Schedule) GetUpdatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Schedule) GetUpcomingFireTimes() []*timestamppb.Timestamp {
+	if x != nil {
+		return x.UpcomingFireTimes
 	}
 	return nil
 }
@@ -1084,7 +1094,7 @@ var File_waymark_v1_schedule_proto protoreflect.FileDescriptor
 const file_waymark_v1_schedule_proto_rawDesc = "" +
 	"\n" +
 	"\x19waymark/v1/schedule.proto\x12\n" +
-	"waymark.v1\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\xcf\x03\n" +
+	"waymark.v1\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16waymark/v1/types.proto\"\x9b\x04\n" +
 	"\bSchedule\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04cron\x18\x02 \x01(\tR\x04cron\x12\x1a\n" +
@@ -1100,7 +1110,8 @@ const file_waymark_v1_schedule_proto_rawDesc = "" +
 	"created_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x81\x01\n" +
+	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12J\n" +
+	"\x13upcoming_fire_times\x18\f \x03(\v2\x1a.google.protobuf.TimestampR\x11upcomingFireTimes\"\x81\x01\n" +
 	"\vScheduleRun\x127\n" +
 	"\tfire_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bfireTime\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -1211,43 +1222,44 @@ var file_waymark_v1_schedule_proto_depIdxs = []int32{
 	21, // 2: waymark.v1.Schedule.next_fire_time:type_name -> google.protobuf.Timestamp
 	21, // 3: waymark.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
 	21, // 4: waymark.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	21, // 5: waymark.v1.ScheduleRun.fire_time:type_name -> google.protobuf.Timestamp
-	0,  // 6: waymark.v1.CreateScheduleRequest.schedule:type_name -> waymark.v1.Schedule
-	0,  // 7: waymark.v1.CreateScheduleResponse.schedule:type_name -> waymark.v1.Schedule
-	0,  // 8: waymark.v1.UpdateScheduleRequest.schedule:type_name -> waymark.v1.Schedule
-	22, // 9: waymark.v1.UpdateScheduleRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 10: waymark.v1.UpdateScheduleResponse.schedule:type_name -> waymark.v1.Schedule
-	0,  // 11: waymark.v1.GetScheduleResponse.schedule:type_name -> waymark.v1.Schedule
-	0,  // 12: waymark.v1.ListSchedulesResponse.schedules:type_name -> waymark.v1.Schedule
-	0,  // 13: waymark.v1.PauseScheduleResponse.schedule:type_name -> waymark.v1.Schedule
-	0,  // 14: waymark.v1.ResumeScheduleResponse.schedule:type_name -> waymark.v1.Schedule
-	23, // 15: waymark.v1.TriggerScheduleResponse.workflow:type_name -> waymark.v1.Workflow
-	21, // 16: waymark.v1.BackfillScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
-	21, // 17: waymark.v1.BackfillScheduleRequest.end_time:type_name -> google.protobuf.Timestamp
-	1,  // 18: waymark.v1.BackfillScheduleResponse.runs:type_name -> waymark.v1.ScheduleRun
-	2,  // 19: waymark.v1.ScheduleService.CreateSchedule:input_type -> waymark.v1.CreateScheduleRequest
-	4,  // 20: waymark.v1.ScheduleService.UpdateSchedule:input_type -> waymark.v1.UpdateScheduleRequest
-	6,  // 21: waymark.v1.ScheduleService.GetSchedule:input_type -> waymark.v1.GetScheduleRequest
-	8,  // 22: waymark.v1.ScheduleService.ListSchedules:input_type -> waymark.v1.ListSchedulesRequest
-	10, // 23: waymark.v1.ScheduleService.DeleteSchedule:input_type -> waymark.v1.DeleteScheduleRequest
-	12, // 24: waymark.v1.ScheduleService.PauseSchedule:input_type -> waymark.v1.PauseScheduleRequest
-	14, // 25: waymark.v1.ScheduleService.ResumeSchedule:input_type -> waymark.v1.ResumeScheduleRequest
-	16, // 26: waymark.v1.ScheduleService.TriggerSchedule:input_type -> waymark.v1.TriggerScheduleRequest
-	18, // 27: waymark.v1.ScheduleService.BackfillSchedule:input_type -> waymark.v1.BackfillScheduleRequest
-	3,  // 28: waymark.v1.ScheduleService.CreateSchedule:output_type -> waymark.v1.CreateScheduleResponse
-	5,  // 29: waymark.v1.ScheduleService.UpdateSchedule:output_type -> waymark.v1.UpdateScheduleResponse
-	7,  // 30: waymark.v1.ScheduleService.GetSchedule:output_type -> waymark.v1.GetScheduleResponse
-	9,  // 31: waymark.v1.ScheduleService.ListSchedules:output_type -> waymark.v1.ListSchedulesResponse
-	11, // 32: waymark.v1.ScheduleService.DeleteSchedule:output_type -> waymark.v1.DeleteScheduleResponse
-	13, // 33: waymark.v1.ScheduleService.PauseSchedule:output_type -> waymark.v1.PauseScheduleResponse
-	15, // 34: waymark.v1.ScheduleService.ResumeSchedule:output_type -> waymark.v1.ResumeScheduleResponse
-	17, // 35: waymark.v1.ScheduleService.TriggerSchedule:output_type -> waymark.v1.TriggerScheduleResponse
-	19, // 36: waymark.v1.ScheduleService.BackfillSchedule:output_type -> waymark.v1.BackfillScheduleResponse
-	28, // [28:37] is the sub-list for method output_type
-	19, // [19:28] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	21, // 5: waymark.v1.Schedule.upcoming_fire_times:type_name -> google.protobuf.Timestamp
+	21, // 6: waymark.v1.ScheduleRun.fire_time:type_name -> google.protobuf.Timestamp
+	0,  // 7: waymark.v1.CreateScheduleRequest.schedule:type_name -> waymark.v1.Schedule
+	0,  // 8: waymark.v1.CreateScheduleResponse.schedule:type_name -> waymark.v1.Schedule
+	0,  // 9: waymark.v1.UpdateScheduleRequest.schedule:type_name -> waymark.v1.Schedule
+	22, // 10: waymark.v1.UpdateScheduleRequest.update_mask:type_name -> google.protobuf.FieldMask
+	0,  // 11: waymark.v1.UpdateScheduleResponse.schedule:type_name -> waymark.v1.Schedule
+	0,  // 12: waymark.v1.GetScheduleResponse.schedule:type_name -> waymark.v1.Schedule
+	0,  // 13: waymark.v1.ListSchedulesResponse.schedules:type_name -> waymark.v1.Schedule
+	0,  // 14: waymark.v1.PauseScheduleResponse.schedule:type_name -> waymark.v1.Schedule
+	0,  // 15: waymark.v1.ResumeScheduleResponse.schedule:type_name -> waymark.v1.Schedule
+	23, // 16: waymark.v1.TriggerScheduleResponse.workflow:type_name -> waymark.v1.Workflow
+	21, // 17: waymark.v1.BackfillScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
+	21, // 18: waymark.v1.BackfillScheduleRequest.end_time:type_name -> google.protobuf.Timestamp
+	1,  // 19: waymark.v1.BackfillScheduleResponse.runs:type_name -> waymark.v1.ScheduleRun
+	2,  // 20: waymark.v1.ScheduleService.CreateSchedule:input_type -> waymark.v1.CreateScheduleRequest
+	4,  // 21: waymark.v1.ScheduleService.UpdateSchedule:input_type -> waymark.v1.UpdateScheduleRequest
+	6,  // 22: waymark.v1.ScheduleService.GetSchedule:input_type -> waymark.v1.GetScheduleRequest
+	8,  // 23: waymark.v1.ScheduleService.ListSchedules:input_type -> waymark.v1.ListSchedulesRequest
+	10, // 24: waymark.v1.ScheduleService.DeleteSchedule:input_type -> waymark.v1.DeleteScheduleRequest
+	12, // 25: waymark.v1.ScheduleService.PauseSchedule:input_type -> waymark.v1.PauseScheduleRequest
+	14, // 26: waymark.v1.ScheduleService.ResumeSchedule:input_type -> waymark.v1.ResumeScheduleRequest
+	16, // 27: waymark.v1.ScheduleService.TriggerSchedule:input_type -> waymark.v1.TriggerScheduleRequest
+	18, // 28: waymark.v1.ScheduleService.BackfillSchedule:input_type -> waymark.v1.BackfillScheduleRequest
+	3,  // 29: waymark.v1.ScheduleService.CreateSchedule:output_type -> waymark.v1.CreateScheduleResponse
+	5,  // 30: waymark.v1.ScheduleService.UpdateSchedule:output_type -> waymark.v1.UpdateScheduleResponse
+	7,  // 31: waymark.v1.ScheduleService.GetSchedule:output_type -> waymark.v1.GetScheduleResponse
+	9,  // 32: waymark.v1.ScheduleService.ListSchedules:output_type -> waymark.v1.ListSchedulesResponse
+	11, // 33: waymark.v1.ScheduleService.DeleteSchedule:output_type -> waymark.v1.DeleteScheduleResponse
+	13, // 34: waymark.v1.ScheduleService.PauseSchedule:output_type -> waymark.v1.PauseScheduleResponse
+	15, // 35: waymark.v1.ScheduleService.ResumeSchedule:output_type -> waymark.v1.ResumeScheduleResponse
+	17, // 36: waymark.v1.ScheduleService.TriggerSchedule:output_type -> waymark.v1.TriggerScheduleResponse
+	19, // 37: waymark.v1.ScheduleService.BackfillSchedule:output_type -> waymark.v1.BackfillScheduleResponse
+	29, // [29:38] is the sub-list for method output_type
+	20, // [20:29] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_schedule_proto_init() }

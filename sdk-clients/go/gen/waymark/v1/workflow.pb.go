@@ -489,9 +489,12 @@ type ListWorkflowsRequest struct {
 	// count over the matching rows: ask for it when you need it.
 	IncludeTotal bool `protobuf:"varint,11,opt,name=include_total,json=includeTotal,proto3" json:"include_total,omitempty"`
 	// Only workflows carrying every one of these tags (key and value), at most 16.
-	Tags          map[string]string `protobuf:"bytes,12,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tags map[string]string `protobuf:"bytes,12,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Only workflows whose id starts with this text (a schedule's runs: "schedule:<name>:"), at
+	// most 256 bytes.
+	WorkflowIdPrefix string `protobuf:"bytes,13,opt,name=workflow_id_prefix,json=workflowIdPrefix,proto3" json:"workflow_id_prefix,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ListWorkflowsRequest) Reset() {
@@ -606,6 +609,13 @@ func (x *ListWorkflowsRequest) GetTags() map[string]string {
 		return x.Tags
 	}
 	return nil
+}
+
+func (x *ListWorkflowsRequest) GetWorkflowIdPrefix() string {
+	if x != nil {
+		return x.WorkflowIdPrefix
+	}
+	return ""
 }
 
 type ListWorkflowsResponse struct {
@@ -1412,6 +1422,7 @@ type WorkflowFilter struct {
 	AppVersion       string                 `protobuf:"bytes,7,opt,name=app_version,json=appVersion,proto3" json:"app_version,omitempty"`
 	ParentWorkflowId string                 `protobuf:"bytes,8,opt,name=parent_workflow_id,json=parentWorkflowId,proto3" json:"parent_workflow_id,omitempty"`
 	Tags             map[string]string      `protobuf:"bytes,9,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	WorkflowIdPrefix string                 `protobuf:"bytes,10,opt,name=workflow_id_prefix,json=workflowIdPrefix,proto3" json:"workflow_id_prefix,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1507,6 +1518,13 @@ func (x *WorkflowFilter) GetTags() map[string]string {
 		return x.Tags
 	}
 	return nil
+}
+
+func (x *WorkflowFilter) GetWorkflowIdPrefix() string {
+	if x != nil {
+		return x.WorkflowIdPrefix
+	}
+	return ""
 }
 
 type BulkWorkflowsRequest struct {
@@ -2578,6 +2596,165 @@ func (x *ReadStreamResponse) GetValue() *Payload {
 	return nil
 }
 
+type ListStreamsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkflowId    string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListStreamsRequest) Reset() {
+	*x = ListStreamsRequest{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListStreamsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListStreamsRequest) ProtoMessage() {}
+
+func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
+func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ListStreamsRequest) GetWorkflowId() string {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return ""
+}
+
+type ListStreamsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Streams       []*StreamInfo          `protobuf:"bytes,1,rep,name=streams,proto3" json:"streams,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListStreamsResponse) Reset() {
+	*x = ListStreamsResponse{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListStreamsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListStreamsResponse) ProtoMessage() {}
+
+func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
+func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListStreamsResponse) GetStreams() []*StreamInfo {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
+// One stream of a workflow.
+type StreamInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Values written (a close is not a value).
+	Length uint64 `protobuf:"varint,2,opt,name=length,proto3" json:"length,omitempty"`
+	Closed bool   `protobuf:"varint,3,opt,name=closed,proto3" json:"closed,omitempty"`
+	// When the last value (or the close) was written.
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamInfo) Reset() {
+	*x = StreamInfo{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamInfo) ProtoMessage() {}
+
+func (x *StreamInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamInfo.ProtoReflect.Descriptor instead.
+func (*StreamInfo) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *StreamInfo) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *StreamInfo) GetLength() uint64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *StreamInfo) GetClosed() bool {
+	if x != nil {
+		return x.Closed
+	}
+	return false
+}
+
+func (x *StreamInfo) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
 var File_waymark_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_waymark_v1_workflow_proto_rawDesc = "" +
@@ -2617,7 +2794,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\"G\n" +
 	"\x13GetWorkflowResponse\x120\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\xdc\x04\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\x8a\x05\n" +
 	"\x14ListWorkflowsRequest\x126\n" +
 	"\bstatuses\x18\x01 \x03(\x0e2\x1a.waymark.v1.WorkflowStatusR\bstatuses\x12#\n" +
 	"\rworkflow_name\x18\x02 \x01(\tR\fworkflowName\x12\x1d\n" +
@@ -2634,7 +2811,8 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x12parent_workflow_id\x18\n" +
 	" \x01(\tR\x10parentWorkflowId\x12#\n" +
 	"\rinclude_total\x18\v \x01(\bR\fincludeTotal\x12>\n" +
-	"\x04tags\x18\f \x03(\v2*.waymark.v1.ListWorkflowsRequest.TagsEntryR\x04tags\x1a7\n" +
+	"\x04tags\x18\f \x03(\v2*.waymark.v1.ListWorkflowsRequest.TagsEntryR\x04tags\x12,\n" +
+	"\x12workflow_id_prefix\x18\r \x01(\tR\x10workflowIdPrefix\x1a7\n" +
 	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x98\x01\n" +
@@ -2695,7 +2873,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"appVersion\x12%\n" +
 	"\x0eallow_unserved\x18\x03 \x01(\bR\rallowUnserved\"N\n" +
 	"\x1aSetWorkflowVersionResponse\x120\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\xef\x03\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\"\x9d\x04\n" +
 	"\x0eWorkflowFilter\x126\n" +
 	"\bstatuses\x18\x01 \x03(\x0e2\x1a.waymark.v1.WorkflowStatusR\bstatuses\x12#\n" +
 	"\rworkflow_name\x18\x02 \x01(\tR\fworkflowName\x12\x1d\n" +
@@ -2707,7 +2885,9 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\vapp_version\x18\a \x01(\tR\n" +
 	"appVersion\x12,\n" +
 	"\x12parent_workflow_id\x18\b \x01(\tR\x10parentWorkflowId\x128\n" +
-	"\x04tags\x18\t \x03(\v2$.waymark.v1.WorkflowFilter.TagsEntryR\x04tags\x1a7\n" +
+	"\x04tags\x18\t \x03(\v2$.waymark.v1.WorkflowFilter.TagsEntryR\x04tags\x12,\n" +
+	"\x12workflow_id_prefix\x18\n" +
+	" \x01(\tR\x10workflowIdPrefix\x1a7\n" +
 	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x80\x03\n" +
@@ -2793,11 +2973,23 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"fromOffset\"W\n" +
 	"\x12ReadStreamResponse\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12)\n" +
-	"\x05value\x18\x02 \x01(\v2\x13.waymark.v1.PayloadR\x05value*v\n" +
+	"\x05value\x18\x02 \x01(\v2\x13.waymark.v1.PayloadR\x05value\"5\n" +
+	"\x12ListStreamsRequest\x12\x1f\n" +
+	"\vworkflow_id\x18\x01 \x01(\tR\n" +
+	"workflowId\"G\n" +
+	"\x13ListStreamsResponse\x120\n" +
+	"\astreams\x18\x01 \x03(\v2\x16.waymark.v1.StreamInfoR\astreams\"\x89\x01\n" +
+	"\n" +
+	"StreamInfo\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
+	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x16\n" +
+	"\x06closed\x18\x03 \x01(\bR\x06closed\x129\n" +
+	"\n" +
+	"updated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt*v\n" +
 	"\x0fDuplicatePolicy\x12 \n" +
 	"\x1cDUPLICATE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17DUPLICATE_POLICY_REJECT\x10\x01\x12$\n" +
-	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\xa2\v\n" +
+	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\xf2\v\n" +
 	"\x0fWorkflowService\x12T\n" +
 	"\rStartWorkflow\x12 .waymark.v1.StartWorkflowRequest\x1a!.waymark.v1.StartWorkflowResponse\x12N\n" +
 	"\vGetWorkflow\x12\x1e.waymark.v1.GetWorkflowRequest\x1a\x1f.waymark.v1.GetWorkflowResponse\x12T\n" +
@@ -2812,7 +3004,8 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\n" +
 	"ListEvents\x12\x1d.waymark.v1.ListEventsRequest\x1a\x1e.waymark.v1.ListEventsResponse\x12M\n" +
 	"\n" +
-	"ReadStream\x12\x1d.waymark.v1.ReadStreamRequest\x1a\x1e.waymark.v1.ReadStreamResponse0\x01\x12T\n" +
+	"ReadStream\x12\x1d.waymark.v1.ReadStreamRequest\x1a\x1e.waymark.v1.ReadStreamResponse0\x01\x12N\n" +
+	"\vListStreams\x12\x1e.waymark.v1.ListStreamsRequest\x1a\x1f.waymark.v1.ListStreamsResponse\x12T\n" +
 	"\rDelayWorkflow\x12 .waymark.v1.DelayWorkflowRequest\x1a!.waymark.v1.DelayWorkflowResponse\x12W\n" +
 	"\x0eDeleteWorkflow\x12!.waymark.v1.DeleteWorkflowRequest\x1a\".waymark.v1.DeleteWorkflowResponse\x12Q\n" +
 	"\fForkWorkflow\x12\x1f.waymark.v1.ForkWorkflowRequest\x1a .waymark.v1.ForkWorkflowResponse\x12c\n" +
@@ -2835,7 +3028,7 @@ func file_waymark_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_waymark_v1_workflow_proto_goTypes = []any{
 	(DuplicatePolicy)(0),               // 0: waymark.v1.DuplicatePolicy
 	(*StartWorkflowRequest)(nil),       // 1: waymark.v1.StartWorkflowRequest
@@ -2878,97 +3071,104 @@ var file_waymark_v1_workflow_proto_goTypes = []any{
 	(*ListEventsResponse)(nil),         // 38: waymark.v1.ListEventsResponse
 	(*ReadStreamRequest)(nil),          // 39: waymark.v1.ReadStreamRequest
 	(*ReadStreamResponse)(nil),         // 40: waymark.v1.ReadStreamResponse
-	nil,                                // 41: waymark.v1.StartWorkflowRequest.TagsEntry
-	nil,                                // 42: waymark.v1.ListWorkflowsRequest.TagsEntry
-	nil,                                // 43: waymark.v1.WorkflowFilter.TagsEntry
-	nil,                                // 44: waymark.v1.BulkWorkflowsResponse.SkippedEntry
-	(*Payload)(nil),                    // 45: waymark.v1.Payload
-	(*durationpb.Duration)(nil),        // 46: google.protobuf.Duration
-	(*Workflow)(nil),                   // 47: waymark.v1.Workflow
-	(WorkflowStatus)(0),                // 48: waymark.v1.WorkflowStatus
-	(*timestamppb.Timestamp)(nil),      // 49: google.protobuf.Timestamp
-	(*Step)(nil),                       // 50: waymark.v1.Step
-	(*Message)(nil),                    // 51: waymark.v1.Message
-	(*Event)(nil),                      // 52: waymark.v1.Event
+	(*ListStreamsRequest)(nil),         // 41: waymark.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),        // 42: waymark.v1.ListStreamsResponse
+	(*StreamInfo)(nil),                 // 43: waymark.v1.StreamInfo
+	nil,                                // 44: waymark.v1.StartWorkflowRequest.TagsEntry
+	nil,                                // 45: waymark.v1.ListWorkflowsRequest.TagsEntry
+	nil,                                // 46: waymark.v1.WorkflowFilter.TagsEntry
+	nil,                                // 47: waymark.v1.BulkWorkflowsResponse.SkippedEntry
+	(*Payload)(nil),                    // 48: waymark.v1.Payload
+	(*durationpb.Duration)(nil),        // 49: google.protobuf.Duration
+	(*Workflow)(nil),                   // 50: waymark.v1.Workflow
+	(WorkflowStatus)(0),                // 51: waymark.v1.WorkflowStatus
+	(*timestamppb.Timestamp)(nil),      // 52: google.protobuf.Timestamp
+	(*Step)(nil),                       // 53: waymark.v1.Step
+	(*Message)(nil),                    // 54: waymark.v1.Message
+	(*Event)(nil),                      // 55: waymark.v1.Event
 }
 var file_waymark_v1_workflow_proto_depIdxs = []int32{
-	45, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
-	46, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
+	48, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
+	49, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
 	0,  // 2: waymark.v1.StartWorkflowRequest.on_duplicate:type_name -> waymark.v1.DuplicatePolicy
-	46, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	49, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
 	2,  // 4: waymark.v1.StartWorkflowRequest.debounce:type_name -> waymark.v1.Debounce
-	41, // 5: waymark.v1.StartWorkflowRequest.tags:type_name -> waymark.v1.StartWorkflowRequest.TagsEntry
-	46, // 6: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
-	47, // 7: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	47, // 8: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	48, // 9: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
-	49, // 10: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
-	49, // 11: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
-	42, // 12: waymark.v1.ListWorkflowsRequest.tags:type_name -> waymark.v1.ListWorkflowsRequest.TagsEntry
-	47, // 13: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	47, // 14: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	50, // 15: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
-	46, // 16: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
-	47, // 17: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	47, // 18: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	47, // 19: waymark.v1.ForkWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	47, // 20: waymark.v1.SetWorkflowVersionResponse.workflow:type_name -> waymark.v1.Workflow
-	48, // 21: waymark.v1.WorkflowFilter.statuses:type_name -> waymark.v1.WorkflowStatus
-	49, // 22: waymark.v1.WorkflowFilter.created_after:type_name -> google.protobuf.Timestamp
-	49, // 23: waymark.v1.WorkflowFilter.created_before:type_name -> google.protobuf.Timestamp
-	43, // 24: waymark.v1.WorkflowFilter.tags:type_name -> waymark.v1.WorkflowFilter.TagsEntry
+	44, // 5: waymark.v1.StartWorkflowRequest.tags:type_name -> waymark.v1.StartWorkflowRequest.TagsEntry
+	49, // 6: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
+	50, // 7: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	50, // 8: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	51, // 9: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
+	52, // 10: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
+	52, // 11: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
+	45, // 12: waymark.v1.ListWorkflowsRequest.tags:type_name -> waymark.v1.ListWorkflowsRequest.TagsEntry
+	50, // 13: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	50, // 14: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	53, // 15: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
+	49, // 16: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	50, // 17: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	50, // 18: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	50, // 19: waymark.v1.ForkWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	50, // 20: waymark.v1.SetWorkflowVersionResponse.workflow:type_name -> waymark.v1.Workflow
+	51, // 21: waymark.v1.WorkflowFilter.statuses:type_name -> waymark.v1.WorkflowStatus
+	52, // 22: waymark.v1.WorkflowFilter.created_after:type_name -> google.protobuf.Timestamp
+	52, // 23: waymark.v1.WorkflowFilter.created_before:type_name -> google.protobuf.Timestamp
+	46, // 24: waymark.v1.WorkflowFilter.tags:type_name -> waymark.v1.WorkflowFilter.TagsEntry
 	22, // 25: waymark.v1.BulkWorkflowsRequest.filter:type_name -> waymark.v1.WorkflowFilter
 	24, // 26: waymark.v1.BulkWorkflowsRequest.cancel:type_name -> waymark.v1.BulkCancel
 	25, // 27: waymark.v1.BulkWorkflowsRequest.resume:type_name -> waymark.v1.BulkResume
 	26, // 28: waymark.v1.BulkWorkflowsRequest.delete:type_name -> waymark.v1.BulkDelete
 	27, // 29: waymark.v1.BulkWorkflowsRequest.set_version:type_name -> waymark.v1.BulkSetVersion
-	44, // 30: waymark.v1.BulkWorkflowsResponse.skipped:type_name -> waymark.v1.BulkWorkflowsResponse.SkippedEntry
-	47, // 31: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	45, // 32: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
-	51, // 33: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
-	46, // 34: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
-	45, // 35: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
-	52, // 36: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
-	45, // 37: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
-	1,  // 38: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
-	4,  // 39: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
-	6,  // 40: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	8,  // 41: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
-	10, // 42: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
-	14, // 43: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
-	29, // 44: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
-	31, // 45: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
-	33, // 46: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
-	35, // 47: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
-	37, // 48: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
-	39, // 49: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
-	12, // 50: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
-	16, // 51: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
-	18, // 52: waymark.v1.WorkflowService.ForkWorkflow:input_type -> waymark.v1.ForkWorkflowRequest
-	20, // 53: waymark.v1.WorkflowService.SetWorkflowVersion:input_type -> waymark.v1.SetWorkflowVersionRequest
-	23, // 54: waymark.v1.WorkflowService.BulkWorkflows:input_type -> waymark.v1.BulkWorkflowsRequest
-	3,  // 55: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
-	5,  // 56: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
-	7,  // 57: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	9,  // 58: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
-	11, // 59: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
-	15, // 60: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
-	30, // 61: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
-	32, // 62: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
-	34, // 63: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
-	36, // 64: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
-	38, // 65: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
-	40, // 66: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
-	13, // 67: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
-	17, // 68: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
-	19, // 69: waymark.v1.WorkflowService.ForkWorkflow:output_type -> waymark.v1.ForkWorkflowResponse
-	21, // 70: waymark.v1.WorkflowService.SetWorkflowVersion:output_type -> waymark.v1.SetWorkflowVersionResponse
-	28, // 71: waymark.v1.WorkflowService.BulkWorkflows:output_type -> waymark.v1.BulkWorkflowsResponse
-	55, // [55:72] is the sub-list for method output_type
-	38, // [38:55] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	47, // 30: waymark.v1.BulkWorkflowsResponse.skipped:type_name -> waymark.v1.BulkWorkflowsResponse.SkippedEntry
+	50, // 31: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	48, // 32: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
+	54, // 33: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
+	49, // 34: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
+	48, // 35: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
+	55, // 36: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
+	48, // 37: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
+	43, // 38: waymark.v1.ListStreamsResponse.streams:type_name -> waymark.v1.StreamInfo
+	52, // 39: waymark.v1.StreamInfo.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 40: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
+	4,  // 41: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
+	6,  // 42: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	8,  // 43: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
+	10, // 44: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
+	14, // 45: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
+	29, // 46: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
+	31, // 47: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
+	33, // 48: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
+	35, // 49: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
+	37, // 50: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
+	39, // 51: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
+	41, // 52: waymark.v1.WorkflowService.ListStreams:input_type -> waymark.v1.ListStreamsRequest
+	12, // 53: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
+	16, // 54: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
+	18, // 55: waymark.v1.WorkflowService.ForkWorkflow:input_type -> waymark.v1.ForkWorkflowRequest
+	20, // 56: waymark.v1.WorkflowService.SetWorkflowVersion:input_type -> waymark.v1.SetWorkflowVersionRequest
+	23, // 57: waymark.v1.WorkflowService.BulkWorkflows:input_type -> waymark.v1.BulkWorkflowsRequest
+	3,  // 58: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
+	5,  // 59: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
+	7,  // 60: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	9,  // 61: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
+	11, // 62: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
+	15, // 63: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
+	30, // 64: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
+	32, // 65: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
+	34, // 66: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
+	36, // 67: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
+	38, // 68: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
+	40, // 69: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
+	42, // 70: waymark.v1.WorkflowService.ListStreams:output_type -> waymark.v1.ListStreamsResponse
+	13, // 71: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
+	17, // 72: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
+	19, // 73: waymark.v1.WorkflowService.ForkWorkflow:output_type -> waymark.v1.ForkWorkflowResponse
+	21, // 74: waymark.v1.WorkflowService.SetWorkflowVersion:output_type -> waymark.v1.SetWorkflowVersionResponse
+	28, // 75: waymark.v1.WorkflowService.BulkWorkflows:output_type -> waymark.v1.BulkWorkflowsResponse
+	58, // [58:76] is the sub-list for method output_type
+	40, // [40:58] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_workflow_proto_init() }
@@ -2992,7 +3192,7 @@ func file_waymark_v1_workflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_workflow_proto_rawDesc), len(file_waymark_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   44,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	WorkflowService_GetEvent_FullMethodName           = "/waymark.v1.WorkflowService/GetEvent"
 	WorkflowService_ListEvents_FullMethodName         = "/waymark.v1.WorkflowService/ListEvents"
 	WorkflowService_ReadStream_FullMethodName         = "/waymark.v1.WorkflowService/ReadStream"
+	WorkflowService_ListStreams_FullMethodName        = "/waymark.v1.WorkflowService/ListStreams"
 	WorkflowService_DelayWorkflow_FullMethodName      = "/waymark.v1.WorkflowService/DelayWorkflow"
 	WorkflowService_DeleteWorkflow_FullMethodName     = "/waymark.v1.WorkflowService/DeleteWorkflow"
 	WorkflowService_ForkWorkflow_FullMethodName       = "/waymark.v1.WorkflowService/ForkWorkflow"
@@ -95,6 +96,9 @@ type WorkflowServiceClient interface {
 	// holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
 	// TOO_MANY_WAITS, when they are all taken).
 	ReadStream(ctx context.Context, in *ReadStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadStreamResponse], error)
+	// The streams a workflow wrote: each key with its length and whether it was closed, by key
+	// (at most 1,000).
+	ListStreams(ctx context.Context, in *ListStreamsRequest, opts ...grpc.CallOption) (*ListStreamsResponse, error)
 	// Move the start of a workflow still waiting for its delayed start (started with `delay` or
 	// `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
 	// FAILED_PRECONDITION (WORKFLOW_NOT_DELAYED).
@@ -271,6 +275,16 @@ func (c *workflowServiceClient) ReadStream(ctx context.Context, in *ReadStreamRe
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkflowService_ReadStreamClient = grpc.ServerStreamingClient[ReadStreamResponse]
 
+func (c *workflowServiceClient) ListStreams(ctx context.Context, in *ListStreamsRequest, opts ...grpc.CallOption) (*ListStreamsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListStreamsResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_ListStreams_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *workflowServiceClient) DelayWorkflow(ctx context.Context, in *DelayWorkflowRequest, opts ...grpc.CallOption) (*DelayWorkflowResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DelayWorkflowResponse)
@@ -378,6 +392,9 @@ type WorkflowServiceServer interface {
 	// holds one of the server's places for waiting calls while it follows (RESOURCE_EXHAUSTED,
 	// TOO_MANY_WAITS, when they are all taken).
 	ReadStream(*ReadStreamRequest, grpc.ServerStreamingServer[ReadStreamResponse]) error
+	// The streams a workflow wrote: each key with its length and whether it was closed, by key
+	// (at most 1,000).
+	ListStreams(context.Context, *ListStreamsRequest) (*ListStreamsResponse, error)
 	// Move the start of a workflow still waiting for its delayed start (started with `delay` or
 	// `debounce`, not yet dispatched): it now runs `delay` from now. Anything else is
 	// FAILED_PRECONDITION (WORKFLOW_NOT_DELAYED).
@@ -460,6 +477,9 @@ func (UnimplementedWorkflowServiceServer) ListEvents(context.Context, *ListEvent
 }
 func (UnimplementedWorkflowServiceServer) ReadStream(*ReadStreamRequest, grpc.ServerStreamingServer[ReadStreamResponse]) error {
 	return status.Error(codes.Unimplemented, "method ReadStream not implemented")
+}
+func (UnimplementedWorkflowServiceServer) ListStreams(context.Context, *ListStreamsRequest) (*ListStreamsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListStreams not implemented")
 }
 func (UnimplementedWorkflowServiceServer) DelayWorkflow(context.Context, *DelayWorkflowRequest) (*DelayWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DelayWorkflow not implemented")
@@ -706,6 +726,24 @@ func _WorkflowService_ReadStream_Handler(srv interface{}, stream grpc.ServerStre
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkflowService_ReadStreamServer = grpc.ServerStreamingServer[ReadStreamResponse]
 
+func _WorkflowService_ListStreams_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListStreamsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).ListStreams(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_ListStreams_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).ListStreams(ctx, req.(*ListStreamsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _WorkflowService_DelayWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DelayWorkflowRequest)
 	if err := dec(in); err != nil {
@@ -846,6 +884,10 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListEvents",
 			Handler:    _WorkflowService_ListEvents_Handler,
+		},
+		{
+			MethodName: "ListStreams",
+			Handler:    _WorkflowService_ListStreams_Handler,
 		},
 		{
 			MethodName: "DelayWorkflow",

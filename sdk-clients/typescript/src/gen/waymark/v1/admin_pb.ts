@@ -12,7 +12,76 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/admin.proto.
  */
 export const file_waymark_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChZ3YXltYXJrL3YxL2FkbWluLnByb3RvEgp3YXltYXJrLnYxIoECCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHgoEcm9sZRgDIAEoDjIQLndheW1hcmsudjEuUm9sZRISCgpuYW1lc3BhY2VzGAQgAygJEhUKDW5hbWVfcGF0dGVybnMYBSADKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAingEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeCgRyb2xlGAIgASgOMhAud2F5bWFyay52MS5Sb2xlEhIKCm5hbWVzcGFjZXMYAyADKAkSFQoNbmFtZV9wYXR0ZXJucxgEIAMoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChRDcmVhdGVBcGlLZXlSZXNwb25zZRIfCgNrZXkYASABKAsyEi53YXltYXJrLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiFAoSTGlzdEFwaUtleXNSZXF1ZXN0IjcKE0xpc3RBcGlLZXlzUmVzcG9uc2USIAoEa2V5cxgBIAMoCzISLndheW1hcmsudjEuQXBpS2V5IiUKE1Jldm9rZUFwaUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJIicKFFJldm9rZUFwaUtleVJlc3BvbnNlEg8KB3Jldm9rZWQYASABKAgidgoJTmFtZXNwYWNlEgwKBG5hbWUYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoGbGltaXRzGAMgASgLMhsud2F5bWFyay52MS5OYW1lc3BhY2VMaW1pdHMiVAoPTmFtZXNwYWNlTGltaXRzEhIKCnN0YXJ0X3JhdGUYASABKA0SGgoSbWF4X3dvcmtlcl9zdHJlYW1zGAIgASgNEhEKCW1heF93YWl0cxgDIAEoDSJTChZVcGRhdGVOYW1lc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSKwoGbGltaXRzGAIgASgLMhsud2F5bWFyay52MS5OYW1lc3BhY2VMaW1pdHMiQwoXVXBkYXRlTmFtZXNwYWNlUmVzcG9uc2USKAoJbmFtZXNwYWNlGAEgASgLMhUud2F5bWFyay52MS5OYW1lc3BhY2UiJgoWQ3JlYXRlTmFtZXNwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJIkMKF0NyZWF0ZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlIhcKFUxpc3ROYW1lc3BhY2VzUmVxdWVzdCJDChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEikKCm5hbWVzcGFjZXMYASADKAsyFS53YXltYXJrLnYxLk5hbWVzcGFjZSIoChhEZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJnChlEZXNjcmliZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlEiAKGGhhc191bmZpbmlzaGVkX3dvcmtmbG93cxgCIAEoCCI1ChZEZWxldGVOYW1lc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZm9yY2UYAiABKAgiGQoXRGVsZXRlTmFtZXNwYWNlUmVzcG9uc2UqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9SRUFERVIQARIPCgtST0xFX0NMSUVOVBACEg8KC1JPTEVfV09SS0VSEAMSDgoKUk9MRV9BRE1JThAEMtMFCgxBZG1pblNlcnZpY2USUQoMQ3JlYXRlQXBpS2V5Eh8ud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiAud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJOCgtMaXN0QXBpS2V5cxIeLndheW1hcmsudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gh8ud2F5bWFyay52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlElEKDFJldm9rZUFwaUtleRIfLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBogLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USWgoPQ3JlYXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXNwb25zZRJXCg5MaXN0TmFtZXNwYWNlcxIhLndheW1hcmsudjEuTGlzdE5hbWVzcGFjZXNSZXF1ZXN0GiIud2F5bWFyay52MS5MaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEmAKEURlc2NyaWJlTmFtZXNwYWNlEiQud2F5bWFyay52MS5EZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QaJS53YXltYXJrLnYxLkRlc2NyaWJlTmFtZXNwYWNlUmVzcG9uc2USWgoPVXBkYXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5VcGRhdGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5VcGRhdGVOYW1lc3BhY2VSZXNwb25zZRJaCg9EZWxldGVOYW1lc3BhY2USIi53YXltYXJrLnYxLkRlbGV0ZU5hbWVzcGFjZVJlcXVlc3QaIy53YXltYXJrLnYxLkRlbGV0ZU5hbWVzcGFjZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChZ3YXltYXJrL3YxL2FkbWluLnByb3RvEgp3YXltYXJrLnYxIg8KDVdob0FtSVJlcXVlc3QiowEKDldob0FtSVJlc3BvbnNlEh8KA2tleRgBIAEoCzISLndheW1hcmsudjEuQXBpS2V5EhQKDGF1dGhfZW5hYmxlZBgCIAEoCBISCgpuYW1lc3BhY2VzGAMgAygJEhYKDnNlcnZlcl92ZXJzaW9uGAQgASgJEhMKC2NvbnNvbGVfdXJsGAUgASgJEhkKEWNvbnNvbGVfcmVhZF9vbmx5GAYgASgIIoECCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHgoEcm9sZRgDIAEoDjIQLndheW1hcmsudjEuUm9sZRISCgpuYW1lc3BhY2VzGAQgAygJEhUKDW5hbWVfcGF0dGVybnMYBSADKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAingEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeCgRyb2xlGAIgASgOMhAud2F5bWFyay52MS5Sb2xlEhIKCm5hbWVzcGFjZXMYAyADKAkSFQoNbmFtZV9wYXR0ZXJucxgEIAMoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJHChRDcmVhdGVBcGlLZXlSZXNwb25zZRIfCgNrZXkYASABKAsyEi53YXltYXJrLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiFAoSTGlzdEFwaUtleXNSZXF1ZXN0IjcKE0xpc3RBcGlLZXlzUmVzcG9uc2USIAoEa2V5cxgBIAMoCzISLndheW1hcmsudjEuQXBpS2V5IiUKE1Jldm9rZUFwaUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJIicKFFJldm9rZUFwaUtleVJlc3BvbnNlEg8KB3Jldm9rZWQYASABKAgidgoJTmFtZXNwYWNlEgwKBG5hbWUYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoGbGltaXRzGAMgASgLMhsud2F5bWFyay52MS5OYW1lc3BhY2VMaW1pdHMiVAoPTmFtZXNwYWNlTGltaXRzEhIKCnN0YXJ0X3JhdGUYASABKA0SGgoSbWF4X3dvcmtlcl9zdHJlYW1zGAIgASgNEhEKCW1heF93YWl0cxgDIAEoDSJTChZVcGRhdGVOYW1lc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSKwoGbGltaXRzGAIgASgLMhsud2F5bWFyay52MS5OYW1lc3BhY2VMaW1pdHMiQwoXVXBkYXRlTmFtZXNwYWNlUmVzcG9uc2USKAoJbmFtZXNwYWNlGAEgASgLMhUud2F5bWFyay52MS5OYW1lc3BhY2UiJgoWQ3JlYXRlTmFtZXNwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJIkMKF0NyZWF0ZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlIhcKFUxpc3ROYW1lc3BhY2VzUmVxdWVzdCJDChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEikKCm5hbWVzcGFjZXMYASADKAsyFS53YXltYXJrLnYxLk5hbWVzcGFjZSIoChhEZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJnChlEZXNjcmliZU5hbWVzcGFjZVJlc3BvbnNlEigKCW5hbWVzcGFjZRgBIAEoCzIVLndheW1hcmsudjEuTmFtZXNwYWNlEiAKGGhhc191bmZpbmlzaGVkX3dvcmtmbG93cxgCIAEoCCI1ChZEZWxldGVOYW1lc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZm9yY2UYAiABKAgiGQoXRGVsZXRlTmFtZXNwYWNlUmVzcG9uc2UqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9SRUFERVIQARIPCgtST0xFX0NMSUVOVBACEg8KC1JPTEVfV09SS0VSEAMSDgoKUk9MRV9BRE1JThAEMpQGCgxBZG1pblNlcnZpY2USUQoMQ3JlYXRlQXBpS2V5Eh8ud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiAud2F5bWFyay52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJOCgtMaXN0QXBpS2V5cxIeLndheW1hcmsudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gh8ud2F5bWFyay52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlElEKDFJldm9rZUFwaUtleRIfLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBogLndheW1hcmsudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USWgoPQ3JlYXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5DcmVhdGVOYW1lc3BhY2VSZXNwb25zZRJXCg5MaXN0TmFtZXNwYWNlcxIhLndheW1hcmsudjEuTGlzdE5hbWVzcGFjZXNSZXF1ZXN0GiIud2F5bWFyay52MS5MaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEmAKEURlc2NyaWJlTmFtZXNwYWNlEiQud2F5bWFyay52MS5EZXNjcmliZU5hbWVzcGFjZVJlcXVlc3QaJS53YXltYXJrLnYxLkRlc2NyaWJlTmFtZXNwYWNlUmVzcG9uc2USWgoPVXBkYXRlTmFtZXNwYWNlEiIud2F5bWFyay52MS5VcGRhdGVOYW1lc3BhY2VSZXF1ZXN0GiMud2F5bWFyay52MS5VcGRhdGVOYW1lc3BhY2VSZXNwb25zZRJaCg9EZWxldGVOYW1lc3BhY2USIi53YXltYXJrLnYxLkRlbGV0ZU5hbWVzcGFjZVJlcXVlc3QaIy53YXltYXJrLnYxLkRlbGV0ZU5hbWVzcGFjZVJlc3BvbnNlEj8KBldob0FtSRIZLndheW1hcmsudjEuV2hvQW1JUmVxdWVzdBoaLndheW1hcmsudjEuV2hvQW1JUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message waymark.v1.WhoAmIRequest
+ */
+export type WhoAmIRequest = Message<"waymark.v1.WhoAmIRequest"> & {
+};
+
+/**
+ * Describes the message waymark.v1.WhoAmIRequest.
+ * Use `create(WhoAmIRequestSchema)` to create a new message.
+ */
+export const WhoAmIRequestSchema: GenMessage<WhoAmIRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 0);
+
+/**
+ * @generated from message waymark.v1.WhoAmIResponse
+ */
+export type WhoAmIResponse = Message<"waymark.v1.WhoAmIResponse"> & {
+  /**
+   * The key the call was made with; unset when the server runs without --auth.
+   *
+   * @generated from field: waymark.v1.ApiKey key = 1;
+   */
+  key?: ApiKey | undefined;
+
+  /**
+   * Whether the server checks keys (--auth).
+   *
+   * @generated from field: bool auth_enabled = 2;
+   */
+  authEnabled: boolean;
+
+  /**
+   * The namespaces that exist and the key may act in, by name ("*" expanded), at most the
+   * server's namespace limit.
+   *
+   * @generated from field: repeated string namespaces = 3;
+   */
+  namespaces: string[];
+
+  /**
+   * The server's version, "0.1.0".
+   *
+   * @generated from field: string server_version = 4;
+   */
+  serverVersion: string;
+
+  /**
+   * Where the web console is served, "http://127.0.0.1:7451/"; empty when it is off.
+   *
+   * @generated from field: string console_url = 5;
+   */
+  consoleUrl: string;
+
+  /**
+   * The console offers no write action, whatever the key (--console-read-only); writes sent
+   * through its port are refused with CONSOLE_READ_ONLY.
+   *
+   * @generated from field: bool console_read_only = 6;
+   */
+  consoleReadOnly: boolean;
+};
+
+/**
+ * Describes the message waymark.v1.WhoAmIResponse.
+ * Use `create(WhoAmIResponseSchema)` to create a new message.
+ */
+export const WhoAmIResponseSchema: GenMessage<WhoAmIResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_admin, 1);
 
 /**
  * @generated from message waymark.v1.ApiKey
@@ -77,7 +146,7 @@ export type ApiKey = Message<"waymark.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 0);
+  messageDesc(file_waymark_v1_admin, 2);
 
 /**
  * @generated from message waymark.v1.CreateApiKeyRequest
@@ -120,7 +189,7 @@ export type CreateApiKeyRequest = Message<"waymark.v1.CreateApiKeyRequest"> & {
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 1);
+  messageDesc(file_waymark_v1_admin, 3);
 
 /**
  * @generated from message waymark.v1.CreateApiKeyResponse
@@ -144,7 +213,7 @@ export type CreateApiKeyResponse = Message<"waymark.v1.CreateApiKeyResponse"> & 
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 2);
+  messageDesc(file_waymark_v1_admin, 4);
 
 /**
  * @generated from message waymark.v1.ListApiKeysRequest
@@ -157,7 +226,7 @@ export type ListApiKeysRequest = Message<"waymark.v1.ListApiKeysRequest"> & {
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 3);
+  messageDesc(file_waymark_v1_admin, 5);
 
 /**
  * @generated from message waymark.v1.ListApiKeysResponse
@@ -174,7 +243,7 @@ export type ListApiKeysResponse = Message<"waymark.v1.ListApiKeysResponse"> & {
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 4);
+  messageDesc(file_waymark_v1_admin, 6);
 
 /**
  * @generated from message waymark.v1.RevokeApiKeyRequest
@@ -191,7 +260,7 @@ export type RevokeApiKeyRequest = Message<"waymark.v1.RevokeApiKeyRequest"> & {
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 5);
+  messageDesc(file_waymark_v1_admin, 7);
 
 /**
  * @generated from message waymark.v1.RevokeApiKeyResponse
@@ -210,7 +279,7 @@ export type RevokeApiKeyResponse = Message<"waymark.v1.RevokeApiKeyResponse"> & 
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 6);
+  messageDesc(file_waymark_v1_admin, 8);
 
 /**
  * @generated from message waymark.v1.Namespace
@@ -241,7 +310,7 @@ export type Namespace = Message<"waymark.v1.Namespace"> & {
  * Use `create(NamespaceSchema)` to create a new message.
  */
 export const NamespaceSchema: GenMessage<Namespace> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 7);
+  messageDesc(file_waymark_v1_admin, 9);
 
 /**
  * Limits of one namespace, each per replica; 0 is no limit of its own (the server's caps,
@@ -279,7 +348,7 @@ export type NamespaceLimits = Message<"waymark.v1.NamespaceLimits"> & {
  * Use `create(NamespaceLimitsSchema)` to create a new message.
  */
 export const NamespaceLimitsSchema: GenMessage<NamespaceLimits> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 8);
+  messageDesc(file_waymark_v1_admin, 10);
 
 /**
  * @generated from message waymark.v1.UpdateNamespaceRequest
@@ -303,7 +372,7 @@ export type UpdateNamespaceRequest = Message<"waymark.v1.UpdateNamespaceRequest"
  * Use `create(UpdateNamespaceRequestSchema)` to create a new message.
  */
 export const UpdateNamespaceRequestSchema: GenMessage<UpdateNamespaceRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 9);
+  messageDesc(file_waymark_v1_admin, 11);
 
 /**
  * @generated from message waymark.v1.UpdateNamespaceResponse
@@ -320,7 +389,7 @@ export type UpdateNamespaceResponse = Message<"waymark.v1.UpdateNamespaceRespons
  * Use `create(UpdateNamespaceResponseSchema)` to create a new message.
  */
 export const UpdateNamespaceResponseSchema: GenMessage<UpdateNamespaceResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 10);
+  messageDesc(file_waymark_v1_admin, 12);
 
 /**
  * @generated from message waymark.v1.CreateNamespaceRequest
@@ -337,7 +406,7 @@ export type CreateNamespaceRequest = Message<"waymark.v1.CreateNamespaceRequest"
  * Use `create(CreateNamespaceRequestSchema)` to create a new message.
  */
 export const CreateNamespaceRequestSchema: GenMessage<CreateNamespaceRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 11);
+  messageDesc(file_waymark_v1_admin, 13);
 
 /**
  * @generated from message waymark.v1.CreateNamespaceResponse
@@ -354,7 +423,7 @@ export type CreateNamespaceResponse = Message<"waymark.v1.CreateNamespaceRespons
  * Use `create(CreateNamespaceResponseSchema)` to create a new message.
  */
 export const CreateNamespaceResponseSchema: GenMessage<CreateNamespaceResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 12);
+  messageDesc(file_waymark_v1_admin, 14);
 
 /**
  * @generated from message waymark.v1.ListNamespacesRequest
@@ -367,7 +436,7 @@ export type ListNamespacesRequest = Message<"waymark.v1.ListNamespacesRequest"> 
  * Use `create(ListNamespacesRequestSchema)` to create a new message.
  */
 export const ListNamespacesRequestSchema: GenMessage<ListNamespacesRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 13);
+  messageDesc(file_waymark_v1_admin, 15);
 
 /**
  * @generated from message waymark.v1.ListNamespacesResponse
@@ -384,7 +453,7 @@ export type ListNamespacesResponse = Message<"waymark.v1.ListNamespacesResponse"
  * Use `create(ListNamespacesResponseSchema)` to create a new message.
  */
 export const ListNamespacesResponseSchema: GenMessage<ListNamespacesResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 14);
+  messageDesc(file_waymark_v1_admin, 16);
 
 /**
  * @generated from message waymark.v1.DescribeNamespaceRequest
@@ -401,7 +470,7 @@ export type DescribeNamespaceRequest = Message<"waymark.v1.DescribeNamespaceRequ
  * Use `create(DescribeNamespaceRequestSchema)` to create a new message.
  */
 export const DescribeNamespaceRequestSchema: GenMessage<DescribeNamespaceRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 15);
+  messageDesc(file_waymark_v1_admin, 17);
 
 /**
  * @generated from message waymark.v1.DescribeNamespaceResponse
@@ -425,7 +494,7 @@ export type DescribeNamespaceResponse = Message<"waymark.v1.DescribeNamespaceRes
  * Use `create(DescribeNamespaceResponseSchema)` to create a new message.
  */
 export const DescribeNamespaceResponseSchema: GenMessage<DescribeNamespaceResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 16);
+  messageDesc(file_waymark_v1_admin, 18);
 
 /**
  * @generated from message waymark.v1.DeleteNamespaceRequest
@@ -449,7 +518,7 @@ export type DeleteNamespaceRequest = Message<"waymark.v1.DeleteNamespaceRequest"
  * Use `create(DeleteNamespaceRequestSchema)` to create a new message.
  */
 export const DeleteNamespaceRequestSchema: GenMessage<DeleteNamespaceRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 17);
+  messageDesc(file_waymark_v1_admin, 19);
 
 /**
  * @generated from message waymark.v1.DeleteNamespaceResponse
@@ -462,7 +531,7 @@ export type DeleteNamespaceResponse = Message<"waymark.v1.DeleteNamespaceRespons
  * Use `create(DeleteNamespaceResponseSchema)` to create a new message.
  */
 export const DeleteNamespaceResponseSchema: GenMessage<DeleteNamespaceResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_admin, 18);
+  messageDesc(file_waymark_v1_admin, 20);
 
 /**
  * What a key may do. Each role includes the ones listed before it, except WORKER.
@@ -616,6 +685,18 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteNamespaceRequestSchema;
     output: typeof DeleteNamespaceResponseSchema;
+  },
+  /**
+   * The calling key (never its secret), the namespaces it may act in, and what this server
+   * offers: the console's sign-in asks it. Any key that may read may ask; without --auth there
+   * is no key and every namespace is open.
+   *
+   * @generated from rpc waymark.v1.AdminService.WhoAmI
+   */
+  whoAmI: {
+    methodKind: "unary";
+    input: typeof WhoAmIRequestSchema;
+    output: typeof WhoAmIResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waymark_v1_admin, 0);
