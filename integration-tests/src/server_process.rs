@@ -139,6 +139,9 @@ impl ServerProcess {
                 &format!("127.0.0.1:{}", self.port),
                 "--database-url",
                 &self.database_url,
+                // A free port: the usual one beside --listen may be another test's.
+                "--console-listen",
+                "127.0.0.1:0",
             ])
             .args(&self.extra)
             .env(

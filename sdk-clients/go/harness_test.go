@@ -120,6 +120,8 @@ func launchServer(dir, addr string, extra []string, ready waymark.ClientOptions)
 	}
 	args := append([]string{"server", "--listen", addr,
 		"--database-url", "sqlite:" + filepath.Join(dir, "waymark.db"),
+		// A free port for the console: the usual one, beside --listen, may be another server's.
+		"--console-listen", "127.0.0.1:0",
 		"--recovery-grace", "500ms", "--worker-lease", "3s", "--heartbeat-interval", "500ms",
 		"--recovery-interval", "200ms", "--dispatch-poll-interval", "100ms"}, extra...)
 	cmd := exec.Command(bin, args...)

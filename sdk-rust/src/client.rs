@@ -86,6 +86,8 @@ pub struct ListOptions {
     pub include_total: bool,
     /// Carrying every one of these tags.
     pub tags: std::collections::BTreeMap<String, String>,
+    /// Whose id starts with this (a schedule's runs: `schedule:<name>:`).
+    pub workflow_id_prefix: Option<String>,
 }
 
 /// One page of workflows.
@@ -292,6 +294,7 @@ impl Client {
                 parent_workflow_id: options.parent_workflow_id.unwrap_or_default(),
                 include_total: options.include_total,
                 tags: options.tags.into_iter().collect(),
+                workflow_id_prefix: options.workflow_id_prefix.unwrap_or_default(),
             })
             .await?
             .into_inner();

@@ -97,7 +97,34 @@ impl From<v1::ApiKey> for ApiKeyInfo {
     }
 }
 
+/// Who the client's key is to the server, and what the server offers ([`Client::who_am_i`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Identity {
+    /// The key the client calls with; `None` when the server checks no keys.
+    pub key: Option<ApiKeyInfo>,
+    pub auth_enabled: bool,
+    /// The namespaces that exist and the key may act in.
+    pub namespaces: Vec<String>,
+    pub server_version: String,
+    /// Where the server's web console is (`http://127.0.0.1:7451/`), when it is on.
+    pub console_url: Option<String>,
+    pub console_read_only: bool,
+}
+
 impl Client {
+    /// The calling key, its namespaces, and where the console is. Any key that may read.
+    pub async fn who_am_i(&self) -> Result<Identity, Error> {
+        let r = self.admin.clone().who_am_i(v1::WhoAmIRequest {}).await?.into_inner();
+        Ok(Identity {
+            key: r.key.map(Into::into),
+            auth_enabled: r.auth_enabled,
+            namespaces: r.namespaces,
+            server_version: r.server_version,
+            console_url: (!r.console_url.is_empty()).then_some(r.console_url),
+            console_read_only: r.console_read_only,
+        })
+    }
+
     /// Creates a key; returns it and its text, which is shown only here.
     pub async fn create_api_key(&self, spec: &ApiKeySpec) -> Result<(ApiKeyInfo, String), Error> {
         let r = self

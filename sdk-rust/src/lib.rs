@@ -38,7 +38,7 @@ mod workers;
 pub use client::{Client, ListOptions, StartOptions, WorkflowPage};
 pub use connection::ConnectOptions;
 pub use error::{Error, WorkflowError};
-pub use keys::{ApiKeyInfo, ApiKeySpec, Role};
+pub use keys::{ApiKeyInfo, ApiKeySpec, Identity, Role};
 pub use lifecycle::{BulkAction, BulkOutcome, ForkOptions, WorkflowFilter};
 pub use namespaces::{NamespaceInfo, NamespaceLimits};
 pub use queues::{QueueInfo, QueueLimits, QueueStats, QueueUpdate};

@@ -74,6 +74,8 @@ pub struct WorkflowFilter {
     pub app_version: Option<String>,
     pub parent_workflow_id: Option<String>,
     pub tags: std::collections::BTreeMap<String, String>,
+    /// Whose id starts with this.
+    pub workflow_id_prefix: Option<String>,
 }
 
 /// What a bulk operation does to each workflow its filter matches.
@@ -114,6 +116,7 @@ impl WorkflowFilter {
             app_version: self.app_version.clone().unwrap_or_default(),
             parent_workflow_id: self.parent_workflow_id.clone().unwrap_or_default(),
             tags: self.tags.clone().into_iter().collect(),
+            workflow_id_prefix: self.workflow_id_prefix.clone().unwrap_or_default(),
         }
     }
 }

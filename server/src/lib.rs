@@ -12,6 +12,7 @@ pub mod allocator;
 pub mod api;
 pub mod auth;
 pub mod cli;
+pub mod console;
 pub mod engine;
 pub mod namespaces;
 pub mod server;

@@ -33,6 +33,8 @@ pub struct ServerOptions {
     /// PostgreSQL: connections of the default namespace's pool, and of each other one's.
     pub db_pool_size: u32,
     pub db_namespace_pool_size: u32,
+    /// The web console: where, and whether it may change anything.
+    pub console: crate::console::ConsoleOptions,
 }
 
 /// Authentication and TLS (see `waymark server --help`).
@@ -203,6 +205,21 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     let security = &opts.security;
     security.check_exposure(listener.local_addr()?)?;
     let tls = security.tls()?;
+    let console_listener = crate::console::bind(&opts.console.listen, listener.local_addr()?).await?;
+    let console = match console_listener {
+        Some(l) => {
+            let addr = l.local_addr()?;
+            security.check_exposure(addr)?;
+            Some(crate::api::ConsoleDoor {
+                listener: l,
+                info: crate::console::ConsoleInfo {
+                    url: Some(crate::console::url_of(addr, tls.is_some())),
+                    read_only: opts.console.read_only,
+                },
+            })
+        }
+        None => None,
+    };
     let clock: Arc<dyn crate::engine::Clock> = Arc::new(SystemClock);
     let auth = Arc::new(Authenticator::new(
         security.auth,
@@ -237,12 +254,16 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     let _ = probe.namespaces.set(namespaces.clone());
     tracing::info!(listen = %listener.local_addr()?, store = engine.backend(), auth = security.auth,
         tls = tls.is_some(), "waymark server ready");
+    if let Some(c) = &console {
+        let url = c.info.url.as_deref().unwrap_or_default();
+        tracing::info!(url, read_only = c.info.read_only, "console at {url}");
+    }
     let security = crate::api::Security {
         tls,
         auth,
         access_log: opts.access_log,
     };
-    crate::api::serve(namespaces, security, listener, crate::api::termination()).await?;
+    crate::api::serve(namespaces, security, listener, console, crate::api::termination()).await?;
     for task in background {
         task.abort();
     }

@@ -108,6 +108,10 @@ class Server:
                 self.address,
                 "--database-url",
                 f"sqlite:{db}",
+                # A free port for the console: the usual one, beside --listen, may be another
+                # test server's.
+                "--console-listen",
+                "127.0.0.1:0",
                 *FLAGS,
                 *self._flags(),
             ],

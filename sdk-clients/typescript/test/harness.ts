@@ -143,7 +143,9 @@ export async function startServer(extraArgs: string[] = [], security: Security =
     const out = openSync(logPath, "a");
     proc = spawn(
       serverBinary(),
-      ["server", "--listen", `127.0.0.1:${port}`, "--database-url", `sqlite:${join(dir, "waymark.db")}`, ...FAST, ...securityArgs, ...extraArgs],
+      // A free port for the console: the usual one, beside --listen, may be another server's.
+      ["server", "--listen", `127.0.0.1:${port}`, "--database-url", `sqlite:${join(dir, "waymark.db")}`,
+        "--console-listen", "127.0.0.1:0", ...FAST, ...securityArgs, ...extraArgs],
       { stdio: ["ignore", out, out] },
     );
     // However the test process ends, the server goes with it.

@@ -20,6 +20,8 @@ use crate::namespaces::Namespaces;
 pub struct AdminApi {
     pub auth: Arc<Authenticator>,
     pub namespaces: Arc<Namespaces>,
+    /// What WhoAmI tells of the web console.
+    pub console: crate::console::ConsoleInfo,
 }
 
 fn namespace_to_wire(n: NamespaceRecord) -> v1::Namespace {
@@ -196,5 +198,31 @@ impl AdminService for AdminApi {
         // Its keys go with it, so a namespace made later under this name is not theirs.
         self.auth.namespace_deleted(&r.name).await.map_err(to_status)?;
         Ok(Response::new(v1::DeleteNamespaceResponse {}))
+    }
+
+    async fn who_am_i(&self, req: Request<v1::WhoAmIRequest>) -> Result<Response<v1::WhoAmIResponse>, Status> {
+        let by = caller(&req);
+        let key = match &by {
+            Some(p) => self.auth.record_of(p).await.map_err(to_status)?.map(to_wire),
+            None => None,
+        };
+        let mut namespaces: Vec<String> = self
+            .namespaces
+            .list()
+            .await
+            .map_err(to_status)?
+            .into_iter()
+            .map(|n| n.name)
+            .filter(|n| by.as_ref().is_none_or(|p| p.may_act_in(n)))
+            .collect();
+        namespaces.sort();
+        Ok(Response::new(v1::WhoAmIResponse {
+            key,
+            auth_enabled: self.auth.enabled,
+            namespaces,
+            server_version: env!("CARGO_PKG_VERSION").to_string(),
+            console_url: self.console.url.clone().unwrap_or_default(),
+            console_read_only: self.console.read_only,
+        }))
     }
 }

@@ -75,6 +75,8 @@ struct Call {
     authorization: Option<String>,
     /// The caller's address (unknown off TCP).
     peer: Option<std::net::IpAddr>,
+    /// It came through a read-only console ([`crate::console::gate::ReadOnlyDoor`]).
+    read_only: bool,
 }
 
 impl Call {
@@ -89,6 +91,7 @@ impl Call {
             namespace: text(NAMESPACE_HEADER).map(|r| r.map_err(|_| ())),
             authorization: text(http::header::AUTHORIZATION.as_str()).and_then(Result::ok),
             peer: super::peer_addr(req.extensions()).map(|a| a.ip()),
+            read_only: req.extensions().get::<crate::console::gate::ReadOnlyDoor>().is_some(),
         }
     }
 }
@@ -107,6 +110,14 @@ async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<(Option<Princi
     };
     if let Some(n) = named {
         super::audit::note_namespace(n);
+    }
+    // A read-only console changes nothing, whoever holds the key.
+    if call.read_only && !matches!(needed, access::Access::Read | access::Access::Open) {
+        return Err(EngineError::new(
+            ErrorCode::PermissionDenied,
+            "CONSOLE_READ_ONLY",
+            format!("the console is read-only (--console-read-only): {path} changes something; use the API or the CLI"),
+        ));
     }
     if !auth.enabled || needed == access::Access::Open {
         return Ok((None, Namespace(named.unwrap_or(DEFAULT_NAMESPACE).to_string())));

@@ -12,6 +12,7 @@ use waymark_proto::v1::{
 
 use crate::{
     auth::Authenticator,
+    console::ConsoleInfo,
     engine::Engine,
     namespaces::{Namespace, Namespaces, DEFAULT},
 };
@@ -85,11 +86,20 @@ pub struct Security {
     pub access_log: bool,
 }
 
-/// Serves every service on `listener` until `shutdown` resolves, then lets in-flight calls end.
+/// The web console's port ([`crate::console`]): the app's files and the API over gRPC-web.
+pub struct ConsoleDoor {
+    pub listener: tokio::net::TcpListener,
+    /// What WhoAmI tells of it (its URL, whether it is read-only).
+    pub info: ConsoleInfo,
+}
+
+/// Serves every service on `listener` (and on the console's port, when there is one) until
+/// `shutdown` resolves, then lets in-flight calls end.
 pub async fn serve(
     namespaces: Arc<Namespaces>,
     security: Security,
     listener: tokio::net::TcpListener,
+    console: Option<ConsoleDoor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     let engine = namespaces.default_engine().clone();
@@ -151,12 +161,22 @@ pub async fn serve(
     let admin = AdminServiceServer::new(admin_service::AdminApi {
         auth: security.auth.clone(),
         namespaces: namespaces.clone(),
+        console: console.as_ref().map(|c| c.info.clone()).unwrap_or_default(),
     });
+    // The API, as both ports serve it.
+    let routes = tonic::service::Routes::new(workflows)
+        .add_service(workers)
+        .add_service(queues)
+        .add_service(schedules)
+        .add_service(admin);
+    // Both ports stop together: the console's when the API's drain begins.
+    let (stopping, stop) = tokio::sync::watch::channel(false);
 
     let drained = {
         let namespaces = namespaces.clone();
         async move {
             shutdown.await;
+            let _ = stopping.send(true);
             tracing::info!("draining: no new dispatches; in-flight requests finish");
             health
                 .set_not_serving::<WorkflowServiceServer<workflow_service::WorkflowApi>>()
@@ -171,30 +191,57 @@ pub async fn serve(
     // Nagle's algorithm and delayed ACKs: tens of milliseconds.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let mut builder = Server::builder();
-    if let Some(tls) = security.tls {
+    if let Some(tls) = security.tls.clone() {
         builder = builder.tls_config(tls)?;
     }
-    builder
-        .layer(observe::ObserveLayer {
-            access_log: security.access_log,
-        })
-        .layer(guard::CallGuardLayer {
-            request_timeout: engine.config().request_timeout,
-        })
-        .layer(authn::AuthLayer { auth: security.auth })
+    let observe = observe::ObserveLayer {
+        access_log: security.access_log,
+    };
+    let guard = guard::CallGuardLayer {
+        request_timeout: engine.config().request_timeout,
+    };
+    let authn = authn::AuthLayer {
+        auth: security.auth.clone(),
+    };
+    let api = builder
+        .layer(observe.clone())
+        .layer(guard.clone())
+        .layer(authn.clone())
         .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
         .http2_keepalive_timeout(Some(Duration::from_secs(60)))
+        .add_routes(routes.clone())
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(workflows)
-        .add_service(workers)
-        .add_service(queues)
-        .add_service(schedules)
-        .add_service(admin)
-        .serve_with_incoming_shutdown(incoming, drained)
-        .await
+        .serve_with_incoming_shutdown(incoming, drained);
+    let Some(console) = console else {
+        return api.await;
+    };
+    // The console's port: its files, and the same API behind the same layers, over gRPC-web
+    // (HTTP/1.1 as browsers speak it).
+    let incoming = tonic::transport::server::TcpIncoming::from(console.listener).with_nodelay(Some(true));
+    let mut builder = Server::builder().accept_http1(true);
+    if let Some(tls) = security.tls {
+        builder = builder.tls_config(tls)?;
+    }
+    let gate = crate::console::gate::ConsoleGateLayer {
+        read_only: console.info.read_only,
+        check_host: !security.auth.enabled,
+    };
+    let mut stop = stop;
+    let console = builder
+        .layer(gate)
+        .layer(tonic_web::GrpcWebLayer::new())
+        .layer(observe)
+        .layer(guard)
+        .layer(authn)
+        .add_routes(routes)
+        .serve_with_incoming_shutdown(incoming, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        });
+    let (api, console) = tokio::join!(api, console);
+    api.and(console)
 }
 
 /// Sets every Waymark service (and the server as a whole, the empty service name) to SERVING or

@@ -18,7 +18,7 @@ pub struct QueueApi {
 }
 
 /// What a queue holds, for its `stats`; none counted is all zeros.
-fn stats(counts: Option<&QueueCounts>, now: Millis) -> v1::QueueStats {
+fn stats(counts: Option<&QueueCounts>, now: Millis, dispatched_per_minute: Vec<u32>) -> v1::QueueStats {
     let c = counts.cloned().unwrap_or_default();
     v1::QueueStats {
         enqueued: c.enqueued,
@@ -32,6 +32,7 @@ fn stats(counts: Option<&QueueCounts>, now: Millis) -> v1::QueueStats {
             }
         }),
         partitions: c.partitions,
+        dispatched_per_minute,
     }
 }
 
@@ -145,7 +146,7 @@ impl QueueService for QueueApi {
             .await
             .map_err(to_status)?;
         let counts = engine.queue_counts_now(Some(&q.name)).await.map_err(to_status)?;
-        let stats = stats(counts.first(), engine.now_ms());
+        let stats = stats(counts.first(), engine.now_ms(), engine.dispatched_per_minute(&q.name));
         Ok(Response::new(v1::GetQueueResponse {
             queue: Some(v1::Queue {
                 stats: Some(stats),
@@ -167,7 +168,8 @@ impl QueueService for QueueApi {
         let counts = engine.queue_counts_now(None).await.map_err(to_status)?;
         let now = engine.now_ms();
         let with_stats = |q: QueueRecord| {
-            let stats = stats(counts.iter().find(|c| c.queue_name == q.name), now);
+            let per_minute = engine.dispatched_per_minute(&q.name);
+            let stats = stats(counts.iter().find(|c| c.queue_name == q.name), now, per_minute);
             v1::Queue {
                 stats: Some(stats),
                 ..to_wire(q)

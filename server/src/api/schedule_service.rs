@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 use waymark_proto::v1::{self, schedule_service_server::ScheduleService};
-use waymark_store::ScheduleRecord;
+use waymark_store::{Millis, ScheduleRecord};
 
 use super::{
     audit::{note_resource, noted},
@@ -20,8 +20,25 @@ pub struct ScheduleApi {
     pub namespaces: Arc<Namespaces>,
 }
 
+/// How many fire times a schedule's `upcoming_fire_times` lists.
+const UPCOMING: usize = 5;
+
+/// The next fire times from `next` on (none while paused).
+fn upcoming(cron: &str, timezone: &str, next: Option<Millis>) -> Vec<prost_types::Timestamp> {
+    let Some(first) = next else { return Vec::new() };
+    let Ok(table) = crate::engine::schedules::cron::Timetable::parse(cron, timezone) else {
+        return convert::timestamp(first).into_iter().collect();
+    };
+    std::iter::successors(Some(first), |t| table.next_after(*t))
+        .take(UPCOMING)
+        .filter_map(convert::timestamp)
+        .collect()
+}
+
 fn to_wire(s: ScheduleRecord) -> v1::Schedule {
     let spec = s.state.spec;
+    let next = s.state.next_fire_at.filter(|_| !s.state.paused);
+    let upcoming_fire_times = upcoming(&spec.cron, &spec.timezone, next);
     v1::Schedule {
         name: s.name,
         cron: spec.cron,
@@ -34,6 +51,7 @@ fn to_wire(s: ScheduleRecord) -> v1::Schedule {
         next_fire_time: s.state.next_fire_at.and_then(convert::timestamp),
         created_at: convert::timestamp(s.created_at),
         updated_at: convert::timestamp(s.updated_at),
+        upcoming_fire_times,
     }
 }
 
@@ -222,5 +240,22 @@ impl ScheduleService for ScheduleApi {
                 })
                 .collect(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn upcoming_fire_times_follow_the_expression() {
+        // 2026-03-07T14:30:00Z, a Saturday.
+        let first = 1_772_893_800_000;
+        let times: Vec<i64> = super::upcoming("30 14 * * *", "UTC", Some(first))
+            .iter()
+            .map(|t| t.seconds * 1000)
+            .collect();
+        assert_eq!(times.len(), super::UPCOMING);
+        assert!(times.windows(2).all(|w| w[1] - w[0] == 86_400_000), "{times:?}");
+        assert_eq!(times[0], first);
+        assert!(super::upcoming("30 14 * * *", "UTC", None).is_empty());
     }
 }

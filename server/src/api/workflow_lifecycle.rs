@@ -84,6 +84,7 @@ pub async fn bulk(engine: &Engine, r: v1::BulkWorkflowsRequest) -> Result<Respon
         app_version: f.app_version,
         parent_workflow_id: f.parent_workflow_id,
         tags: f.tags.into_iter().collect(),
+        workflow_id_prefix: f.workflow_id_prefix,
         page_size: r.batch_size,
         page_token: r.page_token,
         include_total: false,

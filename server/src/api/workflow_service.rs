@@ -189,6 +189,7 @@ impl WorkflowService for WorkflowApi {
                 page_token: r.page_token,
                 include_total: r.include_total,
                 tags: r.tags.into_iter().collect(),
+                workflow_id_prefix: r.workflow_id_prefix,
             })
             .await
             .map_err(to_status)?;
@@ -370,6 +371,27 @@ impl WorkflowService for WorkflowApi {
         Ok(Response::new(v1::ListEventsResponse {
             events: page.items.into_iter().map(convert::event).collect(),
             next_page_token: page.next_token,
+        }))
+    }
+
+    async fn list_streams(
+        &self,
+        req: Request<v1::ListStreamsRequest>,
+    ) -> Result<Response<v1::ListStreamsResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let r = req.into_inner();
+        note_workflow_id(&r.workflow_id);
+        let streams = engine.list_streams(&r.workflow_id).await.map_err(to_status)?;
+        Ok(Response::new(v1::ListStreamsResponse {
+            streams: streams
+                .into_iter()
+                .map(|s| v1::StreamInfo {
+                    key: s.key,
+                    length: s.length,
+                    closed: s.closed,
+                    updated_at: convert::timestamp(s.updated_at),
+                })
+                .collect(),
         }))
     }
 

@@ -42,6 +42,7 @@ pub const TABLE: &[(&str, Access)] = {
         ("/waymark.v1.WorkflowService/GetEvent", Read),
         ("/waymark.v1.WorkflowService/ListEvents", Read),
         ("/waymark.v1.WorkflowService/ReadStream", Read),
+        ("/waymark.v1.WorkflowService/ListStreams", Read),
         ("/waymark.v1.WorkflowService/DelayWorkflow", Write),
         ("/waymark.v1.WorkflowService/DeleteWorkflow", Write),
         ("/waymark.v1.WorkflowService/ForkWorkflow", Write),
@@ -71,6 +72,8 @@ pub const TABLE: &[(&str, Access)] = {
         ("/waymark.v1.AdminService/DescribeNamespace", Administer),
         ("/waymark.v1.AdminService/UpdateNamespace", Server),
         ("/waymark.v1.AdminService/DeleteNamespace", Server),
+        // Any key that may read may ask who it is (the console's sign-in).
+        ("/waymark.v1.AdminService/WhoAmI", Read),
     ]
 };
 
@@ -121,7 +124,9 @@ mod tests {
         // What a name promises agrees with its row: reads read, admin calls administer.
         for (p, access) in TABLE {
             let name = p.rsplit('/').next().unwrap();
-            if p.contains("AdminService") {
+            if p.ends_with("/WhoAmI") {
+                assert_eq!(*access, Access::Read, "{p}");
+            } else if p.contains("AdminService") {
                 assert!(matches!(access, Access::Administer | Access::Server), "{p}");
             } else if ["Get", "List", "Await", "Read"].iter().any(|v| name.starts_with(v)) {
                 assert_eq!(*access, Access::Read, "{p}");

@@ -225,6 +225,11 @@ impl Authenticator {
         })
     }
 
+    /// The stored record of a verified caller's key (its name, when it was made).
+    pub async fn record_of(&self, p: &Principal) -> EngineResult<Option<ApiKeyRecord>> {
+        self.lookup(&p.key_id).await
+    }
+
     async fn lookup(&self, key_id: &str) -> EngineResult<Option<ApiKeyRecord>> {
         self.cache
             .get_or_read(key_id, async {

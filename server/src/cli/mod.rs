@@ -186,6 +186,17 @@ pub struct ServerArgs {
     /// PostgreSQL: most connections of each other namespace's pool.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1_000))]
     pub db_namespace_pool_size: u32,
+    /// Serve the web console on this address, or `off`. By default on loopback, one port above
+    /// --listen (127.0.0.1:7451), or a free port when that one is taken; the start-up log and
+    /// `waymark workflow get` print its address. Beyond loopback it needs --auth and TLS, as
+    /// --listen does.
+    #[arg(long, value_name = "ADDR|off", value_parser = crate::console::ConsoleListen::parse,
+        env = "WAYMARK_CONSOLE_LISTEN")]
+    pub console_listen: Option<crate::console::ConsoleListen>,
+    /// The console offers no write action, whatever the key: calls through its port that would
+    /// change anything are refused (CONSOLE_READ_ONLY).
+    #[arg(long, env = "WAYMARK_CONSOLE_READ_ONLY")]
+    pub console_read_only: bool,
 }
 
 impl ServerArgs {
@@ -219,6 +230,10 @@ impl ServerArgs {
             max_namespaces: self.max_namespaces as usize,
             db_pool_size: self.db_pool_size,
             db_namespace_pool_size: self.db_namespace_pool_size,
+            console: crate::console::ConsoleOptions {
+                listen: self.console_listen.clone().unwrap_or_default(),
+                read_only: self.console_read_only,
+            },
             engine: crate::engine::EngineConfig {
                 worker_lease: self.worker_lease,
                 heartbeat_interval: self.heartbeat_interval,

@@ -241,7 +241,18 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
         WorkflowCommand::Delay { id, delay, client } => {
             show(&client.connect().await?.delay(&id, delay).await?, client.json)
         }
-        WorkflowCommand::Get { id, client } => show(&client.connect().await?.get(&id).await?, client.json),
+        WorkflowCommand::Get { id, client } => {
+            let c = client.connect().await?;
+            let w = c.get(&id).await?;
+            show(&w, client.json);
+            if !client.json {
+                let named = client
+                    .namespace
+                    .clone()
+                    .or_else(|| std::env::var("WAYMARK_NAMESPACE").ok());
+                super::workflow_view::print_console_link(&c, named.as_deref(), &w.workflow_id).await;
+            }
+        }
         WorkflowCommand::List {
             filter,
             total,
@@ -266,6 +277,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
                     parent_workflow_id: f.parent_workflow_id,
                     include_total: total,
                     tags: f.tags,
+                    workflow_id_prefix: f.workflow_id_prefix,
                 })
                 .await?;
             let (workflows, next) = (page.workflows, page.next_page_token);

@@ -105,6 +105,9 @@ pub struct FilterArgs {
     /// Only workflows with this tag, KEY=VALUE (repeatable: all must match).
     #[arg(long = "tag", value_parser = super::parse_tag)]
     tags: Vec<(String, String)>,
+    /// Only workflows whose id starts with this (a schedule's runs: `schedule:<name>:`).
+    #[arg(long)]
+    id_prefix: Option<String>,
     /// Only workflows created at or after this time (RFC 3339, e.g. 2026-12-01T00:00:00Z).
     #[arg(long, value_parser = parse_time)]
     created_after: Option<i64>,
@@ -136,6 +139,7 @@ impl FilterArgs {
             app_version: self.app_version,
             parent_workflow_id: self.parent,
             tags: self.tags.into_iter().collect(),
+            workflow_id_prefix: self.id_prefix,
         })
     }
 }

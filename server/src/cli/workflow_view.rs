@@ -94,6 +94,27 @@ fn print_workflow(w: &WorkflowInfo) {
     }
 }
 
+/// The console's page of a workflow, under the table, when the server serves a console. Asked
+/// of the server (WhoAmI); a server that cannot say (an older one, a key that may not ask) gets
+/// no line rather than an error.
+pub(super) async fn print_console_link(c: &waymark_sdk::Client, namespace: Option<&str>, workflow_id: &str) {
+    let Ok(me) = c.who_am_i().await else { return };
+    let Some(base) = me.console_url else { return };
+    // The namespace the call acted in: the one named, else the key's only one, else default.
+    let ns = match (namespace, me.key.as_ref().map(|k| k.namespaces.as_slice())) {
+        (Some(n), _) => n.to_string(),
+        (None, Some([only])) if only != "*" => only.clone(),
+        _ => "default".to_string(),
+    };
+    let info = crate::console::ConsoleInfo {
+        url: Some(base),
+        read_only: me.console_read_only,
+    };
+    if let Some(url) = info.workflow_url(&ns, workflow_id) {
+        println!("{:<12} {url}", "console");
+    }
+}
+
 pub(super) fn print_steps(steps: &[StepInfo]) {
     let rows: Vec<Vec<String>> = steps
         .iter()

@@ -25,6 +25,7 @@ pub mod children;
 pub mod clock;
 pub mod config;
 pub mod dispatch;
+pub mod dispatch_rate;
 pub mod error;
 pub mod events;
 pub mod health;
@@ -85,6 +86,8 @@ pub struct Engine {
     pub(crate) shutdown: watch::Sender<bool>,
     /// The last queue depth read for the metrics (see `observe.rs`).
     pub(crate) queue_counts: observe::QueueCountsCache,
+    /// Dispatches per minute by queue, for the queue's stats (see `dispatch_rate.rs`).
+    pub(crate) dispatch_rate: dispatch_rate::DispatchRate,
     /// The replica's caps, shared with every other namespace's engine (see `quota.rs`).
     pub(crate) shared: Arc<quota::Shared>,
     /// This namespace's own limits and what it holds against them.
@@ -119,6 +122,7 @@ impl Engine {
             store_health: Default::default(),
             shutdown: watch::channel(false).0,
             queue_counts: Default::default(),
+            dispatch_rate: Default::default(),
             config,
         })
     }

@@ -21,6 +21,12 @@ pub const QUEUE_COUNTS_MAX_AGE: Duration = Duration::from_secs(5);
 pub struct QueueCountsCache(Mutex<Option<(Millis, Vec<QueueCounts>)>>);
 
 impl Engine {
+    /// Workflows this replica dispatched from `queue` in each of the last 15 minutes, oldest
+    /// first.
+    pub fn dispatched_per_minute(&self, queue: &str) -> Vec<u32> {
+        self.dispatch_rate.per_minute(queue, self.now())
+    }
+
     /// This engine's namespace, as its metrics and spans name it.
     pub fn namespace(&self) -> &str {
         &self.config.namespace
@@ -73,6 +79,7 @@ impl Engine {
 
     /// A workflow went out to a worker; its first dispatch measures its time in the queue.
     pub(crate) fn count_dispatched(&self, w: &WorkflowRecord) {
+        self.dispatch_rate.count(&w.queue_name, self.now());
         if w.epoch == 1 {
             let secs = (self.now() - w.created_at).max(0) as f64 / 1000.0;
             metrics()

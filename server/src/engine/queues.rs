@@ -90,6 +90,7 @@ impl Engine {
             ));
         }
         self.catalog.queues.write().unwrap().remove(name);
+        self.dispatch_rate.forget(name);
         if self.store.delete_queue(name).await? {
             Ok(())
         } else {

@@ -11,6 +11,8 @@ use super::{validate, Engine, EngineError, EngineResult, WorkerSession};
 
 /// Most entries handed to a reader at once.
 const READ_BATCH: u32 = 256;
+/// Most streams a listing names.
+const MAX_LISTED: u32 = 1000;
 
 /// (workflow, stream key).
 type StreamKey = (String, String);
@@ -71,6 +73,12 @@ impl Engine {
 
     /// Checks that a reader may follow the stream (the workflow exists) and takes its place
     /// among the server's waits, held for as long as the reader follows.
+    /// A workflow's streams, by key (at most [`MAX_LISTED`]).
+    pub async fn list_streams(&self, workflow_id: &str) -> EngineResult<Vec<waymark_store::StreamSummary>> {
+        validate::name("workflow_id", workflow_id)?;
+        Ok(self.store.list_streams(workflow_id, MAX_LISTED).await?)
+    }
+
     pub async fn open_stream_reader(&self, workflow_id: &str, key: &str) -> EngineResult<super::waits::WaitPermit> {
         validate::name("key", key)?;
         self.get_workflow(workflow_id).await?;

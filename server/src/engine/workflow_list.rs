@@ -9,6 +9,8 @@ use super::{Engine, EngineError, EngineResult, ErrorCode};
 
 const DEFAULT_PAGE_SIZE: u32 = 100;
 const MAX_PAGE_SIZE: u32 = 1000;
+/// The longest id prefix a listing may filter by (ids are at most 256 characters too).
+const MAX_PREFIX_BYTES: usize = 256;
 
 #[derive(Debug, Clone, Default)]
 pub struct ListRequest {
@@ -26,6 +28,8 @@ pub struct ListRequest {
     pub include_total: bool,
     /// Only workflows carrying every one of these tags.
     pub tags: waymark_store::Tags,
+    /// Only workflows whose id starts with this.
+    pub workflow_id_prefix: String,
 }
 
 #[derive(Debug)]
@@ -79,10 +83,16 @@ impl Engine {
             app_version: non_empty(&req.app_version),
             parent_workflow_id: non_empty(&req.parent_workflow_id),
             tags: req.tags,
+            id_prefix: non_empty(&req.workflow_id_prefix),
             after,
             limit: limit + 1,
         };
         super::tags::validate("tags filter", &query.tags)?;
+        if req.workflow_id_prefix.len() > MAX_PREFIX_BYTES {
+            return Err(EngineError::invalid(format!(
+                "workflow_id_prefix is at most {MAX_PREFIX_BYTES} bytes"
+            )));
+        }
         for (field, value) in [
             ("worker_id", &req.worker_id),
             ("app_version", &req.app_version),

@@ -39,3 +39,34 @@ pub async fn streams_are_read_from_an_offset(s: Arc<dyn Store>) {
         Err(StoreError::WorkflowNotFound(_))
     ));
 }
+
+/// Each stream of a workflow, by key: how many values it holds and whether it was closed.
+pub async fn a_workflows_streams_are_listed_with_their_length(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("ls", "S", "q"), T).await;
+    assert!(s.list_streams("ls", 10).await.unwrap().is_empty());
+    let mut tx = s.begin(T + 1).await.unwrap();
+    tx.append_stream("ls", "tokens", Some("1")).await.unwrap();
+    tx.append_stream("ls", "tokens", Some("2")).await.unwrap();
+    tx.append_stream("ls", "tokens", None).await.unwrap();
+    tx.commit(Vec::new()).await.unwrap();
+    let mut tx = s.begin(T + 5).await.unwrap();
+    tx.append_stream("ls", "log", Some(r#""a""#)).await.unwrap();
+    tx.commit(Vec::new()).await.unwrap();
+    let listed: Vec<(String, u64, bool, Millis)> = s
+        .list_streams("ls", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|x| (x.key, x.length, x.closed, x.updated_at))
+        .collect();
+    assert_eq!(
+        listed,
+        [("log".into(), 1, false, T + 5), ("tokens".into(), 2, true, T + 1)]
+    );
+    assert_eq!(s.list_streams("ls", 1).await.unwrap().len(), 1);
+    assert!(matches!(
+        s.list_streams("nobody", 10).await,
+        Err(StoreError::WorkflowNotFound(_))
+    ));
+}

@@ -342,3 +342,50 @@ pub async fn concurrent_registrations_of_the_same_names_all_succeed(s: Arc<dyn S
         assert!(s.is_workflow_name_known(n).await.unwrap());
     }
 }
+
+/// An id prefix matches exactly the ids that start with it: not a longer id that only shares
+/// its first characters with the prefix's successor, nor a shorter one.
+pub async fn ids_are_filtered_by_prefix(s: Arc<dyn Store>) {
+    let s = &*s;
+    for (i, id) in [
+        "schedule:daily:2026-01-01",
+        "schedule:daily:2026-01-02",
+        "schedule:daily",
+        "schedule:dailz:x",
+        "schedule:daily\u{10FFFF}",
+        "schedule:dai",
+        "order-1",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        start(s, wf(id, "W", "q"), T + i as i64).await;
+    }
+    let by = |p: &str| ListQuery {
+        id_prefix: Some(p.to_string()),
+        limit: 100,
+        ..Default::default()
+    };
+    let found = s.list_workflows(&by("schedule:daily:")).await.unwrap();
+    let mut ids = list_ids(&found);
+    ids.sort();
+    assert_eq!(ids, ["schedule:daily:2026-01-01", "schedule:daily:2026-01-02"]);
+    let found = s.list_workflows(&by("schedule:daily")).await.unwrap();
+    let mut ids = list_ids(&found);
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "schedule:daily",
+            "schedule:daily:2026-01-01",
+            "schedule:daily:2026-01-02",
+            "schedule:daily\u{10FFFF}"
+        ]
+    );
+    assert_eq!(s.count_workflows(&by("schedule:")).await.unwrap(), 6);
+    assert!(s.list_workflows(&by("nothing")).await.unwrap().is_empty());
+    // With other filters: all must match.
+    let mut q = by("order");
+    q.workflow_name = Some("W".into());
+    assert_eq!(list_ids(&s.list_workflows(&q).await.unwrap()), ["order-1"]);
+}

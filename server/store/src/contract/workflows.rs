@@ -145,6 +145,8 @@ pub struct ListQuery {
     pub parent_workflow_id: Option<String>,
     /// Carrying every one of these tags.
     pub tags: Tags,
+    /// Whose id starts with this.
+    pub id_prefix: Option<String>,
     /// Continue after this (created_at, workflow_id) position.
     pub after: Option<(Millis, String)>,
     pub limit: u32,

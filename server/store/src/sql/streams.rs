@@ -26,4 +26,30 @@ impl Streams for Backend {
         .map_err(db_error)?;
         Ok(rows.into_iter().map(StreamEntry::from).collect())
     }
+
+    #[tracing::instrument(name = "store.list_streams", level = "debug", target = "waymark::store", skip_all)]
+    async fn list_streams(&self, workflow_id: &str, limit: u32) -> StoreResult<Vec<StreamSummary>> {
+        if self.workflow(workflow_id).await?.is_none() {
+            return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
+        }
+        // The close marker is the one entry without a value.
+        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT stream_key, COUNT(value), COUNT(*), MAX(written_at) FROM streams WHERE workflow_id = $1 \
+             GROUP BY stream_key ORDER BY stream_key LIMIT $2",
+        )
+        .bind(workflow_id)
+        .bind(limit as i64)
+        .fetch_all(self.reader())
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(key, values, entries, updated_at)| StreamSummary {
+                key,
+                length: values as u64,
+                closed: entries > values,
+                updated_at,
+            })
+            .collect())
+    }
 }

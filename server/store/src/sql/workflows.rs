@@ -7,8 +7,9 @@ use crate::changes::Change;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::*;
 
-/// The conditions of a workflow listing: `$1`-`$10` are [`bind_filters!`]'s. Tags are matched
-/// through `workflow_tags` ("key=value" rows): a workflow qualifies when it has all of them.
+/// The conditions of a workflow listing: `$1`-`$12` are [`bind_filters!`]'s. Tags are matched
+/// through `workflow_tags` ("key=value" rows): a workflow qualifies when it has all of them. An
+/// id prefix is a range of ids, [prefix, its successor), which the primary key can serve.
 macro_rules! list_filters {
     () => {
         concat!(
@@ -20,12 +21,13 @@ macro_rules! list_filters {
               AND (CAST($8 AS TEXT) IS NULL OR parent_workflow_id = $8) \
               AND ($9 IS NULL OR workflow_id IN (SELECT workflow_id FROM workflow_tags WHERE tag",
             in_list!("$9"),
-            " GROUP BY workflow_id HAVING COUNT(*) = $10))"
+            " GROUP BY workflow_id HAVING COUNT(*) = $10)) \
+              AND (CAST($11 AS TEXT) IS NULL OR (workflow_id >= $11 AND (CAST($12 AS TEXT) IS NULL OR workflow_id < $12)))"
         )
     };
 }
 
-/// Binds a listing's filters as `$1`-`$10` of [`list_filters!`].
+/// Binds a listing's filters as `$1`-`$12` of [`list_filters!`].
 macro_rules! bind_filters {
     ($query:expr, $q:expr) => {{
         let q: &ListQuery = $q;
@@ -42,7 +44,24 @@ macro_rules! bind_filters {
             .bind(q.parent_workflow_id.clone())
             .bind((!q.tags.is_empty()).then(|| dialect::list(&tag_rows(&q.tags))))
             .bind(q.tags.len() as i64)
+            .bind(q.id_prefix.clone())
+            .bind(q.id_prefix.as_deref().and_then(prefix_end))
     }};
+}
+
+/// The least text greater than every text that starts with `prefix`, in code point order (the
+/// ids' collation on both backends): its last character that has a successor, raised by one,
+/// with what follows it dropped. `None` when no character has one (no upper bound).
+pub(crate) fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
 }
 
 /// The `workflow_tags` rows of tags: "key=value" (keys hold no `=`).
@@ -69,8 +88,8 @@ impl Workflows for Backend {
             workflow_columns!(),
             " FROM workflows WHERE ",
             list_filters!(),
-            " AND (CAST($11 AS BIGINT) IS NULL OR (created_at, workflow_id) < ($11, CAST($12 AS TEXT))) \
-              ORDER BY created_at DESC, workflow_id DESC LIMIT $13"
+            " AND (CAST($13 AS BIGINT) IS NULL OR (created_at, workflow_id) < ($13, CAST($14 AS TEXT))) \
+              ORDER BY created_at DESC, workflow_id DESC LIMIT $15"
         ));
         let rows: Vec<WorkflowRow> = bind_filters!(query, q)
             .bind(q.after.as_ref().map(|a| a.0))

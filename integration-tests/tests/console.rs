@@ -1,0 +1,455 @@
+//! The web console's port, end to end on both stores, as a browser would use it: its files,
+//! and the public API over gRPC-web (HTTP/1.1, `application/grpc-web+proto`), through the same
+//! keys, roles and audit trail as the gRPC port. (What the pages do is tested in a real browser:
+//! `make -C console test`.)
+
+use std::time::Duration;
+
+use prost::Message;
+use waymark_integration_tests::{
+    keyed_server, on_both_stores, wait_for, waymark_bin, Backend, ServerProcess, TestDatabase,
+};
+use waymark_proto::v1;
+use waymark_sdk::{ApiKeySpec, Client, Role, StartOptions};
+
+/// What a gRPC-web call answered: the message, or the status code and ErrorInfo reason.
+#[derive(Debug)]
+enum Answer {
+    Ok(bytes::Bytes),
+    Err { code: i32, reason: String },
+}
+
+impl Answer {
+    fn ok<M: Message + Default>(self) -> M {
+        match self {
+            Answer::Ok(b) => M::decode(b).unwrap(),
+            e => panic!("expected an answer, got {e:?}"),
+        }
+    }
+
+    fn reason(&self) -> (i32, &str) {
+        match self {
+            Answer::Err { code, reason, .. } => (*code, reason.as_str()),
+            Answer::Ok(_) => panic!("expected a refusal, got an answer"),
+        }
+    }
+}
+
+/// An HTTP/1.1 exchange on a local port: status, headers (lower-case names) and body, chunked
+/// bodies joined.
+async fn http(port: u16, request: Vec<u8>) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    s.write_all(&request).await.unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a header block");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut body = raw[split + 4..].to_vec();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    if headers.iter().any(|(k, v)| k == "transfer-encoding" && v == "chunked") {
+        let mut joined = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let eol = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let size = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap().trim(), 16).unwrap();
+            if size == 0 {
+                break;
+            }
+            joined.extend_from_slice(&rest[eol + 2..eol + 2 + size]);
+            rest = &rest[eol + 2 + size + 2..];
+        }
+        body = joined;
+    }
+    (status, headers, body)
+}
+
+/// A unary call over gRPC-web, as the console's browser code makes it.
+async fn grpc_web(port: u16, method: &str, msg: &impl Message, headers: &[(&str, &str)], host: &str) -> Answer {
+    let payload = msg.encode_to_vec();
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&payload);
+    let mut req = format!(
+        "POST {method} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\n\
+         Content-Length: {}\r\nConnection: close\r\n",
+        framed.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(&framed);
+    let (status, head, body) = http(port, bytes).await;
+    assert_eq!(
+        status, 200,
+        "gRPC-web answers HTTP 200 with the status inside: {head:?}"
+    );
+    // Frames: 0x00 = a message, 0x80 = the trailers as text. A trailers-only answer has its
+    // status in the HTTP headers.
+    let mut message = None;
+    let mut trailers = head.clone();
+    let mut rest = &body[..];
+    while rest.len() >= 5 {
+        let len = u32::from_be_bytes(rest[1..5].try_into().unwrap()) as usize;
+        let data = &rest[5..5 + len];
+        if rest[0] & 0x80 == 0 {
+            message = Some(bytes::Bytes::copy_from_slice(data));
+        } else {
+            for line in String::from_utf8_lossy(data).split("\r\n") {
+                if let Some((k, v)) = line.split_once(':') {
+                    trailers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+                }
+            }
+        }
+        rest = &rest[5 + len..];
+    }
+    let mut map = http::HeaderMap::new();
+    for (k, v) in &trailers {
+        if let (Ok(k), Ok(v)) = (
+            http::header::HeaderName::from_bytes(k.as_bytes()),
+            http::HeaderValue::from_str(v),
+        ) {
+            map.append(k, v);
+        }
+    }
+    let status = tonic::Status::from_header_map(&map).expect("a grpc-status");
+    if status.code() == tonic::Code::Ok {
+        return Answer::Ok(message.expect("a message"));
+    }
+    use tonic_types::StatusExt;
+    let reason = status.get_details_error_info().map(|i| i.reason).unwrap_or_default();
+    Answer::Err {
+        code: status.code() as i32,
+        reason,
+    }
+}
+
+const WHO: &str = "/waymark.v1.AdminService/WhoAmI";
+const CANCEL: &str = "/waymark.v1.WorkflowService/CancelWorkflow";
+const GET: &str = "/waymark.v1.WorkflowService/GetWorkflow";
+
+/// Start options for a name no worker serves (the workflow waits ENQUEUED).
+fn unregistered(id: &str) -> StartOptions {
+    StartOptions {
+        allow_unregistered: true,
+        ..StartOptions::id(id)
+    }
+}
+
+/// The console's port, as WhoAmI tells it.
+async fn console_port(client: &Client) -> u16 {
+    let url = client.who_am_i().await.unwrap().console_url.expect("the console is on");
+    url.trim_end_matches('/').rsplit(':').next().unwrap().parse().unwrap()
+}
+
+async fn get(port: u16, path: &str, host: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
+    http(port, req.into_bytes()).await
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+// Attempt: open the console of a server without keys; call the API through it, with and
+// without a name the browser could have been tricked into using. Outcome: the app's files
+// (with a strict content security policy), the API's answers, and a 403 for a foreign host.
+async fn the_console_serves_its_files_and_the_api_over_grpc_web(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &[]).await;
+    let client = server.client().await;
+    let port = console_port(&client).await;
+
+    let (status, headers, body) = get(port, "/ns/default/workflows/anything", "127.0.0.1").await;
+    assert_eq!(status, 200, "a route of the app loads index.html");
+    assert!(header(&headers, "content-security-policy").is_some_and(|c| c.contains("script-src 'self'")));
+    assert_eq!(header(&headers, "x-frame-options"), Some("DENY"));
+    assert_eq!(header(&headers, "content-encoding"), Some("gzip"));
+    assert!(!body.is_empty());
+    assert_eq!(get(port, "/no-such-file.js", "localhost").await.0, 404);
+
+    let me: v1::WhoAmIResponse = grpc_web(port, WHO, &v1::WhoAmIRequest {}, &[], "127.0.0.1").await.ok();
+    assert!(!me.auth_enabled && me.key.is_none());
+    assert_eq!(me.namespaces, ["default"]);
+    assert_eq!(me.console_url, format!("http://127.0.0.1:{port}/"));
+
+    let started = client
+        .start_json("console-probe", serde_json::json!(1), unregistered("c-1"))
+        .await
+        .unwrap();
+    let got: v1::GetWorkflowResponse = grpc_web(
+        port,
+        GET,
+        &v1::GetWorkflowRequest {
+            workflow_id: started.workflow.workflow_id.clone(),
+        },
+        &[],
+        "localhost:1234",
+    )
+    .await
+    .ok();
+    assert_eq!(got.workflow.unwrap().workflow_name, "console-probe");
+    let cancelled: v1::CancelWorkflowResponse = grpc_web(
+        port,
+        CANCEL,
+        &v1::CancelWorkflowRequest {
+            workflow_id: "c-1".into(),
+            cascade: false,
+        },
+        &[],
+        "127.0.0.1",
+    )
+    .await
+    .ok();
+    assert_eq!(cancelled.workflow.unwrap().status, v1::WorkflowStatus::Cancelled as i32);
+
+    // A page elsewhere that points its own name at 127.0.0.1 gets nothing.
+    assert_eq!(get(port, "/", "rebound.example").await.0, 403);
+    let req = format!(
+        "POST {WHO} HTTP/1.1\r\nHost: rebound.example:{port}\r\nContent-Type: application/grpc-web+proto\r\nContent-Length: 5\r\nConnection: close\r\n\r\n"
+    );
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(&[0, 0, 0, 0, 0]);
+    assert_eq!(http(port, bytes).await.0, 403);
+    // Only GETs and gRPC-web.
+    let put = "PUT / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string();
+    assert_eq!(http(port, put.into_bytes()).await.0, 405);
+}
+
+// Attempt: through the console, sign in with no key, a made-up key, a reader's key and an
+// admin's; write as the reader; write as the admin through a read-only console. Outcome:
+// UNAUTHENTICATED, WhoAmI with each key's role and namespaces, PERMISSION_DENIED for the
+// reader's write, CONSOLE_READ_ONLY for every write through the read-only console (which the
+// gRPC port still takes), and the writes that went through in the audit trail with their key.
+async fn the_console_honours_keys_and_its_read_only_switch(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let extra = ["--console-read-only".to_string()];
+    let (server, admin_key, admin) = keyed_server(&db, &extra).await;
+    admin.create_namespace("billing").await.unwrap();
+    let (_, reader_key) = admin
+        .create_api_key(&ApiKeySpec {
+            name: "console reader".into(),
+            role: Role::Reader,
+            namespaces: vec!["billing".into()],
+            name_patterns: Vec::new(),
+            expires_at_ms: None,
+        })
+        .await
+        .unwrap();
+    let port = console_port(&admin).await;
+    let me = admin.who_am_i().await.unwrap();
+    assert!(me.auth_enabled && me.console_read_only);
+    assert_eq!(
+        me.namespaces,
+        ["billing", "default"],
+        "an admin of '*' sees every namespace"
+    );
+
+    // Keys are needed, and a foreign host may then reach the console (the key is the guard).
+    let none = grpc_web(port, WHO, &v1::WhoAmIRequest {}, &[], "console.example").await;
+    assert_eq!(none.reason().0, tonic::Code::Unauthenticated as i32);
+    let made_up = "Bearer wmk_nokey_0000000000000000000000000000000000000000";
+    let forged = grpc_web(
+        port,
+        WHO,
+        &v1::WhoAmIRequest {},
+        &[("authorization", made_up)],
+        "127.0.0.1",
+    )
+    .await;
+    assert_eq!(forged.reason().0, tonic::Code::Unauthenticated as i32);
+
+    let reader = format!("Bearer {reader_key}");
+    let me: v1::WhoAmIResponse = grpc_web(
+        port,
+        WHO,
+        &v1::WhoAmIRequest {},
+        &[("authorization", &reader)],
+        "127.0.0.1",
+    )
+    .await
+    .ok();
+    let key = me.key.unwrap();
+    assert_eq!(
+        (key.role, key.name.as_str()),
+        (v1::Role::Reader as i32, "console reader")
+    );
+    assert_eq!(me.namespaces, ["billing"], "a key sees only its own namespaces");
+
+    let billing = Client::connect_with(&server.connect.clone().api_key(&admin_key).namespace("billing"))
+        .await
+        .unwrap();
+    billing
+        .start_json("invoice", serde_json::json!(1), unregistered("inv-1"))
+        .await
+        .unwrap();
+    let cancel = v1::CancelWorkflowRequest {
+        workflow_id: "inv-1".into(),
+        cascade: false,
+    };
+    let in_billing = [("waymark-namespace", "billing")];
+    // The read-only switch answers first, whatever the key.
+    let reader_headers = [("authorization", reader.as_str()), in_billing[0]];
+    let refused = grpc_web(port, CANCEL, &cancel, &reader_headers, "127.0.0.1").await;
+    assert_eq!(
+        refused.reason(),
+        (tonic::Code::PermissionDenied as i32, "CONSOLE_READ_ONLY")
+    );
+    let admin_bearer = format!("Bearer {admin_key}");
+    let admin_headers = [("authorization", admin_bearer.as_str()), in_billing[0]];
+    let refused = grpc_web(port, CANCEL, &cancel, &admin_headers, "127.0.0.1").await;
+    assert_eq!(
+        refused.reason(),
+        (tonic::Code::PermissionDenied as i32, "CONSOLE_READ_ONLY")
+    );
+    // Reads pass.
+    let got: v1::GetWorkflowResponse = grpc_web(
+        port,
+        GET,
+        &v1::GetWorkflowRequest {
+            workflow_id: "inv-1".into(),
+        },
+        &reader_headers,
+        "127.0.0.1",
+    )
+    .await
+    .ok();
+    assert_eq!(got.workflow.unwrap().status, v1::WorkflowStatus::Enqueued as i32);
+    // The gRPC port is not the console: the same write goes through there.
+    billing.cancel("inv-1").await.unwrap();
+    drop(server);
+
+    // A console that may write: the reader's write is its role's to refuse, the admin's passes
+    // and is audited with its key, like any call.
+    let db2 = TestDatabase::new(backend).await.unwrap();
+    let (server, admin_key, admin) = keyed_server(&db2, &[]).await;
+    let (reader_info, reader_key) = admin
+        .create_api_key(&ApiKeySpec {
+            name: "r".into(),
+            role: Role::Reader,
+            namespaces: Vec::new(),
+            name_patterns: Vec::new(),
+            expires_at_ms: None,
+        })
+        .await
+        .unwrap();
+    admin
+        .start_json("invoice", serde_json::json!(1), unregistered("inv-2"))
+        .await
+        .unwrap();
+    let port = console_port(&admin).await;
+    let cancel = v1::CancelWorkflowRequest {
+        workflow_id: "inv-2".into(),
+        cascade: false,
+    };
+    let reader = format!("Bearer {reader_key}");
+    let refused = grpc_web(port, CANCEL, &cancel, &[("authorization", &reader)], "127.0.0.1").await;
+    assert_eq!(refused.reason().0, tonic::Code::PermissionDenied as i32);
+    let bearer = format!("Bearer {admin_key}");
+    let done: v1::CancelWorkflowResponse = grpc_web(port, CANCEL, &cancel, &[("authorization", &bearer)], "127.0.0.1")
+        .await
+        .ok();
+    assert_eq!(done.workflow.unwrap().status, v1::WorkflowStatus::Cancelled as i32);
+    let admin_id = admin.who_am_i().await.unwrap().key.unwrap().key_id;
+    let log = server.log.clone();
+    let audited = wait_for(
+        "the console's cancel in the audit trail",
+        Duration::from_secs(30),
+        || {
+            let log = log.clone();
+            let admin_id = admin_id.clone();
+            async move {
+                let text = std::fs::read_to_string(&log).ok()?;
+                text.lines()
+                    .find(|l| l.contains("waymark::audit") && l.contains("CancelWorkflow") && l.contains(&admin_id))
+                    .map(str::to_string)
+            }
+        },
+    )
+    .await;
+    assert!(audited.contains("inv-2"), "{audited}");
+    assert_ne!(reader_info.key_id, admin_id);
+}
+
+// Attempt: `waymark workflow get` against a server with its console, and against one started
+// with `--console-listen off`. Outcome: a console line with the workflow's page; none without.
+async fn the_cli_links_a_workflow_to_its_console_page(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &[]).await;
+    let client = server.client().await;
+    client
+        .start_json("linked", serde_json::json!(1), unregistered("order 7"))
+        .await
+        .unwrap();
+    let port = console_port(&client).await;
+    let run = |addr: String| async move {
+        let out = tokio::process::Command::new(waymark_bin())
+            .args(["workflow", "get", "order 7", "--server", &addr])
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let shown = run(server.addr.clone()).await;
+    let line = shown
+        .lines()
+        .find(|l| l.starts_with("console"))
+        .expect("a console line");
+    assert!(
+        line.ends_with(&format!("http://127.0.0.1:{port}/ns/default/workflows/order%207")),
+        "{line}"
+    );
+    // The page it names is the app.
+    let (status, _, _) = get(port, "/ns/default/workflows/order%207", "127.0.0.1").await;
+    assert_eq!(status, 200);
+    drop(server);
+
+    let off = ServerProcess::start(&db, &["--console-listen".into(), "off".into()]).await;
+    let me = off.client().await.who_am_i().await.unwrap();
+    assert_eq!(me.console_url, None);
+    assert!(!run(off.addr.clone()).await.contains("console"), "no console, no line");
+}
+
+on_both_stores!(
+    the_console_serves_its_files_and_the_api_over_grpc_web,
+    the_console_honours_keys_and_its_read_only_switch,
+    the_cli_links_a_workflow_to_its_console_page,
+);
+
+/// Listening beyond loopback without keys and TLS is refused for the console as for the API.
+#[tokio::test]
+async fn a_console_beyond_loopback_needs_keys_and_tls() {
+    let dir = std::env::temp_dir().join(format!("waymark-console-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = tokio::process::Command::new(waymark_bin())
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--console-listen",
+            "0.0.0.0:0",
+            "--database-url",
+            &format!("sqlite:{}", dir.join("w.db").display()),
+        ])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("refusing to listen on 0.0.0.0"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}
