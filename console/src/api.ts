@@ -82,8 +82,6 @@ export const clients: Clients = {
   admin: createClient(AdminService, transport),
 };
 
-// Tests (and curious operators) reach the page's own clients from the devtools.
-(globalThis as unknown as { __waymark: unknown }).__waymark = { clients, transport, Code, ConnectError };
 
 /** What a refused call says: its gRPC code, message and ErrorInfo reason. */
 export interface ApiErrorInfo {
@@ -164,3 +162,7 @@ export function decodeErrorInfo(bytes: Uint8Array): { reason: string; domain: st
 }
 
 export { Code, ConnectError };
+
+// Tests (and curious operators) reach the page's own clients from the devtools: the same
+// transport, key and namespace as the page.
+(globalThis as unknown as { __waymark: unknown }).__waymark = { clients, transport, Code, ConnectError, describeError };

@@ -50,8 +50,11 @@ export function parseRoute(pathname: string): Route {
   }
 }
 
-/** A path segment, encoded (ids may hold `/`, spaces, anything). */
-export const seg = (s: string): string => encodeURIComponent(s);
+/**
+ * A path segment, encoded (ids may hold `/`, spaces, anything). Dots too: the server answers a
+ * path whose last segment has a dot as a file (`/app.js`), not with the app.
+ */
+export const seg = (s: string): string => encodeURIComponent(s).replace(/\./g, "%2E");
 
 export const paths = {
   workflows: (ns: string, query?: URLSearchParams | string) => {
