@@ -15,32 +15,45 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 # grpcurl, which the README's examples use and integration-tests/tests/readme.rs runs as written.
 GRPCURL_VERSION := v1.9.3
 GRPCURL := $(TOOLS)/bin/grpcurl
+# Debian's Chromium, which the console's browser test drives (installed by `make deps` when
+# missing; its own download of a browser would not work offline).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Minutes of sustained load in `make soak`.
 SOAK_MINUTES ?= 10
 
-.PHONY: help run build deps test test-sdks test-fast lint proto bench soak golden fmt clean
+.PHONY: help run build deps test test-sdks test-console test-fast lint proto bench soak golden fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-run: ## Start the server on the embedded SQLite database (./.waymark/) at 127.0.0.1:7450
+run: ## Start the server on the embedded SQLite database (./.waymark/) at 127.0.0.1:7450, its console at http://127.0.0.1:7451/
 	$(CARGO) run -p waymark-server --bin waymark -- server
 
 build: ## Build the server, the SDK examples and the test binaries
 	$(CARGO) build --workspace --bins --examples
 
-deps: $(GRPCURL) ## Each SDK's dependencies from its registry (Python, Go, TypeScript), the TypeScript SDK built, the polyglot example's programs, grpcurl
+deps: $(GRPCURL) $(CHROMIUM) ## Each SDK's dependencies from its registry (Python, Go, TypeScript), the TypeScript SDK built, the polyglot example's programs, grpcurl, the console's tools and Chromium
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s deps; done
 	$(MAKE) -C sdk-clients/typescript build
 	$(MAKE) -C $(POLYGLOT) programs
+	$(MAKE) -C console deps
 
-test: build deps ## Every test: unit, store conformance and end-to-end (SQLite and a throwaway PostgreSQL; the polyglot one in every SDK's language), then each SDK's suite
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+
+test: build deps ## Every test: unit, store conformance and end-to-end (SQLite and a throwaway PostgreSQL; the polyglot one in every SDK's language), then each SDK's suite, then the console in a browser
 	bash integration-tests/with-postgres.sh $(CARGO) test --workspace
 	$(MAKE) test-sdks
+	$(MAKE) test-console
 
 test-sdks: build ## Each SDK's own test suite against the server binary (installs their dependencies), and the polyglot example's
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s test; done
 	$(MAKE) -C $(POLYGLOT) test
+
+test-console: build deps ## The web console in headless Chromium against a real server and workers, on a database seeded with a million workflows (screenshots in console/test-results/)
+	WAYMARK_SEED_BIN=$(abspath $(TARGET_DIR))/debug/waymark-test-seed $(MAKE) -C console test
 
 test-fast: build deps ## Every test except the PostgreSQL ones (no database server needed)
 	WAYMARK_SKIP_POSTGRES=1 $(CARGO) test --workspace
@@ -57,6 +70,7 @@ lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint,
 	cd proto && ../$(BUF) lint
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s lint BUF=$(abspath $(BUF)); done
 	$(MAKE) -C $(POLYGLOT) lint
+	$(MAKE) -C console lint
 
 proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at build time; each SDK's committed code)
 	cd proto && ../$(BUF) lint
