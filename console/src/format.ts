@@ -5,8 +5,9 @@ import { ValueSchema, timestampDate, type Timestamp, type Duration } from "@bufb
 import type { Payload } from "./gen/waymark/v1/types_pb.js";
 import { WorkflowStatus } from "./gen/waymark/v1/types_pb.js";
 
+/** A time in ms; unset, or the Unix epoch itself (a zero value standing for "unknown"), is undefined. */
 export function tsMs(ts: Timestamp | undefined): number | undefined {
-  if (!ts) return undefined;
+  if (!ts || (ts.seconds === 0n && ts.nanos === 0)) return undefined;
   return timestampDate(ts).getTime();
 }
 

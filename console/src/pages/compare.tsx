@@ -5,11 +5,11 @@ import { useEffect, useState } from "preact/hooks";
 import { clients } from "../api.js";
 import { Code as CodeBlock, Empty, ErrorBox, Link, Loading, PageHead, StatusBadge, Tag } from "../components.js";
 import type { Step, Workflow } from "../gen/waymark/v1/types_pb.js";
-import { humanDuration, payloadKey, payloadText } from "../format.js";
+import { payloadKey, payloadText, plural } from "../format.js";
 import { useDebounced, useQuery, useTitle } from "../hooks.js";
 import { paths, setQuery, useLocation } from "../router.js";
 import { allSteps, STEP_CAP } from "./workflow.js";
-import { spans, type StepSpan } from "./timeline.js";
+import { spans, tookText, type StepSpan } from "./timeline.js";
 
 interface Run {
   w: Workflow;
@@ -101,6 +101,13 @@ function rowsOf(a: Run, b: Run): Row[] {
   });
 }
 
+/** "the output differs", "it is missing in B", "the name and result differ". */
+function partText(r: Row): string {
+  const what = r.what.filter((w) => w !== "attempts");
+  if (what.length === 1 && what[0]!.startsWith("missing")) return `it is ${what[0]}`;
+  return `the ${what.join(" and ")} ${what.length === 1 ? "differs" : "differ"}`;
+}
+
 function Side({ s }: { s: StepSpan | undefined }) {
   if (!s) return <td colSpan={3} class="missing">missing</td>;
   return (
@@ -116,7 +123,7 @@ function Side({ s }: { s: StepSpan | undefined }) {
         )}
       </td>
       <td class="num nowrap">
-        {s.step.attempts > 1 ? <Tag tone="warn">{s.step.attempts}×</Tag> : "1×"} {humanDuration(s.end - s.start)}
+        {s.step.attempts > 1 ? <Tag tone="warn">{s.step.attempts}×</Tag> : "1×"} {tookText(s)}
       </td>
     </>
   );
@@ -153,9 +160,7 @@ function Comparison({ ns, a, b }: { ns: string; a: Run; b: Run }) {
                 (<code>{(first.a ?? first.b)!.step.name}</code>)
               </>
             ) : null}
-            : {first.what.filter((w) => w !== "attempts").join(", ")} differ{first.what.length === 1 && first.what[0]!.startsWith("missing") ? "s" : ""}.
-            {" "}
-            {rows.filter((r) => r.differs).length} of {rows.length} steps differ.
+            : {partText(first)}. {rows.filter((r) => r.differs).length} of {plural(rows.length, "step")} differ.
           </>
         ) : (
           <>The runs agree on every step{outcomeSame ? " and on their outcome" : ", though their outcomes differ"}.</>

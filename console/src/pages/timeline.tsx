@@ -13,6 +13,8 @@ export interface StepSpan {
   end: number;
   /** Its epoch differs from the previous step's: it ran after the workflow was taken back. */
   recovery: boolean;
+  /** Copied from the source of a fork (recorded there, not run here): drawn at the start. */
+  copied: boolean;
   /** The first step a fork ran itself (the ones before were copied). */
   forkPoint: boolean;
   retried: boolean;
@@ -21,18 +23,23 @@ export interface StepSpan {
 
 export function spans(w: Workflow, steps: readonly Step[]): StepSpan[] {
   const t0 = tsMs(w.startedAt) ?? tsMs(w.createdAt) ?? 0;
+  const fork = w.forkedFromWorkflowId !== "";
   const out: StepSpan[] = [];
   let prevEnd = t0;
   steps.forEach((s, i) => {
-    const end = tsMs(s.recordedAt) ?? prevEnd;
+    const copied = fork && s.stepId < w.forkedFromStep;
+    const recorded = tsMs(s.recordedAt) ?? prevEnd;
+    // A copied step keeps the source's record: it took no time here.
+    const end = copied ? t0 : Math.max(recorded, fork ? t0 : recorded);
     const start = Math.min(prevEnd, end);
     const prev = steps[i - 1];
-    const forkPoint = w.forkedFromWorkflowId !== "" && s.stepId === w.forkedFromStep && i > 0;
+    const forkPoint = fork && s.stepId === w.forkedFromStep && i > 0;
     out.push({
       step: s,
       start,
       end,
-      recovery: prev !== undefined && prev.epoch !== s.epoch && !forkPoint,
+      recovery: prev !== undefined && prev.epoch !== s.epoch && !forkPoint && !copied,
+      copied,
       forkPoint,
       retried: s.attempts > 1,
       failed: s.failure !== undefined,
@@ -40,6 +47,11 @@ export function spans(w: Workflow, steps: readonly Step[]): StepSpan[] {
     prevEnd = end;
   });
   return out;
+}
+
+/** How long a step took since the previous checkpoint, or "copied". */
+export function tookText(s: StepSpan): string {
+  return s.copied ? "copied" : humanDuration(s.end - s.start);
 }
 
 function Marks({ s }: { s: StepSpan }) {
@@ -67,6 +79,11 @@ function Marks({ s }: { s: StepSpan }) {
             <path d="M5 1.2 9 8.6H1Z" fill="currentColor" />
           </svg>
           recovery (epoch {String(s.step.epoch)})
+        </span>
+      )}
+      {s.copied && (
+        <span class="mark copied" title="Copied from the workflow this one was forked from: recorded there, replayed here">
+          copied
         </span>
       )}
       {s.forkPoint && (
@@ -124,8 +141,8 @@ export function Timeline({ w, steps, truncated }: { w: Workflow; steps: readonly
             const x = pct(r.start);
             const width = Math.max(pct(r.end) - x, 0.25);
             const dur = r.end - r.start;
-            const cls = r.failed ? "failed" : r.recovery ? "recovery" : r.retried ? "retried" : "ok";
-            const summary = `Step ${r.step.stepId} ${r.step.name}: ${humanDuration(dur)} since the previous checkpoint, ${r.step.attempts} attempt${r.step.attempts === 1 ? "" : "s"}${r.failed ? ", failed" : ""}${r.recovery ? ", after a recovery" : ""}`;
+            const cls = r.failed ? "failed" : r.copied ? "copied" : r.recovery ? "recovery" : r.retried ? "retried" : "ok";
+            const summary = `Step ${r.step.stepId} ${r.step.name}: ${r.copied ? "copied from the fork's source" : `${humanDuration(dur)} since the previous checkpoint`}, ${r.step.attempts} attempt${r.step.attempts === 1 ? "" : "s"}${r.failed ? ", failed" : ""}${r.recovery ? ", after a recovery" : ""}`;
             return (
               <div
                 key={r.step.stepId}
@@ -177,7 +194,7 @@ export function Timeline({ w, steps, truncated }: { w: Workflow; steps: readonly
             <span>
               recorded <time title={isoTime(shown.end)}>{localTime(shown.end)}</time>
             </span>
-            <span>took {humanDuration(shown.end - shown.start)}</span>
+            <span>took {tookText(shown)}</span>
             <span>
               {shown.step.attempts} attempt{shown.step.attempts === 1 ? "" : "s"}
             </span>

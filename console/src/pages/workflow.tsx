@@ -7,11 +7,11 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { clients, Code } from "../api.js";
 import { Age, Code as CodeBlock, Dialog, Dur, ErrorBox, Field, Fields, Link, Loading, PageHead, Section, StatusBadge, Tag, Time } from "../components.js";
 import { PayloadSchema, WorkflowStatus, type Step, type Workflow } from "../gen/waymark/v1/types_pb.js";
-import { humanDuration, payloadText, plural, statusName, TERMINAL, tsMs } from "../format.js";
+import { payloadText, plural, statusName, TERMINAL, tsMs } from "../format.js";
 import { useQuery, useTitle } from "../hooks.js";
 import { navigate, paths } from "../router.js";
 import { useCaps } from "../session.js";
-import { spans, Timeline } from "./timeline.js";
+import { spans, Timeline, tookText } from "./timeline.js";
 
 const REFRESH_MS = 2000;
 export const STEP_CAP = 2000;
@@ -304,7 +304,7 @@ function StepsTable({ w, steps }: { w: Workflow; steps: readonly Step[] }) {
               <td>
                 <Time ts={r.step.recordedAt} age={false} />
               </td>
-              <td class="num">{humanDuration(r.end - r.start)}</td>
+              <td class="num">{tookText(r)}</td>
             </tr>
           ))}
         </tbody>
