@@ -348,6 +348,46 @@ scenario("list: every workflow, filters kept in the URL, live refresh", async ()
   // Count matching asks once, on request.
   await page.getByRole("button", { name: "Count matching" }).click();
   await waitFor(async () => /3 workflows match/.test((await page.locator(tid("count")).textContent()) ?? ""), "the count");
+
+  // Bulk: a dry run counts first, then the action runs batch by batch.
+  await page.goto(`${s.origin}/ns/${NS}/workflows?prefix=ct-live`);
+  await page.locator(`${tid("workflow-row")}[data-workflow-id="ct-live"][data-status="CANCELLED"]`).waitFor();
+  await page.selectOption(tid("bulk-action"), "delete");
+  await page.locator(tid("bulk-summary")).waitFor();
+  assert.match(await page.locator(tid("bulk-summary")).textContent(), /This will delete 1 workflow\b/);
+  await page.click(tid("bulk-confirm"));
+  await waitFor(async () => /Done\./.test(await page.locator(tid("bulk-progress")).textContent()), "the bulk delete to finish");
+  assert.match(await page.locator(tid("bulk-progress")).textContent(), /Deleted 1 workflow of 1/);
+  await page.getByRole("button", { name: "Close" }).click();
+  await waitFor(async () => (await page.locator(tid("workflow-row")).count()) === 0, "the deleted row to go");
+  s.started -= 1;
+
+  // Keyboard: j/k move the selection, Enter opens it; g q goes to the queues; ? lists the keys.
+  await page.goto(`${s.origin}/ns/${NS}/workflows?prefix=ct-`);
+  await page.locator(`${tid("workflow-row")}[data-workflow-id="ct-steps"]`).waitFor();
+  const ids = await page.locator(tid("workflow-row")).evaluateAll((rows) => rows.map((r) => r.getAttribute("data-workflow-id")));
+  await page.keyboard.press("j");
+  await page.keyboard.press("j");
+  await page.keyboard.press("j");
+  await page.keyboard.press("k");
+  await page.keyboard.press("Enter");
+  await waitFor(() => new URL(page.url()).pathname === wfPath(ids[1]), `the second row's page (${ids[1]})`);
+  await page.locator(tid("wf-status")).waitFor();
+  await page.keyboard.press("g");
+  await page.keyboard.press("q");
+  await waitFor(() => new URL(page.url()).pathname === `/ns/${NS}/queues`, "g q to the queues");
+  await page.keyboard.press("?");
+  await page.locator("dialog[open] table.shortcuts").waitFor();
+  await page.keyboard.press("Escape");
+  await page.goto(`${s.origin}/ns/${NS}/workflows`);
+  await page.locator(tid("workflow-row")).first().waitFor();
+  await page.keyboard.press("/");
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "filter-status");
+
+  // The dark theme, as the system asks for it.
+  await page.emulateMedia({ colorScheme: "dark" });
+  await shot(page, "list-dark");
+  await page.emulateMedia({ colorScheme: "light" });
   await noPageErrors(page);
 });
 
@@ -513,6 +553,42 @@ scenario("worker key: told the console needs a reader, client or admin key", asy
   await page.locator(tid("worker-key")).waitFor();
   assert.match(await page.locator(tid("worker-key")).textContent(), /reader, client or admin/);
   await page.context().close();
+});
+
+scenario("without --auth: no sign-in, and every page and action is offered", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "waymark-console-open-"));
+  const port = await freePort();
+  const consolePort = await freePort();
+  const logPath = join(dir, "server.log");
+  const proc = spawn(bin, ["server", "--database-url", `sqlite:${join(dir, "w.db")}`, "--listen", `127.0.0.1:${port}`, "--console-listen", `127.0.0.1:${consolePort}`], {
+    stdio: ["ignore", openSync(logPath, "a"), openSync(logPath, "a")],
+  });
+  process.once("exit", () => proc.kill("SIGKILL"));
+  let dev;
+  try {
+    const consoleUrl = `http://127.0.0.1:${consolePort}`;
+    await waitFor(() => fetch(`${consoleUrl}/`).then(() => true), "the open server's console");
+    let origin = consoleUrl;
+    if (s.dev) {
+      const { startDevServer } = await import(pathToFileURL(join(consoleRoot, "devserver.mjs")).href);
+      dev = await startDevServer({ upstream: consoleUrl, dist });
+      origin = dev.origin;
+    }
+    const page = await newPage();
+    await page.goto(`${origin}/`);
+    await page.locator(tid("whoami")).waitFor();
+    assert.match(await page.locator(tid("whoami")).textContent(), /no auth/);
+    assert.equal(await page.locator(tid("signin-key")).count(), 0);
+    assert.equal(new URL(page.url()).pathname, `/ns/${NS}/workflows`);
+    assert.equal(await page.getByRole("link", { name: "Admin" }).count(), 1);
+    assert.equal(await page.locator(tid("bulk-action")).count(), 1);
+    await noPageErrors(page);
+    await page.context().close();
+  } finally {
+    await dev?.close();
+    proc.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 scenario("timings and asset size", async () => {
