@@ -52,10 +52,18 @@ export function onUnauthenticated(f: () => void): () => void {
   return () => unauthenticatedListeners.delete(f);
 }
 
+/** WhoAmI names no namespace unless asked to (see session.ts). */
+let whoAmINamespace = "";
+
+export function setWhoAmINamespace(ns: string): void {
+  whoAmINamespace = ns;
+}
+
 const headers: Interceptor = (next) => async (req) => {
   const key = apiKey() || memoryKey;
   if (key) req.header.set("authorization", `Bearer ${key}`);
-  if (namespace) req.header.set("waymark-namespace", namespace);
+  const ns = req.method.name === "WhoAmI" ? whoAmINamespace : namespace;
+  if (ns) req.header.set("waymark-namespace", ns);
   try {
     return await next(req);
   } catch (e) {

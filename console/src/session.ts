@@ -1,7 +1,7 @@
 // Who is using the console: the WhoAmI answer for this tab's key, and what it allows.
 
 import { useEffect, useState } from "preact/hooks";
-import { clients, Code, describeError, isCode, setApiKey, type ApiErrorInfo } from "./api.js";
+import { clients, Code, currentNamespace, describeError, isCode, setApiKey, setWhoAmINamespace, type ApiErrorInfo } from "./api.js";
 import { Role, type WhoAmIResponse } from "./gen/waymark/v1/admin_pb.js";
 
 export type Phase =
@@ -51,7 +51,7 @@ export function useSession(): Session {
 /** Asks WhoAmI with the current key; the answer decides the phase. */
 export async function refreshSession(): Promise<Session> {
   try {
-    const whoami = await clients.admin.whoAmI({});
+    const whoami = await whoAmI();
     if (whoami.authEnabled && whoami.key?.role === Role.WORKER) set({ phase: "worker", whoami });
     else set({ phase: "ready", whoami });
   } catch (e) {
@@ -60,6 +60,26 @@ export async function refreshSession(): Promise<Session> {
     else set({ phase: "failed", error: describeError(e) });
   }
   return session;
+}
+
+/**
+ * WhoAmI first names no namespace (the server then takes the key's only one, else "default");
+ * a key that may not act there is asked again in the namespace of the URL.
+ */
+async function whoAmI() {
+  setWhoAmINamespace("");
+  try {
+    return await clients.admin.whoAmI({});
+  } catch (e) {
+    const ns = currentNamespace();
+    if (!ns || !isCode(e, Code.PermissionDenied)) throw e;
+    setWhoAmINamespace(ns);
+    try {
+      return await clients.admin.whoAmI({});
+    } finally {
+      setWhoAmINamespace("");
+    }
+  }
 }
 
 /** A call was answered UNAUTHENTICATED: the key is gone or never was. */

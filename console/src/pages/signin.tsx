@@ -70,19 +70,21 @@ export function SignIn() {
 export function WorkerKey() {
   useTitle("Another key needed");
   const session = useSession();
+  const key = session.whoami?.key;
   return (
     <div class="signin">
       <div class="card signin-card" data-testid="worker-key">
         <h1>This key cannot use the console</h1>
         <p>
-          The console needs a <strong>reader</strong>, <strong>client</strong> or <strong>admin</strong> key. This one
-          {session.whoami?.key ? (
+          The console needs a <strong>reader</strong>, <strong>client</strong> or <strong>admin</strong> key.{" "}
+          {key ? (
             <>
-              {" "}
-              (<code>{session.whoami.key.keyId}</code>, role worker)
+              This one (<code>{key.keyId}</code>
+              {key.name ? `, ${key.name}` : ""}) is a worker key: it may only connect workers.
             </>
-          ) : null}{" "}
-          may only connect workers.
+          ) : (
+            <>The server refused this one what the console asks first (WhoAmI): a worker key may only connect workers.</>
+          )}
         </p>
         {session.error && <ErrorBox error={session.error} />}
         <button type="button" class="btn primary" onClick={() => signOut()}>

@@ -489,8 +489,22 @@ function Events({ id, live }: { id: string; live: boolean }) {
   );
 }
 
-/** Live streams at most: each holds one of the browser's connections and one server wait. */
-const MAX_FOLLOWED = 4;
+/**
+ * Streams followed at once, at most: each holds one of the browser's few connections to the
+ * origin (plain HTTP/1.1 allows six, shared by every tab) and one of the server's waits. A tab
+ * that is hidden follows none.
+ */
+const MAX_FOLLOWED = 3;
+
+function useVisible(): boolean {
+  const [visible, setVisible] = useState(!document.hidden);
+  useEffect(() => {
+    const f = () => setVisible(!document.hidden);
+    document.addEventListener("visibilitychange", f);
+    return () => document.removeEventListener("visibilitychange", f);
+  }, []);
+  return visible;
+}
 
 function Streams({ ns, id, live }: { ns: string; id: string; live: boolean }) {
   const q = useQuery((signal) => clients.workflows.listStreams({ workflowId: id }, { signal }), [ns, id], { refreshMs: live ? REFRESH_MS : 0 });
@@ -513,9 +527,15 @@ function StreamView({ id, streamKey, length, closed, autoFollow }: { id: string;
   const [state, setState] = useState<"following" | "ended" | "stopped" | "error">("stopped");
   const [error, setError] = useState<unknown>();
   const [attempt, setAttempt] = useState(0);
+  const visible = useVisible();
   const next = useRef(0n);
+  const ended = useRef(false);
   useEffect(() => {
-    if (!follow) return;
+    if (ended.current) return;
+    if (!follow || !visible) {
+      if (follow) setState("stopped");
+      return;
+    }
     const ac = new AbortController();
     setState("following");
     setError(undefined);
@@ -526,7 +546,10 @@ function StreamView({ id, streamKey, length, closed, autoFollow }: { id: string;
           const text = payloadText(r.value);
           setValues((vs) => [...vs, { offset: r.offset, text }]);
         }
-        if (!ac.signal.aborted) setState("ended");
+        if (!ac.signal.aborted) {
+          ended.current = true;
+          setState("ended");
+        }
       } catch (e) {
         if (ac.signal.aborted) return;
         setError(e);
@@ -535,7 +558,7 @@ function StreamView({ id, streamKey, length, closed, autoFollow }: { id: string;
     })();
     // Leaving the page (or the stream) ends the call.
     return () => ac.abort();
-  }, [id, streamKey, follow, attempt]);
+  }, [id, streamKey, follow, attempt, visible]);
   return (
     <div class="stream" data-testid="stream" data-stream-key={streamKey}>
       <div class="stream-head">
