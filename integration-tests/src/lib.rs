@@ -10,6 +10,7 @@ use std::{
 
 pub mod certs;
 pub mod golden;
+pub mod grpc_web;
 pub mod log_check;
 pub mod otlp;
 pub mod polyglot;

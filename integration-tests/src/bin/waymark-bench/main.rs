@@ -24,7 +24,9 @@
 //!    as ratios of the plaintext figures from the same run (see `secured.rs`);
 //! 10. the cost of observability: workloads 1 and 2 again on a server exporting every span to
 //!     an OTLP receiver and scraped every second (see `observed.rs`); the plain server (export
-//!     off) gives the figures it is compared with.
+//!     off) gives the figures it is compared with;
+//! 11. the cost of an open console: workloads 1 and 2 again while a console's list page is
+//!     refreshed every second over gRPC-web (see `console.rs`).
 //!
 //! ```text
 //! make bench
@@ -48,6 +50,7 @@
 use std::time::Duration;
 
 mod collecting;
+mod console;
 mod idle;
 mod machine;
 mod observed;
@@ -159,6 +162,10 @@ struct Args {
     /// OTLP (to a receiver in this process) and scraped for metrics every second.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     observed: bool,
+    /// Run the throughput and latency workloads a second time on a server whose console's list
+    /// page is open (refreshed every second over gRPC-web).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    console: bool,
     /// Old finished workflows the retention collector deletes while the throughput and latency
     /// workloads run again on a second server (0 skips it).
     #[arg(long, default_value_t = 1_000_000)]
@@ -356,6 +363,10 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     if args.observed {
         eprintln!("[{name}] the throughput and latency workloads again, traces exported and metrics scraped");
         variants.push(observed::run(args, backend).await.context("traces and metrics")?);
+    }
+    if args.console {
+        eprintln!("[{name}] the throughput and latency workloads again, a console's list page open");
+        variants.push(console::run(args, backend).await.context("console open")?);
     }
     if args.collecting > 0 {
         eprintln!(
