@@ -72,7 +72,7 @@ pub async fn run(args: &Args, backend: Backend) -> anyhow::Result<Variant> {
         loop {
             every.tick().await;
             answered += refresh(port).await;
-            if answered > 0 && answered % 90 == 0 {
+            if answered > 0 && answered.is_multiple_of(90) {
                 eprintln!("[console] {answered} console calls answered");
             }
         }
