@@ -208,9 +208,11 @@ before(async () => {
   await start("console.wait", "ct-wait");
   await start("console.wait", "ct-cancel");
   await start("console.stream", "ct-stream");
-  s.started = 5;
+  await start("console.steps", "ct.dotted");
+  s.started = 6;
   await s.client.await("ct-steps", { timeoutMs: 60_000 });
   await s.client.await("ct-fail", { timeoutMs: 60_000 });
+  await s.client.await("ct.dotted", { timeoutMs: 60_000 });
   await s.client.schedules.create({ name: "nightly", cron: "0 3 * * *", timezone: "UTC", workflowName: "console.steps", input: { nightly: true } });
 
   const { chromium } = await import("playwright-core");
@@ -312,6 +314,11 @@ scenario("list: every workflow, filters kept in the URL, live refresh", async ()
   }
   s.listMs = await markMs(page, "waymark:list-painted");
   s.listRows = await page.locator(tid("workflow-row")).count();
+  // An id with a dot opens from its link (a path whose last segment has a dot is a file to the server).
+  await page.locator(`${tid("workflow-row")}[data-workflow-id="ct.dotted"] a`).click();
+  await waitFor(async () => (await page.locator(tid("wf-status")).count()) === 1 && (await wfStatus(page)) === "SUCCESS", "the dotted id's page");
+  await page.goBack();
+  await page.locator(`${tid("workflow-row")}[data-workflow-id="ct-fail"]`).waitFor();
   assert.equal(await page.locator(`${tid("workflow-row")}[data-workflow-id="ct-fail"]`).getAttribute("data-status"), "ERROR");
   await shot(page, "list");
 
@@ -555,14 +562,17 @@ scenario("worker key: told the console needs a reader, client or admin key", asy
   await page.context().close();
 });
 
-scenario("without --auth: no sign-in, and every page and action is offered", async () => {
+/** Runs `fn(page)` against a server of its own without --auth (with `args`), signed in as nobody. */
+async function withOpenServer(args, fn) {
   const dir = mkdtempSync(join(tmpdir(), "waymark-console-open-"));
   const port = await freePort();
   const consolePort = await freePort();
-  const logPath = join(dir, "server.log");
-  const proc = spawn(bin, ["server", "--database-url", `sqlite:${join(dir, "w.db")}`, "--listen", `127.0.0.1:${port}`, "--console-listen", `127.0.0.1:${consolePort}`], {
-    stdio: ["ignore", openSync(logPath, "a"), openSync(logPath, "a")],
-  });
+  const log = openSync(join(dir, "server.log"), "a");
+  const proc = spawn(
+    bin,
+    ["server", "--database-url", `sqlite:${join(dir, "w.db")}`, "--listen", `127.0.0.1:${port}`, "--console-listen", `127.0.0.1:${consolePort}`, ...args],
+    { stdio: ["ignore", log, log] },
+  );
   process.once("exit", () => proc.kill("SIGKILL"));
   let dev;
   try {
@@ -577,11 +587,7 @@ scenario("without --auth: no sign-in, and every page and action is offered", asy
     const page = await newPage();
     await page.goto(`${origin}/`);
     await page.locator(tid("whoami")).waitFor();
-    assert.match(await page.locator(tid("whoami")).textContent(), /no auth/);
-    assert.equal(await page.locator(tid("signin-key")).count(), 0);
-    assert.equal(new URL(page.url()).pathname, `/ns/${NS}/workflows`);
-    assert.equal(await page.getByRole("link", { name: "Admin" }).count(), 1);
-    assert.equal(await page.locator(tid("bulk-action")).count(), 1);
+    await fn(page, origin);
     await noPageErrors(page);
     await page.context().close();
   } finally {
@@ -589,6 +595,43 @@ scenario("without --auth: no sign-in, and every page and action is offered", asy
     proc.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+scenario("without --auth: no sign-in, and every page and action is offered", async () => {
+  await withOpenServer([], async (page) => {
+    assert.match(await page.locator(tid("whoami")).textContent(), /no auth/);
+    assert.equal(await page.locator(tid("signin-key")).count(), 0);
+    assert.equal(new URL(page.url()).pathname, `/ns/${NS}/workflows`);
+    assert.equal(await page.getByRole("link", { name: "Admin" }).count(), 1);
+    assert.equal(await page.locator(tid("bulk-action")).count(), 1);
+  });
+});
+
+scenario("--console-read-only: no write action whatever the key, and a forced write is CONSOLE_READ_ONLY", async () => {
+  await withOpenServer(["--console-read-only"], async (page, origin) => {
+    await page.locator(tid("page-next")).waitFor();
+    assert.equal(await page.locator(tid("bulk-action")).count(), 0, "bulk actions are offered by a read-only console");
+    await page.goto(`${origin}/admin`);
+    // The lists of namespaces and keys, or the server's refusal of them: it counts them among
+    // the calls that change something (they need an admin key), so a read-only console is
+    // refused them too (reported, not asserted either way).
+    await page.locator(`${tid("namespaces")} ${tid("namespace-row")}, ${tid("namespaces")} ${tid("error")}`).first().waitFor();
+    if ((await page.locator(`${tid("namespaces")} ${tid("error")}`).count()) > 0) {
+      console.log(`# a read-only console is refused ListNamespaces: ${await page.locator(`${tid("namespaces")} ${tid("error")}`).textContent()}`);
+    }
+    assert.equal(await page.locator(tid("namespace-create")).count(), 0, "a read-only console offers to make a namespace");
+    assert.equal(await page.locator(tid("key-create")).count(), 0, "a read-only console offers to make a key");
+    const refusal = await page.evaluate(async () => {
+      const w = window.__waymark;
+      try {
+        await w.clients.queues.createQueue({ queue: { name: "nope" } });
+        return { ok: true };
+      } catch (e) {
+        return w.describeError(e);
+      }
+    });
+    assert.equal(refusal.reason, "CONSOLE_READ_ONLY", JSON.stringify(refusal));
+  });
 });
 
 scenario("timings and asset size", async () => {
