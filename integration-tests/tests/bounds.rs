@@ -289,6 +289,7 @@ async fn a_history_past_its_cap_fails_at_the_write(backend: Backend) {
                 &serde_json::json!("x".repeat(2_000)),
             ))),
             attempts: 1,
+            duration: None,
         })
     };
     for step_id in 0..2 {

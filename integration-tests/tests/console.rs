@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use waymark_integration_tests::{
     grpc_web::{grpc_web, http},
-    keyed_server, on_both_stores, wait_for, waymark_bin, Backend, ServerProcess, TestDatabase,
+    keyed_server, on_both_stores, wait_for, wait_for_registration, waymark_bin, Backend, ServerProcess, TestDatabase,
+    WorkerProcess,
 };
 use waymark_proto::v1;
 use waymark_sdk::{ApiKeySpec, Client, Role, StartOptions};
@@ -305,7 +306,46 @@ async fn the_cli_links_a_workflow_to_its_console_page(backend: Backend) {
     assert!(!run(off.addr.clone()).await.contains("console"), "no console, no line");
 }
 
+// Attempt: a workflow of three steps that each sleep 200 ms, run by a real worker. Outcome:
+// each step read back with a start its worker's duration dates — at least 200 ms before its
+// checkpoint, and in order — which the console's timeline draws.
+async fn steps_carry_their_start_for_the_timeline(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &[]).await;
+    let client = server.client().await;
+    let _worker = WorkerProcess::start(&server.addr, &db.dir.join("effects.log"), 4, "timed");
+    wait_for_registration(&client, "counted").await;
+    let started = client
+        .start_json(
+            "counted",
+            serde_json::json!({"steps": 3, "step_ms": 200}),
+            StartOptions::id("timed"),
+        )
+        .await
+        .unwrap();
+    let done = client
+        .await_workflow(&started.workflow.workflow_id, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    assert_eq!(done.output, Some(serde_json::json!(3)));
+    let steps = client.steps("timed").await.unwrap();
+    assert_eq!(steps.len(), 3);
+    let mut previous = 0;
+    for s in &steps {
+        let began = s
+            .started_at_ms
+            .unwrap_or_else(|| panic!("step {} has no start", s.step_id));
+        let took = s.recorded_at_ms - began;
+        assert!((200..60_000).contains(&took), "step {} took {took} ms", s.step_id);
+        assert!(began >= previous, "steps start in order: {steps:?}");
+        previous = began;
+    }
+}
+
 on_both_stores!(
+    steps_carry_their_start_for_the_timeline,
     the_console_serves_its_files_and_the_api_over_grpc_web,
     the_console_honours_keys_and_its_read_only_switch,
     the_cli_links_a_workflow_to_its_console_page,

@@ -57,6 +57,7 @@ async fn only_the_stream_holding_a_workflow_may_write_for_it(backend: Backend) {
                     &serde_json::json!(0),
                 ))),
                 attempts: 1,
+                duration: None,
             }))
             .await,
     );
@@ -135,6 +136,7 @@ async fn a_flood_on_one_stream_is_answered_without_starving_others(backend: Back
                         name: "s".into(),
                         outcome: None,
                         attempts: 1,
+                        duration: None,
                     })),
                 })
                 .collect(),
@@ -236,6 +238,7 @@ async fn a_history_too_large_to_dispatch_fails_the_workflow(backend: Backend) {
                     &serde_json::json!("x".repeat(1_000)),
                 ))),
                 attempts: 1,
+                duration: None,
             }))
             .await;
         assert!(matches!(r, reply::Result::StepRecorded(_)), "{r:?}");

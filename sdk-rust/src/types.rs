@@ -266,6 +266,10 @@ pub struct StepInfo {
     pub attempts: u32,
     pub epoch: u64,
     pub recorded_at_ms: i64,
+    /// When it began, when the server knows (steps a worker ran and said how long they took;
+    /// remote steps: their call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at_ms: Option<i64>,
 }
 
 /// A message sent to a workflow.
@@ -378,6 +382,7 @@ impl From<v1::Step> for StepInfo {
             output: s.output.as_ref().map(|p| value(Some(p))),
             failure: failure(s.failure.as_ref()),
             recorded_at_ms: ms(s.recorded_at.as_ref()),
+            started_at_ms: s.started_at.as_ref().map(|t| ms(Some(t))),
             step_id: s.step_id,
             name: s.name,
             attempts: s.attempts,

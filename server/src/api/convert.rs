@@ -171,6 +171,7 @@ pub fn step(s: StepRecord) -> v1::Step {
         attempts: s.attempts,
         epoch: s.epoch,
         recorded_at: timestamp(s.recorded_at),
+        started_at: s.started_at.and_then(timestamp),
     }
 }
 

@@ -159,6 +159,7 @@ async fn a_history_growing_past_its_cap_fails_the_workflow_at_the_write() {
         name: "s".into(),
         outcome: Outcome::Output(format!("\"{}\"", "x".repeat(3_000))),
         attempts: 1,
+        started_at: None,
     };
     for id in 0..3 {
         engine.record_step(&session, fence.clone(), step(id)).await.unwrap();

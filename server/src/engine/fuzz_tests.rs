@@ -281,6 +281,7 @@ impl World {
                     name: format!("s{step}"),
                     outcome: Outcome::Output(output.clone()),
                     attempts: 1,
+                    started_at: None,
                 };
                 if self
                     .engine
@@ -391,6 +392,7 @@ impl World {
                     name,
                     outcome: Outcome::Output("0".into()),
                     attempts: 0,
+                    started_at: None,
                 };
                 assert!(
                     self.engine.record_step(&session, fence, step).await.is_err(),

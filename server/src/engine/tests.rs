@@ -162,6 +162,7 @@ async fn detached_worker_loses_its_workflows_after_the_grace_period_and_the_next
         name: "s".into(),
         outcome: Outcome::Output("7".into()),
         attempts: 1,
+        started_at: None,
     };
     engine.record_step(&a, fence.clone(), step).await.unwrap();
     engine.detach_worker(&a).await;
@@ -191,6 +192,7 @@ async fn detached_worker_loses_its_workflows_after_the_grace_period_and_the_next
         name: "t".into(),
         outcome: Outcome::Output("8".into()),
         attempts: 1,
+        started_at: None,
     };
     assert_eq!(
         engine.record_step(&a, fence, late).await.unwrap_err().reason,
@@ -244,6 +246,7 @@ async fn a_different_step_at_a_recorded_position_fails_the_workflow() {
         name: name.into(),
         outcome: Outcome::Output("1".into()),
         attempts: 1,
+        started_at: None,
     };
     engine.record_step(&s, fence.clone(), step("charge")).await.unwrap();
     let e = engine.record_step(&s, fence, step("refund")).await.unwrap_err();
@@ -271,6 +274,7 @@ async fn cancel_tells_the_worker_and_later_writes_are_refused() {
         name: "s".into(),
         outcome: Outcome::Output("1".into()),
         attempts: 1,
+        started_at: None,
     };
     let e = engine
         .record_step(

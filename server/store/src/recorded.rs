@@ -158,6 +158,7 @@ mod tests {
             attempts: 1,
             epoch: 1,
             recorded_at: 0,
+            started_at: None,
         }
     }
 

@@ -17,7 +17,7 @@ pub(crate) use workflow_columns;
 /// Columns of `steps`, in the order [`StepRow`] reads them.
 macro_rules! step_columns {
     () => {
-        "workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at"
+        "workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at"
     };
 }
 pub(crate) use step_columns;
@@ -64,6 +64,7 @@ pub(crate) struct StepRow {
     pub attempts: i64,
     pub epoch: i64,
     pub recorded_at: Millis,
+    pub started_at: Option<Millis>,
 }
 
 fn corrupt(what: &str) -> StoreError {
@@ -161,6 +162,7 @@ impl TryFrom<StepRow> for StepRecord {
             attempts: r.attempts as u32,
             epoch: r.epoch as u64,
             recorded_at: r.recorded_at,
+            started_at: r.started_at,
         })
     }
 }

@@ -63,6 +63,7 @@ async fn step_write_waits_for_an_uncommitted_requeue() {
                 name: "s".into(),
                 outcome: Outcome::Output("1".into()),
                 attempts: 1,
+                started_at: None,
             };
             s.record_step(&fence, step, t + 1).await
         }

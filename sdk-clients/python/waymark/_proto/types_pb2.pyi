@@ -468,6 +468,7 @@ class Step(_message.Message):
     ATTEMPTS_FIELD_NUMBER: _builtins.int
     EPOCH_FIELD_NUMBER: _builtins.int
     RECORDED_AT_FIELD_NUMBER: _builtins.int
+    STARTED_AT_FIELD_NUMBER: _builtins.int
     step_id: _builtins.int
     """Position of the step in the workflow, counted from 0 in call order."""
     name: _builtins.str
@@ -485,6 +486,13 @@ class Step(_message.Message):
 
     @_builtins.property
     def recorded_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def started_at(self) -> _timestamp_pb2.Timestamp:
+        """When the step began: for a step the worker ran, the checkpoint's time less the duration the
+        worker reported; for a remote step, its first attempt's dispatch. Unset when not known
+        (the server's own steps — sends, receives, events, sleeps — and workers that do not say).
+        """
+
     def __init__(
         self,
         *,
@@ -495,10 +503,11 @@ class Step(_message.Message):
         attempts: _builtins.int = ...,
         epoch: _builtins.int = ...,
         recorded_at: _timestamp_pb2.Timestamp | None = ...,
+        started_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "output", b"output", "recorded_at", b"recorded_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "output", b"output", "recorded_at", b"recorded_at", "started_at", b"started_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "epoch", b"epoch", "failure", b"failure", "name", b"name", "output", b"output", "recorded_at", b"recorded_at", "step_id", b"step_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "epoch", b"epoch", "failure", b"failure", "name", b"name", "output", b"output", "recorded_at", b"recorded_at", "started_at", b"started_at", "step_id", b"step_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -487,6 +487,7 @@ class RecordStep(_message.Message):
     OUTPUT_FIELD_NUMBER: _builtins.int
     FAILURE_FIELD_NUMBER: _builtins.int
     ATTEMPTS_FIELD_NUMBER: _builtins.int
+    DURATION_FIELD_NUMBER: _builtins.int
     workflow_id: _builtins.str
     epoch: _builtins.int
     step_id: _builtins.int
@@ -496,6 +497,13 @@ class RecordStep(_message.Message):
     def output(self) -> _types_pb2.Payload: ...
     @_builtins.property
     def failure(self) -> _types_pb2.Failure: ...
+    @_builtins.property
+    def duration(self) -> _duration_pb2.Duration:
+        """How long the step took, retries and their backoff included, by the worker's clock: the
+        server records it as the step's start (its own time of the checkpoint, less this), which
+        the console's timeline draws. Optional; negative or unset records no start.
+        """
+
     def __init__(
         self,
         *,
@@ -506,10 +514,11 @@ class RecordStep(_message.Message):
         output: _types_pb2.Payload | None = ...,
         failure: _types_pb2.Failure | None = ...,
         attempts: _builtins.int = ...,
+        duration: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "outcome", b"outcome", "output", b"output"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["duration", b"duration", "failure", b"failure", "outcome", b"outcome", "output", b"output"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "epoch", b"epoch", "failure", b"failure", "name", b"name", "outcome", b"outcome", "output", b"output", "step_id", b"step_id", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "duration", b"duration", "epoch", b"epoch", "failure", b"failure", "name", b"name", "outcome", b"outcome", "output", b"output", "step_id", b"step_id", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_outcome: _TypeAlias = _typing.Literal["output", "failure"]  # noqa: Y015
     _WhichOneofArgType_outcome: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015

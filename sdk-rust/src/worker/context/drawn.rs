@@ -53,7 +53,7 @@ impl WorkflowContext {
             inner.live(step_id)?;
             inner.check_cancelled()?;
             let s = draw();
-            inner.defer(step_id, name, shape_payload(&s), 1);
+            inner.defer(step_id, name, shape_payload(&s), 1, None);
             Ok(s)
         }
     }

@@ -180,6 +180,7 @@ impl WorkflowContext {
                 crate::tracing_ctx::step_attributes(&inner.workflow_id, step_id, &name),
             );
             let mut attempt = 1;
+            let began = std::time::Instant::now();
             let result = loop {
                 // The step's own spans, if it makes any, hang under its span.
                 match opentelemetry::context::FutureExt::with_context(f(), span.clone()).await {
@@ -219,7 +220,7 @@ impl WorkflowContext {
                     message: message.clone(),
                 }),
             };
-            inner.defer(step_id, &name, outcome, attempt);
+            inner.defer(step_id, &name, outcome, attempt, Some(began.elapsed()));
             result
                 .map(|(v, _)| v)
                 .map_err(|(_, message)| WorkflowError::Step { name, message })
@@ -258,7 +259,15 @@ impl Inner {
     }
 
     /// Holds back a step's record until the next request or the completion.
-    fn defer(&self, step_id: u32, name: &str, outcome: v1::record_step::Outcome, attempts: u32) {
+    /// `took` is how long the step ran, retries included: the server dates its start from it.
+    fn defer(
+        &self,
+        step_id: u32,
+        name: &str,
+        outcome: v1::record_step::Outcome,
+        attempts: u32,
+        took: Option<std::time::Duration>,
+    ) {
         self.records.hold(v1::RecordStep {
             workflow_id: self.workflow_id.clone(),
             epoch: self.epoch,
@@ -266,6 +275,7 @@ impl Inner {
             name: name.to_string(),
             outcome: Some(outcome),
             attempts,
+            duration: took.and_then(|d| prost_types::Duration::try_from(d).ok()),
         });
     }
 
@@ -289,6 +299,7 @@ impl Inner {
             name: name.to_string(),
             outcome: Some(outcome),
             attempts,
+            duration: None,
         };
         match self.request(worker_message::Kind::RecordStep(req)).await? {
             reply::Result::StepRecorded(_) => Ok(()),

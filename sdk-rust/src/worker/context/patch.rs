@@ -31,7 +31,7 @@ impl WorkflowContext {
                 let marker = shapes::Patch {
                     patch_id: patch_id.to_string(),
                 };
-                inner.defer(step_id, names::PATCH, shape_payload(&marker), 1);
+                inner.defer(step_id, names::PATCH, shape_payload(&marker), 1, None);
                 Ok(true)
             }
         }

@@ -24,9 +24,14 @@ fn completed(c: Completed) -> v1::WorkflowCompleted {
 
 pub async fn apply(engine: &Engine, session: &WorkerSession, mut c: v1::CompleteWorkflow) -> Answer {
     let fence = c.fence();
+    let now = engine.now_ms();
     if let Some(v1::complete_workflow::Outcome::ContinueAsNew(next)) = c.outcome {
         let input = payload_text("the next run's input", next.input.as_ref())?;
-        let steps = c.steps.into_iter().map(new_step).collect::<Result<Vec<NewStep>, _>>()?;
+        let steps = c
+            .steps
+            .into_iter()
+            .map(|r| new_step(r, now))
+            .collect::<Result<Vec<NewStep>, _>>()?;
         let status = match engine.continue_as_new(session, fence, steps, input).await? {
             Some(_) => v1::WorkflowStatus::ContinuedAsNew,
             // Its input was too large: the workflow failed instead.
@@ -44,7 +49,11 @@ pub async fn apply(engine: &Engine, session: &WorkerSession, mut c: v1::Complete
             Outcome::Output(payload_text("workflow output", None)?)
         }
     };
-    let steps = c.steps.into_iter().map(new_step).collect::<Result<Vec<NewStep>, _>>()?;
+    let steps = c
+        .steps
+        .into_iter()
+        .map(|r| new_step(r, now))
+        .collect::<Result<Vec<NewStep>, _>>()?;
     let done = engine.complete_workflow(session, fence, steps, outcome).await?;
     Ok(reply::Result::WorkflowCompleted(completed(done)))
 }

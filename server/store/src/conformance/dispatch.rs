@@ -444,6 +444,7 @@ pub async fn start_with_assignment_dispatches_at_once(s: Arc<dyn Store>) {
         name: "s".into(),
         outcome: Outcome::Output("1".into()),
         attempts: 1,
+        started_at: None,
     };
     assert_eq!(
         s.record_step(&fence("direct", 1), step, T + 1).await.unwrap(),

@@ -263,7 +263,7 @@ pub async fn the_collector_deletes_what_a_rule_covers_oldest_first_in_batches(s:
     assert!(gone(s, "old-ok").await);
 }
 
-fn fork(source: &str, from_step: Option<u32>, id: &str) -> Fork {
+pub(super) fn fork(source: &str, from_step: Option<u32>, id: &str) -> Fork {
     Fork {
         source: source.into(),
         from_step,

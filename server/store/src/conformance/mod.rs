@@ -88,6 +88,7 @@ macro_rules! conformance_tests {
             claim_raises_epoch_and_returns_steps,
             concurrent_claims_take_each_workflow_once,
             record_step_outcomes,
+            a_steps_start_is_kept_where_known,
             racing_records_of_one_step,
             completions_carry_their_last_steps,
             fenced_writes_race_redispatch,
@@ -204,6 +205,7 @@ pub fn step(step_id: u32, name: &str, output: &str) -> NewStep {
         name: name.to_string(),
         outcome: Outcome::Output(output.to_string()),
         attempts: 1,
+        started_at: None,
     }
 }
 

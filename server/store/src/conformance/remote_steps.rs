@@ -149,10 +149,10 @@ pub async fn remote_step_calls_queue_once_and_record_their_result(s: Arc<dyn Sto
             .await,
         Err(StoreError::StepAttemptStale { .. })
     ));
-    assert_eq!(
-        s.list_steps("caller").await.unwrap()[0].outcome,
-        Outcome::Output("42".into())
-    );
+    let recorded = &s.list_steps("caller").await.unwrap()[0];
+    assert_eq!(recorded.outcome, Outcome::Output("42".into()));
+    // A remote step began when it was called (the first call: a repeated one is the same step).
+    assert_eq!(recorded.started_at, Some(T + 1));
     // The old run's call is fenced.
     assert!(matches!(
         s.call_step(&f, 1, &call("double", "1", 1), T + 10).await,

@@ -235,3 +235,48 @@ pub async fn completions_carry_their_last_steps(s: Arc<dyn Store>) {
     assert!(s.list_steps("c4").await.unwrap().is_empty());
     assert_eq!(get(s, "c4").await.status, WorkflowStatus::Enqueued);
 }
+
+/// A step's start, where its worker told it, is kept with it — recorded alone, or in one batch
+/// with the completion — read back with the steps and copied by a fork; a second report of the
+/// step that differs only in its start is the same step.
+pub async fn a_steps_start_is_kept_where_known(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("st", "A", "q"), T).await;
+    let e = claim_one(s, "k", "A", "st", T + 1).await;
+    let f = fence("st", e);
+    let timed = NewStep {
+        started_at: Some(T + 2),
+        ..step(0, "fetch", "1")
+    };
+    assert_eq!(s.record_step(&f, timed.clone(), T + 9).await.unwrap(), Recorded::New);
+    let again = NewStep {
+        started_at: Some(T + 5),
+        ..timed
+    };
+    assert_eq!(
+        s.record_step(&f, again, T + 10).await.unwrap(),
+        Recorded::AlreadyRecorded
+    );
+    s.record_step(&f, step(1, "untimed", "2"), T + 11).await.unwrap();
+    let last = NewStep {
+        started_at: Some(T + 12),
+        ..step(2, "last", "3")
+    };
+    s.complete_with_steps(&f, vec![last], Outcome::Output("3".into()), T + 14)
+        .await
+        .unwrap();
+    let starts = |steps: Vec<StepRecord>| -> Vec<(u32, Option<Millis>)> {
+        steps.iter().map(|x| (x.step_id, x.started_at)).collect()
+    };
+    assert_eq!(
+        starts(s.list_steps("st").await.unwrap()),
+        [(0, Some(T + 2)), (1, None), (2, Some(T + 12))]
+    );
+    s.fork_workflow(&super::lifecycle::fork("st", Some(2), "st-fork"), T + 20)
+        .await
+        .unwrap();
+    assert_eq!(
+        starts(s.list_steps("st-fork").await.unwrap()),
+        [(0, Some(T + 2)), (1, None)]
+    );
+}

@@ -13,6 +13,8 @@ pub struct StepRecord {
     pub attempts: u32,
     pub epoch: u64,
     pub recorded_at: Millis,
+    /// When it began, when known (see [`NewStep::started_at`]; a remote step: its call).
+    pub started_at: Option<Millis>,
 }
 
 /// A step to record.
@@ -22,6 +24,10 @@ pub struct NewStep {
     pub name: String,
     pub outcome: Outcome,
     pub attempts: u32,
+    /// When it began (the checkpoint's time less the duration its worker reported); `None`
+    /// when not known. Only shown: a replay never reads it, and a second report of the same
+    /// step that differs only here matches the first.
+    pub started_at: Option<Millis>,
 }
 
 /// Result of recording a step.

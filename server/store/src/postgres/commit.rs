@@ -14,10 +14,10 @@ pub(super) const COMPLETE: &str = concat!(
     "WITH fence AS (SELECT workflow_id FROM workflows WHERE workflow_id = $5 AND ",
     status_is!("PENDING"),
     " AND epoch = $6 FOR SHARE), \
-     ins AS (INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-       SELECT fence.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, $6, $4 \
-       FROM fence, unnest($7::bigint[], $8::text[], $9::text[], $10::text[], $11::bigint[]) \
-         AS v(step_id, name, output, failure, attempts) \
+     ins AS (INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
+       SELECT fence.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, $6, $4, v.started_at \
+       FROM fence, unnest($7::bigint[], $8::text[], $9::text[], $10::text[], $11::bigint[], $13::bigint[]) \
+         AS v(step_id, name, output, failure, attempts, started_at) \
        ON CONFLICT (workflow_id, step_id) DO NOTHING RETURNING 1) \
      UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
      WHERE workflow_id = $5 AND ",
@@ -44,6 +44,7 @@ impl PostgresStore {
         };
         let mut step_ids = Vec::with_capacity(steps.len());
         let (mut names, mut outputs, mut failures, mut attempts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut started = Vec::with_capacity(steps.len());
         for st in steps {
             let (o, f) = rows::outcome_columns(&st.outcome);
             step_ids.push(st.step_id as i64);
@@ -51,6 +52,7 @@ impl PostgresStore {
             outputs.push(o);
             failures.push(f);
             attempts.push(st.attempts as i64);
+            started.push(st.started_at);
         }
         let written: Option<WorkflowRow> = sqlx::query_as(COMPLETE)
             .bind(status.as_str())
@@ -65,6 +67,7 @@ impl PostgresStore {
             .bind(&failures)
             .bind(&attempts)
             .bind(steps.len() as i64)
+            .bind(&started)
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error)?;
@@ -137,10 +140,11 @@ pub(super) struct StepWrite {
 
 /// A batch of fenced step inserts in one statement (see `insert_steps_fenced`).
 pub(super) const INSERT_STEPS: &str = concat!(
-    "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-     SELECT v.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, v.epoch, v.recorded_at \
-     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[]) \
-       AS v(workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+    "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
+     SELECT v.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, v.epoch, v.recorded_at, v.started_at \
+     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[], \
+                 $9::bigint[]) \
+       AS v(workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
      JOIN workflows w ON w.workflow_id = v.workflow_id AND ",
     status_is!("w.", "PENDING"),
     " AND w.epoch = v.epoch FOR SHARE OF w \
@@ -164,6 +168,7 @@ pub(super) async fn insert_steps_fenced(pool: PgPool, batch: Vec<StepWrite>) -> 
     let mut attempts = Vec::with_capacity(n);
     let mut epochs = Vec::with_capacity(n);
     let mut times = Vec::with_capacity(n);
+    let mut started = Vec::with_capacity(n);
     for w in &batch {
         let (output, failure) = rows::outcome_columns(&w.step.outcome);
         ids.push(w.workflow_id.clone());
@@ -174,6 +179,7 @@ pub(super) async fn insert_steps_fenced(pool: PgPool, batch: Vec<StepWrite>) -> 
         attempts.push(w.step.attempts as i64);
         epochs.push(w.epoch as i64);
         times.push(w.now);
+        started.push(w.step.started_at);
     }
     let inserted: Vec<(String, i64)> = sqlx::query_as(INSERT_STEPS)
         .bind(&ids)
@@ -184,6 +190,7 @@ pub(super) async fn insert_steps_fenced(pool: PgPool, batch: Vec<StepWrite>) -> 
         .bind(&attempts)
         .bind(&epochs)
         .bind(&times)
+        .bind(&started)
         .fetch_all(&pool)
         .await
         .map_err(db_error)?;

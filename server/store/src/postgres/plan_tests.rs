@@ -107,7 +107,8 @@ async fn lookups_by_id_use_the_primary_key_when_statistics_are_stale() {
         .bind(text())
         .bind(none())
         .bind(vec![1_i64])
-        .bind(1_i64);
+        .bind(1_i64)
+        .bind(vec![None::<i64>]);
     let steps = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {}", commit::INSERT_STEPS)))
         .bind(id())
         .bind(vec![1_i64])
@@ -116,7 +117,8 @@ async fn lookups_by_id_use_the_primary_key_when_statistics_are_stale() {
         .bind(none())
         .bind(vec![1_i64])
         .bind(vec![1_i64])
-        .bind(vec![1_i64]);
+        .bind(vec![1_i64])
+        .bind(vec![None::<i64>]);
     let completions = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {}", completions::COMPLETE_BATCH)))
         .bind(id())
         .bind(vec![1_i64])

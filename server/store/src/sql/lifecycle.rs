@@ -219,8 +219,8 @@ impl Backend {
         from: i64,
     ) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-             SELECT $1, step_id, name, output, failure, attempts, 0, recorded_at FROM steps \
+            "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
+             SELECT $1, step_id, name, output, failure, attempts, 0, recorded_at, started_at FROM steps \
              WHERE workflow_id = $2 AND step_id < $3",
         )
         .bind(fork)

@@ -62,8 +62,10 @@ impl Backend {
                 // Recorded under the caller's current epoch: the caller may have been recovered
                 // since it made the call, and its new run reads this record.
                 sqlx::query(
-                    "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-                     SELECT $1, $2, $3, $4, $5, $6, epoch, $7 FROM workflows WHERE workflow_id = $1 \
+                    "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
+                     SELECT $1, $2, $3, $4, $5, $6, epoch, $7, \
+                            (SELECT created_at FROM step_tasks WHERE workflow_id = $1 AND step_id = $2) \
+                     FROM workflows WHERE workflow_id = $1 \
                      ON CONFLICT (workflow_id, step_id) DO NOTHING",
                 )
                 .bind(&task.workflow_id)

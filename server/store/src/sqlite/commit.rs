@@ -46,8 +46,8 @@ async fn record_step_in(
     }
     let (output, failure) = rows::outcome_columns(&step.outcome);
     sqlx::query(
-        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(&fence.workflow_id)
     .bind(step.step_id as i64)
@@ -57,6 +57,7 @@ async fn record_step_in(
     .bind(step.attempts as i64)
     .bind(fence.epoch as i64)
     .bind(now)
+    .bind(step.started_at)
     .execute(&mut **tx)
     .await
     .map_err(db_error)?;

@@ -878,8 +878,12 @@ type Step struct {
 	// Attempts the step took, retries included.
 	Attempts uint32 `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	// Epoch of the dispatch that recorded the step.
-	Epoch         uint64                 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	RecordedAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=recorded_at,json=recordedAt,proto3" json:"recorded_at,omitempty"`
+	Epoch      uint64                 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	RecordedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=recorded_at,json=recordedAt,proto3" json:"recorded_at,omitempty"`
+	// When the step began: for a step the worker ran, the checkpoint's time less the duration the
+	// worker reported; for a remote step, its first attempt's dispatch. Unset when not known
+	// (the server's own steps — sends, receives, events, sleeps — and workers that do not say).
+	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -959,6 +963,13 @@ func (x *Step) GetEpoch() uint64 {
 func (x *Step) GetRecordedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.RecordedAt
+	}
+	return nil
+}
+
+func (x *Step) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
 	}
 	return nil
 }
@@ -1280,7 +1291,7 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
 	"tracestate\x18\x02 \x01(\tR\n" +
-	"tracestate\"\xfe\x01\n" +
+	"tracestate\"\xb9\x02\n" +
 	"\x04Step\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\rR\x06stepId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12+\n" +
@@ -1289,7 +1300,9 @@ const file_waymark_v1_types_proto_rawDesc = "" +
 	"\battempts\x18\x05 \x01(\rR\battempts\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x12;\n" +
 	"\vrecorded_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"recordedAt\"\xef\x02\n" +
+	"recordedAt\x129\n" +
+	"\n" +
+	"started_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"\xef\x02\n" +
 	"\aMessage\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1f\n" +
@@ -1380,19 +1393,20 @@ var file_waymark_v1_types_proto_depIdxs = []int32{
 	1,  // 16: waymark.v1.Step.output:type_name -> waymark.v1.Payload
 	2,  // 17: waymark.v1.Step.failure:type_name -> waymark.v1.Failure
 	14, // 18: waymark.v1.Step.recorded_at:type_name -> google.protobuf.Timestamp
-	1,  // 19: waymark.v1.Message.payload:type_name -> waymark.v1.Payload
-	14, // 20: waymark.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
-	14, // 21: waymark.v1.Message.consumed_at:type_name -> google.protobuf.Timestamp
-	1,  // 22: waymark.v1.Event.value:type_name -> waymark.v1.Payload
-	14, // 23: waymark.v1.Event.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 24: waymark.v1.Event.history:type_name -> waymark.v1.EventValue
-	1,  // 25: waymark.v1.EventValue.value:type_name -> waymark.v1.Payload
-	14, // 26: waymark.v1.EventValue.set_at:type_name -> google.protobuf.Timestamp
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	14, // 19: waymark.v1.Step.started_at:type_name -> google.protobuf.Timestamp
+	1,  // 20: waymark.v1.Message.payload:type_name -> waymark.v1.Payload
+	14, // 21: waymark.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
+	14, // 22: waymark.v1.Message.consumed_at:type_name -> google.protobuf.Timestamp
+	1,  // 23: waymark.v1.Event.value:type_name -> waymark.v1.Payload
+	14, // 24: waymark.v1.Event.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 25: waymark.v1.Event.history:type_name -> waymark.v1.EventValue
+	1,  // 26: waymark.v1.EventValue.value:type_name -> waymark.v1.Payload
+	14, // 27: waymark.v1.EventValue.set_at:type_name -> google.protobuf.Timestamp
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_types_proto_init() }

@@ -1181,8 +1181,12 @@ type RecordStep struct {
 	//
 	//	*RecordStep_Output
 	//	*RecordStep_Failure
-	Outcome       isRecordStep_Outcome `protobuf_oneof:"outcome"`
-	Attempts      uint32               `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	Outcome  isRecordStep_Outcome `protobuf_oneof:"outcome"`
+	Attempts uint32               `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// How long the step took, retries and their backoff included, by the worker's clock: the
+	// server records it as the step's start (its own time of the checkpoint, less this), which
+	// the console's timeline draws. Optional; negative or unset records no start.
+	Duration      *durationpb.Duration `protobuf:"bytes,8,opt,name=duration,proto3" json:"duration,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1275,6 +1279,13 @@ func (x *RecordStep) GetAttempts() uint32 {
 		return x.Attempts
 	}
 	return 0
+}
+
+func (x *RecordStep) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
 }
 
 type isRecordStep_Outcome interface {
@@ -4131,7 +4142,7 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\tHeartbeat\x12!\n" +
 	"\freports_held\x18\x01 \x01(\bR\vreportsHeld\x12*\n" +
 	"\x11held_workflow_ids\x18\x02 \x03(\tR\x0fheldWorkflowIds\x12/\n" +
-	"\x13dispatches_received\x18\x03 \x01(\x04R\x12dispatchesReceived\"\xf7\x01\n" +
+	"\x13dispatches_received\x18\x03 \x01(\x04R\x12dispatchesReceived\"\xae\x02\n" +
 	"\n" +
 	"RecordStep\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
@@ -4141,7 +4152,8 @@ const file_waymark_v1_worker_proto_rawDesc = "" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12-\n" +
 	"\x06output\x18\x05 \x01(\v2\x13.waymark.v1.PayloadH\x00R\x06output\x12/\n" +
 	"\afailure\x18\x06 \x01(\v2\x13.waymark.v1.FailureH\x00R\afailure\x12\x1a\n" +
-	"\battempts\x18\a \x01(\rR\battemptsB\t\n" +
+	"\battempts\x18\a \x01(\rR\battempts\x125\n" +
+	"\bduration\x18\b \x01(\v2\x19.google.protobuf.DurationR\bdurationB\t\n" +
 	"\aoutcome\"\xa7\x02\n" +
 	"\x10CompleteWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
@@ -4441,10 +4453,10 @@ var file_waymark_v1_worker_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 47: google.protobuf.Timestamp
 	(*Payload)(nil),               // 48: waymark.v1.Payload
 	(*Failure)(nil),               // 49: waymark.v1.Failure
-	(*Step)(nil),                  // 50: waymark.v1.Step
-	(*TraceContext)(nil),          // 51: waymark.v1.TraceContext
-	(WorkflowStatus)(0),           // 52: waymark.v1.WorkflowStatus
-	(*durationpb.Duration)(nil),   // 53: google.protobuf.Duration
+	(*durationpb.Duration)(nil),   // 50: google.protobuf.Duration
+	(*Step)(nil),                  // 51: waymark.v1.Step
+	(*TraceContext)(nil),          // 52: waymark.v1.TraceContext
+	(WorkflowStatus)(0),           // 53: waymark.v1.WorkflowStatus
 }
 var file_waymark_v1_worker_proto_depIdxs = []int32{
 	3,  // 0: waymark.v1.ListWorkersResponse.workers:type_name -> waymark.v1.WorkerInfo
@@ -4477,71 +4489,72 @@ var file_waymark_v1_worker_proto_depIdxs = []int32{
 	41, // 27: waymark.v1.ServerMessage.dispatch_step:type_name -> waymark.v1.DispatchStep
 	48, // 28: waymark.v1.RecordStep.output:type_name -> waymark.v1.Payload
 	49, // 29: waymark.v1.RecordStep.failure:type_name -> waymark.v1.Failure
-	48, // 30: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
-	49, // 31: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
-	13, // 32: waymark.v1.CompleteWorkflow.continue_as_new:type_name -> waymark.v1.ContinueAsNew
-	11, // 33: waymark.v1.CompleteWorkflow.steps:type_name -> waymark.v1.RecordStep
-	48, // 34: waymark.v1.ContinueAsNew.input:type_name -> waymark.v1.Payload
-	48, // 35: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
-	50, // 36: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
-	47, // 37: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
-	51, // 38: waymark.v1.DispatchWorkflow.trace_context:type_name -> waymark.v1.TraceContext
-	16, // 39: waymark.v1.Reply.error:type_name -> waymark.v1.ReplyError
-	17, // 40: waymark.v1.Reply.step_recorded:type_name -> waymark.v1.StepRecorded
-	18, // 41: waymark.v1.Reply.workflow_completed:type_name -> waymark.v1.WorkflowCompleted
-	22, // 42: waymark.v1.Reply.message_sent:type_name -> waymark.v1.MessageSent
-	24, // 43: waymark.v1.Reply.recv_result:type_name -> waymark.v1.RecvResult
-	28, // 44: waymark.v1.Reply.event_result:type_name -> waymark.v1.EventResult
-	30, // 45: waymark.v1.Reply.stream_written:type_name -> waymark.v1.StreamWritten
-	32, // 46: waymark.v1.Reply.child_started:type_name -> waymark.v1.ChildStarted
-	34, // 47: waymark.v1.Reply.child_result:type_name -> waymark.v1.ChildResult
-	37, // 48: waymark.v1.Reply.parked:type_name -> waymark.v1.Parked
-	40, // 49: waymark.v1.Reply.call_result:type_name -> waymark.v1.CallResult
-	45, // 50: waymark.v1.Reply.selected:type_name -> waymark.v1.Selected
-	52, // 51: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
-	48, // 52: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
-	49, // 53: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
-	48, // 54: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
-	0,  // 55: waymark.v1.RecvResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	48, // 56: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
-	24, // 57: waymark.v1.Wakeup.recv:type_name -> waymark.v1.RecvResult
-	48, // 58: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
-	0,  // 59: waymark.v1.EventResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	48, // 60: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
-	48, // 61: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
-	48, // 62: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
-	51, // 63: waymark.v1.StartChild.trace_context:type_name -> waymark.v1.TraceContext
-	46, // 64: waymark.v1.StartChild.tags:type_name -> waymark.v1.StartChild.TagsEntry
-	0,  // 65: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	52, // 66: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
-	48, // 67: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
-	49, // 68: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
-	36, // 69: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
-	48, // 70: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
-	39, // 71: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
-	53, // 72: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
-	51, // 73: waymark.v1.CallStep.trace_context:type_name -> waymark.v1.TraceContext
-	53, // 74: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	53, // 75: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	0,  // 76: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	48, // 77: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
-	49, // 78: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
-	48, // 79: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
-	47, // 80: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
-	51, // 81: waymark.v1.DispatchStep.trace_context:type_name -> waymark.v1.TraceContext
-	48, // 82: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
-	49, // 83: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
-	44, // 84: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
-	0,  // 85: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
-	4,  // 86: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
-	1,  // 87: waymark.v1.WorkerService.ListWorkers:input_type -> waymark.v1.ListWorkersRequest
-	6,  // 88: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
-	2,  // 89: waymark.v1.WorkerService.ListWorkers:output_type -> waymark.v1.ListWorkersResponse
-	88, // [88:90] is the sub-list for method output_type
-	86, // [86:88] is the sub-list for method input_type
-	86, // [86:86] is the sub-list for extension type_name
-	86, // [86:86] is the sub-list for extension extendee
-	0,  // [0:86] is the sub-list for field type_name
+	50, // 30: waymark.v1.RecordStep.duration:type_name -> google.protobuf.Duration
+	48, // 31: waymark.v1.CompleteWorkflow.output:type_name -> waymark.v1.Payload
+	49, // 32: waymark.v1.CompleteWorkflow.failure:type_name -> waymark.v1.Failure
+	13, // 33: waymark.v1.CompleteWorkflow.continue_as_new:type_name -> waymark.v1.ContinueAsNew
+	11, // 34: waymark.v1.CompleteWorkflow.steps:type_name -> waymark.v1.RecordStep
+	48, // 35: waymark.v1.ContinueAsNew.input:type_name -> waymark.v1.Payload
+	48, // 36: waymark.v1.DispatchWorkflow.input:type_name -> waymark.v1.Payload
+	51, // 37: waymark.v1.DispatchWorkflow.steps:type_name -> waymark.v1.Step
+	47, // 38: waymark.v1.DispatchWorkflow.created_at:type_name -> google.protobuf.Timestamp
+	52, // 39: waymark.v1.DispatchWorkflow.trace_context:type_name -> waymark.v1.TraceContext
+	16, // 40: waymark.v1.Reply.error:type_name -> waymark.v1.ReplyError
+	17, // 41: waymark.v1.Reply.step_recorded:type_name -> waymark.v1.StepRecorded
+	18, // 42: waymark.v1.Reply.workflow_completed:type_name -> waymark.v1.WorkflowCompleted
+	22, // 43: waymark.v1.Reply.message_sent:type_name -> waymark.v1.MessageSent
+	24, // 44: waymark.v1.Reply.recv_result:type_name -> waymark.v1.RecvResult
+	28, // 45: waymark.v1.Reply.event_result:type_name -> waymark.v1.EventResult
+	30, // 46: waymark.v1.Reply.stream_written:type_name -> waymark.v1.StreamWritten
+	32, // 47: waymark.v1.Reply.child_started:type_name -> waymark.v1.ChildStarted
+	34, // 48: waymark.v1.Reply.child_result:type_name -> waymark.v1.ChildResult
+	37, // 49: waymark.v1.Reply.parked:type_name -> waymark.v1.Parked
+	40, // 50: waymark.v1.Reply.call_result:type_name -> waymark.v1.CallResult
+	45, // 51: waymark.v1.Reply.selected:type_name -> waymark.v1.Selected
+	53, // 52: waymark.v1.WorkflowCompleted.status:type_name -> waymark.v1.WorkflowStatus
+	48, // 53: waymark.v1.WorkflowCompleted.output:type_name -> waymark.v1.Payload
+	49, // 54: waymark.v1.WorkflowCompleted.failure:type_name -> waymark.v1.Failure
+	48, // 55: waymark.v1.SendMessageStep.message:type_name -> waymark.v1.Payload
+	0,  // 56: waymark.v1.RecvResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	48, // 57: waymark.v1.RecvResult.message:type_name -> waymark.v1.Payload
+	24, // 58: waymark.v1.Wakeup.recv:type_name -> waymark.v1.RecvResult
+	48, // 59: waymark.v1.SetEvent.value:type_name -> waymark.v1.Payload
+	0,  // 60: waymark.v1.EventResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	48, // 61: waymark.v1.EventResult.value:type_name -> waymark.v1.Payload
+	48, // 62: waymark.v1.WriteStream.value:type_name -> waymark.v1.Payload
+	48, // 63: waymark.v1.StartChild.input:type_name -> waymark.v1.Payload
+	52, // 64: waymark.v1.StartChild.trace_context:type_name -> waymark.v1.TraceContext
+	46, // 65: waymark.v1.StartChild.tags:type_name -> waymark.v1.StartChild.TagsEntry
+	0,  // 66: waymark.v1.ChildResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	53, // 67: waymark.v1.ChildResult.status:type_name -> waymark.v1.WorkflowStatus
+	48, // 68: waymark.v1.ChildResult.output:type_name -> waymark.v1.Payload
+	49, // 69: waymark.v1.ChildResult.failure:type_name -> waymark.v1.Failure
+	36, // 70: waymark.v1.Park.event:type_name -> waymark.v1.EventKey
+	48, // 71: waymark.v1.CallStep.input:type_name -> waymark.v1.Payload
+	39, // 72: waymark.v1.CallStep.retry:type_name -> waymark.v1.RetryPolicy
+	50, // 73: waymark.v1.CallStep.timeout:type_name -> google.protobuf.Duration
+	52, // 74: waymark.v1.CallStep.trace_context:type_name -> waymark.v1.TraceContext
+	50, // 75: waymark.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	50, // 76: waymark.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	0,  // 77: waymark.v1.CallResult.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	48, // 78: waymark.v1.CallResult.output:type_name -> waymark.v1.Payload
+	49, // 79: waymark.v1.CallResult.failure:type_name -> waymark.v1.Failure
+	48, // 80: waymark.v1.DispatchStep.input:type_name -> waymark.v1.Payload
+	47, // 81: waymark.v1.DispatchStep.deadline:type_name -> google.protobuf.Timestamp
+	52, // 82: waymark.v1.DispatchStep.trace_context:type_name -> waymark.v1.TraceContext
+	48, // 83: waymark.v1.StepResult.output:type_name -> waymark.v1.Payload
+	49, // 84: waymark.v1.StepResult.failure:type_name -> waymark.v1.Failure
+	44, // 85: waymark.v1.Select.targets:type_name -> waymark.v1.WaitTarget
+	0,  // 86: waymark.v1.Selected.outcome:type_name -> waymark.v1.RecvResult.Outcome
+	4,  // 87: waymark.v1.WorkerService.Connect:input_type -> waymark.v1.WorkerMessage
+	1,  // 88: waymark.v1.WorkerService.ListWorkers:input_type -> waymark.v1.ListWorkersRequest
+	6,  // 89: waymark.v1.WorkerService.Connect:output_type -> waymark.v1.ServerMessage
+	2,  // 90: waymark.v1.WorkerService.ListWorkers:output_type -> waymark.v1.ListWorkersResponse
+	89, // [89:91] is the sub-list for method output_type
+	87, // [87:89] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_worker_proto_init() }
