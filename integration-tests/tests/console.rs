@@ -306,9 +306,11 @@ async fn the_cli_links_a_workflow_to_its_console_page(backend: Backend) {
     assert!(!run(off.addr.clone()).await.contains("console"), "no console, no line");
 }
 
-// Attempt: a workflow of three steps that each sleep 200 ms, run by a real worker. Outcome:
-// each step read back with a start its worker's duration dates — at least 200 ms before its
-// checkpoint, and in order — which the console's timeline draws.
+// Attempt: a workflow of three steps that each sleep 200 ms, run by a real worker; then an
+// hourly schedule. Outcome: each step read back with a start its worker's duration dates — at
+// least 200 ms before its checkpoint, and in order — which the console's timeline draws; the
+// queue's dispatches per minute count the run; the schedule lists its next five fires an hour
+// apart, and none once paused.
 async fn steps_carry_their_start_for_the_timeline(backend: Backend) {
     let Some(db) = TestDatabase::new(backend).await else {
         return;
@@ -342,6 +344,21 @@ async fn steps_carry_their_start_for_the_timeline(backend: Backend) {
         assert!(began >= previous, "steps start in order: {steps:?}");
         previous = began;
     }
+    // What the queue and schedule pages draw: dispatches per minute (one, by this replica, in
+    // the last minute or two) and the next fire times.
+    let per_minute = client.get_queue("default").await.unwrap().stats.dispatched_per_minute;
+    assert_eq!(per_minute.len(), 15);
+    assert!(per_minute[13] + per_minute[14] >= 1, "{per_minute:?}");
+    let hourly = client
+        .create_schedule("hourly", &waymark_sdk::ScheduleDef::new("0 * * * *", "counted"))
+        .await
+        .unwrap();
+    let next = &hourly.upcoming_fire_at_ms;
+    assert_eq!(next.len(), 5);
+    assert_eq!(Some(next[0]), hourly.next_fire_at_ms);
+    assert!(next.windows(2).all(|w| w[1] - w[0] == 3_600_000), "{next:?}");
+    let paused = client.pause_schedule("hourly").await.unwrap();
+    assert!(paused.upcoming_fire_at_ms.is_empty());
 }
 
 on_both_stores!(

@@ -41,6 +41,9 @@ pub struct QueueStats {
     pub oldest_enqueued_age_ms: Option<i64>,
     /// Partition keys among its ENQUEUED workflows.
     pub partitions: u64,
+    /// Workflows the answering replica dispatched from it in each of the last 15 minutes,
+    /// oldest first, the current minute last.
+    pub dispatched_per_minute: Vec<u32>,
 }
 
 /// Which limits an update changes: `Some(v)` sets one (`Some(None)` removes it); `None` leaves
@@ -102,6 +105,7 @@ impl From<v1::Queue> for QueueInfo {
                         .oldest_enqueued_age
                         .map(|d| d.seconds * 1000 + d.nanos as i64 / 1_000_000),
                     partitions: s.partitions,
+                    dispatched_per_minute: s.dispatched_per_minute,
                 })
                 .unwrap_or_default(),
             name: q.name,

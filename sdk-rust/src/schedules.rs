@@ -50,6 +50,8 @@ pub struct ScheduleInfo {
     pub last_fire_at_ms: Option<i64>,
     /// When it fires next; `None` while paused.
     pub next_fire_at_ms: Option<i64>,
+    /// The next fire times, up to 5 (empty while paused).
+    pub upcoming_fire_at_ms: Vec<i64>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -81,6 +83,7 @@ impl From<v1::Schedule> for ScheduleInfo {
             input: json::from_payload(s.input.as_ref()).unwrap_or(Value::Null),
             last_fire_at_ms: s.last_fire_time.as_ref().map(|t| ms(Some(t))),
             next_fire_at_ms: s.next_fire_time.as_ref().map(|t| ms(Some(t))),
+            upcoming_fire_at_ms: s.upcoming_fire_times.iter().map(|t| ms(Some(t))).collect(),
             created_at_ms: ms(s.created_at.as_ref()),
             updated_at_ms: ms(s.updated_at.as_ref()),
             name: s.name,

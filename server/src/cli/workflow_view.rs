@@ -131,8 +131,14 @@ pub(super) fn print_steps(steps: &[StepInfo]) {
                 s.attempts.to_string(),
                 s.epoch.to_string(),
                 output::time(s.recorded_at_ms),
+                // From its start (when the server knows it) to its checkpoint.
+                s.started_at_ms
+                    .map_or("-".into(), |at| format!("{} ms", (s.recorded_at_ms - at).max(0))),
             ]
         })
         .collect();
-    output::table(&["STEP", "NAME", "RESULT", "ATTEMPTS", "EPOCH", "RECORDED"], &rows);
+    output::table(
+        &["STEP", "NAME", "RESULT", "ATTEMPTS", "EPOCH", "RECORDED", "TOOK"],
+        &rows,
+    );
 }
