@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 from conftest import Workers
@@ -32,6 +33,31 @@ async def test_step_is_retried_per_policy(client: Client, workers: Workers) -> N
     assert await h.result(timeout=30) == "ok"
     [step] = await client.steps(h.workflow_id)
     assert (step.name, step.output, step.attempts) == ("flaky", "ok", 3)
+
+
+async def test_a_step_carries_its_start(client: Client, workers: Workers) -> None:
+    w = workers.new()
+
+    async def slow() -> str:
+        await asyncio.sleep(0.2)
+        return "done"
+
+    @w.workflow("timed")
+    async def timed(ctx: WorkflowContext) -> str:
+        ctx.uuid()  # a built-in record: the worker ran no function, so it says no duration
+        result: str = await ctx.step("slow", slow)
+        return result
+
+    await workers.start(w)
+    h = await client.start("timed", queue=workers.queue)
+    assert await h.result(timeout=30) == "done"
+    drawn, step = await client.steps(h.workflow_id)
+    assert drawn.name == "waymark.uuid" and drawn.started_at is None
+    # The server dates the start from the duration the worker measured: at least the sleep.
+    assert step.name == "slow"
+    assert step.started_at is not None and step.recorded_at is not None
+    took = step.recorded_at - step.started_at
+    assert timedelta(milliseconds=200) <= took < timedelta(seconds=60), took
 
 
 async def test_step_failing_for_good_fails_the_workflow(client: Client, workers: Workers) -> None:

@@ -134,6 +134,9 @@ class Step:
     attempts: int
     epoch: int
     recorded_at: datetime | None
+    # When the step began, when the server knows: steps a worker ran and said how long they
+    # took (retries included), and remote steps (their call).
+    started_at: datetime | None = None
 
     @classmethod
     def from_proto(cls, s: types_pb2.Step) -> Step:
@@ -145,6 +148,7 @@ class Step:
             attempts=s.attempts,
             epoch=s.epoch,
             recorded_at=from_timestamp(s.recorded_at, s.HasField("recorded_at")),
+            started_at=from_timestamp(s.started_at, s.HasField("started_at")),
         )
 
 

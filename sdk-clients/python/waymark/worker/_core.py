@@ -88,20 +88,25 @@ class ContextCore:
         self._run.limits.check_payload(what, p)
         return p
 
-    def _defer(self, step_id: int, name: str, attempts: int, **outcome: Any) -> None:
-        """Holds a step's record back until the workflow's next step, request or completion."""
+    def _defer(
+        self, step_id: int, name: str, attempts: int, took: float | None = None, **outcome: Any
+    ) -> None:
+        """Holds a step's record back until the workflow's next step, request or completion.
+        `took` is how long the step ran in seconds, retries included (for steps whose function
+        this worker ran): the server dates the step's start from it."""
         r = self._run
         r.check_dropped()
-        r.records.hold(
-            worker_pb2.RecordStep(
-                workflow_id=r.workflow_id,
-                epoch=r.epoch,
-                step_id=step_id,
-                name=name,
-                attempts=attempts,
-                **outcome,
-            )
+        record = worker_pb2.RecordStep(
+            workflow_id=r.workflow_id,
+            epoch=r.epoch,
+            step_id=step_id,
+            name=name,
+            attempts=attempts,
+            **outcome,
         )
+        if took is not None:
+            record.duration.FromNanoseconds(max(int(took * 1e9), 0))
+        r.records.hold(record)
 
     async def _flush(self) -> None:
         """Returns once every step record taken before this call is durable (see _records)."""

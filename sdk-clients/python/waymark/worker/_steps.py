@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -59,18 +60,22 @@ class StepsMixin(ContextCore):
             f"step {name}", "internal", step_id, make_current=True, waymark_step_name=name
         ):
             attempt = 1
+            # How long the step took, retries and their backoff included: its record carries it.
+            began = time.monotonic()
             while True:
                 try:
                     result = fn(*args, **kwargs)
                     if inspect.isawaitable(result):
                         result = await result
                     payload = to_payload(result)
+                    took = time.monotonic() - began
                     break
                 except Exception as e:
                     if attempt >= max(policy.max_attempts, 1):
                         message = bounded(str(e) or type(e).__name__)
                         failure = types_pb2.Failure(kind="StepFailed", message=message)
-                        self._defer(step_id, name, attempt, failure=failure)
+                        took = time.monotonic() - began
+                        self._defer(step_id, name, attempt, took, failure=failure)
                         raise StepFailed(name, message) from e
                     log.debug(
                         "step %r of workflow %s failed (attempt %d); retrying: %s",
@@ -89,7 +94,7 @@ class StepsMixin(ContextCore):
                 # effects again to do so. Recorded as the step's failure, raised as a replay raises
                 # it, so the workflow sees the same on every run.
                 failure = types_pb2.Failure(kind=e.kind, message=e.message)
-                self._defer(step_id, name, attempt, failure=failure)
+                self._defer(step_id, name, attempt, took, failure=failure)
                 raise StepFailed(name, e.message, e.kind) from None
-        self._defer(step_id, name, attempt, output=payload)
+        self._defer(step_id, name, attempt, took, output=payload)
         return result
