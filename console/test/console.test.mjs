@@ -193,7 +193,11 @@ before(async () => {
   // runs it again and differs there (steps 0 and 1 are the same in every run).
   s.worker.workflow("console.steps", async (ctx) => {
     const a = await ctx.step("one", () => "a");
-    const b = await ctx.step("two", () => "b");
+    // Its first attempt fails: the timeline marks it retried.
+    const b = await ctx.step("two", ({ attempt }) => {
+      if (attempt === 1) throw new Error("flaky");
+      return "b";
+    }, { retry: { maxAttempts: 3, initialIntervalMs: 10 } });
     const c = await ctx.step("three", () => `run-${++counter}`);
     return [a, b, c];
   });
@@ -321,6 +325,15 @@ scenario("list: every workflow, filters kept in the URL, live refresh", async ()
   await page.locator(`${tid("workflow-row")}[data-workflow-id="ct-fail"]`).waitFor();
   assert.equal(await page.locator(`${tid("workflow-row")}[data-workflow-id="ct-fail"]`).getAttribute("data-status"), "ERROR");
   await shot(page, "list");
+  if (await page.locator(tid("page-next")).isEnabled()) {
+    // More than a page (a seeded database): Next by token, and Previous back to the first.
+    const first = await page.locator(tid("workflow-row")).first().getAttribute("data-workflow-id");
+    await page.click(tid("page-next"));
+    await waitFor(async () => (await page.locator(tid("workflow-row")).first().getAttribute("data-workflow-id")) !== first, "the second page");
+    assert.equal(await page.locator(`${tid("workflow-row")}[data-workflow-id="ct-fail"]`).count(), 0);
+    await page.click(tid("page-prev"));
+    await page.locator(`${tid("workflow-row")}[data-workflow-id="ct-fail"]`).waitFor();
+  }
 
   await page.selectOption(tid("filter-status"), "ERROR");
   await waitFor(() => new URL(page.url()).searchParams.get("status") === "ERROR", "status=ERROR in the URL");
@@ -457,6 +470,7 @@ scenario("actions: send a message, cancel, fork from a step, compare with the so
   // A refusal is shown with its reason: a second fork with an id already taken.
   await page.goto(`${s.origin}${wfPath("ct-steps")}`);
   await page.locator(tid("timeline-step")).nth(2).waitFor();
+  assert.match(await page.locator(`${tid("timeline-step")}[data-step-id="1"]`).textContent(), /2 attempts/);
   await page.click(tid("action-fork"));
   await page.selectOption(tid("fork-step"), "1");
   await page.fill(tid("fork-id"), "ct-fail");
@@ -522,6 +536,17 @@ scenario("queues, workers, schedules and admin pages", async () => {
   assert.match(s.consoleMadeKey, /^wmk_/);
   await shot(page, "admin");
   await page.getByRole("button", { name: "Close" }).click();
+
+  // A namespace made here appears in the switcher, which goes to it.
+  await page.click(tid("namespace-create"));
+  await page.fill(tid("namespace-name"), "team-b");
+  await page.click(tid("confirm"));
+  await page.locator(`${tid("namespace-row")}[data-namespace="team-b"]`).waitFor();
+  await page.selectOption(tid("namespace-switch"), "team-b"); // waits for the option to appear
+  await waitFor(() => new URL(page.url()).pathname === "/ns/team-b/workflows", "the switch to team-b");
+  await page.getByText("No workflows in").waitFor();
+  await page.selectOption(tid("namespace-switch"), NS);
+  await page.locator(tid("workflow-row")).first().waitFor();
   await noPageErrors(page);
 });
 

@@ -106,7 +106,7 @@ function CreateNamespace({ onClose, onDone }: { onClose: () => void; onDone: () 
     >
       <label class="stack">
         <span>Name (1-40 characters of a-z, 0-9 and -)</span>
-        <input value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} pattern="[a-z0-9][a-z0-9-]{0,39}" data-testid="namespace-name" spellcheck={false} />
+        <input value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} pattern="[a-z0-9][a-z0-9\-]{0,39}" data-testid="namespace-name" spellcheck={false} />
       </label>
     </Dialog>
   );
