@@ -30,7 +30,8 @@ export function parseRoute(pathname: string): Route {
   if (parts.length === 0) return { name: "root" };
   if (parts[0] === "signin" && parts.length === 1) return { name: "signin" };
   if (parts[0] === "admin" && parts.length === 1) return { name: "admin" };
-  if (parts[0] !== "ns" || parts.length < 3) return { name: "notfound" };
+  if (parts[0] !== "ns" || parts.length < 2) return { name: "notfound" };
+  if (parts.length === 2) return { name: "workflows", ns: parts[1]! };
   const ns = parts[1]!;
   const [, , section, item, ...rest] = parts;
   if (rest.length > 0) return { name: "notfound" };

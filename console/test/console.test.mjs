@@ -484,6 +484,8 @@ scenario("actions: send a message, cancel, fork from a step, compare with the so
   await waitFor(() => new URL(page.url()).pathname === wfPath("ct-steps-fork"), "the fork's page");
   await waitFor(async () => (await wfStatus(page)) === "SUCCESS", "the fork to finish", { timeoutMs: 30_000 });
   assert.equal(await page.locator(tid("forked-from")).textContent(), "ct-steps");
+  await page.locator(`${tid("timeline-step")}[data-step-id="2"]`).waitFor();
+  await shot(page, "fork");
 
   // Compare it with its source: they part at step 2 (step 1 ran again with the same result).
   await page.click(tid("compare-link"));

@@ -219,15 +219,6 @@ export function WorkflowPage({ ns, id }: { ns: string; id: string }) {
           </div>
         </Section>
       )}
-      <div class="grid-2">
-        <Section title="Input">
-          <CodeBlock text={payloadText(w.input)} testid="wf-input" />
-        </Section>
-        <Section title="Output">
-          {w.status === WorkflowStatus.SUCCESS ? <CodeBlock text={payloadText(w.output)} testid="wf-output" /> : <p class="muted">{terminal ? "No output." : "Not finished yet."}</p>}
-        </Section>
-      </div>
-
       <Section title={<>Timeline{stepsq.data ? <span class="count-pill">{plural(steps.length, "step")}</span> : null}</>} id="timeline">
         {stepsq.error && <ErrorBox error={stepsq.error} title="Could not read the steps" />}
         {stepsq.data ? <Timeline w={w} steps={steps} truncated={stepsq.data.truncated} /> : !stepsq.error && <Loading what="Loading the steps" />}
@@ -238,6 +229,15 @@ export function WorkflowPage({ ns, id }: { ns: string; id: string }) {
           <StepsTable w={w} steps={steps} />
         </Section>
       )}
+
+      <div class="grid-2">
+        <Section title="Input">
+          <CodeBlock text={payloadText(w.input)} testid="wf-input" />
+        </Section>
+        <Section title="Output">
+          {w.status === WorkflowStatus.SUCCESS ? <CodeBlock text={payloadText(w.output)} testid="wf-output" /> : <p class="muted">{terminal ? "No output." : "Not finished yet."}</p>}
+        </Section>
+      </div>
 
       <Streams ns={ns} id={id} live={live} />
       <Messages id={id} live={live} />
