@@ -121,6 +121,7 @@ export function Timeline({ w, steps, truncated }: { w: Workflow; steps: readonly
           <span class="key failed">failed</span>
           <span class="key retried">retried</span>
           <span class="key recovery">after a recovery</span>
+          {w.forkedFromWorkflowId && <span class="key copied">copied from the fork's source</span>}
         </span>
       </p>
       {rows.length === 0 ? (
