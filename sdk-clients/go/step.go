@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/waymark-dev/waymark/sdk-clients/go/gen/waymark/v1"
 )
@@ -79,6 +80,9 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, erro
 	// One span for the step, its retries included: it runs now, not from the history.
 	sctx, span := r.startSpan("step "+name, trace.SpanKindInternal, attrStepID.Int64(int64(step)), attrStepName.String(name))
 	defer r.endSpan(span)
+	// How long the step takes, retries and their backoff included: its record carries it, and
+	// the server dates the step's start from it.
+	began := time.Now()
 	for attempt := uint32(1); ; attempt++ {
 		v, err := attemptStep(sctx, cfg.timeout, fn)
 		if stop := r.stopped(); stop != nil {
@@ -91,16 +95,18 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, erro
 				return zero, &Failure{Kind: "Serialization", Message: perr.Error()}
 			}
 			rec := r.stepRecord(step, name, out, nil, attempt)
+			took := time.Since(began)
+			rec.Duration = durationpb.New(took)
 			if big := r.conn.limits.admit("the step's output", out, recordMessage(rec)); big != nil {
 				// Too large to record: the step fails instead, recorded as failed, and is not
 				// tried again (it would most likely return the same).
-				return zero, r.failStep(span, step, name, reasonPayloadTooLarge, big.Message, attempt)
+				return zero, r.failStep(span, step, name, reasonPayloadTooLarge, big.Message, attempt, took)
 			}
 			r.hold(rec)
 			return v, nil
 		}
 		if attempt >= policy.MaxAttempts {
-			return zero, r.failStep(span, step, name, stepFailedKind, err.Error(), attempt)
+			return zero, r.failStep(span, step, name, stepFailedKind, err.Error(), attempt, time.Since(began))
 		}
 		span.RecordError(err, trace.WithAttributes(attrStepAttempt.Int64(int64(attempt))))
 		r.logger.Debug("step failed; retrying", "step", name, "attempt", attempt, "error", err)
@@ -112,11 +118,13 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context) (T, erro
 
 // failStep holds the record of a step's failure and returns the error a replay of that
 // record returns (see stepOutcome), so the workflow sees the same either way. span, the step's,
-// is marked failed.
-func (r *run) failStep(span *runSpan, step uint32, name, kind, message string, attempts uint32) error {
+// is marked failed. took is how long the step ran, its retries included.
+func (r *run) failStep(span *runSpan, step uint32, name, kind, message string, attempts uint32, took time.Duration) error {
 	f := r.conn.limits.failure(kind, message)
 	failSpan(span, f.GetMessage())
-	r.hold(r.stepRecord(step, name, nil, f, attempts))
+	rec := r.stepRecord(step, name, nil, f, attempts)
+	rec.Duration = durationpb.New(took)
+	r.hold(rec)
 	return &StepError{Step: name, Message: f.GetMessage(), Reason: f.GetKind()}
 }
 

@@ -150,6 +150,9 @@ type StepRecord struct {
 	Attempts   uint32
 	Epoch      uint64
 	RecordedAt time.Time
+	// When it began, when the server knows (steps a worker ran and said how long they took,
+	// retries included; remote steps: their call); zero otherwise.
+	StartedAt time.Time
 }
 
 // Message is a message sent to a workflow.
@@ -250,6 +253,7 @@ func stepFromWire(s *pb.Step) StepRecord {
 		Attempts:   s.GetAttempts(),
 		Epoch:      s.GetEpoch(),
 		RecordedAt: timeOf(s.GetRecordedAt()),
+		StartedAt:  timeOf(s.GetStartedAt()),
 	}
 	if s.GetOutput() != nil {
 		out.Output = jsonOf(s.GetOutput())

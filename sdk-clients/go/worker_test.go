@@ -94,6 +94,42 @@ func TestStepRetriesThenFailsTheWorkflow(t *testing.T) {
 	}
 }
 
+// A step the worker ran carries how long it took: the server dates its start from it. A
+// built-in record (a drawn UUID) runs no function and has none.
+func TestStepCarriesItsStart(t *testing.T) {
+	c := newClient(t)
+	w, queue := newWorker(t, waymark.WorkerOptions{})
+	waymark.RegisterWorkflow(w, "timed", func(ctx waymark.Context, _ any) (string, error) {
+		if _, err := waymark.UUID(ctx); err != nil {
+			return "", err
+		}
+		return waymark.Step(ctx, "slow", func(context.Context) (string, error) {
+			time.Sleep(200 * time.Millisecond)
+			return "done", nil
+		})
+	})
+	runWorker(t, w, queue)
+	id := start(t, c, "timed", queue, nil)
+	if wf := await(t, c, id); wf.Status != waymark.StatusSuccess {
+		t.Fatalf("workflow %+v failure %+v", wf, wf.Failure)
+	}
+	steps, err := c.Steps(testCtx(t), id)
+	if err != nil || len(steps) != 2 {
+		t.Fatalf("steps %+v %v", steps, err)
+	}
+	if drawn := steps[0]; drawn.Name != "waymark.uuid" || !drawn.StartedAt.IsZero() {
+		t.Fatalf("drawn uuid %+v: want no start", drawn)
+	}
+	step := steps[1]
+	if step.Name != "slow" || step.StartedAt.IsZero() || step.RecordedAt.IsZero() {
+		t.Fatalf("step %+v: want a start and a record time", step)
+	}
+	// At least the sleep: the server dates the start from the duration the worker measured.
+	if took := step.RecordedAt.Sub(step.StartedAt); took < 200*time.Millisecond || took >= time.Minute {
+		t.Fatalf("step %q took %v from its start to its record (started %v, recorded %v)", step.Name, took, step.StartedAt, step.RecordedAt)
+	}
+}
+
 func TestWorkflowFailsWithItsOwnKind(t *testing.T) {
 	c := newClient(t)
 	w, queue := newWorker(t, waymark.WorkerOptions{})
