@@ -120,8 +120,11 @@ export function WorkflowList({ ns }: { ns: string }) {
 
   const filter = useMemo(() => apiFilter(urlFilters), [urlFilters]);
   const filterKey = String(queryOf(urlFilters));
-  const [tokens, setTokens] = useState<string[]>([""]);
-  useEffect(() => setTokens([""]), [filterKey, ns]);
+  // The page tokens walked through (a stack: Previous pops), for these filters only.
+  const pagerKey = `${ns}?${filterKey}`;
+  const [pager, setPager] = useState<{ key: string; tokens: string[] }>({ key: pagerKey, tokens: [""] });
+  const tokens = pager.key === pagerKey ? pager.tokens : [""];
+  const setTokens = (t: string[]) => setPager({ key: pagerKey, tokens: t });
   const pageToken = tokens[tokens.length - 1] ?? "";
   const onFirstPage = tokens.length === 1;
 
