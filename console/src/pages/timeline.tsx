@@ -1,7 +1,8 @@
-// The step timeline: a Gantt chart, one row per recorded step. A step's bar runs from the
-// previous step's checkpoint (the first: the workflow's first dispatch, else its creation) to
-// its own: what the server knows is when each checkpoint was recorded, not when the step's code
-// began, so the start reads "since the previous checkpoint".
+// The step timeline: a Gantt chart, one row per recorded step. A step's bar ends at its
+// checkpoint and starts when the step began, where the server knows it (Step.started_at: a
+// worker that reports its steps' durations, a remote step's first dispatch); elsewhere it starts
+// at the previous step's checkpoint (the first: the workflow's first dispatch, else its
+// creation), and reads "since the previous checkpoint".
 
 import { useState } from "preact/hooks";
 import type { Step, Workflow } from "../gen/waymark/v1/types_pb.js";
@@ -17,6 +18,8 @@ export interface StepSpan {
   copied: boolean;
   /** The first step a fork ran itself (the ones before were copied). */
   forkPoint: boolean;
+  /** The start is the step's own (Step.started_at), not the previous checkpoint. */
+  measured: boolean;
   retried: boolean;
   failed: boolean;
 }
@@ -31,7 +34,9 @@ export function spans(w: Workflow, steps: readonly Step[]): StepSpan[] {
     const recorded = tsMs(s.recordedAt) ?? prevEnd;
     // A copied step keeps the source's record: it took no time here.
     const end = copied ? t0 : Math.max(recorded, fork ? t0 : recorded);
-    const start = Math.min(prevEnd, end);
+    const own = copied ? undefined : tsMs(s.startedAt);
+    const measured = own !== undefined && own <= end;
+    const start = measured ? Math.max(own, fork ? t0 : own) : Math.min(prevEnd, end);
     const prev = steps[i - 1];
     const forkPoint = fork && s.stepId === w.forkedFromStep && i > 0;
     out.push({
@@ -41,6 +46,7 @@ export function spans(w: Workflow, steps: readonly Step[]): StepSpan[] {
       recovery: prev !== undefined && prev.epoch !== s.epoch && !forkPoint && !copied,
       copied,
       forkPoint,
+      measured,
       retried: s.attempts > 1,
       failed: s.failure !== undefined,
     });
@@ -113,8 +119,9 @@ export function Timeline({ w, steps, truncated }: { w: Workflow; steps: readonly
   return (
     <div class="timeline" data-testid="timeline">
       <p class="muted small legend">
-        Each bar runs from the previous checkpoint to the step's own: its start is <em>since the previous checkpoint</em> (the first step's: since the
-        workflow's first dispatch), not when its code began. Total {humanDuration(total)}
+        Each bar ends at the step's checkpoint. It starts when the step began where the server knows it; elsewhere (marked ◦) its start is{" "}
+        <em>since the previous checkpoint</em> (the first step's: since the workflow's first dispatch), not when its code began. Total{" "}
+        {humanDuration(total)}
         {terminal ? "" : " so far"}.
         <span class="legend-keys">
           <span class="key ok">step</span>
@@ -143,7 +150,7 @@ export function Timeline({ w, steps, truncated }: { w: Workflow; steps: readonly
             const width = Math.max(pct(r.end) - x, 0.25);
             const dur = r.end - r.start;
             const cls = r.failed ? "failed" : r.copied ? "copied" : r.recovery ? "recovery" : r.retried ? "retried" : "ok";
-            const summary = `Step ${r.step.stepId} ${r.step.name}: ${r.copied ? "copied from the fork's source" : `${humanDuration(dur)} since the previous checkpoint`}, ${r.step.attempts} attempt${r.step.attempts === 1 ? "" : "s"}${r.failed ? ", failed" : ""}${r.recovery ? ", after a recovery" : ""}`;
+            const summary = `Step ${r.step.stepId} ${r.step.name}: ${r.copied ? "copied from the fork's source" : `${humanDuration(dur)}${r.measured ? "" : " since the previous checkpoint"}`}, ${r.step.attempts} attempt${r.step.attempts === 1 ? "" : "s"}${r.failed ? ", failed" : ""}${r.recovery ? ", after a recovery" : ""}`;
             return (
               <div
                 key={r.step.stepId}
@@ -158,6 +165,11 @@ export function Timeline({ w, steps, truncated }: { w: Workflow; steps: readonly
               >
                 <div class="gantt-label">
                   <span class="step-no num">{r.step.stepId}</span>
+                  {!r.measured && !r.copied && (
+                    <span class="since" title="Its start is the previous checkpoint: the server does not know when the step began">
+                      ◦
+                    </span>
+                  )}
                   <span class="step-name" title={r.step.name}>
                     {r.step.name}
                   </span>
@@ -190,7 +202,8 @@ export function Timeline({ w, steps, truncated }: { w: Workflow; steps: readonly
               Step {shown.step.stepId}: {shown.step.name}
             </strong>
             <span>
-              since <time title={isoTime(shown.start)}>{localTime(shown.start)}</time> (previous checkpoint)
+              {shown.measured ? "began" : "since"} <time title={isoTime(shown.start)}>{localTime(shown.start)}</time>
+              {shown.measured ? "" : " (previous checkpoint)"}
             </span>
             <span>
               recorded <time title={isoTime(shown.end)}>{localTime(shown.end)}</time>

@@ -272,7 +272,7 @@ function StepsTable({ w, steps }: { w: Workflow; steps: readonly Step[] }) {
               Epoch
             </th>
             <th scope="col">Recorded</th>
-            <th scope="col" class="num" title="Since the previous checkpoint">
+            <th scope="col" class="num" title="From the step's start, where the server knows it, else from the previous checkpoint, to its own checkpoint">
               Took
             </th>
           </tr>
