@@ -92,6 +92,11 @@ export interface StepInfo {
   attempts: number;
   epoch: number;
   recordedAt?: Date;
+  /**
+   * When the step began, when the server knows: steps a worker ran and said how long they took
+   * (retries included), and remote steps (their call).
+   */
+  startedAt?: Date;
 }
 
 export interface MessageInfo {
@@ -168,6 +173,7 @@ export function stepInfo(s: pb.Step): StepInfo {
     attempts: s.attempts,
     epoch: Number(s.epoch),
     recordedAt: date(s.recordedAt),
+    startedAt: date(s.startedAt),
   };
 }
 

@@ -3,6 +3,7 @@
 
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
+import { setTimeout as delay } from "node:timers/promises";
 import { CancelledError, WorkflowFailure, type Client, type Worker } from "../src/index.js";
 import { startServer, waitFor, type TestServer } from "./harness.js";
 
@@ -31,6 +32,16 @@ function register(w: Worker): void {
     if (how === "kind") throw new WorkflowFailure("Declined", "card declined");
     if (how === "type") (null as unknown as { x: number }).x;
     return "unreachable";
+  });
+  w.workflow("timed", async (ctx) => {
+    await ctx.uuid(); // a built-in record: the worker ran no function, so it says no duration
+    return ctx.step("slow", async () => {
+      // At least 200 ms by the clock the worker measures steps with (a timer may fire a
+      // fraction of a millisecond early by it).
+      const until = performance.now() + 200;
+      while (performance.now() < until) await delay(until - performance.now() + 1);
+      return "done";
+    });
   });
   w.workflow("parallel", async (ctx) => {
     const values = await Promise.all([1, 2, 3].map((n) => ctx.step(`s${n}`, async () => n * 10)));
@@ -97,6 +108,19 @@ test("failures carry their kinds: StepFailed, the application's, the error's nam
   await assert.rejects(client.result(workflow.workflowId, { timeoutMs: 20_000 }), { name: "WorkflowFailedError", kind: "StepFailed" });
   const steps = await client.steps(workflow.workflowId);
   assert.deepEqual([steps[0]!.failure?.kind, steps[0]!.failure?.message, steps[0]!.attempts], ["StepFailed", "disk full", 2]);
+});
+
+test("a step carries its start: the server dates it from the duration the worker measured", async () => {
+  const { workflow } = await client.start("timed", null);
+  assert.equal(await client.result(workflow.workflowId, { timeoutMs: 20_000 }), "done");
+  const [drawn, step] = await client.steps(workflow.workflowId);
+  assert.equal(drawn!.name, "waymark.uuid");
+  assert.equal(drawn!.startedAt, undefined);
+  assert.equal(step!.name, "slow");
+  assert.ok(step!.startedAt && step!.recordedAt, "a start and a record time");
+  // At least the step's 200 ms: the start is the record's time less what the worker measured.
+  const tookMs = step!.recordedAt.getTime() - step!.startedAt.getTime();
+  assert.ok(tookMs >= 200 && tookMs < 60_000, `${tookMs} ms from start to record`);
 });
 
 test("steps started together number in call order", async () => {

@@ -10,6 +10,7 @@
 // and `durable()` is the chain's end.
 
 import { create } from "@bufbuild/protobuf";
+import { DurationSchema, type Duration } from "@bufbuild/protobuf/wkt";
 import { RecordStepSchema, type RecordStep } from "../gen/waymark/v1/worker_pb.js";
 import type { Kind, ReplyResult } from "./conn.js";
 import { expect } from "./replies.js";
@@ -25,9 +26,14 @@ export class Records {
     private readonly send: (kind: Kind) => Promise<ReplyResult>,
   ) {}
 
-  /** Holds back a step's record until the next flush or the completion. */
-  hold(stepId: number, name: string, outcome: RecordStep["outcome"], attempts: number): void {
-    this.held.push(create(RecordStepSchema, { workflowId: this.workflowId, epoch: this.epoch, stepId, name, outcome, attempts }));
+  /**
+   * Holds back a step's record until the next flush or the completion. `tookMs` is how long the
+   * step ran, retries included (for a step whose function this worker ran): the server dates
+   * the step's start from it.
+   */
+  hold(stepId: number, name: string, outcome: RecordStep["outcome"], attempts: number, tookMs?: number): void {
+    const duration = tookMs === undefined ? undefined : durationOf(tookMs);
+    this.held.push(create(RecordStepSchema, { workflowId: this.workflowId, epoch: this.epoch, stepId, name, outcome, attempts, duration }));
   }
 
   /**
@@ -66,4 +72,15 @@ export class Records {
     this.held = [];
     return batch;
   }
+}
+
+/**
+ * A duration of (fractional) milliseconds, to the nanosecond: whole nanos, as the wire wants
+ * (`durationFromMs` would carry a fraction of one). Negative reads as zero.
+ */
+function durationOf(ms: number): Duration {
+  const whole = Math.max(ms, 0);
+  const seconds = Math.floor(whole / 1000);
+  const nanos = Math.min(Math.round((whole - seconds * 1000) * 1e6), 999_999_999);
+  return create(DurationSchema, { seconds: BigInt(seconds), nanos });
 }

@@ -189,10 +189,13 @@ export class Run {
     return this.send(kind);
   }
 
-  /** Holds back a step's record until the next request or the completion. */
-  defer(stepId: number, name: string, outcome: RecordStep["outcome"], attempts: number): void {
+  /**
+   * Holds back a step's record until the next request or the completion; `tookMs`, how long a
+   * step whose function this worker ran took (retries included), dates its start.
+   */
+  defer(stepId: number, name: string, outcome: RecordStep["outcome"], attempts: number, tookMs?: number): void {
     if (this.dropped) throw this.dropping.signal.reason;
-    this.records.hold(stepId, name, outcome, attempts);
+    this.records.hold(stepId, name, outcome, attempts, tookMs);
   }
 
   /** Makes the held-back step records durable; resolves once every record taken so far is. */

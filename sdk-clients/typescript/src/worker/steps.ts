@@ -60,6 +60,9 @@ async function attemptAll<T>(
   const attempts = maxAttempts(options.retry);
   let attempt = 1;
   let result: { ok: true; value: JsonValue } | { ok: false; message: string };
+  // How long the step takes, retries and their backoff included: its record carries it, and
+  // the server dates the step's start from it.
+  const began = performance.now();
   for (;;) {
     try {
       // Normalized to JSON now, so this run sees exactly what a replay will.
@@ -80,10 +83,11 @@ async function attemptAll<T>(
       attempt += 1;
     }
   }
+  const tookMs = performance.now() - began;
   let kind = "StepFailed";
   if (result.ok) {
     try {
-      run.defer(stepId, name, { case: "output", value: run.payload(`the output of step ${JSON.stringify(name)}`, result.value) }, attempt);
+      run.defer(stepId, name, { case: "output", value: run.payload(`the output of step ${JSON.stringify(name)}`, result.value) }, attempt, tookMs);
       return result.value as T;
     } catch (e) {
       if (!(e instanceof PayloadTooLargeError)) throw e;
@@ -93,7 +97,7 @@ async function attemptAll<T>(
       result = { ok: false, message: e.message };
     }
   }
-  run.defer(stepId, name, { case: "failure", value: failure(kind, result.message) }, attempt);
+  run.defer(stepId, name, { case: "failure", value: failure(kind, result.message) }, attempt, tookMs);
   throw new StepFailedError(name, result.message, kind);
 }
 
