@@ -511,6 +511,25 @@ scenario("queues, workers, schedules and admin pages", async () => {
   assert.match(await page.locator("figure.chart figcaption").textContent(), /dispatched by this replica, per minute, last 15 min/);
   await shot(page, "queue");
 
+  // A queue made, limited, and deleted from the pages.
+  await page.goto(`${s.origin}/ns/${NS}/queues`);
+  await page.click(tid("queue-create"));
+  await page.fill(tid("queue-name"), "ct-queue");
+  await page.fill(tid("limit-worker"), "2");
+  await page.click(tid("confirm"));
+  await waitFor(() => new URL(page.url()).pathname === `/ns/${NS}/queues/ct-queue`, "the new queue's page");
+  await page.click(tid("queue-edit"));
+  assert.equal(await page.locator(tid("limit-worker")).inputValue(), "2");
+  await page.fill(tid("limit-global"), "5");
+  await page.click(tid("confirm"));
+  await waitFor(async () => (await s.client.queues.get("ct-queue")).limits.globalConcurrency === 5, "the global limit saved");
+  assert.equal((await s.client.queues.get("ct-queue")).limits.workerConcurrency, 2);
+  await page.click(tid("queue-delete"));
+  await page.click(tid("confirm"));
+  await waitFor(() => new URL(page.url()).pathname === `/ns/${NS}/queues`, "back to the queues");
+  await page.locator(`${tid("queue-row")}[data-queue="default"]`).waitFor();
+  assert.equal(await page.locator(`${tid("queue-row")}[data-queue="ct-queue"]`).count(), 0);
+
   await page.goto(`${s.origin}/ns/${NS}/workers`);
   await page.locator(tid("worker-row")).first().waitFor();
   assert.match(await page.locator(tid("worker-row")).first().textContent(), /console-test/);

@@ -1,11 +1,14 @@
 // Queues: their limits and what they hold now, with the dispatches of the last 15 minutes.
 
+import { useState } from "preact/hooks";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { clients } from "../api.js";
-import { BarChart, Dur, Empty, ErrorBox, Field, Fields, Link, Loading, PageHead, Section, Sparkline, Tag, Time } from "../components.js";
+import { BarChart, Dialog, Dur, Empty, ErrorBox, Field, Fields, Link, Loading, PageHead, Section, Sparkline, Tag, Time } from "../components.js";
 import type { Queue } from "../gen/waymark/v1/queue_pb.js";
 import { durationMs, humanDuration } from "../format.js";
 import { useQuery, useTitle } from "../hooks.js";
-import { paths } from "../router.js";
+import { navigate, paths } from "../router.js";
+import { useCaps } from "../session.js";
 import { WorkersTable } from "./workers.js";
 
 const REFRESH_MS = 5000;
@@ -33,10 +36,19 @@ function rateLimit(q: Queue): string {
 
 export function QueuesPage({ ns }: { ns: string }) {
   useTitle(`Queues · ${ns}`);
+  const caps = useCaps();
   const q = useQuery((signal) => allQueues(signal), [ns], { refreshMs: REFRESH_MS });
+  const [creating, setCreating] = useState(false);
   return (
     <div class="page">
-      <PageHead title="Queues" sub={<>Namespace <code>{ns}</code>; what each holds now (unfinished workflows), refreshed every 5 s</>} />
+      <PageHead title="Queues" sub={<>Namespace <code>{ns}</code>; what each holds now (unfinished workflows), refreshed every 5 s</>}>
+        {caps.write && (
+          <button type="button" class="btn" data-testid="queue-create" onClick={() => setCreating(true)}>
+            New queue
+          </button>
+        )}
+      </PageHead>
+      {creating && <LimitsDialog onClose={() => setCreating(false)} onDone={(name) => navigate(paths.queue(ns, name))} />}
       {q.error && <ErrorBox error={q.error} />}
       {!q.data ? (
         !q.error && <Loading what="Loading queues" />
@@ -100,6 +112,8 @@ export function QueuesPage({ ns }: { ns: string }) {
 
 export function QueuePage({ ns, name }: { ns: string; name: string }) {
   useTitle(`Queue ${name}`);
+  const caps = useCaps();
+  const [dialog, setDialog] = useState<"edit" | "delete" | undefined>();
   const q = useQuery((signal) => clients.queues.getQueue({ name }, { signal }).then((r) => r.queue), [ns, name], { refreshMs: REFRESH_MS });
   const workers = useQuery((signal) => clients.workers.listWorkers({ queueName: name }, { signal }), [ns, name], { refreshMs: REFRESH_MS });
   const queue = q.data;
@@ -114,7 +128,35 @@ export function QueuePage({ ns, name }: { ns: string; name: string }) {
         <Link class="btn" href={paths.workflows(ns, new URLSearchParams({ queue: name }))}>
           Its workflows
         </Link>
+        {caps.write && queue && (
+          <>
+            <button type="button" class="btn" data-testid="queue-edit" onClick={() => setDialog("edit")}>
+              Edit limits
+            </button>
+            {name !== "default" && (
+              <button type="button" class="btn danger" data-testid="queue-delete" onClick={() => setDialog("delete")}>
+                Delete
+              </button>
+            )}
+          </>
+        )}
       </PageHead>
+      {dialog === "edit" && queue && <LimitsDialog queue={queue} onClose={() => setDialog(undefined)} onDone={() => q.reload()} />}
+      {dialog === "delete" && (
+        <Dialog
+          title={`Delete queue ${name}`}
+          danger
+          confirmLabel="Delete the queue"
+          onClose={() => setDialog(undefined)}
+          onConfirm={async () => {
+            await clients.queues.deleteQueue({ name });
+            setDialog(undefined);
+            navigate(paths.queues(ns));
+          }}
+        >
+          <p>Its workflows keep their queue name; no worker takes them until a queue of that name exists again.</p>
+        </Dialog>
+      )}
       {q.error && <ErrorBox error={q.error} />}
       {!queue ? (
         !q.error && <Loading what="Loading the queue" />
@@ -177,5 +219,79 @@ function Stat({ label, value, href }: { label: string; value: string; href?: str
       <div class="stat-value num">{href ? <Link href={href}>{value}</Link> : value}</div>
       <div class="stat-label">{label}</div>
     </div>
+  );
+}
+
+/** A limit field: empty is no limit. */
+function LimitInput({ label, value, set, testid }: { label: string; value: string; set: (v: string) => void; testid: string }) {
+  return (
+    <label class="stack">
+      <span>{label}</span>
+      <input type="number" min={1} step={1} value={value} placeholder="no limit" onInput={(e) => set((e.target as HTMLInputElement).value)} data-testid={testid} />
+    </label>
+  );
+}
+
+const count = (v: string): number | undefined => (v.trim() === "" ? undefined : Math.max(0, Math.floor(Number(v))));
+
+/** Create a queue (no `queue`), or change a queue's limits: every limit is written, an empty one removed. */
+function LimitsDialog({ queue, onClose, onDone }: { queue?: Queue; onClose: () => void; onDone: (name: string) => void }) {
+  const str = (v: number | undefined) => (v === undefined ? "" : String(v));
+  const [name, setName] = useState(queue?.name ?? "");
+  const [worker, setWorker] = useState(str(queue?.workerConcurrency));
+  const [global, setGlobal] = useState(str(queue?.globalConcurrency));
+  const [partition, setPartition] = useState(str(queue?.partitionConcurrency));
+  const [starts, setStarts] = useState(str(queue?.rateLimit?.maxStarts));
+  const [period, setPeriod] = useState(queue?.rateLimit ? String((durationMs(queue.rateLimit.period) ?? 0) / 1000) : "");
+  const rate = count(starts);
+  const periodMs = period.trim() === "" ? undefined : Math.round(Number(period) * 1000);
+  const rateBad = (rate === undefined) !== (periodMs === undefined) || (periodMs !== undefined && !(periodMs >= 1));
+  return (
+    <Dialog
+      title={queue ? `Limits of queue ${queue.name}` : "New queue"}
+      confirmLabel={queue ? "Save limits" : "Create queue"}
+      confirmDisabled={!name.trim() || rateBad}
+      onClose={onClose}
+      onConfirm={async () => {
+        const body = {
+          name: name.trim(),
+          workerConcurrency: count(worker),
+          globalConcurrency: count(global),
+          partitionConcurrency: count(partition),
+          rateLimit: rate !== undefined && periodMs !== undefined ? { maxStarts: rate, period: durationFromMs(periodMs) } : undefined,
+        };
+        if (queue) {
+          await clients.queues.updateQueue({
+            queue: body,
+            updateMask: { paths: ["worker_concurrency", "global_concurrency", "partition_concurrency", "rate_limit"] },
+          });
+        } else {
+          await clients.queues.createQueue({ queue: body });
+        }
+        onClose();
+        onDone(body.name);
+      }}
+    >
+      {!queue && (
+        <label class="stack">
+          <span>Name</span>
+          <input value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} data-testid="queue-name" spellcheck={false} />
+        </label>
+      )}
+      <div class="row-gap">
+        <LimitInput label="Per worker" value={worker} set={setWorker} testid="limit-worker" />
+        <LimitInput label="Across the fleet" value={global} set={setGlobal} testid="limit-global" />
+        <LimitInput label="Per partition" value={partition} set={setPartition} testid="limit-partition" />
+      </div>
+      <div class="row-gap">
+        <LimitInput label="Rate: starts" value={starts} set={setStarts} testid="limit-rate-starts" />
+        <label class="stack">
+          <span>per seconds</span>
+          <input type="number" min={0.001} step="any" value={period} placeholder="—" onInput={(e) => setPeriod((e.target as HTMLInputElement).value)} data-testid="limit-rate-period" />
+        </label>
+      </div>
+      {rateBad && <p class="note">A rate limit needs both a number of starts and a period (1 ms to 24 h).</p>}
+      <p class="muted small">Empty fields are no limit.</p>
+    </Dialog>
   );
 }
