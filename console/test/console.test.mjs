@@ -201,6 +201,7 @@ before(async () => {
     const c = await ctx.step("three", () => `run-${++counter}`);
     return [a, b, c];
   });
+  s.worker.workflow("console.parent", async (ctx) => ctx.runChild("console.steps", null, { workflowId: "ct-child" }).catch((e) => `child failed: ${e.message}`));
   s.workerStop = new AbortController();
   const connected = new Promise((r) => s.worker.once("connected", r));
   s.workerRun = s.worker.run({ signal: s.workerStop.signal });
@@ -213,10 +214,12 @@ before(async () => {
   await start("console.wait", "ct-cancel");
   await start("console.stream", "ct-stream");
   await start("console.steps", "ct.dotted");
-  s.started = 6;
+  await start("console.parent", "ct-parent");
+  s.started = 8;
   await s.client.await("ct-steps", { timeoutMs: 60_000 });
   await s.client.await("ct-fail", { timeoutMs: 60_000 });
   await s.client.await("ct.dotted", { timeoutMs: 60_000 });
+  await s.client.await("ct-parent", { timeoutMs: 60_000 });
   await s.client.schedules.create({ name: "nightly", cron: "0 3 * * *", timezone: "UTC", workflowName: "console.steps", input: { nightly: true } });
 
   const { chromium } = await import("playwright-core");
@@ -429,6 +432,12 @@ scenario("workflow page: the failure, the timeline and the steps", async () => {
   assert.match(await page.locator(tid("timeline-detail")).textContent(), /explode/);
   await shot(page, "workflow");
   await shot(page, "timeline", page.locator(tid("timeline")));
+
+  // A parent lists its child, which links back to it.
+  await page.goto(`${s.origin}${wfPath("ct-parent")}`);
+  await page.locator(`${tid("child")}[data-workflow-id="ct-child"] a`).click();
+  await waitFor(() => new URL(page.url()).pathname === wfPath("ct-child"), "the child's page");
+  assert.equal(await page.locator(tid("parent-link")).textContent(), "ct-parent");
   await noPageErrors(page);
 });
 
