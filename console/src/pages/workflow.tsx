@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { clients, Code } from "../api.js";
-import { Age, Code as CodeBlock, Dialog, Dur, ErrorBox, Field, Fields, Link, Loading, PageHead, Section, StatusBadge, Tag, Time } from "../components.js";
+import { Age, Code as CodeBlock, copyText, Dialog, Dur, ErrorBox, Field, Fields, Link, Loading, PageHead, Section, StatusBadge, Tag, Time } from "../components.js";
 import { PayloadSchema, WorkflowStatus, type Step, type Workflow } from "../gen/waymark/v1/types_pb.js";
 import { payloadText, plural, statusName, TERMINAL, tsMs } from "../format.js";
 import { useQuery, useTitle } from "../hooks.js";
@@ -81,7 +81,8 @@ export function WorkflowPage({ ns, id }: { ns: string; id: string }) {
       <PageHead
         title={
           <>
-            <span class="mono wf-id">{w.workflowId}</span> <StatusBadge status={w.status} testid="wf-status" />
+            <span class="mono wf-id">{w.workflowId}</span>
+            <CopyButton text={w.workflowId} what="the workflow id" /> <StatusBadge status={w.status} testid="wf-status" />
           </>
         }
         sub={
@@ -250,6 +251,33 @@ export function WorkflowPage({ ns, id }: { ns: string; id: string }) {
       {dialog === "fork" && <ForkDialog ns={ns} w={w} steps={steps} onClose={() => setDialog(undefined)} />}
       {dialog === "send" && <SendDialog w={w} onClose={() => setDialog(undefined)} onDone={wfq.reload} />}
     </div>
+  );
+}
+
+function CopyButton({ text, what }: { text: string; what: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      class="icon-button copy"
+      title={done ? "Copied" : `Copy ${what}`}
+      aria-label={`Copy ${what}`}
+      onClick={async () => {
+        setDone(await copyText(text));
+        setTimeout(() => setDone(false), 1500);
+      }}
+    >
+      <svg viewBox="0 0 16 16" width="14" height="14" aria-hidden="true">
+        {done ? (
+          <path d="M3 8.5 6.5 12 13 4.5" fill="none" stroke="currentColor" stroke-width="1.8" stroke-linecap="round" stroke-linejoin="round" />
+        ) : (
+          <g fill="none" stroke="currentColor" stroke-width="1.4">
+            <rect x="5" y="5" width="8.5" height="9" rx="1.5" />
+            <path d="M3 11V3.5A1.5 1.5 0 0 1 4.5 2H10" />
+          </g>
+        )}
+      </svg>
+    </button>
   );
 }
 

@@ -10,7 +10,7 @@ import { BulkCancelSchema, BulkDeleteSchema, BulkResumeSchema, WorkflowFilterSch
 import type { Workflow } from "../gen/waymark/v1/types_pb.js";
 import { fromLocalInput, parseStatus, plural, STATUSES, statusName, TERMINAL, toLocalInput, tsMs } from "../format.js";
 import { useDebounced, useQuery, useTitle } from "../hooks.js";
-import { navigate, paths, setQuery, useLocation } from "../router.js";
+import { isPlainClick, navigate, paths, setQuery, useLocation } from "../router.js";
 import { useCaps } from "../session.js";
 
 const PAGE_SIZE = 50;
@@ -378,7 +378,20 @@ function WorkflowRow({ ns, w, index, selected }: { ns: string; w: Workflow; inde
   const start = tsMs(w.startedAt) ?? tsMs(w.createdAt);
   const end = tsMs(w.updatedAt);
   return (
-    <tr data-testid="workflow-row" data-workflow-id={w.workflowId} data-status={statusName(w.status)} data-index={index} class={selected ? "selected" : ""} aria-selected={selected}>
+    <tr
+      data-testid="workflow-row"
+      data-workflow-id={w.workflowId}
+      data-status={statusName(w.status)}
+      data-index={index}
+      class={selected ? "selected clickable" : "clickable"}
+      aria-selected={selected}
+      onClick={(e) => {
+        // A click anywhere on the row opens it, unless it was on a link or a selection of text.
+        const t = e.target as HTMLElement;
+        if (!isPlainClick(e) || t.closest("a, button") || String(getSelection() ?? "") !== "") return;
+        navigate(paths.workflow(ns, w.workflowId));
+      }}
+    >
       <td class="id-cell">
         <Link href={paths.workflow(ns, w.workflowId)} class="mono">
           {w.workflowId}
