@@ -378,6 +378,7 @@ scenario("list: every workflow, filters kept in the URL, live refresh", async ()
   await page.selectOption(tid("bulk-action"), "delete");
   await page.locator(tid("bulk-summary")).waitFor();
   assert.match(await page.locator(tid("bulk-summary")).textContent(), /This will delete 1 workflow\b/);
+  await shot(page, "bulk");
   await page.click(tid("bulk-confirm"));
   await waitFor(async () => /Done\./.test(await page.locator(tid("bulk-progress")).textContent()), "the bulk delete to finish");
   assert.match(await page.locator(tid("bulk-progress")).textContent(), /Deleted 1 workflow of 1/);
@@ -464,11 +465,13 @@ scenario("actions: send a message, cancel, fork from a step, compare with the so
   await page.click(tid("action-send"));
   await page.fill(tid("send-topic"), "go");
   await page.fill(tid("send-payload"), '{"approved": true}');
+  await shot(page, "send");
   await page.click(tid("confirm"));
   await page.locator(tid("sent")).waitFor();
   await page.getByRole("button", { name: "Close" }).click();
   await waitFor(async () => (await wfStatus(page)) === "SUCCESS", "ct-wait to finish after the message", { timeoutMs: 30_000 });
   await page.locator(tid("message-row")).first().waitFor();
+  await shot(page, "messages");
 
   // Cancel.
   await page.goto(`${s.origin}${wfPath("ct-cancel")}`);
