@@ -3,7 +3,7 @@
 // client of the TypeScript SDK making the workflows the pages show, and Debian's chromium driven
 // by playwright-core. Nothing sleeps to wait: every wait is on a condition, with a deadline.
 //
-// Env: WAYMARK_BIN (default ../target/debug/waymark), WAYMARK_CONSOLE_SHOTS (screenshots;
+// Env: WAYMARK_BIN (default ../target/debug/waymark, or under CARGO_TARGET_DIR), WAYMARK_CONSOLE_SHOTS (screenshots;
 // default console/test-results/), WAYMARK_SEED_BIN and WAYMARK_CONSOLE_SEED (workflows to seed,
 // default 1,000,000), WAYMARK_CHROMIUM (default /usr/bin/chromium), WAYMARK_NO_SKIP=1 (a
 // missing program fails instead of skipping), WAYMARK_CONSOLE_DEV=1 (serve dist/ from disk
@@ -25,7 +25,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const consoleRoot = resolve(here, "..");
 const repoRoot = resolve(consoleRoot, "..");
 const dist = join(consoleRoot, "dist");
-const bin = process.env.WAYMARK_BIN || join(repoRoot, "target/debug/waymark");
+const targetDir = process.env.CARGO_TARGET_DIR ? resolve(repoRoot, process.env.CARGO_TARGET_DIR) : join(repoRoot, "target");
+const bin = process.env.WAYMARK_BIN || join(targetDir, "debug/waymark");
 const chromiumPath = process.env.WAYMARK_CHROMIUM || "/usr/bin/chromium";
 const sdkEntry = join(repoRoot, "sdk-clients/typescript/dist/src/index.js");
 const shots = resolve(process.env.WAYMARK_CONSOLE_SHOTS || join(consoleRoot, "test-results"));
