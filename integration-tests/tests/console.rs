@@ -208,6 +208,58 @@ async fn the_console_honours_keys_and_its_read_only_switch(backend: Backend) {
     .await
     .ok();
     assert_eq!(got.workflow.unwrap().status, v1::WorkflowStatus::Enqueued as i32);
+    // An admin may still look at keys and namespaces, not make them.
+    let keys: v1::ListApiKeysResponse = grpc_web(
+        port,
+        "/waymark.v1.AdminService/ListApiKeys",
+        &v1::ListApiKeysRequest {},
+        &admin_headers,
+        "127.0.0.1",
+    )
+    .await
+    .ok();
+    assert!(keys.keys.len() >= 2, "{keys:?}");
+    let make = v1::CreateApiKeyRequest {
+        name: "through the console".into(),
+        role: v1::Role::Reader as i32,
+        namespaces: vec!["billing".into()],
+        ..Default::default()
+    };
+    let made = grpc_web(
+        port,
+        "/waymark.v1.AdminService/CreateApiKey",
+        &make,
+        &admin_headers,
+        "127.0.0.1",
+    )
+    .await;
+    assert_eq!(
+        made.reason(),
+        (tonic::Code::PermissionDenied as i32, "CONSOLE_READ_ONLY")
+    );
+    // A key of namespaces none of which is default asks who it is without naming one.
+    admin.create_namespace("ops").await.unwrap();
+    let (_, two) = admin
+        .create_api_key(&ApiKeySpec {
+            name: "two namespaces".into(),
+            role: Role::Reader,
+            namespaces: vec!["billing".into(), "ops".into()],
+            name_patterns: Vec::new(),
+            expires_at_ms: None,
+        })
+        .await
+        .unwrap();
+    let two = format!("Bearer {two}");
+    let me: v1::WhoAmIResponse = grpc_web(
+        port,
+        WHO,
+        &v1::WhoAmIRequest {},
+        &[("authorization", &two)],
+        "127.0.0.1",
+    )
+    .await
+    .ok();
+    assert_eq!(me.namespaces, ["billing", "ops"]);
     // The gRPC port is not the console: the same write goes through there.
     billing.cancel("inv-1").await.unwrap();
     drop(server);
@@ -295,8 +347,10 @@ async fn the_cli_links_a_workflow_to_its_console_page(backend: Backend) {
         line.ends_with(&format!("http://127.0.0.1:{port}/ns/default/workflows/order%207")),
         "{line}"
     );
-    // The page it names is the app.
+    // The page it names is the app; so is one of an id with a dot.
     let (status, _, _) = get(port, "/ns/default/workflows/order%207", "127.0.0.1").await;
+    assert_eq!(status, 200);
+    let (status, _, _) = get(port, "/ns/default/workflows/order.7", "127.0.0.1").await;
     assert_eq!(status, 200);
     drop(server);
 

@@ -112,7 +112,7 @@ async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<(Option<Princi
         super::audit::note_namespace(n);
     }
     // A read-only console changes nothing, whoever holds the key.
-    if call.read_only && !matches!(needed, access::Access::Read | access::Access::Open) {
+    if call.read_only && !access::only_reads(path) {
         return Err(EngineError::new(
             ErrorCode::PermissionDenied,
             "CONSOLE_READ_ONLY",
@@ -145,7 +145,9 @@ async fn admit(auth: &Authenticator, call: &Call) -> EngineResult<(Option<Princi
     // Keys and namespaces are the server's, not a namespace's: an admin call acts on them
     // (within the key's own namespaces) whatever namespace it names.
     let administrative = matches!(needed, access::Access::Administer | access::Access::Server);
-    if !administrative && !principal.may_act_in(namespace) {
+    // WhoAmI is about the key, whatever namespace the call names.
+    let about_the_key = access::KEY_ONLY.contains(&path);
+    if !administrative && !about_the_key && !principal.may_act_in(namespace) {
         return Err(permission_denied(format!(
             "this key may not act in namespace {namespace:?}"
         )));

@@ -77,6 +77,22 @@ pub const TABLE: &[(&str, Access)] = {
     ]
 };
 
+/// Whether a call on `path` only reads: a read, an open call, or an admin call that lists or
+/// describes (keys, namespaces). What a read-only console lets through.
+pub fn only_reads(path: &str) -> bool {
+    match required(path) {
+        Access::Read | Access::Open => true,
+        Access::Administer => {
+            let name = path.rsplit('/').next().unwrap_or_default();
+            name.starts_with("List") || name.starts_with("Describe")
+        }
+        Access::Write | Access::Work | Access::Server => false,
+    }
+}
+
+/// Calls about the caller's key rather than a namespace: no namespace is checked for them.
+pub const KEY_ONLY: [&str; 1] = ["/waymark.v1.AdminService/WhoAmI"];
+
 /// The access a call on `path` needs. Anything not in [`TABLE`] is administrative: an RPC added
 /// without a row is refused to everyone but admins.
 pub fn required(path: &str) -> Access {
@@ -135,6 +151,26 @@ mod tests {
             }
         }
         assert_eq!(required("/grpc.health.v1.Health/Check"), Access::Open);
+        // What a read-only console lets through: reads, and the admin lists.
+        let reads: Vec<&str> = TABLE.iter().map(|(p, _)| *p).filter(|p| only_reads(p)).collect();
+        for p in [
+            "/waymark.v1.WorkflowService/ListWorkflows",
+            "/waymark.v1.AdminService/ListApiKeys",
+            "/waymark.v1.AdminService/ListNamespaces",
+            "/waymark.v1.AdminService/DescribeNamespace",
+            "/waymark.v1.AdminService/WhoAmI",
+        ] {
+            assert!(reads.contains(&p), "{p}");
+        }
+        for p in [
+            "/waymark.v1.WorkflowService/CancelWorkflow",
+            "/waymark.v1.AdminService/CreateApiKey",
+            "/waymark.v1.AdminService/RevokeApiKey",
+            "/waymark.v1.AdminService/DeleteNamespace",
+            "/waymark.v1.WorkerService/Connect",
+        ] {
+            assert!(!only_reads(p), "{p}");
+        }
         assert_eq!(required("/waymark.v1.Unknown/Thing"), Access::Administer);
     }
 

@@ -73,15 +73,15 @@ fn content_type(name: &str) -> &'static str {
     }
 }
 
-/// The file a path asks for: a file by its name; `index.html` for a path whose last segment
-/// has no dot (a route of the app); nothing for an unknown file.
+/// The file a path asks for: a file by its name; nothing for an unknown file (the files sit
+/// at the root, and have dots: `/app.js`); `index.html` for any other path, a route of the app
+/// (`/ns/default/workflows/order.7` — ids may have dots).
 pub fn lookup(path: &str) -> Option<&'static Asset> {
     let name = path.trim_start_matches('/');
     if let Some(a) = ASSETS.iter().find(|a| a.name == name) {
         return Some(a);
     }
-    let last = name.rsplit('/').next().unwrap_or("");
-    if last.contains('.') {
+    if !name.contains('/') && name.contains('.') {
         return None;
     }
     ASSETS.iter().find(|a| a.name == "index.html")
@@ -178,8 +178,11 @@ mod tests {
             .contains("script-src 'self'"));
         let route = get("/ns/default/workflows/order-7", &[]);
         assert_eq!(route.body(), index.body());
+        let dotted = get("/ns/default/workflows/order.7", &[]);
+        assert_eq!(dotted.body(), index.body(), "a route whose id has a dot is the app");
         assert_eq!(get("/nothing-here.js", &[]).status(), StatusCode::NOT_FOUND);
-        assert_eq!(get("/../Cargo.toml", &[]).status(), StatusCode::NOT_FOUND);
+        // Nothing is ever read from disk: a path that climbs gets the app, like any route.
+        assert_eq!(get("/../Cargo.toml", &[]).body(), index.body());
     }
 
     #[test]
