@@ -91,10 +91,7 @@ bench-console: deps ## The console's pages timed in headless Chromium on a milli
 	  WAYMARK_SEED_BIN=$(abspath $(TARGET_DIR))/release/waymark-test-seed \
 	  node --test --test-reporter=tap console/test/console.test.mjs > $(TARGET_DIR)/console-bench.tap || \
 	  { tail -50 $(TARGET_DIR)/console-bench.tap; exit 1; }
-	@grep -o 'CONSOLE_TIMINGS .*' $(TARGET_DIR)/console-bench.tap | head -1 | sed 's/^CONSOLE_TIMINGS //' | \
-	  node -e 'const t = JSON.parse(require("fs").readFileSync(0, "utf8")); const m = (v) => v <= 300 ? "met" : "NOT met"; \
-	    console.log(`console on $${t.rows} workflows: list painted in $${t.list_ms} ms (target <= 300 ms: $${m(t.list_ms)}), ` + \
-	      `a workflow page in $${t.workflow_ms} ms ($${m(t.workflow_ms)}); assets $${(t.assets_gzip_bytes / 1024).toFixed(1)} kB gzipped`)'
+	node console/test/report-timings.mjs $(TARGET_DIR)/console-bench.tap
 
 # The server logs at info: its debug lines (one per dispatch, step and completion) would come to
 # hundreds of MB over the run.
