@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::server::{parse_duration, ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN};
 
+pub mod backup;
 pub mod key;
 pub mod namespace;
 mod output;
@@ -57,6 +58,8 @@ pub enum Command {
     /// The workers connected to the server.
     #[command(subcommand)]
     Worker(worker::WorkerCommand),
+    /// Copy an embedded (SQLite) database while the server runs: consistent, every namespace.
+    Backup(backup::BackupArgs),
 }
 
 #[derive(Args, Debug)]
@@ -355,6 +358,7 @@ pub async fn run_client(cmd: Command) -> i32 {
         Command::Key(cmd) => key::run(cmd).await,
         Command::Namespace(cmd) => namespace::run(cmd).await,
         Command::Worker(cmd) => worker::run(cmd).await,
+        Command::Backup(args) => backup::run(args).await,
         Command::Server(_) => Err(anyhow::anyhow!("`server` is not a client command")),
     };
     match result {

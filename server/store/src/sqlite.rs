@@ -23,6 +23,7 @@ type Backend = SqliteStore;
 mod dialect;
 
 // What SQLite does its own way.
+pub mod backup;
 mod commit;
 mod flow;
 mod messages;
