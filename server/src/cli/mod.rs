@@ -60,6 +60,10 @@ pub enum Command {
     Worker(worker::WorkerCommand),
     /// Copy an embedded (SQLite) database while the server runs: consistent, every namespace.
     Backup(backup::BackupArgs),
+    /// Print a shell completion script: `source <(waymark completion bash)`, or save it where
+    /// your shell loads completions from (zsh: a `_waymark` file on $fpath; fish:
+    /// ~/.config/fish/completions/waymark.fish).
+    Completion { shell: clap_complete::Shell },
 }
 
 #[derive(Args, Debug)]
@@ -359,6 +363,11 @@ pub async fn run_client(cmd: Command) -> i32 {
         Command::Namespace(cmd) => namespace::run(cmd).await,
         Command::Worker(cmd) => worker::run(cmd).await,
         Command::Backup(args) => backup::run(args).await,
+        Command::Completion { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "waymark", &mut std::io::stdout());
+            Ok(0)
+        }
         Command::Server(_) => Err(anyhow::anyhow!("`server` is not a client command")),
     };
     match result {
