@@ -584,3 +584,64 @@ async fn health_and_reflection_are_on_and_sigterm_drains() {
     );
     assert_eq!(server.terminate(), Some(0), "SIGTERM ends the server cleanly");
 }
+
+// Attempt: start a workflow with its input read from a file and from standard input; give a
+// file that holds no JSON, and one that is not there; ask for one that does not exist with
+// --json. Outcome: both inputs reach the workflow; the bad ones are exit 6 naming the file;
+// the missing workflow is exit 5 with the error as JSON (its reason) on standard error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_reads_input_from_a_file_or_stdin_and_reports_errors_as_json() {
+    let Some(s) = setup(Backend::Sqlite, &[]).await else {
+        return;
+    };
+    let file = s.db.dir.join("input.json");
+    std::fs::write(&file, r#"{"from": "file"}"#).unwrap();
+    let (code, out, err) = cli(
+        &s.server,
+        &["workflow", "start", "echo", "--input-file", file.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, result, _) = cli(&s.server, &["workflow", "await", out.trim(), "--timeout", "60s"]);
+    assert_eq!(result.trim(), r#"{"from":"file"}"#);
+
+    let mut piped = std::process::Command::new(waymark_bin())
+        .args(["workflow", "start", "echo", "--input-file", "-"])
+        .env("WAYMARK_SERVER", &s.server.addr)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    piped.stdin.take().unwrap().write_all(br#"["from", "stdin"]"#).unwrap();
+    let out = piped.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let id = String::from_utf8(out.stdout).unwrap();
+    let (_, result, _) = cli(&s.server, &["workflow", "await", id.trim(), "--timeout", "60s"]);
+    assert_eq!(result.trim(), r#"["from","stdin"]"#);
+
+    std::fs::write(&file, "not json").unwrap();
+    let (code, _, err) = cli(
+        &s.server,
+        &["workflow", "start", "echo", "--input-file", file.to_str().unwrap()],
+    );
+    assert_eq!(code, 6);
+    assert!(err.contains("input.json is not valid JSON"), "{err}");
+    let (code, _, err) = cli(
+        &s.server,
+        &["workflow", "start", "echo", "--input-file", "/no/such/file"],
+    );
+    assert_eq!(code, 6);
+    assert!(err.contains("cannot read /no/such/file"), "{err}");
+    // --input and --input-file are one or the other.
+    let (code, _, _) = cli(
+        &s.server,
+        &["workflow", "start", "echo", "--input", "1", "--input-file", "-"],
+    );
+    assert_eq!(code, 2);
+
+    let (code, _, err) = cli(&s.server, &["workflow", "get", "no-such-workflow", "--json"]);
+    assert_eq!(code, 5);
+    let error: serde_json::Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(error["error"]["reason"], "WORKFLOW_NOT_FOUND");
+    assert_eq!(error["error"]["exit_code"], 5);
+}

@@ -373,10 +373,31 @@ pub async fn run_client(cmd: Command) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
-            exit_code(&e)
+            let code = exit_code(&e);
+            // Programs that asked for JSON get their errors as JSON too (on standard error).
+            if std::env::args().any(|a| a == "--json") {
+                let reason = e.downcast_ref::<waymark_sdk::Error>().and_then(|e| e.reason());
+                let error = serde_json::json!({
+                    "error": { "message": e.to_string(), "reason": reason, "exit_code": code }
+                });
+                eprintln!("{error}");
+            } else {
+                eprintln!("error: {e}");
+            }
+            code
         }
     }
+}
+
+/// The text of `--input-file FILE` (`-`: standard input).
+pub fn read_input(file: &std::path::Path) -> anyhow::Result<String> {
+    if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| invalid(format!("cannot read standard input: {e}")))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(file).map_err(|e| invalid(format!("cannot read {}: {e}", file.display())))
 }
 
 /// Input the command line itself refused (not valid JSON, an unknown status): exit code 6.

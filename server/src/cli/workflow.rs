@@ -21,6 +21,9 @@ pub enum WorkflowCommand {
         /// Input as JSON, e.g. '"Ada"' or '{"n": 3}'.
         #[arg(long, default_value = "null")]
         input: String,
+        /// Read the input (JSON) from this file instead; `-` reads standard input.
+        #[arg(long, value_name = "FILE", conflicts_with = "input")]
+        input_file: Option<std::path::PathBuf>,
         /// Workflow id (makes the start idempotent); generated when not given.
         #[arg(long)]
         id: Option<String>,
@@ -187,6 +190,7 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
         WorkflowCommand::Start {
             name,
             input,
+            input_file,
             id,
             queue,
             app_version,
@@ -202,8 +206,12 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             tags,
             client,
         } => {
+            let (input, from) = match input_file {
+                Some(file) => (super::read_input(&file)?, format!("{}", file.display())),
+                None => (input, "--input".to_string()),
+            };
             let input: serde_json::Value =
-                serde_json::from_str(&input).map_err(|e| super::invalid(format!("--input is not valid JSON: {e}")))?;
+                serde_json::from_str(&input).map_err(|e| super::invalid(format!("{from} is not valid JSON: {e}")))?;
             let started = client
                 .connect()
                 .await?
