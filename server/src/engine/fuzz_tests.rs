@@ -120,7 +120,7 @@ struct World {
     streams: HashMap<u8, Stream>,
     /// The first outcome accepted for each (workflow, step): a later accepted write must match.
     steps: HashMap<(String, u32), String>,
-    /// Outcomes a completion wrote (not adopted), per workflow.
+    /// Outcomes a completion wrote (not adopted), per workflow, since it was last resumed.
     outcomes: HashMap<String, u32>,
 }
 
@@ -350,7 +350,11 @@ impl World {
                 let _ = self.engine.cancel_workflow(&wf_id(i)).await;
             }
             Op::Resume(i) => {
-                let _ = self.engine.resume_workflow(&wf_id(i)).await;
+                // A resumed workflow runs again, so it may reach an outcome again: one outcome
+                // per run, not per workflow.
+                if self.engine.resume_workflow(&wf_id(i)).await.is_ok() {
+                    self.outcomes.remove(&wf_id(i));
+                }
             }
             Op::Advance(ms) => self.clock.advance(ms as i64),
             Op::Recover => recovery::recover_once(&self.engine).await,
