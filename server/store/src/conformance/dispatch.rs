@@ -540,3 +540,54 @@ pub async fn a_worker_id_is_held_by_the_key_of_its_live_stream(s: Arc<dyn Store>
     assert!(s.hold_worker_id("s7", "free", None, lease, T).await.unwrap());
     assert!(s.hold_worker_id("s8", "free", None, lease, T + 1).await.unwrap());
 }
+
+/// A write refused for a stale fence lets go of the workflow's row before it answers. A
+/// transaction dropped instead is rolled back only when the pool next gets to its connection,
+/// and a claim meanwhile passes the requeued workflow by (`SKIP LOCKED`): the workflow waits
+/// for the next dispatch pass. Each round requeues the workflow, sends one kind of refused
+/// write from the old epoch, and claims at once. (A race when broken, so it is run often.)
+pub async fn refused_writes_leave_the_workflow_claimable_at_once(s: Arc<dyn Store>) {
+    let s = &*s;
+    start(s, wf("w", "A", "q"), T).await;
+    let mut now = T;
+    for round in 0..60u32 {
+        now += 10;
+        let epoch = claim_one(s, "A", "A", "w", now).await;
+        s.release_worker("A", 1000, now + 1).await.unwrap();
+        let stale = fence("w", epoch);
+        let refused = match round % 6 {
+            0 => {
+                let m = NewMessage {
+                    message_id: format!("m{round}"),
+                    workflow_id: "w".into(),
+                    topic: "t".into(),
+                    payload: "1".into(),
+                    idempotency_key: None,
+                    max_unread: 0,
+                };
+                s.send_message_step(&stale, 0, m, now + 2).await.err()
+            }
+            1 => s.recv(&stale, 0, "t", now + 60_000, now + 2).await.err(),
+            2 => s.continue_as_new(&stale, "{}", now + 2).await.err(),
+            3 => {
+                let targets = [WaitTarget::Step(0)];
+                s.select_step(&stale, 1, &targets, WaitFor::First, now + 2).await.err()
+            }
+            4 => s.park(&stale, 0, now + 60_000, &ParkedOn::Timer, now + 2).await.err(),
+            _ => {
+                let mut tx = s.begin(now + 2).await.unwrap();
+                let refused = tx.fence(&stale, 0, FenceLock::Shared).await.err();
+                tx.rollback().await;
+                refused
+            }
+        };
+        assert!(
+            matches!(
+                refused,
+                Some(StoreError::NotRunning { .. } | StoreError::StaleEpoch { .. })
+            ),
+            "round {round}: {refused:?}"
+        );
+    }
+    claim_one(s, "A", "A", "w", now + 10).await;
+}

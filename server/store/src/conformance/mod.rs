@@ -95,6 +95,7 @@ macro_rules! conformance_tests {
             fencing_by_lease_expiry,
             recovery_dead_letters_past_limit,
             release_worker_takes_back_only_its_own,
+            refused_writes_leave_the_workflow_claimable_at_once,
             release_lost_takes_back_only_what_is_still_at_that_epoch,
             completion_is_status_gated,
             cancel_and_resume,

@@ -20,7 +20,9 @@ pub enum FenceLock {
 }
 
 /// A transaction on the store, at the time `now` it was begun with. Nothing is written until
-/// [`Transaction::commit`]; dropped without it, it rolls back.
+/// [`Transaction::commit`]. End one that keeps nothing with [`Transaction::rollback`]: dropped,
+/// it rolls back too, but only when its connection is next taken care of, and until then the
+/// rows it holds stay locked (a claim passes a locked workflow by).
 #[async_trait]
 pub trait Transaction: Send {
     /// Checks the fence — the workflow is PENDING at the fence's epoch, else `StaleEpoch`,
@@ -57,4 +59,7 @@ pub trait Transaction: Send {
 
     /// Commits, then tells the other replicas of `changes`.
     async fn commit(self: Box<Self>, changes: Vec<Change>) -> StoreResult<()>;
+
+    /// Ends the transaction, keeping nothing, and lets go of its locks now.
+    async fn rollback(self: Box<Self>);
 }

@@ -41,7 +41,7 @@ impl Backend {
         .await
         .map_err(db_error)?;
         let Some(q) = q else {
-            return Ok(Vec::new());
+            return super::let_go(tx, Ok(Vec::new())).await;
         };
         let limits = QueueRecord::from(q).limits;
         let window_start = limits.rate_limit.map_or(Millis::MAX, |r| now - r.period_ms);
@@ -64,7 +64,7 @@ impl Backend {
         };
         let room = admission::room(&limits, &load, claim.limit);
         if room == 0 {
-            return Ok(Vec::new());
+            return super::let_go(tx, Ok(Vec::new())).await;
         }
         let candidates: Vec<(String, String, bool)> = if limits.partition_concurrency.is_some() {
             let by_partition: Vec<(String, i64)> = sqlx::query_as(
@@ -111,7 +111,7 @@ impl Backend {
             admission::next_turn(),
         );
         if chosen.is_empty() {
-            return Ok(Vec::new());
+            return super::let_go(tx, Ok(Vec::new())).await;
         }
         let claimed: Vec<WorkflowRow> = sqlx::query_as(concat!(
             "UPDATE workflows SET status = 'PENDING', worker_id = $2, session_id = $3, epoch = epoch + 1, \

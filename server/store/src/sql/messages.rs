@@ -120,7 +120,7 @@ impl Messages for Backend {
     #[tracing::instrument(name = "store.send_message", level = "debug", target = "waymark::store", skip_all)]
     async fn send_message(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        let sent = insert_message(&mut tx, &m, now).await?;
+        let sent = held!(tx, insert_message(&mut tx, &m, now).await);
         tx.commit().await.map_err(db_error)?;
         if !sent.duplicate {
             self.announce_soon(Change::Message {
@@ -139,10 +139,10 @@ impl Messages for Backend {
     )]
     async fn send_message_step(&self, fence: &Fence, step_id: u32, m: NewMessage, now: Millis) -> StoreResult<String> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return recorded::replay_send(&fence.workflow_id, &done);
+        if let Some(done) = held!(tx, fenced_step(&mut tx, fence, step_id).await) {
+            return super::let_go(tx, recorded::replay_send(&fence.workflow_id, &done)).await;
         }
-        let sent = insert_message(&mut tx, &m, now).await?;
+        let sent = held!(tx, insert_message(&mut tx, &m, now).await);
         if !insert_step(
             &mut tx,
             fence,
@@ -175,11 +175,11 @@ impl Messages for Backend {
         now: Millis,
     ) -> StoreResult<Received> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return recorded::replay_recv(&fence.workflow_id, &done);
+        if let Some(done) = held!(tx, fenced_step(&mut tx, fence, step_id).await) {
+            return super::let_go(tx, recorded::replay_recv(&fence.workflow_id, &done)).await;
         }
         match take_oldest(&mut tx, fence, step_id, topic, deadline, now).await? {
-            Some(Received::Waiting) => Ok(Received::Waiting),
+            Some(Received::Waiting) => super::let_go(tx, Ok(Received::Waiting)).await,
             Some(received) => {
                 tx.commit().await.map_err(db_error)?;
                 Ok(received)

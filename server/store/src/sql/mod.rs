@@ -10,6 +10,28 @@ use super::{dialect, insert_workflow, Backend, Db};
 use crate::rows::db_error;
 use crate::*;
 
+/// Ends `tx` at once, keeping nothing, and hands back `answer`. Dropping a transaction rolls it
+/// back as well, but later: the pool sends the rollback from a task of its own when it takes the
+/// connection back, and until then the rows the transaction locked stay locked, so a claim
+/// (`SKIP LOCKED`) passes a requeued workflow by as if it were taken. Every early return of a
+/// transaction that read under a lock goes through here.
+pub(crate) async fn let_go<T>(tx: sqlx::Transaction<'_, Db>, answer: T) -> T {
+    // A rollback that fails leaves a broken connection, which the pool closes on its return.
+    let _ = tx.rollback().await;
+    answer
+}
+
+/// `?` inside a transaction whose refusals are ordinary answers (a stale fence, a missing row):
+/// the transaction is let go of before the error is returned.
+macro_rules! held {
+    ($tx:ident, $e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return super::let_go($tx, Err(e)).await,
+        }
+    };
+}
+
 pub(super) mod children;
 pub(super) mod events;
 pub(super) mod fencing;

@@ -40,7 +40,7 @@ impl Backend {
     ) -> StoreResult<bool> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         // The fence: the workflow row is held until commit (the step slot itself is unused).
-        fenced_step(&mut tx, fence, u32::MAX).await?;
+        held!(tx, fenced_step(&mut tx, fence, u32::MAX).await);
         // Whoever resolves the wait locks the same key: events are set by another workflow,
         // which does not know who waits; messages and step results name the waiter.
         let waiter = match on {
@@ -54,7 +54,7 @@ impl Backend {
         // A durable sleep's step is its wake time, recorded before it parks; for the other waits
         // a recorded step is the answer.
         if recorded.is_some() && *on != ParkedOn::Timer {
-            return Ok(false);
+            return super::let_go(tx, Ok(false)).await;
         }
         let resolved = match on {
             ParkedOn::Timer => wake_at <= now,
@@ -93,7 +93,7 @@ impl Backend {
             ParkedOn::Step(step_id) => recorded_step(&mut tx, &fence.workflow_id, *step_id).await?.is_some(),
         };
         if resolved {
-            return Ok(false);
+            return super::let_go(tx, Ok(false)).await;
         }
         // A write resolving the wait either committed before the key lock (and was seen above)
         // or waits for this commit and then finds the workflow parked.

@@ -104,9 +104,9 @@ impl RemoteSteps for Backend {
         now: Millis,
     ) -> StoreResult<Option<StepRecord>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            remote::check_call(&fence.workflow_id, &done, &task.step_name)?;
-            return Ok(Some(done));
+        if let Some(done) = held!(tx, fenced_step(&mut tx, fence, step_id).await) {
+            let answer = remote::check_call(&fence.workflow_id, &done, &task.step_name).map(|()| Some(done));
+            return super::let_go(tx, answer).await;
         }
         let p = &task.policy;
         let (traceparent, tracestate) = crate::rows::trace_columns(task.trace.as_ref());
@@ -142,12 +142,13 @@ impl RemoteSteps for Backend {
                     .await
                     .map_err(db_error)?;
             if queued != task.step_name {
-                return Err(StoreError::NonDeterminism {
+                let refusal = Err(StoreError::NonDeterminism {
                     workflow_id: fence.workflow_id.clone(),
                     step_id,
                     recorded: queued,
                     presented: task.step_name.clone(),
                 });
+                return super::let_go(tx, refusal).await;
             }
         }
         tx.commit().await.map_err(db_error)?;
@@ -195,18 +196,18 @@ impl RemoteSteps for Backend {
         now: Millis,
     ) -> StoreResult<StepFinished> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        let task = locked_task(&mut tx, &attempt.workflow_id, attempt.step_id)
-            .await?
-            .ok_or_else(|| StoreError::StepAttemptStale {
-                workflow_id: attempt.workflow_id.clone(),
-                step_id: attempt.step_id,
-                attempt: attempt.attempt,
-            })?;
+        let task = held!(
+            tx,
+            locked_task(&mut tx, &attempt.workflow_id, attempt.step_id)
+                .await?
+                .ok_or_else(|| StoreError::StepAttemptStale {
+                    workflow_id: attempt.workflow_id.clone(),
+                    step_id: attempt.step_id,
+                    attempt: attempt.attempt,
+                })
+        );
         if !task.is_running(attempt.attempt, &attempt.session_id) {
-            // Release the row lock now: a dropped transaction rolls back only when its
-            // connection is next used, and claims skip locked rows meanwhile.
-            tx.rollback().await.map_err(db_error)?;
-            return Err(task.stale(attempt.attempt));
+            return super::let_go(tx, Err(task.stale(attempt.attempt))).await;
         }
         let next = task.next(outcome, now);
         let finished = match &next {
@@ -267,8 +268,9 @@ impl RemoteSteps for Backend {
         now: Millis,
     ) -> StoreResult<Option<u32>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = fenced_step(&mut tx, fence, step_id).await? {
-            return remote::replay_select(&fence.workflow_id, &done, mode).map(Some);
+        if let Some(done) = held!(tx, fenced_step(&mut tx, fence, step_id).await) {
+            let answer = remote::replay_select(&fence.workflow_id, &done, mode).map(Some);
+            return super::let_go(tx, answer).await;
         }
         let mut done_at = Vec::with_capacity(targets.len());
         for target in targets {
@@ -280,7 +282,7 @@ impl RemoteSteps for Backend {
                             .fetch_optional(&mut *tx)
                             .await
                             .map_err(db_error)?;
-                    let (status, at) = row.ok_or_else(|| StoreError::WorkflowNotFound(id.clone()))?;
+                    let (status, at) = held!(tx, row.ok_or_else(|| StoreError::WorkflowNotFound(id.clone())));
                     WorkflowStatus::parse(&status)
                         .is_some_and(WorkflowStatus::is_terminal)
                         .then_some(at)
@@ -297,7 +299,7 @@ impl RemoteSteps for Backend {
             done_at.push(at);
         }
         let Some(winner) = mode.decide(&done_at) else {
-            return Ok(None);
+            return super::let_go(tx, Ok(None)).await;
         };
         if !insert_step(
             &mut tx,
@@ -309,7 +311,8 @@ impl RemoteSteps for Backend {
         )
         .await?
         {
-            return Err(StoreError::Unavailable("select step recorded concurrently".into()));
+            let answer = Err(StoreError::Unavailable("select step recorded concurrently".into()));
+            return super::let_go(tx, answer).await;
         }
         tx.commit().await.map_err(db_error)?;
         Ok(Some(winner))

@@ -38,15 +38,16 @@ impl Backend {
             other => {
                 // The same request again (its reply was lost): the run it ended is there.
                 if let Some(workflow) = &other {
-                    if let Some(ended) = Self::ended_at(&mut tx, fence, workflow.run).await? {
-                        return Ok(ContinuedAsNew {
+                    if let Some(ended) = held!(tx, Self::ended_at(&mut tx, fence, workflow.run).await) {
+                        let adopted = ContinuedAsNew {
                             workflow: other.expect("checked above"),
                             ended_run: ended,
                             adopted: true,
-                        });
+                        };
+                        return super::let_go(tx, Ok(adopted)).await;
                     }
                 }
-                return Err(rows::refusal(&fence.workflow_id, other, fence.epoch));
+                return super::let_go(tx, Err(rows::refusal(&fence.workflow_id, other, fence.epoch))).await;
             }
         };
         let ended = ended_run_id(&w.workflow_id, w.run);

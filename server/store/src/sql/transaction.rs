@@ -134,4 +134,8 @@ impl<'s> Transaction for Tx<'s> {
         }
         Ok(())
     }
+
+    async fn rollback(self: Box<Self>) {
+        super::let_go(self.tx, ()).await
+    }
 }
