@@ -4,7 +4,7 @@
 //
 //   WAYMARK_SERVER=127.0.0.1:7450 node dist/read-stream.js [workflow-id] [N]
 
-import { Client } from "@waymark/sdk";
+import { Client } from "waymark-sdk";
 
 const workflowId = process.argv[2] ?? "countdown-1";
 const n = Number(process.argv[3] ?? 3);

@@ -1,7 +1,7 @@
 // OpenTelemetry for the polyglot example's TypeScript programs: when OTEL_EXPORTER_OTLP_ENDPOINT
 // is set (the standard variable, e.g. http://127.0.0.1:4317), spans go to that endpoint over
 // OTLP/gRPC, under service.name = the program's app name; without it nothing is loaded or
-// installed. The SDK (@waymark/sdk) then opens its spans (contract/tracing.md) on this provider.
+// installed. The SDK (waymark-sdk) then opens its spans (contract/tracing.md) on this provider.
 //
 // Each span is exported as soon as it ends (a simple processor, not a batching one), so a worker
 // killed with SIGKILL has sent every span it finished; `shutdown` waits for exports in flight.

@@ -7,7 +7,7 @@
 // With OTEL_EXPORTER_OTLP_ENDPOINT set (an OTLP/gRPC collector), its spans are exported there
 // under service.name "polyglot-typescript" (see tracing.ts); they are flushed on SIGINT/SIGTERM.
 
-import { Worker } from "@waymark/sdk";
+import { Worker } from "waymark-sdk";
 import { installTracing } from "./tracing.js";
 
 const appName = "polyglot-typescript";
