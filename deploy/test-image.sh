@@ -47,12 +47,22 @@ VERSION=$(awk '/^\[workspace.package\]/{p=1; next} /^\[/{p=0} p && /^version *=/
 
 work=$(mktemp -d "$OUT/test-image.XXXXXX")
 server_pid=
+# Every process whose root directory is this test's root filesystem: the server and any CLI
+# call, whatever became of $server_pid.
+inside() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$work/bundle/rootfs" ] && echo "${p#/proc/}"
+  done
+  return 0
+}
 cleanup() {
-  local rc=$?
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$server_pid" 2>/dev/null || true
+  local rc=$? pids
+  pids=$(inside)
+  if [ -n "$pids" ]; then
+    kill -TERM $pids 2>/dev/null || true
+    for _ in $(seq 100); do [ -n "$(inside)" ] || break; sleep 0.1; done
+    pids=$(inside); [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
   fi
   if [ $rc != 0 ] && [ -f "$work/server.log" ]; then
     echo "--- server log (last 40 lines) ---" >&2; tail -40 "$work/server.log" >&2
@@ -60,7 +70,9 @@ cleanup() {
   rm -rf "$work"
   exit $rc
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap "exit 130" INT
+trap "exit 143" TERM
 
 # Polls "$@" until it succeeds or DEADLINE passes; fails naming what it waited for. (The sleep
 # is the interval between two polls; the condition itself is what is waited for.)
