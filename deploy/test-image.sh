@@ -122,12 +122,8 @@ step "rootfs: $(du -sh "$root" | cut -f1), $(find "$root" -type f | wc -l) files
 
 # A certificate where the image's command looks for one, as a mounted secret would be.
 tls=$root/etc/waymark/tls
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=waymark smoke test CA" \
-  -keyout "$work/ca.key" -out "$tls/ca.crt" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$tls/tls.key" -out "$work/tls.csr" 2>/dev/null
-openssl x509 -req -in "$work/tls.csr" -CA "$tls/ca.crt" -CAkey "$work/ca.key" -CAcreateserial -days 2 \
-  -extfile <(printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n') -out "$tls/tls.crt" 2>/dev/null
-chown "$uid:$gid" "$tls/tls.key"; chmod 0600 "$tls/tls.key"; chmod 0644 "$tls/tls.crt" "$tls/ca.crt"
+WAYMARK_UID=$uid DAYS=2 "$here/make-certs.sh" "$tls" >/dev/null
+[ "$(stat -c '%u %a' "$tls/tls.key")" = "$uid 600" ] || fail "make-certs.sh left tls.key as $(stat -c '%u %a' "$tls/tls.key")"
 
 # Three free loopback ports (bound and released here; the server binds them right after).
 read -r grpc_port console_port metrics_port < <(python3 -c '

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Tests of the Helm chart (deploy/helm/waymark) and of deploy/compose.yaml, without a cluster or a
+# container engine:
+#   - helm lint, with the chart's values and with each test values file;
+#   - helm template for three sets of values (the defaults; PostgreSQL with the migration hook, a
+#     ServiceMonitor and an admin key Secret made beforehand; TLS), each checked by checks.py:
+#     kinds, replica count, probes' paths and ports against the container's and the Service's
+#     ports, the Secrets' wiring, the hooks, the non-root security context, and every flag and
+#     variable against what the waymark binary accepts;
+#   - settings the chart must refuse (and say why);
+#   - the checker itself: renders broken on purpose must fail it;
+#   - compose.yaml, parsed and checked the same way.
+#
+# Installs what is missing, into .tools/: helm (go install, HELM_VERSION) and a Python venv with
+# PyYAML (PYYAML_VERSION). Variables: WAYMARK_BIN (default target/release/waymark), HELM.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+BIN=${WAYMARK_BIN:-$repo/target/release/waymark}
+TOOLS=$repo/.tools
+HELM_VERSION=${HELM_VERSION:-v4.3.2}
+HELM=${HELM:-$TOOLS/bin/helm}
+PYYAML_VERSION=${PYYAML_VERSION:-6.0.3}
+VENV=$TOOLS/deploy-venv
+chart=$here/helm/waymark
+
+fail() { echo "test-chart: FAIL: $*" >&2; exit 1; }
+step() { echo "test-chart: $*"; }
+[ -x "$BIN" ] || fail "no binary at $BIN (set WAYMARK_BIN)"
+
+if ! "$HELM" version >/dev/null 2>&1; then
+  step "installing helm $HELM_VERSION into $(dirname "$HELM") (go install; a cold build takes minutes)"
+  t0=$SECONDS
+  mkdir -p "$(dirname "$HELM")"
+  GOBIN=$(dirname "$HELM") go install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+  step "helm built in $((SECONDS - t0)) s"
+fi
+if ! "$VENV/bin/python" -c 'import yaml' 2>/dev/null; then
+  step "installing PyYAML $PYYAML_VERSION into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "PyYAML==$PYYAML_VERSION"
+fi
+PY=$VENV/bin/python
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+checks() { "$PY" "$here/checks.py" "$@" --bin "$BIN"; }
+
+# --- lint and render -------------------------------------------------------------------------
+"$HELM" lint --strict "$chart" >"$work/lint.out" 2>&1 || { cat "$work/lint.out" >&2; fail "helm lint (default values)"; }
+for v in "$here"/helm/test-values/*.yaml; do
+  "$HELM" lint --strict "$chart" -f "$v" >"$work/lint.out" 2>&1 || { cat "$work/lint.out" >&2; fail "helm lint -f $v"; }
+done
+step "helm lint --strict: default values and $(ls "$here"/helm/test-values/*.yaml | wc -l) test values files"
+
+render() { # SCENARIO [helm args…]
+  local s=$1; shift
+  "$HELM" template wm "$chart" --namespace waymark "$@" >"$work/$s.yaml" 2>"$work/$s.err" ||
+    { cat "$work/$s.err" >&2; fail "helm template ($s)"; }
+}
+render default
+render full -f "$here/helm/test-values/full.yaml"
+render tls -f "$here/helm/test-values/tls.yaml"
+for s in default full tls; do
+  checks chart "$s" "$work/$s.yaml" --cargo "$repo/Cargo.toml"
+done
+
+# --- settings the chart refuses --------------------------------------------------------------
+refuses() { # MESSAGE-PART helm args…
+  local want=$1; shift
+  if "$HELM" template wm "$chart" "$@" >/dev/null 2>"$work/refused.err"; then
+    fail "helm template $* rendered; it must refuse"
+  fi
+  grep -qF -- "$want" "$work/refused.err" || { cat "$work/refused.err" >&2; fail "helm template $* refused without saying '$want'"; }
+}
+refuses "replicaCount > 1 needs PostgreSQL" --set replicaCount=2
+refuses "migration.enabled needs PostgreSQL" --set migration.enabled=true
+refuses "probes.readinessKey" --set tls.secretName=t
+refuses "/metrics needs a key" --set serviceMonitor.enabled=true
+step "refused: replicas or migration on SQLite, TLS+auth without a probe key, a ServiceMonitor without a key"
+
+# --- the checker catches broken renders ------------------------------------------------------
+broken() { # WHAT SED-EXPRESSION SCENARIO
+  sed "$2" "$work/$3.yaml" >"$work/broken.yaml"
+  cmp -s "$work/broken.yaml" "$work/$3.yaml" && fail "the mutation '$1' changed nothing"
+  if checks chart "$3" "$work/broken.yaml" --cargo "$repo/Cargo.toml" >/dev/null 2>&1; then
+    fail "the checker passed a render with $1"
+  fi
+}
+broken "readiness on /ready" 's#path: /readyz#path: /ready#' full
+broken "liveness on the gRPC port" '/livenessProbe:/,/port:/ s#port: metrics#port: grpc#' full
+broken "2 replicas instead of 3" 's#replicas: 3#replicas: 2#' full
+broken "runAsNonRoot false" 's#runAsNonRoot: true#runAsNonRoot: false#' default
+broken "a flag the server lacks" 's#- --insecure#- --insecure-mode#' default
+broken "the Job hook only on install" 's#helm.sh/hook: pre-install,pre-upgrade#helm.sh/hook: pre-install#' full
+broken "the admin key from another Secret" 's#name: waymark-ops-key#name: other-key#' full
+broken "the metrics port moved" 's#"0.0.0.0:9464"#"0.0.0.0:9465"#' tls
+step "the checker fails 8 renders broken on purpose"
+
+# --- compose ---------------------------------------------------------------------------------
+checks compose "$here/compose.yaml"
+sed 's#"--no-migrate",#"--no-migrate", "--worker-leases", "15s",#' "$here/compose.yaml" >"$work/compose-broken.yaml"
+if checks compose "$work/compose-broken.yaml" >/dev/null 2>&1; then
+  fail "the compose checker passed a flag the server lacks (--worker-leases)"
+fi
+sed 's#condition: service_healthy#condition: service_started#' "$here/compose.yaml" >"$work/compose-broken.yaml"
+if checks compose "$work/compose-broken.yaml" >/dev/null 2>&1; then
+  fail "the compose checker passed a migration that does not wait for a healthy database"
+fi
+step "PASS ($SECONDS s)"
