@@ -193,6 +193,9 @@ SCENARIOS = {
     # The chart's own values.
     "default": dict(replicas=1, postgres=False, migration=False, monitor=False, tls=False,
                     readiness="grpc", auth_secret=None),
+    # The defaults with --set auth.enabled=false: /readyz needs no key then.
+    "open": dict(replicas=1, postgres=False, migration=False, monitor=False, tls=False,
+                 readiness="http", auth_secret=None, probe_key=None, auth=False),
     # deploy/helm/test-values/full.yaml
     "full": dict(replicas=3, postgres=True, migration=True, monitor=True, tls=False,
                  readiness="http", auth_secret=("waymark-ops-key", "key"), probe_key="wm_probe_key_for_tests"),
@@ -279,8 +282,11 @@ def check_chart(scenario, rendered, cli, cargo):
         check(g.get("path") == "/readyz" and resolve(g.get("port")) == cports.get("metrics"),
               f"readiness is {ready}, not GET /readyz on the metrics port")
         headers = {h["name"]: h["value"] for h in g.get("httpHeaders", [])}
-        check(headers.get("Authorization") == f"Bearer {want['probe_key']}",
-              f"readiness sends {headers}, not the reader key (/readyz needs one under --auth)")
+        if want["probe_key"]:
+            check(headers.get("Authorization") == f"Bearer {want['probe_key']}",
+                  f"readiness sends {headers}, not the reader key (/readyz needs one under --auth)")
+        else:
+            check(not headers, f"readiness sends {headers} though no key is needed")
     else:
         check(resolve(ready.get("grpc", {}).get("port")) == cports.get("grpc"),
               f"readiness is {ready}, not the gRPC health service on the gRPC port")
@@ -340,7 +346,8 @@ def check_chart(scenario, rendered, cli, cargo):
             check(made is None, "the chart renders the admin key Secret it was told exists (existingSecret)")
     else:
         check(not key, f"WAYMARK_API_KEY from {key} with no key configured")
-    check(env.get("WAYMARK_AUTH", {}).get("value") == "true", "--auth is off")
+    auth = "true" if want.get("auth", True) else "false"
+    check(env.get("WAYMARK_AUTH", {}).get("value") == auth, f"WAYMARK_AUTH is not {auth}")
 
     # Migration hook.
     if want["migration"]:

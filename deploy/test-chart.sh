@@ -62,7 +62,8 @@ render() { # SCENARIO [helm args…]
 render default
 render full -f "$here/helm/test-values/full.yaml"
 render tls -f "$here/helm/test-values/tls.yaml"
-for s in default full tls; do
+render open --set auth.enabled=false
+for s in default full tls open; do
   checks chart "$s" "$work/$s.yaml" --cargo "$repo/Cargo.toml"
 done
 
@@ -96,7 +97,8 @@ broken "a flag the server lacks" 's#- --insecure#- --insecure-mode#' default
 broken "the Job hook only on install" 's#helm.sh/hook: pre-install,pre-upgrade#helm.sh/hook: pre-install#' full
 broken "the admin key from another Secret" 's#name: waymark-ops-key#name: other-key#' full
 broken "the metrics port moved" 's#"0.0.0.0:9464"#"0.0.0.0:9465"#' tls
-step "the checker fails 8 renders broken on purpose"
+broken "auth off but a key sent to /readyz" 's#path: /readyz#path: /readyz\n              httpHeaders: [{name: Authorization, value: Bearer x}]#' open
+step "the checker fails 9 renders broken on purpose"
 
 # --- compose ---------------------------------------------------------------------------------
 checks compose "$here/compose.yaml"
