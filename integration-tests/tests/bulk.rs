@@ -305,6 +305,13 @@ async fn workflows_are_cancelled_resumed_and_deleted_by_filter_in_batches(backen
         BTreeMap::from([("WORKFLOW_NOT_FINISHED".to_string(), 5)])
     );
 
+    // From a script, the CLI cancels nothing nobody confirmed.
+    let (code, _, err) = cli(&s.server.addr, &["workflow", "bulk", "cancel", "--tag", "job=nightly"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--yes"), "{err}");
+    assert!(tagged(c, &[("job", "nightly")], Some(WorkflowStatus::Cancelled))
+        .await
+        .is_empty());
     // Cancel in batches of two (three calls), from the CLI; the untagged one is left alone.
     let (code, out, err) = cli(
         &s.server.addr,
@@ -316,6 +323,7 @@ async fn workflows_are_cancelled_resumed_and_deleted_by_filter_in_batches(backen
             "job=nightly",
             "--batch-size",
             "2",
+            "--yes",
         ],
     );
     assert_eq!((code, out.trim()), (0, "5 matched, 5 changed"), "{err}");

@@ -509,7 +509,22 @@ async fn deleting_a_namespace_drops_it_everywhere(backend: Backend) {
         reason(&admin.delete_namespace("temp", false).await.unwrap_err()),
         "NAMESPACE_NOT_EMPTY"
     );
-    admin.delete_namespace("temp", true).await.unwrap();
+    // From a script, the CLI deletes nothing nobody confirmed; with --yes it does.
+    let delete = |yes: bool| {
+        let mut cmd = std::process::Command::new(waymark_integration_tests::waymark_bin());
+        cmd.args(["namespace", "delete", "temp", "--force", "--server", &a.addr]);
+        if yes {
+            cmd.arg("--yes");
+        }
+        cmd.output().unwrap()
+    };
+    let refused = delete(false);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("--yes"), "{said}");
+    assert_eq!(temp.get("left").await.unwrap().workflow_id, "left");
+    let done = delete(true);
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
     assert_eq!(reason(&temp.get("left").await.unwrap_err()), "NAMESPACE_NOT_FOUND");
     if let Some(b) = &b {
         let on_b = in_ns(b, "temp").await;

@@ -1,7 +1,7 @@
 //! `waymark`: the server (`waymark server`) and the command line (`waymark workflow …`).
 
-use clap::Parser;
-use waymark_server::cli::{run_client, Cli, Command};
+use waymark_server::cli::run_client;
+use waymark_server::cli::settings::{self, Parsed};
 
 /// The command line ends quietly when its reader goes away (`waymark workflow list | head -1`),
 /// as command-line tools do: Rust ignores SIGPIPE, which turns every later print into a panic.
@@ -25,9 +25,16 @@ fn main() {
 }
 
 async fn run() -> i32 {
-    let cli = Cli::parse();
-    let code = match cli.command {
-        Command::Server(args) => {
+    let parsed = match settings::parse(std::env::args_os().collect()) {
+        Ok(parsed) => parsed,
+        Err(e) => e.exit(),
+    };
+    let code = match parsed {
+        Parsed::Server(_, settings) if settings.print_only() => {
+            print!("{}", settings.render());
+            0
+        }
+        Parsed::Server(args, _) => {
             waymark_server::allocator::spawn_trimmer();
             let telemetry = match waymark_server::telemetry::install(&args.telemetry()) {
                 Ok(t) => t,
@@ -46,9 +53,9 @@ async fn run() -> i32 {
             telemetry.shutdown();
             code
         }
-        cmd => {
+        Parsed::Client(cmd) => {
             restore_sigpipe();
-            run_client(cmd).await
+            run_client(*cmd).await
         }
     };
     code

@@ -4,7 +4,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
-use waymark_store::{postgres::PostgresStore, sqlite::SqliteStore, Store};
+use waymark_store::{postgres::PostgresStore, sqlite::SqliteStore, SchemaPolicy, Store};
 
 use crate::auth::Authenticator;
 use crate::namespaces::{Namespaces, Storage};
@@ -35,6 +35,8 @@ pub struct ServerOptions {
     pub db_namespace_pool_size: u32,
     /// The web console: where, and whether it may change anything.
     pub console: crate::console::ConsoleOptions,
+    /// Apply migrations at start, or only check that they were (`--no-migrate`).
+    pub schema: SchemaPolicy,
 }
 
 /// Authentication and TLS (see `waymark server --help`).
@@ -110,19 +112,26 @@ impl SecurityOptions {
 
 /// Opens the store a URL names: `sqlite:<path>` or `postgres://…` / `postgresql://…`.
 pub async fn open_store(url: &str, notify: bool) -> anyhow::Result<Arc<dyn Store>> {
-    open_store_with(url, notify, waymark_store::postgres::DEFAULT_MAX_CONNECTIONS).await
+    let pool_size = waymark_store::postgres::DEFAULT_MAX_CONNECTIONS;
+    open_store_with(url, notify, pool_size, SchemaPolicy::Migrate).await
 }
 
-/// [`open_store`] with at most `pool_size` PostgreSQL connections.
-pub async fn open_store_with(url: &str, notify: bool, pool_size: u32) -> anyhow::Result<Arc<dyn Store>> {
+/// [`open_store`] with at most `pool_size` PostgreSQL connections, doing about the schema what
+/// `schema` says.
+pub async fn open_store_with(
+    url: &str,
+    notify: bool,
+    pool_size: u32,
+    schema: SchemaPolicy,
+) -> anyhow::Result<Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(
-            SqliteStore::open(url)
+            SqliteStore::open_with(url, schema)
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot open {url}: {e}"))?,
         ))
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let store = PostgresStore::open_with(url, pool_size)
+        let store = PostgresStore::open_as(url, None, pool_size, schema)
             .await
             .map_err(|e| anyhow::anyhow!("cannot open the PostgreSQL database: {e}"))?;
         Ok(Arc::new(store.with_notify(notify)))
@@ -198,7 +207,7 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let store = open_store_with(&opts.database_url, opts.notify, opts.db_pool_size).await?;
+    let store = open_store_with(&opts.database_url, opts.notify, opts.db_pool_size, opts.schema).await?;
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;
@@ -235,7 +244,12 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     let mut background = engine.spawn_background();
     let namespaces = Namespaces::new(
         engine.clone(),
-        Storage::for_url(&opts.database_url, opts.notify, opts.db_namespace_pool_size),
+        Storage::for_url(
+            &opts.database_url,
+            opts.notify,
+            opts.db_namespace_pool_size,
+            opts.schema,
+        ),
         clock,
         opts.engine,
         opts.max_namespaces,
@@ -274,9 +288,21 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Parses "250ms", "15s", "2m", "1h", "30d" (and a bare number of seconds).
+/// Parses a duration: "250ms", "15s", "2m", "1h30m", "30d" (humantime's forms), a bare number
+/// of seconds, or a decimal one with a unit ("1.5s").
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
+    if s.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && !s.contains('.')
+        && s.ends_with(|c: char| c.is_alphabetic())
+    {
+        let d = humantime::parse_duration(s)
+            .map_err(|e| format!("{s:?} is not a duration like 250ms, 15s, 1h30m or 30d: {e}"))?;
+        if d > Duration::from_secs(10 * 365 * 86400) {
+            return Err(format!("{s:?} is out of range"));
+        }
+        return Ok(d);
+    }
     let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let n: f64 = num
@@ -348,7 +374,10 @@ mod tests {
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
         assert!(parse_duration("-1s").is_err());
         assert_eq!(parse_duration("30d").unwrap(), Duration::from_secs(30 * 86400));
-        assert!(parse_duration("1w").is_err());
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("11years").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("").is_err());
     }
 }

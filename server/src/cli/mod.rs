@@ -11,10 +11,12 @@ use crate::server::{parse_duration, ServerOptions, DEFAULT_DATABASE_URL, DEFAULT
 
 pub mod backup;
 pub mod key;
+pub mod migrate;
 pub mod namespace;
 mod output;
 pub mod queue;
 pub mod schedule;
+pub mod settings;
 pub mod worker;
 pub mod workflow;
 mod workflow_lifecycle;
@@ -60,6 +62,9 @@ pub enum Command {
     Worker(worker::WorkerCommand),
     /// Copy an embedded (SQLite) database while the server runs: consistent, every namespace.
     Backup(backup::BackupArgs),
+    /// Apply the database migrations this build needs (every namespace), for servers started
+    /// with --no-migrate; `--check` only says whether any are missing.
+    Migrate(migrate::MigrateArgs),
     /// Print a shell completion script: `source <(waymark completion bash)`, or save it where
     /// your shell loads completions from (zsh: a `_waymark` file on $fpath; fish:
     /// ~/.config/fish/completions/waymark.fish).
@@ -69,6 +74,19 @@ pub enum Command {
 #[derive(Args, Debug)]
 #[command(args_override_self = true)]
 pub struct ServerArgs {
+    /// Read settings from this TOML file: the long names of these flags as keys
+    /// (`worker-lease = "1h30m"`, `auth = true`). A flag given wins, then its environment
+    /// variable, then the file, then the default.
+    #[arg(long, value_name = "PATH", env = "WAYMARK_CONFIG")]
+    pub config: Option<std::path::PathBuf>,
+    /// Print the effective settings (as a --config file, secrets masked, each with where it came
+    /// from) and exit.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Apply no migrations at start (for a database role without DDL rights): start only if
+    /// `waymark migrate` has brought the schema up to this build's, else exit saying so.
+    #[arg(long, env = "WAYMARK_NO_MIGRATE", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_migrate: bool,
     /// Address to listen on.
     #[arg(long, default_value = DEFAULT_LISTEN, env = "WAYMARK_LISTEN")]
     pub listen: String,
@@ -78,120 +96,125 @@ pub struct ServerArgs {
     /// Do not use PostgreSQL LISTEN/NOTIFY between replicas (for PostgreSQL-compatible databases
     /// without it): replicas then find each other's changes by polling, every
     /// --dispatch-poll-interval.
-    #[arg(long)]
+    #[arg(long, env = "WAYMARK_NO_NOTIFY", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_notify: bool,
     /// A worker silent for this long loses its workflows.
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = parse_duration, env = "WAYMARK_WORKER_LEASE")]
     pub worker_lease: std::time::Duration,
     /// Interval at which workers are asked to heartbeat.
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, default_value = "3s", value_parser = parse_duration, env = "WAYMARK_HEARTBEAT_INTERVAL")]
     pub heartbeat_interval: std::time::Duration,
     /// How long a disconnected worker's workflows wait for it before going back to their queue.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = parse_duration, env = "WAYMARK_RECOVERY_GRACE")]
     pub recovery_grace: std::time::Duration,
     /// How often to look for workers whose lease ended.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_duration, env = "WAYMARK_RECOVERY_INTERVAL")]
     pub recovery_interval: std::time::Duration,
     /// Recoveries after which a workflow is dead-lettered (MAX_RECOVERY_ATTEMPTS_EXCEEDED).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, env = "WAYMARK_MAX_RECOVERY_ATTEMPTS")]
     pub max_recovery_attempts: u32,
     /// How often to look for work enqueued through other replicas.
-    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "500ms", value_parser = parse_duration, env = "WAYMARK_DISPATCH_POLL_INTERVAL")]
     pub dispatch_poll_interval: std::time::Duration,
     /// Largest JSON payload accepted, in bytes.
-    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    #[arg(long, default_value_t = 4 * 1024 * 1024, env = "WAYMARK_MAX_PAYLOAD_BYTES")]
     pub max_payload_bytes: usize,
     /// Most worker streams this server holds at once; more are refused (RESOURCE_EXHAUSTED).
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, env = "WAYMARK_MAX_WORKER_STREAMS")]
     pub max_worker_streams: usize,
     /// Most requests one worker stream may have in flight; beyond it the stream is not read
     /// until one finishes (backpressure).
-    #[arg(long, default_value_t = 1_024, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1_024, value_parser = clap::value_parser!(u32).range(1..), env = "WAYMARK_MAX_REQUESTS_PER_STREAM")]
     pub max_requests_per_stream: u32,
     /// Most bytes of history (input and recorded steps, as JSON) a dispatch carries; a workflow
     /// past it fails with HISTORY_TOO_LARGE when it would be dispatched again.
-    #[arg(long, default_value_t = 32 * 1024 * 1024)]
+    #[arg(long, default_value_t = 32 * 1024 * 1024, env = "WAYMARK_MAX_HISTORY_BYTES")]
     pub max_history_bytes: usize,
     /// Most client calls waiting at once (AwaitWorkflow, GetEvent with a timeout, ReadStream);
     /// more are refused with RESOURCE_EXHAUSTED TOO_MANY_WAITS.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..), env = "WAYMARK_MAX_WAITS")]
     pub max_waits: u32,
     /// Most unread messages one workflow's inbox holds; a send past it is refused with
     /// RESOURCE_EXHAUSTED INBOX_FULL.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..), env = "WAYMARK_MAX_UNREAD_MESSAGES")]
     pub max_unread_messages: u32,
     /// How long a call that does not wait may take before the server answers DEADLINE_EXCEEDED;
     /// calls that wait (AwaitWorkflow, GetEvent) get it on top of their wait.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = parse_duration, env = "WAYMARK_REQUEST_TIMEOUT")]
     pub request_timeout: std::time::Duration,
     /// Delete finished workflows (and everything recorded for them) this long after they
     /// finished, e.g. 30d; `--retention-rule` sets times for some of them. Without it (and
     /// without rules) nothing is ever deleted.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, env = "WAYMARK_RETENTION")]
     pub retention: Option<std::time::Duration>,
     /// A retention time for some finished workflows: `SELECTORS=DURATION|forever`, selectors
     /// `namespace:NAME`, `queue:NAME`, `status:STATUS` joined by commas, e.g.
     /// `queue:payments,status:ERROR=90d`. Repeatable; the first rule that covers a workflow
     /// decides, `--retention` takes the rest.
-    #[arg(long = "retention-rule", value_parser = crate::engine::retention::parse_rule)]
+    #[arg(long = "retention-rule", value_parser = crate::engine::retention::parse_rule, env = "WAYMARK_RETENTION_RULE", value_delimiter = ';')]
     pub retention_rules: Vec<crate::engine::retention::RetentionRule>,
     /// Most finished workflows the retention collector deletes per second on this replica. It
     /// goes slower when its batches take longer (a busy database): it spends at most a quarter
     /// of the time in them.
-    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..), env = "WAYMARK_RETENTION_RATE")]
     pub retention_rate: u32,
     /// Log format: text or json.
-    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    #[arg(long, default_value = "text", value_parser = ["text", "json"], env = "WAYMARK_LOG_FORMAT")]
     pub log_format: String,
     /// One `info` log line per call answered (method, status, latency, peer, trace and workflow
     /// ids); `--access-log false` turns it off.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "WAYMARK_ACCESS_LOG")]
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "WAYMARK_ACCESS_LOG", value_parser = clap::builder::BoolishValueParser::new())]
     pub access_log: bool,
     /// Export spans over OTLP/gRPC to this collector (`http://127.0.0.1:4317`); none exported
     /// without it.
-    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    #[arg(long, value_name = "URL", env = "WAYMARK_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
     /// Serve Prometheus metrics (`/metrics`) and health for orchestrators (`/healthz`,
     /// `/readyz`) over HTTP on this address; off without it.
     #[arg(long, value_name = "ADDR", env = "WAYMARK_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
     /// Require an API key on every call (`authorization: Bearer <key>`); see `waymark key`.
-    #[arg(long, env = "WAYMARK_AUTH")]
+    #[arg(long, env = "WAYMARK_AUTH", value_parser = clap::builder::BoolishValueParser::new())]
     pub auth: bool,
     /// At start, if PATH does not exist, create an admin API key and write it there (mode
     /// 0600): the first key, from which `waymark key create` makes the others.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", env = "WAYMARK_INIT_ADMIN_KEY_FILE")]
     pub init_admin_key_file: Option<std::path::PathBuf>,
     /// How long a verified key is trusted before it is read again: the longest a revocation
     /// made on another replica takes to apply here.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = parse_duration, env = "WAYMARK_KEY_CACHE_TTL")]
     pub key_cache_ttl: std::time::Duration,
     /// Serve TLS with this certificate chain (PEM); needs --tls-key.
-    #[arg(long, value_name = "PATH", requires = "tls_key")]
+    #[arg(long, value_name = "PATH", requires = "tls_key", env = "WAYMARK_SERVER_TLS_CERT")]
     pub tls_cert: Option<std::path::PathBuf>,
     /// The private key (PEM) of --tls-cert.
-    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    #[arg(long, value_name = "PATH", requires = "tls_cert", env = "WAYMARK_SERVER_TLS_KEY")]
     pub tls_key: Option<std::path::PathBuf>,
     /// Require client certificates signed by this CA (PEM): mutual TLS. Needs --tls-cert.
-    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_cert",
+        env = "WAYMARK_SERVER_TLS_CLIENT_CA"
+    )]
     pub tls_client_ca: Option<std::path::PathBuf>,
     /// A connection that has not finished its TLS handshake within this is closed.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration, env = "WAYMARK_TLS_HANDSHAKE_TIMEOUT")]
     pub tls_handshake_timeout: std::time::Duration,
     /// Allow listening on a non-loopback address without authentication or without TLS.
-    #[arg(long)]
+    #[arg(long, env = "WAYMARK_SERVER_INSECURE", value_parser = clap::builder::BoolishValueParser::new())]
     pub insecure: bool,
     /// Most namespaces, `default` included. Each open namespace has its own engine and, on
     /// PostgreSQL, a pool of --db-namespace-pool-size connections.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000), env = "WAYMARK_MAX_NAMESPACES")]
     pub max_namespaces: u32,
     /// PostgreSQL: most connections of the default namespace's pool (the one the server's own
     /// work and most tenants use). TLS to the database is asked for in --database-url
     /// (`?sslmode=require`, or `verify-full&sslrootcert=ca.pem`).
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1_000), env = "WAYMARK_DB_POOL_SIZE")]
     pub db_pool_size: u32,
     /// PostgreSQL: most connections of each other namespace's pool.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1_000), env = "WAYMARK_DB_NAMESPACE_POOL_SIZE")]
     pub db_namespace_pool_size: u32,
     /// Serve the web console on this address, or `off`. By default on loopback, one port above
     /// --listen (127.0.0.1:7451), or a free port when that one is taken; the start-up log and
@@ -202,7 +225,7 @@ pub struct ServerArgs {
     pub console_listen: Option<crate::console::ConsoleListen>,
     /// The console offers no write action, whatever the key: calls through its port that would
     /// change anything are refused (CONSOLE_READ_ONLY).
-    #[arg(long, env = "WAYMARK_CONSOLE_READ_ONLY")]
+    #[arg(long, env = "WAYMARK_CONSOLE_READ_ONLY", value_parser = clap::builder::BoolishValueParser::new())]
     pub console_read_only: bool,
 }
 
@@ -211,7 +234,12 @@ impl ServerArgs {
     pub fn telemetry(&self) -> crate::telemetry::TelemetryOptions {
         crate::telemetry::TelemetryOptions {
             log_json: self.log_format == "json",
-            otlp_endpoint: self.otlp_endpoint.clone(),
+            // The variable OpenTelemetry's exporters read, when ours is not set.
+            otlp_endpoint: self.otlp_endpoint.clone().or_else(|| {
+                std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
+                    .ok()
+                    .filter(|e| !e.is_empty())
+            }),
             service_name: "waymark".into(),
             store_call_metrics: self.metrics_listen.is_some(),
         }
@@ -240,6 +268,11 @@ impl ServerArgs {
             console: crate::console::ConsoleOptions {
                 listen: self.console_listen.clone().unwrap_or_default(),
                 read_only: self.console_read_only,
+            },
+            schema: if self.no_migrate {
+                waymark_store::SchemaPolicy::Expect
+            } else {
+                waymark_store::SchemaPolicy::Migrate
             },
             engine: crate::engine::EngineConfig {
                 worker_lease: self.worker_lease,
@@ -363,6 +396,7 @@ pub async fn run_client(cmd: Command) -> i32 {
         Command::Namespace(cmd) => namespace::run(cmd).await,
         Command::Worker(cmd) => worker::run(cmd).await,
         Command::Backup(args) => backup::run(args).await,
+        Command::Migrate(args) => migrate::run(args).await,
         Command::Completion { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "waymark", &mut std::io::stdout());
@@ -389,6 +423,39 @@ pub async fn run_client(cmd: Command) -> i32 {
     }
 }
 
+/// Asks before something that cannot be undone: `yes` (`--yes`) goes ahead; on a terminal the
+/// user is asked; anywhere else (a script, a pipe) it is refused, so nothing is destroyed by a
+/// command that nobody confirmed. Ok(false): the user said no.
+pub fn confirm(yes: bool, what: &str) -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if yes {
+        return Ok(true);
+    }
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(anyhow::Error::new(Usage(format!(
+            "this would {what}; pass --yes to confirm (standard input is not a terminal to ask on)"
+        ))));
+    }
+    eprint!("This will {what}. Go ahead? [y/N] ");
+    std::io::stderr().flush().ok();
+    let mut answer = String::new();
+    stdin.lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
+}
+
+/// A command line that cannot be carried out as given (exit code 2).
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
 /// The text of `--input-file FILE` (`-`: standard input).
 pub fn read_input(file: &std::path::Path) -> anyhow::Result<String> {
     if file.as_os_str() == "-" {
@@ -414,6 +481,9 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
     use tonic::Code;
     if e.downcast_ref::<InvalidInput>().is_some() {
         return EXIT_INVALID;
+    }
+    if e.downcast_ref::<Usage>().is_some() {
+        return 2;
     }
     match e.downcast_ref::<waymark_sdk::Error>() {
         Some(waymark_sdk::Error::Transport(_)) => EXIT_UNAVAILABLE,

@@ -53,6 +53,9 @@ pub enum NamespaceCommand {
         name: String,
         #[arg(long)]
         force: bool,
+        /// Delete without asking (needed when standard input is not a terminal).
+        #[arg(long)]
+        yes: bool,
         #[command(flatten)]
         connection: ConnectionArgs,
     },
@@ -120,8 +123,12 @@ pub async fn run(cmd: NamespaceCommand) -> anyhow::Result<i32> {
         NamespaceCommand::Delete {
             name,
             force,
+            yes,
             connection,
         } => {
+            if !super::confirm(yes, &format!("delete namespace {name} and every workflow in it"))? {
+                return Ok(1);
+            }
             connection.connect().await?.delete_namespace(&name, force).await?;
         }
     }

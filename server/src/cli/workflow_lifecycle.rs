@@ -66,6 +66,9 @@ pub enum LifecycleCommand {
         /// Count the workflows the filters match; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Cancel or delete without asking (needed when standard input is not a terminal).
+        #[arg(long)]
+        yes: bool,
         /// Workflows per batch (1-1000).
         #[arg(long, default_value_t = 100)]
         batch_size: i32,
@@ -196,11 +199,27 @@ pub async fn run(cmd: LifecycleCommand) -> anyhow::Result<i32> {
             to_version,
             allow_unserved,
             dry_run,
+            yes,
             batch_size,
             client,
         } => {
             let filter = filter.filter()?;
             let c = client.connect().await?;
+            let destroys = matches!(action, Bulk::Cancel | Bulk::Delete);
+            if destroys && !dry_run && !yes {
+                let verb = if action == Bulk::Cancel { "cancel" } else { "delete" };
+                // On a terminal, say how many before asking.
+                let what = if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                    let n = c.count_matching(&filter).await?;
+                    format!("{verb} the {n} workflows the filters match")
+                } else {
+                    format!("{verb} every workflow the filters match")
+                };
+                let what = super::confirm(false, &what)?;
+                if !what {
+                    return Ok(1);
+                }
+            }
             if dry_run {
                 let n = c.count_matching(&filter).await?;
                 if client.json {

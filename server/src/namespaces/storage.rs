@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use waymark_store::{postgres::PostgresStore, sqlite::SqliteStore, Store};
+use waymark_store::{postgres::PostgresStore, sqlite::SqliteStore, SchemaPolicy, Store};
 
 use crate::engine::EngineResult;
 
@@ -11,6 +11,7 @@ use crate::engine::EngineResult;
 pub enum Storage {
     Sqlite {
         url: String,
+        schema: SchemaPolicy,
     },
     Postgres {
         url: String,
@@ -18,29 +19,40 @@ pub enum Storage {
         /// Connections of each namespace's pool but `default`'s (`--db-namespace-pool-size`):
         /// namespaces share one PostgreSQL server.
         pool_size: u32,
+        schema: SchemaPolicy,
     },
 }
 
 impl Storage {
     /// The storage of the database `url` names (the `default` namespace's).
-    pub fn for_url(url: &str, notify: bool, pool_size: u32) -> Storage {
+    pub fn for_url(url: &str, notify: bool, pool_size: u32, schema: SchemaPolicy) -> Storage {
         if url.starts_with("sqlite:") {
-            Storage::Sqlite { url: url.to_string() }
+            Storage::Sqlite {
+                url: url.to_string(),
+                schema,
+            }
         } else {
             Storage::Postgres {
                 url: url.to_string(),
                 notify,
                 pool_size,
+                schema,
             }
         }
     }
 
-    /// Opens namespace `name`'s store, making and migrating it if new.
+    /// Opens namespace `name`'s store, making and migrating it if new (with `--no-migrate`,
+    /// only one whose schema a replica that may change it made).
     pub async fn open(&self, name: &str) -> EngineResult<Arc<dyn Store>> {
         Ok(match self {
-            Storage::Sqlite { url } => Arc::new(SqliteStore::open_namespace(url, name).await?),
-            Storage::Postgres { url, notify, pool_size } => Arc::new(
-                PostgresStore::open_namespace(url, name, *pool_size)
+            Storage::Sqlite { url, schema } => Arc::new(SqliteStore::open_as(url, Some(name), *schema).await?),
+            Storage::Postgres {
+                url,
+                notify,
+                pool_size,
+                schema,
+            } => Arc::new(
+                PostgresStore::open_as(url, Some(name), *pool_size, *schema)
                     .await?
                     .with_notify(*notify),
             ),
@@ -50,7 +62,7 @@ impl Storage {
     /// Removes namespace `name`'s data for good.
     pub async fn drop(&self, name: &str) -> EngineResult<()> {
         match self {
-            Storage::Sqlite { url } => waymark_store::sqlite::drop_namespace(url, name)?,
+            Storage::Sqlite { url, .. } => waymark_store::sqlite::drop_namespace(url, name)?,
             Storage::Postgres { url, .. } => waymark_store::postgres::drop_namespace(url, name).await?,
         }
         Ok(())

@@ -30,6 +30,7 @@ pub mod recorded;
 mod remote;
 mod rows;
 pub mod schedules;
+pub mod schema;
 pub mod sqlite;
 
 pub use contract::{
@@ -55,6 +56,7 @@ pub use remote::{
 
 pub use queues::{QueueLimits, QueueRecord, QueueUpdate, RateLimit, DEFAULT_QUEUE};
 pub use schedules::{ScheduleFire, ScheduleRecord, ScheduleSpec, ScheduleState};
+pub use schema::SchemaPolicy;
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;

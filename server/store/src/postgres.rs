@@ -41,7 +41,12 @@ use crate::batch::Batcher;
 use crate::rows::{db_error, WorkflowRow};
 use crate::*;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+/// This build's migrations. A database may have more, applied by a newer build; they only
+/// added, so this build runs beside them (see [`crate::schema`]).
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate::Migrator {
+    ignore_missing: true,
+    ..sqlx::migrate!("../../migrations/postgres")
+};
 
 /// Connections per store unless told otherwise: enough for the dispatcher, the step hot path
 /// and the client API at once, small enough that several replicas fit in a default server.
@@ -101,17 +106,34 @@ impl PostgresStore {
 
     /// Like [`PostgresStore::open`], with at most `max_connections` connections in the pool.
     pub async fn open_with(url: &str, max_connections: u32) -> StoreResult<PostgresStore> {
-        Self::open_schema(url, None, max_connections).await
+        Self::open_schema(url, None, max_connections, SchemaPolicy::Migrate).await
+    }
+
+    /// Opens the store of namespace `name` (`None`: the default one) with at most
+    /// `max_connections` connections, doing about its schema what `policy` says.
+    pub async fn open_as(
+        url: &str,
+        name: Option<&str>,
+        max_connections: u32,
+        policy: SchemaPolicy,
+    ) -> StoreResult<PostgresStore> {
+        Self::open_schema(url, name.and_then(namespace_schema), max_connections, policy).await
     }
 
     /// The store of namespace `name`: its own schema in the database `url` names, made and
     /// migrated if new, with at most `max_connections` connections.
     pub async fn open_namespace(url: &str, name: &str, max_connections: u32) -> StoreResult<PostgresStore> {
-        Self::open_schema(url, namespace_schema(name), max_connections).await
+        Self::open_schema(url, namespace_schema(name), max_connections, SchemaPolicy::Migrate).await
     }
 
-    async fn open_schema(url: &str, schema: Option<String>, max_connections: u32) -> StoreResult<PostgresStore> {
-        if let Some(s) = &schema {
+    async fn open_schema(
+        url: &str,
+        schema: Option<String>,
+        max_connections: u32,
+        policy: SchemaPolicy,
+    ) -> StoreResult<PostgresStore> {
+        // A role that may not change the schema may not create one either.
+        if let (Some(s), SchemaPolicy::Migrate) = (&schema, policy) {
             let setup = PgPoolOptions::new()
                 .max_connections(1)
                 .connect(url)
@@ -150,10 +172,7 @@ impl PostgresStore {
             .await
             .map_err(db_error)?;
         // sqlx holds an advisory lock while migrating, so replicas starting together are safe.
-        MIGRATOR
-            .run(&pool)
-            .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        sql::prepare_schema(&pool, policy).await?;
         let writer = pool.clone();
         let steps = Batcher::spawn(STEP_LANES, MAX_STEP_BATCH, move |batch| {
             commit::insert_steps_fenced(writer.clone(), batch)

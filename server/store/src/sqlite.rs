@@ -40,7 +40,12 @@ use crate::*;
 /// Largest batch of step checkpoints in one transaction.
 const MAX_STEP_BATCH: usize = 256;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+/// This build's migrations. A database may have more, applied by a newer build; they only
+/// added, so this build runs beside them (see [`crate::schema`]).
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate::Migrator {
+    ignore_missing: true,
+    ..sqlx::migrate!("../../migrations/sqlite")
+};
 
 pub struct SqliteStore {
     write: SqlitePool,
@@ -106,9 +111,23 @@ impl SqliteStore {
         Self::open(&namespace_url(url, name)).await
     }
 
+    /// Opens the store of namespace `name` (`None`: the default one), doing about its schema
+    /// what `policy` says.
+    pub async fn open_as(url: &str, name: Option<&str>, policy: SchemaPolicy) -> StoreResult<SqliteStore> {
+        match name {
+            Some(name) => Self::open_with(&namespace_url(url, name), policy).await,
+            None => Self::open_with(url, policy).await,
+        }
+    }
+
     /// Opens (creating if needed) the database at `url` (`sqlite:path` or `sqlite://path`) and
     /// applies the embedded migrations.
     pub async fn open(url: &str) -> StoreResult<SqliteStore> {
+        Self::open_with(url, SchemaPolicy::Migrate).await
+    }
+
+    /// [`SqliteStore::open`], doing about the schema what `policy` says.
+    pub async fn open_with(url: &str, policy: SchemaPolicy) -> StoreResult<SqliteStore> {
         let path = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
         if let Some(dir) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent() {
             if !dir.as_os_str().is_empty() {
@@ -128,10 +147,7 @@ impl SqliteStore {
             .connect_with(options.clone())
             .await
             .map_err(db_error)?;
-        MIGRATOR
-            .run(&write)
-            .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        sql::prepare_schema(&write, policy).await?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))

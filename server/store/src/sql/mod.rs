@@ -32,6 +32,33 @@ macro_rules! held {
     };
 }
 
+/// Brings the schema of the database `pool` reaches to what this build needs, as `policy`
+/// says (see [`crate::schema`]).
+pub(crate) async fn prepare_schema(pool: &sqlx::Pool<Db>, policy: SchemaPolicy) -> StoreResult<()> {
+    match policy {
+        SchemaPolicy::Migrate => super::MIGRATOR
+            .run(pool)
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("applying migrations: {e}"))),
+        SchemaPolicy::Expect => {
+            let read = sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations WHERE success")
+                .fetch_all(pool)
+                .await;
+            let applied = match read {
+                Ok(rows) => Some(rows),
+                // PostgreSQL's undefined_table; SQLite says so in words.
+                Err(sqlx::Error::Database(e))
+                    if e.code().as_deref() == Some("42P01") || e.message().contains("no such table") =>
+                {
+                    None
+                }
+                Err(e) => return Err(db_error(e)),
+            };
+            crate::schema::expect_applied(&super::MIGRATOR, applied)
+        }
+    }
+}
+
 pub(super) mod children;
 pub(super) mod events;
 pub(super) mod fencing;
