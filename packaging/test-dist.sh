@@ -120,7 +120,7 @@ client_without_worker() {
   WAYMARK_SERVER=$addr "$@" > "$log" 2>&1 || status=$?
   [ "$status" != 0 ] || fail "$label: the client exited 0 with no worker up"
   grep -q WORKFLOW_NAME_UNKNOWN "$log" || { cat "$log"; fail "$label: the client's failure does not say WORKFLOW_NAME_UNKNOWN"; }
-  echo "    with no worker up: exit $status, its last line: $(grep -v '^\s*$' "$log" | tail -1 | cut -c1-160)"
+  echo "    with no worker up: exit $status; it says: $(grep -m1 -E 'WORKFLOW_NAME_UNKNOWN|no worker has registered' "$log" | sed 's/^ *//' | cut -c1-150)"
 }
 
 # export_history DIR: saves the last client's workflow history where the replay test reads it.
