@@ -74,7 +74,7 @@ start_server() {
   server_pid=$!
   pids+=("$server_pid")
   local deadline=$((SECONDS + 60))
-  until grep -q 'ready listen=' "$dir/server.log"; do
+  until grep -qs 'ready listen=' "$dir/server.log"; do
     alive "$server_pid" || fail "server $name exited: $(cat "$dir/server.log")"
     [ "$SECONDS" -lt "$deadline" ] || fail "server $name not ready after 60 s"
     sleep 0.1
