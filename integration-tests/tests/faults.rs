@@ -95,6 +95,20 @@ async fn health_follows_the_database_and_requests_say_unavailable() {
     assert_eq!(code, 503, "{why}");
     assert!(why.contains("the database does not answer"), "{why}");
     assert_eq!(http_get(metrics, "/healthz").await.unwrap().0, 200);
+    // The same through `waymark health`, as a container's health check asks.
+    let ask = |ready: bool| {
+        let mut cmd = std::process::Command::new(waymark_integration_tests::waymark_bin());
+        cmd.args(["health", "--metrics-listen", &format!("127.0.0.1:{metrics}")]);
+        if ready {
+            cmd.arg("--ready");
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    let (code, said) = ask(true);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("the database does not answer"), "{said}");
+    assert_eq!(ask(false), (Some(0), "ok\n".to_string()));
     // Asked once, the server says why it cannot answer; a client that resends (the default)
     // gets its answer once the database is back.
     let once = client.clone().resend_for(std::time::Duration::ZERO);

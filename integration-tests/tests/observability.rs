@@ -107,6 +107,18 @@ async fn metrics_count_what_happened_and_health_answers(backend: Backend) {
 
     assert_eq!(http_get(port, "/healthz").await.0, 200);
     assert_eq!(http_get(port, "/readyz").await, (200, "ready\n".to_string()));
+    let health = |addr: String| {
+        let out = std::process::Command::new(waymark_integration_tests::waymark_bin())
+            .args(["health", "--ready", "--metrics-listen", &addr, "--timeout", "10s"])
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    assert_eq!(health(format!("0.0.0.0:{port}")), (Some(0), "ready\n".to_string()));
+    let nobody = waymark_integration_tests::free_port();
+    let (code, said) = health(format!("127.0.0.1:{nobody}"));
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("no answer"), "{said}");
     // Connections that say nothing hold the listener's places (32) for a few seconds at most:
     // a scrape behind forty of them is still answered.
     let mut silent = Vec::new();

@@ -672,9 +672,10 @@ async fn revoking_a_key_ends_its_long_polls(backend: Backend) {
     assert!(ended.is_ok(), "the long polls ended within {PATIENCE:?}");
 }
 
-// Attempt: read /metrics and /readyz from a metrics listener beyond loopback with no key, a
-// worker key, a made-up key; start one without --auth. Outcome: 401 each time (a key that may
-// read gets 200, /healthz stays open); the server refuses to start without --auth.
+// Attempt: read /metrics from a metrics listener beyond loopback with no key, a worker key, a
+// made-up key; ask /readyz the same; start one without --auth. Outcome: /metrics 401 each time
+// (a key that may read gets 200); /readyz answers its status to all (probes send no key) and
+// names nothing; /healthz stays open; the server refuses to start without --auth.
 async fn metrics_beyond_loopback_need_a_key(backend: Backend) {
     let port = waymark_integration_tests::free_port();
     let listen = format!("0.0.0.0:{port}");
@@ -690,17 +691,22 @@ async fn metrics_beyond_loopback_need_a_key(backend: Backend) {
             .await
             .unwrap()
     };
+    for key in [
+        None,
+        Some(worker_key.clone()),
+        Some(fake.clone()),
+        Some("garbage".to_string()),
+    ] {
+        let (status, body) = get("/metrics", key.clone()).await;
+        assert_eq!(status, 401, "/metrics with {key:?}: {body}");
+        assert!(!body.contains("waymark_"), "{body}");
+        assert_eq!(
+            get("/readyz", key.clone()).await,
+            (200, "ready\n".to_string()),
+            "{key:?}"
+        );
+    }
     for path in ["/metrics", "/readyz"] {
-        for key in [
-            None,
-            Some(worker_key.clone()),
-            Some(fake.clone()),
-            Some("garbage".to_string()),
-        ] {
-            let (status, body) = get(path, key.clone()).await;
-            assert_eq!(status, 401, "{path} with {key:?}: {body}");
-            assert!(!body.contains("waymark_"), "{body}");
-        }
         assert_eq!(
             get(path, Some(reader_key.clone())).await.0,
             200,

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::server::{parse_duration, ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN};
 
 pub mod backup;
+pub mod health;
 pub mod key;
 pub mod migrate;
 pub mod namespace;
@@ -65,6 +66,9 @@ pub enum Command {
     /// Apply the database migrations this build needs (every namespace), for servers started
     /// with --no-migrate; `--check` only says whether any are missing.
     Migrate(migrate::MigrateArgs),
+    /// Ask a server's ops listener (--metrics-listen) whether it is alive, or with --ready
+    /// whether it can do work: exit 0 if so, 1 if not (for a container's health check).
+    Health(health::HealthArgs),
     /// Print a shell completion script: `source <(waymark completion bash)`, or save it where
     /// your shell loads completions from (zsh: a `_waymark` file on $fpath; fish:
     /// ~/.config/fish/completions/waymark.fish).
@@ -397,6 +401,7 @@ pub async fn run_client(cmd: Command) -> i32 {
         Command::Worker(cmd) => worker::run(cmd).await,
         Command::Backup(args) => backup::run(args).await,
         Command::Migrate(args) => migrate::run(args).await,
+        Command::Health(args) => health::run(args).await,
         Command::Completion { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "waymark", &mut std::io::stdout());

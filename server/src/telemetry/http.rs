@@ -10,10 +10,11 @@
 //! nothing is dropped after a few seconds, and at most [`MAX_CONNECTIONS`] are served at once.
 //!
 //! On loopback every path is open. Beyond it (`--metrics-listen 0.0.0.0:…` with `--auth`),
-//! `/metrics` and `/readyz` — which name every namespace, queue and workflow name, and why a
-//! replica is not ready — need an API key whose role may read (`authorization: Bearer <key>`,
-//! Prometheus's `authorization.credentials_file`), and are 401 without one; `/healthz` says
-//! nothing but "ok" and stays open for liveness probes.
+//! `/metrics` — which names every namespace, queue and workflow name — needs an API key whose
+//! role may read (`authorization: Bearer <key>`, Prometheus's `authorization.credentials_file`),
+//! and is 401 without one. `/readyz` answers everyone with its status, since an orchestrator's
+//! probe cannot send a key, but says *why* a replica is not ready only to a key that may read;
+//! `/healthz` says nothing but "ok".
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
@@ -71,20 +72,23 @@ async fn answer(
         return Ok(text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into()));
     }
     let path = req.uri().path();
-    if matches!(path, "/metrics" | "/readyz") {
-        let authorization = req
-            .headers()
-            .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        if !probe.admits(authorization, peer).await {
-            let mut r = text(
-                StatusCode::UNAUTHORIZED,
-                "an API key that may read is required: send `authorization: Bearer <key>`\n".into(),
-            );
-            r.headers_mut()
-                .insert(hyper::header::WWW_AUTHENTICATE, "Bearer".parse().expect("valid"));
-            return Ok(r);
-        }
+    let authorization = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if path == "/readyz" {
+        let admitted = probe.admits(authorization, peer).await;
+        let (status, body) = readiness(probe.ready().await, admitted);
+        return Ok(text(status, body));
+    }
+    if path == "/metrics" && !probe.admits(authorization, peer).await {
+        let mut r = text(
+            StatusCode::UNAUTHORIZED,
+            "an API key that may read is required: send `authorization: Bearer <key>`\n".into(),
+        );
+        r.headers_mut()
+            .insert(hyper::header::WWW_AUTHENTICATE, "Bearer".parse().expect("valid"));
+        return Ok(r);
     }
     Ok(match path {
         "/metrics" => {
@@ -100,15 +104,20 @@ async fn answer(
             r
         }
         "/healthz" => text(StatusCode::OK, "ok\n".into()),
-        "/readyz" => match probe.ready().await {
-            Ok(()) => text(StatusCode::OK, "ready\n".into()),
-            Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")),
-        },
         _ => text(
             StatusCode::NOT_FOUND,
             "not found: try /metrics, /healthz or /readyz\n".into(),
         ),
     })
+}
+
+/// `/readyz`'s answer: the status for anyone, the reason only for a caller `admitted` to read.
+fn readiness(ready: Result<(), String>, admitted: bool) -> (StatusCode, String) {
+    match ready {
+        Ok(()) => (StatusCode::OK, "ready\n".into()),
+        Err(why) if admitted => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "not ready\n".into()),
+    }
 }
 
 fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
@@ -119,4 +128,22 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
         "text/plain; charset=utf-8".parse().expect("valid"),
     );
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_a_replica_is_not_ready_is_told_only_to_readers() {
+        let down = || Err("the database does not answer: host db.internal".to_string());
+        assert_eq!(readiness(Ok(()), false), (StatusCode::OK, "ready\n".into()));
+        assert_eq!(
+            readiness(down(), false),
+            (StatusCode::SERVICE_UNAVAILABLE, "not ready\n".into())
+        );
+        let (status, told) = readiness(down(), true);
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(told.contains("db.internal"), "{told}");
+    }
 }
