@@ -22,7 +22,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Minutes of sustained load in `make soak`.
 SOAK_MINUTES ?= 10
 
-.PHONY: help run build deps test test-sdks test-console test-fast lint proto bench bench-console soak golden fmt clean
+.PHONY: help run build deps test test-sdks test-console test-fast test-dist test-deploy dist lint proto bench bench-console soak golden fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -57,6 +57,16 @@ test-console: build deps ## The web console in headless Chromium against a real 
 
 test-fast: build deps ## Every test except the PostgreSQL ones (no database server needed)
 	WAYMARK_SKIP_POSTGRES=1 $(CARGO) test --workspace
+
+dist: ## Release artifacts into dist/: the server (archive, wheel, npm package), the SDKs (wheel, sdist, npm package), SHA256SUMS (a release build; WAYMARK_BIN=path packages that binary)
+	$(MAKE) -C packaging dist
+
+test-dist: build deps ## Install the artifacts as a user would (temp folders: venv, npm, a Go module) and run each SDK README's quickstart and replay test against the server from the archive and from the wheel (packages the debug build)
+	$(MAKE) -C packaging dist WAYMARK_BIN=$(abspath $(TARGET_DIR))/debug/waymark
+	$(MAKE) -C packaging test-dist
+
+test-deploy: build deps ## The container image (assembled from the debug build without an engine, run chrooted as its user), the Helm chart (helm lint/template) and compose.yaml, checked against the binary
+	$(MAKE) -C deploy test-deploy WAYMARK_BIN=$(abspath $(TARGET_DIR))/debug/waymark
 
 $(GRPCURL):
 	mkdir -p $(TOOLS)/bin && GOBIN=$(abspath $(TOOLS))/bin go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
@@ -110,3 +120,5 @@ clean: ## Remove build output and local state
 	$(CARGO) clean
 	rm -rf .waymark $(TOOLS)
 	$(MAKE) -C $(POLYGLOT) clean
+	$(MAKE) -C packaging clean
+	$(MAKE) -C deploy clean

@@ -5,9 +5,7 @@ and against what the waymark binary accepts (its --help output).
     checks.py compose FILE --bin WAYMARK
     checks.py chart SCENARIO RENDERED.yaml --bin WAYMARK --cargo Cargo.toml
 
-Every failure is printed with what was expected; the exit code is 1 if any. A flag the binary
-does not know yet is allowed only while the feature it comes with is absent altogether (see
-PENDING), and is then printed as PENDING; WAYMARK_DEPLOY_STRICT=1 makes that a failure too.
+Every failure is printed with what was expected; the exit code is 1 if any.
 """
 
 import argparse
@@ -17,11 +15,6 @@ import subprocess
 import sys
 
 import yaml
-
-# Flags written for a feature being added to the server at the same time as these files: each
-# is tolerated only while the binary lacks the subcommand that comes with it. Once `waymark
-# migrate` exists, `waymark server` must accept --no-migrate.
-PENDING = {"--no-migrate": "migrate"}
 
 failures = []
 notes = []
@@ -56,9 +49,14 @@ class Cli:
         self.server_env = set(re.findall(r"\[env: ([A-Z0-9_]+)=", server))
         # Variables the CLI reads (WAYMARK_SERVER, WAYMARK_API_KEY, …), from a client command.
         self.client_env = set(re.findall(r"`(WAYMARK_[A-Z_]+)", self.help("queue", "list")))
-        self.migrate_flags = None
-        if "migrate" in self.subcommands:
-            self.migrate_flags = set(re.findall(r"(?m)^\s+(?:-\w, )?(--[a-z0-9-]+)", self.help("migrate")))
+        self.migrate_flags = self.flags("migrate")
+        self.health_flags = self.flags("health")
+
+    def flags(self, command):
+        check(command in self.subcommands, f"the binary has no `{command}` subcommand")
+        if command not in self.subcommands:
+            return set()
+        return set(re.findall(r"(?m)^\s+(?:-\w, )?(--[a-z0-9-]+)", self.help(command)))
 
     def help(self, *args):
         out = subprocess.run([self.binary, *args, "--help"], capture_output=True, text=True, check=True)
@@ -70,26 +68,20 @@ class Cli:
             if not a.startswith("--"):
                 continue
             flag = a.split("=", 1)[0]
-            if flag in self.server_flags:
-                continue
-            feature = PENDING.get(flag)
-            if feature and feature not in self.subcommands and os.environ.get("WAYMARK_DEPLOY_STRICT") != "1":
-                notes.append(f"PENDING {where}: `waymark server` does not accept {flag} yet "
-                             f"(allowed while `waymark {feature}` does not exist)")
-                continue
-            check(False, f"{where}: `waymark server` does not accept {flag}")
+            check(flag in self.server_flags, f"{where}: `waymark server` does not accept {flag}")
 
     def check_migrate_args(self, args, where):
         check(args and args[0] == "migrate", f"{where}: the command is {args[:1]}, not migrate")
-        if self.migrate_flags is None:
-            if os.environ.get("WAYMARK_DEPLOY_STRICT") == "1":
-                check(False, f"{where}: the binary has no `migrate` subcommand")
-            else:
-                notes.append(f"PENDING {where}: the binary has no `migrate` subcommand yet")
-            return
         for a in args[1:]:
             if a.startswith("--"):
                 check(a.split("=", 1)[0] in self.migrate_flags, f"{where}: `waymark migrate` does not accept {a}")
+
+    def check_health_args(self, args, where):
+        check(args[:2] == ["waymark", "health"], f"{where}: the health check runs {args[:2]}, not waymark health")
+        for a in args[2:]:
+            if a.startswith("--"):
+                check(a.split("=", 1)[0] in self.health_flags, f"{where}: `waymark health` does not accept {a}")
+        check("--ready" in args, f"{where}: the health check asks liveness, not readiness (--ready)")
 
     def check_env(self, names, where):
         known = self.server_env | self.client_env
@@ -158,6 +150,9 @@ def check_compose(path, cli):
         cmd = s.get("command", [])
         cli.check_server_args(cmd, name)
         check("--no-migrate" in cmd, f"{name} does not start with --no-migrate")
+        test = (s.get("healthcheck") or {}).get("test", [])
+        check(test[:1] == ["CMD"], f"{name} has no exec-form health check: {test}")
+        cli.check_health_args(test[1:], name)
         env = s.get("environment", {})
         cli.check_env(env.keys(), name)
         check(env.get("WAYMARK_DATABASE_URL") == db_url, f"{name} database is {env.get('WAYMARK_DATABASE_URL')}, not {db_url}")

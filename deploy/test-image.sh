@@ -186,6 +186,10 @@ start_server
 until_true "answer from /readyz (ready)" ready
 until_true "SERVING from grpc.health.v1.Health/Check" serving
 step "ready: /readyz says ready, gRPC health SERVING"
+# The image's own health check (the Dockerfile's HEALTHCHECK), run inside it as its user.
+said=$(in_image waymark health --ready) || fail "waymark health --ready inside the image: $said"
+[ "$said" = ready ] || fail "waymark health --ready said '$said'"
+step "health check: waymark health --ready inside the image says ready"
 
 # Who the server runs as: every uid and gid the image's, no supplementary group.
 read -r _ ruid euid suid fsuid < <(grep '^Uid:' "/proc/$server_pid/status")
