@@ -184,22 +184,31 @@ def check_compose(path, cli):
 
 # --- chart -----------------------------------------------------------------------------------
 
+# What each render must hold. Whatever auth and TLS say, the probes are the same: plain HTTP GETs
+# of /readyz and /healthz on the metrics port, without a key.
 SCENARIOS = {
-    # The chart's own values.
+    # The chart's own values: auth on, no TLS, SQLite.
     "default": dict(replicas=1, postgres=False, migration=False, monitor=False, tls=False,
-                    readiness="grpc", auth_secret=None),
-    # The defaults with --set auth.enabled=false: /readyz needs no key then.
+                    auth_secret=None),
+    # The defaults with --set auth.enabled=false.
     "open": dict(replicas=1, postgres=False, migration=False, monitor=False, tls=False,
-                 readiness="http", auth_secret=None, probe_key=None, auth=False),
+                 auth_secret=None, auth=False),
+    # The defaults with --set tls.secretName=waymark-tls: auth and TLS with no key configured at
+    # all (the chart used to refuse this for want of a readiness probe key).
+    "tls-defaults": dict(replicas=1, postgres=False, migration=False, monitor=False, tls="waymark-tls",
+                         auth_secret=None),
     # deploy/helm/test-values/full.yaml
     "full": dict(replicas=3, postgres=True, migration=True, monitor=True, tls=False,
-                 readiness="http", auth_secret=("waymark-ops-key", "key"), probe_key="wm_probe_key_for_tests"),
+                 auth_secret=("waymark-ops-key", "key")),
     # deploy/helm/test-values/tls.yaml
     "tls": dict(replicas=2, postgres=True, migration=False, monitor=False, tls="waymark-tls",
-                readiness="http", auth_secret=("wm-waymark-admin-key", "admin-key"), probe_key="wm_reader_key_for_tests",
+                auth_secret=("wm-waymark-admin-key", "admin-key"),
                 auth_secret_made="wm_admin_key_for_tests",
                 db_secret=("pg-credentials", "url")),
 }
+
+PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
+HANDLERS = ("httpGet", "grpc", "exec", "tcpSocket")
 
 
 def cargo_version(path):
@@ -264,27 +273,27 @@ def check_chart(scenario, rendered, cli, cargo):
             check(sports[name]["targetPort"] in cports, f"Service port {name} targets {sports[name]['targetPort']}, no such container port")
             check(sports[name]["port"] == cports[name], f"Service port {name} is {sports[name]['port']}, the server's {cports[name]}")
 
-    # Probes.
+    # Probes: GET on the ops listener (the metrics port), which is plain HTTP whatever auth and
+    # TLS say and needs no key for /healthz and /readyz.
     def resolve(port):
         return cports.get(port, port)
 
-    live = c.get("livenessProbe", {}).get("httpGet", {})
-    check(live.get("path") == "/healthz" and resolve(live.get("port")) == cports.get("metrics"),
-          f"liveness is {live}, not GET /healthz on the metrics port")
-    ready = c.get("readinessProbe", {})
-    if want["readiness"] == "http":
-        g = ready.get("httpGet", {})
-        check(g.get("path") == "/readyz" and resolve(g.get("port")) == cports.get("metrics"),
-              f"readiness is {ready}, not GET /readyz on the metrics port")
-        headers = {h["name"]: h["value"] for h in g.get("httpHeaders", [])}
-        if want["probe_key"]:
-            check(headers.get("Authorization") == f"Bearer {want['probe_key']}",
-                  f"readiness sends {headers}, not the reader key (/readyz needs one under --auth)")
-        else:
-            check(not headers, f"readiness sends {headers} though no key is needed")
-    else:
-        check(resolve(ready.get("grpc", {}).get("port")) == cports.get("grpc"),
-              f"readiness is {ready}, not the gRPC health service on the gRPC port")
+    for kind, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        probe = c.get(kind) or {}
+        handlers = sorted(h for h in HANDLERS if h in probe)
+        g = probe.get("httpGet") or {}
+        check(handlers == ["httpGet"], f"{kind} uses {handlers or 'nothing'}, not httpGet alone: {probe}")
+        check(g.get("path") == path and resolve(g.get("port")) == cports.get("metrics"),
+              f"{kind} is {g}, not GET {path} on the metrics port ({cports.get('metrics')})")
+        check(str(g.get("scheme", "HTTP")).upper() == "HTTP",
+              f"{kind} asks over {g.get('scheme')}: the metrics port speaks plain HTTP")
+    # No key in any probe of any pod the chart makes.
+    for d in docs:
+        tmpl = (d.get("spec") or {}).get("template") or {}
+        for pc in (tmpl.get("spec") or {}).get("containers", []) + (tmpl.get("spec") or {}).get("initContainers", []):
+            for kind in PROBES:
+                headers = ((pc.get(kind) or {}).get("httpGet") or {}).get("httpHeaders")
+                check(not headers, f"{d['kind']} container {pc.get('name')}: {kind} sends headers {headers}; it needs no key")
 
     # Security context and resources.
     psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})

@@ -2,11 +2,13 @@
 # Tests of the Helm chart (deploy/helm/waymark) and of deploy/compose.yaml, without a cluster or a
 # container engine:
 #   - helm lint, with the chart's values and with each test values file;
-#   - helm template for three sets of values (the defaults; PostgreSQL with the migration hook, a
-#     ServiceMonitor and an admin key Secret made beforehand; TLS), each checked by checks.py:
-#     kinds, replica count, probes' paths and ports against the container's and the Service's
-#     ports, the Secrets' wiring, the hooks, the non-root security context, and every flag and
-#     variable against what the waymark binary accepts;
+#   - helm template for five sets of values (the defaults; auth off; TLS on top of the defaults;
+#     PostgreSQL with the migration hook, a ServiceMonitor and an admin key Secret made
+#     beforehand; TLS with PostgreSQL), each checked by checks.py: kinds, replica count, probes
+#     (plain HTTP GETs of /readyz and /healthz on the container's metrics port, never a key)
+#     against the container's and the Service's ports, the Secrets' wiring, the hooks, the
+#     non-root security context, and every flag and variable against what the waymark binary
+#     accepts;
 #   - settings the chart must refuse (and say why);
 #   - the checker itself: renders broken on purpose must fail it;
 #   - compose.yaml, parsed and checked the same way.
@@ -63,7 +65,8 @@ render default
 render full -f "$here/helm/test-values/full.yaml"
 render tls -f "$here/helm/test-values/tls.yaml"
 render open --set auth.enabled=false
-for s in default full tls open; do
+render tls-defaults --set tls.secretName=waymark-tls
+for s in default open tls-defaults full tls; do
   checks chart "$s" "$work/$s.yaml" --cargo "$repo/Cargo.toml"
 done
 
@@ -77,19 +80,27 @@ refuses() { # MESSAGE-PART helm args…
 }
 refuses "replicaCount > 1 needs PostgreSQL" --set replicaCount=2
 refuses "migration.enabled needs PostgreSQL" --set migration.enabled=true
-refuses "probes.readinessKey" --set tls.secretName=t
 refuses "/metrics needs a key" --set serviceMonitor.enabled=true
-step "refused: replicas or migration on SQLite, TLS+auth without a probe key, a ServiceMonitor without a key"
+step "refused: replicas or migration on SQLite, a ServiceMonitor under auth without a key"
 
 # --- the checker catches broken renders ------------------------------------------------------
+broken_count=0
 broken() { # WHAT SED-EXPRESSION SCENARIO
   sed "$2" "$work/$3.yaml" >"$work/broken.yaml"
   cmp -s "$work/broken.yaml" "$work/$3.yaml" && fail "the mutation '$1' changed nothing"
-  if checks chart "$3" "$work/broken.yaml" --cargo "$repo/Cargo.toml" >/dev/null 2>&1; then
+  if checks chart "$3" "$work/broken.yaml" --cargo "$repo/Cargo.toml" >/dev/null 2>"$work/broken.err"; then
     fail "the checker passed a render with $1"
   fi
+  # A verdict, not a crash (a mutation that broke the YAML would prove nothing).
+  grep -q "^FAIL chart ($3): " "$work/broken.err" || { cat "$work/broken.err" >&2; fail "the checker crashed on the render with $1"; }
+  broken_count=$((broken_count + 1))
 }
 broken "readiness on /ready" 's#path: /readyz#path: /ready#' full
+broken "readiness on the gRPC port" '/readinessProbe:/,/port:/ s#port: metrics#port: grpc#' tls
+broken "readiness over HTTPS" 's#path: /readyz#path: /readyz\n              scheme: HTTPS#' tls-defaults
+broken "readiness on the gRPC health service" '/readinessProbe:/,/port: metrics/ { s#httpGet:#grpc:#; /path: \/readyz/d; s#port: metrics#port: 7450# }' default
+broken "a key sent to /readyz" 's#path: /readyz#path: /readyz\n              httpHeaders: [{name: Authorization, value: Bearer x}]#' full
+broken "a key sent to /healthz" 's#path: /healthz#path: /healthz\n              httpHeaders: [{name: Authorization, value: Bearer x}]#' open
 broken "liveness on the gRPC port" '/livenessProbe:/,/port:/ s#port: metrics#port: grpc#' full
 broken "2 replicas instead of 3" 's#replicas: 3#replicas: 2#' full
 broken "runAsNonRoot false" 's#runAsNonRoot: true#runAsNonRoot: false#' default
@@ -97,8 +108,7 @@ broken "a flag the server lacks" 's#- --insecure#- --insecure-mode#' default
 broken "the Job hook only on install" 's#helm.sh/hook: pre-install,pre-upgrade#helm.sh/hook: pre-install#' full
 broken "the admin key from another Secret" 's#name: waymark-ops-key#name: other-key#' full
 broken "the metrics port moved" 's#"0.0.0.0:9464"#"0.0.0.0:9465"#' tls
-broken "auth off but a key sent to /readyz" 's#path: /readyz#path: /readyz\n              httpHeaders: [{name: Authorization, value: Bearer x}]#' open
-step "the checker fails 9 renders broken on purpose"
+step "the checker fails $broken_count renders broken on purpose"
 
 # --- compose ---------------------------------------------------------------------------------
 checks compose "$here/compose.yaml"

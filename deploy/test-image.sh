@@ -4,13 +4,16 @@
 # The image is unpacked (umoci) to a root filesystem, and what its configuration says to run —
 # entrypoint, cmd, env, user, working directory, all read back from the image, none written
 # here — runs inside it (chroot, as the image's user), with only the listen addresses
-# moved to free loopback ports through the WAYMARK_* variables, as `docker run -e` would. The
+# moved to free ports through the WAYMARK_* variables, as `docker run -e` would: the gRPC API and
+# the console on loopback, the ops listener on every address as the image has it (so the key
+# rules that apply beyond loopback apply to it). The
 # image's default turns on TLS and API keys, so the test mounts a certificate where the image
 # expects one (/etc/waymark/tls) and uses the admin key the server writes to /data.
 #
 # Checked: the configuration (non-root user, ports, volume, version label), the filesystem
 # (/data owned by the user, /tmp sticky), readiness (/readyz) and the gRPC health service
-# (SERVING), that a call without a key is refused, a workflow round trip with the image's own
+# (SERVING), that the ops listener answers /readyz without a key (what a kubelet's probe sends)
+# but refuses /metrics without one, that a call without a key is refused, a workflow round trip with the image's own
 # CLI (start → ENQUEUED, cancel → CANCELLED), the console and /metrics answering, that the
 # server runs as the image's uid with no supplementary groups, that SIGTERM ends it cleanly, and
 # that after a restart on the same root filesystem the workflow, the key and the database are
@@ -125,20 +128,21 @@ tls=$root/etc/waymark/tls
 WAYMARK_UID=$uid DAYS=2 "$here/make-certs.sh" "$tls" >/dev/null
 [ "$(stat -c '%u %a' "$tls/tls.key")" = "$uid 600" ] || fail "make-certs.sh left tls.key as $(stat -c '%u %a' "$tls/tls.key")"
 
-# Three free loopback ports (bound and released here; the server binds them right after).
+# Three free ports, two on loopback and one on every address (bound and released here; the
+# server binds them right after).
 read -r grpc_port console_port metrics_port < <(python3 -c '
 import socket
 s = [socket.socket() for _ in range(3)]
-for x in s: x.bind(("127.0.0.1", 0))
+for x, host in zip(s, ("127.0.0.1", "127.0.0.1", "0.0.0.0")): x.bind((host, 0))
 print(*[x.getsockname()[1] for x in s])')
 
 # Runs a command inside the image's root filesystem, as its user, in its working directory, with
-# its environment and the listen addresses moved to loopback (what `docker run -e …` does).
+# its environment and the listen addresses moved to those ports (what `docker run -e …` does).
 in_image() {
   $exec env -i "${image_env[@]}" \
     WAYMARK_LISTEN="127.0.0.1:$grpc_port" \
     WAYMARK_CONSOLE_LISTEN="127.0.0.1:$console_port" \
-    WAYMARK_METRICS_LISTEN="127.0.0.1:$metrics_port" \
+    WAYMARK_METRICS_LISTEN="0.0.0.0:$metrics_port" \
     "${extra_env[@]}" \
     "$PYTHON" -c "$enter" "$root" "$workdir" "$uid" "$gid" "$@"
 }
@@ -190,6 +194,14 @@ step "ready: /readyz says ready, gRPC health SERVING"
 said=$(in_image waymark health --ready) || fail "waymark health --ready inside the image: $said"
 [ "$said" = ready ] || fail "waymark health --ready said '$said'"
 step "health check: waymark health --ready inside the image says ready"
+# The ops listener is beyond loopback under --auth: /readyz still answers anyone (a kubelet's
+# probe carries no key), /metrics does not.
+code=$(curl -s -o "$work/readyz.out" --max-time 5 -w '%{http_code}' "http://127.0.0.1:$metrics_port/readyz")
+said=$(cat "$work/readyz.out")
+[ "$code $said" = "200 ready" ] || fail "/readyz without a key answered $code '$said', not 200 'ready'"
+code=$(curl -s -o /dev/null --max-time 5 -w '%{http_code}' "http://127.0.0.1:$metrics_port/metrics")
+[ "$code" = 401 ] || fail "/metrics without a key answered $code, not 401"
+step "ops listener on 0.0.0.0: /readyz answers 200 without a key, /metrics 401 without one"
 
 # Who the server runs as: every uid and gid the image's, no supplementary group.
 read -r _ ruid euid suid fsuid < <(grep '^Uid:' "/proc/$server_pid/status")
@@ -228,7 +240,7 @@ input=$(cli workflow get "$id" --json | jq -c .input)
 
 console=$(curl -s --max-time 5 --cacert "$tls/ca.crt" "https://localhost:$console_port/")
 grep -qi '<html' <<<"$console" || fail "the console did not answer with a page on port $console_port"
-metrics=$(curl -s --max-time 5 "http://127.0.0.1:$metrics_port/metrics")
+metrics=$(curl -s --max-time 5 -H "authorization: Bearer $key_before" "http://127.0.0.1:$metrics_port/metrics")
 for m in StartWorkflow CancelWorkflow; do
   grep -q "^waymark_rpc_requests_total{method=\"waymark.v1.WorkflowService/$m\",code=\"Ok\"} 1\$" <<<"$metrics" ||
     fail "/metrics does not count the one $m answered Ok"

@@ -61,9 +61,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.migration.enabled (not (include "waymark.postgres" .)) }}
 {{- fail "migration.enabled needs PostgreSQL (database.url or database.existingSecret): a SQLite replica migrates its own file" }}
 {{- end }}
-{{- if and .Values.auth.enabled .Values.tls.secretName (not .Values.probes.readinessKey) }}
-{{- fail "auth.enabled with tls.secretName: the kubelet can ask /readyz only with a key (the gRPC health probe cannot use TLS). Set probes.readinessKey to a reader key (waymark key create --role reader)" }}
-{{- end }}
 {{- if and .Values.serviceMonitor.enabled .Values.auth.enabled (not .Values.serviceMonitor.credentials.secretName) (not (include "waymark.authSecretName" .)) }}
 {{- fail "serviceMonitor.enabled with auth.enabled: /metrics needs a key. Set serviceMonitor.credentials, auth.existingSecret or auth.adminKey" }}
 {{- end }}
