@@ -74,13 +74,14 @@ $(GRPCURL):
 $(BUF):
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf@$(BUF_VERSION)
 
-lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint, each SDK's lint (stale generated code fails), the polyglot example's
+lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint, each SDK's lint (stale generated code fails), the polyglot example's, the console's, and the crates as cargo would package them
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	cd proto && ../$(BUF) lint
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s lint BUF=$(abspath $(BUF)); done
 	$(MAKE) -C $(POLYGLOT) lint
 	$(MAKE) -C console lint
+	$(CARGO) package --workspace --exclude waymark-integration-tests --no-verify --allow-dirty --quiet
 
 proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at build time; each SDK's committed code)
 	cd proto && ../$(BUF) lint

@@ -1,4 +1,4 @@
-// Bundles the console into a folder (default dist/): app.js, app.css and index.html, minified.
+// Bundles the console into a folder (default ../server/assets/console/, which the server embeds): app.js, app.css and index.html, minified.
 // Deterministic: the same sources and lock file make the same bytes (no timestamps, no absolute
 // paths, no source map), because `make check-dist` rebuilds and compares with the committed dist.
 //
@@ -10,7 +10,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const out = resolve(process.argv[2] ?? "dist");
+const out = resolve(process.argv[2] ?? "../server/assets/console");
 
 await rm(out, { recursive: true, force: true });
 await mkdir(out, { recursive: true });
@@ -39,5 +39,5 @@ const html = await readFile(resolve(here, "src/index.html"), "utf8");
 await writeFile(resolve(out, "index.html"), html);
 
 for (const [file, info] of Object.entries(result.metafile.outputs)) {
-  console.log(`${file.replace(/^.*\//, "dist/")}\t${info.bytes} bytes`);
+  console.log(`${file.replace(/^.*\//, "")}\t${info.bytes} bytes`);
 }

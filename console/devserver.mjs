@@ -2,7 +2,7 @@
 // does (index.html for every path that is not a file, the same content security policy) and
 // passes every POST (the gRPC-web calls) on to a running server's console port. With it, a
 // change to the console is seen after `make build` and a reload, without building the server
-// (which embeds dist/ at compile time).
+// (which embeds ../server/assets/console/ at compile time).
 //
 //   node devserver.mjs --upstream http://127.0.0.1:7451 [--listen 127.0.0.1:7461] [--dist dist]
 //
@@ -20,7 +20,7 @@ const CSP =
 const TYPES = { html: "text/html; charset=utf-8", js: "text/javascript; charset=utf-8", css: "text/css; charset=utf-8" };
 
 /** Starts the server; resolves to its origin ("http://127.0.0.1:PORT") and a close function. */
-export function startDevServer({ upstream, dist = "dist", host = "127.0.0.1", port = 0 }) {
+export function startDevServer({ upstream, dist = "../server/assets/console", host = "127.0.0.1", port = 0 }) {
   const root = resolve(dist);
   const up = new URL(upstream);
   const server = createServer(async (req, res) => {
@@ -80,6 +80,6 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   };
   const upstream = opt("upstream", process.env.WAYMARK_CONSOLE_UPSTREAM ?? "http://127.0.0.1:7451");
   const [host, port] = opt("listen", "127.0.0.1:7461").split(":");
-  const { origin } = await startDevServer({ upstream, dist: opt("dist", "dist"), host, port: Number(port) });
+  const { origin } = await startDevServer({ upstream, dist: opt("dist", "../server/assets/console"), host, port: Number(port) });
   console.log(`console (dist on disk) at ${origin}/, API calls go to ${upstream}`);
 }

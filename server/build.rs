@@ -1,11 +1,11 @@
-//! Embeds the web console (`console/dist/`, built and committed by `make -C console build`) in
+//! Embeds the web console (`server/assets/console/`, built and committed by `make -C console build`) in
 //! the binary: writes `$OUT_DIR/console_assets.rs`, a table of each file's name and bytes. Built
-//! without a `console/dist/`, the table is empty and the console says so.
+//! without a `server/assets/console/`, the table is empty and the console says so.
 
 use std::{env, fs, path::PathBuf};
 
 fn main() {
-    let dist = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../console/dist");
+    let dist = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("assets/console");
     // A directory: cargo looks at every file under it.
     println!("cargo:rerun-if-changed={}", dist.display());
     let mut names: Vec<String> = match fs::read_dir(&dist) {

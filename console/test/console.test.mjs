@@ -24,7 +24,7 @@ import { gzipSync } from "node:zlib";
 const here = dirname(fileURLToPath(import.meta.url));
 const consoleRoot = resolve(here, "..");
 const repoRoot = resolve(consoleRoot, "..");
-const dist = join(consoleRoot, "dist");
+const dist = join(repoRoot, "server/assets/console");
 const targetDir = process.env.CARGO_TARGET_DIR ? resolve(repoRoot, process.env.CARGO_TARGET_DIR) : join(repoRoot, "target");
 const bin = process.env.WAYMARK_BIN || join(targetDir, "debug/waymark");
 const chromiumPath = process.env.WAYMARK_CHROMIUM || "/usr/bin/chromium";
@@ -39,7 +39,7 @@ function missing() {
   if (!help.includes("--console-listen")) return `${bin} has no --console-listen: a server without the console`;
   if (!existsSync(chromiumPath)) return `no chromium at ${chromiumPath}: apt-get install -y chromium`;
   if (!existsSync(sdkEntry)) return `no TypeScript SDK build at ${sdkEntry}: make -C sdk-clients/typescript build`;
-  if (!existsSync(join(dist, "index.html"))) return "no console/dist: make -C console build";
+  if (!existsSync(join(dist, "index.html"))) return "no server/assets/console: make -C console build";
   return undefined;
 }
 
@@ -157,7 +157,7 @@ before(async () => {
     const served = Buffer.from(await (await fetch(`${s.consoleUrl}/app.js`)).arrayBuffer());
     assert.ok(
       served.equals(readFileSync(join(dist, "app.js"))),
-      `the server at ${bin} embeds another console/dist/app.js than the one on disk: build the server again, or run with WAYMARK_CONSOLE_DEV=1`,
+      `the server at ${bin} embeds another server/assets/console/app.js than the one on disk: build the server again, or run with WAYMARK_CONSOLE_DEV=1`,
     );
     s.origin = s.consoleUrl;
   }
@@ -703,5 +703,5 @@ scenario("timings and asset size", async () => {
     assets_gzip_bytes: bytes,
   };
   console.log(`CONSOLE_TIMINGS ${JSON.stringify(timings)}`);
-  assert.ok(bytes < 500_000, `console/dist is ${bytes} bytes gzip-compressed, over 500,000`);
+  assert.ok(bytes < 500_000, `server/assets/console is ${bytes} bytes gzip-compressed, over 500,000`);
 });

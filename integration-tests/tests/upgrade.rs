@@ -18,7 +18,7 @@ use waymark_integration_tests::{
     Backend, ServerProcess, TestDatabase, WorkerProcess,
 };
 
-/// The newest migration, as `migrations/*/` name it, and what it added.
+/// The newest migration, as `server/store/migrations/*/` name it, and what it added.
 const NEWEST: i64 = 27;
 const UNDO_NEWEST: &str = "ALTER TABLE steps DROP COLUMN started_at";
 

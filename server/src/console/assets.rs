@@ -1,4 +1,4 @@
-//! The console's files, embedded at build time (`server/build.rs` reads `console/dist/`), each
+//! The console's files, embedded at build time (`server/build.rs` reads `server/assets/console/`), each
 //! compressed once with gzip for browsers that take it. Every GET is answered from here: a file
 //! by its name (`/app.js`), and `index.html` for any path that names no file, so the app's own
 //! routes (`/ns/default/workflows/abc`) load it.
@@ -48,9 +48,9 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-
                    connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; \
                    form-action 'self'; frame-ancestors 'none'";
 
-/// Shown when the binary was built without `console/dist/`.
+/// Shown when the binary was built without `server/assets/console/`.
 const NOT_BUILT: &str = "<!doctype html><title>Waymark</title><p>This server was built without its console \
-     (console/dist was missing): run <code>make -C console build</code> and build the server again.";
+     (server/assets/console was missing): run <code>make -C console build</code> and build the server again.";
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     use std::io::Write;
@@ -160,10 +160,10 @@ mod tests {
 
     #[test]
     fn routes_load_the_app_and_unknown_files_are_not_found() {
-        // console/dist is committed: a build without it is a broken checkout.
+        // server/assets/console is committed: a build without it is a broken checkout.
         assert!(
             ASSETS.iter().any(|a| a.name == "index.html"),
-            "console/dist/index.html is embedded"
+            "server/assets/console/index.html is embedded"
         );
         assert!(ASSETS.iter().any(|a| a.name.ends_with(".js")));
         let index = get("/", &[]);
