@@ -73,7 +73,7 @@ mod tests {
     /// on the schema's channel), and the channel names the trigger computes.
     #[test]
     fn the_wake_trigger_payload_is_the_enqueued_change() {
-        let migration = include_str!("../../../migrations/postgres/0017_namespaces.sql");
+        let migration = include_str!("../migrations/postgres/0017_namespaces.sql");
         let payload = r#"{"kind":"enqueued"}"#;
         assert!(migration.contains(&format!("pg_notify(waymark_channel(), '{payload}')")));
         assert!(migration.contains(&format!("THEN '{CHANNEL}'")));

@@ -45,7 +45,7 @@ use crate::*;
 /// added, so this build runs beside them (see [`crate::schema`]).
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate::Migrator {
     ignore_missing: true,
-    ..sqlx::migrate!("../../migrations/postgres")
+    ..sqlx::migrate!("migrations/postgres")
 };
 
 /// Connections per store unless told otherwise: enough for the dispatcher, the step hot path

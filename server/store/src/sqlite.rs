@@ -44,7 +44,7 @@ const MAX_STEP_BATCH: usize = 256;
 /// added, so this build runs beside them (see [`crate::schema`]).
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate::Migrator {
     ignore_missing: true,
-    ..sqlx::migrate!("../../migrations/sqlite")
+    ..sqlx::migrate!("migrations/sqlite")
 };
 
 pub struct SqliteStore {
