@@ -74,10 +74,12 @@ $(GRPCURL):
 $(BUF):
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf@$(BUF_VERSION)
 
-lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint, each SDK's lint (stale generated code fails), the polyglot example's, the console's, and the crates as cargo would package them
+lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint and buf breaking against the last release tag, each SDK's lint (stale generated code fails), the polyglot example's, the console's, and the crates as cargo would package them
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	cd proto && ../$(BUF) lint
+	bash proto/check-breaking.sh $(BUF)
+	bash proto/test-check-breaking.sh $(BUF)
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s lint BUF=$(abspath $(BUF)); done
 	$(MAKE) -C $(POLYGLOT) lint
 	$(MAKE) -C console lint
