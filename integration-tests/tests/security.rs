@@ -936,7 +936,86 @@ async fn listening_beyond_loopback_unprotected_is_refused() {
     s.client().await.list_queues().await.unwrap();
 }
 
+// Attempt: a key made offline (`waymark key generate`) handed to the server as a file, as a
+// Kubernetes Secret would be; restarts; the key revoked; a file holding garbage, and one
+// holding a key whose id is taken by another secret. Outcome: the key works as an admin key, a
+// restart changes nothing, a revoked key stays revoked across restarts, and the bad files stop
+// the server at start, saying why.
+async fn an_admin_key_made_elsewhere_is_registered_from_its_file(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let generated = std::process::Command::new(waymark_bin())
+        .args(["key", "generate"])
+        .output()
+        .unwrap();
+    assert!(generated.status.success());
+    let text = String::from_utf8_lossy(&generated.stdout).trim().to_string();
+    assert!(text.starts_with("wmk_") && text.len() == 4 + 16 + 1 + 64, "{text}");
+    let file = db.dir.join("admin.key");
+    std::fs::write(&file, format!("{text}\n")).unwrap();
+    let mut args: Vec<String> = vec!["--auth".into(), "--key-cache-ttl".into(), "1s".into()];
+    args.extend(["--admin-key-file".into(), file.display().to_string()]);
+    let mut server = ServerProcess::start_secured(&db, &args, false, ConnectOptions::from_env()).await;
+    let admin = client_with(&server, &text).await;
+    let (_, other_admin) = admin
+        .create_api_key(&ApiKeySpec {
+            name: "a second admin".into(),
+            role: Role::Admin,
+            namespaces: vec!["*".into()],
+            name_patterns: vec![],
+            expires_at_ms: None,
+        })
+        .await
+        .expect("the key from the file is an admin key of every namespace");
+    server.restart().await;
+    let listed = client_with(&server, &other_admin).await.list_api_keys().await.unwrap();
+    assert_eq!(
+        listed.iter().filter(|k| k.name == "admin key file").count(),
+        1,
+        "{listed:?}"
+    );
+    let key_id = &text[4..20];
+    assert!(client_with(&server, &other_admin)
+        .await
+        .revoke_api_key(key_id)
+        .await
+        .unwrap());
+    server.terminate();
+    server.restart().await;
+    let e = client_with(&server, &text).await.list_queues().await.unwrap_err();
+    assert_eq!(e.reason(), Some("UNAUTHENTICATED"), "revoked stays revoked: {e:?}");
+    server.terminate();
+
+    for (content, says) in [
+        ("not a key".to_string(), "does not hold an API key"),
+        (format!("wmk_{key_id}_{}", "0".repeat(64)), "the id of another key"),
+    ] {
+        std::fs::write(&file, content).unwrap();
+        let out = tokio::time::timeout(
+            PATIENCE,
+            tokio::process::Command::new(waymark_bin())
+                .args(["server", "--database-url", &db.url, "--auth", "--console-listen", "off"])
+                .args([
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--admin-key-file",
+                    &file.display().to_string(),
+                ])
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the server exits at once")
+        .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{err}");
+        assert!(!err.contains(&"0".repeat(64)), "the secret is not repeated: {err}");
+    }
+}
+
 waymark_integration_tests::on_both_stores!(
+    an_admin_key_made_elsewhere_is_registered_from_its_file,
     calls_without_a_valid_key_are_unauthenticated,
     roles_allow_only_what_they_name,
     workers_need_a_worker_key_that_covers_their_names,

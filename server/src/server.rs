@@ -44,6 +44,8 @@ pub struct ServerOptions {
 pub struct SecurityOptions {
     pub auth: bool,
     pub init_admin_key_file: Option<PathBuf>,
+    /// An admin key made elsewhere (`waymark key generate`), registered at start.
+    pub admin_key_file: Option<PathBuf>,
     pub key_cache_ttl: Duration,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
@@ -236,6 +238,9 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
         clock.clone(),
         security.key_cache_ttl,
     ));
+    if let Some(path) = &security.admin_key_file {
+        auth.import_admin_key(path).await?;
+    }
     if let Some(path) = &security.init_admin_key_file {
         auth.bootstrap_admin_key(path).await?;
     }

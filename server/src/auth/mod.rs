@@ -354,6 +354,71 @@ impl Authenticator {
 
     /// Makes the first admin key and writes it to `path`, unless `path` exists already (the key
     /// was made at an earlier start). The file is readable by its owner only.
+    /// `--admin-key-file`: registers the admin key whose text PATH holds (made by `waymark key
+    /// generate`, kept in a secret store), so a deployment can hand its first key to the server
+    /// instead of reading one back. Its id taken by another secret refuses the start; a revoked
+    /// key stays revoked (a leaked key is never brought back by a restart).
+    pub async fn import_admin_key(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read the admin key in {}: {e}", path.display()))?;
+        let presented = key::parse(text.trim()).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} does not hold an API key (wmk_<16 hex>_<64 hex>; `waymark key generate` makes one)",
+                path.display()
+            )
+        })?;
+        let secret_sha256 = key::hash(presented.secret);
+        let existing = |found: Option<ApiKeyRecord>| -> anyhow::Result<bool> {
+            match found {
+                None => Ok(false),
+                Some(k) if !key::matches(presented.secret, &k.secret_sha256) => anyhow::bail!(
+                    "the key in {} has the id of another key ({}): generate a new one",
+                    path.display(),
+                    k.key_id
+                ),
+                Some(k) => {
+                    if k.revoked_at.is_some() {
+                        tracing::warn!(key_id = %k.key_id, path = %path.display(),
+                            "the admin key file holds a revoked key: it stays revoked");
+                    }
+                    Ok(true)
+                }
+            }
+        };
+        let read = |id: &str| {
+            let id = id.to_string();
+            async move {
+                self.store
+                    .get_api_key(&id)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot read the API keys: {e}"))
+            }
+        };
+        if existing(read(presented.key_id).await?)? {
+            return Ok(());
+        }
+        let record = ApiKeyRecord {
+            key_id: presented.key_id.to_string(),
+            secret_sha256,
+            name: "admin key file".into(),
+            role: Role::Admin.as_str().to_string(),
+            namespaces: vec![ANY_NAMESPACE.into()],
+            name_patterns: vec![],
+            created_at: self.clock.now(),
+            expires_at: None,
+            revoked_at: None,
+        };
+        if let Err(e) = self.store.create_api_key(&record).await {
+            // Another replica registered it at the same moment: the same key is fine.
+            if existing(read(presented.key_id).await?)? {
+                return Ok(());
+            }
+            anyhow::bail!("cannot register the admin key in {}: {e}", path.display());
+        }
+        tracing::info!(key_id = %record.key_id, path = %path.display(), "admin key registered from its file");
+        Ok(())
+    }
+
     pub async fn bootstrap_admin_key(&self, path: &std::path::Path) -> anyhow::Result<()> {
         if path.exists() {
             return Ok(());

@@ -39,6 +39,9 @@ pub enum KeyCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Print a new key's text without registering it anywhere: for a secret store, and a
+    /// server started with --admin-key-file that registers it as an admin key.
+    Generate,
     /// List keys, newest first (never their secrets).
     List {
         #[command(flatten)]
@@ -164,6 +167,9 @@ pub async fn run(cmd: KeyCommand) -> anyhow::Result<i32> {
                     info.key_id
                 );
             }
+        }
+        KeyCommand::Generate => {
+            println!("{}", crate::auth::key::generate().text);
         }
         KeyCommand::List { connection, json } => {
             let keys = connection.connect().await?.list_api_keys().await?;

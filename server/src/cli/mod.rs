@@ -184,6 +184,11 @@ pub struct ServerArgs {
     /// 0600): the first key, from which `waymark key create` makes the others.
     #[arg(long, value_name = "PATH", env = "WAYMARK_INIT_ADMIN_KEY_FILE")]
     pub init_admin_key_file: Option<std::path::PathBuf>,
+    /// At start, register the admin key whose text this file holds (made by `waymark key
+    /// generate` and kept in a secret store, e.g. a Kubernetes Secret), unless it is known
+    /// already. A revoked one stays revoked.
+    #[arg(long, value_name = "PATH", env = "WAYMARK_ADMIN_KEY_FILE")]
+    pub admin_key_file: Option<std::path::PathBuf>,
     /// How long a verified key is trusted before it is read again: the longest a revocation
     /// made on another replica takes to apply here.
     #[arg(long, default_value = "5s", value_parser = parse_duration, env = "WAYMARK_KEY_CACHE_TTL")]
@@ -259,6 +264,7 @@ impl ServerArgs {
             security: crate::server::SecurityOptions {
                 auth: self.auth,
                 init_admin_key_file: self.init_admin_key_file.clone(),
+                admin_key_file: self.admin_key_file.clone(),
                 key_cache_ttl: self.key_cache_ttl,
                 tls_cert: self.tls_cert.clone(),
                 tls_key: self.tls_key.clone(),
