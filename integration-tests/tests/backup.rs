@@ -117,13 +117,15 @@ async fn a_backup_taken_under_load_restores_every_acknowledged_workflow() {
         before.len()
     );
 
-    // The README's command, as written, from a directory whose .waymark is this database's.
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let section = &text[text.find("\n## Backups\n").expect("a Backups section")..];
+    // The operator's guide's command, as written, from a directory whose .waymark is this database's.
+    let guide = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/operators/backup.md");
+    let text = std::fs::read_to_string(guide).unwrap();
+    let sqlite = text.find("\n## SQLite\n").expect("a SQLite section in the guide");
+    let section = &text[sqlite..];
     let line = section
         .lines()
         .find(|l| l.starts_with("waymark backup "))
-        .expect("the README's backup command");
+        .expect("the guide's backup command");
     let cwd = restored.dir.join("readme");
     std::fs::create_dir_all(&cwd).unwrap();
     std::os::unix::fs::symlink(&restored.dir, cwd.join(".waymark")).unwrap();

@@ -1,7 +1,8 @@
-//! The README's grpcurl examples, run as written: each `grpcurl` command in a `sh` block of a
-//! section is taken from the README itself and run by bash with only the server's address
-//! changed (`127.0.0.1:7450`, `waymark.internal:7450` → the test server), so the docs cannot
-//! drift from what the server answers. grpcurl comes from `make deps` (`.tools/bin/grpcurl`).
+//! The docs' grpcurl examples, run as written: each `grpcurl` command in a `sh` block of a
+//! section is taken from the document itself (README.md's quickstart, docs/operators/secure.md)
+//! and run by bash with only the server's address changed (`127.0.0.1:7450`,
+//! `waymark.internal:7450` → the test server), so the docs cannot drift from what the server
+//! answers. grpcurl comes from `make deps` (`.tools/bin/grpcurl`).
 
 use std::{
     path::{Path, PathBuf},
@@ -27,14 +28,35 @@ fn grpcurl() -> Option<PathBuf> {
     }
 }
 
-/// The grpcurl commands of the README section headed `heading`, continuation lines joined.
-fn commands(heading: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+/// The grpcurl commands of the section of `file` (relative to the repository's root) headed
+/// `heading` — that line exactly, e.g. `## Five-minute quickstart` — up to the next heading of
+/// the same or a higher level, continuation lines joined.
+fn commands(file: &str, heading: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    let level = heading.len() - heading.trim_start_matches('#').len();
+    assert!(level > 0, "{heading:?} is not a heading");
+    let text = format!("\n{text}");
     let start = text
         .find(&format!("\n{heading}\n"))
-        .unwrap_or_else(|| panic!("no {heading:?}"));
+        .unwrap_or_else(|| panic!("no {heading:?} in {file}"));
     let section = &text[start + heading.len() + 2..];
-    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    // The section ends at the next heading of its level or above, outside code blocks.
+    let mut end = section.len();
+    let mut at = 0;
+    let mut fenced = false;
+    for line in section.split_inclusive('\n') {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            let hashes = line.len() - line.trim_start_matches('#').len();
+            if hashes > 0 && hashes <= level && line[hashes..].starts_with(' ') {
+                end = at;
+                break;
+            }
+        }
+        at += line.len();
+    }
+    let section = &section[..end];
     let mut out = Vec::new();
     let mut in_sh = false;
     let mut current = String::new();
@@ -58,11 +80,11 @@ fn commands(heading: &str) -> Vec<String> {
             }
         }
     }
-    assert!(!out.is_empty(), "no grpcurl commands under {heading:?}");
+    assert!(!out.is_empty(), "no grpcurl commands under {heading:?} in {file}");
     out
 }
 
-/// Runs one README command with bash in `dir`, the address replaced; (success, stdout+stderr).
+/// Runs one documented command with bash in `dir`, the address replaced: (success, output).
 fn run(command: &str, port: u16, dir: &Path, env: &[(&str, &str)]) -> (bool, String) {
     let grpcurl = grpcurl().expect("checked");
     let addr = format!("127.0.0.1:{port}");
@@ -99,7 +121,7 @@ async fn the_quickstart_grpcurl_commands_work_as_written() {
         "quickstart",
     );
     wait_for_registration(&server.client().await, "quickstart").await;
-    let cmds = commands("## Five-minute quickstart");
+    let cmds = commands("README.md", "## Five-minute quickstart");
     assert_eq!(cmds.len(), 3, "{cmds:?}");
     let expect = ["\"greet-ada\"", "Hello, Ada!", "StartWorkflow"];
     for (cmd, want) in cmds.iter().zip(expect) {
@@ -115,7 +137,7 @@ async fn the_security_grpcurl_commands_work_as_written() {
     }
     let db = TestDatabase::new(Backend::Sqlite).await.unwrap();
     let (server, admin) = secured_server(&db, &[]).await;
-    // The README's certificate file names are those of the directory the commands run in.
+    // The document's certificate file names are those of the directory the commands run in.
     let certs = db.dir.join("certs");
     let admin = Client::connect_with(&server.connect.clone().api_key(admin))
         .await
@@ -130,7 +152,7 @@ async fn the_security_grpcurl_commands_work_as_written() {
         })
         .await
         .unwrap();
-    let cmds = commands("## Security");
+    let cmds = commands("docs/operators/secure.md", "# Security");
     let grpc: Vec<&String> = cmds.iter().filter(|c| c.contains("ListQueues")).collect();
     assert_eq!(grpc.len(), 2, "{cmds:?}");
     let env = [("WAYMARK_API_KEY", reader.as_str())];
