@@ -12,7 +12,7 @@ SDKS := python go typescript
 POLYGLOT := sdk-clients/examples/polyglot
 # Where cargo puts its builds (CARGO_TARGET_DIR when set), for the targets that run them.
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
-# grpcurl, which the README's examples use and integration-tests/tests/readme.rs runs as written.
+# grpcurl, which the docs' examples use and integration-tests/tests/readme.rs runs as written.
 GRPCURL_VERSION := v1.9.3
 GRPCURL := $(TOOLS)/bin/grpcurl
 # Debian's Chromium, which the console's browser test drives (installed by `make deps` when
@@ -74,7 +74,7 @@ $(GRPCURL):
 $(BUF):
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf@$(BUF_VERSION)
 
-lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint and buf breaking against the last release tag, each SDK's lint (stale generated code fails), the polyglot example's, the console's, and the crates as cargo would package them
+lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint and buf breaking against the last release tag, each SDK's lint (stale generated code fails), the polyglot example's, the console's, the crates as cargo would package them, and docs/reference fresh (docs/gen.py)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	cd proto && ../$(BUF) lint
@@ -84,6 +84,8 @@ lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint 
 	$(MAKE) -C $(POLYGLOT) lint
 	$(MAKE) -C console lint
 	$(CARGO) package --workspace --exclude waymark-integration-tests --no-verify --allow-dirty --quiet
+	$(CARGO) build -p waymark-server --bin waymark
+	python3 docs/gen.py --check $(TARGET_DIR)/debug/waymark
 
 proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at build time; each SDK's committed code)
 	cd proto && ../$(BUF) lint

@@ -3,7 +3,7 @@
 #
 #   dist.sh BINARY VERSION OUT
 #
-#   waymark-V-x86_64-unknown-linux-gnu.tar.gz   the binary, LICENSE, README.md, CHANGELOG.md
+#   waymark-V-x86_64-unknown-linux-gnu.tar.gz   the binary, LICENSE, README.md, CHANGELOG.md, docs/
 #   waymark_server-V-py3-none-manylinux_*.whl   the binary as the `waymark` script (pip, pipx)
 #   waymark-server-V.tgz                        the binary and a launcher (npm, npx)
 #   waymark_sdk-V-py3-none-any.whl, .tar.gz     the Python SDK (python -m build)
@@ -55,6 +55,8 @@ name=waymark-$version-$target
 mkdir -p "$work/archive/$name"
 install -m 0755 "$binary" "$work/archive/$name/waymark"
 install -m 0644 "$root/LICENSE" "$root/README.md" "$root/CHANGELOG.md" "$work/archive/$name/"
+# The README links into docs/: the guides travel with it.
+copy_tree "$root/docs" "$work/archive/$name/docs"
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@"${SOURCE_DATE_EPOCH:-315532800}" \
   -C "$work/archive" -czf "$out/$name.tar.gz" "$name"
 echo "$out/$name.tar.gz"

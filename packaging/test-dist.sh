@@ -160,9 +160,13 @@ for f in "$download"/*; do
 done
 mkdir -p "$work/archive"
 tar -xzf "$download/waymark-$version-$target.tar.gz" -C "$work/archive"
-listing=$(cd "$work/archive" && find . -type f | sort | tr '\n' ' ')
+listing=$(cd "$work/archive" && find . -type f -not -path "*/docs/*" | sort | tr '\n' ' ')
 expected="./waymark-$version-$target/CHANGELOG.md ./waymark-$version-$target/LICENSE ./waymark-$version-$target/README.md ./waymark-$version-$target/waymark "
 [ "$listing" = "$expected" ] || fail "the archive holds: $listing"
+# Every docs/ link of the README resolves inside the archive.
+for link in $(grep -o '](docs/[^)#]*' "$work/archive/waymark-$version-$target/README.md" | cut -c3- | sort -u); do
+  [ -e "$work/archive/waymark-$version-$target/$link" ] || fail "the archive's README links to $link, which it lacks"
+done
 echo "    unpacked: $listing"
 cli=$work/archive/waymark-$version-$target/waymark
 [ "$("$cli" --version)" = "waymark $version" ] || fail "the archive's binary says $("$cli" --version)"

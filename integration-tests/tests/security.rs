@@ -5,7 +5,7 @@
 //! server's refusal to listen beyond loopback unprotected. TLS is `tls.rs`.
 //!
 //! Each test names the attempt it makes and the outcome it expects; together they are the
-//! threat list the README's security section summarizes.
+//! threat list docs/operators/secure.md summarizes.
 
 use std::time::Duration;
 
