@@ -9,6 +9,7 @@ Every failure is printed with what was expected; the exit code is 1 if any.
 """
 
 import argparse
+import hashlib
 import os
 import re
 import subprocess
@@ -185,27 +186,34 @@ def check_compose(path, cli):
 # --- chart -----------------------------------------------------------------------------------
 
 # What each render must hold. Whatever auth and TLS say, the probes are the same: plain HTTP GETs
-# of /readyz and /healthz on the metrics port, without a key.
+# of /readyz and /healthz on the metrics port, without a key. auth_secret: the Secret and entry
+# of the admin key, mounted read-only and named by --admin-key-file (or WAYMARK_ADMIN_KEY_FILE);
+# the chart refuses auth without one.
 SCENARIOS = {
-    # The chart's own values: auth on, no TLS, SQLite.
+    # The chart's own values plus the one it needs, --set auth.existingSecret=waymark-admin: auth
+    # on, no TLS, SQLite, the Secret's default entry.
     "default": dict(replicas=1, postgres=False, migration=False, monitor=False, tls=False,
-                    auth_secret=None),
-    # The defaults with --set auth.enabled=false.
+                    auth_secret=("waymark-admin", "admin.key")),
+    # The chart's own values with --set auth.enabled=false: no key at all.
     "open": dict(replicas=1, postgres=False, migration=False, monitor=False, tls=False,
                  auth_secret=None, auth=False),
-    # The defaults with --set tls.secretName=waymark-tls: auth and TLS with no key configured at
-    # all (the chart used to refuse this for want of a readiness probe key).
+    # "default" with --set tls.secretName=waymark-tls.
     "tls-defaults": dict(replicas=1, postgres=False, migration=False, monitor=False, tls="waymark-tls",
-                         auth_secret=None),
-    # deploy/helm/test-values/full.yaml
+                         auth_secret=("waymark-admin", "admin.key")),
+    # deploy/helm/test-values/full.yaml: an existing Secret with its own entry name.
     "full": dict(replicas=3, postgres=True, migration=True, monitor=True, tls=False,
                  auth_secret=("waymark-ops-key", "key")),
-    # deploy/helm/test-values/tls.yaml
+    # deploy/helm/test-values/tls.yaml: the chart's Secret, from auth.adminKey.
     "tls": dict(replicas=2, postgres=True, migration=False, monitor=False, tls="waymark-tls",
-                auth_secret=("wm-waymark-admin-key", "admin-key"),
-                auth_secret_made="wm_admin_key_for_tests",
+                auth_secret=("wm-waymark-admin-key", "admin.key"),
+                auth_secret_made="wmk_c472ad4de175a482_a416e38836fec3b574d999df0ecf44e797b9e22118b8dbbcaae25ef197cea8be",
                 db_secret=("pg-credentials", "url")),
 }
+
+# What `waymark key generate` prints, and the server's flag and variable that register it.
+API_KEY = re.compile(r"^wmk_[0-9a-f]{16}_[0-9a-f]{64}$")
+ADMIN_KEY_FLAG, ADMIN_KEY_VAR = "--admin-key-file", "WAYMARK_ADMIN_KEY_FILE"
+INIT_KEY_FLAG, INIT_KEY_VAR = "--init-admin-key-file", "WAYMARK_INIT_ADMIN_KEY_FILE"
 
 PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
 HANDLERS = ("httpGet", "grpc", "exec", "tcpSocket")
@@ -219,6 +227,83 @@ def cargo_version(path):
 
 def env_map(container):
     return {e["name"]: e for e in container.get("env", [])}
+
+
+def flag_values(args, flag):
+    """Every value given to FLAG in ARGS, as `FLAG VALUE` or `FLAG=VALUE`."""
+    out = []
+    for i, a in enumerate(args):
+        if a == flag:
+            out.append(args[i + 1] if i + 1 < len(args) else "")
+        elif a.startswith(flag + "="):
+            out.append(a.split("=", 1)[1])
+    return out
+
+
+def check_admin_key(want, template, c, args, env, secrets, cli):
+    """The admin key reaches every replica as a file: the Secret's entry, in a read-only volume
+    the server's user can read, at the path --admin-key-file (or its variable) names."""
+    pod = template["spec"]
+    flagged = flag_values(args, ADMIN_KEY_FLAG)
+    var = env.get(ADMIN_KEY_VAR)
+    # Each replica would make a key of its own in its own volume: not for a Deployment.
+    check(not flag_values(args, INIT_KEY_FLAG) and INIT_KEY_VAR not in env,
+          f"the server is started with {INIT_KEY_FLAG} (or {INIT_KEY_VAR}): each replica would make its own key")
+    if not want["auth_secret"]:
+        check(not flagged and var is None, f"{ADMIN_KEY_FLAG} {flagged} or {ADMIN_KEY_VAR} without an admin key configured")
+        return
+    name, entry = want["auth_secret"]
+    paths = flagged + ([var.get("value")] if var is not None else [])
+    if not check(len(paths) == 1, f"the admin key file is given {len(paths)} times ({ADMIN_KEY_FLAG} {flagged}, "
+                                  f"{ADMIN_KEY_VAR} {var}), not once"):
+        return
+    if flagged:
+        check(ADMIN_KEY_FLAG in cli.server_flags, f"`waymark server --help` lists no {ADMIN_KEY_FLAG}")
+    else:
+        check(ADMIN_KEY_VAR in cli.server_env, f"`waymark server --help` lists no variable {ADMIN_KEY_VAR}")
+    path = paths[0]
+    if not check(isinstance(path, str) and path.startswith("/"), f"the admin key file is {path!r}, not an absolute path"):
+        return
+    # The mount the path is under (the deepest), and the file's name inside the volume.
+    found = None
+    for m in c.get("volumeMounts", []):
+        mp = m["mountPath"].rstrip("/")
+        if m.get("subPath"):
+            if path == mp:
+                found = (m, m["subPath"])
+        elif path.startswith(mp + "/") and (found is None or len(mp) > len(found[0]["mountPath"].rstrip("/"))):
+            found = (m, path[len(mp) + 1:])
+    if not check(found, f"nothing is mounted where {ADMIN_KEY_FLAG} {path} is"):
+        return
+    mount, inside = found
+    check(mount.get("readOnly") is True, f"the admin key's volume {mount['name']} is mounted writable at {mount['mountPath']}")
+    volume = {v["name"]: v for v in pod.get("volumes", [])}.get(mount["name"], {})
+    sv = volume.get("secret")
+    if not check(sv, f"{path} is in volume {mount['name']}, which is no Secret: {volume}"):
+        return
+    check(sv.get("secretName") == name, f"{path} comes from Secret {sv.get('secretName')}, not {name}")
+    items = sv.get("items")
+    if items:
+        item = next((i for i in items if i.get("path") == inside), None)
+        if not check(item, f"Secret volume {mount['name']} maps no entry to {inside} ({path}): items {items}"):
+            return
+        key, mode = item.get("key"), item.get("mode", sv.get("defaultMode", 0o644))
+    else:
+        key, mode = inside, sv.get("defaultMode", 0o644)
+    check(key == entry, f"{path} is entry {key!r} of Secret {name}, not {entry!r}")
+    # Secret files belong to root; with an fsGroup the kubelet gives that group (which the
+    # server's user is in) read access, else only the mode's bits for others apply.
+    psc = pod.get("securityContext", {})
+    check(mode & 0o004 or psc.get("fsGroup") is not None or psc.get("runAsUser") == 0,
+          f"{path} (mode {mode:o}, root's, no fsGroup) is unreadable by uid {psc.get('runAsUser')}")
+    made = want.get("auth_secret_made")
+    if made:
+        data = secrets.get(name, {}).get("stringData", {})
+        check(data.get(entry) == made, f"the chart's Secret {name} holds {sorted(data)}, not the key at entry {entry}")
+        check(API_KEY.match(str(data.get(entry, ""))), f"Secret {name} entry {entry} is no API key (wmk_<16 hex>_<64 hex>)")
+        ann = (template.get("metadata") or {}).get("annotations") or {}
+        check(ann.get("checksum/admin-key") == hashlib.sha256(made.encode()).hexdigest(),
+              "the pods carry no checksum/admin-key of auth.adminKey: a new key would not restart them")
 
 
 def check_chart(scenario, rendered, cli, cargo):
@@ -352,6 +437,8 @@ def check_chart(scenario, rendered, cli, cargo):
         check(not key, f"WAYMARK_API_KEY from {key} with no key configured")
     auth = "true" if want.get("auth", True) else "false"
     check(env.get("WAYMARK_AUTH", {}).get("value") == auth, f"WAYMARK_AUTH is not {auth}")
+    check(auth == "false" or want["auth_secret"], f"scenario {scenario}: auth without an admin key (the chart refuses it)")
+    check_admin_key(want, spec["template"], c, args, env, secrets, cli)
 
     # Migration hook.
     if want["migration"]:

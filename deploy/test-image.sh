@@ -17,7 +17,9 @@
 # CLI (start → ENQUEUED, cancel → CANCELLED), the console and /metrics answering, that the
 # server runs as the image's uid with no supplementary groups, that SIGTERM ends it cleanly, and
 # that after a restart on the same root filesystem the workflow, the key and the database are
-# still there.
+# still there. Last, a start as the Helm chart runs it: --admin-key-file instead of
+# --init-admin-key-file, with a key made by `waymark key generate` in a root-owned, group-readable
+# file (a Secret volume with the pod's fsGroup), which the server refused before and takes after.
 #
 # Variables: OUT (deploy/out), GRPCURL (default .tools/bin/grpcurl, installed with go when
 # missing), DEADLINE (seconds to wait for each condition, default 60).
@@ -162,27 +164,34 @@ os.execvp(argv[0], argv)
 '
 extra_env=()
 exec=
+server_cmd=("${cmd[@]}")
 start_server() {
   # In the background subshell `exec` hands its pid to the server, so $! is the server's.
-  exec=exec in_image "${entrypoint[@]}" "${cmd[@]}" >>"$work/server.log" 2>&1 &
+  exec=exec in_image "${entrypoint[@]}" "${server_cmd[@]}" >>"$work/server.log" 2>&1 &
   server_pid=$!
-  step "server started (pid $server_pid): ${entrypoint[*]} ${cmd[*]}"
+  step "server started (pid $server_pid): ${entrypoint[*]} ${server_cmd[*]}"
+}
+stop_server() {
+  kill -TERM "$server_pid"
+  set +e; wait "$server_pid"; rc=$?; set -e
+  server_pid=
+  [ $rc = 0 ] || fail "the server exited with $rc on SIGTERM, not 0"
 }
 ready() { [ "$(curl -s --max-time 2 "http://127.0.0.1:$metrics_port/readyz")" = ready ]; }
 serving() {
   [ "$("$GRPCURL" -cacert "$tls/ca.crt" -max-time 2 "127.0.0.1:$grpc_port" grpc.health.v1.Health/Check 2>/dev/null |
     jq -r .status 2>/dev/null)" = SERVING ]
 }
-# The image's CLI, with the admin key the server wrote and the test CA.
-cli() {
-  local saved=("${extra_env[@]}")
-  extra_env=(WAYMARK_SERVER="https://localhost:$grpc_port" WAYMARK_TLS_CA=/etc/waymark/tls/ca.crt
-    WAYMARK_API_KEY="$(tr -d '\n' <"$root/data/admin.key")")
+# The image's CLI with KEY and the test CA; cli: with the admin key the server wrote.
+cli_as() {
+  local key=$1 saved=("${extra_env[@]}"); shift
+  extra_env=(WAYMARK_SERVER="https://localhost:$grpc_port" WAYMARK_TLS_CA=/etc/waymark/tls/ca.crt WAYMARK_API_KEY="$key")
   in_image "${entrypoint[@]}" "$@"
   local rc=$?
   extra_env=("${saved[@]}")
   return $rc
 }
+cli() { cli_as "$(tr -d '\n' <"$root/data/admin.key")" "$@"; }
 status_of() { cli workflow get "$1" --json | jq -r .status; }
 
 # --- first run -------------------------------------------------------------------------------
@@ -247,11 +256,14 @@ for m in StartWorkflow CancelWorkflow; do
 done
 step "console answers over TLS; /metrics counts the start and the cancel"
 
+# A key made by the image's CLI, registered nowhere yet: refused (it is registered below).
+generated=$(in_image "${entrypoint[@]}" key generate) || fail "waymark key generate inside the image failed"
+[[ $generated =~ ^wmk_[0-9a-f]{16}_[0-9a-f]{64}$ ]] || fail "waymark key generate printed '$generated'"
+set +e; cli_as "$generated" queue list >/dev/null 2>"$work/generated.err"; rc=$?; set -e
+[ $rc = 8 ] || fail "a call with a generated, unregistered key ended with exit code $rc, not 8: $(cat "$work/generated.err")"
+
 # --- restart on the same root filesystem -----------------------------------------------------
-kill -TERM "$server_pid"
-set +e; wait "$server_pid"; rc=$?; set -e
-server_pid=
-[ $rc = 0 ] || fail "the server exited with $rc on SIGTERM, not 0"
+stop_server
 step "SIGTERM: the server drained and exited 0"
 [ -s "$root/data/waymark.db" ] || fail "no database at /data/waymark.db"
 [ "$(stat -c %u "$root/data/waymark.db")" = "$uid" ] || fail "/data/waymark.db is not owned by $uid"
@@ -262,9 +274,29 @@ until_true "SERVING after the restart" serving
 [ "$(cat "$root/data/admin.key")" = "$key_before" ] || fail "the admin key file changed across the restart"
 s=$(status_of "$id"); [ "$s" = CANCELLED ] || fail "after the restart the workflow is $s, not CANCELLED"
 step "after the restart: ready, the same admin key works, workflow $id still CANCELLED"
+stop_server
 
-kill -TERM "$server_pid"
-set +e; wait "$server_pid"; rc=$?; set -e
-server_pid=
-[ $rc = 0 ] || fail "the server exited with $rc on the second SIGTERM"
+# --- as the Helm chart starts it: --admin-key-file -------------------------------------------
+# The image's command with --admin-key-file in place of --init-admin-key-file, reading the key
+# from a file as a Secret volume holds it: root's, mode 0440, group the pod's fsGroup (here the
+# user's own group, since in_image drops supplementary groups).
+server_cmd=()
+for ((i = 0; i < ${#cmd[@]}; i++)); do
+  if [ "${cmd[i]}" = --init-admin-key-file ]; then
+    server_cmd+=(--admin-key-file /etc/waymark/admin/admin.key); i=$((i + 1))
+  else
+    server_cmd+=("${cmd[i]}")
+  fi
+done
+[[ " ${server_cmd[*]} " == *" --admin-key-file "* ]] || fail "the image's command has no --init-admin-key-file to replace: ${cmd[*]}"
+install -d -m 0755 "$root/etc/waymark/admin"
+printf '%s\n' "$generated" >"$root/etc/waymark/admin/admin.key"
+chown "0:$gid" "$root/etc/waymark/admin/admin.key"; chmod 0440 "$root/etc/waymark/admin/admin.key"
+start_server
+until_true "answer from /readyz (ready) with --admin-key-file" ready
+s=$(cli_as "$generated" workflow get "$id" --json | jq -r .status) || fail "a call with the key of --admin-key-file failed"
+[ "$s" = CANCELLED ] || fail "with the key of --admin-key-file the workflow reads as $s, not CANCELLED"
+grep -q "admin key registered from its file" "$work/server.log" || fail "the server did not log registering the key file's key"
+stop_server
+step "--admin-key-file: the generated key, refused before, registered at start and answered as admin"
 step "PASS ($SECONDS s)"

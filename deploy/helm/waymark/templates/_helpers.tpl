@@ -49,9 +49,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* The entry of that Secret that holds the key. */}}
 {{- define "waymark.authSecretKey" -}}
-{{- if .Values.auth.existingSecret }}{{ .Values.auth.existingSecretKey }}{{ else }}admin-key{{ end }}
+{{- if .Values.auth.existingSecret }}{{ .Values.auth.existingSecretKey }}{{ else }}admin.key{{ end }}
 {{- end }}
+
+{{/* Where each replica reads the admin key (--admin-key-file): the Secret's entry, mounted read-only. */}}
+{{- define "waymark.adminKeyDir" -}}/etc/waymark/admin{{- end }}
+{{- define "waymark.adminKeyFile" -}}{{ include "waymark.adminKeyDir" . }}/admin.key{{- end }}
 
 {{/* What the settings cannot run as; checked wherever the chart renders. */}}
 {{- define "waymark.validate" -}}
@@ -61,8 +66,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.migration.enabled (not (include "waymark.postgres" .)) }}
 {{- fail "migration.enabled needs PostgreSQL (database.url or database.existingSecret): a SQLite replica migrates its own file" }}
 {{- end }}
-{{- if and .Values.serviceMonitor.enabled .Values.auth.enabled (not .Values.serviceMonitor.credentials.secretName) (not (include "waymark.authSecretName" .)) }}
-{{- fail "serviceMonitor.enabled with auth.enabled: /metrics needs a key. Set serviceMonitor.credentials, auth.existingSecret or auth.adminKey" }}
+{{- if and .Values.auth.enabled (not (include "waymark.authSecretName" .)) }}
+{{- fail "auth.enabled needs an admin key. Set auth.existingSecret to a Secret you made (kubectl create secret generic waymark-admin --from-literal=admin.key=\"$(waymark key generate)\"), or auth.adminKey to a key made by `waymark key generate` (the chart then makes the Secret); or set auth.enabled=false" }}
+{{- end }}
+{{- if and .Values.auth.existingSecret .Values.auth.adminKey }}
+{{- fail "auth.existingSecret and auth.adminKey are both set: give the admin key one way" }}
+{{- end }}
+{{- if and .Values.auth.existingSecret (not .Values.auth.existingSecretKey) }}
+{{- fail "auth.existingSecret needs auth.existingSecretKey: the Secret's entry that holds the key (admin.key)" }}
+{{- end }}
+{{- if and .Values.auth.adminKey (not (regexMatch "^wmk_[0-9a-f]{16}_[0-9a-f]{64}$" (trim .Values.auth.adminKey))) }}
+{{- fail "auth.adminKey is not an API key (wmk_<16 hex>_<64 hex>): make one with `waymark key generate`" }}
 {{- end }}
 {{- end }}
 
