@@ -103,30 +103,50 @@ impl ServerProcess {
 
     /// Starts a server whose clients connect with `connect` (its address is filled in here),
     /// over TLS when `tls` (the flags for it are the caller's, in `extra`).
+    ///
+    /// The port is found free and then bound by the server, a moment later: another process
+    /// (a client's outgoing connection takes a port from the same range) may take it between
+    /// the two. A server that exits saying its port is taken is started again on another.
     pub async fn start_secured(
         db: &TestDatabase,
         extra: &[String],
         tls: bool,
         connect: waymark_sdk::ConnectOptions,
     ) -> ServerProcess {
-        let port = free_port();
-        let addr = format!("{}://127.0.0.1:{port}", if tls { "https" } else { "http" });
-        let mut s = ServerProcess {
-            connect: connect.server(&addr),
-            addr,
-            port,
-            database_url: db.url.clone(),
-            log: db.dir.join(format!("server-{port}.log")),
-            extra: extra.to_vec(),
-            child: None,
-            starts: 0,
-        };
-        s.restart().await;
-        s
+        let mut attempts = 0;
+        loop {
+            let port = free_port();
+            let addr = format!("{}://127.0.0.1:{port}", if tls { "https" } else { "http" });
+            let mut s = ServerProcess {
+                connect: connect.clone().server(&addr),
+                addr,
+                port,
+                database_url: db.url.clone(),
+                log: db.dir.join(format!("server-{port}.log")),
+                extra: extra.to_vec(),
+                child: None,
+                starts: 0,
+            };
+            match s.start_once().await {
+                Ok(()) => return s,
+                Err(log) if attempts < 5 && log.contains("Address already in use") => {
+                    attempts += 1;
+                    eprintln!("port {port} was taken before the server bound it: another port");
+                }
+                Err(log) => panic!("the server at {} exited at start:\n{log}", s.addr),
+            }
+        }
     }
 
     /// Starts (again) on the same port and database and waits until it answers.
     pub async fn restart(&mut self) {
+        if let Err(log) = self.start_once().await {
+            panic!("the server at {} exited at start:\n{log}", self.addr);
+        }
+    }
+
+    /// Starts the process and waits until it answers; `Err` with its log when it exits first.
+    async fn start_once(&mut self) -> Result<(), String> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -157,22 +177,33 @@ impl ServerProcess {
         let addr = self.addr.clone();
         let log = self.log.clone();
         let connect = self.connect.clone();
-        wait_for(
+        let child = &mut self.child;
+        let answered = wait_for(
             &format!("server at {addr} to answer (log: {})", log.display()),
             Duration::from_secs(60),
             || {
                 let connect = connect.clone();
+                let exited = child.as_mut().and_then(|c| c.try_wait().ok().flatten()).is_some();
                 async move {
-                    let c = waymark_sdk::Client::connect_with(&connect).await.ok()?;
+                    if exited {
+                        return Some(false);
+                    }
+                    // Bounded: whatever holds the port may accept and never answer, and the
+                    // next round must get to see whether the server exited.
+                    let ask = async {
+                        let c = waymark_sdk::Client::connect_with(&connect).await.ok()?;
+                        Some(c.get("readiness-probe").await)
+                    };
+                    let answer = tokio::time::timeout(Duration::from_secs(2), ask).await.ok().flatten()?;
                     // Any answer from the service itself will do, refusals of the key included.
-                    match c.get("readiness-probe").await {
+                    match answer {
                         Err(e)
                             if matches!(
                                 e.reason(),
                                 Some("WORKFLOW_NOT_FOUND" | "UNAUTHENTICATED" | "PERMISSION_DENIED")
                             ) =>
                         {
-                            Some(())
+                            Some(true)
                         }
                         _ => None,
                     }
@@ -180,6 +211,12 @@ impl ServerProcess {
             },
         )
         .await;
+        if answered {
+            Ok(())
+        } else {
+            self.child = None;
+            Err(std::fs::read_to_string(&self.log).unwrap_or_default())
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -238,4 +275,35 @@ pub fn signal(pid: u32, sig: &str) {
         .map(|s| s.success())
         .unwrap_or(false);
     assert!(ok, "kill -{sig} {pid} failed");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port taken before the server binds it is seen as soon as the server exits, with the
+    /// reason in its log (which `start_secured` answers by trying another port).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_whose_port_is_taken_is_seen_at_once() {
+        let db = TestDatabase::new(Backend::Sqlite).await.unwrap();
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let mut s = ServerProcess {
+            connect: waymark_sdk::ConnectOptions::from_env().server(format!("http://127.0.0.1:{port}")),
+            addr: format!("http://127.0.0.1:{port}"),
+            port,
+            database_url: db.url.clone(),
+            log: db.dir.join("taken.log"),
+            extra: Vec::new(),
+            child: None,
+            starts: 0,
+        };
+        let started = std::time::Instant::now();
+        let log = s.start_once().await.expect_err("the port is taken");
+        assert!(log.contains("Address already in use"), "{log}");
+        assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+        // And a server started the usual way finds a port of its own.
+        let ok = ServerProcess::start(&db, &[]).await;
+        assert_ne!(ok.port, port);
+    }
 }
