@@ -98,3 +98,50 @@ pub async fn check_exactly_once(
         );
     }
 }
+
+/// Starts of three-step `counted` workflows, one after another until stopped, each
+/// acknowledged start noted: the load a backup is taken under.
+pub struct SteadyStarts {
+    acked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SteadyStarts {
+    pub fn start(client: &Client) -> SteadyStarts {
+        let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn({
+            let (client, acked) = (client.clone(), acked.clone());
+            async move {
+                let mut i = 0;
+                while !*stopped.borrow() {
+                    let id = format!("load-{i}");
+                    let input = serde_json::json!({"steps": 3, "step_ms": 5});
+                    if client.start_json("counted", input, StartOptions::id(&id)).await.is_ok() {
+                        acked.lock().unwrap().push(id);
+                    }
+                    i += 1;
+                }
+            }
+        });
+        SteadyStarts { acked, stop, task }
+    }
+
+    /// The ids acknowledged so far, once there are at least `n`.
+    pub async fn acknowledged(&self, n: usize) -> std::collections::HashSet<String> {
+        wait_for(&format!("{n} acknowledged starts"), PATIENCE, || async {
+            let acked = self.acked.lock().unwrap();
+            (acked.len() >= n).then(|| acked.iter().cloned().collect())
+        })
+        .await
+    }
+
+    /// Stops the starts; how many were acknowledged in all.
+    pub async fn stop(self) -> usize {
+        let _ = self.stop.send(true);
+        self.task.await.unwrap();
+        let n = self.acked.lock().unwrap().len();
+        n
+    }
+}

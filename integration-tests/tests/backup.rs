@@ -1,14 +1,10 @@
 //! `waymark backup`: an embedded database copied while workflows start, run and finish, then
 //! restored into a new data directory and served there.
 
-use std::{
-    collections::HashSet,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::time::Duration;
 
 use waymark_integration_tests::{
-    wait_for, wait_for_registration, waymark_bin, Backend, ServerProcess, TestDatabase, WorkerProcess,
+    wait_for_registration, waymark_bin, workload::SteadyStarts, Backend, ServerProcess, TestDatabase, WorkerProcess,
 };
 use waymark_sdk::{Client, StartOptions, WorkflowStatus};
 
@@ -51,37 +47,13 @@ async fn a_backup_taken_under_load_restores_every_acknowledged_workflow() {
     .unwrap();
 
     // Starts keep coming, before, during and after the backup; each one acknowledged is noted.
-    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let load = tokio::spawn({
-        let (client, acked) = (client.clone(), acked.clone());
-        async move {
-            let mut i = 0;
-            while !*stopped.borrow() {
-                let id = format!("load-{i}");
-                let input = serde_json::json!({"steps": 3, "step_ms": 5});
-                if client.start_json("counted", input, StartOptions::id(&id)).await.is_ok() {
-                    acked.lock().unwrap().push(id);
-                }
-                i += 1;
-            }
-        }
-    });
-    wait_for("a few hundred acknowledged starts", PATIENCE, || async {
-        (acked.lock().unwrap().len() >= 200).then_some(())
-    })
-    .await;
-    let before: HashSet<String> = acked.lock().unwrap().iter().cloned().collect();
+    let load = SteadyStarts::start(&client);
+    let before = load.acknowledged(200).await;
     let copy = db.dir.join("backup").join("copy.db");
     let out = backup(&[copy.to_str().unwrap(), "--database-url", &db.url]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let listed = String::from_utf8(out.stdout).unwrap();
-    let _ = stop.send(true);
-    load.await.unwrap();
-    assert!(
-        acked.lock().unwrap().len() > before.len(),
-        "starts went on during the backup"
-    );
+    assert!(load.stop().await > before.len(), "starts went on during the backup");
     assert!(listed.starts_with("default\t") && listed.contains("blue\t"), "{listed}");
     let blue_copy = db.dir.join("backup").join("copy.blue.db");
     assert!(blue_copy.exists(), "{listed}");

@@ -3,16 +3,12 @@
 //! `pg_restore` into a new database that a server then serves. A namespace (a schema of its own)
 //! comes along.
 
-use std::{
-    collections::HashSet,
-    path::PathBuf,
-    process::Command,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{path::PathBuf, process::Command, time::Duration};
 
 use sqlx::Connection;
-use waymark_integration_tests::{wait_for, wait_for_registration, Backend, ServerProcess, TestDatabase, WorkerProcess};
+use waymark_integration_tests::{
+    wait_for_registration, workload::SteadyStarts, Backend, ServerProcess, TestDatabase, WorkerProcess,
+};
 use waymark_sdk::{Client, StartOptions, WorkflowStatus};
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -61,27 +57,8 @@ async fn postgres_a_dump_taken_under_load_restores_every_acknowledged_workflow()
         .await
         .unwrap();
 
-    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let load = tokio::spawn({
-        let (client, acked) = (client.clone(), acked.clone());
-        async move {
-            let mut i = 0;
-            while !*stopped.borrow() {
-                let id = format!("load-{i}");
-                let input = serde_json::json!({"steps": 3, "step_ms": 5});
-                if client.start_json("counted", input, StartOptions::id(&id)).await.is_ok() {
-                    acked.lock().unwrap().push(id);
-                }
-                i += 1;
-            }
-        }
-    });
-    wait_for("a few hundred acknowledged starts", PATIENCE, || async {
-        (acked.lock().unwrap().len() >= 200).then_some(())
-    })
-    .await;
-    let before: HashSet<String> = acked.lock().unwrap().iter().cloned().collect();
+    let load = SteadyStarts::start(&client);
+    let before = load.acknowledged(200).await;
     let dump = db.dir.join("waymark.dump");
     let out = tokio::process::Command::new(pg_tool("pg_dump"))
         .args(["--format=custom", "--file", dump.to_str().unwrap(), &db.url])
@@ -89,12 +66,7 @@ async fn postgres_a_dump_taken_under_load_restores_every_acknowledged_workflow()
         .await
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let _ = stop.send(true);
-    load.await.unwrap();
-    assert!(
-        acked.lock().unwrap().len() > before.len(),
-        "starts went on during the dump"
-    );
+    assert!(load.stop().await > before.len(), "starts went on during the dump");
     drop(worker);
     drop(server);
 
