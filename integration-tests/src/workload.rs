@@ -10,16 +10,33 @@ use crate::{side_effects, wait_for};
 
 pub const PATIENCE: Duration = Duration::from_secs(180);
 
+/// Starts `n` `counted` workflows of `steps` steps once a worker has registered it: they run as
+/// they are started.
 pub async fn start_batch(client: &Client, prefix: &str, n: usize, steps: u32, step_ms: u64) -> Vec<String> {
     crate::wait_for_registration(client, "counted").await;
+    starts(client, prefix, n, steps, step_ms, false).await
+}
+
+/// Enqueues `n` `counted` workflows before any worker is there to take them, so a fault test's
+/// milestones (counted in side effects) fall with the workload still queued, however fast the
+/// workers are next to the starts.
+pub async fn enqueue_batch(client: &Client, prefix: &str, n: usize, steps: u32, step_ms: u64) -> Vec<String> {
+    starts(client, prefix, n, steps, step_ms, true).await
+}
+
+async fn starts(client: &Client, prefix: &str, n: usize, steps: u32, step_ms: u64, unregistered: bool) -> Vec<String> {
     let mut ids = Vec::new();
     for i in 0..n {
         let id = format!("{prefix}-{i}");
+        let options = StartOptions {
+            allow_unregistered: unregistered,
+            ..StartOptions::id(&id)
+        };
         client
             .start_json(
                 "counted",
                 serde_json::json!({"steps": steps, "step_ms": step_ms}),
-                StartOptions::id(&id),
+                options,
             )
             .await
             .expect("start");

@@ -16,7 +16,7 @@ use waymark_integration_tests::{
     log_check::DATABASE_GONE,
     postgres_cluster::PostgresCluster,
     side_effects, signal, wait_for,
-    workload::{all_succeeded, check_exactly_once, start_batch, wait_for_effects, PATIENCE},
+    workload::{all_succeeded, check_exactly_once, enqueue_batch, wait_for_effects, PATIENCE},
     ServerProcess, WorkerProcess,
 };
 
@@ -39,6 +39,10 @@ async fn chaos_on_postgres_with_rust_and_python_workers_and_two_replicas() {
     let b = ServerProcess::start(&db, &args).await;
     let client = b.client().await;
     let log = db.dir.join("effects.log");
+    // All queued before the first worker connects: started while workers ran, the batch could
+    // be nearly done before the first fault (the starts are the slower side), leaving the zombie
+    // nothing in hand to be refused for.
+    let ids = enqueue_batch(&client, "chaos", WORKFLOWS, STEPS, 50).await;
 
     let mut doomed = WorkerProcess::start(&a.addr, &log, CAPACITY, "rust-doomed");
     let _steady = WorkerProcess::start(&b.addr, &log, CAPACITY, "rust-steady");
@@ -46,7 +50,6 @@ async fn chaos_on_postgres_with_rust_and_python_workers_and_two_replicas() {
     let Some(_python) = WorkerProcess::start_python(&a.addr, &log, CAPACITY, "python") else {
         return;
     };
-    let ids = start_batch(&client, "chaos", WORKFLOWS, STEPS, 50).await;
 
     // 1. A worker killed -9 mid-run.
     wait_for_effects(&log, 300).await;
@@ -84,16 +87,22 @@ async fn chaos_on_postgres_with_rust_and_python_workers_and_two_replicas() {
     // with most of the workload still queued.
     all_succeeded(&client, &ids, STEPS).await;
     signal(zombie_pid, "CONT");
-    wait_for("the zombie's stale writes to be refused", PATIENCE, || {
-        let text = zombie.log_text();
-        // A step write refused ("taken over by another dispatch") or, when the zombie had only
-        // finished runs left to report, a completion refused (STALE_EPOCH).
-        async move {
-            let refused = text.contains("taken over by another dispatch") || text.contains("STALE_EPOCH");
-            refused.then_some(())
+    // A step write refused ("taken over by another dispatch") or, when the zombie had only
+    // finished runs left to report, a completion refused (STALE_EPOCH).
+    let refused = |text: &str| text.contains("taken over by another dispatch") || text.contains("STALE_EPOCH");
+    let woke = std::time::Instant::now();
+    while !refused(&zombie.log_text()) {
+        if woke.elapsed() > PATIENCE {
+            let text = zombie.log_text();
+            let tail: Vec<&str> = text.lines().rev().take(60).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            panic!(
+                "timed out after {PATIENCE:?} waiting for the zombie's stale writes to be refused; its log ends:\n{}",
+                tail.join("\n")
+            );
         }
-    })
-    .await;
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
 
     all_succeeded(&client, &ids, STEPS).await;
     // Per workflow: one extra run for each fault that caught a step of it in flight.

@@ -10,7 +10,7 @@ use waymark_integration_tests::{
     postgres_cluster::PostgresCluster,
     raw_worker::RawWorker,
     side_effects, wait_for,
-    workload::{all_succeeded, check_exactly_once, start_batch, wait_for_effects, PATIENCE},
+    workload::{all_succeeded, check_exactly_once, enqueue_batch, start_batch, wait_for_effects, PATIENCE},
     Backend, ServerProcess, TestDatabase, WorkerProcess,
 };
 use waymark_proto::v1::{self, reply, server_message, worker_message};
@@ -27,9 +27,10 @@ async fn a_database_restart_under_load_fails_no_workflow() {
     let server = ServerProcess::start(&db, &fast_recovery_args()).await;
     let client = server.client().await;
     let log = db.dir.join("effects.log");
+    // Queued before the workers connect, so the first restart comes under load.
+    let ids = enqueue_batch(&client, "pg-restart", 200, 10, 50).await;
     let _a = WorkerProcess::start(&server.addr, &log, 20, "a");
     let _b = WorkerProcess::start(&server.addr, &log, 20, "b");
-    let ids = start_batch(&client, "pg-restart", 200, 10, 50).await;
     wait_for_effects(&log, 300).await;
     pg.restart("fast");
     // On a fast machine the workload may be nearly done by now: the second restart still comes

@@ -71,6 +71,10 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             continue;
         }
         engine.dispatch_steps(&session, now).await;
+        // A claim whose answer was lost may have given it workflows it never got.
+        if !engine.settle_doubt(&session).await {
+            continue;
+        }
         if session.credits() == 0 {
             continue;
         }
@@ -104,6 +108,7 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
                 Ok(c) => claimed = c,
                 Err(e) => {
                     session.want_claims();
+                    session.doubt();
                     tracing::warn!(error = %e, "claim failed; retrying at the next pass");
                 }
             }
@@ -116,7 +121,10 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             }
             match engine.store.claim_limited(queue, &claim, now).await {
                 Ok(c) => claimed.extend(c),
-                Err(e) => tracing::warn!(error = %e, queue = %queue, "claim failed; retrying at the next pass"),
+                Err(e) => {
+                    session.doubt();
+                    tracing::warn!(error = %e, queue = %queue, "claim failed; retrying at the next pass")
+                }
             }
         }
         session.grant(limit - claimed.len() as u32);

@@ -29,6 +29,7 @@ pub mod dispatch_rate;
 pub mod error;
 pub mod events;
 pub mod health;
+pub mod in_doubt;
 pub mod lifecycle;
 pub mod lists;
 pub mod messages;

@@ -89,6 +89,14 @@ pub struct WorkerSession {
     dispatched: Mutex<HashMap<String, Dispatched>>,
     /// Dispatches sent down this stream so far.
     dispatches_sent: AtomicU64,
+    /// A write that may have given this stream workflows failed without saying whether it
+    /// committed (a claim, or a start dispatching here, whose connection broke mid-commit). Until
+    /// the dispatcher settles it (see `in_doubt.rs`), the stream may own workflows it was never
+    /// sent, which its live heartbeats would keep from recovery for ever.
+    in_doubt: AtomicBool,
+    /// Starts dispatching straight to this stream right now, from choosing it to sending the
+    /// dispatch: their rows are not lost, so settling waits until there are none.
+    placing: AtomicU32,
     /// The trace contexts of the remote step attempts this worker serves, so the server's span
     /// for each result joins the caller's trace (kept only while spans are exported).
     pub(crate) served_steps: ServedSteps,
@@ -263,6 +271,43 @@ impl WorkerSession {
         lost
     }
 
+    /// Every workflow sent down this stream and not let go of, at the epoch it was sent.
+    pub(crate) fn sent(&self) -> Vec<Fence> {
+        let dispatched = self.dispatched.lock().unwrap();
+        dispatched
+            .iter()
+            .map(|(id, d)| Fence {
+                workflow_id: id.clone(),
+                epoch: d.epoch,
+            })
+            .collect()
+    }
+
+    /// A write that may have given this stream workflows ended in an error: whether it
+    /// committed is unknown.
+    pub(crate) fn doubt(&self) {
+        self.in_doubt.store(true, Ordering::SeqCst);
+    }
+    pub(crate) fn in_doubt(&self) -> bool {
+        self.in_doubt.load(Ordering::SeqCst)
+    }
+    pub(crate) fn settled(&self) {
+        self.in_doubt.store(false, Ordering::SeqCst);
+    }
+    /// Starts dispatching straight here right now.
+    pub(crate) fn placing(&self) -> u32 {
+        self.placing.load(Ordering::SeqCst)
+    }
+    /// Counts a start that is about to dispatch straight to this stream, until the returned
+    /// guard is dropped; `None` while the stream is in doubt. Counted before the doubt is read
+    /// (and the settling reads the count after setting the doubt), so a start and a settling
+    /// never both go ahead.
+    pub(crate) fn begin_placing(self: &Arc<Self>) -> Option<Placing> {
+        self.placing.fetch_add(1, Ordering::SeqCst);
+        let placing = Placing(self.clone());
+        (!self.in_doubt()).then_some(placing)
+    }
+
     pub async fn send(&self, msg: ToWorker) -> bool {
         if let ToWorker::Dispatch(w) = &msg {
             // Held from now on (numbered when the transport sends it).
@@ -282,6 +327,22 @@ impl WorkerSession {
             );
         }
         self.outbound.send(msg).await.is_ok()
+    }
+}
+
+/// A start dispatching straight to a stream, counted there while it lasts (see
+/// [`WorkerSession::begin_placing`]).
+pub(crate) struct Placing(Arc<WorkerSession>);
+
+impl Placing {
+    pub(crate) fn session(&self) -> &Arc<WorkerSession> {
+        &self.0
+    }
+}
+
+impl Drop for Placing {
+    fn drop(&mut self) {
+        self.0.placing.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -332,6 +393,8 @@ impl Sessions {
             step_claim_wanted: AtomicBool::new(true),
             dispatched: Mutex::new(HashMap::new()),
             dispatches_sent: AtomicU64::new(0),
+            in_doubt: AtomicBool::new(false),
+            placing: AtomicU32::new(0),
             served_steps: ServedSteps::default(),
             outbound,
         });

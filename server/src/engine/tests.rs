@@ -361,6 +361,68 @@ async fn a_start_goes_straight_to_a_worker_with_room_unless_work_is_queued() {
     assert_eq!(dispatched(&mut rx)[0].workflow.workflow_id, "third");
 }
 
+/// A claim whose commit landed but whose answer was lost (the database went away between)
+/// leaves workflows PENDING for a live worker that was never sent them, and its heartbeats
+/// keep them from recovery. The failure puts the stream in doubt; the next pass gives back
+/// what the stream was not sent, and dispatches it anew. What was sent stays where it is.
+#[tokio::test]
+async fn workflows_a_failed_claim_gave_a_worker_unsent_are_dispatched_anew() {
+    let (engine, clock) = engine().await;
+    let (session, mut rx) = attach(&engine, "w1", 1).await;
+    start(&engine, "sent").await;
+    assert_eq!(dispatched(&mut rx).len(), 1);
+    clock.advance(1);
+    start(&engine, "lost").await;
+    engine.grant_credits(&session, 5, 0);
+    // What the failed claim wrote: "lost" is the stream's now, and nothing went down it.
+    let claim = waymark_store::Claim {
+        worker_id: "w1".into(),
+        session_id: session.lease_id.clone(),
+        app_version: "v1".into(),
+        workflow_names: vec!["wf".into()],
+        queues: session.registration.queues.clone(),
+        limit: 5,
+    };
+    let taken = engine.store.claim_workflows(&claim, clock.now()).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    // Without the doubt it stays stuck: nothing to claim, nothing recovered.
+    session.want_claims();
+    dispatch::dispatch_once(&engine).await;
+    assert!(dispatched(&mut rx).is_empty());
+
+    session.doubt();
+    dispatch::dispatch_once(&engine).await;
+    let got = dispatched(&mut rx);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        (got[0].workflow.workflow_id.as_str(), got[0].workflow.epoch),
+        ("lost", 2)
+    );
+    assert!(!session.in_doubt());
+    let sent = engine.get_workflow("sent").await.unwrap();
+    assert_eq!((sent.status, sent.epoch), (WorkflowStatus::Pending, 1));
+    assert_eq!(engine.get_workflow("lost").await.unwrap().recovery_attempts, 0);
+}
+
+/// A start does not dispatch straight to a stream in doubt (the settling could take its row
+/// for lost): it queues, and the pass that settles the doubt claims it.
+#[tokio::test]
+async fn a_stream_in_doubt_takes_no_direct_dispatch_until_settled() {
+    let (engine, _) = engine().await;
+    let (session, mut rx) = attach(&engine, "w1", 2).await;
+    session.doubt();
+    start(&engine, "queued").await;
+    assert!(dispatched(&mut rx).is_empty());
+    assert_eq!(
+        engine.get_workflow("queued").await.unwrap().status,
+        WorkflowStatus::Enqueued
+    );
+    dispatch::dispatch_once(&engine).await;
+    assert_eq!(dispatched(&mut rx)[0].workflow.workflow_id, "queued");
+    start(&engine, "direct").await;
+    assert_eq!(dispatched(&mut rx)[0].workflow.workflow_id, "direct");
+}
+
 fn steps_dispatched(rx: &mut mpsc::Receiver<ToWorker>) -> Vec<waymark_store::StepTask> {
     let mut out = Vec::new();
     while let Ok(m) = rx.try_recv() {

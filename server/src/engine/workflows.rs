@@ -2,13 +2,11 @@
 
 use std::time::Duration;
 
-use std::sync::Arc;
-
 use waymark_store::{
     Assignment, ClaimedWorkflow, Millis, NewWorkflow, StepRecord, TraceContext, WorkflowRecord, WorkflowStatus,
 };
 
-use super::{validate, Engine, EngineError, EngineResult, ErrorCode, ToWorker, WorkerSession};
+use super::{validate, Engine, EngineError, EngineResult, ErrorCode, ToWorker};
 
 pub const DEFAULT_QUEUE: &str = "default";
 
@@ -158,7 +156,7 @@ impl Engine {
             parent_workflow_id: None,
             deadline_at: req.timeout_ms.map(|t| self.now() + t),
             priority: req.priority,
-            assign: direct.as_ref().map(|s| Assignment {
+            assign: direct.as_ref().map(|p| p.session()).map(|s| Assignment {
                 worker_id: s.registration.worker_id.clone(),
                 session_id: s.lease_id.clone(),
                 app_version: s.registration.app_version.clone(),
@@ -174,8 +172,11 @@ impl Engine {
         let started = match self.store.start_workflow(new, self.now()).await {
             Ok(started) => started,
             Err(e) => {
-                if let Some(s) = &direct {
-                    s.grant(1);
+                if let Some(p) = &direct {
+                    // The row may have been written PENDING for the stream all the same: the
+                    // dispatcher settles that before it claims for the stream again.
+                    p.session().doubt();
+                    p.session().grant(1);
                 }
                 return Err(e.into());
             }
@@ -195,7 +196,7 @@ impl Engine {
             }
         }
         let dispatched = started.workflow.status == WorkflowStatus::Pending && started.workflow.epoch == 1;
-        match (&direct, started.created && dispatched) {
+        match (direct.as_ref().map(|p| p.session()), started.created && dispatched) {
             (Some(session), true) => {
                 let claimed = ClaimedWorkflow {
                     workflow: started.workflow.clone(),
@@ -220,23 +221,24 @@ impl Engine {
     /// A worker attached here with room for this workflow right now, with one of its credits
     /// reserved: the start then dispatches in the same write (no separate claim), which is what
     /// keeps start-to-result latency low. Not while work is queued here, so starts do not jump
-    /// the queue.
+    /// the queue, nor to a stream in doubt (see `in_doubt.rs`).
     fn direct_dispatch_target(
         &self,
         workflow_name: &str,
         queue: &str,
         app_version: &str,
-    ) -> Option<Arc<WorkerSession>> {
+    ) -> Option<super::sessions::Placing> {
         if self.is_shutting_down() || self.dispatch.backlog.load(std::sync::atomic::Ordering::Relaxed) {
             return None;
         }
         let now = self.now();
         let lease = Self::ms(self.config.worker_lease);
-        self.sessions.all().into_iter().find(|s| {
-            s.credits() > 0
-                && now - s.last_seen() <= lease
-                && s.serves(workflow_name, queue, app_version)
-                && s.reserve(1) == 1
+        self.sessions.all().into_iter().find_map(|s| {
+            if s.credits() == 0 || now - s.last_seen() > lease || !s.serves(workflow_name, queue, app_version) {
+                return None;
+            }
+            let placing = s.begin_placing()?;
+            (s.reserve(1) == 1).then_some(placing)
         })
     }
 

@@ -357,6 +357,53 @@ pub async fn release_lost_takes_back_only_what_is_still_at_that_epoch(s: Arc<dyn
     assert_eq!(r.dead_lettered, vec!["other".to_string()]);
 }
 
+/// A claim whose answer was lost leaves workflows PENDING for a live stream that never got
+/// them: `release_unsent` takes back exactly those, and nothing the stream was sent, nothing of
+/// another stream's, nothing that moved on.
+pub async fn release_unsent_takes_back_only_what_the_stream_was_never_sent(s: Arc<dyn Store>) {
+    let s = &*s;
+    let named = [("sent", "S"), ("unsent", "U"), ("finished", "F"), ("theirs", "T")];
+    for (id, name) in named {
+        start(s, wf(id, name, "q"), T).await;
+    }
+    s.renew_session_lease(&session("A"), "A", T + 10_000, T).await.unwrap();
+    s.renew_session_lease(&session("B"), "B", T + 10_000, T).await.unwrap();
+    for (id, name) in [("sent", "S"), ("unsent", "U"), ("finished", "F")] {
+        assert_eq!(claim_one(s, "A", name, id, T + 1).await, 1);
+    }
+    assert_eq!(claim_one(s, "B", "T", "theirs", T + 1).await, 1);
+    s.complete_workflow(&fence("finished", 1), Outcome::Output("1".into()), T + 2)
+        .await
+        .unwrap();
+
+    // "sent" went down the stream at epoch 1; a stale note of an older epoch does not cover it.
+    let r = s
+        .release_unsent(&session("A"), &[fence("sent", 1), fence("unsent", 0)], T + 3)
+        .await
+        .unwrap();
+    assert_eq!((r.requeued, r.dead_lettered), (vec!["unsent".to_string()], vec![]));
+    let w = get(s, "unsent").await;
+    assert_eq!(
+        (w.status, w.recovery_attempts),
+        (WorkflowStatus::Enqueued, 0),
+        "the worker never had it: not a recovery"
+    );
+    assert_eq!(get(s, "sent").await.status, WorkflowStatus::Pending);
+    assert_eq!(get(s, "finished").await.status, WorkflowStatus::Success);
+    assert_eq!(
+        get(s, "theirs").await.status,
+        WorkflowStatus::Pending,
+        "another stream's"
+    );
+    // Claimed again, it is dispatched anew at the next epoch.
+    assert_eq!(claim_one(s, "A", "U", "unsent", T + 4).await, 2);
+    // Nothing sent at all: everything the stream owns goes back.
+    let r = s.release_unsent(&session("A"), &[], T + 5).await.unwrap();
+    let mut requeued = r.requeued;
+    requeued.sort();
+    assert_eq!(requeued, vec!["sent".to_string(), "unsent".to_string()]);
+}
+
 pub async fn prune_sessions_only_idle_expired(s: Arc<dyn Store>) {
     let s = &*s;
     start(s, wf("busy", "B", "q"), T).await;

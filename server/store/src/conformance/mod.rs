@@ -97,6 +97,7 @@ macro_rules! conformance_tests {
             release_worker_takes_back_only_its_own,
             refused_writes_leave_the_workflow_claimable_at_once,
             release_lost_takes_back_only_what_is_still_at_that_epoch,
+            release_unsent_takes_back_only_what_the_stream_was_never_sent,
             completion_is_status_gated,
             cancel_and_resume,
             deleting_a_finished_workflow_removes_everything_recorded_for_it,

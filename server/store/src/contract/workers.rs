@@ -114,6 +114,13 @@ pub trait Workers: Send + Sync {
     /// recovery, like `recover_expired`.
     async fn release_lost(&self, lost: &[Fence], max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery>;
 
+    /// Take back the PENDING workflows owned by stream `session_id` that are not among those
+    /// the replica `sent` down it (each at its epoch): a claim or a dispatching start whose
+    /// commit reached the database but whose answer did not (the connection broke), so nothing
+    /// was sent, and the live worker's heartbeats would keep them for ever. Back to ENQUEUED
+    /// without counting a recovery: the worker never had them.
+    async fn release_unsent(&self, session_id: &str, sent: &[Fence], now: Millis) -> StoreResult<Recovery>;
+
     /// Take back the PENDING workflows whose stream's lease ended before `now` (or that have no
     /// live stream at all): each one's recovery count goes up by one and it returns to ENQUEUED,
     /// or becomes MAX_RECOVERY_ATTEMPTS_EXCEEDED when the count passes the limit.

@@ -258,6 +258,27 @@ impl Workers for Backend {
         Ok(self.recovered(rows))
     }
 
+    #[tracing::instrument(name = "store.release_unsent", level = "debug", target = "waymark::store", skip_all)]
+    async fn release_unsent(&self, session_id: &str, sent: &[Fence], now: Millis) -> StoreResult<Recovery> {
+        let ids: Vec<&str> = sent.iter().map(|f| f.workflow_id.as_str()).collect();
+        let epochs: Vec<String> = sent.iter().map(|f| f.epoch.to_string()).collect();
+        let rows: Vec<(String, String)> = sqlx::query_as(concat!(
+            "UPDATE workflows SET status = 'ENQUEUED', updated_at = $1 \
+             WHERE status = 'PENDING' AND session_id = $2 AND NOT EXISTS (SELECT 1 FROM ",
+            pairs!("$3", "$4"),
+            " WHERE k.first = workflows.workflow_id AND CAST(k.second AS BIGINT) = workflows.epoch) \
+             RETURNING workflow_id, status"
+        ))
+        .bind(now)
+        .bind(session_id)
+        .bind(dialect::list(&ids))
+        .bind(dialect::list(&epochs))
+        .fetch_all(self.writer())
+        .await
+        .map_err(db_error)?;
+        Ok(self.recovered(rows))
+    }
+
     #[tracing::instrument(name = "store.recover_expired", level = "debug", target = "waymark::store", skip_all)]
     async fn recover_expired(&self, max_recovery_attempts: u32, now: Millis) -> StoreResult<Recovery> {
         // Replicas recovering at the same time split the rows instead of waiting on each other
