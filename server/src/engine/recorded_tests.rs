@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use waymark_store::conformance::{claim_one, fence, get, session, start, step, wf, T};
 use waymark_store::*;
+use waymark_store_conformance::{claim_one, fence, get, session, start, step, wf, T};
 
 use super::recorded;
 
@@ -21,7 +21,7 @@ macro_rules! on_both_stores {
         mod $module {$(
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
-                let Some(fixture) = waymark_store::conformance::fixtures::$fixture().await else { return };
+                let Some(fixture) = waymark_store_conformance::fixtures::$fixture().await else { return };
                 super::$case(fixture.store.clone()).await;
                 drop(fixture.store);
                 fixture.dispose.await;

@@ -3,7 +3,8 @@
 //! No driver types and no SQL cross this boundary. Two implementations live beside it —
 //! [`sqlite::SqliteStore`] (the embedded default) and [`postgres::PostgresStore`] (production,
 //! shared by any number of server replicas) — sharing the SQL written once in `sql/`, and one
-//! conformance suite ([`conformance`]) runs the same cases against both. The contract is one
+//! conformance suite (crate `waymark-store-conformance`, in `conformance/`) runs the same cases
+//! against both. The contract is one
 //! trait per concern (`contract/`) plus a transaction handle ([`Transaction`]).
 //!
 //! Time is passed in by the caller as milliseconds since the Unix epoch, so the engine's clock
@@ -20,8 +21,6 @@ use serde::{Deserialize, Serialize};
 
 mod batch;
 pub mod changes;
-#[doc(hidden)]
-pub mod conformance;
 mod contract;
 mod messaging;
 pub mod postgres;

@@ -2,9 +2,9 @@
 //! named by WAYMARK_TEST_POSTGRES_URL (which `integration-tests/with-postgres.sh` provides).
 
 use sqlx::{Connection, PgConnection};
-use waymark_store::conformance::fixtures::postgres_database as fresh_database;
+use waymark_store_conformance::fixtures::postgres_database as fresh_database;
 
-waymark_store::conformance_tests!(waymark_store::conformance::fixtures::postgres);
+waymark_store_conformance::conformance_tests!(waymark_store_conformance::fixtures::postgres);
 
 /// PostgreSQL-specific: the step fast path must lock the workflow row (`FOR SHARE`). Without
 /// the lock its snapshot still shows the old PENDING row while a requeue or re-dispatch is
@@ -19,7 +19,7 @@ async fn step_write_waits_for_an_uncommitted_requeue() {
         return;
     };
     let s = fixture.store.clone();
-    let t = waymark_store::conformance::T;
+    let t = waymark_store_conformance::T;
     let new = NewWorkflow {
         workflow_id: "w".into(),
         workflow_name: "A".into(),
@@ -110,7 +110,7 @@ async fn a_finish_that_wakes_a_parked_workflow_announces_enqueued_work() {
         return;
     };
     let s = fixture.store.clone();
-    let t = waymark_store::conformance::T;
+    let t = waymark_store_conformance::T;
     let mut changes = s.subscribe().await.unwrap().expect("PostgreSQL announces changes");
     let running = |id: &str| NewWorkflow {
         workflow_id: id.into(),
@@ -226,7 +226,7 @@ async fn the_retention_collector_skips_its_turn_while_another_replica_collects()
         return;
     };
     let s = fixture.store.clone();
-    let t = waymark_store::conformance::T;
+    let t = waymark_store_conformance::T;
     let new = NewWorkflow {
         workflow_id: "done".into(),
         workflow_name: "A".into(),

@@ -1,6 +1,6 @@
 //! The conformance suite against SQLite: each case on its own new database file.
 
-waymark_store::conformance_tests!(waymark_store::conformance::fixtures::sqlite);
+waymark_store_conformance::conformance_tests!(waymark_store_conformance::fixtures::sqlite);
 
 /// Every table whose rows go with their workflow (`ON DELETE CASCADE`) must find a workflow's
 /// rows through an index: the cascade runs once per deleted workflow, and a scan there makes

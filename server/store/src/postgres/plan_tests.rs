@@ -10,7 +10,7 @@
 use sqlx::{Connection, PgConnection};
 
 use super::{commit, completions};
-use crate::conformance::{fixtures::postgres_database, Fixture};
+use waymark_store_conformance::{fixtures::postgres_database, Fixture};
 
 /// Indexes whose predicate is a status alone: a lookup by id must never go through one.
 const STATUS_INDEXES: [&str; 6] = [

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use sqlx::{Connection, PgConnection};
 
 use super::Fixture;
-use crate::{postgres::PostgresStore, sqlite::SqliteStore};
+use waymark_store::{postgres::PostgresStore, sqlite::SqliteStore};
 
 /// A new SQLite database file for one case.
 pub async fn sqlite() -> Option<Fixture> {

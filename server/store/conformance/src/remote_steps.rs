@@ -309,7 +309,7 @@ pub async fn select_records_the_first_to_finish(s: Arc<dyn Store>) {
             ..wf(id, "C", "q")
         };
         assert!(tx.insert_child("parent", &child).await.unwrap());
-        let started = crate::recorded::child_started_output(id);
+        let started = waymark_store::recorded::child_started_output(id);
         assert!(tx.record_step(&f, step, START_CHILD_STEP, &started).await.unwrap());
     }
     tx.commit(Vec::new()).await.unwrap();

@@ -6,7 +6,7 @@
 //!
 //! ```ignore
 //! async fn fresh() -> Option<Fixture> { /* new database */ }
-//! waymark_store::conformance_tests!(fresh);
+//! waymark_store_conformance::conformance_tests!(fresh);
 //! ```
 //!
 //! Time is injected: every case runs at fixed instants around [`T`], so lease expiry and
@@ -14,7 +14,7 @@
 
 use std::{future::Future, pin::Pin, sync::Arc};
 
-use crate::*;
+use waymark_store::*;
 
 mod children;
 mod dispatch;
@@ -159,7 +159,7 @@ macro_rules! conformance_tests {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn $case() {
             let Some(fixture) = $fresh().await else { return };
-            $crate::conformance::$case(fixture.store.clone()).await;
+            $crate::$case(fixture.store.clone()).await;
             drop(fixture.store);
             fixture.dispose.await;
         }
