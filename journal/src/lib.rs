@@ -10,11 +10,9 @@
 //! - [`NonDeterminism`]: the one error a replay that diverges from its history gets.
 //! - [`retry`] and [`select`]: decisions about remote steps and waits over several targets,
 //!   made the same way wherever they are made.
-//! - [`admission`]: which of a limited queue's waiting workflows one claim takes.
 //!
 //! No I/O and no async runtime: everything here is tested with plain values.
 
-pub mod admission;
 pub mod history;
 pub mod names;
 mod nondeterminism;

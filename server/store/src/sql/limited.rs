@@ -2,10 +2,10 @@
 //! (PostgreSQL's `FOR UPDATE`; SQLite's one writer), so every claimer of that queue — on any
 //! replica — takes its turn, and the counts it reads include everything the previous holder
 //! admitted. The store counts and reads the heads of the backlog; what goes out is decided in
-//! `waymark_journal::admission`. Reading each partition's heads differs by backend
+//! `queues::admission`. Reading each partition's heads differs by backend
 //! (`partition_heads` in each `flow.rs`).
 
-use waymark_journal::admission::{self, Load};
+use crate::queues::admission::{self, Load};
 
 use super::{dialect, Backend, Db};
 use crate::queues::{queue_columns, QueueRow};

@@ -6,8 +6,10 @@ use crate::{Millis, StoreError, StoreResult};
 /// The queue that always exists.
 pub const DEFAULT_QUEUE: &str = "default";
 
-/// The limits are the admission policy's input, defined with it in the journal crate.
-pub use waymark_journal::admission::{QueueLimits, RateLimit};
+pub mod admission;
+
+/// The limits are the admission policy's input, defined with it.
+pub use admission::{QueueLimits, RateLimit};
 
 /// A change to some of a queue's limits: `Some(v)` sets the limit to `v` (`None` inside
 /// removes it); `None` leaves it as it is. Applied to the stored row under its lock, so two
