@@ -74,9 +74,10 @@ $(GRPCURL):
 $(BUF):
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf@$(BUF_VERSION)
 
-lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), buf lint and buf breaking against the last release tag, each SDK's lint (stale generated code fails), the polyglot example's, the console's, the crates as cargo would package them, and docs/reference fresh (docs/gen.py)
+lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), the server's parts used in one direction only (server/check-layers.py), buf lint and buf breaking against the last release tag, each SDK's lint (stale generated code fails), the polyglot example's, the console's, the crates as cargo would package them, and docs/reference fresh (docs/gen.py)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	python3 server/check-layers.py
 	cd proto && ../$(BUF) lint
 	bash proto/check-breaking.sh $(BUF)
 	bash proto/test-check-breaking.sh $(BUF)

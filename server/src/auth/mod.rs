@@ -73,24 +73,10 @@ impl Principal {
     }
 }
 
-pub fn pattern_matches(pattern: &str, name: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => name == pattern,
-    }
-}
-
-pub fn unauthenticated() -> EngineError {
-    EngineError::new(
-        ErrorCode::Unauthenticated,
-        "UNAUTHENTICATED",
-        "a valid API key is required: send `authorization: Bearer <key>`",
-    )
-}
-
-pub fn permission_denied(what: impl Into<String>) -> EngineError {
-    EngineError::new(ErrorCode::PermissionDenied, "PERMISSION_DENIED", what)
-}
+// Defined with the engine, which checks them too (a worker's reach, a remote step's server);
+// the engine knows nothing of keys.
+pub use crate::engine::error::{permission_denied, unauthenticated};
+pub use crate::engine::validate::pattern_matches;
 
 /// How often a long call (an open worker stream, AwaitWorkflow, GetEvent, ReadStream) checks
 /// that its key is still good — through the key cache, so mostly without a database read: a

@@ -5,7 +5,7 @@ use clap::Subcommand;
 use waymark_sdk::{ApiKeyInfo, ApiKeySpec, Role};
 
 use super::{output, ConnectionArgs};
-use crate::server::parse_duration;
+use crate::duration::parse_duration;
 
 #[derive(Subcommand, Debug)]
 pub enum KeyCommand {

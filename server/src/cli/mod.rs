@@ -7,7 +7,10 @@
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::server::{parse_duration, ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN};
+use crate::{
+    duration::parse_duration,
+    server::{ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN},
+};
 
 pub mod backup;
 pub mod health;

@@ -32,6 +32,20 @@ pub struct EngineError {
 
 pub type EngineResult<T> = Result<T, EngineError>;
 
+/// A call without a valid API key.
+pub fn unauthenticated() -> EngineError {
+    EngineError::new(
+        ErrorCode::Unauthenticated,
+        "UNAUTHENTICATED",
+        "a valid API key is required: send `authorization: Bearer <key>`",
+    )
+}
+
+/// A call its key may not make; `what` says what was refused.
+pub fn permission_denied(what: impl Into<String>) -> EngineError {
+    EngineError::new(ErrorCode::PermissionDenied, "PERMISSION_DENIED", what)
+}
+
 impl EngineError {
     pub fn new(code: ErrorCode, reason: &'static str, message: impl Into<String>) -> Self {
         EngineError {

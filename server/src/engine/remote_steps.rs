@@ -15,8 +15,8 @@ use waymark_store::{
     TraceContext, WaitFor, WaitTarget,
 };
 
+use super::error::permission_denied;
 use super::{validate, waits::step_waits::StepWaiter, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
-use crate::auth::permission_denied;
 
 /// Most attempts claimed for one worker in one round trip.
 const MAX_BATCH: u32 = 64;

@@ -115,7 +115,7 @@ pub fn parse_rule(text: &str) -> Result<RetentionRule, String> {
         .ok_or_else(|| format!("{text:?}: expected SELECTORS=DURATION, e.g. queue:payments=30d"))?;
     let keep = match keep.trim() {
         "forever" => None,
-        d => Some(crate::server::parse_duration(d)?),
+        d => Some(crate::duration::parse_duration(d)?),
     };
     let mut rule = RetentionRule {
         namespace: None,

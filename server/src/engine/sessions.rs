@@ -58,9 +58,13 @@ pub struct Registration {
 }
 
 impl Registration {
-    /// Whether this worker's key covers `name` (see [`crate::auth::pattern_matches`]).
+    /// Whether this worker's key covers `name` (see [`super::validate::pattern_matches`]).
     pub fn reaches(&self, name: &str) -> bool {
-        self.name_patterns.is_empty() || self.name_patterns.iter().any(|p| crate::auth::pattern_matches(p, name))
+        self.name_patterns.is_empty()
+            || self
+                .name_patterns
+                .iter()
+                .any(|p| super::validate::pattern_matches(p, name))
     }
 }
 

@@ -19,6 +19,14 @@ fn is_invisible_formatting(c: char) -> bool {
     )
 }
 
+/// Whether `name` matches a key's name pattern: the name itself, or a prefix and a closing `*`.
+pub fn pattern_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
+}
+
 /// Ids and names: 1-256 characters, no control characters, no invisible formatting characters.
 pub fn name(field: &str, value: &str) -> EngineResult<()> {
     if value.is_empty() {

@@ -421,7 +421,7 @@ impl Engine {
 
 /// A worker key reaching for a workflow its patterns do not cover.
 pub(crate) fn out_of_reach(workflow_name: &str) -> EngineError {
-    crate::auth::permission_denied(format!(
+    super::error::permission_denied(format!(
         "this worker's key does not reach workflows named {workflow_name:?}"
     ))
 }
