@@ -28,7 +28,7 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 run: ## Start the server on the embedded SQLite database (./.waymark/) at 127.0.0.1:7450, its console at http://127.0.0.1:7451/
-	$(CARGO) run -p waymark-server --bin waymark -- server
+	$(CARGO) run -p waymark-cli --bin waymark -- server
 
 build: ## Build the server, the SDK examples and the test binaries
 	$(CARGO) build --workspace --bins --examples
@@ -85,7 +85,7 @@ lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), the serve
 	$(MAKE) -C $(POLYGLOT) lint
 	$(MAKE) -C console lint
 	$(CARGO) package --workspace --exclude waymark-integration-tests --no-verify --allow-dirty --quiet
-	$(CARGO) build -p waymark-server --bin waymark
+	$(CARGO) build -p waymark-cli --bin waymark
 	python3 docs/gen.py --check $(TARGET_DIR)/debug/waymark
 
 proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at build time; each SDK's committed code)
@@ -94,7 +94,7 @@ proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at buil
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s proto BUF=$(abspath $(BUF)); done
 
 bench: ## Load generator on SQLite and PostgreSQL (release build); prints rates and ratios, or fails naming the workload whose workflows did not all succeed
-	$(CARGO) build --release -p waymark-server -p waymark-integration-tests --bins
+	$(CARGO) build --release -p waymark-cli -p waymark-integration-tests --bins
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s bench-worker; done
 	bash integration-tests/with-postgres.sh $(TARGET_DIR)/release/waymark-bench
 	$(MAKE) bench-console
@@ -102,7 +102,7 @@ bench: ## Load generator on SQLite and PostgreSQL (release build); prints rates 
 # The browser test, run on the release build for its timings: the list and a workflow page,
 # from navigation to painted, on a database of a million workflows (reported, not a pass mark).
 bench-console: deps ## The console's pages timed in headless Chromium on a million workflows (release build)
-	$(CARGO) build --release -p waymark-server -p waymark-integration-tests --bins
+	$(CARGO) build --release -p waymark-cli -p waymark-integration-tests --bins
 	set -o pipefail; WAYMARK_BIN=$(abspath $(TARGET_DIR))/release/waymark \
 	  WAYMARK_SEED_BIN=$(abspath $(TARGET_DIR))/release/waymark-test-seed \
 	  node --test --test-reporter=tap console/test/console.test.mjs > $(TARGET_DIR)/console-bench.tap || \
@@ -112,7 +112,7 @@ bench-console: deps ## The console's pages timed in headless Chromium on a milli
 # The server logs at info: its debug lines (one per dispatch, step and completion) would come to
 # hundreds of MB over the run.
 soak: ## PostgreSQL at half the measured maximum for SOAK_MINUTES (10), a worker SIGKILLed every 30-60 s; fails if a workflow is lost or failed
-	$(CARGO) build --release -p waymark-server -p waymark-integration-tests --bins
+	$(CARGO) build --release -p waymark-cli -p waymark-integration-tests --bins
 	WAYMARK_LOG=$${WAYMARK_LOG:-info} bash integration-tests/with-postgres.sh \
 		$(TARGET_DIR)/release/waymark-bench soak --minutes $(SOAK_MINUTES)
 

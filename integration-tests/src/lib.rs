@@ -109,7 +109,7 @@ pub fn waymark_bin() -> PathBuf {
     let bin = dir.join("waymark");
     assert!(
         bin.exists(),
-        "{} not found: build it first with `cargo build -p waymark-server` (make test does)",
+        "{} not found: build it first with `cargo build -p waymark-cli` (make test does)",
         bin.display()
     );
     bin

@@ -31,7 +31,7 @@ poll() {
 }
 
 echo "== building"
-(cd "$root" && cargo build -q -p waymark-server --bin waymark -p waymark-sdk --example polyglot)
+(cd "$root" && cargo build -q -p waymark-cli --bin waymark -p waymark-sdk --example polyglot)
 make -s -C "$here" build >/dev/null
 waymark=${WAYMARK_BIN:-$root/target/debug/waymark}
 py=$root/sdk-clients/python/.venv/bin/python

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use waymark_sdk::{QueueInfo, QueueLimits, QueueUpdate};
 
 use super::{output, ClientArgs};
-use crate::duration::parse_duration;
+use waymark_server::duration::parse_duration;
 
 /// The limits a create or update sets.
 #[derive(Args, Debug, Clone)]

@@ -16,7 +16,7 @@ pub struct HealthArgs {
     #[arg(long)]
     pub ready: bool,
     /// Give up after this long.
-    #[arg(long, default_value = "5s", value_parser = crate::duration::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = waymark_server::duration::parse_duration)]
     pub timeout: Duration,
 }
 

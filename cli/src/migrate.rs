@@ -5,8 +5,8 @@
 use clap::Args;
 use waymark_store::SchemaPolicy;
 
-use crate::namespaces::Storage;
-use crate::server::{open_store_with, DEFAULT_DATABASE_URL};
+use waymark_server::namespaces::Storage;
+use waymark_server::server::{open_store_with, DEFAULT_DATABASE_URL};
 
 #[derive(Args, Debug)]
 pub struct MigrateArgs {

@@ -5,7 +5,7 @@
 
 use clap::Args;
 
-use crate::server::DEFAULT_DATABASE_URL;
+use waymark_server::server::DEFAULT_DATABASE_URL;
 
 #[derive(Args, Debug)]
 pub struct BackupArgs {

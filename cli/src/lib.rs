@@ -7,7 +7,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::{
+use waymark_server::{
     duration::parse_duration,
     server::{ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN},
 };
@@ -158,8 +158,8 @@ pub struct ServerArgs {
     /// `namespace:NAME`, `queue:NAME`, `status:STATUS` joined by commas, e.g.
     /// `queue:payments,status:ERROR=90d`. Repeatable; the first rule that covers a workflow
     /// decides, `--retention` takes the rest.
-    #[arg(long = "retention-rule", value_parser = crate::engine::retention::parse_rule, env = "WAYMARK_RETENTION_RULE", value_delimiter = ';')]
-    pub retention_rules: Vec<crate::engine::retention::RetentionRule>,
+    #[arg(long = "retention-rule", value_parser = waymark_server::engine::retention::parse_rule, env = "WAYMARK_RETENTION_RULE", value_delimiter = ';')]
+    pub retention_rules: Vec<waymark_server::engine::retention::RetentionRule>,
     /// Most finished workflows the retention collector deletes per second on this replica. It
     /// goes slower when its batches take longer (a busy database): it spends at most a quarter
     /// of the time in them.
@@ -232,9 +232,9 @@ pub struct ServerArgs {
     /// --listen (127.0.0.1:7451), or a free port when that one is taken; the start-up log and
     /// `waymark workflow get` print its address. Beyond loopback it needs --auth and TLS, as
     /// --listen does.
-    #[arg(long, value_name = "ADDR|off", value_parser = crate::console::ConsoleListen::parse,
+    #[arg(long, value_name = "ADDR|off", value_parser = waymark_server::console::ConsoleListen::parse,
         env = "WAYMARK_CONSOLE_LISTEN")]
-    pub console_listen: Option<crate::console::ConsoleListen>,
+    pub console_listen: Option<waymark_server::console::ConsoleListen>,
     /// The console offers no write action, whatever the key: calls through its port that would
     /// change anything are refused (CONSOLE_READ_ONLY).
     #[arg(long, env = "WAYMARK_CONSOLE_READ_ONLY", value_parser = clap::builder::BoolishValueParser::new())]
@@ -243,8 +243,8 @@ pub struct ServerArgs {
 
 impl ServerArgs {
     /// How the replica logs and exports spans.
-    pub fn telemetry(&self) -> crate::telemetry::TelemetryOptions {
-        crate::telemetry::TelemetryOptions {
+    pub fn telemetry(&self) -> waymark_server::telemetry::TelemetryOptions {
+        waymark_server::telemetry::TelemetryOptions {
             log_json: self.log_format == "json",
             // The variable OpenTelemetry's exporters read, when ours is not set.
             otlp_endpoint: self.otlp_endpoint.clone().or_else(|| {
@@ -264,7 +264,7 @@ impl ServerArgs {
             access_log: self.access_log,
             database_url: self.database_url.clone(),
             notify: !self.no_notify,
-            security: crate::server::SecurityOptions {
+            security: waymark_server::server::SecurityOptions {
                 auth: self.auth,
                 init_admin_key_file: self.init_admin_key_file.clone(),
                 admin_key_file: self.admin_key_file.clone(),
@@ -278,7 +278,7 @@ impl ServerArgs {
             max_namespaces: self.max_namespaces as usize,
             db_pool_size: self.db_pool_size,
             db_namespace_pool_size: self.db_namespace_pool_size,
-            console: crate::console::ConsoleOptions {
+            console: waymark_server::console::ConsoleOptions {
                 listen: self.console_listen.clone().unwrap_or_default(),
                 read_only: self.console_read_only,
             },
@@ -287,7 +287,7 @@ impl ServerArgs {
             } else {
                 waymark_store::SchemaPolicy::Migrate
             },
-            engine: crate::engine::EngineConfig {
+            engine: waymark_server::engine::EngineConfig {
                 worker_lease: self.worker_lease,
                 heartbeat_interval: self.heartbeat_interval,
                 recovery_grace: self.recovery_grace,
@@ -301,7 +301,7 @@ impl ServerArgs {
                 max_waits: self.max_waits as usize,
                 max_unread_messages: self.max_unread_messages,
                 request_timeout: self.request_timeout,
-                retention: crate::engine::retention::Retention {
+                retention: waymark_server::engine::retention::Retention {
                     rules: self.retention_rules.clone(),
                     default_keep: self.retention,
                     rate: self.retention_rate,

@@ -10,7 +10,7 @@ use super::{
     workflow_view::{print_json, print_steps, show},
     ClientArgs,
 };
-use crate::duration::parse_duration;
+use waymark_server::duration::parse_duration;
 
 #[derive(Subcommand, Debug)]
 pub enum WorkflowCommand {

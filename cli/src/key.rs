@@ -5,7 +5,7 @@ use clap::Subcommand;
 use waymark_sdk::{ApiKeyInfo, ApiKeySpec, Role};
 
 use super::{output, ConnectionArgs};
-use crate::duration::parse_duration;
+use waymark_server::duration::parse_duration;
 
 #[derive(Subcommand, Debug)]
 pub enum KeyCommand {
@@ -95,15 +95,16 @@ fn print_keys(keys: &[ApiKeyInfo]) {
 
 /// Creates the key in the database itself, as a server would (no server needed).
 async fn create_in_database(url: &str, spec: ApiKeySpec) -> anyhow::Result<(ApiKeyInfo, String)> {
-    use crate::auth::{Authenticator, KeySpec};
-    let store = crate::server::open_store(url, false).await?;
-    let clock: std::sync::Arc<dyn crate::engine::Clock> = std::sync::Arc::new(crate::engine::SystemClock);
+    use waymark_server::auth::{Authenticator, KeySpec};
+    let store = waymark_server::server::open_store(url, false).await?;
+    let clock: std::sync::Arc<dyn waymark_server::engine::Clock> =
+        std::sync::Arc::new(waymark_server::engine::SystemClock);
     let auth = Authenticator::new(true, store, clock, std::time::Duration::ZERO);
     let role = match spec.role {
-        Role::Reader => crate::auth::Role::Reader,
-        Role::Client => crate::auth::Role::Client,
-        Role::Worker => crate::auth::Role::Worker,
-        Role::Admin => crate::auth::Role::Admin,
+        Role::Reader => waymark_server::auth::Role::Reader,
+        Role::Client => waymark_server::auth::Role::Client,
+        Role::Worker => waymark_server::auth::Role::Worker,
+        Role::Admin => waymark_server::auth::Role::Admin,
     };
     let created = auth
         .create_key(
@@ -148,8 +149,9 @@ pub async fn run(cmd: KeyCommand) -> anyhow::Result<i32> {
                 role,
                 namespaces,
                 name_patterns: patterns,
-                expires_at_ms: expires
-                    .map(|d| crate::engine::Clock::now(&crate::engine::SystemClock) + d.as_millis() as i64),
+                expires_at_ms: expires.map(|d| {
+                    waymark_server::engine::Clock::now(&waymark_server::engine::SystemClock) + d.as_millis() as i64
+                }),
             };
             let (info, text) = match database_url {
                 Some(url) => create_in_database(&url, spec).await?,
@@ -169,7 +171,7 @@ pub async fn run(cmd: KeyCommand) -> anyhow::Result<i32> {
             }
         }
         KeyCommand::Generate => {
-            println!("{}", crate::auth::key::generate().text);
+            println!("{}", waymark_server::auth::key::generate().text);
         }
         KeyCommand::List { connection, json } => {
             let keys = connection.connect().await?.list_api_keys().await?;

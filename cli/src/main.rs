@@ -1,7 +1,7 @@
 //! `waymark`: the server (`waymark server`) and the command line (`waymark workflow …`).
 
-use waymark_server::cli::run_client;
-use waymark_server::cli::settings::{self, Parsed};
+use waymark_cli::run_client;
+use waymark_cli::settings::{self, Parsed};
 
 /// The command line ends quietly when its reader goes away (`waymark workflow list | head -1`),
 /// as command-line tools do: Rust ignores SIGPIPE, which turns every later print into a panic.

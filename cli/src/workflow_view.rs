@@ -106,7 +106,7 @@ pub(super) async fn print_console_link(c: &waymark_sdk::Client, namespace: Optio
         (None, Some([only])) if only != "*" => only.clone(),
         _ => "default".to_string(),
     };
-    let info = crate::console::ConsoleInfo {
+    let info = waymark_server::console::ConsoleInfo {
         url: Some(base),
         read_only: me.console_read_only,
     };
