@@ -1,51 +1,55 @@
-//! What every command of the worker stream shares: the fence taken off the request once, as it
-//! is decoded, and one shape of answer — a reply, or an engine error the stream turns into a
-//! `ReplyError`.
+//! What every command of the worker stream shares: the [`Command`] each request kind is, the
+//! fence taken off the request once, as it is decoded, and one shape of answer — a reply, or an
+//! engine error the stream turns into a `ReplyError`.
+
+use std::sync::Arc;
 
 use waymark_proto::v1::{self, reply};
 use waymark_store::Fence;
 
 use crate::{
     api::{convert, status},
-    engine::EngineError,
+    engine::{Engine, EngineError, WorkerSession},
 };
 
 /// A command's answer: the reply the worker gets, or why not.
 pub type Answer = Result<reply::Result, EngineError>;
 
-/// The requests that write for a workflow carry its id and the epoch of their dispatch.
-pub trait Fenced {
-    /// Takes the fence out of the request (the id is moved, not copied).
-    fn fence(&mut self) -> Fence;
+/// One request kind of the worker stream, in a file of its own. `route.rs` lists every command
+/// once; its routing and its span (see `span.rs`) come from that list and this trait.
+pub(super) trait Command: Sized {
+    /// The workflow it is for, and the epoch and step it carries (for its span).
+    fn about(&self) -> About<'_>;
+    /// Takes the fence off the request, converts the rest, calls the engine and answers.
+    async fn apply(self, engine: &Engine, session: &Arc<WorkerSession>) -> Answer;
 }
 
-macro_rules! fenced {
-    ($($t:ty),* $(,)?) => {
-        $(impl Fenced for $t {
-            fn fence(&mut self) -> Fence {
-                Fence {
-                    workflow_id: std::mem::take(&mut self.workflow_id),
-                    epoch: self.epoch,
-                }
-            }
-        })*
-    };
+/// What a command is about: the workflow, and its epoch and step where it has them.
+pub(super) struct About<'a> {
+    pub workflow_id: &'a str,
+    pub epoch: Option<u64>,
+    pub step_id: Option<u32>,
 }
 
-fenced!(
-    v1::RecordStep,
-    v1::CompleteWorkflow,
-    v1::SendMessageStep,
-    v1::Recv,
-    v1::SetEvent,
-    v1::GetEventStep,
-    v1::WriteStream,
-    v1::StartChild,
-    v1::AwaitChild,
-    v1::Park,
-    v1::CallStep,
-    v1::Select,
-);
+impl<'a> About<'a> {
+    /// A command that writes step `step_id` of a workflow, under its dispatch's epoch.
+    pub fn step(workflow_id: &'a str, epoch: u64, step_id: u32) -> About<'a> {
+        About {
+            workflow_id,
+            epoch: Some(epoch),
+            step_id: Some(step_id),
+        }
+    }
+}
+
+/// The fence of a request that writes for a workflow: its id (moved out, not copied) and the
+/// epoch of the dispatch it writes under.
+pub fn take_fence(workflow_id: &mut String, epoch: u64) -> Fence {
+    Fence {
+        workflow_id: std::mem::take(workflow_id),
+        epoch,
+    }
+}
 
 /// A malformed field, as the engine's INVALID_ARGUMENT.
 pub fn invalid(s: tonic::Status) -> EngineError {

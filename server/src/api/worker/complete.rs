@@ -1,10 +1,12 @@
 //! `CompleteWorkflow`: the workflow's outcome, with the last steps it held back.
 
+use std::sync::Arc;
+
 use waymark_proto::v1::{self, reply};
 use waymark_store::{Completed, NewStep, Outcome};
 
 use super::{
-    command::{payload_text, Answer, Fenced},
+    command::{payload_text, take_fence, About, Answer, Command},
     record_step::new_step,
 };
 use crate::{
@@ -22,8 +24,27 @@ fn completed(c: Completed) -> v1::WorkflowCompleted {
     }
 }
 
-pub async fn apply(engine: &Engine, session: &WorkerSession, mut c: v1::CompleteWorkflow) -> Answer {
-    let fence = c.fence();
+impl Command for v1::CompleteWorkflow {
+    fn about(&self) -> About<'_> {
+        About {
+            workflow_id: &self.workflow_id,
+            epoch: Some(self.epoch),
+            step_id: None,
+        }
+    }
+
+    async fn apply(mut self, engine: &Engine, session: &Arc<WorkerSession>) -> Answer {
+        let fence = take_fence(&mut self.workflow_id, self.epoch);
+        complete(engine, session, fence, self).await
+    }
+}
+
+async fn complete(
+    engine: &Engine,
+    session: &WorkerSession,
+    fence: waymark_store::Fence,
+    c: v1::CompleteWorkflow,
+) -> Answer {
     let now = engine.now_ms();
     if let Some(v1::complete_workflow::Outcome::ContinueAsNew(next)) = c.outcome {
         let input = payload_text("the next run's input", next.input.as_ref())?;

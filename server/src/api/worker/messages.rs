@@ -4,25 +4,39 @@ use std::sync::Arc;
 
 use waymark_proto::v1::{self, reply};
 
-use super::command::{payload_text, wait_outcome, Answer, Fenced};
+use super::command::{payload_text, take_fence, wait_outcome, About, Answer, Command};
 use crate::engine::{Engine, WorkerSession};
 
-pub async fn send(engine: &Engine, session: &WorkerSession, mut m: v1::SendMessageStep) -> Answer {
-    let fence = m.fence();
-    let message = payload_text("message", m.message.as_ref())?;
-    let message_id = engine
-        .send_message_step(session, fence, m.step_id, m.destination_id, m.topic, message)
-        .await?;
-    Ok(reply::Result::MessageSent(v1::MessageSent { message_id }))
+impl Command for v1::SendMessageStep {
+    fn about(&self) -> About<'_> {
+        About::step(&self.workflow_id, self.epoch, self.step_id)
+    }
+
+    async fn apply(mut self, engine: &Engine, session: &Arc<WorkerSession>) -> Answer {
+        let fence = take_fence(&mut self.workflow_id, self.epoch);
+        let message = payload_text("message", self.message.as_ref())?;
+        let message_id = engine
+            .send_message_step(session, fence, self.step_id, self.destination_id, self.topic, message)
+            .await?;
+        Ok(reply::Result::MessageSent(v1::MessageSent { message_id }))
+    }
 }
 
-pub async fn recv(engine: &Engine, session: &Arc<WorkerSession>, mut r: v1::Recv) -> Answer {
-    let fence = r.fence();
-    let received = engine.recv(session, fence, r.step_id, r.topic, r.deadline_ms).await?;
-    let (outcome, message) = wait_outcome(received);
-    Ok(reply::Result::RecvResult(v1::RecvResult {
-        outcome: outcome as i32,
-        message,
-        server_now_ms: engine.now_ms(),
-    }))
+impl Command for v1::Recv {
+    fn about(&self) -> About<'_> {
+        About::step(&self.workflow_id, self.epoch, self.step_id)
+    }
+
+    async fn apply(mut self, engine: &Engine, session: &Arc<WorkerSession>) -> Answer {
+        let fence = take_fence(&mut self.workflow_id, self.epoch);
+        let received = engine
+            .recv(session, fence, self.step_id, self.topic, self.deadline_ms)
+            .await?;
+        let (outcome, message) = wait_outcome(received);
+        Ok(reply::Result::RecvResult(v1::RecvResult {
+            outcome: outcome as i32,
+            message,
+            server_now_ms: engine.now_ms(),
+        }))
+    }
 }

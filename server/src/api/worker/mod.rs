@@ -2,9 +2,10 @@
 //! on its own task (so many workflows' checkpoints are in flight together); the engine's pushes
 //! (dispatch, wakeup, cancel, drain) join the replies on the way out.
 //!
-//! Each request kind is a command in a file of its own: it takes the fence off the request,
-//! converts the rest, makes one engine call and answers a reply or an error (`route.rs` maps a
-//! message to its command). Adding a request to the stream is one file and one match arm.
+//! Each request kind is a command in a file of its own (`command::Command`): it takes the fence
+//! off the request, converts the rest, makes one engine call and answers a reply or an error.
+//! `route.rs` lists the commands once; routing and spans come from that list. Adding a request
+//! to the stream is one file and one line of that list.
 
 mod children;
 mod command;

@@ -1,9 +1,11 @@
 //! `RecordStep`: checkpoint one step's outcome.
 
+use std::sync::Arc;
+
 use waymark_proto::v1::{self, reply};
 use waymark_store::{Millis, NewStep, Outcome};
 
-use super::command::{payload_text, Answer, Fenced};
+use super::command::{payload_text, take_fence, About, Answer, Command};
 use crate::{
     api::convert,
     engine::{Engine, EngineError, WorkerSession},
@@ -44,12 +46,18 @@ pub fn new_step(r: v1::RecordStep, now: Millis) -> Result<NewStep, EngineError> 
     })
 }
 
-pub async fn apply(engine: &Engine, session: &WorkerSession, mut r: v1::RecordStep) -> Answer {
-    let fence = r.fence();
-    engine
-        .record_step(session, fence, new_step(r, engine.now_ms())?)
-        .await?;
-    Ok(reply::Result::StepRecorded(v1::StepRecorded {}))
+impl Command for v1::RecordStep {
+    fn about(&self) -> About<'_> {
+        About::step(&self.workflow_id, self.epoch, self.step_id)
+    }
+
+    async fn apply(mut self, engine: &Engine, session: &Arc<WorkerSession>) -> Answer {
+        let fence = take_fence(&mut self.workflow_id, self.epoch);
+        engine
+            .record_step(session, fence, new_step(self, engine.now_ms())?)
+            .await?;
+        Ok(reply::Result::StepRecorded(v1::StepRecorded {}))
+    }
 }
 
 #[cfg(test)]

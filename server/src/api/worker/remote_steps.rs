@@ -7,7 +7,7 @@ use std::sync::Arc;
 use waymark_proto::v1::{self, reply};
 use waymark_store::{Outcome, StepAttempt, StepPolicy, WaitFor, WaitTarget};
 
-use super::command::{invalid, payload_text, Answer, Fenced};
+use super::command::{invalid, payload_text, take_fence, About, Answer, Command};
 use crate::{
     api::convert,
     engine::{
@@ -39,8 +39,45 @@ fn policy(retry: Option<&v1::RetryPolicy>, timeout: Option<&prost_types::Duratio
     Ok(p)
 }
 
-pub async fn call(engine: &Engine, session: &Arc<WorkerSession>, mut c: v1::CallStep) -> Answer {
-    let fence = c.fence();
+impl Command for v1::CallStep {
+    fn about(&self) -> About<'_> {
+        About::step(&self.workflow_id, self.epoch, self.step_id)
+    }
+
+    async fn apply(mut self, engine: &Engine, session: &Arc<WorkerSession>) -> Answer {
+        let fence = take_fence(&mut self.workflow_id, self.epoch);
+        call(engine, session, fence, self).await
+    }
+}
+
+impl Command for v1::StepResult {
+    /// Fenced by its attempt, not by an epoch: the worker running a remote step holds no
+    /// workflow.
+    fn about(&self) -> About<'_> {
+        About {
+            workflow_id: &self.workflow_id,
+            epoch: None,
+            step_id: Some(self.step_id),
+        }
+    }
+
+    async fn apply(self, engine: &Engine, session: &Arc<WorkerSession>) -> Answer {
+        result(engine, session, self).await
+    }
+}
+
+impl Command for v1::Select {
+    fn about(&self) -> About<'_> {
+        About::step(&self.workflow_id, self.epoch, self.step_id)
+    }
+
+    async fn apply(mut self, engine: &Engine, session: &Arc<WorkerSession>) -> Answer {
+        let fence = take_fence(&mut self.workflow_id, self.epoch);
+        select(engine, session, fence, self).await
+    }
+}
+
+async fn call(engine: &Engine, session: &Arc<WorkerSession>, fence: waymark_store::Fence, c: v1::CallStep) -> Answer {
     let req = CallRequest {
         step_name: c.step_name,
         input: payload_text("step input", c.input.as_ref())?,
@@ -69,7 +106,7 @@ pub async fn call(engine: &Engine, session: &Arc<WorkerSession>, mut c: v1::Call
     Ok(reply::Result::CallResult(result))
 }
 
-pub async fn result(engine: &Engine, session: &WorkerSession, r: v1::StepResult) -> Answer {
+async fn result(engine: &Engine, session: &WorkerSession, r: v1::StepResult) -> Answer {
     let outcome = match &r.outcome {
         Some(v1::step_result::Outcome::Failure(f)) => Outcome::Failure(convert::failure_from_wire(f)),
         Some(v1::step_result::Outcome::Output(p)) => Outcome::Output(payload_text("step output", Some(p))?),
@@ -85,8 +122,7 @@ pub async fn result(engine: &Engine, session: &WorkerSession, r: v1::StepResult)
     Ok(reply::Result::StepRecorded(v1::StepRecorded {}))
 }
 
-pub async fn select(engine: &Engine, session: &Arc<WorkerSession>, mut s: v1::Select) -> Answer {
-    let fence = s.fence();
+async fn select(engine: &Engine, session: &Arc<WorkerSession>, fence: waymark_store::Fence, s: v1::Select) -> Answer {
     let targets = s
         .targets
         .into_iter()

@@ -1,14 +1,61 @@
 //! One request off a worker's stream, to the command that handles it, and its reply back.
+//!
+//! [`commands!`] below is the one list of the stream's commands: a request kind is registered
+//! there and nowhere else. Its routing here and its span (`span.rs`) come from that list and
+//! the [`Command`] each implements in its own file.
 
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tonic::Status;
 use tracing::Instrument;
-use waymark_proto::v1::{self, server_message, worker_message, ServerMessage};
+use waymark_proto::v1::{self, server_message, worker_message, worker_message::Kind, ServerMessage};
 
-use super::{children, command, complete, events, messages, park, record_step, remote_steps, span, write_stream};
+use super::{
+    command::{self, About, Answer, Command},
+    span,
+};
 use crate::engine::{Engine, Held, WorkerSession};
+
+/// Every command of the worker stream, by its `WorkerMessage` kind. The match arms it makes
+/// are exhaustive: a kind added to the wire fails to compile until it is listed here (or, if it
+/// is not a command, beside `Hello`, `Credit`, `Heartbeat` and `Batch`).
+macro_rules! commands {
+    ($($kind:ident),* $(,)?) => {
+        /// A command's full name (`waymark.v1.WorkerService/RecordStep`) and what it is about;
+        /// `None` for a message that is not a command.
+        pub(super) fn about(kind: &Kind) -> Option<(&'static str, About<'_>)> {
+            match kind {
+                $(Kind::$kind(m) => Some((concat!("waymark.v1.WorkerService/", stringify!($kind)), m.about())),)*
+                Kind::Hello(_) | Kind::Credit(_) | Kind::Heartbeat(_) | Kind::Batch(_) => None,
+            }
+        }
+
+        /// Runs the command `kind` is; `None` for a message that is not a command.
+        async fn apply(engine: &Engine, session: &Arc<WorkerSession>, kind: Kind) -> Option<Answer> {
+            match kind {
+                $(Kind::$kind(m) => Some(m.apply(engine, session).await),)*
+                Kind::Hello(_) | Kind::Credit(_) | Kind::Heartbeat(_) | Kind::Batch(_) => None,
+            }
+        }
+    };
+}
+
+commands!(
+    RecordStep,
+    CompleteWorkflow,
+    SendMessage,
+    Recv,
+    SetEvent,
+    GetEvent,
+    WriteStream,
+    StartChild,
+    AwaitChild,
+    Park,
+    CallStep,
+    StepResult,
+    Select,
+);
 
 /// Handles one request and sends its reply (when it has a request id to answer to), in a span
 /// of its own when spans are exported (see [`span`]).
@@ -32,35 +79,20 @@ async fn answer(
     request_id: u64,
     kind: worker_message::Kind,
 ) {
-    use worker_message::Kind;
-    let (e, s) = (&*engine, &session);
-    let answer = match kind {
-        Kind::RecordStep(r) => record_step::apply(e, s, r).await,
-        Kind::CompleteWorkflow(c) => complete::apply(e, s, c).await,
-        Kind::SendMessage(m) => messages::send(e, s, m).await,
-        Kind::Recv(r) => messages::recv(e, s, r).await,
-        Kind::SetEvent(v) => events::set(e, s, v).await,
-        Kind::GetEvent(g) => events::get(e, s, g).await,
-        Kind::WriteStream(w) => write_stream::apply(e, s, w).await,
-        Kind::StartChild(c) => children::start(e, s, c).await,
-        Kind::AwaitChild(a) => children::wait(e, s, a).await,
-        Kind::Park(p) => park::apply(e, s, p).await,
-        Kind::CallStep(c) => remote_steps::call(e, s, c).await,
-        Kind::StepResult(r) => remote_steps::result(e, s, r).await,
-        Kind::Select(x) => remote_steps::select(e, s, x).await,
-        Kind::Heartbeat(h) => {
-            // Answered by nothing: a heartbeat only counts.
-            let held = h.reports_held.then_some(Held {
-                workflow_ids: h.held_workflow_ids,
-                dispatches_received: h.dispatches_received,
-            });
-            if let Err(err) = engine.heartbeat(s, held).await {
-                tracing::warn!(error = %err, "heartbeat not recorded");
-            }
-            return;
+    if let Kind::Heartbeat(h) = kind {
+        // Answered by nothing: a heartbeat only counts.
+        let held = h.reports_held.then_some(Held {
+            workflow_ids: h.held_workflow_ids,
+            dispatches_received: h.dispatches_received,
+        });
+        if let Err(err) = engine.heartbeat(&session, held).await {
+            tracing::warn!(error = %err, "heartbeat not recorded");
         }
-        // Credits and batches are taken apart before handling; a hello counts only first.
-        Kind::Credit(_) | Kind::Hello(_) | Kind::Batch(_) => return,
+        return;
+    }
+    // Credits and batches are taken apart before handling; a hello counts only first.
+    let Some(answer) = apply(&engine, &session, kind).await else {
+        return;
     };
     if answer.is_err() {
         tracing::Span::current().record("otel.status_code", "ERROR");
