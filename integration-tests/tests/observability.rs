@@ -80,6 +80,12 @@ async fn metrics_count_what_happened_and_health_answers(backend: Backend) {
     // Five starts here, and the setup's own.
     let starts = r#"waymark_rpc_requests_total{method="waymark.v1.WorkflowService/StartWorkflow",code="Ok"}"#;
     assert!(value(&scrape, starts).is_some_and(|n| n >= 5.0), "{scrape}");
+    // The worker stream's requests, by command: each echo completed (its step held back and
+    // carried by the completion), answered Ok, and timed.
+    let completions = r#"waymark_worker_commands_total{command="CompleteWorkflow",code="Ok"}"#;
+    assert!(value(&scrape, completions).is_some_and(|n| n >= 5.0), "{scrape}");
+    let timed = r#"waymark_worker_command_duration_seconds_count{command="CompleteWorkflow",code="Ok"}"#;
+    assert_eq!(value(&scrape, timed), value(&scrape, completions), "{scrape}");
     assert!(scrape.trim_end().ends_with("# EOF"));
 
     // Queue depth: workflows on a queue nobody serves stay ENQUEUED (read at most every 5 s).

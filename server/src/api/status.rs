@@ -26,6 +26,23 @@ pub fn code(c: ErrorCode) -> Code {
     }
 }
 
+/// The code's name as the metrics spell it (`tonic::Code`'s own names), without allocating.
+pub fn code_name(c: ErrorCode) -> &'static str {
+    match c {
+        ErrorCode::InvalidArgument => "InvalidArgument",
+        ErrorCode::NotFound => "NotFound",
+        ErrorCode::AlreadyExists => "AlreadyExists",
+        ErrorCode::FailedPrecondition => "FailedPrecondition",
+        ErrorCode::Aborted => "Aborted",
+        ErrorCode::ResourceExhausted => "ResourceExhausted",
+        ErrorCode::DeadlineExceeded => "DeadlineExceeded",
+        ErrorCode::Unavailable => "Unavailable",
+        ErrorCode::Internal => "Internal",
+        ErrorCode::Unauthenticated => "Unauthenticated",
+        ErrorCode::PermissionDenied => "PermissionDenied",
+    }
+}
+
 pub fn to_status(e: EngineError) -> Status {
     Status::with_error_details(
         code(e.code),
@@ -57,5 +74,26 @@ mod tests {
         let info = s.get_details_error_info().expect("error info");
         assert_eq!(info.reason, "WORKFLOW_NOT_FOUND");
         assert_eq!(info.domain, DOMAIN);
+    }
+
+    /// The worker commands' metrics spell a code as the RPC metrics do.
+    #[test]
+    fn code_names_are_tonics() {
+        use ErrorCode::*;
+        for c in [
+            InvalidArgument,
+            NotFound,
+            AlreadyExists,
+            FailedPrecondition,
+            Aborted,
+            ResourceExhausted,
+            DeadlineExceeded,
+            Unavailable,
+            Internal,
+            Unauthenticated,
+            PermissionDenied,
+        ] {
+            assert_eq!(code_name(c), format!("{:?}", code(c)));
+        }
     }
 }

@@ -69,6 +69,14 @@ pub struct RpcLabels {
     pub code: String,
 }
 
+/// A worker stream command (`RecordStep`) and the code it was answered with (`Ok`,
+/// `Aborted`, …): both from fixed sets.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CommandLabels {
+    pub command: &'static str,
+    pub code: &'static str,
+}
+
 /// A store call's name (`claim_workflows`): one of the store's own methods, a fixed set.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StoreCallLabels {
@@ -115,6 +123,9 @@ pub struct Metrics {
     pub wakeups: Family<KindLabels, Counter>,
     pub rpc_requests: Family<RpcLabels, Counter>,
     pub rpc_duration: Family<RpcLabels, Histogram, fn() -> Histogram>,
+    /// Requests on worker streams (one long call each, so not among the RPCs), by command.
+    pub worker_commands: Family<CommandLabels, Counter>,
+    pub worker_command_duration: Family<CommandLabels, Histogram, fn() -> Histogram>,
     // Levels, set before each scrape.
     pub workers_connected: Family<NamespaceLabels, Gauge>,
     pub worker_credits: Family<KindLabels, Gauge>,
@@ -144,6 +155,8 @@ impl Metrics {
             wakeups: Family::default(),
             rpc_requests: Family::default(),
             rpc_duration: Family::new_with_constructor(latency),
+            worker_commands: Family::default(),
+            worker_command_duration: Family::new_with_constructor(latency),
             workers_connected: Family::default(),
             worker_credits: Family::default(),
             in_flight: Family::default(),
@@ -214,6 +227,17 @@ impl Metrics {
             "Time to answer a gRPC call (to the first response for streams)",
             Unit::Seconds,
             m.rpc_duration.clone(),
+        );
+        r.register(
+            "worker_commands",
+            "Requests on worker streams answered (a step recorded, a completion, a send, ...), by command and code",
+            m.worker_commands.clone(),
+        );
+        r.register_with_unit(
+            "worker_command_duration",
+            "Time to answer a request on a worker stream, by command and code",
+            Unit::Seconds,
+            m.worker_command_duration.clone(),
         );
         r.register(
             "workers_connected",

@@ -1,8 +1,8 @@
 //! One request off a worker's stream, to the command that handles it, and its reply back.
 //!
 //! [`commands!`] below is the one list of the stream's commands: a request kind is registered
-//! there and nowhere else. Its routing here and its span (`span.rs`) come from that list and
-//! the [`Command`] each implements in its own file.
+//! there and nowhere else. Its routing, its metrics (here) and its span (`span.rs`) come from
+//! that list and the [`Command`] each implements in its own file.
 
 use std::sync::Arc;
 
@@ -15,7 +15,11 @@ use super::{
     command::{self, About, Answer, Command},
     span,
 };
-use crate::engine::{Engine, Held, WorkerSession};
+use crate::{
+    api::status,
+    engine::{Engine, Held, WorkerSession},
+    telemetry::metrics,
+};
 
 /// Every command of the worker stream, by its `WorkerMessage` kind. The match arms it makes
 /// are exhaustive: a kind added to the wire fails to compile until it is listed here (or, if it
@@ -31,10 +35,11 @@ macro_rules! commands {
             }
         }
 
-        /// Runs the command `kind` is; `None` for a message that is not a command.
-        async fn apply(engine: &Engine, session: &Arc<WorkerSession>, kind: Kind) -> Option<Answer> {
+        /// Runs the command `kind` is; its name and answer, or `None` for a message that is
+        /// not a command.
+        async fn apply(engine: &Engine, session: &Arc<WorkerSession>, kind: Kind) -> Option<(&'static str, Answer)> {
             match kind {
-                $(Kind::$kind(m) => Some(m.apply(engine, session).await),)*
+                $(Kind::$kind(m) => Some((stringify!($kind), m.apply(engine, session).await)),)*
                 Kind::Hello(_) | Kind::Credit(_) | Kind::Heartbeat(_) | Kind::Batch(_) => None,
             }
         }
@@ -91,9 +96,19 @@ async fn answer(
         return;
     }
     // Credits and batches are taken apart before handling; a hello counts only first.
-    let Some(answer) = apply(&engine, &session, kind).await else {
+    let began = std::time::Instant::now();
+    let Some((command, answer)) = apply(&engine, &session, kind).await else {
         return;
     };
+    let labels = metrics::CommandLabels {
+        command,
+        code: answer.as_ref().map_or_else(|e| status::code_name(e.code), |_| "Ok"),
+    };
+    let m = metrics::metrics();
+    m.worker_commands.get_or_create(&labels).inc();
+    m.worker_command_duration
+        .get_or_create(&labels)
+        .observe(began.elapsed().as_secs_f64());
     if answer.is_err() {
         tracing::Span::current().record("otel.status_code", "ERROR");
     }
