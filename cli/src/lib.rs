@@ -24,6 +24,7 @@ pub mod settings;
 pub mod worker;
 pub mod workflow;
 mod workflow_lifecycle;
+mod workflow_start;
 mod workflow_view;
 
 #[derive(Parser)]

@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use clap::Subcommand;
-use waymark_sdk::{ListOptions, StartOptions, WorkflowStatus};
+use waymark_sdk::{ListOptions, WorkflowStatus};
 
 use super::{
     output,
+    workflow_start::StartArgs,
     workflow_view::{print_json, print_steps, show},
     ClientArgs,
 };
@@ -16,51 +17,25 @@ use waymark_server::duration::parse_duration;
 pub enum WorkflowCommand {
     /// Start a workflow; prints its id.
     Start {
-        /// Workflow name, as a worker registered it.
-        name: String,
-        /// Input as JSON, e.g. '"Ada"' or '{"n": 3}'.
-        #[arg(long, default_value = "null")]
-        input: String,
-        /// Read the input (JSON) from this file instead; `-` reads standard input.
-        #[arg(long, value_name = "FILE", conflicts_with = "input")]
-        input_file: Option<std::path::PathBuf>,
-        /// Workflow id (makes the start idempotent); generated when not given.
+        #[command(flatten)]
+        start: StartArgs,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Start a workflow unless its id was started already, and send it a message, in one
+    /// transaction: the message is there before it first runs. Prints the workflow's id.
+    StartAndSend {
+        #[command(flatten)]
+        start: StartArgs,
+        /// The message as JSON.
         #[arg(long)]
-        id: Option<String>,
+        message: String,
+        /// Topic; the default topic when not given.
+        #[arg(long, default_value = "")]
+        topic: String,
+        /// A retried call with the same key delivers once.
         #[arg(long)]
-        queue: Option<String>,
-        #[arg(long)]
-        app_version: Option<String>,
-        /// Cancel it (and its children) if not finished this long after the start, e.g. 10m.
-        #[arg(long, value_parser = parse_duration)]
-        timeout: Option<Duration>,
-        /// Lower runs first within the queue (default 0).
-        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-        priority: i32,
-        /// Its partition of the queue (a queue's partition concurrency limits each key).
-        #[arg(long)]
-        partition_key: Option<String>,
-        /// Unique among the queue's unfinished workflows; a second start with it is refused.
-        #[arg(long)]
-        dedup_id: Option<String>,
-        /// With --dedup-id: print the workflow holding the id instead of failing.
-        #[arg(long, requires = "dedup_id")]
-        return_existing: bool,
-        /// Do not run it before this long from now, e.g. 30s.
-        #[arg(long, value_parser = parse_duration)]
-        delay: Option<Duration>,
-        /// Collapse repeated starts with this key onto one delayed workflow (needs --delay).
-        #[arg(long, requires = "delay")]
-        debounce_key: Option<String>,
-        /// With --debounce-key: the longest it may be put off in all (default ten times --delay).
-        #[arg(long, value_parser = parse_duration, requires = "debounce_key")]
-        debounce_max_delay: Option<Duration>,
-        /// Enqueue it even if no worker has registered the name yet (it waits for one).
-        #[arg(long)]
-        allow_unregistered: bool,
-        /// A tag, KEY=VALUE (repeatable); its children inherit it.
-        #[arg(long = "tag", value_parser = super::parse_tag)]
-        tags: Vec<(String, String)>,
+        idempotency_key: Option<String>,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -187,65 +162,14 @@ pub enum WorkflowCommand {
 
 pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
     match cmd {
-        WorkflowCommand::Start {
-            name,
-            input,
-            input_file,
-            id,
-            queue,
-            app_version,
-            timeout,
-            priority,
-            partition_key,
-            dedup_id,
-            return_existing,
-            delay,
-            debounce_key,
-            debounce_max_delay,
-            allow_unregistered,
-            tags,
+        WorkflowCommand::Start { start, client } => super::workflow_start::start(start, client).await?,
+        WorkflowCommand::StartAndSend {
+            start,
+            message,
+            topic,
+            idempotency_key,
             client,
-        } => {
-            let (input, from) = match input_file {
-                Some(file) => (super::read_input(&file)?, format!("{}", file.display())),
-                None => (input, "--input".to_string()),
-            };
-            let input: serde_json::Value =
-                serde_json::from_str(&input).map_err(|e| super::invalid(format!("{from} is not valid JSON: {e}")))?;
-            let started = client
-                .connect()
-                .await?
-                .start_json(
-                    &name,
-                    input,
-                    StartOptions {
-                        workflow_id: id,
-                        queue,
-                        app_version,
-                        timeout,
-                        priority,
-                        partition_key,
-                        dedup_id,
-                        return_existing,
-                        delay,
-                        debounce_key,
-                        debounce_max_delay,
-                        allow_unregistered,
-                        tags: tags.into_iter().collect(),
-                    },
-                )
-                .await?;
-            if client.json {
-                print_json(&started);
-            } else {
-                println!("{}", started.workflow.workflow_id);
-                if !started.name_registered {
-                    eprintln!(
-                        "note: no worker has registered {name:?} yet; the workflow waits ENQUEUED until one does"
-                    );
-                }
-            }
-        }
+        } => super::workflow_start::start_and_send(start, &message, &topic, idempotency_key.as_deref(), client).await?,
         WorkflowCommand::Delay { id, delay, client } => {
             show(&client.connect().await?.delay(&id, delay).await?, client.json)
         }

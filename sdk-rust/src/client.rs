@@ -12,7 +12,7 @@ use waymark_proto::{
 };
 
 use crate::connection::Transport;
-use crate::{ConnectOptions, Error, Started, StepInfo, WorkflowInfo, WorkflowStatus};
+use crate::{ConnectOptions, Error, Started, StartedAndSent, StepInfo, WorkflowInfo, WorkflowStatus};
 
 /// Options of a start. All optional.
 #[derive(Debug, Clone, Default)]
@@ -47,6 +47,34 @@ pub struct StartOptions {
     /// Labels to find it by (`ListOptions::tags`); its children inherit them. At most 16;
     /// keys 1-64 of letters, digits and `_ - . /`, values up to 256 characters.
     pub tags: std::collections::BTreeMap<String, String>,
+}
+
+/// The start request for `workflow_name` with `input` and `options`.
+fn start_request(workflow_name: &str, input: serde_json::Value, options: StartOptions) -> v1::StartWorkflowRequest {
+    v1::StartWorkflowRequest {
+        workflow_name: workflow_name.to_string(),
+        // Chosen here rather than by the server, so a start sent again is the same start.
+        workflow_id: options.workflow_id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
+        input: Some(json::to_payload(&input)),
+        queue_name: options.queue.unwrap_or_default(),
+        app_version: options.app_version.unwrap_or_default(),
+        timeout: options.timeout.map(duration),
+        priority: options.priority,
+        partition_key: options.partition_key.unwrap_or_default(),
+        dedup_id: options.dedup_id.unwrap_or_default(),
+        on_duplicate: if options.return_existing {
+            v1::DuplicatePolicy::ReturnExisting as i32
+        } else {
+            v1::DuplicatePolicy::Unspecified as i32
+        },
+        delay: options.delay.map(duration),
+        debounce: options.debounce_key.map(|key| v1::Debounce {
+            key,
+            max_delay: options.debounce_max_delay.map(duration),
+        }),
+        allow_unregistered: options.allow_unregistered,
+        tags: options.tags.into_iter().collect(),
+    }
 }
 
 fn duration(d: Duration) -> prost_types::Duration {
@@ -175,30 +203,7 @@ impl Client {
         input: serde_json::Value,
         options: StartOptions,
     ) -> Result<Started, Error> {
-        let req = v1::StartWorkflowRequest {
-            workflow_name: workflow_name.to_string(),
-            // Chosen here rather than by the server, so a start sent again is the same start.
-            workflow_id: options.workflow_id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
-            input: Some(json::to_payload(&input)),
-            queue_name: options.queue.unwrap_or_default(),
-            app_version: options.app_version.unwrap_or_default(),
-            timeout: options.timeout.map(duration),
-            priority: options.priority,
-            partition_key: options.partition_key.unwrap_or_default(),
-            dedup_id: options.dedup_id.unwrap_or_default(),
-            on_duplicate: if options.return_existing {
-                v1::DuplicatePolicy::ReturnExisting as i32
-            } else {
-                v1::DuplicatePolicy::Unspecified as i32
-            },
-            delay: options.delay.map(duration),
-            debounce: options.debounce_key.map(|key| v1::Debounce {
-                key,
-                max_delay: options.debounce_max_delay.map(duration),
-            }),
-            allow_unregistered: options.allow_unregistered,
-            tags: options.tags.into_iter().collect(),
-        };
+        let req = start_request(workflow_name, input, options);
         let r = crate::resend::retrying(self.resend_for, || {
             let (mut c, req) = (self.rpc.clone(), req.clone());
             async move { c.start_workflow(req).await }
@@ -209,6 +214,51 @@ impl Client {
             workflow: workflow(r.workflow)?,
             created: r.created,
             name_registered: r.name_registered,
+        })
+    }
+
+    /// Starts a workflow unless one was started under the id already, and sends it `message` on
+    /// `topic`, in one call and one transaction: the message is there before the workflow first
+    /// runs. Give the workflow an id (`StartOptions::id`) to reach the same one each time — one
+    /// per customer, say — and a key to make a retried call deliver once. A debounced start is
+    /// refused. A workflow under the id that ended with an outcome takes no more messages
+    /// (`WORKFLOW_NOT_RUNNING`).
+    pub async fn start_and_send<I: Serialize, M: Serialize>(
+        &self,
+        workflow_name: &str,
+        input: &I,
+        options: StartOptions,
+        topic: &str,
+        message: &M,
+        idempotency_key: Option<&str>,
+    ) -> Result<StartedAndSent, Error> {
+        let req = v1::StartAndSendRequest {
+            start: Some(start_request(workflow_name, serde_json::to_value(input)?, options)),
+            topic: topic.into(),
+            message: Some(json::to_payload(&serde_json::to_value(message)?)),
+            idempotency_key: idempotency_key.unwrap_or_default().into(),
+        };
+        // The start is the same start when sent again (its id is chosen here); the send is
+        // delivered once only with a key.
+        let bound = if idempotency_key.is_some() {
+            self.resend_for
+        } else {
+            Duration::ZERO
+        };
+        let r = crate::resend::retrying(bound, || {
+            let (mut c, req) = (self.rpc.clone(), req.clone());
+            async move { c.start_and_send(req).await }
+        })
+        .await?
+        .into_inner();
+        Ok(StartedAndSent {
+            started: Started {
+                workflow: workflow(r.workflow)?,
+                created: r.created,
+                name_registered: r.name_registered,
+            },
+            message_id: r.message_id,
+            duplicate: r.duplicate,
         })
     }
 

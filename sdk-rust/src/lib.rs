@@ -44,7 +44,9 @@ pub use namespaces::{NamespaceInfo, NamespaceLimits};
 pub use queues::{QueueInfo, QueueLimits, QueueStats, QueueUpdate};
 pub use retry::RetryPolicy;
 pub use schedules::{ScheduleDef, ScheduleInfo, ScheduleRun, ScheduleUpdate};
-pub use types::{EventInfo, Failure, MessageInfo, Started, StepInfo, WaitingOn, WorkflowInfo, WorkflowStatus};
+pub use types::{
+    EventInfo, Failure, MessageInfo, Started, StartedAndSent, StepInfo, WaitingOn, WorkflowInfo, WorkflowStatus,
+};
 pub use worker::{
     context::{Awaitable, ChildOptions, StepHandle, StepOptions, WorkflowContext},
     replayer::{RecordedFailure, RecordedHistory, RecordedStep, Replayed, Replayer},

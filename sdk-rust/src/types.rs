@@ -256,6 +256,16 @@ pub struct Started {
     pub name_registered: bool,
 }
 
+/// Result of a start-and-send ([`crate::Client::start_and_send`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartedAndSent {
+    /// The workflow that got the message, and whether this call started it.
+    pub started: Started,
+    pub message_id: String,
+    /// True when the idempotency key had delivered a message to it before: nothing new was sent.
+    pub duplicate: bool,
+}
+
 /// A recorded step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepInfo {

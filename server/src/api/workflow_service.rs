@@ -12,6 +12,7 @@ use super::{
 };
 use crate::engine::{
     messages::SendRequest,
+    start_and_send::Message,
     streams::StreamNext,
     workflows::{ListRequest, StartRequest},
 };
@@ -114,30 +115,8 @@ impl WorkflowService for WorkflowApi {
         // The namespace's own rate of starts, before anything is read or written.
         engine.quota.take_start(engine.namespace()).map_err(to_status)?;
         let trace = crate::telemetry::context::for_work(IncomingTrace::of(&req));
-        let r = req.into_inner();
-        let input = convert::payload_text("input", r.input.as_ref())?;
         let started = engine
-            .start_workflow_reporting(StartRequest {
-                workflow_name: r.workflow_name,
-                workflow_id: r.workflow_id,
-                input,
-                queue_name: r.queue_name,
-                app_version: r.app_version,
-                timeout_ms: convert::duration_ms("timeout", r.timeout.as_ref())?,
-                priority: r.priority,
-                partition_key: r.partition_key,
-                dedup_id: r.dedup_id,
-                return_existing: r.on_duplicate == v1::DuplicatePolicy::ReturnExisting as i32,
-                delay_ms: convert::duration_ms("delay", r.delay.as_ref())?,
-                debounce_key: r.debounce.as_ref().map(|d| d.key.clone()).unwrap_or_default(),
-                debounce_max_delay_ms: match &r.debounce {
-                    Some(d) => convert::duration_ms("debounce.max_delay", d.max_delay.as_ref())?,
-                    None => None,
-                },
-                trace,
-                allow_unregistered: r.allow_unregistered,
-                tags: r.tags.into_iter().collect(),
-            })
+            .start_workflow_reporting(start_request(req.into_inner(), trace)?)
             .await
             .map_err(to_status)?;
         let (started, name_registered) = started;
@@ -314,6 +293,37 @@ impl WorkflowService for WorkflowApi {
         }))
     }
 
+    async fn start_and_send(
+        &self,
+        req: Request<v1::StartAndSendRequest>,
+    ) -> Result<Response<v1::StartAndSendResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        // A start like any other against the namespace's rate of starts.
+        engine.quota.take_start(engine.namespace()).map_err(to_status)?;
+        let trace = crate::telemetry::context::for_work(IncomingTrace::of(&req));
+        let r = req.into_inner();
+        let start = r
+            .start
+            .ok_or_else(|| Status::invalid_argument("start is required: the workflow to start"))?;
+        let message = Message {
+            topic: r.topic,
+            message: convert::payload_text("message", r.message.as_ref())?,
+            idempotency_key: r.idempotency_key,
+        };
+        let (started, name_registered, sent) = engine
+            .start_and_send(start_request(start, trace)?, message)
+            .await
+            .map_err(to_status)?;
+        note_workflow(&started.workflow);
+        Ok(Response::new(v1::StartAndSendResponse {
+            workflow: Some(convert::workflow(started.workflow)),
+            created: started.created,
+            name_registered,
+            message_id: sent.message_id,
+            duplicate: sent.duplicate,
+        }))
+    }
+
     async fn list_messages(
         &self,
         req: Request<v1::ListMessagesRequest>,
@@ -413,4 +423,32 @@ impl WorkflowService for WorkflowApi {
 
 pub(crate) fn page_request(size: i32, token: String) -> crate::engine::pages::PageRequest {
     crate::engine::pages::PageRequest { size, token }
+}
+
+/// A start from the wire, in the span `trace` of the call that asked for it.
+fn start_request(
+    r: v1::StartWorkflowRequest,
+    trace: Option<waymark_store::TraceContext>,
+) -> Result<StartRequest, Status> {
+    Ok(StartRequest {
+        input: convert::payload_text("input", r.input.as_ref())?,
+        workflow_name: r.workflow_name,
+        workflow_id: r.workflow_id,
+        queue_name: r.queue_name,
+        app_version: r.app_version,
+        timeout_ms: convert::duration_ms("timeout", r.timeout.as_ref())?,
+        priority: r.priority,
+        partition_key: r.partition_key,
+        dedup_id: r.dedup_id,
+        return_existing: r.on_duplicate == v1::DuplicatePolicy::ReturnExisting as i32,
+        delay_ms: convert::duration_ms("delay", r.delay.as_ref())?,
+        debounce_key: r.debounce.as_ref().map(|d| d.key.clone()).unwrap_or_default(),
+        debounce_max_delay_ms: match &r.debounce {
+            Some(d) => convert::duration_ms("debounce.max_delay", d.max_delay.as_ref())?,
+            None => None,
+        },
+        trace,
+        allow_unregistered: r.allow_unregistered,
+        tags: r.tags.into_iter().collect(),
+    })
 }

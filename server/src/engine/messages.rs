@@ -109,7 +109,7 @@ impl RecvWaits {
     }
 }
 
-fn validate_message(
+pub(crate) fn validate_message(
     engine: &Engine,
     workflow_field: &str,
     workflow_id: &str,

@@ -44,6 +44,7 @@ pub mod retention;
 pub mod runs;
 pub mod schedules;
 pub mod sessions;
+pub mod start_and_send;
 pub mod stream_traces;
 pub mod streams;
 pub mod tags;

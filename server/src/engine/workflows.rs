@@ -113,6 +113,54 @@ impl Engine {
     /// Starts a workflow; also says whether any worker has registered its name (false only
     /// for a start that allowed an unregistered name: it waits until a worker registers it).
     pub async fn start_workflow_reporting(&self, req: StartRequest) -> EngineResult<(waymark_store::Started, bool)> {
+        let (new, name_registered, direct) = self.prepare_start(req, true).await?;
+        let started = match self.store.start_workflow(new, self.now()).await {
+            Ok(started) => started,
+            Err(e) => {
+                if let Some(p) = &direct {
+                    // The row may have been written PENDING for the stream all the same: the
+                    // dispatcher settles that before it claims for the stream again.
+                    p.session().doubt();
+                    p.session().grant(1);
+                }
+                return Err(e.into());
+            }
+        };
+        tracing::debug!(workflow_id = %started.workflow.workflow_id, created = started.created, direct = direct.is_some(), "start");
+        self.count_start(&started, name_registered);
+        // The store refuses a direct dispatch on a queue that has limits by now (set through
+        // another replica): the workflow is then ENQUEUED for its queue's claim.
+        let dispatched = started.workflow.status == WorkflowStatus::Pending && started.workflow.epoch == 1;
+        match (direct.as_ref().map(|p| p.session()), started.created && dispatched) {
+            (Some(session), true) => {
+                let claimed = ClaimedWorkflow {
+                    workflow: started.workflow.clone(),
+                    steps: Vec::new(),
+                };
+                // If the stream is gone, the workflow is recovered when its lease ends.
+                self.count_dispatched(&claimed.workflow);
+                session.send(ToWorker::Dispatch(Box::new(claimed))).await;
+            }
+            (Some(session), false) => {
+                session.grant(1);
+                if started.created {
+                    self.work_enqueued();
+                }
+            }
+            (None, _) if started.created && started.workflow.status == WorkflowStatus::Enqueued => self.work_enqueued(),
+            (None, _) => {}
+        }
+        Ok((started, name_registered))
+    }
+
+    /// A start checked and made ready for the store: the row to insert, whether a worker has
+    /// registered its name, and the worker it goes straight to (only when `may_dispatch`, with a
+    /// credit of that worker's reserved).
+    pub(crate) async fn prepare_start(
+        &self,
+        req: StartRequest,
+        may_dispatch: bool,
+    ) -> EngineResult<(NewWorkflow, bool, Option<super::sessions::Placing>)> {
         if self.is_shutting_down() {
             return Err(EngineError::shutting_down());
         }
@@ -142,7 +190,7 @@ impl Engine {
         let queue_name = non_empty(&req.queue_name).unwrap_or_else(|| DEFAULT_QUEUE.to_string());
         let limits = self.check_queue(&queue_name).await?;
         // A limited queue admits through its claim only; a delayed start waits first.
-        let direct = if limits.any() || flow.run_at.is_some() {
+        let direct = if !may_dispatch || limits.any() || flow.run_at.is_some() {
             None
         } else {
             self.direct_dispatch_target(&req.workflow_name, &queue_name, &req.app_version)
@@ -169,53 +217,23 @@ impl Engine {
             trace: req.trace,
             tags: req.tags,
         };
-        let started = match self.store.start_workflow(new, self.now()).await {
-            Ok(started) => started,
-            Err(e) => {
-                if let Some(p) = &direct {
-                    // The row may have been written PENDING for the stream all the same: the
-                    // dispatcher settles that before it claims for the stream again.
-                    p.session().doubt();
-                    p.session().grant(1);
-                }
-                return Err(e.into());
-            }
-        };
-        tracing::debug!(workflow_id = %started.workflow.workflow_id, created = started.created, direct = direct.is_some(), "start");
-        // The store refuses a direct dispatch on a queue that has limits by now (set through
-        // another replica): the workflow is then ENQUEUED for its queue's claim.
-        if started.created {
-            if name_registered {
-                self.count_started(&started.workflow);
-            } else {
-                // Its name is not a label until a worker registers it: names no worker has
-                // declared are whatever clients send, and a label's values must stay bounded.
-                self.count_unregistered_start(&started.workflow);
-                tracing::warn!(workflow_id = %started.workflow.workflow_id, workflow_name = %started.workflow.workflow_name,
-                    "enqueued for a workflow name no worker has registered; it waits until one does");
-            }
+        Ok((new, name_registered, direct))
+    }
+
+    /// Counts a start that made a workflow (under its name once a worker has registered it).
+    pub(crate) fn count_start(&self, started: &waymark_store::Started, name_registered: bool) {
+        if !started.created {
+            return;
         }
-        let dispatched = started.workflow.status == WorkflowStatus::Pending && started.workflow.epoch == 1;
-        match (direct.as_ref().map(|p| p.session()), started.created && dispatched) {
-            (Some(session), true) => {
-                let claimed = ClaimedWorkflow {
-                    workflow: started.workflow.clone(),
-                    steps: Vec::new(),
-                };
-                // If the stream is gone, the workflow is recovered when its lease ends.
-                self.count_dispatched(&claimed.workflow);
-                session.send(ToWorker::Dispatch(Box::new(claimed))).await;
-            }
-            (Some(session), false) => {
-                session.grant(1);
-                if started.created {
-                    self.work_enqueued();
-                }
-            }
-            (None, _) if started.created && started.workflow.status == WorkflowStatus::Enqueued => self.work_enqueued(),
-            (None, _) => {}
+        if name_registered {
+            self.count_started(&started.workflow);
+        } else {
+            // Its name is not a label until a worker registers it: names no worker has
+            // declared are whatever clients send, and a label's values must stay bounded.
+            self.count_unregistered_start(&started.workflow);
+            tracing::warn!(workflow_id = %started.workflow.workflow_id, workflow_name = %started.workflow.workflow_name,
+                "enqueued for a workflow name no worker has registered; it waits until one does");
         }
-        Ok((started, name_registered))
     }
 
     /// A worker attached here with room for this workflow right now, with one of its credits

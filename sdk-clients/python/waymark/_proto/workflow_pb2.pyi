@@ -1099,6 +1099,84 @@ class SendMessageResponse(_message.Message):
 Global___SendMessageResponse: _TypeAlias = SendMessageResponse  # noqa: Y015
 
 @_typing.final
+class StartAndSendRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_FIELD_NUMBER: _builtins.int
+    TOPIC_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    """Topic the receiver selects on; empty is the default topic."""
+    idempotency_key: _builtins.str
+    """Optional (1-256 characters): a second send with the same key to the same workflow is not
+    delivered again (`duplicate` true, the first send's message id).
+    """
+    @_builtins.property
+    def start(self) -> Global___StartWorkflowRequest:
+        """The workflow to start unless its id was started already (a different workflow name under
+        that id is ALREADY_EXISTS, WORKFLOW_ID_CONFLICT). With `return_existing`, a live workflow
+        holding its dedup id gets the message instead.
+        """
+
+    @_builtins.property
+    def message(self) -> _types_pb2.Payload: ...
+    def __init__(
+        self,
+        *,
+        start: Global___StartWorkflowRequest | None = ...,
+        topic: _builtins.str = ...,
+        message: _types_pb2.Payload | None = ...,
+        idempotency_key: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "start", b"start"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["idempotency_key", b"idempotency_key", "message", b"message", "start", b"start", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartAndSendRequest: _TypeAlias = StartAndSendRequest  # noqa: Y015
+
+@_typing.final
+class StartAndSendResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    CREATED_FIELD_NUMBER: _builtins.int
+    NAME_REGISTERED_FIELD_NUMBER: _builtins.int
+    MESSAGE_ID_FIELD_NUMBER: _builtins.int
+    DUPLICATE_FIELD_NUMBER: _builtins.int
+    created: _builtins.bool
+    """True when this call started it."""
+    name_registered: _builtins.bool
+    """False when no worker has ever registered the workflow's name (only with
+    `allow_unregistered`): it waits until one does.
+    """
+    message_id: _builtins.str
+    duplicate: _builtins.bool
+    """True when the idempotency key had already delivered a message to it: nothing new was sent."""
+    @_builtins.property
+    def workflow(self) -> _types_pb2.Workflow:
+        """The workflow that got the message, as it stands after the call."""
+
+    def __init__(
+        self,
+        *,
+        workflow: _types_pb2.Workflow | None = ...,
+        created: _builtins.bool = ...,
+        name_registered: _builtins.bool = ...,
+        message_id: _builtins.str = ...,
+        duplicate: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "duplicate", b"duplicate", "message_id", b"message_id", "name_registered", b"name_registered", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartAndSendResponse: _TypeAlias = StartAndSendResponse  # noqa: Y015
+
+@_typing.final
 class ListMessagesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

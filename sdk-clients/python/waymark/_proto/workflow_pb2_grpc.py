@@ -82,6 +82,11 @@ class WorkflowServiceStub:
                 request_serializer=waymark_dot_v1_dot_workflow__pb2.SendMessageRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_workflow__pb2.SendMessageResponse.FromString,
                 _registered_method=True)
+        self.StartAndSend = channel.unary_unary(
+                '/waymark.v1.WorkflowService/StartAndSend',
+                request_serializer=waymark_dot_v1_dot_workflow__pb2.StartAndSendRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_workflow__pb2.StartAndSendResponse.FromString,
+                _registered_method=True)
         self.ListMessages = channel.unary_unary(
                 '/waymark.v1.WorkflowService/ListMessages',
                 request_serializer=waymark_dot_v1_dot_workflow__pb2.ListMessagesRequest.SerializeToString,
@@ -210,6 +215,20 @@ class WorkflowServiceServicer:
         (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
         workflow whose inbox holds the server's limit of unread messages takes no more until it
         reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartAndSend(self, request, context):
+        """Start a workflow unless one was already started under `start.workflow_id`, and send it a
+        message, in one transaction: the message is there before the workflow first runs, and a
+        retried call (the same workflow id and idempotency key) neither starts nor delivers twice.
+        The way to feed a workflow that may not have begun yet — one per customer, say, fed by
+        events. The start's options apply as in StartWorkflow (a debounced start is
+        INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
+        under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
+        WORKFLOW_NOT_RUNNING).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -361,6 +380,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.SendMessage,
                     request_deserializer=waymark_dot_v1_dot_workflow__pb2.SendMessageRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_workflow__pb2.SendMessageResponse.SerializeToString,
+            ),
+            'StartAndSend': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartAndSend,
+                    request_deserializer=waymark_dot_v1_dot_workflow__pb2.StartAndSendRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_workflow__pb2.StartAndSendResponse.SerializeToString,
             ),
             'ListMessages': grpc.unary_unary_rpc_method_handler(
                     servicer.ListMessages,
@@ -637,6 +661,33 @@ class WorkflowService:
             '/waymark.v1.WorkflowService/SendMessage',
             waymark_dot_v1_dot_workflow__pb2.SendMessageRequest.SerializeToString,
             waymark_dot_v1_dot_workflow__pb2.SendMessageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartAndSend(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.WorkflowService/StartAndSend',
+            waymark_dot_v1_dot_workflow__pb2.StartAndSendRequest.SerializeToString,
+            waymark_dot_v1_dot_workflow__pb2.StartAndSendResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -76,6 +76,16 @@ class WorkflowServiceStub:
     workflow whose inbox holds the server's limit of unread messages takes no more until it
     reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
     """
+    StartAndSend: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.StartAndSendRequest, _workflow_pb2.StartAndSendResponse]
+    """Start a workflow unless one was already started under `start.workflow_id`, and send it a
+    message, in one transaction: the message is there before the workflow first runs, and a
+    retried call (the same workflow id and idempotency key) neither starts nor delivers twice.
+    The way to feed a workflow that may not have begun yet — one per customer, say, fed by
+    events. The start's options apply as in StartWorkflow (a debounced start is
+    INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
+    under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
+    WORKFLOW_NOT_RUNNING).
+    """
     ListMessages: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ListMessagesRequest, _workflow_pb2.ListMessagesResponse]
     """Every message sent to a workflow, consumed or not, oldest first (for audit)."""
     GetEvent: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.GetEventRequest, _workflow_pb2.GetEventResponse]
@@ -186,6 +196,16 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
     workflow whose inbox holds the server's limit of unread messages takes no more until it
     reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
+    """
+    StartAndSend: _aio.UnaryUnaryMultiCallable[_workflow_pb2.StartAndSendRequest, _workflow_pb2.StartAndSendResponse]  # type: ignore[assignment]
+    """Start a workflow unless one was already started under `start.workflow_id`, and send it a
+    message, in one transaction: the message is there before the workflow first runs, and a
+    retried call (the same workflow id and idempotency key) neither starts nor delivers twice.
+    The way to feed a workflow that may not have begun yet — one per customer, say, fed by
+    events. The start's options apply as in StartWorkflow (a debounced start is
+    INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
+    under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
+    WORKFLOW_NOT_RUNNING).
     """
     ListMessages: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ListMessagesRequest, _workflow_pb2.ListMessagesResponse]  # type: ignore[assignment]
     """Every message sent to a workflow, consumed or not, oldest first (for audit)."""
@@ -342,6 +362,22 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         (WORKFLOW_NOT_RUNNING), unless the send repeats one it got (same idempotency key). A
         workflow whose inbox holds the server's limit of unread messages takes no more until it
         reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
+        """
+
+    @_abc_1.abstractmethod
+    def StartAndSend(
+        self,
+        request: _workflow_pb2.StartAndSendRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_pb2.StartAndSendResponse, _abc.Awaitable[_workflow_pb2.StartAndSendResponse]]:
+        """Start a workflow unless one was already started under `start.workflow_id`, and send it a
+        message, in one transaction: the message is there before the workflow first runs, and a
+        retried call (the same workflow id and idempotency key) neither starts nor delivers twice.
+        The way to feed a workflow that may not have begun yet — one per customer, say, fed by
+        events. The start's options apply as in StartWorkflow (a debounced start is
+        INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
+        under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
+        WORKFLOW_NOT_RUNNING).
         """
 
     @_abc_1.abstractmethod

@@ -31,6 +31,7 @@ mod queues;
 mod remote_steps;
 mod runs;
 mod schedules;
+mod start_and_send;
 mod steps;
 mod streams;
 mod tags;
@@ -51,6 +52,7 @@ pub use queues::*;
 pub use remote_steps::*;
 pub use runs::*;
 pub use schedules::*;
+pub use start_and_send::*;
 pub use steps::*;
 pub use streams::*;
 pub use tags::*;
@@ -117,6 +119,8 @@ macro_rules! conformance_tests {
             a_full_inbox_refuses_sends_until_one_is_read,
             recv_takes_oldest_per_topic_and_records_it,
             sends_with_one_idempotency_key_deliver_once,
+            start_and_send_starts_once_and_delivers_once_per_key,
+            start_and_send_refused_writes_nothing,
             recv_and_send_steps_are_fenced,
             send_step_is_recorded_once,
             concurrent_receivers_take_each_message_once,

@@ -85,6 +85,18 @@ pub trait Messages: Send + Sync {
         now: Millis,
     ) -> StoreResult<(Sent, Option<String>)>;
 
+    /// Starts `start` unless its id (or, with `return_existing`, its dedup id) is taken, and
+    /// delivers `message` to the workflow started or found, in one transaction: the message is
+    /// there before the workflow first runs. The message's `workflow_id` is filled in with it.
+    /// A start is refused as `start_workflow` refuses it, a send as `send_message` does; either
+    /// refusal writes nothing. Not for a debounced start.
+    async fn start_and_send(
+        &self,
+        start: NewWorkflow,
+        message: NewMessage,
+        now: Millis,
+    ) -> StoreResult<(Started, Sent)>;
+
     /// Delivers a message from a workflow, recording the send as its step `step_id` in the same
     /// transaction (fenced). On replay (the step is already recorded) nothing is sent again and
     /// the recorded message id is returned.

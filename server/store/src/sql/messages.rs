@@ -131,6 +131,43 @@ impl Messages for Backend {
         Ok(sent)
     }
 
+    #[tracing::instrument(name = "store.start_and_send", level = "debug", target = "waymark::store", skip_all)]
+    async fn start_and_send(
+        &self,
+        start: NewWorkflow,
+        message: NewMessage,
+        now: Millis,
+    ) -> StoreResult<(Started, Sent)> {
+        // A conflict on the dedup id with a workflow that finishes before it is read leaves
+        // nothing to report: start again.
+        for _ in 0..3 {
+            let mut tx = self.writer().begin().await.map_err(db_error)?;
+            let Some(started) = held!(tx, super::starts::try_start(&mut tx, &start, now).await) else {
+                super::let_go(tx, ()).await;
+                continue;
+            };
+            let m = NewMessage {
+                workflow_id: started.workflow.workflow_id.clone(),
+                ..message
+            };
+            let sent = held!(tx, insert_message(&mut tx, &m, now).await);
+            tx.commit().await.map_err(db_error)?;
+            if started.created && started.workflow.status == WorkflowStatus::Enqueued {
+                self.announce_soon(Change::Enqueued);
+            }
+            if !sent.duplicate {
+                self.announce_soon(Change::Message {
+                    workflow_id: m.workflow_id,
+                    topic: m.topic,
+                });
+            }
+            return Ok((started, sent));
+        }
+        Err(StoreError::Unavailable(
+            "the start kept conflicting with workflows that finished meanwhile".into(),
+        ))
+    }
+
     #[tracing::instrument(
         name = "store.send_message_step",
         level = "debug",

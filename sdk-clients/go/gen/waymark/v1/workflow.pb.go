@@ -2137,6 +2137,161 @@ func (x *SendMessageResponse) GetDuplicate() bool {
 	return false
 }
 
+type StartAndSendRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The workflow to start unless its id was started already (a different workflow name under
+	// that id is ALREADY_EXISTS, WORKFLOW_ID_CONFLICT). With `return_existing`, a live workflow
+	// holding its dedup id gets the message instead.
+	Start *StartWorkflowRequest `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	// Topic the receiver selects on; empty is the default topic.
+	Topic   string   `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	Message *Payload `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// Optional (1-256 characters): a second send with the same key to the same workflow is not
+	// delivered again (`duplicate` true, the first send's message id).
+	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *StartAndSendRequest) Reset() {
+	*x = StartAndSendRequest{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartAndSendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartAndSendRequest) ProtoMessage() {}
+
+func (x *StartAndSendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartAndSendRequest.ProtoReflect.Descriptor instead.
+func (*StartAndSendRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *StartAndSendRequest) GetStart() *StartWorkflowRequest {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *StartAndSendRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *StartAndSendRequest) GetMessage() *Payload {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *StartAndSendRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type StartAndSendResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The workflow that got the message, as it stands after the call.
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// True when this call started it.
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// False when no worker has ever registered the workflow's name (only with
+	// `allow_unregistered`): it waits until one does.
+	NameRegistered bool   `protobuf:"varint,3,opt,name=name_registered,json=nameRegistered,proto3" json:"name_registered,omitempty"`
+	MessageId      string `protobuf:"bytes,4,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// True when the idempotency key had already delivered a message to it: nothing new was sent.
+	Duplicate     bool `protobuf:"varint,5,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartAndSendResponse) Reset() {
+	*x = StartAndSendResponse{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartAndSendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartAndSendResponse) ProtoMessage() {}
+
+func (x *StartAndSendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartAndSendResponse.ProtoReflect.Descriptor instead.
+func (*StartAndSendResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *StartAndSendResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *StartAndSendResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *StartAndSendResponse) GetNameRegistered() bool {
+	if x != nil {
+		return x.NameRegistered
+	}
+	return false
+}
+
+func (x *StartAndSendResponse) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *StartAndSendResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
 type ListMessagesRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	WorkflowId string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
@@ -2151,7 +2306,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[32]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2163,7 +2318,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[32]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2176,7 +2331,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{32}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListMessagesRequest) GetWorkflowId() string {
@@ -2211,7 +2366,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[33]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2378,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[33]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2391,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{33}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -2266,7 +2421,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2433,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2446,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{34}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetEventRequest) GetWorkflowId() string {
@@ -2325,7 +2480,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2337,7 +2492,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2350,7 +2505,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{35}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetEventResponse) GetFound() bool {
@@ -2381,7 +2536,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2548,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2561,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{36}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListEventsRequest) GetWorkflowId() string {
@@ -2441,7 +2596,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2453,7 +2608,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2466,7 +2621,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{37}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -2495,7 +2650,7 @@ type ReadStreamRequest struct {
 
 func (x *ReadStreamRequest) Reset() {
 	*x = ReadStreamRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2507,7 +2662,7 @@ func (x *ReadStreamRequest) String() string {
 func (*ReadStreamRequest) ProtoMessage() {}
 
 func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2520,7 +2675,7 @@ func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReadStreamRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{38}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReadStreamRequest) GetWorkflowId() string {
@@ -2554,7 +2709,7 @@ type ReadStreamResponse struct {
 
 func (x *ReadStreamResponse) Reset() {
 	*x = ReadStreamResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2721,7 @@ func (x *ReadStreamResponse) String() string {
 func (*ReadStreamResponse) ProtoMessage() {}
 
 func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2734,7 @@ func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReadStreamResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{39}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReadStreamResponse) GetOffset() uint64 {
@@ -2605,7 +2760,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2617,7 +2772,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2630,7 +2785,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{40}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListStreamsRequest) GetWorkflowId() string {
@@ -2649,7 +2804,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +2816,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +2829,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{41}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*StreamInfo {
@@ -2699,7 +2854,7 @@ type StreamInfo struct {
 
 func (x *StreamInfo) Reset() {
 	*x = StreamInfo{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2711,7 +2866,7 @@ func (x *StreamInfo) String() string {
 func (*StreamInfo) ProtoMessage() {}
 
 func (x *StreamInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2724,7 +2879,7 @@ func (x *StreamInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamInfo.ProtoReflect.Descriptor instead.
 func (*StreamInfo) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{42}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *StreamInfo) GetKey() string {
@@ -2938,7 +3093,19 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x13SendMessageResponse\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1c\n" +
-	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"r\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"\xbb\x01\n" +
+	"\x13StartAndSendRequest\x126\n" +
+	"\x05start\x18\x01 \x01(\v2 .waymark.v1.StartWorkflowRequestR\x05start\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12-\n" +
+	"\amessage\x18\x03 \x01(\v2\x13.waymark.v1.PayloadR\amessage\x12'\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\xc8\x01\n" +
+	"\x14StartAndSendResponse\x120\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x14.waymark.v1.WorkflowR\bworkflow\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12'\n" +
+	"\x0fname_registered\x18\x03 \x01(\bR\x0enameRegistered\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x04 \x01(\tR\tmessageId\x12\x1c\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"r\n" +
 	"\x13ListMessagesRequest\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x1b\n" +
@@ -2989,7 +3156,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x0fDuplicatePolicy\x12 \n" +
 	"\x1cDUPLICATE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17DUPLICATE_POLICY_REJECT\x10\x01\x12$\n" +
-	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\xf2\v\n" +
+	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\xc5\f\n" +
 	"\x0fWorkflowService\x12T\n" +
 	"\rStartWorkflow\x12 .waymark.v1.StartWorkflowRequest\x1a!.waymark.v1.StartWorkflowResponse\x12N\n" +
 	"\vGetWorkflow\x12\x1e.waymark.v1.GetWorkflowRequest\x1a\x1f.waymark.v1.GetWorkflowResponse\x12T\n" +
@@ -2999,6 +3166,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x0eCancelWorkflow\x12!.waymark.v1.CancelWorkflowRequest\x1a\".waymark.v1.CancelWorkflowResponse\x12W\n" +
 	"\x0eResumeWorkflow\x12!.waymark.v1.ResumeWorkflowRequest\x1a\".waymark.v1.ResumeWorkflowResponse\x12N\n" +
 	"\vSendMessage\x12\x1e.waymark.v1.SendMessageRequest\x1a\x1f.waymark.v1.SendMessageResponse\x12Q\n" +
+	"\fStartAndSend\x12\x1f.waymark.v1.StartAndSendRequest\x1a .waymark.v1.StartAndSendResponse\x12Q\n" +
 	"\fListMessages\x12\x1f.waymark.v1.ListMessagesRequest\x1a .waymark.v1.ListMessagesResponse\x12E\n" +
 	"\bGetEvent\x12\x1b.waymark.v1.GetEventRequest\x1a\x1c.waymark.v1.GetEventResponse\x12K\n" +
 	"\n" +
@@ -3028,7 +3196,7 @@ func file_waymark_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_waymark_v1_workflow_proto_goTypes = []any{
 	(DuplicatePolicy)(0),               // 0: waymark.v1.DuplicatePolicy
 	(*StartWorkflowRequest)(nil),       // 1: waymark.v1.StartWorkflowRequest
@@ -3063,112 +3231,119 @@ var file_waymark_v1_workflow_proto_goTypes = []any{
 	(*ResumeWorkflowResponse)(nil),     // 30: waymark.v1.ResumeWorkflowResponse
 	(*SendMessageRequest)(nil),         // 31: waymark.v1.SendMessageRequest
 	(*SendMessageResponse)(nil),        // 32: waymark.v1.SendMessageResponse
-	(*ListMessagesRequest)(nil),        // 33: waymark.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),       // 34: waymark.v1.ListMessagesResponse
-	(*GetEventRequest)(nil),            // 35: waymark.v1.GetEventRequest
-	(*GetEventResponse)(nil),           // 36: waymark.v1.GetEventResponse
-	(*ListEventsRequest)(nil),          // 37: waymark.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),         // 38: waymark.v1.ListEventsResponse
-	(*ReadStreamRequest)(nil),          // 39: waymark.v1.ReadStreamRequest
-	(*ReadStreamResponse)(nil),         // 40: waymark.v1.ReadStreamResponse
-	(*ListStreamsRequest)(nil),         // 41: waymark.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),        // 42: waymark.v1.ListStreamsResponse
-	(*StreamInfo)(nil),                 // 43: waymark.v1.StreamInfo
-	nil,                                // 44: waymark.v1.StartWorkflowRequest.TagsEntry
-	nil,                                // 45: waymark.v1.ListWorkflowsRequest.TagsEntry
-	nil,                                // 46: waymark.v1.WorkflowFilter.TagsEntry
-	nil,                                // 47: waymark.v1.BulkWorkflowsResponse.SkippedEntry
-	(*Payload)(nil),                    // 48: waymark.v1.Payload
-	(*durationpb.Duration)(nil),        // 49: google.protobuf.Duration
-	(*Workflow)(nil),                   // 50: waymark.v1.Workflow
-	(WorkflowStatus)(0),                // 51: waymark.v1.WorkflowStatus
-	(*timestamppb.Timestamp)(nil),      // 52: google.protobuf.Timestamp
-	(*Step)(nil),                       // 53: waymark.v1.Step
-	(*Message)(nil),                    // 54: waymark.v1.Message
-	(*Event)(nil),                      // 55: waymark.v1.Event
+	(*StartAndSendRequest)(nil),        // 33: waymark.v1.StartAndSendRequest
+	(*StartAndSendResponse)(nil),       // 34: waymark.v1.StartAndSendResponse
+	(*ListMessagesRequest)(nil),        // 35: waymark.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),       // 36: waymark.v1.ListMessagesResponse
+	(*GetEventRequest)(nil),            // 37: waymark.v1.GetEventRequest
+	(*GetEventResponse)(nil),           // 38: waymark.v1.GetEventResponse
+	(*ListEventsRequest)(nil),          // 39: waymark.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),         // 40: waymark.v1.ListEventsResponse
+	(*ReadStreamRequest)(nil),          // 41: waymark.v1.ReadStreamRequest
+	(*ReadStreamResponse)(nil),         // 42: waymark.v1.ReadStreamResponse
+	(*ListStreamsRequest)(nil),         // 43: waymark.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),        // 44: waymark.v1.ListStreamsResponse
+	(*StreamInfo)(nil),                 // 45: waymark.v1.StreamInfo
+	nil,                                // 46: waymark.v1.StartWorkflowRequest.TagsEntry
+	nil,                                // 47: waymark.v1.ListWorkflowsRequest.TagsEntry
+	nil,                                // 48: waymark.v1.WorkflowFilter.TagsEntry
+	nil,                                // 49: waymark.v1.BulkWorkflowsResponse.SkippedEntry
+	(*Payload)(nil),                    // 50: waymark.v1.Payload
+	(*durationpb.Duration)(nil),        // 51: google.protobuf.Duration
+	(*Workflow)(nil),                   // 52: waymark.v1.Workflow
+	(WorkflowStatus)(0),                // 53: waymark.v1.WorkflowStatus
+	(*timestamppb.Timestamp)(nil),      // 54: google.protobuf.Timestamp
+	(*Step)(nil),                       // 55: waymark.v1.Step
+	(*Message)(nil),                    // 56: waymark.v1.Message
+	(*Event)(nil),                      // 57: waymark.v1.Event
 }
 var file_waymark_v1_workflow_proto_depIdxs = []int32{
-	48, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
-	49, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
+	50, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
+	51, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
 	0,  // 2: waymark.v1.StartWorkflowRequest.on_duplicate:type_name -> waymark.v1.DuplicatePolicy
-	49, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	51, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
 	2,  // 4: waymark.v1.StartWorkflowRequest.debounce:type_name -> waymark.v1.Debounce
-	44, // 5: waymark.v1.StartWorkflowRequest.tags:type_name -> waymark.v1.StartWorkflowRequest.TagsEntry
-	49, // 6: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
-	50, // 7: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	50, // 8: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	51, // 9: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
-	52, // 10: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
-	52, // 11: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
-	45, // 12: waymark.v1.ListWorkflowsRequest.tags:type_name -> waymark.v1.ListWorkflowsRequest.TagsEntry
-	50, // 13: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	50, // 14: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	53, // 15: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
-	49, // 16: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
-	50, // 17: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	50, // 18: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	50, // 19: waymark.v1.ForkWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	50, // 20: waymark.v1.SetWorkflowVersionResponse.workflow:type_name -> waymark.v1.Workflow
-	51, // 21: waymark.v1.WorkflowFilter.statuses:type_name -> waymark.v1.WorkflowStatus
-	52, // 22: waymark.v1.WorkflowFilter.created_after:type_name -> google.protobuf.Timestamp
-	52, // 23: waymark.v1.WorkflowFilter.created_before:type_name -> google.protobuf.Timestamp
-	46, // 24: waymark.v1.WorkflowFilter.tags:type_name -> waymark.v1.WorkflowFilter.TagsEntry
+	46, // 5: waymark.v1.StartWorkflowRequest.tags:type_name -> waymark.v1.StartWorkflowRequest.TagsEntry
+	51, // 6: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
+	52, // 7: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	52, // 8: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	53, // 9: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
+	54, // 10: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
+	54, // 11: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
+	47, // 12: waymark.v1.ListWorkflowsRequest.tags:type_name -> waymark.v1.ListWorkflowsRequest.TagsEntry
+	52, // 13: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	52, // 14: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	55, // 15: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
+	51, // 16: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	52, // 17: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	52, // 18: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	52, // 19: waymark.v1.ForkWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	52, // 20: waymark.v1.SetWorkflowVersionResponse.workflow:type_name -> waymark.v1.Workflow
+	53, // 21: waymark.v1.WorkflowFilter.statuses:type_name -> waymark.v1.WorkflowStatus
+	54, // 22: waymark.v1.WorkflowFilter.created_after:type_name -> google.protobuf.Timestamp
+	54, // 23: waymark.v1.WorkflowFilter.created_before:type_name -> google.protobuf.Timestamp
+	48, // 24: waymark.v1.WorkflowFilter.tags:type_name -> waymark.v1.WorkflowFilter.TagsEntry
 	22, // 25: waymark.v1.BulkWorkflowsRequest.filter:type_name -> waymark.v1.WorkflowFilter
 	24, // 26: waymark.v1.BulkWorkflowsRequest.cancel:type_name -> waymark.v1.BulkCancel
 	25, // 27: waymark.v1.BulkWorkflowsRequest.resume:type_name -> waymark.v1.BulkResume
 	26, // 28: waymark.v1.BulkWorkflowsRequest.delete:type_name -> waymark.v1.BulkDelete
 	27, // 29: waymark.v1.BulkWorkflowsRequest.set_version:type_name -> waymark.v1.BulkSetVersion
-	47, // 30: waymark.v1.BulkWorkflowsResponse.skipped:type_name -> waymark.v1.BulkWorkflowsResponse.SkippedEntry
-	50, // 31: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	48, // 32: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
-	54, // 33: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
-	49, // 34: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
-	48, // 35: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
-	55, // 36: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
-	48, // 37: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
-	43, // 38: waymark.v1.ListStreamsResponse.streams:type_name -> waymark.v1.StreamInfo
-	52, // 39: waymark.v1.StreamInfo.updated_at:type_name -> google.protobuf.Timestamp
-	1,  // 40: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
-	4,  // 41: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
-	6,  // 42: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	8,  // 43: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
-	10, // 44: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
-	14, // 45: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
-	29, // 46: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
-	31, // 47: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
-	33, // 48: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
-	35, // 49: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
-	37, // 50: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
-	39, // 51: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
-	41, // 52: waymark.v1.WorkflowService.ListStreams:input_type -> waymark.v1.ListStreamsRequest
-	12, // 53: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
-	16, // 54: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
-	18, // 55: waymark.v1.WorkflowService.ForkWorkflow:input_type -> waymark.v1.ForkWorkflowRequest
-	20, // 56: waymark.v1.WorkflowService.SetWorkflowVersion:input_type -> waymark.v1.SetWorkflowVersionRequest
-	23, // 57: waymark.v1.WorkflowService.BulkWorkflows:input_type -> waymark.v1.BulkWorkflowsRequest
-	3,  // 58: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
-	5,  // 59: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
-	7,  // 60: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	9,  // 61: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
-	11, // 62: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
-	15, // 63: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
-	30, // 64: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
-	32, // 65: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
-	34, // 66: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
-	36, // 67: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
-	38, // 68: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
-	40, // 69: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
-	42, // 70: waymark.v1.WorkflowService.ListStreams:output_type -> waymark.v1.ListStreamsResponse
-	13, // 71: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
-	17, // 72: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
-	19, // 73: waymark.v1.WorkflowService.ForkWorkflow:output_type -> waymark.v1.ForkWorkflowResponse
-	21, // 74: waymark.v1.WorkflowService.SetWorkflowVersion:output_type -> waymark.v1.SetWorkflowVersionResponse
-	28, // 75: waymark.v1.WorkflowService.BulkWorkflows:output_type -> waymark.v1.BulkWorkflowsResponse
-	58, // [58:76] is the sub-list for method output_type
-	40, // [40:58] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	49, // 30: waymark.v1.BulkWorkflowsResponse.skipped:type_name -> waymark.v1.BulkWorkflowsResponse.SkippedEntry
+	52, // 31: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	50, // 32: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
+	1,  // 33: waymark.v1.StartAndSendRequest.start:type_name -> waymark.v1.StartWorkflowRequest
+	50, // 34: waymark.v1.StartAndSendRequest.message:type_name -> waymark.v1.Payload
+	52, // 35: waymark.v1.StartAndSendResponse.workflow:type_name -> waymark.v1.Workflow
+	56, // 36: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
+	51, // 37: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
+	50, // 38: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
+	57, // 39: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
+	50, // 40: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
+	45, // 41: waymark.v1.ListStreamsResponse.streams:type_name -> waymark.v1.StreamInfo
+	54, // 42: waymark.v1.StreamInfo.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 43: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
+	4,  // 44: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
+	6,  // 45: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	8,  // 46: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
+	10, // 47: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
+	14, // 48: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
+	29, // 49: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
+	31, // 50: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
+	33, // 51: waymark.v1.WorkflowService.StartAndSend:input_type -> waymark.v1.StartAndSendRequest
+	35, // 52: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
+	37, // 53: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
+	39, // 54: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
+	41, // 55: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
+	43, // 56: waymark.v1.WorkflowService.ListStreams:input_type -> waymark.v1.ListStreamsRequest
+	12, // 57: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
+	16, // 58: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
+	18, // 59: waymark.v1.WorkflowService.ForkWorkflow:input_type -> waymark.v1.ForkWorkflowRequest
+	20, // 60: waymark.v1.WorkflowService.SetWorkflowVersion:input_type -> waymark.v1.SetWorkflowVersionRequest
+	23, // 61: waymark.v1.WorkflowService.BulkWorkflows:input_type -> waymark.v1.BulkWorkflowsRequest
+	3,  // 62: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
+	5,  // 63: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
+	7,  // 64: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	9,  // 65: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
+	11, // 66: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
+	15, // 67: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
+	30, // 68: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
+	32, // 69: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
+	34, // 70: waymark.v1.WorkflowService.StartAndSend:output_type -> waymark.v1.StartAndSendResponse
+	36, // 71: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
+	38, // 72: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
+	40, // 73: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
+	42, // 74: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
+	44, // 75: waymark.v1.WorkflowService.ListStreams:output_type -> waymark.v1.ListStreamsResponse
+	13, // 76: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
+	17, // 77: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
+	19, // 78: waymark.v1.WorkflowService.ForkWorkflow:output_type -> waymark.v1.ForkWorkflowResponse
+	21, // 79: waymark.v1.WorkflowService.SetWorkflowVersion:output_type -> waymark.v1.SetWorkflowVersionResponse
+	28, // 80: waymark.v1.WorkflowService.BulkWorkflows:output_type -> waymark.v1.BulkWorkflowsResponse
+	62, // [62:81] is the sub-list for method output_type
+	43, // [43:62] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_workflow_proto_init() }
@@ -3192,7 +3367,7 @@ func file_waymark_v1_workflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_workflow_proto_rawDesc), len(file_waymark_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	WorkflowService_CancelWorkflow_FullMethodName     = "/waymark.v1.WorkflowService/CancelWorkflow"
 	WorkflowService_ResumeWorkflow_FullMethodName     = "/waymark.v1.WorkflowService/ResumeWorkflow"
 	WorkflowService_SendMessage_FullMethodName        = "/waymark.v1.WorkflowService/SendMessage"
+	WorkflowService_StartAndSend_FullMethodName       = "/waymark.v1.WorkflowService/StartAndSend"
 	WorkflowService_ListMessages_FullMethodName       = "/waymark.v1.WorkflowService/ListMessages"
 	WorkflowService_GetEvent_FullMethodName           = "/waymark.v1.WorkflowService/GetEvent"
 	WorkflowService_ListEvents_FullMethodName         = "/waymark.v1.WorkflowService/ListEvents"
@@ -82,6 +83,15 @@ type WorkflowServiceClient interface {
 	// workflow whose inbox holds the server's limit of unread messages takes no more until it
 	// reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
 	SendMessage(ctx context.Context, in *SendMessageRequest, opts ...grpc.CallOption) (*SendMessageResponse, error)
+	// Start a workflow unless one was already started under `start.workflow_id`, and send it a
+	// message, in one transaction: the message is there before the workflow first runs, and a
+	// retried call (the same workflow id and idempotency key) neither starts nor delivers twice.
+	// The way to feed a workflow that may not have begun yet — one per customer, say, fed by
+	// events. The start's options apply as in StartWorkflow (a debounced start is
+	// INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
+	// under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
+	// WORKFLOW_NOT_RUNNING).
+	StartAndSend(ctx context.Context, in *StartAndSendRequest, opts ...grpc.CallOption) (*StartAndSendResponse, error)
 	// Every message sent to a workflow, consumed or not, oldest first (for audit).
 	ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error)
 	// The current value of a workflow's event. With `timeout`, waits up to that long for the
@@ -220,6 +230,16 @@ func (c *workflowServiceClient) SendMessage(ctx context.Context, in *SendMessage
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SendMessageResponse)
 	err := c.cc.Invoke(ctx, WorkflowService_SendMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workflowServiceClient) StartAndSend(ctx context.Context, in *StartAndSendRequest, opts ...grpc.CallOption) (*StartAndSendResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartAndSendResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_StartAndSend_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -378,6 +398,15 @@ type WorkflowServiceServer interface {
 	// workflow whose inbox holds the server's limit of unread messages takes no more until it
 	// reads some: RESOURCE_EXHAUSTED (INBOX_FULL).
 	SendMessage(context.Context, *SendMessageRequest) (*SendMessageResponse, error)
+	// Start a workflow unless one was already started under `start.workflow_id`, and send it a
+	// message, in one transaction: the message is there before the workflow first runs, and a
+	// retried call (the same workflow id and idempotency key) neither starts nor delivers twice.
+	// The way to feed a workflow that may not have begun yet — one per customer, say, fed by
+	// events. The start's options apply as in StartWorkflow (a debounced start is
+	// INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
+	// under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
+	// WORKFLOW_NOT_RUNNING).
+	StartAndSend(context.Context, *StartAndSendRequest) (*StartAndSendResponse, error)
 	// Every message sent to a workflow, consumed or not, oldest first (for audit).
 	ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error)
 	// The current value of a workflow's event. With `timeout`, waits up to that long for the
@@ -465,6 +494,9 @@ func (UnimplementedWorkflowServiceServer) ResumeWorkflow(context.Context, *Resum
 }
 func (UnimplementedWorkflowServiceServer) SendMessage(context.Context, *SendMessageRequest) (*SendMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SendMessage not implemented")
+}
+func (UnimplementedWorkflowServiceServer) StartAndSend(context.Context, *StartAndSendRequest) (*StartAndSendResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartAndSend not implemented")
 }
 func (UnimplementedWorkflowServiceServer) ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMessages not implemented")
@@ -657,6 +689,24 @@ func _WorkflowService_SendMessage_Handler(srv interface{}, ctx context.Context, 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(WorkflowServiceServer).SendMessage(ctx, req.(*SendMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkflowService_StartAndSend_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartAndSendRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).StartAndSend(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_StartAndSend_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).StartAndSend(ctx, req.(*StartAndSendRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -872,6 +922,10 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SendMessage",
 			Handler:    _WorkflowService_SendMessage_Handler,
+		},
+		{
+			MethodName: "StartAndSend",
+			Handler:    _WorkflowService_StartAndSend_Handler,
 		},
 		{
 			MethodName: "ListMessages",
