@@ -140,6 +140,20 @@ func durationOrNil(d time.Duration) *durationpb.Duration {
 
 // Start starts workflow name with input (any JSON-encodable value). opts may be nil.
 func (c *Client) Start(ctx context.Context, name string, input any, opts *StartOptions) (*Started, error) {
+	req, err := startRequest(name, input, opts)
+	if err != nil {
+		return nil, err
+	}
+	r, err := retried(ctx, c.workflows.StartWorkflow, req)
+	if err != nil {
+		return nil, err
+	}
+	return &Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated(), NameRegistered: r.GetNameRegistered()}, nil
+}
+
+// startRequest is the request that starts workflow name with input and opts (nil: none), the
+// same for Start and StartAndSend.
+func startRequest(name string, input any, opts *StartOptions) (*pb.StartWorkflowRequest, error) {
 	if opts == nil {
 		opts = &StartOptions{}
 	}
@@ -172,11 +186,7 @@ func (c *Client) Start(ctx context.Context, name string, input any, opts *StartO
 		// finds the workflow the first try may have made instead of making another.
 		req.WorkflowId = newWorkflowID()
 	}
-	r, err := retried(ctx, c.workflows.StartWorkflow, req)
-	if err != nil {
-		return nil, err
-	}
-	return &Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated(), NameRegistered: r.GetNameRegistered()}, nil
+	return req, nil
 }
 
 // Get reads one workflow.

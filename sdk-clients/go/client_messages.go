@@ -46,6 +46,55 @@ func (c *Client) Send(ctx context.Context, workflowID, topic string, message any
 	return Sent{MessageID: r.GetMessageId(), Duplicate: r.GetDuplicate()}, nil
 }
 
+// StartedAndSent is a start-and-send's result: the workflow that got the message, as it
+// stands after the call, and whether this call started it; and the message sent.
+type StartedAndSent struct {
+	Started
+	Sent
+}
+
+// StartAndSend starts workflow name with input (opts as for Start, nil for none) unless a
+// workflow was started under opts.ID already, and sends the workflow message on topic (as
+// Send does), in one transaction: either both happen or neither, and the message is there
+// before the workflow first runs. Give an ID to reach the same workflow every time — one per
+// customer fed by events, say; without one, each call starts a new workflow. A call repeated
+// with the same ID and IdempotencyKey neither starts nor delivers again: Created false,
+// Duplicate true, and the first call's MessageID. Like Send, it is sent again after
+// UNAVAILABLE only with a key; without one a lost reply would deliver twice. Refused: a
+// debounced start (INVALID_ARGUMENT: collapsed onto another start, it would never run as
+// itself); a workflow under the id that ended with an outcome, with reason
+// WORKFLOW_NOT_RUNNING; another workflow name under the id, with WORKFLOW_ID_CONFLICT.
+func (c *Client) StartAndSend(ctx context.Context, name string, input any, opts *StartOptions, topic string, message any, sendOpts *SendOptions) (*StartedAndSent, error) {
+	start, err := startRequest(name, input, opts)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := toPayload(message)
+	if err != nil {
+		return nil, err
+	}
+	req := &pb.StartAndSendRequest{Start: start, Topic: topic, Message: payload}
+	if sendOpts != nil {
+		req.IdempotencyKey = sendOpts.IdempotencyKey
+	}
+	var r *pb.StartAndSendResponse
+	if req.IdempotencyKey != "" {
+		// The start is one start however often it is made (its id is fixed in the request),
+		// but the message is delivered once only with a key.
+		r, err = retried(ctx, c.workflows.StartAndSend, req)
+	} else {
+		r, err = c.workflows.StartAndSend(ctx, req)
+		err = rpcError(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &StartedAndSent{
+		Started: Started{Workflow: workflowFromWire(r.GetWorkflow()), Created: r.GetCreated(), NameRegistered: r.GetNameRegistered()},
+		Sent:    Sent{MessageID: r.GetMessageId(), Duplicate: r.GetDuplicate()},
+	}, nil
+}
+
 // Messages lists every message sent to a workflow, consumed or not, oldest first, reading
 // every page.
 func (c *Client) Messages(ctx context.Context, workflowID string) ([]Message, error) {

@@ -14,8 +14,8 @@ import (
 
 // retrying makes a client call, and makes it again while it fails with UNAVAILABLE (see
 // outage). Only calls that are safe to repeat go through it: reads, awaits, starts and
-// forks with an id, cancel, resume, sends with an idempotency key. The error returned is the last one, as
-// an *Error.
+// forks with an id, cancel, resume, sends and start-and-sends with an idempotency key. The
+// error returned is the last one, as an *Error.
 func retrying[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
 	var o outage
 	for {

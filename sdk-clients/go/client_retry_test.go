@@ -43,6 +43,8 @@ type fakeWorkflows struct {
 	sends        int
 	gets         int
 	followed     []uint64 // from_offset of each ReadStream
+
+	startAndSends []*pb.StartAndSendRequest
 }
 
 // answer is how the fake server answers one call: an error while it refuses, or the caller's
@@ -116,6 +118,18 @@ func (f *fakeWorkflows) SendMessage(ctx context.Context, req *pb.SendMessageRequ
 		return nil, err
 	}
 	return &pb.SendMessageResponse{MessageId: "m-1"}, nil
+}
+
+// StartAndSend answers that it started the workflow the request names and sent message m-1.
+func (f *fakeWorkflows) StartAndSend(ctx context.Context, req *pb.StartAndSendRequest, _ ...grpc.CallOption) (*pb.StartAndSendResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.startAndSends = append(f.startAndSends, req)
+	if err := f.answer(ctx); err != nil {
+		return nil, err
+	}
+	started := &pb.Workflow{WorkflowId: req.GetStart().GetWorkflowId(), WorkflowName: req.GetStart().GetWorkflowName()}
+	return &pb.StartAndSendResponse{Workflow: started, Created: true, NameRegistered: true, MessageId: "m-1"}, nil
 }
 
 func (f *fakeWorkflows) GetWorkflow(ctx context.Context, req *pb.GetWorkflowRequest, _ ...grpc.CallOption) (*pb.GetWorkflowResponse, error) {
@@ -238,6 +252,44 @@ func TestClientSendRetriesOnlyWithAKey(t *testing.T) {
 	f.refuse = 1
 	if _, err := c.Send(context.Background(), "wf", "", "hi", &SendOptions{IdempotencyKey: "k"}); err != nil || f.sends != 3 {
 		t.Fatalf("with a key: %v after %d tries in all", err, f.sends)
+	}
+}
+
+// A start-and-send carries the start as Start would make it (an id chosen here when none is
+// given) and the message; like a send, it is retried only with an idempotency key, and every
+// try is the same start under the same id.
+func TestClientStartAndSendRetriesOnlyWithAKey(t *testing.T) {
+	f := &fakeWorkflows{refuse: 1}
+	c := &Client{workflows: f}
+	opts := &StartOptions{Queue: "q", Tags: map[string]string{"customer": "ada"}}
+	_, err := c.StartAndSend(context.Background(), "customer", "ada", opts, "orders", "tea", nil)
+	var werr *Error
+	if !errors.As(err, &werr) || werr.Code != codes.Unavailable || len(f.startAndSends) != 1 {
+		t.Fatalf("without a key: %v after %d tries", err, len(f.startAndSends))
+	}
+
+	f.refuse = 2
+	got, err := c.StartAndSend(context.Background(), "customer", "ada", opts, "orders", "tea", &SendOptions{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tries := f.startAndSends[1:]
+	if len(tries) != 3 {
+		t.Fatalf("with a key: %d tries, want 3", len(tries))
+	}
+	req := tries[0]
+	id := req.GetStart().GetWorkflowId()
+	uuidV7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	if !uuidV7.MatchString(id) || tries[1].GetStart().GetWorkflowId() != id || tries[2].GetStart().GetWorkflowId() != id {
+		t.Fatalf("ids %q %q %q", id, tries[1].GetStart().GetWorkflowId(), tries[2].GetStart().GetWorkflowId())
+	}
+	if req.GetStart().GetWorkflowName() != "customer" || req.GetStart().GetQueueName() != "q" || req.GetStart().GetTags()["customer"] != "ada" ||
+		req.GetStart().GetInput().GetJson().GetStringValue() != "ada" || req.GetTopic() != "orders" ||
+		req.GetMessage().GetJson().GetStringValue() != "tea" || req.GetIdempotencyKey() != "k" {
+		t.Fatalf("request %v", req)
+	}
+	if got.ID != id || got.Name != "customer" || !got.Created || !got.NameRegistered || got.MessageID != "m-1" || got.Duplicate {
+		t.Fatalf("result %+v", got)
 	}
 }
 
