@@ -1,7 +1,8 @@
 """The client retries what is safe to repeat while the server is unavailable, and nothing
-else: a start (with an id the client made) and a keyed send are made again while the server
-says STORE_UNAVAILABLE; a send without an idempotency key is not; a read made while the server
-is down returns once it is back; a retried call gives up after the client's patience."""
+else: a start (with an id the client made), a keyed send and a keyed start-and-send are made
+again while the server says STORE_UNAVAILABLE; a send or start-and-send without an idempotency
+key is not; a read made while the server is down returns once it is back; a retried call gives
+up after the client's patience."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class Flaky(workflow_pb2_grpc.WorkflowServiceServicer):
         self.outage = outage
         self.starts: list[workflow_pb2.StartWorkflowRequest] = []
         self.sends: list[workflow_pb2.SendMessageRequest] = []
+        self.start_and_sends: list[workflow_pb2.StartAndSendRequest] = []
 
     async def _refuse_while_down(self, calls: list[Any], context: Any) -> None:
         if len(calls) <= self.outage:
@@ -51,6 +53,12 @@ class Flaky(workflow_pb2_grpc.WorkflowServiceServicer):
         self.sends.append(request)
         await self._refuse_while_down(self.sends, context)
         return workflow_pb2.SendMessageResponse(message_id="m-1")
+
+    async def StartAndSend(self, request: Any, context: Any) -> Any:
+        self.start_and_sends.append(request)
+        await self._refuse_while_down(self.start_and_sends, context)
+        wf = types_pb2.Workflow(workflow_id=request.start.workflow_id)
+        return workflow_pb2.StartAndSendResponse(workflow=wf, created=True, message_id="m-1")
 
 
 async def serving(servicer: Flaky) -> tuple[grpc.aio.Server, str]:
@@ -93,6 +101,27 @@ async def test_a_send_is_retried_only_with_an_idempotency_key() -> None:
             flaky.sends.clear()
             assert await client.send("wf", "hello", idempotency_key="k") == ("m-1", False)
             assert [r.idempotency_key for r in flaky.sends] == ["k", "k"]
+    finally:
+        await server.stop(None)
+
+
+async def test_a_start_and_send_is_retried_only_with_an_idempotency_key() -> None:
+    flaky = Flaky(outage=1)
+    server, address = await serving(flaky)
+    try:
+        async with Client(address) as client:
+            with pytest.raises(RpcError) as e:
+                await client.start_and_send("anything", message="hello")
+            assert e.value.code == grpc.StatusCode.UNAVAILABLE
+            assert len(flaky.start_and_sends) == 1
+            flaky.start_and_sends.clear()
+            r = await client.start_and_send("anything", message="hello", idempotency_key="k")
+            assert (r.message_id, r.duplicate, r.handle.created) == ("m-1", False, True)
+            sent = flaky.start_and_sends
+            assert [s.idempotency_key for s in sent] == ["k", "k"]
+            # Resent as the same start: one workflow id, made by the client.
+            assert sent[0].start.workflow_id == sent[1].start.workflow_id == r.handle.workflow_id
+            uuid.UUID(r.handle.workflow_id)
     finally:
         await server.stop(None)
 

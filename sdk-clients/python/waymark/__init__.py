@@ -4,7 +4,7 @@ from waymark import Client, Worker, WorkflowContext
 """
 
 from .bulk import BulkAction, BulkOutcome, WorkflowFilter
-from .client import Client, Page, WorkflowHandle
+from .client import Client, Page, StartedAndSent, WorkflowHandle
 from .errors import (
     ChildWorkflowFailed,
     ContinueAsNew,
@@ -60,6 +60,7 @@ __all__ = [
     "Schedule",
     "ScheduleRun",
     "Schedules",
+    "StartedAndSent",
     "Step",
     "StepFailed",
     "StepHandle",

@@ -38,6 +38,18 @@ class Page:
     next_page_token: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class StartedAndSent:
+    """What `Client.start_and_send` did: `handle` is the workflow that got the message
+    (`handle.created` is True when this call started it); `duplicate` is True when an earlier
+    call with the same idempotency key had delivered it, and nothing new was sent —
+    `message_id` is then that earlier message's."""
+
+    handle: WorkflowHandle
+    message_id: str
+    duplicate: bool
+
+
 class Client(MessagingCalls, LifecycleCalls, BulkCalls):
     """Connects to a Waymark server (`host:port` or a URL; `WAYMARK_SERVER`, else
     127.0.0.1:7450). Use it as `async with Client() as client:` or call `close()`.
@@ -57,8 +69,9 @@ class Client(MessagingCalls, LifecycleCalls, BulkCalls):
 
     Calls that are safe to make twice — reads, waits, starts and forks (always with a workflow
     id: one is made here when not given), cancel, resume, `set_version`, bulk batches, and
-    sends with an idempotency key — are made again, with backoff, while the server answers
-    UNAVAILABLE (unreachable, or its database restarting), for up to `retry_unavailable_for` seconds; then `UnavailableError` (or
+    sends and start-and-sends with an idempotency key — are made again, with backoff, while the
+    server answers UNAVAILABLE (unreachable, or its database restarting), for up to
+    `retry_unavailable_for` seconds; then `UnavailableError` (or
     `RpcError` with code UNAVAILABLE) is raised. Other calls raise it at once."""
 
     def __init__(
@@ -139,31 +152,23 @@ class Client(MessagingCalls, LifecycleCalls, BulkCalls):
         Without a `workflow_id`, one is made here (a UUID), so that a start retried because the
         server was unavailable cannot start a second workflow; a retried start whose first
         attempt did start it returns it with `created` False."""
-        req = workflow_pb2.StartWorkflowRequest(
-            workflow_name=workflow_name,
-            workflow_id=workflow_id or str(uuid.uuid4()),
-            input=to_payload(input),
-            queue_name=queue or "",
-            app_version=app_version or "",
+        req = _start_request(
+            workflow_name,
+            input,
+            workflow_id=workflow_id,
+            queue=queue,
+            app_version=app_version,
+            timeout=timeout,
             priority=priority,
-            partition_key=partition_key or "",
-            dedup_id=dedup_id or "",
-            on_duplicate=(
-                workflow_pb2.DUPLICATE_POLICY_RETURN_EXISTING
-                if return_existing
-                else workflow_pb2.DUPLICATE_POLICY_UNSPECIFIED
-            ),
+            partition_key=partition_key,
+            dedup_id=dedup_id,
+            return_existing=return_existing,
+            delay=delay,
+            debounce_key=debounce_key,
+            debounce_max_delay=debounce_max_delay,
             allow_unregistered=allow_unregistered,
-            tags=tags or {},
+            tags=tags,
         )
-        if timeout is not None:
-            req.timeout.CopyFrom(to_duration(timeout))
-        if delay is not None:
-            req.delay.CopyFrom(to_duration(delay))
-        if debounce_key is not None:
-            req.debounce.key = debounce_key
-            if debounce_max_delay is not None:
-                req.debounce.max_delay.CopyFrom(to_duration(debounce_max_delay))
         r = await call(self._rpc.StartWorkflow, req, retry_for=self._patience)
         wf = Workflow.from_proto(r.workflow)
         return WorkflowHandle(
@@ -173,6 +178,79 @@ class Client(MessagingCalls, LifecycleCalls, BulkCalls):
             created=r.created,
             name_registered=r.name_registered,
         )
+
+    async def start_and_send(
+        self,
+        workflow_name: str,
+        input: Any = None,
+        *,
+        message: Any,
+        topic: str = "",
+        idempotency_key: str | None = None,
+        workflow_id: str | None = None,
+        queue: str | None = None,
+        app_version: str | None = None,
+        timeout: Seconds | None = None,
+        priority: int = 0,
+        partition_key: str | None = None,
+        dedup_id: str | None = None,
+        return_existing: bool = False,
+        delay: Seconds | None = None,
+        debounce_key: str | None = None,
+        debounce_max_delay: Seconds | None = None,
+        allow_unregistered: bool = False,
+        tags: Mapping[str, str] | None = None,
+    ) -> StartedAndSent:
+        """Starts a workflow unless one was already started under `workflow_id`, and sends it
+        `message` on `topic` (taken with `ctx.recv(topic)`), in one transaction: the message is
+        there before the workflow first runs, and neither happens without the other. Give a
+        `workflow_id` to reach the same workflow every time — one per customer, say, fed by
+        events — and an `idempotency_key` to deliver once: the same id and key again start
+        nothing and send nothing (`handle.created` False, `duplicate` True, the first call's
+        `message_id`).
+
+        The start options are `start`'s, but a debounced start (`debounce_key`) is refused
+        (`RpcError` code INVALID_ARGUMENT): collapsed onto another start, the workflow might
+        never run as itself. A workflow under the id that ended with an outcome (succeeded or
+        failed) takes no more messages (code FAILED_PRECONDITION, reason WORKFLOW_NOT_RUNNING);
+        another workflow name under the id is reason WORKFLOW_ID_CONFLICT.
+
+        Retried while the server is unavailable only with an `idempotency_key`: without one, a
+        retry whose first attempt got through would find the workflow started and send the
+        message again."""
+        req = workflow_pb2.StartAndSendRequest(
+            start=_start_request(
+                workflow_name,
+                input,
+                workflow_id=workflow_id,
+                queue=queue,
+                app_version=app_version,
+                timeout=timeout,
+                priority=priority,
+                partition_key=partition_key,
+                dedup_id=dedup_id,
+                return_existing=return_existing,
+                delay=delay,
+                debounce_key=debounce_key,
+                debounce_max_delay=debounce_max_delay,
+                allow_unregistered=allow_unregistered,
+                tags=tags,
+            ),
+            topic=topic,
+            message=to_payload(message),
+            idempotency_key=idempotency_key or "",
+        )
+        retry_for = self._patience if idempotency_key else 0.0
+        r = await call(self._rpc.StartAndSend, req, retry_for=retry_for)
+        wf = Workflow.from_proto(r.workflow)
+        handle = WorkflowHandle(
+            self,
+            wf.workflow_id,
+            workflow=wf,
+            created=r.created,
+            name_registered=r.name_registered,
+        )
+        return StartedAndSent(handle, r.message_id, r.duplicate)
 
     def handle(self, workflow_id: str) -> WorkflowHandle:
         """A handle on an existing workflow, without a call."""
@@ -370,3 +448,51 @@ def _recorded(s: Step) -> dict[str, Any]:
         failure = {"kind": s.failure.kind, "message": s.failure.message}
         return {"step_id": s.step_id, "name": s.name, "failure": failure}
     return {"step_id": s.step_id, "name": s.name, "output": s.output}
+
+
+def _start_request(
+    workflow_name: str,
+    input: Any,
+    *,
+    workflow_id: str | None,
+    queue: str | None,
+    app_version: str | None,
+    timeout: Seconds | None,
+    priority: int,
+    partition_key: str | None,
+    dedup_id: str | None,
+    return_existing: bool,
+    delay: Seconds | None,
+    debounce_key: str | None,
+    debounce_max_delay: Seconds | None,
+    allow_unregistered: bool,
+    tags: Mapping[str, str] | None,
+) -> workflow_pb2.StartWorkflowRequest:
+    """The request of `Client.start` (and the start of `Client.start_and_send`). The workflow id
+    is made here when not given, so that a retried request is the same start."""
+    req = workflow_pb2.StartWorkflowRequest(
+        workflow_name=workflow_name,
+        workflow_id=workflow_id or str(uuid.uuid4()),
+        input=to_payload(input),
+        queue_name=queue or "",
+        app_version=app_version or "",
+        priority=priority,
+        partition_key=partition_key or "",
+        dedup_id=dedup_id or "",
+        on_duplicate=(
+            workflow_pb2.DUPLICATE_POLICY_RETURN_EXISTING
+            if return_existing
+            else workflow_pb2.DUPLICATE_POLICY_UNSPECIFIED
+        ),
+        allow_unregistered=allow_unregistered,
+        tags=tags or {},
+    )
+    if timeout is not None:
+        req.timeout.CopyFrom(to_duration(timeout))
+    if delay is not None:
+        req.delay.CopyFrom(to_duration(delay))
+    if debounce_key is not None:
+        req.debounce.key = debounce_key
+        if debounce_max_delay is not None:
+            req.debounce.max_delay.CopyFrom(to_duration(debounce_max_delay))
+    return req
