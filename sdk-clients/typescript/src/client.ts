@@ -5,8 +5,9 @@
 
 import { createClient, type Transport } from "@connectrpc/connect";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import type { JsonValue } from "@bufbuild/protobuf";
-import { DuplicatePolicy, WorkflowService } from "./gen/waymark/v1/workflow_pb.js";
+import type { JsonValue, MessageInitShape } from "@bufbuild/protobuf";
+import { DuplicatePolicy, WorkflowService, type StartWorkflowRequestSchema } from "./gen/waymark/v1/workflow_pb.js";
+import type { Workflow } from "./gen/waymark/v1/types_pb.js";
 import { toPayload } from "./payload.js";
 import { WorkflowFailedError } from "./errors.js";
 import { ownTransport, type ConnectionOptions } from "./transport.js";
@@ -91,6 +92,23 @@ export interface Started {
   nameRegistered: boolean;
 }
 
+export interface StartAndSendOptions extends StartOptions {
+  /** The message; the workflow takes it with `recv(topic)`. */
+  message: unknown;
+  /** Topic the receiver selects on; "" (the default topic) when not given. */
+  topic?: string;
+  /** Makes the send idempotent: a call again with the same `workflowId` and key delivers nothing new. */
+  idempotencyKey?: string;
+}
+
+export interface StartedAndSent {
+  /** The workflow that got the message, and whether this call started it. */
+  started: Started;
+  messageId: string;
+  /** True when the idempotency key had delivered a message to it before: nothing new was sent. */
+  duplicate: boolean;
+}
+
 export interface ListOptions extends CallOptions, WorkflowFilter {
   /** 1-1000; 100 when not given. */
   pageSize?: number;
@@ -105,6 +123,51 @@ export interface WorkflowPage {
    */
   nextPageToken?: string;
 }
+
+/** The wire's start of `workflowName` as `workflowId` (the caller's, or one made here). */
+function startRequest(
+  workflowName: string,
+  workflowId: string,
+  input: unknown,
+  o: StartOptions,
+): MessageInitShape<typeof StartWorkflowRequestSchema> {
+  return {
+    workflowName,
+    workflowId,
+    input: toPayload(input),
+    queueName: o.queue ?? "",
+    appVersion: o.appVersion ?? "",
+    timeout: o.workflowTimeoutMs !== undefined ? durationFromMs(o.workflowTimeoutMs) : undefined,
+    priority: o.priority ?? 0,
+    partitionKey: o.partitionKey ?? "",
+    dedupId: o.dedupId ?? "",
+    onDuplicate: o.returnExisting ? DuplicatePolicy.RETURN_EXISTING : DuplicatePolicy.UNSPECIFIED,
+    delay: o.delayMs !== undefined ? durationFromMs(o.delayMs) : undefined,
+    debounce:
+      o.debounceKey !== undefined
+        ? {
+            key: o.debounceKey,
+            maxDelay: o.debounceMaxDelayMs !== undefined ? durationFromMs(o.debounceMaxDelayMs) : undefined,
+          }
+        : undefined,
+    allowUnregistered: o.allowUnregistered ?? false,
+    tags: { ...o.tags },
+  };
+}
+
+/** A start's answer as `Started`, for a start made as `workflowId`. */
+function started(
+  r: { workflow?: Workflow; created: boolean; nameRegistered: boolean },
+  workflowId: string,
+  o: StartOptions,
+): Started {
+  const workflow = workflowOf(r.workflow);
+  // A start sent again after the first one went through finds the workflow that one created:
+  // with an id made here, nobody else could have started it, so this call did.
+  const ours = !o.workflowId && workflow.workflowId === workflowId;
+  return { workflow, created: r.created || ours, nameRegistered: r.nameRegistered };
+}
+
 export class Client {
   readonly queues: Queues;
   readonly schedules: Schedules;
@@ -127,40 +190,38 @@ export class Client {
    * `workflowId` one is made here, so that the start can be sent again safely.
    */
   async start(workflowName: string, input?: unknown, options: StartOptions = {}): Promise<Started> {
-    const o = options;
-    const workflowId = o.workflowId || newWorkflowId();
-    const r = await repeatable(this.calls.resendForMs, o, (a) =>
-      this.calls.rpc.startWorkflow(
-        {
-          workflowName,
-          workflowId,
-          input: toPayload(input),
-          queueName: o.queue ?? "",
-          appVersion: o.appVersion ?? "",
-          timeout: o.workflowTimeoutMs !== undefined ? durationFromMs(o.workflowTimeoutMs) : undefined,
-          priority: o.priority ?? 0,
-          partitionKey: o.partitionKey ?? "",
-          dedupId: o.dedupId ?? "",
-          onDuplicate: o.returnExisting ? DuplicatePolicy.RETURN_EXISTING : DuplicatePolicy.UNSPECIFIED,
-          delay: o.delayMs !== undefined ? durationFromMs(o.delayMs) : undefined,
-          debounce:
-            o.debounceKey !== undefined
-              ? {
-                  key: o.debounceKey,
-                  maxDelay: o.debounceMaxDelayMs !== undefined ? durationFromMs(o.debounceMaxDelayMs) : undefined,
-                }
-              : undefined,
-          allowUnregistered: o.allowUnregistered ?? false,
-          tags: { ...o.tags },
-        },
-        a,
-      ),
+    const workflowId = options.workflowId || newWorkflowId();
+    const r = await repeatable(this.calls.resendForMs, options, (a) =>
+      this.calls.rpc.startWorkflow(startRequest(workflowName, workflowId, input, options), a),
     );
-    const workflow = workflowOf(r.workflow);
-    // A start sent again after the first one went through finds the workflow that one created:
-    // with an id made here, nobody else could have started it, so this call did.
-    const ours = !o.workflowId && workflow.workflowId === workflowId;
-    return { workflow, created: r.created || ours, nameRegistered: r.nameRegistered };
+    return started(r, workflowId, options);
+  }
+
+  /**
+   * Starts a workflow unless one was already started under `workflowId`, and sends it
+   * `message` on `topic`, in one transaction: the message is there before the workflow first
+   * runs, and no workflow is started without it. The way to feed a workflow that may not have
+   * begun yet (one per customer, fed by events): give it a `workflowId` to reach the same one
+   * each time, and an `idempotencyKey` so that a call made again neither starts nor delivers
+   * twice (`started.created` false, `duplicate` true, the first call's `messageId`). Only with a
+   * key is the call made again while the server answers UNAVAILABLE (so `duplicate` can be true
+   * when this call's own first attempt got through): without one, a repeat that finds the
+   * workflow would deliver a second message. A debounced start is refused (INVALID_ARGUMENT); a
+   * workflow under the id that ended with an outcome (SUCCESS, ERROR) takes no more messages
+   * (reason WORKFLOW_NOT_RUNNING), and one of another name under the id is WORKFLOW_ID_CONFLICT.
+   */
+  async startAndSend(workflowName: string, input: unknown, options: StartAndSendOptions): Promise<StartedAndSent> {
+    const workflowId = options.workflowId || newWorkflowId();
+    const req = {
+      start: startRequest(workflowName, workflowId, input, options),
+      topic: options.topic ?? "",
+      message: toPayload(options.message),
+      idempotencyKey: options.idempotencyKey ?? "",
+    };
+    const r = options.idempotencyKey
+      ? await repeatable(this.calls.resendForMs, options, (a) => this.calls.rpc.startAndSend(req, a))
+      : await rpc(() => this.calls.rpc.startAndSend(req, call(options)));
+    return { started: started(r, workflowId, options), messageId: r.messageId, duplicate: r.duplicate };
   }
 
   async get(workflowId: string, options?: CallOptions): Promise<WorkflowInfo> {

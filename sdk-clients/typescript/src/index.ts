@@ -5,7 +5,7 @@
 // API key goes over plaintext only to a loopback host unless `insecure` (WAYMARK_INSECURE=1).
 
 export { Client } from "./client.js";
-export type { ClientOptions, ListOptions, StartOptions, Started, WorkflowPage } from "./client.js";
+export type { ClientOptions, ListOptions, StartAndSendOptions, StartOptions, Started, StartedAndSent, WorkflowPage } from "./client.js";
 export type { CallOptions } from "./calls.js";
 export type { BulkAction, BulkOutcome, ForkOptions, WorkflowFilter } from "./lifecycle.js";
 export type { StreamItem } from "./messaging.js";

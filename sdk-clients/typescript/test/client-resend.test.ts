@@ -5,10 +5,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { WorkflowService } from "../src/gen/waymark/v1/workflow_pb.js";
+import { WorkflowService, type StartAndSendRequest } from "../src/gen/waymark/v1/workflow_pb.js";
 import { WorkflowSchema, WorkflowStatus } from "../src/gen/waymark/v1/types_pb.js";
 import { Client, RpcError } from "../src/index.js";
-import { toPayload } from "../src/payload.js";
+import { fromPayload, toPayload } from "../src/payload.js";
 
 const down = () => new ConnectError("the database is restarting", Code.Unavailable);
 
@@ -46,6 +46,19 @@ function clientWith(refusals: number, resendForMs = 60_000) {
             forkedFromWorkflowId: req.workflowId,
             forkedFromStep: req.fromStep ?? 0,
           }),
+        };
+      },
+      startAndSend(req) {
+        // As a start: the write goes through before the answer is lost.
+        const id = req.start?.workflowId ?? "";
+        const created = !started.has(id);
+        started.add(id);
+        seen("startAndSend", req);
+        return {
+          workflow: create(WorkflowSchema, { workflowId: id, workflowName: req.start?.workflowName ?? "" }),
+          created,
+          messageId: "m-1",
+          duplicate: !created,
         };
       },
       sendMessage(req) {
@@ -121,6 +134,28 @@ test("a send is made again only when the caller gave an idempotency key", async 
   const keyed = clientWith(1);
   assert.equal((await keyed.client.send("wf-1", "hi", { idempotencyKey: "k-1" })).messageId, "m-1");
   assert.equal(keyed.calls.get("send")!.length, 2);
+});
+
+test("a start-and-send is made again only with an idempotency key, as one start under an id made here", async () => {
+  const plain = clientWith(1);
+  await assert.rejects(plain.client.startAndSend("checkout", null, { message: "hi" }), (e) => e instanceof RpcError && e.code === Code.Unavailable);
+  assert.equal(plain.calls.get("startAndSend")!.length, 1);
+
+  const keyed = clientWith(1);
+  const r = await keyed.client.startAndSend("checkout", { n: 1 }, { queue: "orders", topic: "t", message: "hi", idempotencyKey: "k-1" });
+  const reqs = keyed.calls.get("startAndSend")! as StartAndSendRequest[];
+  assert.equal(reqs.length, 2);
+  const ids = reqs.map((q) => q.start?.workflowId);
+  assert.ok(ids[0] && ids[0] === ids[1], `both attempts carry one id: ${ids}`);
+  assert.match(ids[0]!, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  for (const q of reqs) {
+    assert.deepEqual([q.start?.workflowName, q.start?.queueName, q.topic, q.idempotencyKey], ["checkout", "orders", "t", "k-1"]);
+    assert.deepEqual([fromPayload(q.start?.input), fromPayload(q.message)], [{ n: 1 }, "hi"]);
+  }
+  // The resend found the workflow and the message its first attempt left: this call started
+  // it, and the message it reports as a duplicate is its own.
+  assert.equal(r.started.workflow.workflowId, ids[0]);
+  assert.deepEqual([r.started.created, r.messageId, r.duplicate], [true, "m-1", true]);
 });
 
 test("past the bound the UNAVAILABLE error comes out", async () => {
