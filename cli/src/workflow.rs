@@ -118,6 +118,24 @@ pub enum WorkflowCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Send an update to a running workflow and wait for its answer, which is printed (JSON).
+    /// A rejection exits non-zero with the workflow's reason.
+    Update {
+        id: String,
+        /// The update's name, as the workflow receives it.
+        name: String,
+        /// Its arguments as JSON.
+        #[arg(long, default_value = "null")]
+        args: String,
+        /// The same id is the same update: sent again, it is answered again, not run again.
+        #[arg(long)]
+        update_id: Option<String>,
+        /// How long to wait for the answer (default 60s).
+        #[arg(long, value_parser = parse_duration)]
+        timeout: Option<Duration>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Show the messages sent to a workflow, consumed or not.
     Messages {
         id: String,
@@ -268,6 +286,24 @@ pub async fn run(cmd: WorkflowCommand) -> anyhow::Result<i32> {
             if w.status != WorkflowStatus::Success {
                 return Ok(3);
             }
+        }
+        WorkflowCommand::Update {
+            id,
+            name,
+            args,
+            update_id,
+            timeout,
+            client,
+        } => {
+            let args: serde_json::Value =
+                serde_json::from_str(&args).map_err(|e| super::invalid(format!("--args is not valid JSON: {e}")))?;
+            let options = waymark_sdk::UpdateOptions { update_id, timeout };
+            let answer: serde_json::Value = client
+                .connect()
+                .await?
+                .update_workflow(&id, &name, &args, options)
+                .await?;
+            println!("{answer}");
         }
         WorkflowCommand::Send {
             id,

@@ -77,7 +77,7 @@ fn start_request(workflow_name: &str, input: serde_json::Value, options: StartOp
     }
 }
 
-fn duration(d: Duration) -> prost_types::Duration {
+pub(crate) fn duration(d: Duration) -> prost_types::Duration {
     prost_types::Duration {
         seconds: d.as_secs() as i64,
         nanos: d.subsec_nanos() as i32,

@@ -32,6 +32,7 @@ mod retry;
 mod schedules;
 mod tracing_ctx;
 mod types;
+mod updates;
 mod worker;
 mod workers;
 
@@ -47,8 +48,9 @@ pub use schedules::{ScheduleDef, ScheduleInfo, ScheduleRun, ScheduleUpdate};
 pub use types::{
     EventInfo, Failure, MessageInfo, Started, StartedAndSent, StepInfo, WaitingOn, WorkflowInfo, WorkflowStatus,
 };
+pub use updates::UpdateOptions;
 pub use worker::{
-    context::{Awaitable, ChildOptions, StepHandle, StepOptions, WorkflowContext},
+    context::{Awaitable, ChildOptions, StepHandle, StepOptions, Update, WorkflowContext},
     replayer::{RecordedFailure, RecordedHistory, RecordedStep, Replayed, Replayer},
     Worker, WorkerBuilder,
 };

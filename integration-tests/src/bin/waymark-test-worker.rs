@@ -14,6 +14,8 @@
 //!   value to stream K (after a message on topic "go" when gated), then closes it.
 //! - `family`: input `{"children": [[NAME, INPUT], ...]}`; starts each child, awaits each, returns
 //!   their outputs (`{"error": KIND}` for a child that did not succeed).
+//! - `cart`: input `{"items": N}`; takes `add` updates (`{"name": S, "qty": Q}`) until it holds N
+//!   lines, each answered with `{"lines": L, "total": T}` (Q < 1 is rejected); returns the lines.
 //! - `flaky`: input `{"fail_times": F, "max_attempts": A}`; one step that fails F times, retried
 //!   up to A attempts.
 //!
@@ -100,6 +102,63 @@ async fn echo(ctx: WorkflowContext, input: serde_json::Value) -> Result<serde_js
         async move { Ok::<_, String>(v) }
     })
     .await
+}
+
+#[derive(Deserialize)]
+struct Cart {
+    items: usize,
+}
+
+#[derive(Deserialize)]
+struct Item {
+    name: String,
+    qty: i64,
+}
+
+/// Takes `add` updates until it holds `items` lines: each runs a step (appending its side
+/// effect, keyed `cart/<workflow>`, when `WAYMARK_SIDE_EFFECTS` is set) and is answered with
+/// the cart so far; a quantity below one is rejected. Returns the lines.
+async fn cart(ctx: WorkflowContext, input: Cart) -> Result<serde_json::Value, WorkflowError> {
+    let log = std::env::var("WAYMARK_SIDE_EFFECTS").ok().map(PathBuf::from);
+    let mut lines: Vec<(String, i64)> = Vec::new();
+    while lines.len() < input.items {
+        let Some(u) = ctx.recv_update::<Item>("add", Duration::from_secs(600)).await? else {
+            break;
+        };
+        if u.args.qty < 1 {
+            ctx.reject_update(&u.id, "quantity must be at least 1").await?;
+            continue;
+        }
+        let (log, workflow_id, n, epoch) = (
+            log.clone(),
+            ctx.workflow_id().to_string(),
+            lines.len() as u32,
+            ctx.epoch(),
+        );
+        let before: i64 = lines.iter().map(|(_, q)| q).sum();
+        let qty = u.args.qty;
+        let total: i64 = ctx
+            .step("add-item", move || {
+                let (log, workflow_id) = (log.clone(), workflow_id.clone());
+                async move {
+                    if let Some(log) = &log {
+                        let effect = Effect {
+                            workflow_id: format!("cart/{workflow_id}"),
+                            step_id: n,
+                            epoch,
+                            pid: std::process::id(),
+                        };
+                        side_effects::append(log, &effect).map_err(|e| e.to_string())?;
+                    }
+                    Ok::<_, String>(before + qty)
+                }
+            })
+            .await?;
+        lines.push((u.args.name, qty));
+        ctx.answer_update(&u.id, &serde_json::json!({"lines": lines.len(), "total": total}))
+            .await?;
+    }
+    Ok(serde_json::json!({ "lines": lines }))
 }
 
 #[derive(Deserialize)]
@@ -506,7 +565,8 @@ async fn main() {
             .workflow("caller", caller)
             .workflow("racer", racer)
             .workflow("hold", hold)
-            .workflow("drawn", drawn);
+            .workflow("drawn", drawn)
+            .workflow("cart", cart);
     }
     if let Ok(queues) = std::env::var("WAYMARK_QUEUES") {
         for q in queues.split(',').filter(|q| !q.is_empty()) {

@@ -52,9 +52,10 @@ pub fn deadline_for(path: &str, request_timeout: Duration) -> Option<Duration> {
         "/grpc.health.v1.Health/Watch",
         "/grpc.reflection.",
     ];
-    const WAITS: [&str; 2] = [
+    const WAITS: [&str; 3] = [
         "/waymark.v1.WorkflowService/AwaitWorkflow",
         "/waymark.v1.WorkflowService/GetEvent",
+        "/waymark.v1.WorkflowService/UpdateWorkflow",
     ];
     if STREAMS.iter().any(|p| path.starts_with(p)) {
         None

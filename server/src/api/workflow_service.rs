@@ -14,6 +14,7 @@ use crate::engine::{
     messages::SendRequest,
     start_and_send::Message,
     streams::StreamNext,
+    updates::UpdateRequest,
     workflows::{ListRequest, StartRequest},
 };
 use crate::namespaces::Namespaces;
@@ -321,6 +322,33 @@ impl WorkflowService for WorkflowApi {
             name_registered,
             message_id: sent.message_id,
             duplicate: sent.duplicate,
+        }))
+    }
+
+    async fn update_workflow(
+        &self,
+        req: Request<v1::UpdateWorkflowRequest>,
+    ) -> Result<Response<v1::UpdateWorkflowResponse>, Status> {
+        let engine = super::engine_for(&self.namespaces, &req).await?;
+        let r = req.into_inner();
+        note_workflow_id(&r.workflow_id);
+        let timeout = match convert::duration_ms("timeout", r.timeout.as_ref())? {
+            Some(ms) if ms <= 0 => return Err(Status::invalid_argument("timeout must be more than zero")),
+            ms => ms.map(|ms| Duration::from_millis(ms as u64)),
+        };
+        let (update_id, result) = engine
+            .update_workflow(UpdateRequest {
+                workflow_id: r.workflow_id,
+                name: r.name,
+                args: convert::payload_text("args", r.args.as_ref())?,
+                update_id: r.update_id,
+                timeout,
+            })
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(v1::UpdateWorkflowResponse {
+            update_id,
+            result: convert::payload(&result),
         }))
     }
 

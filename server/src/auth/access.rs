@@ -39,6 +39,7 @@ pub const TABLE: &[(&str, Access)] = {
         ("/waymark.v1.WorkflowService/ResumeWorkflow", Write),
         ("/waymark.v1.WorkflowService/SendMessage", Write),
         ("/waymark.v1.WorkflowService/StartAndSend", Write),
+        ("/waymark.v1.WorkflowService/UpdateWorkflow", Write),
         ("/waymark.v1.WorkflowService/ListMessages", Read),
         ("/waymark.v1.WorkflowService/GetEvent", Read),
         ("/waymark.v1.WorkflowService/ListEvents", Read),

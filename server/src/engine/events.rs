@@ -31,7 +31,7 @@ pub struct EventWaits {
 }
 
 impl EventWaits {
-    fn add_client(&self, workflow_id: &str, key: &str) -> Wait<'_, EventKey, ()> {
+    pub(crate) fn add_client(&self, workflow_id: &str, key: &str) -> Wait<'_, EventKey, ()> {
         self.clients.wait((workflow_id.to_string(), key.to_string()))
     }
 

@@ -48,6 +48,7 @@ pub mod start_and_send;
 pub mod stream_traces;
 pub mod streams;
 pub mod tags;
+pub mod updates;
 pub mod validate;
 pub mod waiting;
 pub mod waits;

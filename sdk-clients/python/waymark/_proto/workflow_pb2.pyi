@@ -1177,6 +1177,72 @@ class StartAndSendResponse(_message.Message):
 Global___StartAndSendResponse: _TypeAlias = StartAndSendResponse  # noqa: Y015
 
 @_typing.final
+class UpdateWorkflowRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    ARGS_FIELD_NUMBER: _builtins.int
+    UPDATE_ID_FIELD_NUMBER: _builtins.int
+    TIMEOUT_FIELD_NUMBER: _builtins.int
+    workflow_id: _builtins.str
+    name: _builtins.str
+    """The update's name: what the workflow receives it as (1-200 characters)."""
+    update_id: _builtins.str
+    """Makes the call idempotent (1-256 characters): the same id is the same update, delivered
+    once and answered once. Generated when empty (then a retried call is a second update).
+    """
+    @_builtins.property
+    def args(self) -> _types_pb2.Payload: ...
+    @_builtins.property
+    def timeout(self) -> _duration_pb2.Duration:
+        """How long to wait for the answer: 60 seconds when absent, at most 24 hours (and within the
+        call's deadline); zero or negative is INVALID_ARGUMENT.
+        """
+
+    def __init__(
+        self,
+        *,
+        workflow_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        args: _types_pb2.Payload | None = ...,
+        update_id: _builtins.str = ...,
+        timeout: _duration_pb2.Duration | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["args", b"args", "timeout", b"timeout"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["args", b"args", "name", b"name", "timeout", b"timeout", "update_id", b"update_id", "workflow_id", b"workflow_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateWorkflowRequest: _TypeAlias = UpdateWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class UpdateWorkflowResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    UPDATE_ID_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    update_id: _builtins.str
+    @_builtins.property
+    def result(self) -> _types_pb2.Payload:
+        """What the workflow answered."""
+
+    def __init__(
+        self,
+        *,
+        update_id: _builtins.str = ...,
+        result: _types_pb2.Payload | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["result", b"result", "update_id", b"update_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateWorkflowResponse: _TypeAlias = UpdateWorkflowResponse  # noqa: Y015
+
+@_typing.final
 class ListMessagesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

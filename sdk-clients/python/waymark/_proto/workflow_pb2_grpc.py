@@ -32,6 +32,7 @@ class WorkflowServiceStub:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
     WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
     WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
+    UPDATE_REJECTED, UPDATE_PENDING, UPDATE_NOT_ANSWERED,
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -86,6 +87,11 @@ class WorkflowServiceStub:
                 '/waymark.v1.WorkflowService/StartAndSend',
                 request_serializer=waymark_dot_v1_dot_workflow__pb2.StartAndSendRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_workflow__pb2.StartAndSendResponse.FromString,
+                _registered_method=True)
+        self.UpdateWorkflow = channel.unary_unary(
+                '/waymark.v1.WorkflowService/UpdateWorkflow',
+                request_serializer=waymark_dot_v1_dot_workflow__pb2.UpdateWorkflowRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_workflow__pb2.UpdateWorkflowResponse.FromString,
                 _registered_method=True)
         self.ListMessages = channel.unary_unary(
                 '/waymark.v1.WorkflowService/ListMessages',
@@ -146,6 +152,7 @@ class WorkflowServiceServicer:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
     WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
     WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
+    UPDATE_REJECTED, UPDATE_PENDING, UPDATE_NOT_ANSWERED,
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -229,6 +236,23 @@ class WorkflowServiceServicer:
         INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
         under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
         WORKFLOW_NOT_RUNNING).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateWorkflow(self, request, context):
+        """Ask a running workflow something and wait for its answer, in one call. The update is sent
+        to the workflow as a message on topic `waymark.update/<name>` (keyed by its update id, so
+        it is delivered once however often the call is repeated); the workflow takes it with its
+        SDK's update receive, runs whatever it likes (steps, waits, sends), and answers — a result,
+        or a rejection — as its event `waymark.update/<update_id>`, which this call waits for. Each
+        of those is recorded, so a crash between any two loses nothing and runs the handler once.
+        A rejection is FAILED_PRECONDITION (UPDATE_REJECTED, the workflow's message); no answer
+        within `timeout` is DEADLINE_EXCEEDED (UPDATE_PENDING: call again with the same update id
+        to wait on); a workflow that ends without answering is FAILED_PRECONDITION
+        (UPDATE_NOT_ANSWERED), one that had already ended WORKFLOW_NOT_RUNNING. The wait takes one
+        of the server's places for waiting calls (RESOURCE_EXHAUSTED, TOO_MANY_WAITS).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -386,6 +410,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     request_deserializer=waymark_dot_v1_dot_workflow__pb2.StartAndSendRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_workflow__pb2.StartAndSendResponse.SerializeToString,
             ),
+            'UpdateWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateWorkflow,
+                    request_deserializer=waymark_dot_v1_dot_workflow__pb2.UpdateWorkflowRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_workflow__pb2.UpdateWorkflowResponse.SerializeToString,
+            ),
             'ListMessages': grpc.unary_unary_rpc_method_handler(
                     servicer.ListMessages,
                     request_deserializer=waymark_dot_v1_dot_workflow__pb2.ListMessagesRequest.FromString,
@@ -451,6 +480,7 @@ class WorkflowService:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
     WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
     WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
+    UPDATE_REJECTED, UPDATE_PENDING, UPDATE_NOT_ANSWERED,
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -688,6 +718,33 @@ class WorkflowService:
             '/waymark.v1.WorkflowService/StartAndSend',
             waymark_dot_v1_dot_workflow__pb2.StartAndSendRequest.SerializeToString,
             waymark_dot_v1_dot_workflow__pb2.StartAndSendResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.WorkflowService/UpdateWorkflow',
+            waymark_dot_v1_dot_workflow__pb2.UpdateWorkflowRequest.SerializeToString,
+            waymark_dot_v1_dot_workflow__pb2.UpdateWorkflowResponse.FromString,
             options,
             channel_credentials,
             insecure,

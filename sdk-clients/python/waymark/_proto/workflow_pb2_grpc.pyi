@@ -33,6 +33,7 @@ class WorkflowServiceStub:
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
     WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
     WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
+    UPDATE_REJECTED, UPDATE_PENDING, UPDATE_NOT_ANSWERED,
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -85,6 +86,19 @@ class WorkflowServiceStub:
     INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
     under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
     WORKFLOW_NOT_RUNNING).
+    """
+    UpdateWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.UpdateWorkflowRequest, _workflow_pb2.UpdateWorkflowResponse]
+    """Ask a running workflow something and wait for its answer, in one call. The update is sent
+    to the workflow as a message on topic `waymark.update/<name>` (keyed by its update id, so
+    it is delivered once however often the call is repeated); the workflow takes it with its
+    SDK's update receive, runs whatever it likes (steps, waits, sends), and answers — a result,
+    or a rejection — as its event `waymark.update/<update_id>`, which this call waits for. Each
+    of those is recorded, so a crash between any two loses nothing and runs the handler once.
+    A rejection is FAILED_PRECONDITION (UPDATE_REJECTED, the workflow's message); no answer
+    within `timeout` is DEADLINE_EXCEEDED (UPDATE_PENDING: call again with the same update id
+    to wait on); a workflow that ends without answering is FAILED_PRECONDITION
+    (UPDATE_NOT_ANSWERED), one that had already ended WORKFLOW_NOT_RUNNING. The wait takes one
+    of the server's places for waiting calls (RESOURCE_EXHAUSTED, TOO_MANY_WAITS).
     """
     ListMessages: _grpc.UnaryUnaryMultiCallable[_workflow_pb2.ListMessagesRequest, _workflow_pb2.ListMessagesResponse]
     """Every message sent to a workflow, consumed or not, oldest first (for audit)."""
@@ -157,6 +171,7 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
     WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
     WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
+    UPDATE_REJECTED, UPDATE_PENDING, UPDATE_NOT_ANSWERED,
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -206,6 +221,19 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
     under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
     WORKFLOW_NOT_RUNNING).
+    """
+    UpdateWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_pb2.UpdateWorkflowRequest, _workflow_pb2.UpdateWorkflowResponse]  # type: ignore[assignment]
+    """Ask a running workflow something and wait for its answer, in one call. The update is sent
+    to the workflow as a message on topic `waymark.update/<name>` (keyed by its update id, so
+    it is delivered once however often the call is repeated); the workflow takes it with its
+    SDK's update receive, runs whatever it likes (steps, waits, sends), and answers — a result,
+    or a rejection — as its event `waymark.update/<update_id>`, which this call waits for. Each
+    of those is recorded, so a crash between any two loses nothing and runs the handler once.
+    A rejection is FAILED_PRECONDITION (UPDATE_REJECTED, the workflow's message); no answer
+    within `timeout` is DEADLINE_EXCEEDED (UPDATE_PENDING: call again with the same update id
+    to wait on); a workflow that ends without answering is FAILED_PRECONDITION
+    (UPDATE_NOT_ANSWERED), one that had already ended WORKFLOW_NOT_RUNNING. The wait takes one
+    of the server's places for waiting calls (RESOURCE_EXHAUSTED, TOO_MANY_WAITS).
     """
     ListMessages: _aio.UnaryUnaryMultiCallable[_workflow_pb2.ListMessagesRequest, _workflow_pb2.ListMessagesResponse]  # type: ignore[assignment]
     """Every message sent to a workflow, consumed or not, oldest first (for audit)."""
@@ -277,6 +305,7 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
     INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
     WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
     WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
+    UPDATE_REJECTED, UPDATE_PENDING, UPDATE_NOT_ANSWERED,
     QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
     DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
     """
@@ -378,6 +407,25 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         INVALID_ARGUMENT: it may never run as itself), the message's as in SendMessage (a workflow
         under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
         WORKFLOW_NOT_RUNNING).
+        """
+
+    @_abc_1.abstractmethod
+    def UpdateWorkflow(
+        self,
+        request: _workflow_pb2.UpdateWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_pb2.UpdateWorkflowResponse, _abc.Awaitable[_workflow_pb2.UpdateWorkflowResponse]]:
+        """Ask a running workflow something and wait for its answer, in one call. The update is sent
+        to the workflow as a message on topic `waymark.update/<name>` (keyed by its update id, so
+        it is delivered once however often the call is repeated); the workflow takes it with its
+        SDK's update receive, runs whatever it likes (steps, waits, sends), and answers — a result,
+        or a rejection — as its event `waymark.update/<update_id>`, which this call waits for. Each
+        of those is recorded, so a crash between any two loses nothing and runs the handler once.
+        A rejection is FAILED_PRECONDITION (UPDATE_REJECTED, the workflow's message); no answer
+        within `timeout` is DEADLINE_EXCEEDED (UPDATE_PENDING: call again with the same update id
+        to wait on); a workflow that ends without answering is FAILED_PRECONDITION
+        (UPDATE_NOT_ANSWERED), one that had already ended WORKFLOW_NOT_RUNNING. The wait takes one
+        of the server's places for waiting calls (RESOURCE_EXHAUSTED, TOO_MANY_WAITS).
         """
 
     @_abc_1.abstractmethod

@@ -30,9 +30,11 @@ mod drawn;
 mod patch;
 mod remote;
 mod runs;
+mod updates;
 mod waits;
 mod writes;
 pub use remote::{Awaitable, StepHandle, StepOptions};
+pub use updates::Update;
 
 /// Receives the server completed on its own (a send found them waiting) and pushed with the
 /// wakeup, by step position.

@@ -2292,6 +2292,140 @@ func (x *StartAndSendResponse) GetDuplicate() bool {
 	return false
 }
 
+type UpdateWorkflowRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	WorkflowId string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	// The update's name: what the workflow receives it as (1-200 characters).
+	Name string   `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Args *Payload `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
+	// Makes the call idempotent (1-256 characters): the same id is the same update, delivered
+	// once and answered once. Generated when empty (then a retried call is a second update).
+	UpdateId string `protobuf:"bytes,4,opt,name=update_id,json=updateId,proto3" json:"update_id,omitempty"`
+	// How long to wait for the answer: 60 seconds when absent, at most 24 hours (and within the
+	// call's deadline); zero or negative is INVALID_ARGUMENT.
+	Timeout       *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWorkflowRequest) Reset() {
+	*x = UpdateWorkflowRequest{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWorkflowRequest) ProtoMessage() {}
+
+func (x *UpdateWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*UpdateWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *UpdateWorkflowRequest) GetWorkflowId() string {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return ""
+}
+
+func (x *UpdateWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpdateWorkflowRequest) GetArgs() *Payload {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *UpdateWorkflowRequest) GetUpdateId() string {
+	if x != nil {
+		return x.UpdateId
+	}
+	return ""
+}
+
+func (x *UpdateWorkflowRequest) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+type UpdateWorkflowResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	UpdateId string                 `protobuf:"bytes,1,opt,name=update_id,json=updateId,proto3" json:"update_id,omitempty"`
+	// What the workflow answered.
+	Result        *Payload `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWorkflowResponse) Reset() {
+	*x = UpdateWorkflowResponse{}
+	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWorkflowResponse) ProtoMessage() {}
+
+func (x *UpdateWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*UpdateWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *UpdateWorkflowResponse) GetUpdateId() string {
+	if x != nil {
+		return x.UpdateId
+	}
+	return ""
+}
+
+func (x *UpdateWorkflowResponse) GetResult() *Payload {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 type ListMessagesRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	WorkflowId string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
@@ -2306,7 +2440,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2452,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[34]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2465,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{34}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListMessagesRequest) GetWorkflowId() string {
@@ -2366,7 +2500,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2512,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[35]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2525,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{35}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -2421,7 +2555,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2433,7 +2567,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[36]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2446,7 +2580,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{36}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetEventRequest) GetWorkflowId() string {
@@ -2480,7 +2614,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2492,7 +2626,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[37]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2505,7 +2639,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{37}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetEventResponse) GetFound() bool {
@@ -2536,7 +2670,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2682,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[38]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2695,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{38}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListEventsRequest) GetWorkflowId() string {
@@ -2596,7 +2730,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2742,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[39]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2755,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{39}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -2650,7 +2784,7 @@ type ReadStreamRequest struct {
 
 func (x *ReadStreamRequest) Reset() {
 	*x = ReadStreamRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2662,7 +2796,7 @@ func (x *ReadStreamRequest) String() string {
 func (*ReadStreamRequest) ProtoMessage() {}
 
 func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[40]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2675,7 +2809,7 @@ func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReadStreamRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{40}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReadStreamRequest) GetWorkflowId() string {
@@ -2709,7 +2843,7 @@ type ReadStreamResponse struct {
 
 func (x *ReadStreamResponse) Reset() {
 	*x = ReadStreamResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2721,7 +2855,7 @@ func (x *ReadStreamResponse) String() string {
 func (*ReadStreamResponse) ProtoMessage() {}
 
 func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[41]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2734,7 +2868,7 @@ func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReadStreamResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{41}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReadStreamResponse) GetOffset() uint64 {
@@ -2760,7 +2894,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2772,7 +2906,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[42]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2785,7 +2919,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{42}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListStreamsRequest) GetWorkflowId() string {
@@ -2804,7 +2938,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[43]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2816,7 +2950,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[43]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2829,7 +2963,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{43}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*StreamInfo {
@@ -2854,7 +2988,7 @@ type StreamInfo struct {
 
 func (x *StreamInfo) Reset() {
 	*x = StreamInfo{}
-	mi := &file_waymark_v1_workflow_proto_msgTypes[44]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2866,7 +3000,7 @@ func (x *StreamInfo) String() string {
 func (*StreamInfo) ProtoMessage() {}
 
 func (x *StreamInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_workflow_proto_msgTypes[44]
+	mi := &file_waymark_v1_workflow_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2879,7 +3013,7 @@ func (x *StreamInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamInfo.ProtoReflect.Descriptor instead.
 func (*StreamInfo) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{44}
+	return file_waymark_v1_workflow_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StreamInfo) GetKey() string {
@@ -3105,7 +3239,17 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x0fname_registered\x18\x03 \x01(\bR\x0enameRegistered\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x04 \x01(\tR\tmessageId\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"r\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xc7\x01\n" +
+	"\x15UpdateWorkflowRequest\x12\x1f\n" +
+	"\vworkflow_id\x18\x01 \x01(\tR\n" +
+	"workflowId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
+	"\x04args\x18\x03 \x01(\v2\x13.waymark.v1.PayloadR\x04args\x12\x1b\n" +
+	"\tupdate_id\x18\x04 \x01(\tR\bupdateId\x123\n" +
+	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"b\n" +
+	"\x16UpdateWorkflowResponse\x12\x1b\n" +
+	"\tupdate_id\x18\x01 \x01(\tR\bupdateId\x12+\n" +
+	"\x06result\x18\x02 \x01(\v2\x13.waymark.v1.PayloadR\x06result\"r\n" +
 	"\x13ListMessagesRequest\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x1b\n" +
@@ -3156,7 +3300,7 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x0fDuplicatePolicy\x12 \n" +
 	"\x1cDUPLICATE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17DUPLICATE_POLICY_REJECT\x10\x01\x12$\n" +
-	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\xc5\f\n" +
+	" DUPLICATE_POLICY_RETURN_EXISTING\x10\x022\x9e\r\n" +
 	"\x0fWorkflowService\x12T\n" +
 	"\rStartWorkflow\x12 .waymark.v1.StartWorkflowRequest\x1a!.waymark.v1.StartWorkflowResponse\x12N\n" +
 	"\vGetWorkflow\x12\x1e.waymark.v1.GetWorkflowRequest\x1a\x1f.waymark.v1.GetWorkflowResponse\x12T\n" +
@@ -3166,7 +3310,8 @@ const file_waymark_v1_workflow_proto_rawDesc = "" +
 	"\x0eCancelWorkflow\x12!.waymark.v1.CancelWorkflowRequest\x1a\".waymark.v1.CancelWorkflowResponse\x12W\n" +
 	"\x0eResumeWorkflow\x12!.waymark.v1.ResumeWorkflowRequest\x1a\".waymark.v1.ResumeWorkflowResponse\x12N\n" +
 	"\vSendMessage\x12\x1e.waymark.v1.SendMessageRequest\x1a\x1f.waymark.v1.SendMessageResponse\x12Q\n" +
-	"\fStartAndSend\x12\x1f.waymark.v1.StartAndSendRequest\x1a .waymark.v1.StartAndSendResponse\x12Q\n" +
+	"\fStartAndSend\x12\x1f.waymark.v1.StartAndSendRequest\x1a .waymark.v1.StartAndSendResponse\x12W\n" +
+	"\x0eUpdateWorkflow\x12!.waymark.v1.UpdateWorkflowRequest\x1a\".waymark.v1.UpdateWorkflowResponse\x12Q\n" +
 	"\fListMessages\x12\x1f.waymark.v1.ListMessagesRequest\x1a .waymark.v1.ListMessagesResponse\x12E\n" +
 	"\bGetEvent\x12\x1b.waymark.v1.GetEventRequest\x1a\x1c.waymark.v1.GetEventResponse\x12K\n" +
 	"\n" +
@@ -3196,7 +3341,7 @@ func file_waymark_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_waymark_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_waymark_v1_workflow_proto_goTypes = []any{
 	(DuplicatePolicy)(0),               // 0: waymark.v1.DuplicatePolicy
 	(*StartWorkflowRequest)(nil),       // 1: waymark.v1.StartWorkflowRequest
@@ -3233,117 +3378,124 @@ var file_waymark_v1_workflow_proto_goTypes = []any{
 	(*SendMessageResponse)(nil),        // 32: waymark.v1.SendMessageResponse
 	(*StartAndSendRequest)(nil),        // 33: waymark.v1.StartAndSendRequest
 	(*StartAndSendResponse)(nil),       // 34: waymark.v1.StartAndSendResponse
-	(*ListMessagesRequest)(nil),        // 35: waymark.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),       // 36: waymark.v1.ListMessagesResponse
-	(*GetEventRequest)(nil),            // 37: waymark.v1.GetEventRequest
-	(*GetEventResponse)(nil),           // 38: waymark.v1.GetEventResponse
-	(*ListEventsRequest)(nil),          // 39: waymark.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),         // 40: waymark.v1.ListEventsResponse
-	(*ReadStreamRequest)(nil),          // 41: waymark.v1.ReadStreamRequest
-	(*ReadStreamResponse)(nil),         // 42: waymark.v1.ReadStreamResponse
-	(*ListStreamsRequest)(nil),         // 43: waymark.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),        // 44: waymark.v1.ListStreamsResponse
-	(*StreamInfo)(nil),                 // 45: waymark.v1.StreamInfo
-	nil,                                // 46: waymark.v1.StartWorkflowRequest.TagsEntry
-	nil,                                // 47: waymark.v1.ListWorkflowsRequest.TagsEntry
-	nil,                                // 48: waymark.v1.WorkflowFilter.TagsEntry
-	nil,                                // 49: waymark.v1.BulkWorkflowsResponse.SkippedEntry
-	(*Payload)(nil),                    // 50: waymark.v1.Payload
-	(*durationpb.Duration)(nil),        // 51: google.protobuf.Duration
-	(*Workflow)(nil),                   // 52: waymark.v1.Workflow
-	(WorkflowStatus)(0),                // 53: waymark.v1.WorkflowStatus
-	(*timestamppb.Timestamp)(nil),      // 54: google.protobuf.Timestamp
-	(*Step)(nil),                       // 55: waymark.v1.Step
-	(*Message)(nil),                    // 56: waymark.v1.Message
-	(*Event)(nil),                      // 57: waymark.v1.Event
+	(*UpdateWorkflowRequest)(nil),      // 35: waymark.v1.UpdateWorkflowRequest
+	(*UpdateWorkflowResponse)(nil),     // 36: waymark.v1.UpdateWorkflowResponse
+	(*ListMessagesRequest)(nil),        // 37: waymark.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),       // 38: waymark.v1.ListMessagesResponse
+	(*GetEventRequest)(nil),            // 39: waymark.v1.GetEventRequest
+	(*GetEventResponse)(nil),           // 40: waymark.v1.GetEventResponse
+	(*ListEventsRequest)(nil),          // 41: waymark.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),         // 42: waymark.v1.ListEventsResponse
+	(*ReadStreamRequest)(nil),          // 43: waymark.v1.ReadStreamRequest
+	(*ReadStreamResponse)(nil),         // 44: waymark.v1.ReadStreamResponse
+	(*ListStreamsRequest)(nil),         // 45: waymark.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),        // 46: waymark.v1.ListStreamsResponse
+	(*StreamInfo)(nil),                 // 47: waymark.v1.StreamInfo
+	nil,                                // 48: waymark.v1.StartWorkflowRequest.TagsEntry
+	nil,                                // 49: waymark.v1.ListWorkflowsRequest.TagsEntry
+	nil,                                // 50: waymark.v1.WorkflowFilter.TagsEntry
+	nil,                                // 51: waymark.v1.BulkWorkflowsResponse.SkippedEntry
+	(*Payload)(nil),                    // 52: waymark.v1.Payload
+	(*durationpb.Duration)(nil),        // 53: google.protobuf.Duration
+	(*Workflow)(nil),                   // 54: waymark.v1.Workflow
+	(WorkflowStatus)(0),                // 55: waymark.v1.WorkflowStatus
+	(*timestamppb.Timestamp)(nil),      // 56: google.protobuf.Timestamp
+	(*Step)(nil),                       // 57: waymark.v1.Step
+	(*Message)(nil),                    // 58: waymark.v1.Message
+	(*Event)(nil),                      // 59: waymark.v1.Event
 }
 var file_waymark_v1_workflow_proto_depIdxs = []int32{
-	50, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
-	51, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
+	52, // 0: waymark.v1.StartWorkflowRequest.input:type_name -> waymark.v1.Payload
+	53, // 1: waymark.v1.StartWorkflowRequest.timeout:type_name -> google.protobuf.Duration
 	0,  // 2: waymark.v1.StartWorkflowRequest.on_duplicate:type_name -> waymark.v1.DuplicatePolicy
-	51, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	53, // 3: waymark.v1.StartWorkflowRequest.delay:type_name -> google.protobuf.Duration
 	2,  // 4: waymark.v1.StartWorkflowRequest.debounce:type_name -> waymark.v1.Debounce
-	46, // 5: waymark.v1.StartWorkflowRequest.tags:type_name -> waymark.v1.StartWorkflowRequest.TagsEntry
-	51, // 6: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
-	52, // 7: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	52, // 8: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	53, // 9: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
-	54, // 10: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
-	54, // 11: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
-	47, // 12: waymark.v1.ListWorkflowsRequest.tags:type_name -> waymark.v1.ListWorkflowsRequest.TagsEntry
-	52, // 13: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	52, // 14: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	55, // 15: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
-	51, // 16: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
-	52, // 17: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	52, // 18: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	52, // 19: waymark.v1.ForkWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	52, // 20: waymark.v1.SetWorkflowVersionResponse.workflow:type_name -> waymark.v1.Workflow
-	53, // 21: waymark.v1.WorkflowFilter.statuses:type_name -> waymark.v1.WorkflowStatus
-	54, // 22: waymark.v1.WorkflowFilter.created_after:type_name -> google.protobuf.Timestamp
-	54, // 23: waymark.v1.WorkflowFilter.created_before:type_name -> google.protobuf.Timestamp
-	48, // 24: waymark.v1.WorkflowFilter.tags:type_name -> waymark.v1.WorkflowFilter.TagsEntry
+	48, // 5: waymark.v1.StartWorkflowRequest.tags:type_name -> waymark.v1.StartWorkflowRequest.TagsEntry
+	53, // 6: waymark.v1.Debounce.max_delay:type_name -> google.protobuf.Duration
+	54, // 7: waymark.v1.StartWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	54, // 8: waymark.v1.GetWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	55, // 9: waymark.v1.ListWorkflowsRequest.statuses:type_name -> waymark.v1.WorkflowStatus
+	56, // 10: waymark.v1.ListWorkflowsRequest.created_after:type_name -> google.protobuf.Timestamp
+	56, // 11: waymark.v1.ListWorkflowsRequest.created_before:type_name -> google.protobuf.Timestamp
+	49, // 12: waymark.v1.ListWorkflowsRequest.tags:type_name -> waymark.v1.ListWorkflowsRequest.TagsEntry
+	54, // 13: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	54, // 14: waymark.v1.AwaitWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	57, // 15: waymark.v1.ListStepsResponse.steps:type_name -> waymark.v1.Step
+	53, // 16: waymark.v1.DelayWorkflowRequest.delay:type_name -> google.protobuf.Duration
+	54, // 17: waymark.v1.DelayWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	54, // 18: waymark.v1.CancelWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	54, // 19: waymark.v1.ForkWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	54, // 20: waymark.v1.SetWorkflowVersionResponse.workflow:type_name -> waymark.v1.Workflow
+	55, // 21: waymark.v1.WorkflowFilter.statuses:type_name -> waymark.v1.WorkflowStatus
+	56, // 22: waymark.v1.WorkflowFilter.created_after:type_name -> google.protobuf.Timestamp
+	56, // 23: waymark.v1.WorkflowFilter.created_before:type_name -> google.protobuf.Timestamp
+	50, // 24: waymark.v1.WorkflowFilter.tags:type_name -> waymark.v1.WorkflowFilter.TagsEntry
 	22, // 25: waymark.v1.BulkWorkflowsRequest.filter:type_name -> waymark.v1.WorkflowFilter
 	24, // 26: waymark.v1.BulkWorkflowsRequest.cancel:type_name -> waymark.v1.BulkCancel
 	25, // 27: waymark.v1.BulkWorkflowsRequest.resume:type_name -> waymark.v1.BulkResume
 	26, // 28: waymark.v1.BulkWorkflowsRequest.delete:type_name -> waymark.v1.BulkDelete
 	27, // 29: waymark.v1.BulkWorkflowsRequest.set_version:type_name -> waymark.v1.BulkSetVersion
-	49, // 30: waymark.v1.BulkWorkflowsResponse.skipped:type_name -> waymark.v1.BulkWorkflowsResponse.SkippedEntry
-	52, // 31: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
-	50, // 32: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
+	51, // 30: waymark.v1.BulkWorkflowsResponse.skipped:type_name -> waymark.v1.BulkWorkflowsResponse.SkippedEntry
+	54, // 31: waymark.v1.ResumeWorkflowResponse.workflow:type_name -> waymark.v1.Workflow
+	52, // 32: waymark.v1.SendMessageRequest.message:type_name -> waymark.v1.Payload
 	1,  // 33: waymark.v1.StartAndSendRequest.start:type_name -> waymark.v1.StartWorkflowRequest
-	50, // 34: waymark.v1.StartAndSendRequest.message:type_name -> waymark.v1.Payload
-	52, // 35: waymark.v1.StartAndSendResponse.workflow:type_name -> waymark.v1.Workflow
-	56, // 36: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
-	51, // 37: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
-	50, // 38: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
-	57, // 39: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
-	50, // 40: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
-	45, // 41: waymark.v1.ListStreamsResponse.streams:type_name -> waymark.v1.StreamInfo
-	54, // 42: waymark.v1.StreamInfo.updated_at:type_name -> google.protobuf.Timestamp
-	1,  // 43: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
-	4,  // 44: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
-	6,  // 45: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	8,  // 46: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
-	10, // 47: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
-	14, // 48: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
-	29, // 49: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
-	31, // 50: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
-	33, // 51: waymark.v1.WorkflowService.StartAndSend:input_type -> waymark.v1.StartAndSendRequest
-	35, // 52: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
-	37, // 53: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
-	39, // 54: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
-	41, // 55: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
-	43, // 56: waymark.v1.WorkflowService.ListStreams:input_type -> waymark.v1.ListStreamsRequest
-	12, // 57: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
-	16, // 58: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
-	18, // 59: waymark.v1.WorkflowService.ForkWorkflow:input_type -> waymark.v1.ForkWorkflowRequest
-	20, // 60: waymark.v1.WorkflowService.SetWorkflowVersion:input_type -> waymark.v1.SetWorkflowVersionRequest
-	23, // 61: waymark.v1.WorkflowService.BulkWorkflows:input_type -> waymark.v1.BulkWorkflowsRequest
-	3,  // 62: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
-	5,  // 63: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
-	7,  // 64: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	9,  // 65: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
-	11, // 66: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
-	15, // 67: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
-	30, // 68: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
-	32, // 69: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
-	34, // 70: waymark.v1.WorkflowService.StartAndSend:output_type -> waymark.v1.StartAndSendResponse
-	36, // 71: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
-	38, // 72: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
-	40, // 73: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
-	42, // 74: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
-	44, // 75: waymark.v1.WorkflowService.ListStreams:output_type -> waymark.v1.ListStreamsResponse
-	13, // 76: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
-	17, // 77: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
-	19, // 78: waymark.v1.WorkflowService.ForkWorkflow:output_type -> waymark.v1.ForkWorkflowResponse
-	21, // 79: waymark.v1.WorkflowService.SetWorkflowVersion:output_type -> waymark.v1.SetWorkflowVersionResponse
-	28, // 80: waymark.v1.WorkflowService.BulkWorkflows:output_type -> waymark.v1.BulkWorkflowsResponse
-	62, // [62:81] is the sub-list for method output_type
-	43, // [43:62] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	52, // 34: waymark.v1.StartAndSendRequest.message:type_name -> waymark.v1.Payload
+	54, // 35: waymark.v1.StartAndSendResponse.workflow:type_name -> waymark.v1.Workflow
+	52, // 36: waymark.v1.UpdateWorkflowRequest.args:type_name -> waymark.v1.Payload
+	53, // 37: waymark.v1.UpdateWorkflowRequest.timeout:type_name -> google.protobuf.Duration
+	52, // 38: waymark.v1.UpdateWorkflowResponse.result:type_name -> waymark.v1.Payload
+	58, // 39: waymark.v1.ListMessagesResponse.messages:type_name -> waymark.v1.Message
+	53, // 40: waymark.v1.GetEventRequest.timeout:type_name -> google.protobuf.Duration
+	52, // 41: waymark.v1.GetEventResponse.value:type_name -> waymark.v1.Payload
+	59, // 42: waymark.v1.ListEventsResponse.events:type_name -> waymark.v1.Event
+	52, // 43: waymark.v1.ReadStreamResponse.value:type_name -> waymark.v1.Payload
+	47, // 44: waymark.v1.ListStreamsResponse.streams:type_name -> waymark.v1.StreamInfo
+	56, // 45: waymark.v1.StreamInfo.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 46: waymark.v1.WorkflowService.StartWorkflow:input_type -> waymark.v1.StartWorkflowRequest
+	4,  // 47: waymark.v1.WorkflowService.GetWorkflow:input_type -> waymark.v1.GetWorkflowRequest
+	6,  // 48: waymark.v1.WorkflowService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	8,  // 49: waymark.v1.WorkflowService.AwaitWorkflow:input_type -> waymark.v1.AwaitWorkflowRequest
+	10, // 50: waymark.v1.WorkflowService.ListSteps:input_type -> waymark.v1.ListStepsRequest
+	14, // 51: waymark.v1.WorkflowService.CancelWorkflow:input_type -> waymark.v1.CancelWorkflowRequest
+	29, // 52: waymark.v1.WorkflowService.ResumeWorkflow:input_type -> waymark.v1.ResumeWorkflowRequest
+	31, // 53: waymark.v1.WorkflowService.SendMessage:input_type -> waymark.v1.SendMessageRequest
+	33, // 54: waymark.v1.WorkflowService.StartAndSend:input_type -> waymark.v1.StartAndSendRequest
+	35, // 55: waymark.v1.WorkflowService.UpdateWorkflow:input_type -> waymark.v1.UpdateWorkflowRequest
+	37, // 56: waymark.v1.WorkflowService.ListMessages:input_type -> waymark.v1.ListMessagesRequest
+	39, // 57: waymark.v1.WorkflowService.GetEvent:input_type -> waymark.v1.GetEventRequest
+	41, // 58: waymark.v1.WorkflowService.ListEvents:input_type -> waymark.v1.ListEventsRequest
+	43, // 59: waymark.v1.WorkflowService.ReadStream:input_type -> waymark.v1.ReadStreamRequest
+	45, // 60: waymark.v1.WorkflowService.ListStreams:input_type -> waymark.v1.ListStreamsRequest
+	12, // 61: waymark.v1.WorkflowService.DelayWorkflow:input_type -> waymark.v1.DelayWorkflowRequest
+	16, // 62: waymark.v1.WorkflowService.DeleteWorkflow:input_type -> waymark.v1.DeleteWorkflowRequest
+	18, // 63: waymark.v1.WorkflowService.ForkWorkflow:input_type -> waymark.v1.ForkWorkflowRequest
+	20, // 64: waymark.v1.WorkflowService.SetWorkflowVersion:input_type -> waymark.v1.SetWorkflowVersionRequest
+	23, // 65: waymark.v1.WorkflowService.BulkWorkflows:input_type -> waymark.v1.BulkWorkflowsRequest
+	3,  // 66: waymark.v1.WorkflowService.StartWorkflow:output_type -> waymark.v1.StartWorkflowResponse
+	5,  // 67: waymark.v1.WorkflowService.GetWorkflow:output_type -> waymark.v1.GetWorkflowResponse
+	7,  // 68: waymark.v1.WorkflowService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	9,  // 69: waymark.v1.WorkflowService.AwaitWorkflow:output_type -> waymark.v1.AwaitWorkflowResponse
+	11, // 70: waymark.v1.WorkflowService.ListSteps:output_type -> waymark.v1.ListStepsResponse
+	15, // 71: waymark.v1.WorkflowService.CancelWorkflow:output_type -> waymark.v1.CancelWorkflowResponse
+	30, // 72: waymark.v1.WorkflowService.ResumeWorkflow:output_type -> waymark.v1.ResumeWorkflowResponse
+	32, // 73: waymark.v1.WorkflowService.SendMessage:output_type -> waymark.v1.SendMessageResponse
+	34, // 74: waymark.v1.WorkflowService.StartAndSend:output_type -> waymark.v1.StartAndSendResponse
+	36, // 75: waymark.v1.WorkflowService.UpdateWorkflow:output_type -> waymark.v1.UpdateWorkflowResponse
+	38, // 76: waymark.v1.WorkflowService.ListMessages:output_type -> waymark.v1.ListMessagesResponse
+	40, // 77: waymark.v1.WorkflowService.GetEvent:output_type -> waymark.v1.GetEventResponse
+	42, // 78: waymark.v1.WorkflowService.ListEvents:output_type -> waymark.v1.ListEventsResponse
+	44, // 79: waymark.v1.WorkflowService.ReadStream:output_type -> waymark.v1.ReadStreamResponse
+	46, // 80: waymark.v1.WorkflowService.ListStreams:output_type -> waymark.v1.ListStreamsResponse
+	13, // 81: waymark.v1.WorkflowService.DelayWorkflow:output_type -> waymark.v1.DelayWorkflowResponse
+	17, // 82: waymark.v1.WorkflowService.DeleteWorkflow:output_type -> waymark.v1.DeleteWorkflowResponse
+	19, // 83: waymark.v1.WorkflowService.ForkWorkflow:output_type -> waymark.v1.ForkWorkflowResponse
+	21, // 84: waymark.v1.WorkflowService.SetWorkflowVersion:output_type -> waymark.v1.SetWorkflowVersionResponse
+	28, // 85: waymark.v1.WorkflowService.BulkWorkflows:output_type -> waymark.v1.BulkWorkflowsResponse
+	66, // [66:86] is the sub-list for method output_type
+	46, // [46:66] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_workflow_proto_init() }
@@ -3367,7 +3519,7 @@ func file_waymark_v1_workflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_workflow_proto_rawDesc), len(file_waymark_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

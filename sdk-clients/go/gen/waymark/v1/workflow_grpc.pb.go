@@ -28,6 +28,7 @@ const (
 	WorkflowService_ResumeWorkflow_FullMethodName     = "/waymark.v1.WorkflowService/ResumeWorkflow"
 	WorkflowService_SendMessage_FullMethodName        = "/waymark.v1.WorkflowService/SendMessage"
 	WorkflowService_StartAndSend_FullMethodName       = "/waymark.v1.WorkflowService/StartAndSend"
+	WorkflowService_UpdateWorkflow_FullMethodName     = "/waymark.v1.WorkflowService/UpdateWorkflow"
 	WorkflowService_ListMessages_FullMethodName       = "/waymark.v1.WorkflowService/ListMessages"
 	WorkflowService_GetEvent_FullMethodName           = "/waymark.v1.WorkflowService/GetEvent"
 	WorkflowService_ListEvents_FullMethodName         = "/waymark.v1.WorkflowService/ListEvents"
@@ -50,6 +51,7 @@ const (
 // INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
 // WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
 // WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
+// UPDATE_REJECTED, UPDATE_PENDING, UPDATE_NOT_ANSWERED,
 // QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
 // DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
 type WorkflowServiceClient interface {
@@ -92,6 +94,18 @@ type WorkflowServiceClient interface {
 	// under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
 	// WORKFLOW_NOT_RUNNING).
 	StartAndSend(ctx context.Context, in *StartAndSendRequest, opts ...grpc.CallOption) (*StartAndSendResponse, error)
+	// Ask a running workflow something and wait for its answer, in one call. The update is sent
+	// to the workflow as a message on topic `waymark.update/<name>` (keyed by its update id, so
+	// it is delivered once however often the call is repeated); the workflow takes it with its
+	// SDK's update receive, runs whatever it likes (steps, waits, sends), and answers — a result,
+	// or a rejection — as its event `waymark.update/<update_id>`, which this call waits for. Each
+	// of those is recorded, so a crash between any two loses nothing and runs the handler once.
+	// A rejection is FAILED_PRECONDITION (UPDATE_REJECTED, the workflow's message); no answer
+	// within `timeout` is DEADLINE_EXCEEDED (UPDATE_PENDING: call again with the same update id
+	// to wait on); a workflow that ends without answering is FAILED_PRECONDITION
+	// (UPDATE_NOT_ANSWERED), one that had already ended WORKFLOW_NOT_RUNNING. The wait takes one
+	// of the server's places for waiting calls (RESOURCE_EXHAUSTED, TOO_MANY_WAITS).
+	UpdateWorkflow(ctx context.Context, in *UpdateWorkflowRequest, opts ...grpc.CallOption) (*UpdateWorkflowResponse, error)
 	// Every message sent to a workflow, consumed or not, oldest first (for audit).
 	ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error)
 	// The current value of a workflow's event. With `timeout`, waits up to that long for the
@@ -246,6 +260,16 @@ func (c *workflowServiceClient) StartAndSend(ctx context.Context, in *StartAndSe
 	return out, nil
 }
 
+func (c *workflowServiceClient) UpdateWorkflow(ctx context.Context, in *UpdateWorkflowRequest, opts ...grpc.CallOption) (*UpdateWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_UpdateWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *workflowServiceClient) ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListMessagesResponse)
@@ -365,6 +389,7 @@ func (c *workflowServiceClient) BulkWorkflows(ctx context.Context, in *BulkWorkf
 // INVALID_ARGUMENT, PAYLOAD_TOO_LARGE, WORKFLOW_NOT_FOUND, WORKFLOW_ID_CONFLICT, INVALID_PAGE_TOKEN,
 // WORKFLOW_NOT_RESUMABLE, WORKFLOW_NOT_FINISHED, PARENT_NOT_FINISHED, TOO_MANY_TO_DELETE,
 // WORKFLOW_NAME_UNKNOWN (no worker has registered the name; see `allow_unregistered`),
+// UPDATE_REJECTED, UPDATE_PENDING, UPDATE_NOT_ANSWERED,
 // QUEUE_NOT_FOUND, DEDUP_ID_TAKEN, WORKFLOW_NOT_DELAYED, SHUTTING_DOWN, STORE_UNAVAILABLE,
 // DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL.
 type WorkflowServiceServer interface {
@@ -407,6 +432,18 @@ type WorkflowServiceServer interface {
 	// under the id that ended with an outcome takes no more: FAILED_PRECONDITION,
 	// WORKFLOW_NOT_RUNNING).
 	StartAndSend(context.Context, *StartAndSendRequest) (*StartAndSendResponse, error)
+	// Ask a running workflow something and wait for its answer, in one call. The update is sent
+	// to the workflow as a message on topic `waymark.update/<name>` (keyed by its update id, so
+	// it is delivered once however often the call is repeated); the workflow takes it with its
+	// SDK's update receive, runs whatever it likes (steps, waits, sends), and answers — a result,
+	// or a rejection — as its event `waymark.update/<update_id>`, which this call waits for. Each
+	// of those is recorded, so a crash between any two loses nothing and runs the handler once.
+	// A rejection is FAILED_PRECONDITION (UPDATE_REJECTED, the workflow's message); no answer
+	// within `timeout` is DEADLINE_EXCEEDED (UPDATE_PENDING: call again with the same update id
+	// to wait on); a workflow that ends without answering is FAILED_PRECONDITION
+	// (UPDATE_NOT_ANSWERED), one that had already ended WORKFLOW_NOT_RUNNING. The wait takes one
+	// of the server's places for waiting calls (RESOURCE_EXHAUSTED, TOO_MANY_WAITS).
+	UpdateWorkflow(context.Context, *UpdateWorkflowRequest) (*UpdateWorkflowResponse, error)
 	// Every message sent to a workflow, consumed or not, oldest first (for audit).
 	ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error)
 	// The current value of a workflow's event. With `timeout`, waits up to that long for the
@@ -497,6 +534,9 @@ func (UnimplementedWorkflowServiceServer) SendMessage(context.Context, *SendMess
 }
 func (UnimplementedWorkflowServiceServer) StartAndSend(context.Context, *StartAndSendRequest) (*StartAndSendResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StartAndSend not implemented")
+}
+func (UnimplementedWorkflowServiceServer) UpdateWorkflow(context.Context, *UpdateWorkflowRequest) (*UpdateWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateWorkflow not implemented")
 }
 func (UnimplementedWorkflowServiceServer) ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMessages not implemented")
@@ -707,6 +747,24 @@ func _WorkflowService_StartAndSend_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(WorkflowServiceServer).StartAndSend(ctx, req.(*StartAndSendRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkflowService_UpdateWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).UpdateWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_UpdateWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).UpdateWorkflow(ctx, req.(*UpdateWorkflowRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -926,6 +984,10 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StartAndSend",
 			Handler:    _WorkflowService_StartAndSend_Handler,
+		},
+		{
+			MethodName: "UpdateWorkflow",
+			Handler:    _WorkflowService_UpdateWorkflow_Handler,
 		},
 		{
 			MethodName: "ListMessages",

@@ -1,0 +1,146 @@
+//! Workflow updates: a client asks a running workflow something and gets its answer in the same
+//! call. Built from what is already durable: the update goes to the workflow as a message on
+//! topic `waymark.update/<name>`, keyed by its update id (so it is delivered once however often
+//! the call is repeated), the workflow takes it with a receive and answers by setting its event
+//! `waymark.update/<update_id>`, which the call waits for. The message, the receive, the
+//! handler's steps and the answer are each recorded, so a crash between any two loses nothing
+//! and runs no step twice; a repeated call finds the answer already there.
+
+use std::time::Duration;
+
+use super::{events::MAX_CLIENT_WAIT, messages::SendRequest, validate, Engine, EngineError, EngineResult, ErrorCode};
+
+/// What every update topic and answer key begins with.
+pub const PREFIX: &str = "waymark.update/";
+/// How long a call waits for the answer when it does not say.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
+/// Longest update name: its topic must stay a valid name.
+const MAX_NAME: usize = 200;
+
+#[derive(Debug, Clone, Default)]
+pub struct UpdateRequest {
+    pub workflow_id: String,
+    pub name: String,
+    /// JSON text.
+    pub args: String,
+    /// "" for one generated here.
+    pub update_id: String,
+    pub timeout: Option<Duration>,
+}
+
+/// The answer the workflow wrote, as its SDK writes it: `{"result": …}` or `{"rejected": "…"}`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+enum Answer {
+    #[serde(rename = "result")]
+    Result(Box<serde_json::value::RawValue>),
+    #[serde(rename = "rejected")]
+    Rejected(String),
+}
+
+impl Engine {
+    /// Sends the update and waits for the workflow's answer: its id and the result (JSON text).
+    pub async fn update_workflow(&self, req: UpdateRequest) -> EngineResult<(String, String)> {
+        validate::name("workflow_id", &req.workflow_id)?;
+        validate::name("name", &req.name)?;
+        if req.name.chars().count() > MAX_NAME {
+            return Err(EngineError::invalid(format!(
+                "an update name is at most {MAX_NAME} characters"
+            )));
+        }
+        validate::optional_name("update_id", &req.update_id)?;
+        let timeout = req.timeout.unwrap_or(DEFAULT_WAIT);
+        if timeout.is_zero() || timeout > MAX_CLIENT_WAIT {
+            return Err(EngineError::invalid(
+                "timeout must be more than zero and at most 24 hours",
+            ));
+        }
+        let update_id = if req.update_id.is_empty() {
+            uuid::Uuid::now_v7().to_string()
+        } else {
+            req.update_id
+        };
+        let key = format!("{PREFIX}{update_id}");
+        // A repeated call, once the workflow answered (it may have ended since).
+        if let Some(answer) = self.store.get_event(&req.workflow_id, &key).await? {
+            return answered(update_id, &answer);
+        }
+        let message = format!(
+            r#"{{"update_id":{},"args":{}}}"#,
+            serde_json::Value::String(update_id.clone()),
+            req.args
+        );
+        self.send_message(SendRequest {
+            workflow_id: req.workflow_id.clone(),
+            topic: format!("{PREFIX}{}", req.name),
+            message,
+            idempotency_key: key.clone(),
+        })
+        .await?;
+        match self.wait_for_answer(&req.workflow_id, &key, timeout).await? {
+            Some(answer) => answered(update_id, &answer),
+            None => Err(EngineError::new(
+                ErrorCode::DeadlineExceeded,
+                "UPDATE_PENDING",
+                format!(
+                    "workflow {:?} has not answered update {update_id:?} yet; call again with the same update id to keep waiting",
+                    req.workflow_id
+                ),
+            )
+            .with("update_id", update_id)),
+        }
+    }
+
+    /// The answer once the workflow sets it; `None` past `timeout`. A workflow that ends first
+    /// never will: UPDATE_NOT_ANSWERED.
+    async fn wait_for_answer(&self, workflow_id: &str, key: &str, timeout: Duration) -> EngineResult<Option<String>> {
+        let give_up = tokio::time::Instant::now() + timeout;
+        let mut shutdown = self.shutdown_signal();
+        let _place = self.begin_wait()?;
+        loop {
+            let answered = self.waits.events.add_client(workflow_id, key);
+            let ended = self.waits.workflows.wait(workflow_id.to_string());
+            if let Some(v) = self.store.get_event(workflow_id, key).await? {
+                return Ok(Some(v));
+            }
+            if self.get_workflow(workflow_id).await?.status.is_terminal() {
+                // It may have answered just before it ended.
+                return match self.store.get_event(workflow_id, key).await? {
+                    Some(v) => Ok(Some(v)),
+                    None => Err(EngineError::new(
+                        ErrorCode::FailedPrecondition,
+                        "UPDATE_NOT_ANSWERED",
+                        format!("workflow {workflow_id:?} ended without answering the update"),
+                    )),
+                };
+            }
+            if tokio::time::Instant::now() >= give_up {
+                return Ok(None);
+            }
+            // Woken when the answer is set or the workflow ends here; another replica's doing
+            // is found by the poll.
+            let poll = tokio::time::Instant::now() + self.poll_interval().max(Duration::from_millis(200));
+            tokio::select! {
+                _ = answered => {}
+                _ = ended => {}
+                _ = tokio::time::sleep_until(poll.min(give_up)) => {}
+                _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
+            }
+        }
+    }
+}
+
+/// The workflow's answer as this call returns it.
+fn answered(update_id: String, answer: &str) -> EngineResult<(String, String)> {
+    match serde_json::from_str::<Answer>(answer) {
+        Ok(Answer::Result(r)) => Ok((update_id, r.get().to_string())),
+        Ok(Answer::Rejected(why)) => Err(EngineError::new(
+            ErrorCode::FailedPrecondition,
+            "UPDATE_REJECTED",
+            format!("the workflow rejected the update: {why}"),
+        )
+        .with("update_id", update_id)),
+        // Set by hand, not by an SDK's answer: handed back as the result it is.
+        Err(_) => Ok((update_id, answer.to_string())),
+    }
+}
