@@ -2,12 +2,17 @@
 //! update is answered in the same call by the workflow's own code (a step run for it), an
 //! update sent again is answered again without running anything twice, a rejection and an
 //! argument of the wrong shape reach the caller as UPDATE_REJECTED, and a caller learns when
-//! the workflow has not answered yet or never will.
+//! the workflow has not answered yet or never will. Then a worker killed -9 inside an update's
+//! handler: the caller, still waiting, gets the answer from the worker that recovers it, and the
+//! handler's recorded step ran once under the dispatch that recorded it.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use waymark_integration_tests::{on_both_stores, setup, Backend};
+use waymark_integration_tests::{
+    fast_recovery_args, on_both_stores, setup, side_effects, wait_for, Backend, ServerProcess, TestDatabase,
+    WorkerProcess,
+};
 use waymark_sdk::{Client, Error, StartOptions, UpdateOptions, WorkflowStatus};
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -135,9 +140,63 @@ async fn a_caller_learns_when_no_answer_comes(backend: Backend) {
     assert_eq!(e.code(), Some(tonic::Code::InvalidArgument), "{e}");
 }
 
+async fn a_worker_killed_inside_the_handler_loses_nothing(backend: Backend) {
+    let Some(db) = TestDatabase::new(backend).await else {
+        return;
+    };
+    let server = ServerProcess::start(&db, &fast_recovery_args()).await;
+    let c = server.client().await;
+    let log = db.dir.join("effects.log");
+    let mut first = WorkerProcess::start(&server.addr, &log, 5, "first");
+    waymark_integration_tests::wait_for_registration(&c, "cart").await;
+    c.start_json(
+        "cart",
+        json!({"items": 1, "step_ms": 2000}),
+        StartOptions::id("cart-crash"),
+    )
+    .await
+    .unwrap();
+    let caller = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let wait = UpdateOptions {
+                update_id: Some("u-crash".into()),
+                timeout: Some(PATIENCE),
+            };
+            c.update_workflow::<_, Value>("cart-crash", "add", &json!({"name": "tea", "qty": 2}), wait)
+                .await
+        })
+    };
+    // The update is taken (its receive recorded); the handler's step is running: kill -9.
+    wait_for("the update to be taken", PATIENCE, || async {
+        let steps = c.steps("cart-crash").await.ok()?;
+        steps.iter().any(|s| s.name == "waymark.recv").then_some(())
+    })
+    .await;
+    first.kill();
+    let _second = WorkerProcess::start(&server.addr, &log, 5, "second");
+    let answer = caller.await.unwrap().unwrap();
+    assert_eq!(answer, json!({"lines": 1, "total": 2}));
+    let done = c.await_workflow("cart-crash", Some(PATIENCE)).await.unwrap();
+    assert_eq!(done.output, Some(json!({"lines": [["tea", 2]]})));
+    assert!(done.recovery_attempts >= 1, "it was recovered: {done:?}");
+    // The handler's step is recorded once, and ran once under the epoch that recorded it.
+    let steps = c.steps("cart-crash").await.unwrap();
+    let recorded: Vec<_> = steps.iter().filter(|s| s.name == "add-item").collect();
+    assert_eq!(recorded.len(), 1, "{steps:?}");
+    let runs: Vec<_> = side_effects::read(&log)
+        .into_iter()
+        .filter(|e| e.workflow_id == "cart/cart-crash")
+        .collect();
+    let under_record = runs.iter().filter(|e| e.epoch == recorded[0].epoch).count();
+    assert_eq!(under_record, 1, "{runs:?}");
+    server.assert_log_clean(&[]);
+}
+
 on_both_stores!(
     updates_are_answered_by_the_workflow_once_each,
-    a_caller_learns_when_no_answer_comes
+    a_caller_learns_when_no_answer_comes,
+    a_worker_killed_inside_the_handler_loses_nothing,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,7 +14,7 @@
 //!   value to stream K (after a message on topic "go" when gated), then closes it.
 //! - `family`: input `{"children": [[NAME, INPUT], ...]}`; starts each child, awaits each, returns
 //!   their outputs (`{"error": KIND}` for a child that did not succeed).
-//! - `cart`: input `{"items": N}`; takes `add` updates (`{"name": S, "qty": Q}`) until it holds N
+//! - `cart`: input `{"items": N, "step_ms": M}`; takes `add` updates (`{"name": S, "qty": Q}`) until it holds N
 //!   lines, each answered with `{"lines": L, "total": T}` (Q < 1 is rejected); returns the lines.
 //! - `flaky`: input `{"fail_times": F, "max_attempts": A}`; one step that fails F times, retried
 //!   up to A attempts.
@@ -107,6 +107,9 @@ async fn echo(ctx: WorkflowContext, input: serde_json::Value) -> Result<serde_js
 #[derive(Deserialize)]
 struct Cart {
     items: usize,
+    /// How long each update's step takes (a crash test kills the worker inside it).
+    #[serde(default)]
+    step_ms: u64,
 }
 
 #[derive(Deserialize)]
@@ -136,11 +139,12 @@ async fn cart(ctx: WorkflowContext, input: Cart) -> Result<serde_json::Value, Wo
             ctx.epoch(),
         );
         let before: i64 = lines.iter().map(|(_, q)| q).sum();
-        let qty = u.args.qty;
+        let (qty, ms) = (u.args.qty, input.step_ms);
         let total: i64 = ctx
             .step("add-item", move || {
                 let (log, workflow_id) = (log.clone(), workflow_id.clone());
                 async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
                     if let Some(log) = &log {
                         let effect = Effect {
                             workflow_id: format!("cart/{workflow_id}"),
