@@ -45,6 +45,7 @@ type fakeWorkflows struct {
 	followed     []uint64 // from_offset of each ReadStream
 
 	startAndSends []*pb.StartAndSendRequest
+	updates       []*pb.UpdateWorkflowRequest
 }
 
 // answer is how the fake server answers one call: an error while it refuses, or the caller's
@@ -130,6 +131,18 @@ func (f *fakeWorkflows) StartAndSend(ctx context.Context, req *pb.StartAndSendRe
 	}
 	started := &pb.Workflow{WorkflowId: req.GetStart().GetWorkflowId(), WorkflowName: req.GetStart().GetWorkflowName()}
 	return &pb.StartAndSendResponse{Workflow: started, Created: true, NameRegistered: true, MessageId: "m-1"}, nil
+}
+
+// UpdateWorkflow answers {"total": 42} under the request's update id.
+func (f *fakeWorkflows) UpdateWorkflow(ctx context.Context, req *pb.UpdateWorkflowRequest, _ ...grpc.CallOption) (*pb.UpdateWorkflowResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updates = append(f.updates, req)
+	if err := f.answer(ctx); err != nil {
+		return nil, err
+	}
+	result, _ := structpb.NewStruct(map[string]any{"total": 42})
+	return &pb.UpdateWorkflowResponse{UpdateId: req.GetUpdateId(), Result: &pb.Payload{Content: &pb.Payload_Json{Json: structpb.NewStructValue(result)}}}, nil
 }
 
 func (f *fakeWorkflows) GetWorkflow(ctx context.Context, req *pb.GetWorkflowRequest, _ ...grpc.CallOption) (*pb.GetWorkflowResponse, error) {
@@ -290,6 +303,47 @@ func TestClientStartAndSendRetriesOnlyWithAKey(t *testing.T) {
 	}
 	if got.ID != id || got.Name != "customer" || !got.Created || !got.NameRegistered || got.MessageID != "m-1" || got.Duplicate {
 		t.Fatalf("result %+v", got)
+	}
+}
+
+// An update without an id is given one here, so its resends after UNAVAILABLE are the same
+// update (the server delivers and answers an update id once): every try carries the same id,
+// and the answer comes back decoded. A given id is kept; anything but UNAVAILABLE goes to the
+// caller at once.
+func TestClientUpdateResendsUnderOneUpdateID(t *testing.T) {
+	f := &fakeWorkflows{refuse: 2}
+	c := &Client{workflows: f}
+	got, err := UpdateWorkflowAs[map[string]int](context.Background(), c, "wf", "add", map[string]int{"n": 41}, &UpdateOptions{Timeout: 5 * time.Second})
+	if err != nil || got["total"] != 42 {
+		t.Fatalf("answer %v %v", got, err)
+	}
+	if len(f.updates) != 3 {
+		t.Fatalf("%d tries, want 3", len(f.updates))
+	}
+	req := f.updates[0]
+	id := req.GetUpdateId()
+	uuidV7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	if !uuidV7.MatchString(id) || f.updates[1].GetUpdateId() != id || f.updates[2].GetUpdateId() != id {
+		t.Fatalf("ids %q %q %q", id, f.updates[1].GetUpdateId(), f.updates[2].GetUpdateId())
+	}
+	if req.GetWorkflowId() != "wf" || req.GetName() != "add" || req.GetArgs().GetJson().GetStructValue().GetFields()["n"].GetNumberValue() != 41 ||
+		req.GetTimeout().AsDuration() != 5*time.Second {
+		t.Fatalf("request %v", req)
+	}
+
+	// Without a timeout the request leaves it absent: the server's default.
+	if _, err := c.UpdateWorkflow(context.Background(), "wf", "add", nil, &UpdateOptions{UpdateID: "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	if req := f.updates[3]; req.GetUpdateId() != "mine" || req.Timeout != nil {
+		t.Fatalf("request %v", req)
+	}
+
+	f.refuse, f.code = 1, codes.FailedPrecondition
+	_, err = c.UpdateWorkflow(context.Background(), "wf", "add", nil, nil)
+	var werr *Error
+	if !errors.As(err, &werr) || werr.Code != codes.FailedPrecondition || len(f.updates) != 5 {
+		t.Fatalf("got %v after %d tries; want FAILED_PRECONDITION after one", err, len(f.updates)-4)
 	}
 }
 

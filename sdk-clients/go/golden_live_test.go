@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	waymark "github.com/waymark-dev/waymark/sdk-clients/go"
 	"github.com/waymark-dev/waymark/sdk-clients/go/internal/golden"
@@ -18,21 +19,39 @@ import (
 // read back with Client.History, replays offline to what the run returned, running nothing.
 // (The offline replays of the committed files are internal/golden's test.)
 
-// The scenarios run live: file, workflow. The other files are derived from these (see
-// with_derived in integration-tests/tests/golden.rs).
-var goldenLive = []struct{ file, workflow string }{
-	{"steps", "golden.steps"},
-	{"sleep", "golden.sleep"},
-	{"messages", "golden.messages"},
-	{"events", "golden.events"},
-	{"stream", "golden.stream"},
-	{"child", "golden.child"},
-	{"remote_retry", "golden.remote"},
-	{"drawn", "golden.drawn"},
-	{"patched", "golden.patched"},
+// The scenarios run live: file, workflow, and for those the Rust test drives apart its input
+// (else {"n": 41}) and what a client does once it is started. The other files are derived from
+// these (see with_derived in integration-tests/tests/golden.rs).
+var goldenLive = []struct {
+	file, workflow string
+	input          any
+	drive          func(t *testing.T, c *waymark.Client, id string)
+}{
+	{file: "steps", workflow: "golden.steps"},
+	{file: "sleep", workflow: "golden.sleep"},
+	{file: "messages", workflow: "golden.messages"},
+	{file: "events", workflow: "golden.events"},
+	{file: "stream", workflow: "golden.stream"},
+	{file: "child", workflow: "golden.child"},
+	{file: "remote_retry", workflow: "golden.remote"},
+	{file: "drawn", workflow: "golden.drawn"},
+	{file: "patched", workflow: "golden.patched"},
 	// After golden.remote: they call its remote step, whose attempts it counts.
-	{"select", "golden.select"},
-	{"wait_all", "golden.wait_all"},
+	{file: "select", workflow: "golden.select"},
+	{file: "wait_all", workflow: "golden.wait_all"},
+	{file: "update", workflow: "golden.update", input: map[string]any{}, drive: sendGoldenUpdate},
+}
+
+// sendGoldenUpdate sends golden.update its update, as the Rust test does, and checks the answer.
+func sendGoldenUpdate(t *testing.T, c *waymark.Client, id string) {
+	opts := &waymark.UpdateOptions{UpdateID: "golden-update-1", Timeout: 120 * time.Second}
+	answer, err := c.UpdateWorkflow(testCtx(t), id, "add", map[string]int{"n": 41}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !golden.EqualJSON(answer, json.RawMessage(`{"total": 42}`)) {
+		t.Fatalf("the update was answered %s, not {\"total\": 42}", answer)
+	}
 }
 
 // normalized blanks the values that differ from run to run, as the Rust test does.
@@ -95,8 +114,15 @@ func TestGoldenWorkflowsRecordTheGoldenHistories(t *testing.T) {
 			// The id the Rust run used, so that the child's id, derived from it, is the same.
 			id := "golden-" + g.file
 			opts := &waymark.StartOptions{ID: id, Queue: queue}
-			if _, err := c.Start(testCtx(t), g.workflow, map[string]int{"n": 41}, opts); err != nil {
+			input := g.input
+			if input == nil {
+				input = map[string]int{"n": 41}
+			}
+			if _, err := c.Start(testCtx(t), g.workflow, input, opts); err != nil {
 				t.Fatal(err)
+			}
+			if g.drive != nil {
+				g.drive(t, c, id)
 			}
 			wf := await(t, c, id)
 			if wf.Status != waymark.StatusSuccess {

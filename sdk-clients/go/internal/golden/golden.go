@@ -43,6 +43,7 @@ func Register(w *waymark.Worker) *waymark.Worker {
 	waymark.RegisterWorkflow(w, "golden.select", selectFirst)
 	waymark.RegisterWorkflow(w, "golden.wait_all", waitAll)
 	waymark.RegisterWorkflow(w, "golden.gated", gated)
+	waymark.RegisterWorkflow(w, "golden.update", update)
 	waymark.RegisterStep(w, "golden.flaky", flaky)
 	return w
 }
@@ -88,6 +89,30 @@ func steps(ctx waymark.Context, input any) (any, error) {
 		return nil, waymark.Fail("Unexpected", "step \"fail\" returned %d", got)
 	}
 	return object{"sum": sum, "caught": failed.Message}, nil
+}
+
+// Takes one update named "add" (60 s); step "apply" returns its args' N + 1, and the update is
+// answered with {"total": N + 1}. Returns {"update": <its id>, "total": N + 1}, or
+// {"update": null} when no update came.
+func update(ctx waymark.Context, _ any) (any, error) {
+	u, ok, err := waymark.RecvUpdate[any](ctx, "add", 60*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return object{"update": nil}, nil
+	}
+	total, err := waymark.Step(ctx, "apply", func(context.Context) (int64, error) {
+		Ran.Add(1)
+		return n(u.Args) + 1, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := waymark.AnswerUpdate(ctx, u.ID, object{"total": total}); err != nil {
+		return nil, err
+	}
+	return object{"update": u.ID, "total": total}, nil
 }
 
 // Sleeps 10 ms; returns "slept".
