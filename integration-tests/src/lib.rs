@@ -97,6 +97,20 @@ pub fn free_port() -> u16 {
 }
 
 /// The `waymark` binary: `WAYMARK_BIN`, else next to the test executable's target directory.
+/// Runs `waymark ARGS` against the server at `addr`: its exit code, standard output and error.
+pub fn run_cli(addr: &str, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(waymark_bin())
+        .args(args)
+        .env("WAYMARK_SERVER", addr)
+        .output()
+        .expect("run waymark");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
 pub fn waymark_bin() -> PathBuf {
     if let Ok(p) = std::env::var("WAYMARK_BIN") {
         return PathBuf::from(p);

@@ -2,7 +2,7 @@
 //! starts, bad input with stable error reasons, await deadlines, cancel and resume, retries,
 //! reflection and health, and a clean drain on SIGTERM.
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use waymark_integration_tests::{setup, side_effects, wait_for, waymark_bin, Backend, ServerProcess, TestDatabase};
 use waymark_sdk::{Error, ListOptions, StartOptions, WorkflowStatus};
@@ -368,16 +368,7 @@ waymark_integration_tests::on_both_stores!(
 );
 
 fn cli(server: &ServerProcess, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(waymark_bin())
-        .args(args)
-        .env("WAYMARK_SERVER", &server.addr)
-        .output()
-        .expect("run waymark");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    waymark_integration_tests::run_cli(&server.addr, args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,10 +3,10 @@
 //! message is in before the workflow first runs, and a refused call starts nothing. Then the
 //! same from the CLI.
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use serde_json::json;
-use waymark_integration_tests::{on_both_stores, setup, waymark_bin, Backend};
+use waymark_integration_tests::{on_both_stores, run_cli, setup, Backend};
 use waymark_sdk::{StartOptions, WorkflowStatus};
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -128,19 +128,6 @@ on_both_stores!(
     a_refused_call_starts_nothing
 );
 
-fn cli(addr: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(waymark_bin())
-        .args(args)
-        .env("WAYMARK_SERVER", addr)
-        .output()
-        .expect("run waymark");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_starts_and_sends() {
     let Some(s) = setup(Backend::Sqlite, &[]).await else {
@@ -162,9 +149,9 @@ async fn the_cli_starts_and_sends() {
         "--idempotency-key",
         "k1",
     ];
-    let (code, out, err) = cli(&s.server.addr, &args);
+    let (code, out, err) = run_cli(&s.server.addr, &args);
     assert_eq!((code, out.trim()), (0, "cli-1"), "{err}");
-    let (code, out, err) = cli(&s.server.addr, &args);
+    let (code, out, err) = run_cli(&s.server.addr, &args);
     assert_eq!((code, out.trim()), (0, "cli-1"), "{err}");
     assert!(
         err.contains("already started") && err.contains("already sent"),
@@ -172,7 +159,7 @@ async fn the_cli_starts_and_sends() {
     );
     let done = s.client.await_workflow("cli-1", Some(PATIENCE)).await.unwrap();
     assert_eq!(done.output, Some(json!({"received": [{"ok": true}]})));
-    let (code, _, err) = cli(
+    let (code, _, err) = run_cli(
         &s.server.addr,
         &["workflow", "start-and-send", "inbox", "--message", "not json"],
     );

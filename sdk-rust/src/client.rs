@@ -240,12 +240,7 @@ impl Client {
         };
         // The start is the same start when sent again (its id is chosen here); the send is
         // delivered once only with a key.
-        let bound = if idempotency_key.is_some() {
-            self.resend_for
-        } else {
-            Duration::ZERO
-        };
-        let r = crate::resend::retrying(bound, || {
+        let r = crate::resend::retrying(self.keyed_resend(idempotency_key), || {
             let (mut c, req) = (self.rpc.clone(), req.clone());
             async move { c.start_and_send(req).await }
         })

@@ -25,19 +25,23 @@ impl Client {
             message: Some(json::to_payload(&serde_json::to_value(message)?)),
             idempotency_key: idempotency_key.unwrap_or_default().into(),
         };
-        // Only a keyed send is safe to send again: without a key it could be delivered twice.
-        let bound = if idempotency_key.is_some() {
-            self.resend_for
-        } else {
-            Duration::ZERO
-        };
-        let r = crate::resend::retrying(bound, || {
+        let r = crate::resend::retrying(self.keyed_resend(idempotency_key), || {
             let (mut c, req) = (self.rpc.clone(), req.clone());
             async move { c.send_message(req).await }
         })
         .await?
         .into_inner();
         Ok((r.message_id, r.duplicate))
+    }
+
+    /// How long a send with `idempotency_key` may be sent again while the server is away: only
+    /// a keyed send is safe to send again, since without a key it could be delivered twice.
+    pub(crate) fn keyed_resend(&self, idempotency_key: Option<&str>) -> Duration {
+        if idempotency_key.is_some() {
+            self.resend_for
+        } else {
+            Duration::ZERO
+        }
     }
 
     /// Every message sent to a workflow, consumed or not, oldest first.
