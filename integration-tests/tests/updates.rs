@@ -124,6 +124,13 @@ async fn a_caller_learns_when_no_answer_comes(backend: Backend) {
     let e = waiting.await.unwrap().unwrap_err();
     assert_eq!(reason(&e), "UPDATE_NOT_ANSWERED", "{e}");
 
+    // Update topics carry only updates: a plain send there is refused.
+    let e = c
+        .send_message("cart-2", "waymark.update/add", &json!(1), None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some(tonic::Code::InvalidArgument), "{e}");
+
     let e = c
         .update_workflow::<_, Value>("nobody", "add", &json!({}), UpdateOptions::default())
         .await

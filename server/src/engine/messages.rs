@@ -118,6 +118,14 @@ pub(crate) fn validate_message(
 ) -> EngineResult<()> {
     validate::name(workflow_field, workflow_id)?;
     validate::optional_name("topic", topic)?;
+    // Only UpdateWorkflow sends there: a message that is not an update a workflow could answer
+    // would fail the workflow that takes it as one.
+    if topic.starts_with(super::updates::PREFIX) {
+        return Err(EngineError::invalid(format!(
+            "topics beginning {:?} carry updates: send one with UpdateWorkflow",
+            super::updates::PREFIX
+        )));
+    }
     validate::payload("message", message, engine.config.max_payload_bytes)
 }
 
@@ -126,6 +134,11 @@ impl Engine {
     pub async fn send_message(&self, req: SendRequest) -> EngineResult<Sent> {
         validate_message(self, "workflow_id", &req.workflow_id, &req.topic, &req.message)?;
         validate::optional_name("idempotency_key", &req.idempotency_key)?;
+        self.deliver(req).await
+    }
+
+    /// Sends a checked message from outside any workflow (an update's, too).
+    pub(crate) async fn deliver(&self, req: SendRequest) -> EngineResult<Sent> {
         let message = NewMessage {
             message_id: uuid::Uuid::now_v7().to_string(),
             workflow_id: req.workflow_id,

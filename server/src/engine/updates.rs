@@ -49,6 +49,7 @@ impl Engine {
             )));
         }
         validate::optional_name("update_id", &req.update_id)?;
+        validate::payload("args", &req.args, self.config.max_payload_bytes)?;
         let timeout = req.timeout.unwrap_or(DEFAULT_WAIT);
         if timeout.is_zero() || timeout > MAX_CLIENT_WAIT {
             return Err(EngineError::invalid(
@@ -70,7 +71,7 @@ impl Engine {
             serde_json::Value::String(update_id.clone()),
             req.args
         );
-        self.send_message(SendRequest {
+        self.deliver(SendRequest {
             workflow_id: req.workflow_id.clone(),
             topic: format!("{PREFIX}{}", req.name),
             message,

@@ -48,7 +48,12 @@ impl WorkflowContext {
                 let Some(m) = receive.await? else {
                     return Ok(None);
                 };
-                let delivered: Delivered = serde_json::from_value(m)?;
+                // The server sends nothing else on an update topic; from an older one, a message
+                // that is no update has no id to answer, and is passed over.
+                let Ok(delivered) = serde_json::from_value::<Delivered>(m) else {
+                    receive = self.recv::<serde_json::Value>(&topic, timeout);
+                    continue;
+                };
                 match serde_json::from_value::<A>(delivered.args) {
                     Ok(args) => {
                         return Ok(Some(Update {
