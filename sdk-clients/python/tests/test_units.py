@@ -22,6 +22,9 @@ def test_json_round_trip_keeps_integers_integral() -> None:
     assert back == {**value, "t": [1, 2]}
     assert isinstance(back["n"], int) and isinstance(back["f"], float)
     assert from_payload(None) is None
+    # Empty containers stay what they were, not null.
+    assert from_payload(to_payload({"d": {}, "l": []})) == {"d": {}, "l": []}
+    assert from_payload(to_payload({})) == {}
 
 
 def test_non_json_values_are_refused() -> None:

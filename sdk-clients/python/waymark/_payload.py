@@ -31,6 +31,9 @@ def to_value(obj: Any) -> struct_pb2.Value:
     elif isinstance(obj, str):
         v.string_value = obj
     elif isinstance(obj, Mapping):
+        # Set even when empty: a `{}` with no fields added would otherwise go out as no value
+        # at all, which reads back as null.
+        v.struct_value.SetInParent()
         for key, item in obj.items():
             if not isinstance(key, str):
                 raise TypeError(f"JSON object keys are strings, not {type(key).__name__}")
