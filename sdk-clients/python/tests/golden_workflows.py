@@ -41,6 +41,7 @@ def register(worker: Worker) -> Worker:
         ("golden.select", select),
         ("golden.wait_all", wait_all),
         ("golden.gated", gated),
+        ("golden.update", update),
     ]:
         worker.workflow(name)(fn)
     worker.step("golden.flaky")(flaky)
@@ -77,6 +78,23 @@ async def steps(ctx: WorkflowContext, input: Any) -> Any:
     else:
         raise WorkflowFailed("Unexpected", f"step 'fail' returned {got!r}")
     return {"sum": total, "caught": caught}
+
+
+def _apply(n: int) -> int:
+    ran.append("apply")
+    return n + 1
+
+
+async def update(ctx: WorkflowContext, input: Any) -> Any:
+    """Takes one update named "add" (60 s); step "apply" returns its args' N + 1, and the update
+    is answered with {"total": N + 1}. Returns {"update": <its id>, "total": N + 1}
+    ({"update": null} when none came)."""
+    u = await ctx.recv_update("add", timeout=60)
+    if u is None:
+        return {"update": None}
+    total = await ctx.step("apply", _apply, _n(u.args))
+    await ctx.answer_update(u.id, {"total": total})
+    return {"update": u.id, "total": total}
 
 
 async def sleep(ctx: WorkflowContext, input: Any) -> Any:

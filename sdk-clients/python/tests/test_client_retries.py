@@ -1,6 +1,6 @@
 """The client retries what is safe to repeat while the server is unavailable, and nothing
-else: a start (with an id the client made), a keyed send and a keyed start-and-send are made
-again while the server says STORE_UNAVAILABLE; a send or start-and-send without an idempotency
+else: a start (with an id the client made), a keyed send, a keyed start-and-send and an update
+(with an update id the client made) are made again while the server says STORE_UNAVAILABLE; a send or start-and-send without an idempotency
 key is not; a read made while the server is down returns once it is back; a retried call gives
 up after the client's patience."""
 
@@ -17,6 +17,7 @@ from conftest import eventually
 from server import Server, free_port
 
 from waymark import Client, RpcError, UnavailableError
+from waymark._payload import from_payload, to_payload
 from waymark._proto import types_pb2, workflow_pb2, workflow_pb2_grpc
 from waymark._rpc import _ErrorInfo, _Status
 
@@ -29,6 +30,7 @@ class Flaky(workflow_pb2_grpc.WorkflowServiceServicer):
         self.starts: list[workflow_pb2.StartWorkflowRequest] = []
         self.sends: list[workflow_pb2.SendMessageRequest] = []
         self.start_and_sends: list[workflow_pb2.StartAndSendRequest] = []
+        self.updates: list[workflow_pb2.UpdateWorkflowRequest] = []
 
     async def _refuse_while_down(self, calls: list[Any], context: Any) -> None:
         if len(calls) <= self.outage:
@@ -59,6 +61,16 @@ class Flaky(workflow_pb2_grpc.WorkflowServiceServicer):
         await self._refuse_while_down(self.start_and_sends, context)
         wf = types_pb2.Workflow(workflow_id=request.start.workflow_id)
         return workflow_pb2.StartAndSendResponse(workflow=wf, created=True, message_id="m-1")
+
+    async def UpdateWorkflow(self, request: Any, context: Any) -> Any:
+        # A copy: the client changes its request's timeout for each resend.
+        copy = workflow_pb2.UpdateWorkflowRequest()
+        copy.CopyFrom(request)
+        self.updates.append(copy)
+        await self._refuse_while_down(self.updates, context)
+        return workflow_pb2.UpdateWorkflowResponse(
+            update_id=request.update_id, result=to_payload({"total": 42})
+        )
 
 
 async def serving(servicer: Flaky) -> tuple[grpc.aio.Server, str]:
@@ -122,6 +134,34 @@ async def test_a_start_and_send_is_retried_only_with_an_idempotency_key() -> Non
             # Resent as the same start: one workflow id, made by the client.
             assert sent[0].start.workflow_id == sent[1].start.workflow_id == r.handle.workflow_id
             uuid.UUID(r.handle.workflow_id)
+    finally:
+        await server.stop(None)
+
+
+async def test_an_update_is_resent_with_one_update_id_the_client_made() -> None:
+    flaky = Flaky(outage=2)
+    server, address = await serving(flaky)
+    try:
+        async with Client(address) as client:
+            answer = await client.update_workflow("wf", "add", {"n": 41}, timeout=30)
+            assert answer == {"total": 42}
+            sent = flaky.updates
+            assert len(sent) == 3, "refused twice, then answered"
+            # The same update each time: one id, made by the client (a UUID v7, which sorts by
+            # time), with the same arguments.
+            assert len({r.update_id for r in sent}) == 1
+            made = uuid.UUID(sent[0].update_id)
+            assert (made.version, made.variant) == (7, uuid.RFC_4122)
+            assert {(r.workflow_id, r.name) for r in sent} == {("wf", "add")}
+            assert all(from_payload(r.args) == {"n": 41} for r in sent)
+            # The first waits as long as asked; a resend only for what is left of it.
+            waits = [r.timeout.ToTimedelta().total_seconds() for r in sent]
+            assert waits[0] == 30 and 0 < waits[2] < waits[1] < 30, waits
+            # An id given is the one sent.
+            flaky.updates.clear()
+            await client.update_workflow("wf", "add", update_id="mine")
+            assert [r.update_id for r in flaky.updates] == ["mine"] * 3
+            assert not flaky.updates[0].HasField("timeout"), "the server's default"
     finally:
         await server.stop(None)
 

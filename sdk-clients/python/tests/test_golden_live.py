@@ -30,6 +30,7 @@ LIVE = [
     ("select", "golden.select"),
     ("wait_all", "golden.wait_all"),
 ]
+# And golden.update (file "update"), which a client sends an update to: see the test.
 
 # Values that differ from run to run, blanked for the comparison.
 VARYING = {"wake_at_ms": 0, "deadline_ms": 0, "now_ms": 0, "uuid": "", "message_id": ""}
@@ -52,16 +53,33 @@ async def test_the_golden_workflows_record_the_golden_histories(
         workflow_id = f"golden-{file}-{queue}"
         await client.start(workflow, {"n": 41}, workflow_id=workflow_id, queue=queue)
         output = await client.result(workflow_id, timeout=60)
-        live = await client.history(workflow_id)
-        committed = golden.read(golden.HISTORIES / f"{file}.json")
-        assert normalized(committed["expect"]) == normalized({"returned": output}), file
-        # Recorded under another id; a child's id is derived from its parent's.
-        want = {**committed["history"], "workflow_id": workflow_id}
-        for step in want["steps"]:
-            if step["name"] == "waymark.start_child":
-                step["output"]["workflow_id"] = f"{workflow_id}/child-{step['step_id']}"
-        assert normalized(live) == normalized(want), file
-        # And what was recorded replays to what the run returned, running nothing.
-        golden.ran.clear()
-        assert await replayer.replay(live) == Returned(output), file
-        assert golden.ran == [], file
+        await recorded_as_committed(client, replayer, file, workflow_id, output)
+    # golden.update needs a client to send it its update (as integration-tests/tests/golden.rs
+    # does).
+    workflow_id = f"golden-update-{queue}"
+    await client.start("golden.update", {}, workflow_id=workflow_id, queue=queue)
+    answer = await client.update_workflow(
+        workflow_id, "add", {"n": 41}, update_id="golden-update-1", timeout=120
+    )
+    assert answer == {"total": 42}
+    output = await client.result(workflow_id, timeout=60)
+    await recorded_as_committed(client, replayer, "update", workflow_id, output)
+
+
+async def recorded_as_committed(
+    client: Client, replayer: Replayer, file: str, workflow_id: str, output: Any
+) -> None:
+    """The live run's outcome and history are the committed file's, and the history replays to
+    what the run returned, running nothing."""
+    live = await client.history(workflow_id)
+    committed = golden.read(golden.HISTORIES / f"{file}.json")
+    assert normalized(committed["expect"]) == normalized({"returned": output}), file
+    # Recorded under another id; a child's id is derived from its parent's.
+    want = {**committed["history"], "workflow_id": workflow_id}
+    for step in want["steps"]:
+        if step["name"] == "waymark.start_child":
+            step["output"]["workflow_id"] = f"{workflow_id}/child-{step['step_id']}"
+    assert normalized(live) == normalized(want), file
+    golden.ran.clear()
+    assert await replayer.replay(live) == Returned(output), file
+    assert golden.ran == [], file

@@ -27,7 +27,7 @@ from .replay import Replayed, Replayer
 from .retry import RetryPolicy
 from .schedules import Schedule, ScheduleRun, Schedules
 from .types import Event, EventValue, Failure, Message, Step, StreamEntry, Workflow, WorkflowStatus
-from .worker import StepHandle, WaitTarget, Worker, WorkflowContext
+from .worker import StepHandle, Update, WaitTarget, Worker, WorkflowContext
 
 __version__ = "0.1.0"
 
@@ -66,6 +66,7 @@ __all__ = [
     "StepHandle",
     "StreamEntry",
     "UnavailableError",
+    "Update",
     "WaitTarget",
     "WaymarkError",
     "Worker",

@@ -1,6 +1,6 @@
 """The client: start workflows and watch them (`waymark.v1.WorkflowService`). `Client` takes its
 messaging methods from `messaging`, cancel, resume and delete from `lifecycle`, re-pinning and
-bulk operations from `bulk`."""
+bulk operations from `bulk`, `update_workflow` from `updates`."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from .messaging import MessagingCalls
 from .queues import Queues
 from .schedules import Schedules
 from .types import Step, StreamEntry, Workflow, WorkflowStatus
+from .updates import UpdateCalls
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,7 @@ class StartedAndSent:
     duplicate: bool
 
 
-class Client(MessagingCalls, LifecycleCalls, BulkCalls):
+class Client(MessagingCalls, LifecycleCalls, BulkCalls, UpdateCalls):
     """Connects to a Waymark server (`host:port` or a URL; `WAYMARK_SERVER`, else
     127.0.0.1:7450). Use it as `async with Client() as client:` or call `close()`.
 
@@ -68,8 +69,9 @@ class Client(MessagingCalls, LifecycleCalls, BulkCalls):
     PERMISSION_DENIED (the key's role does not allow the call).
 
     Calls that are safe to make twice — reads, waits, starts and forks (always with a workflow
-    id: one is made here when not given), cancel, resume, `set_version`, bulk batches, and
-    sends and start-and-sends with an idempotency key — are made again, with backoff, while the
+    id: one is made here when not given), cancel, resume, `set_version`, bulk batches, updates
+    (always with an update id: one is made here when not given), and sends and start-and-sends
+    with an idempotency key — are made again, with backoff, while the
     server answers UNAVAILABLE (unreachable, or its database restarting), for up to
     `retry_unavailable_for` seconds; then `UnavailableError` (or
     `RpcError` with code UNAVAILABLE) is raised. Other calls raise it at once."""
@@ -388,7 +390,7 @@ class Client(MessagingCalls, LifecycleCalls, BulkCalls):
 
 
 class WorkflowHandle:
-    """A started (or looked-up) workflow: wait for it, cancel it, message it."""
+    """A started (or looked-up) workflow: wait for it, cancel it, message it, update it."""
 
     def __init__(
         self,
@@ -440,6 +442,18 @@ class WorkflowHandle:
 
     def read_stream(self, key: str, *, from_offset: int = 0) -> AsyncIterator[StreamEntry]:
         return self.client.read_stream(self.workflow_id, key, from_offset=from_offset)
+
+    async def update(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        update_id: str | None = None,
+        timeout: Seconds | None = None,
+    ) -> Any:
+        return await self.client.update_workflow(
+            self.workflow_id, name, args, update_id=update_id, timeout=timeout
+        )
 
 
 def _recorded(s: Step) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from ._remote import Awaitable as WaitTarget
 from ._remote import StepHandle
 from ._runner import as_workflow_fn
 from ._session import Config, Session
+from ._updates import Update
 
-__all__ = ["StepHandle", "WaitTarget", "Worker", "WorkflowContext"]
+__all__ = ["StepHandle", "Update", "WaitTarget", "Worker", "WorkflowContext"]
 
 W = TypeVar("W", bound=Callable[..., Awaitable[Any]])
 S = TypeVar("S", bound=Callable[..., Any])

@@ -8,6 +8,7 @@ from ._patch import PatchMixin
 from ._remote import RemoteMixin
 from ._runs import RunsMixin
 from ._steps import StepsMixin
+from ._updates import UpdatesMixin
 from ._values import ValuesMixin
 from ._waits import WaitsMixin
 from ._writes import WritesMixin
@@ -17,6 +18,7 @@ class WorkflowContext(
     StepsMixin,
     ValuesMixin,
     PatchMixin,
+    UpdatesMixin,
     WaitsMixin,
     WritesMixin,
     ChildrenMixin,
