@@ -1,5 +1,5 @@
 //! The docs' grpcurl examples, run as written: each `grpcurl` command in a `sh` block of a
-//! section is taken from the document itself (README.md's quickstart, docs/operators/secure.md)
+//! section is taken from the document itself (README.md
 //! and run by bash with only the server's address changed (`127.0.0.1:7450`,
 //! `waymark.internal:7450` → the test server), so the docs cannot drift from what the server
 //! answers. grpcurl comes from `make deps` (`.tools/bin/grpcurl`).
@@ -160,4 +160,39 @@ async fn the_security_grpcurl_commands_work_as_written() {
     assert!(ok && text.contains("\"default\""), "{}\n{text}", grpc[0]);
     let (ok, text) = run(grpc[1], server.port, &certs, &env);
     assert!(!ok && text.contains("Unauthenticated"), "{}\n{text}", grpc[1]);
+}
+
+/// The waits guide's grpcurl commands for start-and-send and updates, against the test worker
+/// whose `inbox` and `cart` they name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guides_start_and_send_and_update_grpcurl_commands_work_as_written() {
+    if grpcurl().is_none() {
+        return;
+    }
+    let db = TestDatabase::new(Backend::Sqlite).await.unwrap();
+    let server = ServerProcess::start(&db, &[]).await;
+    let _worker = WorkerProcess::start(&server.addr, &db.dir.join("effects.log"), 10, "guide");
+    let client = server.client().await;
+    wait_for_registration(&client, "cart").await;
+    let cmds = commands("docs/guide/waits.md", "## Start-and-send");
+    assert_eq!(cmds.len(), 1, "{cmds:?}");
+    let (ok, text) = run(&cmds[0], server.port, &db.dir, &[]);
+    assert!(
+        ok && text.contains("\"created\": true") && text.contains("customer-42"),
+        "{}\n{text}",
+        cmds[0]
+    );
+    let got = client.messages("customer-42").await.unwrap();
+    assert_eq!(got.len(), 1, "{got:?}");
+
+    let cmds = commands("docs/guide/waits.md", "## Updates");
+    assert_eq!(cmds.len(), 2, "{cmds:?}");
+    let (ok, text) = run(&cmds[0], server.port, &db.dir, &[]);
+    assert!(ok && text.contains("cart-7"), "{}\n{text}", cmds[0]);
+    let (ok, text) = run(&cmds[1], server.port, &db.dir, &[]);
+    assert!(
+        ok && text.contains("\"total\": 2") && text.contains("\"u-1\""),
+        "{}\n{text}",
+        cmds[1]
+    );
 }
