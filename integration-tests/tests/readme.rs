@@ -1,5 +1,6 @@
 //! The docs' grpcurl examples, run as written: each `grpcurl` command in a `sh` block of a
-//! section is taken from the document itself (README.md
+//! section is taken from the document itself (README.md's quickstart, docs/operators/secure.md,
+//! the waits guide's start-and-send and updates)
 //! and run by bash with only the server's address changed (`127.0.0.1:7450`,
 //! `waymark.internal:7450` → the test server), so the docs cannot drift from what the server
 //! answers. grpcurl comes from `make deps` (`.tools/bin/grpcurl`).
