@@ -34,11 +34,12 @@ class UpdatesMixin(WaitsMixin, WritesMixin):
         """Waits up to `timeout` (forever when None) for the next update named `name`; None
         when none came. Answer it with `answer_update` or `reject_update`: the client's call
         waits for that. Whatever runs between is ordinary workflow code (steps, waits, sends),
-        recorded as always. It is a `recv` on topic `waymark.update/<name>`, recorded as one.
+        recorded as always. It is a `recv` on topic `waymark.update/<name>`, recorded as one
+        (and another for each message there that is not an update, passed over).
         `args` are the client's JSON as sent: check their shape before relying on it, and
         reject the update when they do not fit, so that a client cannot fail the workflow."""
         # Its positions are taken now, in call order, as every operation's are.
-        return _update(name, self.recv(PREFIX + name, timeout=timeout))
+        return self._next_update(name, timeout, self.recv(PREFIX + name, timeout=timeout))
 
     def answer_update(self, update_id: str, result: Any) -> Coroutine[Any, Any, None]:
         """Answers update `update_id`: the client's call returns `result` (JSON). It is a
@@ -51,13 +52,16 @@ class UpdatesMixin(WaitsMixin, WritesMixin):
         UPDATE_REJECTED and `why` in its message. A `set_event` like `answer_update`'s."""
         return self.set_event(PREFIX + update_id, {"rejected": why})
 
-
-async def _update(name: str, received: Coroutine[Any, Any, Any]) -> Update | None:
-    m = await received
-    if m is None:
-        return None
-    # The server writes {"update_id", "args"}; anything else was sent to the topic by hand, and
-    # there is no update to reject. (The Rust SDK fails the workflow here too.)
-    if not isinstance(m, dict) or not isinstance(m.get("update_id"), str):
-        raise ValueError(f"a message on topic {PREFIX + name!r} is not an update: {m!r}")
-    return Update(m["update_id"], m.get("args"))
+    async def _next_update(
+        self, name: str, timeout: Seconds | None, received: Coroutine[Any, Any, Any]
+    ) -> Update | None:
+        while True:
+            m = await received
+            if m is None:
+                return None
+            if isinstance(m, dict) and isinstance(m.get("update_id"), str) and "args" in m:
+                return Update(m["update_id"], m["args"])
+            # The server sends nothing else on an update topic; from an older one, a message
+            # sent there by hand has no update id to answer, and is passed over (as the Rust
+            # SDK does, so the two record the same receives).
+            received = self.recv(PREFIX + name, timeout=timeout)
