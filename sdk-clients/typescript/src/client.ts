@@ -23,7 +23,7 @@ import { call, rpc, workflowOf, type CallOptions, type WorkflowCalls } from "./c
 import * as lifecycle from "./lifecycle.js";
 import { filterToWire, type BulkAction, type BulkOutcome, type ForkOptions, type WorkflowFilter } from "./lifecycle.js";
 import * as messaging from "./messaging.js";
-import type { StreamItem } from "./messaging.js";
+import type { StreamItem, UpdateOptions } from "./messaging.js";
 
 /**
  * Where the server is and how to reach it (`ConnectionOptions`: `server`, `tlsCa`, `tlsCert`,
@@ -425,6 +425,21 @@ export class Client {
     options: { waitMs?: number; signal?: AbortSignal } = {},
   ): Promise<T | undefined> {
     return messaging.getEvent<T>(this.calls, workflowId, key, options);
+  }
+
+  /**
+   * Sends update `name` with `args` to the running workflow `workflowId` and waits for its
+   * answer, which it returns: the workflow takes it with `ctx.recvUpdate(name)` and answers with
+   * `ctx.answerUpdate`. The same `updateId` is the same update (delivered once, answered once;
+   * made here when not given), so the call is made again while the server answers UNAVAILABLE,
+   * and a call again with the id returns the answer. Refused (`RpcError`) with reason
+   * UPDATE_REJECTED when the workflow rejects it (the message says why), UPDATE_PENDING
+   * (DeadlineExceeded) when it has not answered within `waitMs` (call again with the same
+   * `updateId` to keep waiting; it is in `metadata.update_id`), UPDATE_NOT_ANSWERED when it ended
+   * without answering, WORKFLOW_NOT_RUNNING when it had already ended, WORKFLOW_NOT_FOUND.
+   */
+  async updateWorkflow<T = JsonValue>(workflowId: string, name: string, args: unknown, options: UpdateOptions = {}): Promise<T> {
+    return messaging.updateWorkflow<T>(this.calls, workflowId, name, args, options);
   }
 
   /** Every event of a workflow, with the history of its values (every page). */

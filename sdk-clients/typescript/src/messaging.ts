@@ -1,12 +1,13 @@
 // A client's messages, events and streams: send to a workflow, read what it was sent, read (and
-// wait for) its events, follow its streams. `Client` has these methods (documented there); it
-// hands them to the functions here to keep client.ts to one concern.
+// wait for) its events, follow its streams, and send it updates (a message whose answer is an
+// event). `Client` has these methods (documented there); it hands them to the functions here to
+// keep client.ts to one concern.
 
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { fromPayload, toPayload } from "./payload.js";
 import { toRpcError } from "./errors.js";
-import { isUnavailableError, repeatable } from "./repeat.js";
+import { isUnavailableError, newWorkflowId, repeatable } from "./repeat.js";
 import { readAll } from "./pages.js";
 import { resendDelayMs } from "./internal/resend.js";
 import { sleep } from "./internal/wake.js";
@@ -65,6 +66,47 @@ export async function getEvent<T>(
     );
   });
   return r.found ? (fromPayload(r.value) as T) : undefined;
+}
+
+/** `Client.updateWorkflow`'s options. */
+export interface UpdateOptions {
+  /**
+   * The same id is the same update: delivered once, answered once, and a call again with it
+   * returns the answer (or waits on for it). Made here when not given (a UUID v7), so the call's
+   * own resends on UNAVAILABLE are the same update.
+   */
+  updateId?: string;
+  /** How long to wait for the answer (the server's default, 60 000 ms, when not given); more than 0. */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+/** `Client.updateWorkflow`. */
+export async function updateWorkflow<T>(
+  c: WorkflowCalls,
+  workflowId: string,
+  name: string,
+  args: unknown,
+  options: UpdateOptions,
+): Promise<T> {
+  // Chosen before the first attempt, so a resend is the same update, never a second one.
+  const updateId = options.updateId || newWorkflowId();
+  const payload = toPayload(args);
+  const until = options.waitMs !== undefined ? Date.now() + options.waitMs : undefined;
+  let first = true;
+  const r = await repeatable(c.resendForMs, { signal: options.signal }, (a) => {
+    // Asked again, it waits only what is left of the caller's wait: at least 1 ms, as the server
+    // refuses a zero wait, and that still returns an answer given meanwhile. The first attempt
+    // sends the caller's own wait, so the server judges it.
+    const wait = until === undefined ? undefined : first ? options.waitMs! : Math.max(until - Date.now(), 1);
+    first = false;
+    return c.rpc.updateWorkflow(
+      { workflowId, name, args: payload, updateId, timeout: wait !== undefined ? durationFromMs(wait) : undefined },
+      // Room for the server to answer UPDATE_PENDING itself.
+      { signal: a.signal, timeoutMs: wait !== undefined ? wait + 5000 : undefined },
+    );
+  });
+  return fromPayload(r.result) as T;
 }
 
 /** `Client.events`. */

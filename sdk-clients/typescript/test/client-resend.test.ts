@@ -5,7 +5,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { WorkflowService, type StartAndSendRequest } from "../src/gen/waymark/v1/workflow_pb.js";
+import { durationMs } from "@bufbuild/protobuf/wkt";
+import { WorkflowService, type StartAndSendRequest, type UpdateWorkflowRequest } from "../src/gen/waymark/v1/workflow_pb.js";
 import { WorkflowSchema, WorkflowStatus } from "../src/gen/waymark/v1/types_pb.js";
 import { Client, RpcError } from "../src/index.js";
 import { fromPayload, toPayload } from "../src/payload.js";
@@ -64,6 +65,11 @@ function clientWith(refusals: number, resendForMs = 60_000) {
       sendMessage(req) {
         seen("send", req);
         return { messageId: "m-1", duplicate: false };
+      },
+      updateWorkflow(req) {
+        // The update is delivered before the answer is lost; the resend finds it answered.
+        seen("update", req);
+        return { updateId: req.updateId, result: toPayload({ total: 42 }) };
       },
       async *readStream(req) {
         seen("read", req);
@@ -156,6 +162,30 @@ test("a start-and-send is made again only with an idempotency key, as one start 
   // it, and the message it reports as a duplicate is its own.
   assert.equal(r.started.workflow.workflowId, ids[0]);
   assert.deepEqual([r.started.created, r.messageId, r.duplicate], [true, "m-1", true]);
+});
+
+test("an update without an id gets one here, so the resend is the same update", async () => {
+  const { client, calls } = clientWith(2);
+  const answer = await client.updateWorkflow("wf-1", "add", { n: 41 }, { waitMs: 30_000 });
+  assert.deepEqual(answer, { total: 42 });
+  const reqs = calls.get("update")! as UpdateWorkflowRequest[];
+  assert.equal(reqs.length, 3);
+  const ids = reqs.map((q) => q.updateId);
+  assert.ok(ids.every((id) => id === ids[0]), `every attempt carries one id: ${ids}`);
+  assert.match(ids[0]!, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  for (const q of reqs) {
+    assert.deepEqual([q.workflowId, q.name, fromPayload(q.args)], ["wf-1", "add", { n: 41 }]);
+  }
+  // The first attempt asks for the caller's wait; a resend for what is left of it.
+  const waits = reqs.map((q) => (q.timeout ? durationMs(q.timeout) : undefined));
+  assert.equal(waits[0], 30_000);
+  for (const w of waits.slice(1)) assert.ok(w !== undefined && w > 0 && w < 30_000, `a resend waits what is left: ${waits}`);
+
+  // A chosen id is sent as given; no wait leaves it to the server's default.
+  const chosen = clientWith(0);
+  await chosen.client.updateWorkflow("wf-1", "add", null, { updateId: "u-1" });
+  const r = chosen.calls.get("update")![0] as UpdateWorkflowRequest;
+  assert.deepEqual([r.updateId, r.timeout, fromPayload(r.args)], ["u-1", undefined, null]);
 });
 
 test("past the bound the UNAVAILABLE error comes out", async () => {

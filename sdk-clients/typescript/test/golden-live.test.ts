@@ -28,6 +28,7 @@ const LIVE: [string, string][] = [
   // After golden.remote: they call its remote step, whose attempts it counts.
   ["select", "golden.select"],
   ["wait_all", "golden.wait_all"],
+  ["update", "golden.update"],
 ];
 
 /** Values that differ from run to run, blanked for the comparison (`normalized` in integration-tests/tests/golden.rs). */
@@ -58,8 +59,15 @@ for (const [file, workflow] of LIVE) {
     // The ids the committed histories were recorded under (a fresh database per test file), so
     // a child's id, derived from its parent's, is the committed one too.
     const id = `golden-${file}`;
-    const input = { n: 41 };
+    // golden.update takes its number from the update, not its input: the Rust live run
+    // (integration-tests/tests/golden.rs) starts it with {}.
+    const input = file === "update" ? {} : { n: 41 };
     await server.client.start(workflow, input, { workflowId: id });
+    if (file === "update") {
+      // The update the Rust live run sends, under the id the committed history records.
+      const answer = await server.client.updateWorkflow(id, "add", { n: 41 }, { updateId: "golden-update-1", waitMs: 60_000 });
+      assert.deepEqual(answer, { total: 42 });
+    }
     const output = await server.client.result(id, { timeoutMs: 60_000 });
     const live = await server.client.history(id);
     assert.deepEqual([live.workflow_name, live.input], [workflow, input]);

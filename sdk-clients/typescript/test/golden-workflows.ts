@@ -58,6 +58,7 @@ export function register(w: Worker): Worker {
     .workflow("golden.select", select)
     .workflow("golden.wait_all", waitAll)
     .workflow("golden.gated", gated)
+    .workflow("golden.update", update)
     .step("golden.flaky", flaky);
 }
 
@@ -93,6 +94,22 @@ async function steps(ctx: WorkflowContext, input: unknown): Promise<JsonValue> {
       },
     );
   return { sum, caught };
+}
+
+/**
+ * Takes one update named "add" (60 s); step "apply" returns its args' N + 1, and the update is
+ * answered with {"total": N + 1}. Returns {"update": <its id>, "total": N + 1}, or
+ * {"update": null} when no update came.
+ */
+async function update(ctx: WorkflowContext): Promise<JsonValue> {
+  const u = await ctx.recvUpdate("add", { timeoutMs: 60_000 });
+  if (u === undefined) return { update: null };
+  const total = await ctx.step("apply", () => {
+    ran.push("apply");
+    return n(u.args) + 1;
+  });
+  await ctx.answerUpdate(u.id, { total });
+  return { update: u.id, total };
 }
 
 /** Sleeps 10 ms; returns "slept". */

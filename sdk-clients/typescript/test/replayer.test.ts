@@ -199,6 +199,34 @@ test("recorded waits return at once; a sleep whose wake time is still ahead susp
   assert.ok(Date.now() - started < 1000, "a replay waited");
 });
 
+test("an update is a recorded recv; a message on its topic that is no update is passed over", async () => {
+  const r = replayer({
+    cart: async (ctx) => {
+      const u = await ctx.recvUpdate("add", { timeoutMs: 3_600_000 });
+      if (u === undefined) return null;
+      await ctx.answerUpdate(u.id, { total: 1 });
+      return { id: u.id, args: u.args };
+    },
+  });
+  const later = Date.now() + 3_600_000;
+  const update = { message: { update_id: "u-1", args: { qty: 1 } } };
+  const answered = out(2, "waymark.set_event", { key: "waymark.update/u-1" });
+  const taken = [out(0, "waymark.recv.deadline", { deadline_ms: later }), out(1, "waymark.recv", update), answered];
+  assert.deepEqual(await r.replay(history("cart", taken)), { outcome: "returned", value: { id: "u-1", args: { qty: 1 } } });
+  // An older server let a plain send onto the topic: it has no id to answer, and the wait goes on.
+  const passedOver = [
+    out(0, "waymark.recv.deadline", { deadline_ms: later }),
+    out(1, "waymark.recv", { message: 5 }),
+    out(2, "waymark.recv.deadline", { deadline_ms: later }),
+    out(3, "waymark.recv", update),
+    { ...answered, step_id: 4 },
+  ];
+  assert.deepEqual(await r.replay(history("cart", passedOver)), { outcome: "returned", value: { id: "u-1", args: { qty: 1 } } });
+  // None came in time.
+  const none = [out(0, "waymark.recv.deadline", { deadline_ms: later }), out(1, "waymark.recv", null)];
+  assert.deepEqual(await r.replay(history("cart", none)), { outcome: "returned", value: null });
+});
+
 test("children, remote steps and several waits replay without the server", async () => {
   const r = replayer({
     parent: async (ctx) => {

@@ -14,6 +14,15 @@ import { patched } from "./patch.js";
 import { ContinueAsNew } from "../errors.js";
 import { toJsonValue } from "../payload.js";
 
+/** What every update's topic and answer's event key begin with (the server's updates.rs says the same). */
+const UPDATE_PREFIX = "waymark.update/";
+
+/** An update a client sent (`client.updateWorkflow`): its id, which the answer is for, and its arguments. */
+export interface Update<A = JsonValue> {
+  id: string;
+  args: A;
+}
+
 export class WorkflowContext {
   /** @internal */
   constructor(private readonly run: Run) {}
@@ -139,6 +148,46 @@ export class WorkflowContext {
   /** Sets this workflow's event `key`; readers waiting on it are woken. */
   setEvent(key: string, value: unknown): Promise<void> {
     return messaging.setEvent(this.run, this.position(), key, value);
+  }
+
+  /**
+   * Takes the next update named `name` a client sent (`client.updateWorkflow`), waiting up to
+   * `timeoutMs` as `recv` does; undefined when none came in time. It is a `recv` on topic
+   * `waymark.update/<name>` and is recorded as one, so a replay takes the same update. Answer it
+   * with `answerUpdate` or `rejectUpdate`: the client's call waits for that. What runs between
+   * is ordinary workflow code (steps, waits, sends), recorded as always. `A` is what you take the
+   * arguments to be: they are the JSON the client sent, unchecked (so check them before you rely
+   * on them, and reject an update whose arguments do not fit).
+   */
+  async recvUpdate<A = JsonValue>(name: string, options: { timeoutMs?: number } = {}): Promise<Update<A> | undefined> {
+    const topic = `${UPDATE_PREFIX}${name}`;
+    // Called before any await, so the receive takes its place in the history in call order.
+    let receive = this.recv(topic, options);
+    for (;;) {
+      const m = await receive;
+      if (m === undefined) return undefined;
+      const delivered = m !== null && typeof m === "object" && !Array.isArray(m) ? m : {};
+      if (typeof delivered.update_id === "string") return { id: delivered.update_id, args: (delivered.args ?? null) as A };
+      // The server sends nothing else on an update topic; from an older one, a message that is
+      // no update has no id to answer, and is passed over (as the Rust SDK does).
+      receive = this.recv(topic, options);
+    }
+  }
+
+  /**
+   * Answers update `updateId`: the client's call returns `result` (taken as JSON). It sets the
+   * event `waymark.update/<updateId>`, recorded like any `setEvent`, so a replay does not answer
+   * again. Answer (or reject) each update once: a call made again with its id reads the event's
+   * latest value.
+   */
+  answerUpdate(updateId: string, result: unknown): Promise<void> {
+    // An undefined result would vanish from the object, leaving no answer the server knows.
+    return this.setEvent(`${UPDATE_PREFIX}${updateId}`, { result: result ?? null });
+  }
+
+  /** Refuses update `updateId`: the client's call fails with reason UPDATE_REJECTED and `why`. */
+  rejectUpdate(updateId: string, why: string): Promise<void> {
+    return this.setEvent(`${UPDATE_PREFIX}${updateId}`, { rejected: why });
   }
 
   /** Reads workflow `workflowId`'s event `key`, waiting up to `timeoutMs` for it to be set. */
