@@ -12,6 +12,7 @@ import (
 	"time"
 
 	waymark "github.com/waymark-dev/waymark/sdk-clients/go"
+	"github.com/waymark-dev/waymark/sdk-clients/go/internal/golden"
 )
 
 // The offline Replayer: recorded calls are answered from the history, the first unrecorded one
@@ -385,4 +386,19 @@ func TestReplayOfARunThatContinuedAsNew(t *testing.T) {
 	if got := r.replay("looper", looperInput{N: 1, Until: 2}); got != (waymark.Suspended{StepID: 0}) {
 		t.Errorf("nothing recorded: %v, want suspended at 0", got)
 	}
+}
+
+// golden.update's history with a message on its update topic that is no update (an older
+// server let a plain send through): it is passed over, and the next receive takes the update.
+func TestReplayOfAnUpdatePassesOverAMessageThatIsNoUpdate(t *testing.T) {
+	r := replayOf(t, func(w *waymark.Worker) { golden.Register(w) })
+	got := r.replay("golden.update", map[string]any{},
+		out(0, "waymark.recv.deadline", `{"deadline_ms": 1}`),
+		out(1, "waymark.recv", `{"message": "no update"}`),
+		out(2, "waymark.recv.deadline", `{"deadline_ms": 2}`),
+		out(3, "waymark.recv", `{"message": {"update_id": "u-1", "args": {"n": 1}}}`),
+		out(4, "apply", `2`),
+		out(5, "waymark.set_event", `{"key": "waymark.update/u-1"}`),
+	)
+	wantReturned(t, got, `{"update": "u-1", "total": 2}`)
 }

@@ -37,14 +37,15 @@ type updateMessage struct {
 func RecvUpdate[A any](ctx Context, name string, timeout time.Duration) (u Update[A], ok bool, err error) {
 	topic := updatePrefix + name
 	for {
-		m, ok, err := Recv[updateMessage](ctx, topic, timeout)
+		raw, ok, err := Recv[json.RawMessage](ctx, topic, timeout)
 		if err != nil || !ok {
 			return u, false, err
 		}
-		// Only a message sent by hand to the update's topic lacks one; there is nothing to
-		// answer, so it fails the workflow as a message of the wrong type would (as in Rust).
-		if m.UpdateID == "" {
-			return u, false, fmt.Errorf("waymark: a message on topic %q is not an update: it has no update_id", topic)
+		// The server sends nothing else on an update topic; from an older one, a message that
+		// is no update has no id to answer, and is passed over (as in Rust).
+		var m updateMessage
+		if json.Unmarshal(raw, &m) != nil || m.UpdateID == "" {
+			continue
 		}
 		var args A
 		if len(m.Args) > 0 {
