@@ -26,6 +26,7 @@ pub fn register(builder: WorkerBuilder) -> WorkerBuilder {
         .workflow("golden.select", select)
         .workflow("golden.wait_all", wait_all)
         .workflow("golden.gated", gated)
+        .workflow("golden.update", update)
         .step("golden.flaky", flaky)
 }
 
@@ -41,6 +42,18 @@ async fn steps(ctx: WorkflowContext, input: Value) -> Result<Value, WorkflowErro
         other => return Err(WorkflowError::failed("Unexpected", format!("{other:?}"))),
     };
     Ok(json!({ "sum": sum, "caught": caught }))
+}
+
+/// Takes one update named "add" (60 s); step "apply" returns its args' N + 1, and the update is
+/// answered with `{"total": N + 1}`. Returns `{"update": <its id>, "total": N + 1}`.
+async fn update(ctx: WorkflowContext, _input: Value) -> Result<Value, WorkflowError> {
+    let Some(u) = ctx.recv_update::<Value>("add", Duration::from_secs(60)).await? else {
+        return Ok(json!({ "update": null }));
+    };
+    let n = u.args["n"].as_i64().unwrap_or(0);
+    let total: i64 = ctx.step("apply", || async move { Ok::<_, String>(n + 1) }).await?;
+    ctx.answer_update(&u.id, &json!({ "total": total })).await?;
+    Ok(json!({ "update": u.id, "total": total }))
 }
 
 /// Sleeps 10 ms; returns "slept".

@@ -216,6 +216,33 @@ async fn cancelled_child(client: &waymark_sdk::Client) -> Golden {
     }
 }
 
+/// golden.update answering one update a client sent (id "golden-update-1", args `{"n": 41}`).
+async fn update(client: &waymark_sdk::Client) -> Golden {
+    let id = "golden-update";
+    client
+        .start_json("golden.update", json!({}), StartOptions::id(id))
+        .await
+        .unwrap();
+    let options = waymark_sdk::UpdateOptions {
+        update_id: Some("golden-update-1".into()),
+        timeout: Some(std::time::Duration::from_secs(120)),
+    };
+    let answer: Value = client
+        .update_workflow(id, "add", &json!({ "n": 41 }), options)
+        .await
+        .unwrap();
+    assert_eq!(answer, json!({ "total": 42 }));
+    let done = client
+        .await_workflow(id, Some(std::time::Duration::from_secs(120)))
+        .await
+        .unwrap();
+    Golden {
+        about: "An update a client sent, taken (a receive on topic waymark.update/add of {update_id, args}), handled by a step, and answered (the event waymark.update/<update id>).".into(),
+        history: client.history(id).await.unwrap(),
+        expect: Expect::Returned(done.output.expect("golden.update succeeds")),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn golden_histories_come_from_real_runs() {
     let Some(db) = TestDatabase::new(Backend::Sqlite).await else {
@@ -252,6 +279,7 @@ async fn golden_histories_come_from_real_runs() {
         live.push((name.to_string(), g));
     }
     live.push(("cancelled_child".into(), cancelled_child(&client).await));
+    live.push(("update".into(), update(&client).await));
     let all = with_derived(live);
     if std::env::var("WAYMARK_WRITE_GOLDEN").is_ok_and(|v| v == "1") {
         std::fs::create_dir_all(dir()).unwrap();
