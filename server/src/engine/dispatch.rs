@@ -148,7 +148,7 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             tracing::debug!(workflow_id = %w.workflow.workflow_id, epoch = w.workflow.epoch, worker_id = %r.worker_id, "dispatch");
             // If the stream is gone the workflow stays owned by this worker and is recovered
             // when its lease ends.
-            engine.count_dispatched(&w.workflow);
+            engine.counters.dispatched(&w.workflow);
             session.send(ToWorker::Dispatch(Box::new(w))).await;
         }
     }

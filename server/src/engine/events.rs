@@ -154,7 +154,7 @@ impl Engine {
         let k = (workflow_id.to_string(), key.to_string());
         self.waits.events.clients.wake(&k, ());
         for _ in 0..self.waits.events.workflows.wake(&k).await {
-            self.count_wakeup("event");
+            self.counters.wakeup("event");
         }
     }
 }

@@ -15,7 +15,7 @@ impl Engine {
         let mut deleted = self.store.delete_workflow(workflow_id, cascade).await?;
         // The one asked for first, then the rest in a stable order.
         deleted.sort_by(|a, b| (a != workflow_id, a).cmp(&(b != workflow_id, b)));
-        self.count_deleted("request", deleted.len());
+        self.counters.deleted("request", deleted.len());
         tracing::info!(workflow_id, cascade, deleted = deleted.len(), "deleted on request");
         Ok(deleted)
     }

@@ -162,7 +162,7 @@ impl Engine {
                             message,
                         };
                         session.send(delivery).await;
-                        self.count_wakeup("message");
+                        self.counters.wakeup("message");
                     }
                 }
                 None => {
@@ -249,7 +249,7 @@ impl Engine {
                     step_id,
                 })
                 .await;
-            self.count_wakeup("message");
+            self.counters.wakeup("message");
         }
     }
 }

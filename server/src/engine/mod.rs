@@ -89,8 +89,8 @@ pub struct Engine {
     pub(crate) shutdown: watch::Sender<bool>,
     /// The last queue depth read for the metrics (see `observe.rs`).
     pub(crate) queue_counts: observe::QueueCountsCache,
-    /// Dispatches per minute by queue, for the queue's stats (see `dispatch_rate.rs`).
-    pub(crate) dispatch_rate: dispatch_rate::DispatchRate,
+    /// What it counts for the metrics as things happen (see `observe.rs`).
+    pub(crate) counters: observe::Counters,
     /// The replica's caps, shared with every other namespace's engine (see `quota.rs`).
     pub(crate) shared: Arc<quota::Shared>,
     /// This namespace's own limits and what it holds against them.
@@ -111,6 +111,7 @@ impl Engine {
         config: EngineConfig,
         shared: Arc<quota::Shared>,
     ) -> Arc<Engine> {
+        let counters = observe::Counters::new(config.namespace.clone(), clock.clone());
         Arc::new(Engine {
             store,
             clock,
@@ -125,7 +126,7 @@ impl Engine {
             store_health: Default::default(),
             shutdown: watch::channel(false).0,
             queue_counts: Default::default(),
-            dispatch_rate: Default::default(),
+            counters,
             config,
         })
     }
@@ -187,7 +188,7 @@ impl Engine {
     /// A workflow this replica just finished (completed, failed, cancelled, timed out): counted
     /// in the metrics, then announced.
     pub(crate) fn finished_here(&self, w: waymark_store::WorkflowRecord) {
-        self.count_finished(&w);
+        self.counters.finished(&w);
         let id = w.workflow_id.clone();
         self.announce_finished(&id, Some(Arc::new(w)));
     }
@@ -205,7 +206,7 @@ impl Engine {
         self.waits.streams.wake(workflow_id, None);
         let wakeups = self.waits.children.take(&workflow_id.to_string());
         for _ in &wakeups {
-            self.count_wakeup("child");
+            self.counters.wakeup("child");
         }
         // Waking sends on worker streams, which may wait; do it off the caller's path.
         if !wakeups.is_empty() {

@@ -4,11 +4,14 @@
 //! Queue depth is read from the database, so it is cached: a scrape reads it again only when
 //! the last read is older than [`QUEUE_COUNTS_MAX_AGE`], whatever the scrape interval.
 
-use std::{sync::Mutex, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use waymark_store::{Millis, QueueCounts, WorkflowRecord};
 
-use super::Engine;
+use super::{dispatch_rate::DispatchRate, Clock, Engine};
 use crate::telemetry::metrics::{
     self, metrics, FinishedLabels, KindLabels, QueueLabels, QueueStatusLabels, WorkflowLabels,
 };
@@ -20,16 +23,41 @@ pub const QUEUE_COUNTS_MAX_AGE: Duration = Duration::from_secs(5);
 #[derive(Default)]
 pub struct QueueCountsCache(Mutex<Option<(Millis, Vec<QueueCounts>)>>);
 
-impl Engine {
+/// What the engine counts as it happens, for the metrics: one per engine (its namespace is
+/// every series' label), so the engine itself holds no counting code.
+pub struct Counters {
+    namespace: String,
+    clock: Arc<dyn Clock>,
+    /// Dispatches per minute by queue, for the queue's stats (see `dispatch_rate.rs`).
+    dispatch_rate: DispatchRate,
+}
+
+impl Counters {
+    pub fn new(namespace: String, clock: Arc<dyn Clock>) -> Counters {
+        Counters {
+            namespace,
+            clock,
+            dispatch_rate: DispatchRate::default(),
+        }
+    }
+
+    fn now(&self) -> Millis {
+        self.clock.now()
+    }
+
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     /// Workflows this replica dispatched from `queue` in each of the last 15 minutes, oldest
     /// first.
     pub fn dispatched_per_minute(&self, queue: &str) -> Vec<u32> {
         self.dispatch_rate.per_minute(queue, self.now())
     }
 
-    /// This engine's namespace, as its metrics and spans name it.
-    pub fn namespace(&self) -> &str {
-        &self.config.namespace
+    /// A queue was deleted: its dispatch rate goes with it.
+    pub(crate) fn forget_queue(&self, queue: &str) {
+        self.dispatch_rate.forget(queue);
     }
 
     fn workflow_labels(&self, w: &WorkflowRecord) -> WorkflowLabels {
@@ -37,7 +65,7 @@ impl Engine {
     }
 
     /// A workflow was inserted by a client's start or a parent's.
-    pub(crate) fn count_started(&self, w: &WorkflowRecord) {
+    pub(crate) fn started(&self, w: &WorkflowRecord) {
         metrics()
             .workflows_started
             .get_or_create(&self.workflow_labels(w))
@@ -45,7 +73,7 @@ impl Engine {
     }
 
     /// A workflow reached a terminal status through this replica.
-    pub(crate) fn count_finished(&self, w: &WorkflowRecord) {
+    pub(crate) fn finished(&self, w: &WorkflowRecord) {
         let m = metrics();
         m.workflows_finished
             .get_or_create(&FinishedLabels {
@@ -65,7 +93,7 @@ impl Engine {
 
     /// A run ended by continuing as new: counted as a finished run of status CONTINUED_AS_NEW
     /// (the workflow itself goes on).
-    pub(crate) fn count_continued(&self, w: &WorkflowRecord) {
+    pub(crate) fn continued(&self, w: &WorkflowRecord) {
         metrics()
             .workflows_finished
             .get_or_create(&FinishedLabels {
@@ -78,7 +106,7 @@ impl Engine {
     }
 
     /// A workflow went out to a worker; its first dispatch measures its time in the queue.
-    pub(crate) fn count_dispatched(&self, w: &WorkflowRecord) {
+    pub(crate) fn dispatched(&self, w: &WorkflowRecord) {
         self.dispatch_rate.count(&w.queue_name, self.now());
         if w.epoch == 1 {
             let secs = (self.now() - w.created_at).max(0) as f64 / 1000.0;
@@ -89,14 +117,14 @@ impl Engine {
         }
     }
 
-    pub(crate) fn count_steps(&self, n: usize) {
+    pub(crate) fn steps(&self, n: usize) {
         metrics()
             .steps_recorded
             .get_or_create(&metrics::ns(self.namespace()))
             .inc_by(n as u64);
     }
 
-    pub(crate) fn count_recovered(&self, requeued: usize, dead_lettered: usize) {
+    pub(crate) fn recovered(&self, requeued: usize, dead_lettered: usize) {
         let m = metrics();
         let ns = metrics::ns(self.namespace());
         m.recoveries.get_or_create(&ns).inc_by(requeued as u64);
@@ -104,13 +132,13 @@ impl Engine {
     }
 
     /// A workflow was enqueued for a name no worker has registered.
-    pub(crate) fn count_unregistered_start(&self, w: &WorkflowRecord) {
+    pub(crate) fn unregistered_start(&self, w: &WorkflowRecord) {
         let labels = metrics::QueueLabels::of(self.namespace(), &w.queue_name);
         metrics().unregistered_starts.get_or_create(&labels).inc();
     }
 
     /// `n` finished workflows were deleted; `reason` says why (`request`, `retention`).
-    pub(crate) fn count_deleted(&self, reason: &str, n: usize) {
+    pub(crate) fn deleted(&self, reason: &str, n: usize) {
         let labels = metrics::ReasonLabels {
             namespace: self.namespace().to_string(),
             reason: reason.to_string(),
@@ -119,7 +147,7 @@ impl Engine {
     }
 
     /// A wakeup went to a worker; `kind` says what woke it.
-    pub(crate) fn count_wakeup(&self, kind: &str) {
+    pub(crate) fn wakeup(&self, kind: &str) {
         metrics()
             .wakeups
             .get_or_create(&KindLabels {
@@ -127,6 +155,18 @@ impl Engine {
                 kind: kind.to_string(),
             })
             .inc();
+    }
+}
+
+impl Engine {
+    /// This engine's namespace, as its metrics and spans name it.
+    pub fn namespace(&self) -> &str {
+        &self.config.namespace
+    }
+
+    /// Workflows this replica dispatched from `queue` in each of the last 15 minutes.
+    pub fn dispatched_per_minute(&self, queue: &str) -> Vec<u32> {
+        self.counters.dispatched_per_minute(queue)
     }
 
     /// What each queue holds, read again when the last read is older than `max_age`.

@@ -90,7 +90,7 @@ impl Engine {
             ));
         }
         self.catalog.queues.write().unwrap().remove(name);
-        self.dispatch_rate.forget(name);
+        self.counters.forget_queue(name);
         if self.store.delete_queue(name).await? {
             Ok(())
         } else {

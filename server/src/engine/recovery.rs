@@ -74,7 +74,7 @@ pub async fn recover_once(engine: &Engine) {
         .await
     {
         Ok(r) => {
-            engine.count_recovered(r.requeued.len(), r.dead_lettered.len());
+            engine.counters.recovered(r.requeued.len(), r.dead_lettered.len());
             if !r.requeued.is_empty() {
                 tracing::info!(
                     count = r.requeued.len(),

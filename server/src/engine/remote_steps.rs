@@ -146,7 +146,7 @@ impl Engine {
     /// caller may also have been parked on it, and is back in its queue.
     pub(crate) async fn step_recorded(&self, workflow_id: &str, step_id: u32) {
         if self.waits.steps.wake(&(workflow_id.to_string(), step_id)).await > 0 {
-            self.count_wakeup("step");
+            self.counters.wakeup("step");
         }
         self.work_enqueued();
     }

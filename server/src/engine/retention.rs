@@ -161,7 +161,7 @@ pub async fn run(engine: Arc<Engine>) {
             let collected = engine.collect_once(&policy, pace.batch()).await;
             pause = pace.pause(collected, started.elapsed());
             if collected > 0 {
-                engine.count_deleted("retention", collected);
+                engine.counters.deleted("retention", collected);
                 unlogged += collected;
             }
         }

@@ -45,8 +45,8 @@ impl Engine {
         };
         session.let_go(&fence);
         if !done.adopted {
-            self.count_steps(steps_sent);
-            self.count_continued(&done.workflow);
+            self.counters.steps(steps_sent);
+            self.counters.continued(&done.workflow);
             tracing::info!(workflow_id = %fence.workflow_id, ended_run = %done.ended_run, run = done.workflow.run,
                 "continued as new");
         }

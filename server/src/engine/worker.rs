@@ -115,7 +115,8 @@ impl Engine {
             .store
             .release_worker(&registration.worker_id, self.config.max_recovery_attempts, now)
             .await?;
-        self.count_recovered(released.requeued.len(), released.dead_lettered.len());
+        self.counters
+            .recovered(released.requeued.len(), released.dead_lettered.len());
         if !released.requeued.is_empty() || !released.dead_lettered.is_empty() {
             tracing::info!(worker_id = %registration.worker_id, requeued = released.requeued.len(),
                 dead_lettered = released.dead_lettered.len(), "worker reconnected; took back what its earlier stream held");
@@ -180,7 +181,8 @@ impl Engine {
             .store
             .release_lost(&lost, self.config.max_recovery_attempts, self.now())
             .await?;
-        self.count_recovered(released.requeued.len(), released.dead_lettered.len());
+        self.counters
+            .recovered(released.requeued.len(), released.dead_lettered.len());
         let worker_id = &session.registration.worker_id;
         for id in &released.requeued {
             tracing::warn!(%worker_id, workflow_id = %id, "worker no longer holds a workflow dispatched to it; put back in its queue");
@@ -299,7 +301,7 @@ impl Engine {
                 // A resend of a step already recorded adds nothing.
                 if r == Recorded::New {
                     session.grow_history(&fence.workflow_id, adds);
-                    self.count_steps(1);
+                    self.counters.steps(1);
                 }
                 Ok(r)
             }
@@ -412,7 +414,7 @@ impl Engine {
             // A resend of a completion already made: counted the first time.
             self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
         } else {
-            self.count_steps(steps_sent);
+            self.counters.steps(steps_sent);
             self.finished_here(done.workflow.clone());
         }
         Ok(done)

@@ -138,7 +138,7 @@ impl Engine {
                     steps: Vec::new(),
                 };
                 // If the stream is gone, the workflow is recovered when its lease ends.
-                self.count_dispatched(&claimed.workflow);
+                self.counters.dispatched(&claimed.workflow);
                 session.send(ToWorker::Dispatch(Box::new(claimed))).await;
             }
             (Some(session), false) => {
@@ -226,11 +226,11 @@ impl Engine {
             return;
         }
         if name_registered {
-            self.count_started(&started.workflow);
+            self.counters.started(&started.workflow);
         } else {
             // Its name is not a label until a worker registers it: names no worker has
             // declared are whatever clients send, and a label's values must stay bounded.
-            self.count_unregistered_start(&started.workflow);
+            self.counters.unregistered_start(&started.workflow);
             tracing::warn!(workflow_id = %started.workflow.workflow_id, workflow_name = %started.workflow.workflow_name,
                 "enqueued for a workflow name no worker has registered; it waits until one does");
         }
