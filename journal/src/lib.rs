@@ -8,6 +8,7 @@
 //! - [`history`]: the cursor a run replays through: positions in call order, and what is
 //!   recorded at each.
 //! - [`NonDeterminism`]: the one error a replay that diverges from its history gets.
+//! - [`updates`]: the topic an update travels on and the event that answers it.
 //! - [`retry`] and [`select`]: decisions about remote steps and waits over several targets,
 //!   made the same way wherever they are made.
 //!
@@ -19,6 +20,7 @@ mod nondeterminism;
 pub mod retry;
 pub mod select;
 pub mod shapes;
+pub mod updates;
 
 pub use history::{History, Patched, Recorded, RecordedOutcome};
 pub use nondeterminism::NonDeterminism;

@@ -125,14 +125,24 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
         })
         .collect();
     eventually("three waits", || engine.shared.waits.available_permits() == 0).await;
+    let update = super::updates::UpdateRequest {
+        workflow_id: "slow".into(),
+        name: "add".into(),
+        args: "1".into(),
+        update_id: "u-1".into(),
+        timeout: Some(Duration::from_secs(60)),
+    };
     for refused in [
         engine.await_workflow("slow", None).await.map(|_| ()),
         engine.get_event("slow", "k", Duration::from_secs(60)).await.map(|_| ()),
         engine.open_stream_reader("slow", "s").await.map(|_| ()),
+        engine.update_workflow(update.clone()).await.map(|_| ()),
     ] {
         let e = refused.unwrap_err();
         assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "TOO_MANY_WAITS"));
     }
+    // An update refused for want of a place sent nothing.
+    assert!(engine.store.list_messages("slow").await.unwrap().is_empty());
     // A read that answers at once is not a wait and still gets through.
     assert_eq!(engine.get_event("slow", "k", Duration::ZERO).await.unwrap(), None);
     for h in &holders {
@@ -144,6 +154,16 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
     assert_eq!(registered_waits(&engine), (0, 0, 0, 0));
     let again = engine.await_workflow("slow", Some(Duration::from_millis(1))).await;
     assert_eq!(again.unwrap_err().reason, "DEADLINE_EXCEEDED", "a place is free again");
+    // An update waits in a place too, and gives it back when it gives up unanswered.
+    let pending = engine
+        .update_workflow(super::updates::UpdateRequest {
+            timeout: Some(Duration::from_millis(1)),
+            ..update
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(pending.reason, "UPDATE_PENDING");
+    assert_eq!(registered_waits(&engine), (0, 0, 0, 0));
 }
 
 #[tokio::test]

@@ -30,8 +30,16 @@ pub struct EventWaits {
     clients: WaitMap<EventKey, ()>,
 }
 
+/// How a client's wait for an event ended.
+pub(crate) enum EventWait {
+    Set(String),
+    TimedOut,
+    /// The workflow ended without setting it (only when the wait asked to stop then).
+    Ended,
+}
+
 impl EventWaits {
-    pub(crate) fn add_client(&self, workflow_id: &str, key: &str) -> Wait<'_, EventKey, ()> {
+    fn add_client(&self, workflow_id: &str, key: &str) -> Wait<'_, EventKey, ()> {
         self.clients.wait((workflow_id.to_string(), key.to_string()))
     }
 
@@ -89,25 +97,57 @@ impl Engine {
         if timeout > MAX_CLIENT_WAIT {
             return Err(EngineError::invalid("timeout must be at most 24 hours"));
         }
+        match self.wait_for_event(workflow_id, key, timeout, None, false).await? {
+            EventWait::Set(v) => Ok(Some(v)),
+            EventWait::TimedOut | EventWait::Ended => Ok(None),
+        }
+    }
+
+    /// A client's wait for `workflow_id`'s event `key`, up to `timeout`. It holds `place` among
+    /// the server's waits, or takes one once it must wait (a read that answers at once takes
+    /// none). With `until_ended`, it also stops when the workflow ends without setting it.
+    pub(crate) async fn wait_for_event(
+        &self,
+        workflow_id: &str,
+        key: &str,
+        timeout: Duration,
+        mut place: Option<super::waits::WaitPermit>,
+        until_ended: bool,
+    ) -> EngineResult<EventWait> {
         let give_up = tokio::time::Instant::now() + timeout;
         let mut shutdown = self.shutdown_signal();
-        // A wait holds a place among the server's waits; a read that answers at once does not.
-        let mut permit = None;
         loop {
-            let woken = self.waits.events.add_client(workflow_id, key);
+            let set = self.waits.events.add_client(workflow_id, key);
+            let ended = until_ended.then(|| self.waits.workflows.wait(workflow_id.to_string()));
             if let Some(v) = self.store.get_event(workflow_id, key).await? {
-                return Ok(Some(v));
-            }
-            if tokio::time::Instant::now() >= give_up {
-                return Ok(None);
+                return Ok(EventWait::Set(v));
             }
             // (A workflow that does not exist was answered NOT_FOUND by the read above.)
-            if permit.is_none() {
-                permit = Some(self.begin_wait()?);
+            if until_ended && self.get_workflow(workflow_id).await?.status.is_terminal() {
+                // It may have set it just before it ended.
+                return Ok(match self.store.get_event(workflow_id, key).await? {
+                    Some(v) => EventWait::Set(v),
+                    None => EventWait::Ended,
+                });
             }
+            if tokio::time::Instant::now() >= give_up {
+                return Ok(EventWait::TimedOut);
+            }
+            if place.is_none() {
+                place = Some(self.begin_wait()?);
+            }
+            // Woken when the event is set (or the workflow ends) here; another replica's doing
+            // is found by the poll.
             let poll = tokio::time::Instant::now() + self.poll_interval().max(Duration::from_millis(200));
+            let ended = async move {
+                match ended {
+                    Some(w) => w.await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                _ = woken => {}
+                _ = set => {}
+                _ = ended => {}
                 _ = tokio::time::sleep_until(poll.min(give_up)) => {}
                 _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
             }

@@ -64,6 +64,22 @@ impl Counters {
         WorkflowLabels::of(self.namespace(), &w.workflow_name, &w.queue_name)
     }
 
+    /// A start that made a workflow: counted under its name once a worker has registered it.
+    pub(crate) fn start(&self, started: &waymark_store::Started, name_registered: bool) {
+        if !started.created {
+            return;
+        }
+        if name_registered {
+            self.started(&started.workflow);
+        } else {
+            // Its name is not a label until a worker registers it: names no worker has
+            // declared are whatever clients send, and a label's values must stay bounded.
+            self.unregistered_start(&started.workflow);
+            tracing::warn!(workflow_id = %started.workflow.workflow_id, workflow_name = %started.workflow.workflow_name,
+                "enqueued for a workflow name no worker has registered; it waits until one does");
+        }
+    }
+
     /// A workflow was inserted by a client's start or a parent's.
     pub(crate) fn started(&self, w: &WorkflowRecord) {
         metrics()
@@ -132,7 +148,7 @@ impl Counters {
     }
 
     /// A workflow was enqueued for a name no worker has registered.
-    pub(crate) fn unregistered_start(&self, w: &WorkflowRecord) {
+    fn unregistered_start(&self, w: &WorkflowRecord) {
         let labels = metrics::QueueLabels::of(self.namespace(), &w.queue_name);
         metrics().unregistered_starts.get_or_create(&labels).inc();
     }

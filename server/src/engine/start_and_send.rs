@@ -40,7 +40,7 @@ impl Engine {
             max_unread: self.config.max_unread_messages,
         };
         let (started, sent) = self.store.start_and_send(new, m, self.now()).await?;
-        self.count_start(&started, name_registered);
+        self.counters.start(&started, name_registered);
         if !sent.duplicate {
             self.wake_receiver(&started.workflow.workflow_id, &topic).await;
         }

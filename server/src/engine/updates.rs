@@ -8,10 +8,14 @@
 
 use std::time::Duration;
 
-use super::{events::MAX_CLIENT_WAIT, messages::SendRequest, validate, Engine, EngineError, EngineResult, ErrorCode};
+use super::{
+    events::{EventWait, MAX_CLIENT_WAIT},
+    messages::SendRequest,
+    validate, Engine, EngineError, EngineResult, ErrorCode,
+};
 
-/// What every update topic and answer key begins with.
-pub const PREFIX: &str = "waymark.update/";
+pub use waymark_journal::updates::PREFIX;
+use waymark_journal::updates::{answer_key, topic};
 /// How long a call waits for the answer when it does not say.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 /// Longest update name: its topic must stay a valid name.
@@ -61,11 +65,14 @@ impl Engine {
         } else {
             req.update_id
         };
-        let key = format!("{PREFIX}{update_id}");
+        let key = answer_key(&update_id);
         // A repeated call, once the workflow answered (it may have ended since).
         if let Some(answer) = self.store.get_event(&req.workflow_id, &key).await? {
             return answered(update_id, &answer);
         }
+        // The place among the server's waits is taken before anything is written: an update
+        // refused for want of one has sent nothing.
+        let place = self.begin_wait()?;
         let message = format!(
             r#"{{"update_id":{},"args":{}}}"#,
             serde_json::Value::String(update_id.clone()),
@@ -73,14 +80,19 @@ impl Engine {
         );
         self.deliver(SendRequest {
             workflow_id: req.workflow_id.clone(),
-            topic: format!("{PREFIX}{}", req.name),
+            topic: topic(&req.name),
             message,
             idempotency_key: key.clone(),
         })
         .await?;
-        match self.wait_for_answer(&req.workflow_id, &key, timeout).await? {
-            Some(answer) => answered(update_id, &answer),
-            None => Err(EngineError::new(
+        match self.wait_for_event(&req.workflow_id, &key, timeout, Some(place), true).await? {
+            EventWait::Set(answer) => answered(update_id, &answer),
+            EventWait::Ended => Err(EngineError::new(
+                ErrorCode::FailedPrecondition,
+                "UPDATE_NOT_ANSWERED",
+                format!("workflow {:?} ended without answering the update", req.workflow_id),
+            )),
+            EventWait::TimedOut => Err(EngineError::new(
                 ErrorCode::DeadlineExceeded,
                 "UPDATE_PENDING",
                 format!(
@@ -89,44 +101,6 @@ impl Engine {
                 ),
             )
             .with("update_id", update_id)),
-        }
-    }
-
-    /// The answer once the workflow sets it; `None` past `timeout`. A workflow that ends first
-    /// never will: UPDATE_NOT_ANSWERED.
-    async fn wait_for_answer(&self, workflow_id: &str, key: &str, timeout: Duration) -> EngineResult<Option<String>> {
-        let give_up = tokio::time::Instant::now() + timeout;
-        let mut shutdown = self.shutdown_signal();
-        let _place = self.begin_wait()?;
-        loop {
-            let answered = self.waits.events.add_client(workflow_id, key);
-            let ended = self.waits.workflows.wait(workflow_id.to_string());
-            if let Some(v) = self.store.get_event(workflow_id, key).await? {
-                return Ok(Some(v));
-            }
-            if self.get_workflow(workflow_id).await?.status.is_terminal() {
-                // It may have answered just before it ended.
-                return match self.store.get_event(workflow_id, key).await? {
-                    Some(v) => Ok(Some(v)),
-                    None => Err(EngineError::new(
-                        ErrorCode::FailedPrecondition,
-                        "UPDATE_NOT_ANSWERED",
-                        format!("workflow {workflow_id:?} ended without answering the update"),
-                    )),
-                };
-            }
-            if tokio::time::Instant::now() >= give_up {
-                return Ok(None);
-            }
-            // Woken when the answer is set or the workflow ends here; another replica's doing
-            // is found by the poll.
-            let poll = tokio::time::Instant::now() + self.poll_interval().max(Duration::from_millis(200));
-            tokio::select! {
-                _ = answered => {}
-                _ = ended => {}
-                _ = tokio::time::sleep_until(poll.min(give_up)) => {}
-                _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
-            }
         }
     }
 }

@@ -127,7 +127,7 @@ impl Engine {
             }
         };
         tracing::debug!(workflow_id = %started.workflow.workflow_id, created = started.created, direct = direct.is_some(), "start");
-        self.count_start(&started, name_registered);
+        self.counters.start(&started, name_registered);
         // The store refuses a direct dispatch on a queue that has limits by now (set through
         // another replica): the workflow is then ENQUEUED for its queue's claim.
         let dispatched = started.workflow.status == WorkflowStatus::Pending && started.workflow.epoch == 1;
@@ -218,22 +218,6 @@ impl Engine {
             tags: req.tags,
         };
         Ok((new, name_registered, direct))
-    }
-
-    /// Counts a start that made a workflow (under its name once a worker has registered it).
-    pub(crate) fn count_start(&self, started: &waymark_store::Started, name_registered: bool) {
-        if !started.created {
-            return;
-        }
-        if name_registered {
-            self.counters.started(&started.workflow);
-        } else {
-            // Its name is not a label until a worker registers it: names no worker has
-            // declared are whatever clients send, and a label's values must stay bounded.
-            self.counters.unregistered_start(&started.workflow);
-            tracing::warn!(workflow_id = %started.workflow.workflow_id, workflow_name = %started.workflow.workflow_name,
-                "enqueued for a workflow name no worker has registered; it waits until one does");
-        }
     }
 
     /// A worker attached here with room for this workflow right now, with one of its credits

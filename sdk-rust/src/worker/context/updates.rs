@@ -11,8 +11,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use super::WorkflowContext;
 use crate::WorkflowError;
 
-/// What every update topic and answer key begins with (the server's `updates.rs` says the same).
-const PREFIX: &str = "waymark.update/";
+use waymark_journal::updates::{answer_key, topic};
 
 /// An update a client sent: its id (what the answer is for) and its arguments.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +39,7 @@ impl WorkflowContext {
         name: &str,
         timeout: Duration,
     ) -> impl Future<Output = Result<Option<Update<A>>, WorkflowError>> + Send + '_ {
-        let topic = format!("{PREFIX}{name}");
+        let topic = topic(name);
         // Its place in the history is taken now, in call order, as every operation's is.
         let mut receive = self.recv::<serde_json::Value>(&topic, timeout);
         async move {
@@ -79,13 +78,13 @@ impl WorkflowContext {
         result: &R,
     ) -> impl Future<Output = Result<(), WorkflowError>> + Send {
         let answer = serde_json::to_value(result).map(|r| serde_json::json!({ "result": r }));
-        let key = format!("{PREFIX}{update_id}");
+        let key = answer_key(update_id);
         let set = answer.map(|a| self.set_event(&key, &a));
         async move { set?.await }
     }
 
     /// Refuses update `update_id`: the client's call fails with UPDATE_REJECTED and `why`.
     pub fn reject_update(&self, update_id: &str, why: &str) -> impl Future<Output = Result<(), WorkflowError>> + Send {
-        self.set_event(&format!("{PREFIX}{update_id}"), &serde_json::json!({ "rejected": why }))
+        self.set_event(&answer_key(update_id), &serde_json::json!({ "rejected": why }))
     }
 }
