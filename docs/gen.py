@@ -480,10 +480,10 @@ class Reasons:
         for s in sources:
             for m in re.finditer(r"\bconst\s+(\w+)\s*:[^=;]+=\s*([0-9][0-9_]*)\s*;", s.text):
                 self.consts[m.group(1)] = f"{int(m.group(2).replace('_', '')):,}"
-        status = next(s for s in sources if s.path.as_posix() == "server/src/api/status.rs")
+        status = next(s for s in sources if s.path.as_posix() == "server/src/wire/status.rs")
         self.grpc = {a: snake(b) for a, b in re.findall(r"ErrorCode::(\w+)\s*=>\s*Code::(\w+)", status.text)}
         if not self.grpc:
-            sys.exit("gen.py: no `ErrorCode::X => Code::Y` arms in server/src/api/status.rs")
+            sys.exit("gen.py: no `ErrorCode::X => Code::Y` arms in server/src/wire/status.rs")
         self.domain = re.search(r'const DOMAIN: &str = "([^"]+)"', status.text).group(1)
         for s in sources:
             self.scan(s)

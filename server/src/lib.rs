@@ -2,6 +2,8 @@
 //!
 //! - [`engine`]: every decision about workflows, over the store contract and an injected clock.
 //! - [`api`]: tonic services, thin adapters onto the engine.
+//! - [`ops`]: the worker stream's durable operations, one file each, from request to commit.
+//! - [`wire`]: protobuf messages and engine types, each in the other's terms.
 //! - [`server`]: start-up: configuration, store, migrations, serving, drain.
 //! - [`duration`]: durations as operators write them (`250ms`, `1h30m`, `30d`).
 //! - [`telemetry`]: logs, traces, metrics and health endpoints — what operators see.
@@ -16,5 +18,7 @@ pub mod console;
 pub mod duration;
 pub mod engine;
 pub mod namespaces;
+pub mod ops;
 pub mod server;
 pub mod telemetry;
+pub mod wire;

@@ -20,16 +20,16 @@ use crate::{
 pub mod admin_service;
 pub mod audit;
 pub mod authn;
-pub mod convert;
 pub mod guard;
 pub mod observe;
 pub mod open_stream;
 pub mod queue_service;
 pub mod schedule_service;
-pub mod status;
 pub mod worker;
 pub mod workflow_lifecycle;
 pub mod workflow_service;
+
+pub use crate::wire::{convert, status};
 
 /// The engine of the namespace a call names (set by the authentication layer; `default`).
 pub(crate) async fn engine_for<T>(

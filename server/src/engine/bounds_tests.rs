@@ -233,8 +233,8 @@ async fn waits_of_workflows_that_moved_on_are_dropped() {
     let (session, _rx, fence) = running(&engine, "waiter").await;
     let _child = running(&engine, "child").await;
     let later = engine.now_ms() + 60_000;
-    let got = engine
-        .get_event_step(&session, fence.clone(), 0, "waiter".into(), "k".into(), later)
+    // Three of the worker stream's operations wait: an event read, a receive, a child awaited.
+    let got = crate::ops::get_event::run(&engine, &session, fence.clone(), 0, "waiter", "k", later)
         .await
         .unwrap();
     assert_eq!(got, waymark_store::Received::Waiting);
@@ -243,8 +243,7 @@ async fn waits_of_workflows_that_moved_on_are_dropped() {
         .await
         .unwrap();
     assert_eq!(got, waymark_store::Received::Waiting);
-    let got = engine
-        .await_child(&session, fence.clone(), 2, "child".into())
+    let got = crate::ops::await_child::run(&engine, &session, fence.clone(), 2, "child".into())
         .await
         .unwrap();
     assert!(got.is_none());

@@ -2,21 +2,19 @@
 //! it is set. Waits are registered before the read (no lost wakeups) and woken by a set through
 //! this replica at once; sets through other replicas are found by the wait poller.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
-use waymark_store::{EventRecord, Fence, Millis, Received};
+use waymark_store::EventRecord;
 
 use super::waits::step_waits::{StepWaiter, StepWaits};
 use super::waits::wait_map::{Wait, WaitMap};
-use super::{validate, Engine, EngineError, EngineResult, WorkerSession};
+use super::{validate, Engine, EngineError, EngineResult};
 
 /// About what a built-in step's name and JSON add to a history besides the key it names.
 pub(crate) const BUILTIN_STEP_BYTES: usize = 40;
 
 /// Longest a client may wait for an event in one call.
 pub const MAX_CLIENT_WAIT: Duration = Duration::from_secs(24 * 3600);
-/// Longest a workflow may wait for an event: ten years.
-const MAX_WAIT_MS: Millis = 10 * 366 * 24 * 3600 * 1000;
 
 /// (workflow, key).
 type EventKey = (String, String);
@@ -43,6 +41,11 @@ impl EventWaits {
         self.clients.wait((workflow_id.to_string(), key.to_string()))
     }
 
+    /// Wakes `waiter` (a workflow's read, from its step) when `workflow_id`'s event `key` is set.
+    pub(crate) fn add_step(&self, workflow_id: &str, key: &str, waiter: StepWaiter) {
+        self.workflows.add((workflow_id.to_string(), key.to_string()), waiter);
+    }
+
     /// The event a live read of `workflow_id` waits on here, and that read's position.
     pub(crate) fn waited_by(&self, workflow_id: &str) -> Option<(EventKey, u32)> {
         self.workflows.waited_by(workflow_id)
@@ -62,33 +65,11 @@ impl EventWaits {
     }
 }
 
-fn validate_key(key: &str) -> EngineResult<()> {
+pub(crate) fn validate_key(key: &str) -> EngineResult<()> {
     validate::name("key", key)
 }
 
 impl Engine {
-    /// Sets an event of the worker's workflow, recorded as its step.
-    pub async fn set_event(
-        &self,
-        session: &WorkerSession,
-        fence: Fence,
-        step_id: u32,
-        key: String,
-        value: String,
-    ) -> EngineResult<()> {
-        // The step records the key ({"key": …}); the value lives with the event.
-        let adds = BUILTIN_STEP_BYTES + key.len();
-        self.worker_write(session, &fence, adds).await?;
-        validate_key(&key)?;
-        validate::payload("event value", &value, self.config.max_payload_bytes)?;
-        super::recorded::set_event(&*self.store, &fence, step_id, &key, &value, self.now()).await?;
-        session.grow_history(&fence.workflow_id, adds);
-        self.wake_event(&fence.workflow_id, &key).await;
-        // Readers parked on it are back in their queue now.
-        self.work_enqueued();
-        Ok(())
-    }
-
     /// A client's read, waiting up to `timeout` for the event to be set. `None`: not set (in
     /// time).
     pub async fn get_event(&self, workflow_id: &str, key: &str, timeout: Duration) -> EngineResult<Option<String>> {
@@ -152,37 +133,6 @@ impl Engine {
                 _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
             }
         }
-    }
-
-    /// A workflow's read of another workflow's event, recorded as its step.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn get_event_step(
-        &self,
-        session: &Arc<WorkerSession>,
-        fence: Fence,
-        step_id: u32,
-        target: String,
-        key: String,
-        deadline: Millis,
-    ) -> EngineResult<Received> {
-        let now = self.now();
-        self.worker_write(session, &fence, 0).await?;
-        validate::name("target_workflow_id", &target)?;
-        validate_key(&key)?;
-        self.check_reach(session, &target).await?;
-        if deadline < 0 || deadline > now + MAX_WAIT_MS {
-            return Err(EngineError::invalid(
-                "get_event deadline must be a time between now and ten years from now",
-            ));
-        }
-        let waiter = StepWaiter::new(session, &fence, step_id);
-        self.waits.events.workflows.add((target.clone(), key.clone()), waiter);
-        let got = super::recorded::get_event(&*self.store, &fence, step_id, &target, &key, deadline, now).await?;
-        if let Received::Delivered(value) = &got {
-            // Known only now: the next write finds the cap if this passed it.
-            session.grow_history(&fence.workflow_id, value.len());
-        }
-        Ok(got)
     }
 
     pub async fn list_events(&self, workflow_id: &str) -> EngineResult<Vec<EventRecord>> {

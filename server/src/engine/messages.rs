@@ -14,9 +14,6 @@ use waymark_store::{Fence, MessageRecord, Millis, NewMessage, Received, RecvWait
 
 use super::{validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
 
-/// Longest a receive may wait: ten years.
-const MAX_WAIT_MS: Millis = 10 * 366 * 24 * 3600 * 1000;
-
 #[derive(Debug, Clone, Default)]
 pub struct SendRequest {
     pub workflow_id: String,
@@ -219,11 +216,7 @@ impl Engine {
         let now = self.now();
         self.worker_write(session, &fence, 0).await?;
         validate::optional_name("topic", &topic)?;
-        if deadline < 0 || deadline > now + MAX_WAIT_MS {
-            return Err(EngineError::invalid(
-                "recv deadline must be a time between now and ten years from now",
-            ));
-        }
+        validate::wait_deadline("recv", deadline, now)?;
         self.waits.recv.register(&fence, &topic, session, step_id, deadline);
         let result = self.store.recv(&fence, step_id, &topic, deadline, now).await;
         if !matches!(result, Ok(Received::Waiting)) {

@@ -4,9 +4,8 @@
 //! talks to the database only through the [`Store`] contract and reads time only from its
 //! [`Clock`], so its decisions can be tested with an in-process store and a manual clock.
 //!
-//! Parts: [`workflows`] (the client API), [`worker`] (what a connected worker asks),
-//! [`recorded`] (durable operations composed from the store's table operations, one transaction
-//! each), [`dispatch`] (pushing ENQUEUED workflows to workers with credits), [`recovery`] (taking
+//! Parts: [`workflows`] (the client API), [`worker`] (what a connected worker asks; the
+//! worker stream's operations themselves are in `crate::ops`), [`dispatch`] (pushing ENQUEUED workflows to workers with credits), [`recovery`] (taking
 //! back workflows from workers whose lease ended), [`waits`] (everything waiting on this
 //! replica), [`schedules`] (cron schedules and the scheduler that fires them).
 
@@ -37,7 +36,6 @@ pub mod observe;
 pub mod pages;
 pub mod queues;
 pub mod quota;
-pub mod recorded;
 pub mod recovery;
 pub mod remote_steps;
 pub mod retention;
@@ -138,6 +136,11 @@ impl Engine {
 
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    /// The store this engine writes through (the operations compose their transactions on it).
+    pub(crate) fn store(&self) -> &dyn Store {
+        &*self.store
     }
 
     pub fn backend(&self) -> &'static str {
@@ -247,7 +250,5 @@ impl Engine {
 mod bounds_tests;
 #[cfg(test)]
 mod fuzz_tests;
-#[cfg(test)]
-mod recorded_tests;
 #[cfg(test)]
 mod tests;

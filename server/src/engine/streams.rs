@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use waymark_store::{Fence, StreamEntry};
+use waymark_store::StreamEntry;
 
 use super::waits::wait_map::{Wait, WaitMap};
-use super::{validate, Engine, EngineError, EngineResult, WorkerSession};
+use super::{validate, Engine, EngineError, EngineResult};
 
 /// Most entries handed to a reader at once.
 const READ_BATCH: u32 = 256;
@@ -48,29 +48,6 @@ pub enum StreamNext {
 }
 
 impl Engine {
-    /// Appends (`Some`) or closes (`None`) one of the worker's workflow's streams, as its step.
-    pub async fn write_stream(
-        &self,
-        session: &WorkerSession,
-        fence: Fence,
-        step_id: u32,
-        key: String,
-        value: Option<String>,
-    ) -> EngineResult<u64> {
-        // The step records the offset ({"offset": N}); the value lives with the stream.
-        let adds = super::events::BUILTIN_STEP_BYTES + key.len();
-        self.worker_write(session, &fence, adds).await?;
-        validate::name("key", &key)?;
-        if let Some(v) = &value {
-            validate::payload("stream value", v, self.config.max_payload_bytes)?;
-        }
-        let offset =
-            super::recorded::write_stream(&*self.store, &fence, step_id, &key, value.as_deref(), self.now()).await?;
-        session.grow_history(&fence.workflow_id, adds);
-        self.waits.streams.wake(&fence.workflow_id, Some(&key));
-        Ok(offset)
-    }
-
     /// Checks that a reader may follow the stream (the workflow exists) and takes its place
     /// among the server's waits, held for as long as the reader follows.
     /// A workflow's streams, by key (at most [`MAX_LISTED`]).

@@ -19,6 +19,20 @@ fn is_invisible_formatting(c: char) -> bool {
     )
 }
 
+/// Longest a workflow may wait in one step (a receive, an event read): ten years.
+const MAX_WAIT_MS: waymark_store::Millis = 10 * 366 * 24 * 3600 * 1000;
+
+/// A workflow's wait deadline (`what`: `recv`, `get_event`): a time between `now` and ten years
+/// from now.
+pub fn wait_deadline(what: &str, deadline: waymark_store::Millis, now: waymark_store::Millis) -> EngineResult<()> {
+    if deadline < 0 || deadline > now + MAX_WAIT_MS {
+        return Err(EngineError::invalid(format!(
+            "{what} deadline must be a time between now and ten years from now"
+        )));
+    }
+    Ok(())
+}
+
 /// Whether `name` matches a key's name pattern: the name itself, or a prefix and a closing `*`.
 pub fn pattern_matches(pattern: &str, name: &str) -> bool {
     match pattern.strip_suffix('*') {

@@ -2,24 +2,13 @@
 //! on its own task (so many workflows' checkpoints are in flight together); the engine's pushes
 //! (dispatch, wakeup, cancel, drain) join the replies on the way out.
 //!
-//! Each request kind is a command in a file of its own (`command::Command`): it takes the fence
-//! off the request, converts the rest, makes one engine call and answers a reply or an error.
-//! `route.rs` lists the commands once; routing and spans come from that list. Adding a request
-//! to the stream is one file and one line of that list.
+//! Each request kind is an operation in a file of its own (`crate::ops`); `route.rs` lists them
+//! once, and routing, metrics and spans come from that list.
 
-mod children;
-mod command;
-mod complete;
-mod events;
 mod list;
-mod messages;
-mod park;
 mod pushes;
-mod record_step;
-mod remote_steps;
 mod route;
 mod span;
-mod write_stream;
 
 use std::{pin::Pin, sync::Arc, time::Duration};
 

@@ -11,13 +11,11 @@ use tonic::Status;
 use tracing::Instrument;
 use waymark_proto::v1::{self, server_message, worker_message, worker_message::Kind, ServerMessage};
 
-use super::{
-    command::{self, About, Answer, Command},
-    span,
-};
+use super::span;
 use crate::{
     api::status,
     engine::{Engine, Held, WorkerSession},
+    ops::{command, About, Answer, Command},
     telemetry::metrics,
 };
 

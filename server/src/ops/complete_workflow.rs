@@ -10,8 +10,8 @@ use super::{
     record_step::new_step,
 };
 use crate::{
-    api::convert,
     engine::{Engine, WorkerSession},
+    wire::convert,
 };
 
 fn completed(c: Completed) -> v1::WorkflowCompleted {

@@ -8,16 +8,17 @@ use waymark_proto::v1::{self, reply};
 use waymark_store::Fence;
 
 use crate::{
-    api::{convert, status},
     engine::{Engine, EngineError, WorkerSession},
+    wire::{convert, status},
 };
 
 /// A command's answer: the reply the worker gets, or why not.
 pub type Answer = Result<reply::Result, EngineError>;
 
-/// One request kind of the worker stream, in a file of its own. `route.rs` lists every command
-/// once; its routing and its span (see `span.rs`) come from that list and this trait.
-pub(super) trait Command: Sized {
+/// One request kind of the worker stream, in a file of its own. The stream's router
+/// (`api/worker/route.rs`) lists every command once; its routing, metrics and span come from
+/// that list and this trait.
+pub(crate) trait Command: Sized {
     /// The workflow it is for, and the epoch and step it carries (for its span).
     fn about(&self) -> About<'_>;
     /// Takes the fence off the request, converts the rest, calls the engine and answers.
@@ -25,7 +26,7 @@ pub(super) trait Command: Sized {
 }
 
 /// What a command is about: the workflow, and its epoch and step where it has them.
-pub(super) struct About<'a> {
+pub(crate) struct About<'a> {
     pub workflow_id: &'a str,
     pub epoch: Option<u64>,
     pub step_id: Option<u32>,

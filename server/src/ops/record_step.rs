@@ -7,8 +7,8 @@ use waymark_store::{Millis, NewStep, Outcome};
 
 use super::command::{payload_text, take_fence, About, Answer, Command};
 use crate::{
-    api::convert,
     engine::{Engine, EngineError, WorkerSession},
+    wire::convert,
 };
 
 /// The longest a step is taken to have run: a larger (or forged) duration dates it no earlier.

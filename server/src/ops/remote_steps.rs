@@ -9,11 +9,11 @@ use waymark_store::{Outcome, StepAttempt, StepPolicy, WaitFor, WaitTarget};
 
 use super::command::{invalid, payload_text, take_fence, About, Answer, Command};
 use crate::{
-    api::convert,
     engine::{
         remote_steps::{default_policy, CallRequest},
         Engine, EngineError, WorkerSession,
     },
+    wire::convert,
 };
 
 /// The wire's retry policy and timeout over the defaults.
