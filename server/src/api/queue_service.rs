@@ -118,7 +118,7 @@ impl QueueService for QueueApi {
         let q = queue_of(req.into_inner().queue)?;
         note_resource(&q.name);
         let limits = limits_from_wire(&q)?;
-        let created = engine.create_queue(&q.name, limits).await.map_err(to_status)?;
+        let created = engine.queues().create(&q.name, limits).await.map_err(to_status)?;
         Ok(Response::new(v1::CreateQueueResponse {
             queue: Some(to_wire(created)),
         }))
@@ -133,7 +133,7 @@ impl QueueService for QueueApi {
         let q = queue_of(r.queue)?;
         note_resource(&q.name);
         let update = update_from_wire(&q, r.update_mask.as_ref())?;
-        let updated = engine.update_queue(&q.name, update).await.map_err(to_status)?;
+        let updated = engine.queues().update(&q.name, update).await.map_err(to_status)?;
         Ok(Response::new(v1::UpdateQueueResponse {
             queue: Some(to_wire(updated)),
         }))
@@ -142,10 +142,11 @@ impl QueueService for QueueApi {
     async fn get_queue(&self, req: Request<v1::GetQueueRequest>) -> Result<Response<v1::GetQueueResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let q = engine
-            .get_queue(&noted(req.into_inner().name))
+            .queues()
+            .get(&noted(req.into_inner().name))
             .await
             .map_err(to_status)?;
-        let counts = engine.queue_counts_now(Some(&q.name)).await.map_err(to_status)?;
+        let counts = engine.queues().counts_now(Some(&q.name)).await.map_err(to_status)?;
         let stats = stats(counts.first(), engine.now_ms(), engine.dispatched_per_minute(&q.name));
         Ok(Response::new(v1::GetQueueResponse {
             queue: Some(v1::Queue {
@@ -165,7 +166,7 @@ impl QueueService for QueueApi {
             .queues_page(&super::workflow_service::page_request(r.page_size, r.page_token))
             .await
             .map_err(to_status)?;
-        let counts = engine.queue_counts_now(None).await.map_err(to_status)?;
+        let counts = engine.queues().counts_now(None).await.map_err(to_status)?;
         let now = engine.now_ms();
         let with_stats = |q: QueueRecord| {
             let per_minute = engine.dispatched_per_minute(&q.name);
@@ -187,7 +188,8 @@ impl QueueService for QueueApi {
     ) -> Result<Response<v1::DeleteQueueResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         engine
-            .delete_queue(&noted(req.into_inner().name))
+            .queues()
+            .delete(&noted(req.into_inner().name))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::DeleteQueueResponse {}))

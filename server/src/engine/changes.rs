@@ -50,7 +50,7 @@ async fn apply(engine: &Engine, change: Change) {
         Change::StepDone { workflow_id, step_id } => engine.step_recorded(&workflow_id, step_id).await,
         Change::Enqueued => engine.work_enqueued(),
         Change::QueuesChanged => {
-            engine.refresh_queues().await;
+            engine.queues.refresh().await;
             engine.work_enqueued();
         }
     }

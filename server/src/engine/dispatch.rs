@@ -30,7 +30,7 @@ pub struct Signals {
 const MAX_BATCH: u32 = 256;
 
 pub async fn run(engine: Arc<Engine>) {
-    engine.refresh_queues().await;
+    engine.queues.refresh().await;
     let mut polls = 0u64;
     loop {
         if engine.is_shutting_down() {
@@ -52,7 +52,7 @@ pub async fn run(engine: Arc<Engine>) {
                 engine.sessions.want_claims_everywhere();
                 polls += 1;
                 if polls.is_multiple_of(super::queues::QUEUE_REFRESH_TICKS) {
-                    engine.refresh_queues().await;
+                    engine.queues.refresh().await;
                 }
             }
         }
@@ -79,7 +79,7 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             continue;
         }
         let r = &session.registration;
-        let limited = engine.limited_queues(&r.queues);
+        let limited = engine.queues.limited(&r.queues);
         // Credits alone are no reason to ask the database: only news of enqueued work is. A
         // limited queue may also have room again after a finish anywhere, so it is asked anyway.
         let wanted = session.take_claim_wanted();

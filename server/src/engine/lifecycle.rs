@@ -30,7 +30,7 @@ impl Engine {
         }
         if let Some(q) = &fork.queue_name {
             validate::name("queue_name", q)?;
-            self.check_queue(q).await?;
+            self.queues.check(q).await?;
         }
         if fork.new_workflow_id.is_empty() {
             fork.new_workflow_id = uuid::Uuid::now_v7().to_string();

@@ -61,7 +61,7 @@ impl Engine {
     }
 
     pub async fn queues_page(&self, req: &PageRequest) -> EngineResult<Page<QueueRecord>> {
-        let queues = self.list_queues().await?;
+        let queues = self.queues.list().await?;
         page(
             queues,
             |q| q.name.clone(),

@@ -88,7 +88,9 @@ pub struct Engine {
     /// The last queue depth read for the metrics (see `observe.rs`).
     pub(crate) queue_counts: observe::QueueCountsCache,
     /// What it counts for the metrics as things happen (see `observe.rs`).
-    pub(crate) counters: observe::Counters,
+    pub(crate) counters: Arc<observe::Counters>,
+    /// The queues service (see `queues.rs`).
+    pub(crate) queues: queues::Queues,
     /// The replica's caps, shared with every other namespace's engine (see `quota.rs`).
     pub(crate) shared: Arc<quota::Shared>,
     /// This namespace's own limits and what it holds against them.
@@ -109,7 +111,8 @@ impl Engine {
         config: EngineConfig,
         shared: Arc<quota::Shared>,
     ) -> Arc<Engine> {
-        let counters = observe::Counters::new(config.namespace.clone(), clock.clone());
+        let counters = Arc::new(observe::Counters::new(config.namespace.clone(), clock.clone()));
+        let queues = queues::Queues::new(store.clone(), clock.clone(), counters.clone());
         Arc::new(Engine {
             store,
             clock,
@@ -125,6 +128,7 @@ impl Engine {
             shutdown: watch::channel(false).0,
             queue_counts: Default::default(),
             counters,
+            queues,
             config,
         })
     }
@@ -132,6 +136,11 @@ impl Engine {
     /// Follows whether the database is reachable (true) or not.
     pub fn store_reachable(&self) -> watch::Receiver<bool> {
         self.store_health.subscribe()
+    }
+
+    /// Queues: created, changed, read and removed by operators; checked by every start.
+    pub fn queues(&self) -> &queues::Queues {
+        &self.queues
     }
 
     pub fn config(&self) -> &EngineConfig {

@@ -1,9 +1,15 @@
-//! Queues as server resources: created, changed, read and removed by operators; created without
-//! limits when a worker declares one; checked when a workflow is started on one.
+//! The queues service: queues as server resources, created, changed, read and removed by
+//! operators; created without limits when a worker declares one; checked when a workflow is
+//! started on one. It owns what this replica knows of the queues and their limits.
 
-use waymark_store::{QueueLimits, QueueRecord, QueueUpdate, RateLimit, DEFAULT_QUEUE};
+use std::{
+    collections::HashMap,
+    sync::{Arc, RwLock},
+};
 
-use super::{validate, Engine, EngineError, EngineResult, ErrorCode};
+use waymark_store::{QueueLimits, QueueRecord, QueueUpdate, RateLimit, Store, DEFAULT_QUEUE};
+
+use super::{observe::Counters, validate, Clock, EngineError, EngineResult, ErrorCode};
 
 /// Longest rate-limit window: a day.
 const MAX_RATE_PERIOD_MS: i64 = 24 * 3600 * 1000;
@@ -42,16 +48,36 @@ pub(crate) fn queue_not_found(name: &str) -> EngineError {
     )
 }
 
-impl Engine {
-    pub async fn create_queue(&self, name: &str, limits: QueueLimits) -> EngineResult<QueueRecord> {
+/// Queues: the operators' calls, and the limits every start and claim consults.
+pub struct Queues {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    /// A deleted queue's dispatch rate is forgotten with it.
+    counters: Arc<Counters>,
+    /// Queues known to exist, with their limits as last read: which queues this replica claims
+    /// one at a time under their lock, and which it may dispatch directly (see [`Queues::check`]).
+    known: RwLock<HashMap<String, QueueLimits>>,
+}
+
+impl Queues {
+    pub(crate) fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, counters: Arc<Counters>) -> Queues {
+        Queues {
+            store,
+            clock,
+            counters,
+            known: Default::default(),
+        }
+    }
+
+    pub async fn create(&self, name: &str, limits: QueueLimits) -> EngineResult<QueueRecord> {
         validate::name("queue name", name)?;
         validate_limits(&limits)?;
-        let q = self.store.create_queue(name, &limits, self.now()).await?;
-        self.remember_queue(&q);
+        let q = self.store.create_queue(name, &limits, self.clock.now()).await?;
+        self.remember(&q);
         Ok(q)
     }
 
-    pub async fn update_queue(&self, name: &str, update: QueueUpdate) -> EngineResult<QueueRecord> {
+    pub async fn update(&self, name: &str, update: QueueUpdate) -> EngineResult<QueueRecord> {
         validate::name("queue name", name)?;
         for (field, v) in [
             ("worker_concurrency", update.worker_concurrency),
@@ -61,26 +87,26 @@ impl Engine {
             limit(field, v.flatten())?;
         }
         rate(update.rate_limit.flatten())?;
-        let q = self.store.update_queue(name, &update, self.now()).await?;
-        self.remember_queue(&q);
+        let q = self.store.update_queue(name, &update, self.clock.now()).await?;
+        self.remember(&q);
         Ok(q)
     }
 
-    pub async fn get_queue(&self, name: &str) -> EngineResult<QueueRecord> {
+    pub async fn get(&self, name: &str) -> EngineResult<QueueRecord> {
         validate::name("queue name", name)?;
         self.store.get_queue(name).await?.ok_or_else(|| queue_not_found(name))
     }
 
     /// What queues hold now (only `queue`'s when given), read from the database.
-    pub async fn queue_counts_now(&self, queue: Option<&str>) -> EngineResult<Vec<waymark_store::QueueCounts>> {
+    pub async fn counts_now(&self, queue: Option<&str>) -> EngineResult<Vec<waymark_store::QueueCounts>> {
         Ok(self.store.queue_counts(queue).await?)
     }
 
-    pub async fn list_queues(&self) -> EngineResult<Vec<QueueRecord>> {
+    pub async fn list(&self) -> EngineResult<Vec<QueueRecord>> {
         Ok(self.store.list_queues().await?)
     }
 
-    pub async fn delete_queue(&self, name: &str) -> EngineResult<()> {
+    pub async fn delete(&self, name: &str) -> EngineResult<()> {
         validate::name("queue name", name)?;
         if name == DEFAULT_QUEUE {
             return Err(EngineError::new(
@@ -89,7 +115,7 @@ impl Engine {
                 "the default queue cannot be deleted",
             ));
         }
-        self.catalog.queues.write().unwrap().remove(name);
+        self.known.write().unwrap().remove(name);
         self.counters.forget_queue(name);
         if self.store.delete_queue(name).await? {
             Ok(())
@@ -104,40 +130,36 @@ impl Engine {
     /// until then a queue deleted elsewhere is still accepted here (its workflows wait until it
     /// is created again), and limits set elsewhere are still kept: the store judges a queue by
     /// its stored row whenever it claims or directly dispatches.
-    pub(crate) async fn check_queue(&self, name: &str) -> EngineResult<QueueLimits> {
-        if let Some(limits) = self.catalog.queues.read().unwrap().get(name) {
+    pub(crate) async fn check(&self, name: &str) -> EngineResult<QueueLimits> {
+        if let Some(limits) = self.known.read().unwrap().get(name) {
             return Ok(limits.clone());
         }
         match self.store.get_queue(name).await? {
             Some(q) => {
-                self.remember_queue(&q);
+                self.remember(&q);
                 Ok(q.limits)
             }
             None => Err(queue_not_found(name)),
         }
     }
 
-    fn remember_queue(&self, q: &QueueRecord) {
-        self.catalog
-            .queues
-            .write()
-            .unwrap()
-            .insert(q.name.clone(), q.limits.clone());
+    fn remember(&self, q: &QueueRecord) {
+        self.known.write().unwrap().insert(q.name.clone(), q.limits.clone());
     }
 
     /// Re-reads every queue: after another replica announced a change, and now and then.
-    pub(crate) async fn refresh_queues(&self) {
+    pub(crate) async fn refresh(&self) {
         match self.store.list_queues().await {
             Ok(queues) => {
-                *self.catalog.queues.write().unwrap() = queues.into_iter().map(|q| (q.name, q.limits)).collect();
+                *self.known.write().unwrap() = queues.into_iter().map(|q| (q.name, q.limits)).collect();
             }
             Err(e) => tracing::warn!(error = %e, "reading queues failed; keeping what was known"),
         }
     }
 
     /// Which of `queues` have limits, as far as this replica knows.
-    pub(crate) fn limited_queues(&self, queues: &[String]) -> Vec<String> {
-        let known = self.catalog.queues.read().unwrap();
+    pub(crate) fn limited(&self, queues: &[String]) -> Vec<String> {
+        let known = self.known.read().unwrap();
         queues
             .iter()
             .filter(|q| known.get(q.as_str()).is_some_and(|l| l.any()))

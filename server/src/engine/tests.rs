@@ -574,7 +574,7 @@ async fn workers_declare_queues_and_starts_need_an_existing_queue() {
     r.queues = vec!["emails".into()];
     engine.attach_worker(r, tx).await.unwrap();
     assert_eq!(
-        engine.get_queue("emails").await.unwrap().limits,
+        engine.queues().get("emails").await.unwrap().limits,
         waymark_store::QueueLimits::default()
     );
     let start = |queue: &str| StartRequest {

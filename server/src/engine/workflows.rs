@@ -188,7 +188,7 @@ impl Engine {
             ));
         }
         let queue_name = non_empty(&req.queue_name).unwrap_or_else(|| DEFAULT_QUEUE.to_string());
-        let limits = self.check_queue(&queue_name).await?;
+        let limits = self.queues.check(&queue_name).await?;
         // A limited queue admits through its claim only; a delayed start waits first.
         let direct = if !may_dispatch || limits.any() || flow.run_at.is_some() {
             None

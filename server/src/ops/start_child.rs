@@ -61,7 +61,7 @@ async fn run(
             .map(|p| p.queue_name)
             .unwrap_or_else(|| DEFAULT_QUEUE.to_string())
     } else {
-        engine.check_queue(&req.queue_name).await?;
+        engine.queues.check(&req.queue_name).await?;
         req.queue_name
     };
     validate::payload("child input", &input, engine.config().max_payload_bytes)?;

@@ -139,7 +139,7 @@ impl Engine {
             queue_name: new.queue_name,
         };
         let (spec, timetable) = prepare(spec, self.config.max_payload_bytes)?;
-        self.check_queue(&spec.queue_name).await?;
+        self.queues.check(&spec.queue_name).await?;
         let now = self.now();
         let first = first_fire(&spec, &timetable, now)?;
         let state = ScheduleState {
@@ -157,7 +157,7 @@ impl Engine {
     pub async fn update_schedule(&self, name: &str, changes: ScheduleChanges) -> EngineResult<ScheduleRecord> {
         let current = self.get_schedule(name).await?;
         let (spec, _) = prepare(changes.apply_to(&current.state.spec), self.config.max_payload_bytes)?;
-        self.check_queue(&spec.queue_name).await?;
+        self.queues.check(&spec.queue_name).await?;
         let (max_payload, now) = (self.config.max_payload_bytes, self.now());
         self.change_schedule(name, |s| {
             // Applied to the schedule as it is at each round, so fields nobody named stay.
@@ -264,7 +264,7 @@ impl Engine {
         };
         let id = format!("schedule:{name}:trigger:{suffix}");
         validate::name("the trigger's workflow id", &id)?;
-        self.check_queue(&s.state.spec.queue_name).await?;
+        self.queues.check(&s.state.spec.queue_name).await?;
         let started = self.start_for_schedule(name, vec![scheduled_start(&s, id)]).await?;
         Ok(started.into_iter().next().expect("one start asked, one answered"))
     }
@@ -293,7 +293,7 @@ impl Engine {
                 "the range holds more than {MAX_BACKFILL} fire times; backfill it in parts"
             ))
         })?;
-        self.check_queue(&s.state.spec.queue_name).await?;
+        self.queues.check(&s.state.spec.queue_name).await?;
         let starts = times
             .iter()
             .map(|&at| scheduled_start(&s, cron::fire_workflow_id(name, at)))
