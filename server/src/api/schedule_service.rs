@@ -112,7 +112,7 @@ impl ScheduleService for ScheduleApi {
             queue_name: s.queue_name,
             paused: s.paused,
         };
-        let created = engine.create_schedule(new).await.map_err(to_status)?;
+        let created = engine.schedules().create(new).await.map_err(to_status)?;
         Ok(Response::new(v1::CreateScheduleResponse {
             schedule: Some(to_wire(created)),
         }))
@@ -127,7 +127,7 @@ impl ScheduleService for ScheduleApi {
         let s = schedule_of(r.schedule)?;
         let name = noted(s.name.clone());
         let changes = changes_from_wire(s, r.update_mask.as_ref())?;
-        let updated = engine.update_schedule(&name, changes).await.map_err(to_status)?;
+        let updated = engine.schedules().update(&name, changes).await.map_err(to_status)?;
         Ok(Response::new(v1::UpdateScheduleResponse {
             schedule: Some(to_wire(updated)),
         }))
@@ -139,7 +139,8 @@ impl ScheduleService for ScheduleApi {
     ) -> Result<Response<v1::GetScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let s = engine
-            .get_schedule(&noted(req.into_inner().name))
+            .schedules()
+            .get(&noted(req.into_inner().name))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::GetScheduleResponse {
@@ -169,7 +170,8 @@ impl ScheduleService for ScheduleApi {
     ) -> Result<Response<v1::DeleteScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         engine
-            .delete_schedule(&noted(req.into_inner().name))
+            .schedules()
+            .delete(&noted(req.into_inner().name))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::DeleteScheduleResponse {}))
@@ -181,7 +183,8 @@ impl ScheduleService for ScheduleApi {
     ) -> Result<Response<v1::PauseScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let s = engine
-            .pause_schedule(&noted(req.into_inner().name))
+            .schedules()
+            .pause(&noted(req.into_inner().name))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::PauseScheduleResponse {
@@ -195,7 +198,8 @@ impl ScheduleService for ScheduleApi {
     ) -> Result<Response<v1::ResumeScheduleResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let s = engine
-            .resume_schedule(&noted(req.into_inner().name))
+            .schedules()
+            .resume(&noted(req.into_inner().name))
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::ResumeScheduleResponse {
@@ -211,7 +215,8 @@ impl ScheduleService for ScheduleApi {
         let r = req.into_inner();
         note_resource(&r.name);
         let started = engine
-            .trigger_schedule(&r.name, &r.request_id)
+            .schedules()
+            .trigger(&r.name, &r.request_id)
             .await
             .map_err(to_status)?;
         Ok(Response::new(v1::TriggerScheduleResponse {
@@ -229,7 +234,11 @@ impl ScheduleService for ScheduleApi {
         note_resource(&r.name);
         let from = time("start_time", r.start_time.as_ref())?;
         let to = time("end_time", r.end_time.as_ref())?;
-        let runs = engine.backfill_schedule(&r.name, from, to).await.map_err(to_status)?;
+        let runs = engine
+            .schedules()
+            .backfill(&r.name, from, to)
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::BackfillScheduleResponse {
             runs: runs
                 .into_iter()

@@ -73,7 +73,7 @@ impl Engine {
     }
 
     pub async fn schedules_page(&self, req: &PageRequest) -> EngineResult<Page<ScheduleRecord>> {
-        let schedules = self.list_schedules().await?;
+        let schedules = self.schedules.list().await?;
         let bytes = |s: &ScheduleRecord| s.name.len() + s.state.spec.input.len() + 256;
         page(
             schedules,

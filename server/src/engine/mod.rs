@@ -14,7 +14,7 @@ use std::sync::{
     Arc,
 };
 
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use waymark_store::Store;
 
 pub mod bulk;
@@ -61,6 +61,23 @@ pub use error::{EngineError, EngineResult, ErrorCode};
 pub use sessions::{Registration, ToWorker, WorkerSession};
 pub use worker::Held;
 
+/// What tells the workers attached here and the dispatcher that there is work: the one thing
+/// every service that starts or wakes workflows needs of them.
+#[derive(Clone)]
+pub(crate) struct WorkSignal {
+    sessions: Arc<sessions::Sessions>,
+    dispatch: Arc<dispatch::Signals>,
+}
+
+impl WorkSignal {
+    /// Something may have been enqueued: every worker attached here claims at its next
+    /// chance, and the dispatcher looks. Call after the write committed.
+    pub(crate) fn notify(&self) {
+        self.sessions.want_claims_everywhere();
+        self.dispatch.wanted.notify_one();
+    }
+}
+
 /// A finished workflow's record handed to its awaiters when the waker has it; `None` means
 /// "look it up".
 pub type Finished = Option<Arc<waymark_store::WorkflowRecord>>;
@@ -69,11 +86,9 @@ pub struct Engine {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: EngineConfig,
-    pub(crate) sessions: sessions::Sessions,
+    pub(crate) sessions: Arc<sessions::Sessions>,
     /// What tells the dispatcher there is work (see `dispatch.rs`).
-    pub(crate) dispatch: dispatch::Signals,
-    /// Wakes the scheduler: a schedule was created or changed through this replica.
-    pub(crate) schedules_changed: Notify,
+    pub(crate) dispatch: Arc<dispatch::Signals>,
     /// Everything waiting on this replica (see `waits/`).
     pub(crate) waits: waits::Waits,
     /// Workflow names and queues known here (see `catalog.rs`).
@@ -90,7 +105,11 @@ pub struct Engine {
     /// What it counts for the metrics as things happen (see `observe.rs`).
     pub(crate) counters: Arc<observe::Counters>,
     /// The queues service (see `queues.rs`).
-    pub(crate) queues: queues::Queues,
+    pub(crate) queues: Arc<queues::Queues>,
+    /// The schedules service (see `schedules/`).
+    pub(crate) schedules: schedules::Schedules,
+    /// Tells the workers attached here and the dispatcher that there is work.
+    pub(crate) work: WorkSignal,
     /// The replica's caps, shared with every other namespace's engine (see `quota.rs`).
     pub(crate) shared: Arc<quota::Shared>,
     /// This namespace's own limits and what it holds against them.
@@ -112,23 +131,39 @@ impl Engine {
         shared: Arc<quota::Shared>,
     ) -> Arc<Engine> {
         let counters = Arc::new(observe::Counters::new(config.namespace.clone(), clock.clone()));
-        let queues = queues::Queues::new(store.clone(), clock.clone(), counters.clone());
+        let queues = Arc::new(queues::Queues::new(store.clone(), clock.clone(), counters.clone()));
+        let sessions: Arc<sessions::Sessions> = Default::default();
+        let dispatch: Arc<dispatch::Signals> = Default::default();
+        let work = WorkSignal {
+            sessions: sessions.clone(),
+            dispatch: dispatch.clone(),
+        };
+        let shutdown = watch::channel(false).0;
+        let schedules = schedules::Schedules::new(
+            store.clone(),
+            clock.clone(),
+            queues.clone(),
+            config.max_payload_bytes,
+            work.clone(),
+            shutdown.subscribe(),
+        );
         Arc::new(Engine {
             store,
             clock,
-            sessions: Default::default(),
-            dispatch: Default::default(),
-            schedules_changed: Notify::new(),
+            sessions,
+            dispatch,
             waits: Default::default(),
             shared,
             quota: Default::default(),
             catalog: Default::default(),
             changes_live: AtomicBool::new(false),
             store_health: Default::default(),
-            shutdown: watch::channel(false).0,
+            shutdown,
             queue_counts: Default::default(),
             counters,
             queues,
+            schedules,
+            work,
             config,
         })
     }
@@ -141,6 +176,11 @@ impl Engine {
     /// Queues: created, changed, read and removed by operators; checked by every start.
     pub fn queues(&self) -> &queues::Queues {
         &self.queues
+    }
+
+    /// Schedules: created, changed, paused, triggered and backfilled by operators.
+    pub fn schedules(&self) -> &schedules::Schedules {
+        &self.schedules
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -191,8 +231,7 @@ impl Engine {
     /// woken, a remote step attempt due): every worker attached here claims at its next chance.
     /// Call after the write committed.
     pub(crate) fn work_enqueued(&self) {
-        self.sessions.want_claims_everywhere();
-        self.dispatch.wanted.notify_one();
+        self.work.notify();
     }
 
     /// A workflow reached a terminal status through this replica: wake whoever waits on it

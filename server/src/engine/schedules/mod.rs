@@ -1,14 +1,18 @@
-//! Schedules as server resources: created, changed, paused, resumed, read and removed by
-//! operators; fired by every replica's [`scheduler`]; triggered or backfilled on request.
+//! The schedules service: schedules as server resources, created, changed, paused, resumed,
+//! read and removed by operators; fired by every replica's [`scheduler`]; triggered or
+//! backfilled on request.
 //!
 //! The engine owns the cron math ([`cron`]): it computes each next fire time and hands it to
 //! the store, which keeps it and applies a change or a fire only at the version it was planned
 //! from. Changes are read-compute-write, retried when the schedule moved meanwhile (a fire
 //! through another replica, say).
 
-use waymark_store::{Millis, NewWorkflow, ScheduleRecord, ScheduleSpec, ScheduleState, Started};
+use std::sync::Arc;
 
-use super::{validate, Engine, EngineError, EngineResult, ErrorCode};
+use tokio::sync::{watch, Notify};
+use waymark_store::{Millis, NewWorkflow, ScheduleRecord, ScheduleSpec, ScheduleState, Started, Store};
+
+use super::{queues::Queues, validate, Clock, EngineError, EngineResult, ErrorCode, WorkSignal};
 
 pub mod cron;
 pub mod scheduler;
@@ -128,8 +132,52 @@ impl ScheduleChanges {
     }
 }
 
-impl Engine {
-    pub async fn create_schedule(&self, new: NewSchedule) -> EngineResult<ScheduleRecord> {
+/// Schedules: the operators' calls, and what wakes this replica's scheduler.
+pub struct Schedules {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    /// Every schedule's queue must exist.
+    queues: Arc<Queues>,
+    /// Largest input a schedule may carry.
+    max_payload: usize,
+    /// Wakes the scheduler: a schedule was created or changed through this replica.
+    changed: Notify,
+    /// Told when a trigger or backfill (or the scheduler's fire) started workflows.
+    work: WorkSignal,
+    /// True once the replica drains: nothing more is started.
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Schedules {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        queues: Arc<Queues>,
+        max_payload: usize,
+        work: WorkSignal,
+        shutdown: watch::Receiver<bool>,
+    ) -> Schedules {
+        Schedules {
+            store,
+            clock,
+            queues,
+            max_payload,
+            changed: Notify::new(),
+            work,
+            shutdown,
+        }
+    }
+
+    /// Resolves when a schedule was created or changed through this replica since the last call.
+    pub(crate) async fn changed(&self) {
+        self.changed.notified().await
+    }
+
+    fn now(&self) -> Millis {
+        self.clock.now()
+    }
+
+    pub async fn create(&self, new: NewSchedule) -> EngineResult<ScheduleRecord> {
         check_name(&new.name)?;
         let spec = ScheduleSpec {
             cron: new.cron,
@@ -138,7 +186,7 @@ impl Engine {
             input: new.input,
             queue_name: new.queue_name,
         };
-        let (spec, timetable) = prepare(spec, self.config.max_payload_bytes)?;
+        let (spec, timetable) = prepare(spec, self.max_payload)?;
         self.queues.check(&spec.queue_name).await?;
         let now = self.now();
         let first = first_fire(&spec, &timetable, now)?;
@@ -148,18 +196,18 @@ impl Engine {
             next_fire_at: (!new.paused).then_some(first),
         };
         let created = self.store.create_schedule(&new.name, &state, now).await?;
-        self.schedules_changed.notify_one();
+        self.changed.notify_one();
         Ok(created)
     }
 
     /// Replaces the fields `changes` names. A new cron or time zone moves the next fire to the
     /// first time after now; other changes leave the planned next fire as it is.
-    pub async fn update_schedule(&self, name: &str, changes: ScheduleChanges) -> EngineResult<ScheduleRecord> {
-        let current = self.get_schedule(name).await?;
-        let (spec, _) = prepare(changes.apply_to(&current.state.spec), self.config.max_payload_bytes)?;
+    pub async fn update(&self, name: &str, changes: ScheduleChanges) -> EngineResult<ScheduleRecord> {
+        let current = self.get(name).await?;
+        let (spec, _) = prepare(changes.apply_to(&current.state.spec), self.max_payload)?;
         self.queues.check(&spec.queue_name).await?;
-        let (max_payload, now) = (self.config.max_payload_bytes, self.now());
-        self.change_schedule(name, |s| {
+        let (max_payload, now) = (self.max_payload, self.now());
+        self.change(name, |s| {
             // Applied to the schedule as it is at each round, so fields nobody named stay.
             let (spec, timetable) = prepare(changes.apply_to(&s.state.spec), max_payload)?;
             let retimed = spec.cron != s.state.spec.cron || spec.timezone != s.state.spec.timezone;
@@ -173,9 +221,9 @@ impl Engine {
         .await
     }
 
-    pub async fn pause_schedule(&self, name: &str) -> EngineResult<ScheduleRecord> {
+    pub async fn pause(&self, name: &str) -> EngineResult<ScheduleRecord> {
         check_name(name)?;
-        self.change_schedule(name, |s| {
+        self.change(name, |s| {
             Ok(ScheduleState {
                 paused: true,
                 next_fire_at: None,
@@ -186,10 +234,10 @@ impl Engine {
     }
 
     /// Fire times passed while paused are skipped: the next fire is the first after now.
-    pub async fn resume_schedule(&self, name: &str) -> EngineResult<ScheduleRecord> {
+    pub async fn resume(&self, name: &str) -> EngineResult<ScheduleRecord> {
         check_name(name)?;
         let now = self.now();
-        self.change_schedule(name, |s| {
+        self.change(name, |s| {
             if !s.state.paused {
                 return Ok(s.state.clone());
             }
@@ -205,12 +253,12 @@ impl Engine {
 
     /// Reads the schedule, computes its new state with `f` and writes it at the version read;
     /// again when it moved meanwhile. A state that does not change is not written.
-    async fn change_schedule<F>(&self, name: &str, f: F) -> EngineResult<ScheduleRecord>
+    async fn change<F>(&self, name: &str, f: F) -> EngineResult<ScheduleRecord>
     where
         F: Fn(&ScheduleRecord) -> EngineResult<ScheduleState>,
     {
         for _ in 0..MAX_CHANGE_ROUNDS {
-            let current = self.get_schedule(name).await?;
+            let current = self.get(name).await?;
             let state = f(&current)?;
             if state == current.state {
                 return Ok(current);
@@ -220,7 +268,7 @@ impl Engine {
                 .update_schedule(name, current.version, &state, self.now())
                 .await?
             {
-                self.schedules_changed.notify_one();
+                self.changed.notify_one();
                 return Ok(done);
             }
         }
@@ -231,7 +279,7 @@ impl Engine {
         ))
     }
 
-    pub async fn get_schedule(&self, name: &str) -> EngineResult<ScheduleRecord> {
+    pub async fn get(&self, name: &str) -> EngineResult<ScheduleRecord> {
         check_name(name)?;
         self.store
             .get_schedule(name)
@@ -239,11 +287,11 @@ impl Engine {
             .ok_or_else(|| schedule_not_found(name))
     }
 
-    pub async fn list_schedules(&self) -> EngineResult<Vec<ScheduleRecord>> {
+    pub async fn list(&self) -> EngineResult<Vec<ScheduleRecord>> {
         Ok(self.store.list_schedules().await?)
     }
 
-    pub async fn delete_schedule(&self, name: &str) -> EngineResult<()> {
+    pub async fn delete(&self, name: &str) -> EngineResult<()> {
         check_name(name)?;
         if self.store.delete_schedule(name).await? {
             Ok(())
@@ -254,9 +302,9 @@ impl Engine {
 
     /// Starts the schedule's workflow now, paused or not, without touching its timetable. With
     /// a `request_id` the id is derived from it, so a retried trigger starts one workflow.
-    pub async fn trigger_schedule(&self, name: &str, request_id: &str) -> EngineResult<Started> {
+    pub async fn trigger(&self, name: &str, request_id: &str) -> EngineResult<Started> {
         check_name(name)?;
-        let s = self.get_schedule(name).await?;
+        let s = self.get(name).await?;
         let suffix = if request_id.is_empty() {
             cron::rfc3339(self.now())
         } else {
@@ -265,18 +313,13 @@ impl Engine {
         let id = format!("schedule:{name}:trigger:{suffix}");
         validate::name("the trigger's workflow id", &id)?;
         self.queues.check(&s.state.spec.queue_name).await?;
-        let started = self.start_for_schedule(name, vec![scheduled_start(&s, id)]).await?;
+        let started = self.start(name, vec![scheduled_start(&s, id)]).await?;
         Ok(started.into_iter().next().expect("one start asked, one answered"))
     }
 
     /// Starts one workflow per fire time from `from` through `to`, with the ids the scheduler
     /// uses: times that already have their workflow get none. Returns each time's start.
-    pub async fn backfill_schedule(
-        &self,
-        name: &str,
-        from: Millis,
-        to: Millis,
-    ) -> EngineResult<Vec<(Millis, Started)>> {
+    pub async fn backfill(&self, name: &str, from: Millis, to: Millis) -> EngineResult<Vec<(Millis, Started)>> {
         check_name(name)?;
         if from > to {
             return Err(EngineError::invalid("the backfill's start time is after its end time"));
@@ -286,7 +329,7 @@ impl Engine {
                 "the backfill's end time is in the future; the scheduler fires those times itself",
             ));
         }
-        let s = self.get_schedule(name).await?;
+        let s = self.get(name).await?;
         let timetable = Timetable::parse(&s.state.spec.cron, &s.state.spec.timezone)?;
         let times = timetable.between(from, to, MAX_BACKFILL).map_err(|_| {
             EngineError::invalid(format!(
@@ -298,17 +341,17 @@ impl Engine {
             .iter()
             .map(|&at| scheduled_start(&s, cron::fire_workflow_id(name, at)))
             .collect();
-        let started = self.start_for_schedule(name, starts).await?;
+        let started = self.start(name, starts).await?;
         Ok(times.into_iter().zip(started).collect())
     }
 
-    async fn start_for_schedule(&self, name: &str, starts: Vec<NewWorkflow>) -> EngineResult<Vec<Started>> {
-        if self.is_shutting_down() {
+    async fn start(&self, name: &str, starts: Vec<NewWorkflow>) -> EngineResult<Vec<Started>> {
+        if *self.shutdown.borrow() {
             return Err(EngineError::shutting_down());
         }
         let started = self.store.start_scheduled(name, &starts, self.now()).await?;
         if started.iter().any(|s| s.created) {
-            self.work_enqueued();
+            self.work.notify();
         }
         Ok(started)
     }

@@ -31,7 +31,7 @@ pub async fn run(engine: Arc<Engine>) {
             wait = wait.min(Duration::from_millis((at - engine.now()).max(0) as u64));
         }
         tokio::select! {
-            _ = engine.schedules_changed.notified() => {}
+            _ = engine.schedules.changed() => {}
             _ = tokio::time::sleep(wait) => {}
             _ = shutdown.wait_for(|v| *v) => return,
         }

@@ -57,41 +57,47 @@ async fn bad_input_is_refused_with_its_reason() {
         cron: "every day".into(),
         ..every_10s("a")
     };
-    assert_eq!(reason(engine.create_schedule(bad_cron).await), "INVALID_CRON");
+    assert_eq!(reason(engine.schedules().create(bad_cron).await), "INVALID_CRON");
     let bad_tz = NewSchedule {
         timezone: "Europe/Atlantis".into(),
         ..every_10s("a")
     };
-    assert_eq!(reason(engine.create_schedule(bad_tz).await), "INVALID_TIMEZONE");
+    assert_eq!(reason(engine.schedules().create(bad_tz).await), "INVALID_TIMEZONE");
     let no_queue = NewSchedule {
         queue_name: "nowhere".into(),
         ..every_10s("a")
     };
-    assert_eq!(reason(engine.create_schedule(no_queue).await), "QUEUE_NOT_FOUND");
+    assert_eq!(reason(engine.schedules().create(no_queue).await), "QUEUE_NOT_FOUND");
     assert_eq!(
-        reason(engine.create_schedule(every_10s("a b")).await),
+        reason(engine.schedules().create(every_10s("a b")).await),
         "INVALID_ARGUMENT"
     );
-    assert_eq!(reason(engine.create_schedule(every_10s("")).await), "INVALID_ARGUMENT");
+    assert_eq!(
+        reason(engine.schedules().create(every_10s("")).await),
+        "INVALID_ARGUMENT"
+    );
     let nameless = NewSchedule {
         workflow_name: "".into(),
         ..every_10s("a")
     };
-    assert_eq!(reason(engine.create_schedule(nameless).await), "INVALID_ARGUMENT");
+    assert_eq!(reason(engine.schedules().create(nameless).await), "INVALID_ARGUMENT");
     let past = NewSchedule {
         cron: "0 0 0 1 1 * 2020".into(),
         ..every_10s("a")
     };
-    assert_eq!(reason(engine.create_schedule(past).await), "INVALID_CRON");
-    engine.create_schedule(every_10s("a")).await.unwrap();
-    assert_eq!(reason(engine.create_schedule(every_10s("a")).await), "SCHEDULE_EXISTS");
-    assert_eq!(reason(engine.get_schedule("nope").await), "SCHEDULE_NOT_FOUND");
+    assert_eq!(reason(engine.schedules().create(past).await), "INVALID_CRON");
+    engine.schedules().create(every_10s("a")).await.unwrap();
+    assert_eq!(
+        reason(engine.schedules().create(every_10s("a")).await),
+        "SCHEDULE_EXISTS"
+    );
+    assert_eq!(reason(engine.schedules().get("nope").await), "SCHEDULE_NOT_FOUND");
 }
 
 #[tokio::test]
 async fn created_schedules_take_defaults_and_their_first_fire_time() {
     let (engine, _) = engine_at(T0 + 3 * SEC).await;
-    let s = engine.create_schedule(every_10s("a")).await.unwrap();
+    let s = engine.schedules().create(every_10s("a")).await.unwrap();
     assert_eq!(
         (s.state.spec.timezone.as_str(), s.state.spec.queue_name.as_str()),
         ("UTC", "default")
@@ -101,7 +107,10 @@ async fn created_schedules_take_defaults_and_their_first_fire_time() {
         paused: true,
         ..every_10s("b")
     };
-    assert_eq!(engine.create_schedule(paused).await.unwrap().state.next_fire_at, None);
+    assert_eq!(
+        engine.schedules().create(paused).await.unwrap().state.next_fire_at,
+        None
+    );
 }
 
 #[tokio::test]
@@ -114,7 +123,7 @@ async fn next_fire_times_follow_the_time_zone_across_daylight_saving() {
         timezone: "America/New_York".into(),
         ..every_10s("daily")
     };
-    let s = engine.create_schedule(daily).await.unwrap();
+    let s = engine.schedules().create(daily).await.unwrap();
     // Saturday 09:30 EST has passed (14:30 UTC is still ahead): today, at UTC-5.
     assert_eq!(s.state.next_fire_at, Some(sat_noon + 2 * 3600 * SEC + 30 * 60 * SEC));
     clock.advance(3 * 3600 * SEC);
@@ -129,7 +138,7 @@ async fn next_fire_times_follow_the_time_zone_across_daylight_saving() {
 #[tokio::test]
 async fn due_schedules_fire_once_and_missed_times_are_skipped() {
     let (engine, clock) = engine_at(T0).await;
-    engine.create_schedule(every_10s("tick")).await.unwrap();
+    engine.schedules().create(every_10s("tick")).await.unwrap();
     assert_eq!(fire_due(&engine).await, Some(T0 + 10 * SEC), "not due yet");
     assert!(workflow_ids(&engine).await.is_empty());
 
@@ -160,7 +169,7 @@ async fn due_schedules_fire_once_and_missed_times_are_skipped() {
         workflow_ids(&engine).await,
         [first, fire_workflow_id("tick", T0 + 100 * SEC)]
     );
-    let s = engine.get_schedule("tick").await.unwrap();
+    let s = engine.schedules().get("tick").await.unwrap();
     assert_eq!(
         (s.last_fire_at, s.state.next_fire_at),
         (Some(T0 + 100 * SEC), Some(T0 + 110 * SEC))
@@ -170,18 +179,18 @@ async fn due_schedules_fire_once_and_missed_times_are_skipped() {
 #[tokio::test]
 async fn paused_schedules_wait_and_resume_from_now() {
     let (engine, clock) = engine_at(T0).await;
-    engine.create_schedule(every_10s("tick")).await.unwrap();
-    let paused = engine.pause_schedule("tick").await.unwrap();
+    engine.schedules().create(every_10s("tick")).await.unwrap();
+    let paused = engine.schedules().pause("tick").await.unwrap();
     assert!(paused.state.paused);
     assert_eq!(
-        engine.pause_schedule("tick").await.unwrap().version,
+        engine.schedules().pause("tick").await.unwrap().version,
         paused.version,
         "no-op"
     );
     clock.advance(60 * SEC + 500);
     assert_eq!(fire_due(&engine).await, None, "nothing to fire while paused");
     assert!(workflow_ids(&engine).await.is_empty());
-    let resumed = engine.resume_schedule("tick").await.unwrap();
+    let resumed = engine.schedules().resume("tick").await.unwrap();
     assert_eq!(
         (resumed.state.paused, resumed.state.next_fire_at),
         (false, Some(T0 + 70 * SEC)),
@@ -192,10 +201,11 @@ async fn paused_schedules_wait_and_resume_from_now() {
 #[tokio::test]
 async fn updates_retime_only_when_the_timetable_changes() {
     let (engine, clock) = engine_at(T0).await;
-    engine.create_schedule(every_10s("tick")).await.unwrap();
+    engine.schedules().create(every_10s("tick")).await.unwrap();
     clock.advance(2 * SEC);
     let changed_input = engine
-        .update_schedule(
+        .schedules()
+        .update(
             "tick",
             ScheduleChanges {
                 input: Some("2".into()),
@@ -213,7 +223,8 @@ async fn updates_retime_only_when_the_timetable_changes() {
     );
     assert_eq!(changed_input.state.spec.cron, "*/10 * * * * *", "unnamed fields stay");
     let hourly = engine
-        .update_schedule(
+        .schedules()
+        .update(
             "tick",
             ScheduleChanges {
                 cron: Some("0 * * * *".into()),
@@ -224,7 +235,8 @@ async fn updates_retime_only_when_the_timetable_changes() {
         .unwrap();
     assert_eq!(hourly.state.next_fire_at, Some(T0 + 2800 * SEC), "22:13:22 → 23:00:00");
     let bad = engine
-        .update_schedule(
+        .schedules()
+        .update(
             "tick",
             ScheduleChanges {
                 timezone: Some("Nowhere/Land".into()),
@@ -235,7 +247,8 @@ async fn updates_retime_only_when_the_timetable_changes() {
         .unwrap_err();
     assert_eq!(bad.reason, "INVALID_TIMEZONE");
     let missing = engine
-        .update_schedule("nope", ScheduleChanges::default())
+        .schedules()
+        .update("nope", ScheduleChanges::default())
         .await
         .unwrap_err();
     assert_eq!(missing.reason, "SCHEDULE_NOT_FOUND");
@@ -244,48 +257,53 @@ async fn updates_retime_only_when_the_timetable_changes() {
 #[tokio::test]
 async fn backfills_start_each_fire_time_once_and_triggers_start_now() {
     let (engine, clock) = engine_at(T0).await;
-    engine.create_schedule(every_10s("tick")).await.unwrap();
+    engine.schedules().create(every_10s("tick")).await.unwrap();
     clock.advance(60 * SEC);
-    let runs = engine.backfill_schedule("tick", T0, T0 + 30 * SEC).await.unwrap();
+    let runs = engine.schedules().backfill("tick", T0, T0 + 30 * SEC).await.unwrap();
     let times: Vec<Millis> = runs.iter().map(|(at, _)| *at).collect();
     assert_eq!(times, [T0, T0 + 10 * SEC, T0 + 20 * SEC, T0 + 30 * SEC]);
     assert!(runs
         .iter()
         .all(|(at, s)| s.created && s.workflow.workflow_id == fire_workflow_id("tick", *at)));
-    let again = engine.backfill_schedule("tick", T0, T0 + 30 * SEC).await.unwrap();
+    let again = engine.schedules().backfill("tick", T0, T0 + 30 * SEC).await.unwrap();
     assert!(again.iter().all(|(_, s)| !s.created), "nothing new the second time");
     // The scheduler then fires only what is not there yet: the latest due time, 60 s.
     fire_due(&engine).await;
     assert_eq!(workflow_ids(&engine).await.len(), 5);
 
-    let future = engine.backfill_schedule("tick", T0, T0 + 3600 * SEC).await.unwrap_err();
+    let future = engine
+        .schedules()
+        .backfill("tick", T0, T0 + 3600 * SEC)
+        .await
+        .unwrap_err();
     assert_eq!(future.reason, "INVALID_ARGUMENT");
-    let reversed = engine.backfill_schedule("tick", T0 + SEC, T0).await.unwrap_err();
+    let reversed = engine.schedules().backfill("tick", T0 + SEC, T0).await.unwrap_err();
     assert_eq!(reversed.reason, "INVALID_ARGUMENT");
     clock.advance(20_000 * SEC);
     let huge = engine
-        .backfill_schedule("tick", T0, T0 + 20_000 * SEC)
+        .schedules()
+        .backfill("tick", T0, T0 + 20_000 * SEC)
         .await
         .unwrap_err();
     assert!(huge.message.contains("more than 1000"));
 
-    let paused = engine.pause_schedule("tick").await.unwrap();
-    let t = engine.trigger_schedule("tick", "req-1").await.unwrap();
+    let paused = engine.schedules().pause("tick").await.unwrap();
+    let t = engine.schedules().trigger("tick", "req-1").await.unwrap();
     assert_eq!(
         (t.created, t.workflow.workflow_id.as_str()),
         (true, "schedule:tick:trigger:req-1")
     );
-    assert!(!engine.trigger_schedule("tick", "req-1").await.unwrap().created);
-    let unnamed = engine.trigger_schedule("tick", "").await.unwrap();
+    assert!(!engine.schedules().trigger("tick", "req-1").await.unwrap().created);
+    let unnamed = engine.schedules().trigger("tick", "").await.unwrap();
     assert!(unnamed.workflow.workflow_id.starts_with("schedule:tick:trigger:2023-"));
     assert_eq!(
-        engine.get_schedule("tick").await.unwrap().version,
+        engine.schedules().get("tick").await.unwrap().version,
         paused.version,
         "timetable untouched"
     );
-    engine.delete_schedule("tick").await.unwrap();
+    engine.schedules().delete("tick").await.unwrap();
     assert_eq!(
-        engine.trigger_schedule("tick", "").await.unwrap_err().reason,
+        engine.schedules().trigger("tick", "").await.unwrap_err().reason,
         "SCHEDULE_NOT_FOUND"
     );
     assert_eq!(workflow_ids(&engine).await.len(), 7, "deleting left the workflows");
