@@ -238,8 +238,7 @@ async fn waits_of_workflows_that_moved_on_are_dropped() {
         .await
         .unwrap();
     assert_eq!(got, waymark_store::Received::Waiting);
-    let got = engine
-        .recv(&session, fence.clone(), 1, "t".into(), later)
+    let got = crate::ops::recv::run(&engine, &session, fence.clone(), 1, "t".into(), later)
         .await
         .unwrap();
     assert_eq!(got, waymark_store::Received::Waiting);

@@ -10,7 +10,7 @@ use std::{
     sync::{Arc, Mutex, Weak},
 };
 
-use waymark_store::{Fence, MessageRecord, Millis, NewMessage, Received, RecvWaiter, Sent};
+use waymark_store::{Fence, MessageRecord, Millis, NewMessage, RecvWaiter, Sent};
 
 use super::{validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
 
@@ -39,7 +39,14 @@ pub struct RecvWaits {
 }
 
 impl RecvWaits {
-    fn register(&self, fence: &Fence, topic: &str, session: &Arc<WorkerSession>, step_id: u32, deadline: Millis) {
+    pub(crate) fn register(
+        &self,
+        fence: &Fence,
+        topic: &str,
+        session: &Arc<WorkerSession>,
+        step_id: u32,
+        deadline: Millis,
+    ) {
         let workflow_id = &fence.workflow_id;
         let waiter = Waiter {
             session: Arc::downgrade(session),
@@ -53,7 +60,7 @@ impl RecvWaits {
             .insert((workflow_id.to_string(), topic.to_string()), waiter);
     }
 
-    fn forget(&self, workflow_id: &str, topic: &str, step_id: u32) {
+    pub(crate) fn forget(&self, workflow_id: &str, topic: &str, step_id: u32) {
         let mut map = self.by_key.lock().unwrap();
         let key = (workflow_id.to_string(), topic.to_string());
         if map.get(&key).is_some_and(|w| w.step_id == step_id) {
@@ -175,58 +182,6 @@ impl Engine {
         // The receiver may have been parked: it is back in its queue now.
         self.work_enqueued();
         Ok(sent)
-    }
-
-    /// Sends from a workflow, recorded as its step.
-    pub async fn send_message_step(
-        &self,
-        session: &WorkerSession,
-        fence: Fence,
-        step_id: u32,
-        destination_id: String,
-        topic: String,
-        message: String,
-    ) -> EngineResult<String> {
-        self.worker_write(session, &fence, 0).await?;
-        validate_message(self, "destination_id", &destination_id, &topic, &message)?;
-        self.check_reach(session, &destination_id).await?;
-        let new = NewMessage {
-            message_id: uuid::Uuid::now_v7().to_string(),
-            workflow_id: destination_id.clone(),
-            topic: topic.clone(),
-            payload: message,
-            idempotency_key: None,
-            max_unread: self.config.max_unread_messages,
-        };
-        let id = self.store.send_message_step(&fence, step_id, new, self.now()).await?;
-        self.wake_receiver(&destination_id, &topic).await;
-        self.work_enqueued();
-        Ok(id)
-    }
-
-    /// Tries to receive; on `Waiting` the worker is woken when a message may have arrived.
-    pub async fn recv(
-        &self,
-        session: &Arc<WorkerSession>,
-        fence: Fence,
-        step_id: u32,
-        topic: String,
-        deadline: Millis,
-    ) -> EngineResult<Received> {
-        let now = self.now();
-        self.worker_write(session, &fence, 0).await?;
-        validate::optional_name("topic", &topic)?;
-        validate::wait_deadline("recv", deadline, now)?;
-        self.waits.recv.register(&fence, &topic, session, step_id, deadline);
-        let result = self.store.recv(&fence, step_id, &topic, deadline, now).await;
-        if !matches!(result, Ok(Received::Waiting)) {
-            self.waits.recv.forget(&fence.workflow_id, &topic, step_id);
-        }
-        if let Ok(Received::Delivered(m)) = &result {
-            // Known only now: the next write finds the cap if this passed it.
-            session.grow_history(&fence.workflow_id, m.len());
-        }
-        Ok(result?)
     }
 
     pub async fn list_messages(&self, workflow_id: &str) -> EngineResult<Vec<MessageRecord>> {

@@ -445,13 +445,14 @@ fn wakeups(rx: &mut mpsc::Receiver<ToWorker>) -> Vec<(String, u32)> {
 
 #[tokio::test]
 async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_timeout() {
-    use remote_steps::{default_policy, CallRequest};
+    use crate::ops::call_step::{default_policy, run as call_step};
+    use crate::ops::step_result::run as finish_step;
     let (engine, clock) = engine().await;
     let (caller, mut caller_rx) = attach(&engine, "caller", 1).await;
     start(&engine, "c").await;
     let epoch = dispatched(&mut caller_rx)[0].workflow.epoch;
     let (runner, mut runner_rx) = attach(&engine, "runner", 0).await;
-    let call = |n: u32| CallRequest {
+    let call = |n: u32| waymark_store::NewStepTask {
         step_name: "double".into(),
         input: n.to_string(),
         policy: waymark_store::StepPolicy {
@@ -466,8 +467,7 @@ async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_tim
         epoch,
     };
     for step in 0..3 {
-        assert!(engine
-            .call_step(&caller, fence(), step, call(step))
+        assert!(call_step(&engine, &caller, fence(), step, call(step))
             .await
             .unwrap()
             .is_none());
@@ -486,12 +486,11 @@ async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_tim
         attempt: 1,
         session_id: runner.lease_id.clone(),
     };
-    engine
-        .finish_step(&runner, attempt, Outcome::Output("0".into()))
+    finish_step(&engine, &runner, attempt, Outcome::Output("0".into()))
         .await
         .unwrap();
     assert_eq!(wakeups(&mut caller_rx), [("c".to_string(), 0)]);
-    let rec = engine.call_step(&caller, fence(), 0, call(0)).await.unwrap().unwrap();
+    let rec = call_step(&engine, &caller, fence(), 0, call(0)).await.unwrap().unwrap();
     assert_eq!(rec.outcome, Outcome::Output("0".into()));
     // Step 1 outlives its timeout: the timeout pass fails it, and it is dispatched again.
     clock.advance(1_001);
@@ -512,8 +511,7 @@ async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_tim
         attempt: 1,
         session_id: runner.lease_id.clone(),
     };
-    let e = engine
-        .finish_step(&runner, late, Outcome::Output("1".into()))
+    let e = finish_step(&engine, &runner, late, Outcome::Output("1".into()))
         .await
         .unwrap_err();
     assert_eq!(e.reason, "STEP_ATTEMPT_STALE");
@@ -529,8 +527,7 @@ async fn a_send_hands_the_message_to_the_waiting_receive_with_the_wakeup() {
         workflow_id: "r".into(),
         epoch,
     };
-    let waiting = engine
-        .recv(&session, fence.clone(), 0, "t".into(), T0 + 60_000)
+    let waiting = crate::ops::recv::run(&engine, &session, fence.clone(), 0, "t".into(), T0 + 60_000)
         .await
         .unwrap();
     assert_eq!(waiting, waymark_store::Received::Waiting);
@@ -550,7 +547,9 @@ async fn a_send_hands_the_message_to_the_waiting_receive_with_the_wakeup() {
         other => panic!("expected the message with the wakeup, got {other:?}"),
     }
     // Already recorded: asking again gets the same answer; a second send finds no waiter.
-    let again = engine.recv(&session, fence, 0, "t".into(), T0 + 60_000).await.unwrap();
+    let again = crate::ops::recv::run(&engine, &session, fence, 0, "t".into(), T0 + 60_000)
+        .await
+        .unwrap();
     assert_eq!(again, waymark_store::Received::Delivered("\"hi\"".into()));
     engine.send_message(send("2")).await.unwrap();
     assert!(rx.try_recv().is_err(), "nothing waits now");

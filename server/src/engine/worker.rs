@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use waymark_store::{Completed, Failure, Fence, NewStep, Outcome, ParkedOn, Recorded, StoreError};
+use waymark_store::{Completed, Failure, Fence, NewStep, Outcome, Recorded, StoreError};
 
 use super::{
     validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, Registration, ToWorker, WorkerSession,
@@ -349,34 +349,6 @@ impl Engine {
             }
         }
         err
-    }
-
-    /// Releases a waiting workflow from its worker until its wait resolves. False when it
-    /// already has (the worker keeps it and asks again).
-    pub async fn park(
-        &self,
-        session: &WorkerSession,
-        fence: Fence,
-        step_id: u32,
-        wake_at: waymark_store::Millis,
-        on: ParkedOn,
-    ) -> EngineResult<bool> {
-        self.worker_write(session, &fence, 0).await?;
-        match &on {
-            ParkedOn::Timer | ParkedOn::Step(_) => {}
-            ParkedOn::Workflow(id) => validate::name("awaited workflow_id", id)?,
-            ParkedOn::Message(topic) => validate::optional_name("topic", topic)?,
-            ParkedOn::Event { workflow_id, key } => {
-                validate::name("event workflow_id", workflow_id)?;
-                validate::name("key", key)?;
-            }
-        }
-        let parked = self.store.park(&fence, step_id, wake_at, &on, self.now()).await?;
-        if parked {
-            session.let_go(&fence);
-            tracing::debug!(workflow_id = %fence.workflow_id, "parked");
-        }
-        Ok(parked)
     }
 
     /// Finishes a workflow, checkpointing `steps` (its last, whose records the worker held

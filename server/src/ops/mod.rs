@@ -8,22 +8,28 @@
 //! (`api/worker/route.rs`) lists the operations once; routing, metrics and spans come from that
 //! list. So a new operation is its wire message, this one file and one line of that list.
 //!
-//! Where the store still has a method of its own for an operation (recording a step and
-//! completing, which take the group-commit hot path; sends, receives, parking and remote steps),
-//! the file holds the request and calls the engine, which calls that method.
+//! Where the store still has a method of its own for an operation (sends, receives, parking
+//! and remote steps, each answered with statements of each backend's own; recording a step and
+//! completing, which take the group-commit hot path), the file calls that method in the
+//! transaction's place. Recording a step and completing go through the engine
+//! (`Engine::record_step`, `Engine::complete_workflow`), which the history cap, recovery and
+//! continue-as-new share.
 
 pub(crate) mod command;
 pub(crate) mod compose;
 
 pub(crate) mod await_child;
+pub(crate) mod call_step;
 mod complete_workflow;
 pub(crate) mod get_event;
-mod messages;
 mod park;
 mod record_step;
-mod remote_steps;
+pub(crate) mod recv;
+mod select;
+mod send_message;
 mod set_event;
 mod start_child;
+pub(crate) mod step_result;
 mod write_stream;
 
 #[cfg(test)]

@@ -1,4 +1,7 @@
-//! `Park`: release a waiting workflow from its worker until what it waits for happens.
+//! `Park`: a waiting workflow is released from its worker until what it waits for happens (a
+//! timer, a message, an event, a step or a workflow): the store keeps it DELAYED with its wake
+//! time, and whatever resolves the wait puts it back in its queue. A wait that has already
+//! resolved is not parked (the worker keeps the workflow and asks again).
 
 use std::sync::Arc;
 
@@ -6,7 +9,7 @@ use waymark_proto::v1::{self, reply};
 use waymark_store::ParkedOn;
 
 use super::command::{take_fence, About, Answer, Command};
-use crate::engine::{Engine, WorkerSession};
+use crate::engine::{validate, Engine, WorkerSession};
 
 impl Command for v1::Park {
     fn about(&self) -> About<'_> {
@@ -25,7 +28,22 @@ impl Command for v1::Park {
             Some(v1::park::On::AwaitedWorkflowId(id)) => ParkedOn::Workflow(id),
             Some(v1::park::On::Timer(_)) | None => ParkedOn::Timer,
         };
-        let parked = engine.park(session, fence, self.step_id, self.wake_at_ms, on).await?;
+        engine.worker_write(session, &fence, 0).await?;
+        match &on {
+            ParkedOn::Timer | ParkedOn::Step(_) => {}
+            ParkedOn::Workflow(id) => validate::name("awaited workflow_id", id)?,
+            ParkedOn::Message(topic) => validate::optional_name("topic", topic)?,
+            ParkedOn::Event { workflow_id, key } => {
+                validate::name("event workflow_id", workflow_id)?;
+                validate::name("key", key)?;
+            }
+        }
+        let (store, now) = (engine.store(), engine.now());
+        let parked = store.park(&fence, self.step_id, self.wake_at_ms, &on, now).await?;
+        if parked {
+            session.let_go(&fence);
+            tracing::debug!(workflow_id = %fence.workflow_id, "parked");
+        }
         Ok(reply::Result::Parked(v1::Parked { parked }))
     }
 }
