@@ -114,7 +114,7 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<v1::StartWorkflowResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         // The namespace's own rate of starts, before anything is read or written.
-        engine.quota.take_start(engine.namespace()).map_err(to_status)?;
+        engine.core.quota.take_start(engine.namespace()).map_err(to_status)?;
         let trace = crate::telemetry::context::for_work(IncomingTrace::of(&req));
         let started = engine
             .start_workflow_reporting(start_request(req.into_inner(), trace)?)
@@ -300,7 +300,7 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<v1::StartAndSendResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         // A start like any other against the namespace's rate of starts.
-        engine.quota.take_start(engine.namespace()).map_err(to_status)?;
+        engine.core.quota.take_start(engine.namespace()).map_err(to_status)?;
         let trace = crate::telemetry::context::for_work(IncomingTrace::of(&req));
         let r = req.into_inner();
         let start = r

@@ -48,7 +48,7 @@ fn registered_waits(engine: &Engine) -> (usize, usize, usize, usize) {
         engine.waits.workflows.len(),
         engine.waits.events.clients_waiting(),
         engine.waits.streams.len(),
-        engine.config.max_waits - engine.shared.waits.available_permits(),
+        engine.core.config.max_waits - engine.core.shared.waits.available_permits(),
     )
 }
 
@@ -124,7 +124,7 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
             })
         })
         .collect();
-    eventually("three waits", || engine.shared.waits.available_permits() == 0).await;
+    eventually("three waits", || engine.core.shared.waits.available_permits() == 0).await;
     let update = super::updates::UpdateRequest {
         workflow_id: "slow".into(),
         name: "add".into(),
@@ -142,7 +142,7 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
         assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "TOO_MANY_WAITS"));
     }
     // An update refused for want of a place sent nothing.
-    assert!(engine.store.list_messages("slow").await.unwrap().is_empty());
+    assert!(engine.core.store.list_messages("slow").await.unwrap().is_empty());
     // A read that answers at once is not a wait and still gets through.
     assert_eq!(engine.get_event("slow", "k", Duration::ZERO).await.unwrap(), None);
     for h in &holders {
@@ -200,7 +200,7 @@ async fn a_history_growing_past_its_cap_fails_the_workflow_at_the_write() {
     // The run is over on this stream: later writes are refused, not recorded.
     let e = engine.record_step(&session, fence.clone(), step(4)).await.unwrap_err();
     assert_eq!(e.reason, "STALE_EPOCH");
-    assert_eq!(engine.store.list_steps("grows").await.unwrap().len(), 3);
+    assert_eq!(engine.core.store.list_steps("grows").await.unwrap().len(), 3);
 }
 
 #[tokio::test]
@@ -224,7 +224,7 @@ async fn an_unread_inbox_is_bounded() {
         let e = engine.send_message(send(n)).await.unwrap_err();
         assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "INBOX_FULL"));
     }
-    assert_eq!(engine.store.list_messages("deaf").await.unwrap().len(), 5);
+    assert_eq!(engine.core.store.list_messages("deaf").await.unwrap().len(), 5);
 }
 
 #[tokio::test]

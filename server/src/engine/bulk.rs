@@ -112,8 +112,11 @@ impl Engine {
                 if served.is_some_and(|names| !names.contains(&w.workflow_name)) {
                     return Ok(Some("VERSION_NOT_SERVED"));
                 }
-                self.store.set_app_version(id, app_version, self.now()).await?;
-                self.work_enqueued();
+                self.core
+                    .store
+                    .set_app_version(id, app_version, self.core.now())
+                    .await?;
+                self.core.work_enqueued();
                 Ok(None)
             }
         }

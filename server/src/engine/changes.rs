@@ -9,7 +9,7 @@ use waymark_store::changes::Change;
 use super::Engine;
 
 pub async fn run(engine: Arc<Engine>) {
-    let mut changes = match engine.store.subscribe().await {
+    let mut changes = match engine.core.store.subscribe().await {
         Ok(Some(rx)) => rx,
         Ok(None) => return,
         Err(e) => {
@@ -17,7 +17,10 @@ pub async fn run(engine: Arc<Engine>) {
             return;
         }
     };
-    engine.changes_live.store(true, std::sync::atomic::Ordering::Relaxed);
+    engine
+        .core
+        .changes_live
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let mut shutdown = engine.shutdown_signal();
     loop {
         let change = tokio::select! {
@@ -27,7 +30,10 @@ pub async fn run(engine: Arc<Engine>) {
         match change {
             Some(change) => apply(&engine, change).await,
             None => {
-                engine.changes_live.store(false, std::sync::atomic::Ordering::Relaxed);
+                engine
+                    .core
+                    .changes_live
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
                 return;
             }
         }
@@ -39,19 +45,19 @@ async fn apply(engine: &Engine, change: Change) {
         // Either may also have put a parked workflow back in its queue.
         Change::Message { workflow_id, topic } => {
             engine.wake_receiver(&workflow_id, &topic).await;
-            engine.work_enqueued();
+            engine.core.work_enqueued();
         }
         Change::Event { workflow_id, key } => {
             engine.wake_event(&workflow_id, &key).await;
-            engine.work_enqueued();
+            engine.core.work_enqueued();
         }
         Change::Stream { workflow_id, key } => engine.waits.streams.wake(&workflow_id, Some(&key)),
         Change::Finished { workflow_id } => engine.announce_finished(&workflow_id, None),
         Change::StepDone { workflow_id, step_id } => engine.step_recorded(&workflow_id, step_id).await,
-        Change::Enqueued => engine.work_enqueued(),
+        Change::Enqueued => engine.core.work_enqueued(),
         Change::QueuesChanged => {
             engine.queues.refresh().await;
-            engine.work_enqueued();
+            engine.core.work_enqueued();
         }
     }
 }

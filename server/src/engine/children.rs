@@ -10,13 +10,13 @@ impl Engine {
     pub async fn cancel_tree(&self, workflow_id: &str, cascade: bool) -> EngineResult<WorkflowRecord> {
         let root = self.cancel_workflow(workflow_id).await?;
         if cascade {
-            let mut level = self.store.children(workflow_id).await?;
+            let mut level = self.core.store.children(workflow_id).await?;
             while !level.is_empty() {
                 let mut next = Vec::new();
                 for id in level {
                     let w = self.cancel_workflow(&id).await?;
                     if w.status == WorkflowStatus::Cancelled {
-                        next.extend(self.store.children(&id).await?);
+                        next.extend(self.core.store.children(&id).await?);
                     }
                 }
                 level = next;

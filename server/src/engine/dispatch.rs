@@ -41,9 +41,9 @@ pub async fn run(engine: Arc<Engine>) {
             continue;
         }
         // Failed remote steps come due at their retry time.
-        let mut wait = engine.poll_interval();
-        if let Some(at) = engine.dispatch.retry_times.next_after(engine.now()) {
-            wait = wait.min(std::time::Duration::from_millis((at - engine.now()).max(0) as u64));
+        let mut wait = engine.core.poll_interval();
+        if let Some(at) = engine.dispatch.retry_times.next_after(engine.core.now()) {
+            wait = wait.min(std::time::Duration::from_millis((at - engine.core.now()).max(0) as u64));
         }
         tokio::select! {
             _ = engine.dispatch.wanted.notified() => {}
@@ -62,8 +62,8 @@ pub async fn run(engine: Arc<Engine>) {
 /// One pass over the attached workers. Returns true when a worker's claim came back full, so
 /// there may be more to take at once.
 pub async fn dispatch_once(engine: &Engine) -> bool {
-    let now = engine.now();
-    let lease = Engine::ms(engine.config.worker_lease);
+    let now = engine.core.now();
+    let lease = Engine::ms(engine.core.config.worker_lease);
     let mut more = false;
     for session in engine.sessions.all() {
         // A worker that has gone quiet past its lease (stopped, hung) gets nothing new.
@@ -104,7 +104,7 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
         };
         let mut claimed = Vec::new();
         if wanted && !claim.queues.is_empty() {
-            match engine.store.claim_workflows(&claim, now).await {
+            match engine.core.store.claim_workflows(&claim, now).await {
                 Ok(c) => claimed = c,
                 Err(e) => {
                     session.want_claims();
@@ -119,7 +119,7 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             if claim.limit == 0 {
                 break;
             }
-            match engine.store.claim_limited(queue, &claim, now).await {
+            match engine.core.store.claim_limited(queue, &claim, now).await {
                 Ok(c) => claimed.extend(c),
                 Err(e) => {
                     session.doubt();
@@ -148,7 +148,7 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
             tracing::debug!(workflow_id = %w.workflow.workflow_id, epoch = w.workflow.epoch, worker_id = %r.worker_id, "dispatch");
             // If the stream is gone the workflow stays owned by this worker and is recovered
             // when its lease ends.
-            engine.counters.dispatched(&w.workflow);
+            engine.core.counters.dispatched(&w.workflow);
             session.send(ToWorker::Dispatch(Box::new(w))).await;
         }
     }
@@ -175,7 +175,7 @@ impl Engine {
     /// the worker keeps its credit.
     async fn history_too_large(&self, session: &super::WorkerSession, w: &waymark_store::ClaimedWorkflow) -> bool {
         let size = history_bytes(w);
-        let most = self.config.max_history_bytes;
+        let most = self.core.config.max_history_bytes;
         if size <= most {
             return false;
         }
@@ -192,8 +192,9 @@ impl Engine {
         };
         tracing::warn!(workflow_id = %fence.workflow_id, size, "history too large to dispatch; workflow failed");
         match self
+            .core
             .store
-            .complete_workflow(&fence, waymark_store::Outcome::Failure(failure), self.now())
+            .complete_workflow(&fence, waymark_store::Outcome::Failure(failure), self.core.now())
             .await
         {
             Ok(done) => self.finished_here(done.workflow),

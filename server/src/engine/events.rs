@@ -96,17 +96,17 @@ impl Engine {
         until_ended: bool,
     ) -> EngineResult<EventWait> {
         let give_up = tokio::time::Instant::now() + timeout;
-        let mut shutdown = self.shutdown_signal();
+        let mut shutdown = self.core.shutdown_signal();
         loop {
             let set = self.waits.events.add_client(workflow_id, key);
             let ended = until_ended.then(|| self.waits.workflows.wait(workflow_id.to_string()));
-            if let Some(v) = self.store.get_event(workflow_id, key).await? {
+            if let Some(v) = self.core.store.get_event(workflow_id, key).await? {
                 return Ok(EventWait::Set(v));
             }
             // (A workflow that does not exist was answered NOT_FOUND by the read above.)
             if until_ended && self.get_workflow(workflow_id).await?.status.is_terminal() {
                 // It may have set it just before it ended.
-                return Ok(match self.store.get_event(workflow_id, key).await? {
+                return Ok(match self.core.store.get_event(workflow_id, key).await? {
                     Some(v) => EventWait::Set(v),
                     None => EventWait::Ended,
                 });
@@ -115,11 +115,11 @@ impl Engine {
                 return Ok(EventWait::TimedOut);
             }
             if place.is_none() {
-                place = Some(self.begin_wait()?);
+                place = Some(self.core.begin_wait()?);
             }
             // Woken when the event is set (or the workflow ends) here; another replica's doing
             // is found by the poll.
-            let poll = tokio::time::Instant::now() + self.poll_interval().max(Duration::from_millis(200));
+            let poll = tokio::time::Instant::now() + self.core.poll_interval().max(Duration::from_millis(200));
             let ended = async move {
                 match ended {
                     Some(w) => w.await,
@@ -137,14 +137,14 @@ impl Engine {
 
     pub async fn list_events(&self, workflow_id: &str) -> EngineResult<Vec<EventRecord>> {
         validate::name("workflow_id", workflow_id)?;
-        Ok(self.store.list_events(workflow_id).await?)
+        Ok(self.core.store.list_events(workflow_id).await?)
     }
 
     pub(crate) async fn wake_event(&self, workflow_id: &str, key: &str) {
         let k = (workflow_id.to_string(), key.to_string());
         self.waits.events.clients.wake(&k, ());
         for _ in 0..self.waits.events.workflows.wake(&k).await {
-            self.counters.wakeup("event");
+            self.core.counters.wakeup("event");
         }
     }
 }

@@ -79,7 +79,7 @@ impl StoreHealth {
 impl Engine {
     /// Whether this replica can take work now; why not, for `/readyz`.
     pub fn readiness(&self) -> Result<(), String> {
-        if self.is_shutting_down() {
+        if self.core.is_shutting_down() {
             return Err("draining".into());
         }
         let behind = self.store_health.pending_migrations();
@@ -98,7 +98,8 @@ pub async fn run(engine: Arc<Engine>) {
     let mut shutdown = engine.shutdown_signal();
     let mut pings = 0u32;
     loop {
-        let mut ok = match tokio::time::timeout(engine.config.health_interval * 5, engine.store.ping()).await {
+        let mut ok = match tokio::time::timeout(engine.core.config.health_interval * 5, engine.core.store.ping()).await
+        {
             Ok(Ok(())) => true,
             Ok(Err(e)) => {
                 if engine.store_health.is_reachable() {
@@ -114,7 +115,7 @@ pub async fn run(engine: Arc<Engine>) {
             }
         };
         if ok && pings.is_multiple_of(SCHEMA_CHECK_EVERY) {
-            if let Ok(n) = engine.store.pending_migrations().await {
+            if let Ok(n) = engine.core.store.pending_migrations().await {
                 let was = engine.store_health.pending_migrations.swap(n, Ordering::Relaxed);
                 if n > 0 && was == 0 {
                     tracing::warn!(
@@ -129,9 +130,9 @@ pub async fn run(engine: Arc<Engine>) {
         if ok && !engine.store_health.is_reachable() {
             tracing::info!("database reachable again; health SERVING, recovery resumes after one lease");
         }
-        engine.store_health.observe(ok, engine.now());
+        engine.store_health.observe(ok, engine.core.now());
         tokio::select! {
-            _ = tokio::time::sleep(engine.config.health_interval) => {}
+            _ = tokio::time::sleep(engine.core.config.health_interval) => {}
             _ = shutdown.wait_for(|v| *v) => return,
         }
     }

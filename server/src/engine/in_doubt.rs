@@ -24,13 +24,18 @@ impl Engine {
             return false;
         }
         let sent = session.sent();
-        match self.store.release_unsent(&session.lease_id, &sent, self.now()).await {
+        match self
+            .core
+            .store
+            .release_unsent(&session.lease_id, &sent, self.core.now())
+            .await
+        {
             Ok(released) => {
                 session.settled();
                 if !released.requeued.is_empty() {
                     tracing::warn!(worker_id = %session.registration.worker_id, workflows = ?released.requeued,
                         "a write that failed had given these workflows to the worker all the same; back in their queue");
-                    self.work_enqueued();
+                    self.core.work_enqueued();
                 }
                 true
             }

@@ -12,10 +12,10 @@ impl Engine {
     /// everything recorded for it. Returns the ids deleted, the one asked for first.
     pub async fn delete_workflow(&self, workflow_id: &str, cascade: bool) -> EngineResult<Vec<String>> {
         validate::name("workflow_id", workflow_id)?;
-        let mut deleted = self.store.delete_workflow(workflow_id, cascade).await?;
+        let mut deleted = self.core.store.delete_workflow(workflow_id, cascade).await?;
         // The one asked for first, then the rest in a stable order.
         deleted.sort_by(|a, b| (a != workflow_id, a).cmp(&(b != workflow_id, b)));
-        self.counters.deleted("request", deleted.len());
+        self.core.counters.deleted("request", deleted.len());
         tracing::info!(workflow_id, cascade, deleted = deleted.len(), "deleted on request");
         Ok(deleted)
     }
@@ -35,9 +35,9 @@ impl Engine {
         if fork.new_workflow_id.is_empty() {
             fork.new_workflow_id = uuid::Uuid::now_v7().to_string();
         }
-        let w = self.store.fork_workflow(&fork, self.now()).await?;
+        let w = self.core.store.fork_workflow(&fork, self.core.now()).await?;
         tracing::info!(workflow_id = %w.workflow_id, source = %fork.source, from_step = ?fork.from_step, "forked");
-        self.work_enqueued();
+        self.core.work_enqueued();
         Ok(w)
     }
 }
@@ -66,9 +66,13 @@ impl Engine {
                 ));
             }
         }
-        let w = self.store.set_app_version(workflow_id, app_version, self.now()).await?;
+        let w = self
+            .core
+            .store
+            .set_app_version(workflow_id, app_version, self.core.now())
+            .await?;
         tracing::info!(workflow_id, app_version, "re-pinned");
-        self.work_enqueued();
+        self.core.work_enqueued();
         Ok(w)
     }
 

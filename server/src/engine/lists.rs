@@ -17,7 +17,7 @@ impl Engine {
     /// Payload bytes one page may carry: two payloads' worth, well inside what a response may
     /// be, so at worst a page holds one large item.
     pub(crate) fn page_budget(&self) -> usize {
-        2 * self.config.max_payload_bytes
+        2 * self.core.config.max_payload_bytes
     }
 
     pub async fn steps_page(&self, workflow_id: &str, req: &PageRequest) -> EngineResult<Page<StepRecord>> {

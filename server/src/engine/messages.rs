@@ -130,7 +130,7 @@ pub(crate) fn validate_message(
             super::updates::PREFIX
         )));
     }
-    validate::payload("message", message, engine.config.max_payload_bytes)
+    validate::payload("message", message, engine.core.config.max_payload_bytes)
 }
 
 impl Engine {
@@ -149,13 +149,17 @@ impl Engine {
             topic: req.topic,
             payload: req.message,
             idempotency_key: (!req.idempotency_key.is_empty()).then_some(req.idempotency_key),
-            max_unread: self.config.max_unread_messages,
+            max_unread: self.core.config.max_unread_messages,
         };
         let (to, topic) = (message.workflow_id.clone(), message.topic.clone());
         // A receive waiting here is completed in the send's own transaction, and its worker gets
         // the message with the wakeup: one commit and one push between a send and the receive.
         if let Some(waiter) = self.waits.recv.peek(&to, &topic) {
-            let (sent, delivered) = self.store.send_message_delivering(message, &waiter, self.now()).await?;
+            let (sent, delivered) = self
+                .core
+                .store
+                .send_message_delivering(message, &waiter, self.core.now())
+                .await?;
             match delivered {
                 Some(message) => {
                     if let Some((session, step_id)) = self.waits.recv.take(&to, &topic) {
@@ -166,27 +170,27 @@ impl Engine {
                             message,
                         };
                         session.send(delivery).await;
-                        self.counters.wakeup("message");
+                        self.core.counters.wakeup("message");
                     }
                 }
                 None => {
                     self.wake_receiver(&to, &topic).await;
                     // The receiver may have been parked: it is back in its queue now.
-                    self.work_enqueued();
+                    self.core.work_enqueued();
                 }
             }
             return Ok(sent);
         }
-        let sent = self.store.send_message(message, self.now()).await?;
+        let sent = self.core.store.send_message(message, self.core.now()).await?;
         self.wake_receiver(&to, &topic).await;
         // The receiver may have been parked: it is back in its queue now.
-        self.work_enqueued();
+        self.core.work_enqueued();
         Ok(sent)
     }
 
     pub async fn list_messages(&self, workflow_id: &str) -> EngineResult<Vec<MessageRecord>> {
         validate::name("workflow_id", workflow_id)?;
-        Ok(self.store.list_messages(workflow_id).await?)
+        Ok(self.core.store.list_messages(workflow_id).await?)
     }
 
     pub(crate) async fn wake_receiver(&self, workflow_id: &str, topic: &str) {
@@ -197,7 +201,7 @@ impl Engine {
                     step_id,
                 })
                 .await;
-            self.counters.wakeup("message");
+            self.core.counters.wakeup("message");
         }
     }
 }

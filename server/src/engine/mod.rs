@@ -23,6 +23,7 @@ pub mod changes;
 pub mod children;
 pub mod clock;
 pub mod config;
+pub mod core;
 pub mod dispatch;
 pub mod dispatch_rate;
 pub mod error;
@@ -55,65 +56,39 @@ pub mod worker_list;
 pub mod workflow_list;
 pub mod workflows;
 
+pub use self::core::Core;
+pub(crate) use self::core::WorkSignal;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::EngineConfig;
 pub use error::{EngineError, EngineResult, ErrorCode};
 pub use sessions::{Registration, ToWorker, WorkerSession};
 pub use worker::Held;
 
-/// What tells the workers attached here and the dispatcher that there is work: the one thing
-/// every service that starts or wakes workflows needs of them.
-#[derive(Clone)]
-pub(crate) struct WorkSignal {
-    sessions: Arc<sessions::Sessions>,
-    dispatch: Arc<dispatch::Signals>,
-}
-
-impl WorkSignal {
-    /// Something may have been enqueued: every worker attached here claims at its next
-    /// chance, and the dispatcher looks. Call after the write committed.
-    pub(crate) fn notify(&self) {
-        self.sessions.want_claims_everywhere();
-        self.dispatch.wanted.notify_one();
-    }
-}
-
 /// A finished workflow's record handed to its awaiters when the waker has it; `None` means
 /// "look it up".
 pub type Finished = Option<Arc<waymark_store::WorkflowRecord>>;
 
+/// One namespace's engine: the shared [`Core`] and the services over it. A service owns its
+/// state and is reached through its accessor (`engine.queues()`, `engine.schedules()`); what is
+/// still Engine methods is the workflows' own lifecycle, the worker streams and dispatch.
 pub struct Engine {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) config: EngineConfig,
+    /// What every service shares (see `core.rs`).
+    pub(crate) core: Arc<Core>,
     pub(crate) sessions: Arc<sessions::Sessions>,
     /// What tells the dispatcher there is work (see `dispatch.rs`).
     pub(crate) dispatch: Arc<dispatch::Signals>,
     /// Everything waiting on this replica (see `waits/`).
     pub(crate) waits: waits::Waits,
-    /// Workflow names and queues known here (see `catalog.rs`).
+    /// Workflow names known here (see `catalog.rs`).
     pub(crate) catalog: catalog::Catalog,
-    /// Other replicas' changes arrive as announcements (PostgreSQL NOTIFY, or a single-process
-    /// store where there are no other replicas): polling is then only a slow safety net.
-    pub(crate) changes_live: AtomicBool,
     /// Whether the database answers; health checks and recovery follow it.
     pub(crate) store_health: health::StoreHealth,
-    /// Flips to true once when the replica starts draining (what `is_shutting_down` reads).
-    pub(crate) shutdown: watch::Sender<bool>,
     /// The last queue depth read for the metrics (see `observe.rs`).
     pub(crate) queue_counts: observe::QueueCountsCache,
-    /// What it counts for the metrics as things happen (see `observe.rs`).
-    pub(crate) counters: Arc<observe::Counters>,
     /// The queues service (see `queues.rs`).
     pub(crate) queues: Arc<queues::Queues>,
     /// The schedules service (see `schedules/`).
     pub(crate) schedules: schedules::Schedules,
-    /// Tells the workers attached here and the dispatcher that there is work.
-    pub(crate) work: WorkSignal,
-    /// The replica's caps, shared with every other namespace's engine (see `quota.rs`).
-    pub(crate) shared: Arc<quota::Shared>,
-    /// This namespace's own limits and what it holds against them.
-    pub(crate) quota: quota::Quota,
 }
 
 impl Engine {
@@ -130,41 +105,33 @@ impl Engine {
         config: EngineConfig,
         shared: Arc<quota::Shared>,
     ) -> Arc<Engine> {
-        let counters = Arc::new(observe::Counters::new(config.namespace.clone(), clock.clone()));
-        let queues = Arc::new(queues::Queues::new(store.clone(), clock.clone(), counters.clone()));
         let sessions: Arc<sessions::Sessions> = Default::default();
         let dispatch: Arc<dispatch::Signals> = Default::default();
-        let work = WorkSignal {
-            sessions: sessions.clone(),
-            dispatch: dispatch.clone(),
-        };
-        let shutdown = watch::channel(false).0;
-        let schedules = schedules::Schedules::new(
-            store.clone(),
-            clock.clone(),
-            queues.clone(),
-            config.max_payload_bytes,
-            work.clone(),
-            shutdown.subscribe(),
-        );
-        Arc::new(Engine {
+        let core = Arc::new(Core {
+            counters: observe::Counters::new(config.namespace.clone(), clock.clone()),
             store,
             clock,
+            config,
+            work: WorkSignal {
+                sessions: sessions.clone(),
+                dispatch: dispatch.clone(),
+            },
+            shutdown: watch::channel(false).0,
+            changes_live: AtomicBool::new(false),
+            shared,
+            quota: Default::default(),
+        });
+        let queues = Arc::new(queues::Queues::new(core.clone()));
+        Arc::new(Engine {
+            schedules: schedules::Schedules::new(core.clone(), queues.clone()),
+            queues,
+            core,
             sessions,
             dispatch,
             waits: Default::default(),
-            shared,
-            quota: Default::default(),
             catalog: Default::default(),
-            changes_live: AtomicBool::new(false),
             store_health: Default::default(),
-            shutdown,
             queue_counts: Default::default(),
-            counters,
-            queues,
-            schedules,
-            work,
-            config,
         })
     }
 
@@ -184,16 +151,16 @@ impl Engine {
     }
 
     pub fn config(&self) -> &EngineConfig {
-        &self.config
+        &self.core.config
     }
 
     /// The store this engine writes through (the operations compose their transactions on it).
     pub(crate) fn store(&self) -> &dyn Store {
-        &*self.store
+        &*self.core.store
     }
 
     pub fn backend(&self) -> &'static str {
-        self.store.backend()
+        self.core.store.backend()
     }
 
     /// Starts the dispatcher, the recovery loop and the scheduler.
@@ -210,12 +177,12 @@ impl Engine {
     }
 
     pub fn is_shutting_down(&self) -> bool {
-        *self.shutdown.borrow()
+        self.core.is_shutting_down()
     }
 
     /// Stops dispatching and tells every worker to drain. In-flight requests still complete.
     pub async fn begin_shutdown(&self) {
-        self.shutdown.send_replace(true);
+        self.core.shutdown.send_replace(true);
         self.dispatch.wanted.notify_one();
         for s in self.sessions.all() {
             s.send(ToWorker::Drain).await;
@@ -224,14 +191,12 @@ impl Engine {
 
     /// Resolves (via `wait_for(|v| *v)`) once the replica starts draining.
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
-        self.shutdown.subscribe()
+        self.core.shutdown_signal()
     }
 
-    /// Something may have been enqueued (a start, a resume, a recovery, a parked workflow
-    /// woken, a remote step attempt due): every worker attached here claims at its next chance.
-    /// Call after the write committed.
+    /// Something may have been enqueued: see [`Core::work_enqueued`].
     pub(crate) fn work_enqueued(&self) {
-        self.work.notify();
+        self.core.work_enqueued();
     }
 
     /// A workflow reached a terminal status through this replica: wake whoever waits on it
@@ -239,7 +204,7 @@ impl Engine {
     /// A workflow this replica just finished (completed, failed, cancelled, timed out): counted
     /// in the metrics, then announced.
     pub(crate) fn finished_here(&self, w: waymark_store::WorkflowRecord) {
-        self.counters.finished(&w);
+        self.core.counters.finished(&w);
         let id = w.workflow_id.clone();
         self.announce_finished(&id, Some(Arc::new(w)));
     }
@@ -248,7 +213,7 @@ impl Engine {
         // A workflow parked awaiting this one is back in its queue. With announcements live the
         // store announces that wake itself (only when there was one to wake), so an ordinary
         // completion costs no claim; a limited queue may have room again either way.
-        if self.changes_live.load(Ordering::Relaxed) {
+        if self.core.changes_live.load(Ordering::Relaxed) {
             self.dispatch.wanted.notify_one();
         } else {
             self.work_enqueued();
@@ -257,7 +222,7 @@ impl Engine {
         self.waits.streams.wake(workflow_id, None);
         let wakeups = self.waits.children.take(&workflow_id.to_string());
         for _ in &wakeups {
-            self.counters.wakeup("child");
+            self.core.counters.wakeup("child");
         }
         // Waking sends on worker streams, which may wait; do it off the caller's path.
         if !wakeups.is_empty() {
@@ -269,24 +234,9 @@ impl Engine {
         }
     }
 
-    /// How often to look for what other replicas did: the configured interval, or ten times it
-    /// (at least 5 s) while their changes are announced.
-    pub(crate) fn poll_interval(&self) -> std::time::Duration {
-        let base = self.config.dispatch_poll_interval;
-        if self.changes_live.load(Ordering::Relaxed) {
-            (base * 10).max(std::time::Duration::from_secs(5))
-        } else {
-            base
-        }
-    }
-
     /// The engine's clock, for replies that tell a worker the server's time.
     pub fn now_ms(&self) -> waymark_store::Millis {
-        self.clock.now()
-    }
-
-    pub(crate) fn now(&self) -> waymark_store::Millis {
-        self.clock.now()
+        self.core.now()
     }
 
     pub(crate) fn ms(d: std::time::Duration) -> waymark_store::Millis {

@@ -177,23 +177,23 @@ impl Counters {
 impl Engine {
     /// This engine's namespace, as its metrics and spans name it.
     pub fn namespace(&self) -> &str {
-        &self.config.namespace
+        &self.core.config.namespace
     }
 
     /// Workflows this replica dispatched from `queue` in each of the last 15 minutes.
     pub fn dispatched_per_minute(&self, queue: &str) -> Vec<u32> {
-        self.counters.dispatched_per_minute(queue)
+        self.core.counters.dispatched_per_minute(queue)
     }
 
     /// What each queue holds, read again when the last read is older than `max_age`.
     pub async fn queue_counts(&self, max_age: Duration) -> Vec<QueueCounts> {
-        let now = self.now();
+        let now = self.core.now();
         if let Some((at, counts)) = &*self.queue_counts.0.lock().unwrap() {
             if now - at < max_age.as_millis() as Millis {
                 return counts.clone();
             }
         }
-        match self.store.queue_counts(None).await {
+        match self.core.store.queue_counts(None).await {
             Ok(counts) => {
                 *self.queue_counts.0.lock().unwrap() = Some((now, counts.clone()));
                 counts
@@ -226,9 +226,9 @@ impl Engine {
         m.worker_credits.get_or_create(&kind("workflow")).set(credits);
         m.worker_credits.get_or_create(&kind("step")).set(step_credits);
         m.in_flight.get_or_create(&kind("workflow")).set(held);
-        let taken = self.quota.waits.load(std::sync::atomic::Ordering::SeqCst);
+        let taken = self.core.quota.waits.load(std::sync::atomic::Ordering::SeqCst);
         m.waits.get_or_create(&metrics::ns(&ns)).set(taken as i64);
-        let c = self.store.connections();
+        let c = self.core.store.connections();
         for (state, n) in [("idle", c.idle), ("in_use", c.open.saturating_sub(c.idle))] {
             m.store_connections
                 .get_or_create(&metrics::StoreLabels {
@@ -243,7 +243,7 @@ impl Engine {
         if !self.store_health.is_reachable() {
             return;
         }
-        let now = self.now();
+        let now = self.core.now();
         for q in self.queue_counts(QUEUE_COUNTS_MAX_AGE).await {
             // Queues past the label cap share `other`: their depths add up, the oldest age is
             // the oldest of them (the levels were cleared before this scrape).

@@ -7,9 +7,9 @@ use std::{
     sync::{Arc, RwLock},
 };
 
-use waymark_store::{QueueLimits, QueueRecord, QueueUpdate, RateLimit, Store, DEFAULT_QUEUE};
+use waymark_store::{QueueLimits, QueueRecord, QueueUpdate, RateLimit, DEFAULT_QUEUE};
 
-use super::{observe::Counters, validate, Clock, EngineError, EngineResult, ErrorCode};
+use super::{validate, Core, EngineError, EngineResult, ErrorCode};
 
 /// Longest rate-limit window: a day.
 const MAX_RATE_PERIOD_MS: i64 = 24 * 3600 * 1000;
@@ -50,21 +50,16 @@ pub(crate) fn queue_not_found(name: &str) -> EngineError {
 
 /// Queues: the operators' calls, and the limits every start and claim consults.
 pub struct Queues {
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    /// A deleted queue's dispatch rate is forgotten with it.
-    counters: Arc<Counters>,
+    core: Arc<Core>,
     /// Queues known to exist, with their limits as last read: which queues this replica claims
     /// one at a time under their lock, and which it may dispatch directly (see [`Queues::check`]).
     known: RwLock<HashMap<String, QueueLimits>>,
 }
 
 impl Queues {
-    pub(crate) fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, counters: Arc<Counters>) -> Queues {
+    pub(crate) fn new(core: Arc<Core>) -> Queues {
         Queues {
-            store,
-            clock,
-            counters,
+            core,
             known: Default::default(),
         }
     }
@@ -72,7 +67,7 @@ impl Queues {
     pub async fn create(&self, name: &str, limits: QueueLimits) -> EngineResult<QueueRecord> {
         validate::name("queue name", name)?;
         validate_limits(&limits)?;
-        let q = self.store.create_queue(name, &limits, self.clock.now()).await?;
+        let q = self.core.store.create_queue(name, &limits, self.core.now()).await?;
         self.remember(&q);
         Ok(q)
     }
@@ -87,23 +82,27 @@ impl Queues {
             limit(field, v.flatten())?;
         }
         rate(update.rate_limit.flatten())?;
-        let q = self.store.update_queue(name, &update, self.clock.now()).await?;
+        let q = self.core.store.update_queue(name, &update, self.core.now()).await?;
         self.remember(&q);
         Ok(q)
     }
 
     pub async fn get(&self, name: &str) -> EngineResult<QueueRecord> {
         validate::name("queue name", name)?;
-        self.store.get_queue(name).await?.ok_or_else(|| queue_not_found(name))
+        self.core
+            .store
+            .get_queue(name)
+            .await?
+            .ok_or_else(|| queue_not_found(name))
     }
 
     /// What queues hold now (only `queue`'s when given), read from the database.
     pub async fn counts_now(&self, queue: Option<&str>) -> EngineResult<Vec<waymark_store::QueueCounts>> {
-        Ok(self.store.queue_counts(queue).await?)
+        Ok(self.core.store.queue_counts(queue).await?)
     }
 
     pub async fn list(&self) -> EngineResult<Vec<QueueRecord>> {
-        Ok(self.store.list_queues().await?)
+        Ok(self.core.store.list_queues().await?)
     }
 
     pub async fn delete(&self, name: &str) -> EngineResult<()> {
@@ -116,8 +115,9 @@ impl Queues {
             ));
         }
         self.known.write().unwrap().remove(name);
-        self.counters.forget_queue(name);
-        if self.store.delete_queue(name).await? {
+        // A deleted queue's dispatch rate is forgotten with it.
+        self.core.counters.forget_queue(name);
+        if self.core.store.delete_queue(name).await? {
             Ok(())
         } else {
             Err(queue_not_found(name))
@@ -134,7 +134,7 @@ impl Queues {
         if let Some(limits) = self.known.read().unwrap().get(name) {
             return Ok(limits.clone());
         }
-        match self.store.get_queue(name).await? {
+        match self.core.store.get_queue(name).await? {
             Some(q) => {
                 self.remember(&q);
                 Ok(q.limits)
@@ -149,7 +149,7 @@ impl Queues {
 
     /// Re-reads every queue: after another replica announced a change, and now and then.
     pub(crate) async fn refresh(&self) {
-        match self.store.list_queues().await {
+        match self.core.store.list_queues().await {
             Ok(queues) => {
                 *self.known.write().unwrap() = queues.into_iter().map(|q| (q.name, q.limits)).collect();
             }

@@ -11,7 +11,7 @@ pub async fn run(engine: Arc<Engine>) {
     let mut shutdown = engine.shutdown_signal();
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(engine.config.recovery_interval) => {}
+            _ = tokio::time::sleep(engine.core.config.recovery_interval) => {}
             _ = shutdown.wait_for(|v| *v) => return,
         }
         if engine.is_shutting_down() {
@@ -23,8 +23,8 @@ pub async fn run(engine: Arc<Engine>) {
         engine.expire_steps().await;
         ticks += 1;
         if ticks.is_multiple_of(60) {
-            let horizon = engine.now() - 24 * 3600 * 1000;
-            if let Err(e) = engine.store.prune_sessions(horizon).await {
+            let horizon = engine.core.now() - 24 * 3600 * 1000;
+            if let Err(e) = engine.core.store.prune_sessions(horizon).await {
                 tracing::warn!(error = %e, "pruning workers failed");
             }
         }
@@ -33,11 +33,11 @@ pub async fn run(engine: Arc<Engine>) {
 
 /// Puts parked workflows whose wake time came back in their queue.
 pub async fn wake_parked_once(engine: &Engine) {
-    match engine.store.wake_due(engine.now()).await {
+    match engine.core.store.wake_due(engine.core.now()).await {
         Ok(0) => {}
         Ok(n) => {
             tracing::debug!(count = n, "parked workflows due");
-            engine.work_enqueued();
+            engine.core.work_enqueued();
         }
         Err(e) => tracing::warn!(error = %e, "waking parked workflows failed"),
     }
@@ -45,7 +45,7 @@ pub async fn wake_parked_once(engine: &Engine) {
 
 /// Cancels the workflows whose deadline passed, and tells their workers.
 pub async fn expire_once(engine: &Engine) {
-    match engine.store.cancel_expired(engine.now()).await {
+    match engine.core.store.cancel_expired(engine.core.now()).await {
         Ok(expired) => {
             for w in expired {
                 tracing::info!(workflow_id = %w.workflow_id, "deadline passed; workflow cancelled");
@@ -64,23 +64,24 @@ pub async fn expire_once(engine: &Engine) {
 pub async fn recover_once(engine: &Engine) {
     // Right after a database outage every lease looks expired, live workers' too: wait until
     // they have had a lease's time to renew (see `health.rs`).
-    let lease = Engine::ms(engine.config.worker_lease);
-    if !engine.store_health.leases_trustworthy(engine.now(), lease) {
+    let lease = Engine::ms(engine.core.config.worker_lease);
+    if !engine.store_health.leases_trustworthy(engine.core.now(), lease) {
         return;
     }
     match engine
+        .core
         .store
-        .recover_expired(engine.config.max_recovery_attempts, engine.now())
+        .recover_expired(engine.core.config.max_recovery_attempts, engine.core.now())
         .await
     {
         Ok(r) => {
-            engine.counters.recovered(r.requeued.len(), r.dead_lettered.len());
+            engine.core.counters.recovered(r.requeued.len(), r.dead_lettered.len());
             if !r.requeued.is_empty() {
                 tracing::info!(
                     count = r.requeued.len(),
                     "recovered workflows from workers whose lease ended"
                 );
-                engine.work_enqueued();
+                engine.core.work_enqueued();
             }
             for id in &r.dead_lettered {
                 tracing::warn!(workflow_id = %id, "workflow exceeded its recovery attempts; dead-lettered");

@@ -36,16 +36,16 @@ impl Engine {
     /// A failed remote step attempt is due again at `at`: the dispatcher wakes for it.
     pub(crate) fn retry_at(&self, at: Millis) {
         self.dispatch.retry_times.add(at);
-        self.work_enqueued();
+        self.core.work_enqueued();
     }
 
     /// A step was recorded (here or on another replica): wake whoever waits on it here. Its
     /// caller may also have been parked on it, and is back in its queue.
     pub(crate) async fn step_recorded(&self, workflow_id: &str, step_id: u32) {
         if self.waits.steps.wake(&(workflow_id.to_string(), step_id)).await > 0 {
-            self.counters.wakeup("step");
+            self.core.counters.wakeup("step");
         }
-        self.work_enqueued();
+        self.core.work_enqueued();
     }
 
     /// Claims due attempts for one worker stream that runs remote steps and sends them.
@@ -68,7 +68,7 @@ impl Engine {
             step_names: names.clone(),
             limit,
         };
-        let claimed = match self.store.claim_step_tasks(&claim, now).await {
+        let claimed = match self.core.store.claim_step_tasks(&claim, now).await {
             Ok(c) => c,
             Err(e) => {
                 session.grant_steps(limit);
@@ -91,7 +91,7 @@ impl Engine {
     /// Fails attempts past their timeout or whose worker is gone; wakes the callers whose
     /// result that recorded.
     pub(crate) async fn expire_steps(&self) {
-        match self.store.expire_step_tasks(self.now()).await {
+        match self.core.store.expire_step_tasks(self.core.now()).await {
             Ok(expired) => {
                 for at in expired.retrying {
                     self.dispatch.retry_times.add(at);

@@ -146,7 +146,7 @@ pub fn parse_rule(text: &str) -> Result<RetentionRule, String> {
 
 /// The collector: one batch a turn, paced by [`Pace`], until the server stops.
 pub async fn run(engine: Arc<Engine>) {
-    let policy = engine.config.retention.clone();
+    let policy = engine.core.config.retention.clone();
     if !policy.is_on() {
         return;
     }
@@ -161,7 +161,7 @@ pub async fn run(engine: Arc<Engine>) {
             let collected = engine.collect_once(&policy, pace.batch()).await;
             pause = pace.pause(collected, started.elapsed());
             if collected > 0 {
-                engine.counters.deleted("retention", collected);
+                engine.core.counters.deleted("retention", collected);
                 unlogged += collected;
             }
         }
@@ -218,7 +218,7 @@ impl Engine {
     pub(crate) async fn collect_once(&self, policy: &Retention, budget: usize) -> usize {
         let mut budget = budget;
         let mut collected = 0;
-        for pass in policy.passes(self.namespace(), self.now()) {
+        for pass in policy.passes(self.namespace(), self.core.now()) {
             while budget > 0 {
                 let limit = budget.min(BATCH as usize) as u32;
                 let batch = Collect {
@@ -227,7 +227,7 @@ impl Engine {
                     finished_before: pass.finished_before,
                     limit,
                 };
-                match self.store.collect_finished(&batch).await {
+                match self.core.store.collect_finished(&batch).await {
                     Ok(Some(ids)) => {
                         budget -= ids.len().min(budget);
                         collected += ids.len();

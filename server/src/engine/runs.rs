@@ -17,7 +17,7 @@ impl Engine {
         steps: Vec<NewStep>,
         input: String,
     ) -> EngineResult<Option<ContinuedAsNew>> {
-        if let Err(e) = validate::payload("the next run's input", &input, self.config.max_payload_bytes) {
+        if let Err(e) = validate::payload("the next run's input", &input, self.core.config.max_payload_bytes) {
             let failure = waymark_store::Failure {
                 kind: e.reason.to_string(),
                 message: e.message,
@@ -32,25 +32,25 @@ impl Engine {
             input.len() + steps.iter().map(Self::step_bytes).sum::<usize>(),
         )
         .await?;
-        validate::held_steps(&steps, self.config.max_payload_bytes)?;
+        validate::held_steps(&steps, self.core.config.max_payload_bytes)?;
         let steps_sent = steps.len();
         for step in steps {
-            if let Err(e) = self.store.record_step(&fence, step, self.now()).await {
+            if let Err(e) = self.core.store.record_step(&fence, step, self.core.now()).await {
                 return Err(self.refused_step(session, &fence, e).await);
             }
         }
-        let done = match self.store.continue_as_new(&fence, &input, self.now()).await {
+        let done = match self.core.store.continue_as_new(&fence, &input, self.core.now()).await {
             Ok(done) => done,
             Err(e) => return Err(self.refused_ending(session, &fence, e).await),
         };
         session.let_go(&fence);
         if !done.adopted {
-            self.counters.steps(steps_sent);
-            self.counters.continued(&done.workflow);
+            self.core.counters.steps(steps_sent);
+            self.core.counters.continued(&done.workflow);
             tracing::info!(workflow_id = %fence.workflow_id, ended_run = %done.ended_run, run = done.workflow.run,
                 "continued as new");
         }
-        self.work_enqueued();
+        self.core.work_enqueued();
         Ok(Some(done))
     }
 }

@@ -37,15 +37,15 @@ impl Engine {
             topic: message.topic,
             payload: message.message,
             idempotency_key: (!message.idempotency_key.is_empty()).then_some(message.idempotency_key),
-            max_unread: self.config.max_unread_messages,
+            max_unread: self.core.config.max_unread_messages,
         };
-        let (started, sent) = self.store.start_and_send(new, m, self.now()).await?;
-        self.counters.start(&started, name_registered);
+        let (started, sent) = self.core.store.start_and_send(new, m, self.core.now()).await?;
+        self.core.counters.start(&started, name_registered);
         if !sent.duplicate {
             self.wake_receiver(&started.workflow.workflow_id, &topic).await;
         }
         // The new workflow, or a receiver the message took off its park, is in its queue.
-        self.work_enqueued();
+        self.core.work_enqueued();
         Ok((started, name_registered, sent))
     }
 }

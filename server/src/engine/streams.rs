@@ -53,13 +53,13 @@ impl Engine {
     /// A workflow's streams, by key (at most [`MAX_LISTED`]).
     pub async fn list_streams(&self, workflow_id: &str) -> EngineResult<Vec<waymark_store::StreamSummary>> {
         validate::name("workflow_id", workflow_id)?;
-        Ok(self.store.list_streams(workflow_id, MAX_LISTED).await?)
+        Ok(self.core.store.list_streams(workflow_id, MAX_LISTED).await?)
     }
 
     pub async fn open_stream_reader(&self, workflow_id: &str, key: &str) -> EngineResult<super::waits::WaitPermit> {
         validate::name("key", key)?;
         self.get_workflow(workflow_id).await?;
-        self.begin_wait()
+        self.core.begin_wait()
     }
 
     /// The next entries of a stream from `from`, waiting until there are some, the stream is
@@ -67,10 +67,10 @@ impl Engine {
     pub async fn next_stream_entries(&self, workflow_id: &str, key: &str, from: u64) -> EngineResult<StreamNext> {
         validate::name("workflow_id", workflow_id)?;
         validate::name("key", key)?;
-        let mut shutdown = self.shutdown_signal();
+        let mut shutdown = self.core.shutdown_signal();
         loop {
             let woken = self.waits.streams.add(workflow_id, key);
-            let entries = self.store.read_stream(workflow_id, key, from, READ_BATCH).await?;
+            let entries = self.core.store.read_stream(workflow_id, key, from, READ_BATCH).await?;
             if entries.first().is_some_and(|e| e.closed) {
                 return Ok(StreamNext::End);
             }
@@ -79,14 +79,14 @@ impl Engine {
             }
             if self.get_workflow(workflow_id).await?.status.is_terminal() {
                 // Anything written before the finish is visible now: read once more.
-                let last = self.store.read_stream(workflow_id, key, from, READ_BATCH).await?;
+                let last = self.core.store.read_stream(workflow_id, key, from, READ_BATCH).await?;
                 return Ok(if last.is_empty() || last[0].closed {
                     StreamNext::End
                 } else {
                     StreamNext::Entries(last)
                 });
             }
-            let poll = tokio::time::sleep(self.poll_interval().max(Duration::from_millis(200)));
+            let poll = tokio::time::sleep(self.core.poll_interval().max(Duration::from_millis(200)));
             tokio::select! {
                 _ = woken => {}
                 _ = poll => {}

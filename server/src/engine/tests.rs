@@ -383,7 +383,7 @@ async fn workflows_a_failed_claim_gave_a_worker_unsent_are_dispatched_anew() {
         queues: session.registration.queues.clone(),
         limit: 5,
     };
-    let taken = engine.store.claim_workflows(&claim, clock.now()).await.unwrap();
+    let taken = engine.core.store.claim_workflows(&claim, clock.now()).await.unwrap();
     assert_eq!(taken.len(), 1);
     // Without the doubt it stays stuck: nothing to claim, nothing recovered.
     session.want_claims();

@@ -53,7 +53,7 @@ impl Engine {
             )));
         }
         validate::optional_name("update_id", &req.update_id)?;
-        validate::payload("args", &req.args, self.config.max_payload_bytes)?;
+        validate::payload("args", &req.args, self.core.config.max_payload_bytes)?;
         let timeout = req.timeout.unwrap_or(DEFAULT_WAIT);
         if timeout.is_zero() || timeout > MAX_CLIENT_WAIT {
             return Err(EngineError::invalid(
@@ -67,12 +67,12 @@ impl Engine {
         };
         let key = answer_key(&update_id);
         // A repeated call, once the workflow answered (it may have ended since).
-        if let Some(answer) = self.store.get_event(&req.workflow_id, &key).await? {
+        if let Some(answer) = self.core.store.get_event(&req.workflow_id, &key).await? {
             return answered(update_id, &answer);
         }
         // The place among the server's waits is taken before anything is written: an update
         // refused for want of one has sent nothing.
-        let place = self.begin_wait()?;
+        let place = self.core.begin_wait()?;
         let message = format!(
             r#"{{"update_id":{},"args":{}}}"#,
             serde_json::Value::String(update_id.clone()),

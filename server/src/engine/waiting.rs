@@ -81,7 +81,12 @@ impl Engine {
     }
 
     async fn remote_step(&self, workflow_id: &str, step_id: u32) -> EngineResult<Wait> {
-        let (step_name, attempt) = self.store.step_call(workflow_id, step_id).await?.unwrap_or_default();
+        let (step_name, attempt) = self
+            .core
+            .store
+            .step_call(workflow_id, step_id)
+            .await?
+            .unwrap_or_default();
         Ok(Wait::RemoteStep {
             step_id,
             step_name,

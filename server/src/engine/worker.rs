@@ -42,7 +42,7 @@ impl Engine {
         mut registration: Registration,
         outbound: mpsc::Sender<ToWorker>,
     ) -> EngineResult<Arc<WorkerSession>> {
-        if self.is_shutting_down() {
+        if self.core.is_shutting_down() {
             return Err(EngineError::shutting_down());
         }
         validate::name("worker_id", &registration.worker_id)?;
@@ -60,12 +60,12 @@ impl Engine {
             }
         }
         // A place under the namespace's limit and the replica's cap, held while attached.
-        let place = self.quota.stream_place(&self.shared, self.namespace())?;
+        let place = self.core.quota.stream_place(&self.core.shared, self.namespace())?;
         // A worker id belongs to one live stream. A stream that has spoken within two heartbeat
         // intervals is live: a second hello with its id (another process, or an impostor) is
         // refused rather than handed its workflows. One that has gone quiet is presumed dead (a
         // reconnect after a network break the server had not noticed yet) and is replaced.
-        let live_after = self.now() - 2 * Self::ms(self.config.heartbeat_interval);
+        let live_after = self.core.now() - 2 * Self::ms(self.core.config.heartbeat_interval);
         for old in self.sessions.by_worker(&registration.worker_id) {
             // Another key never takes a worker id over, live or quiet: the id's workflows and
             // their histories would go to whoever guessed it.
@@ -88,10 +88,11 @@ impl Engine {
         if registration.queues.is_empty() {
             registration.queues.push(DEFAULT_QUEUE.to_string());
         }
-        let now = self.now();
+        let now = self.core.now();
         let lease_id = uuid::Uuid::new_v4().to_string();
-        let until = now + Self::ms(self.config.worker_lease);
+        let until = now + Self::ms(self.core.config.worker_lease);
         let held = self
+            .core
             .store
             .hold_worker_id(
                 &lease_id,
@@ -106,16 +107,19 @@ impl Engine {
             return Err(worker_id_in_use(&registration.worker_id));
         }
         let declared = super::worker_list::Declared::of(&registration, now);
-        self.store.describe_session(&lease_id, &declared.json()).await?;
-        self.store
+        self.core.store.describe_session(&lease_id, &declared.json()).await?;
+        self.core
+            .store
             .register_workflow_names(&registration.workflow_names, now)
             .await?;
-        self.store.ensure_queues(&registration.queues, now).await?;
+        self.core.store.ensure_queues(&registration.queues, now).await?;
         let released = self
+            .core
             .store
-            .release_worker(&registration.worker_id, self.config.max_recovery_attempts, now)
+            .release_worker(&registration.worker_id, self.core.config.max_recovery_attempts, now)
             .await?;
-        self.counters
+        self.core
+            .counters
             .recovered(released.requeued.len(), released.dead_lettered.len());
         if !released.requeued.is_empty() || !released.dead_lettered.is_empty() {
             tracing::info!(worker_id = %registration.worker_id, requeued = released.requeued.len(),
@@ -125,7 +129,7 @@ impl Engine {
         self.sessions.hold(session.session_id, place);
         tracing::info!(worker_id = %session.registration.worker_id, session = session.session_id,
             app_version = %session.registration.app_version, workflows = ?session.registration.workflow_names, "worker attached");
-        self.work_enqueued();
+        self.core.work_enqueued();
         Ok(session)
     }
 
@@ -135,9 +139,10 @@ impl Engine {
         self.sessions.detach(session.session_id);
         let worker_id = &session.registration.worker_id;
         tracing::info!(%worker_id, session = session.session_id, "worker detached");
-        let now = self.now();
-        let until = now + Self::ms(self.config.recovery_grace);
+        let now = self.core.now();
+        let until = now + Self::ms(self.core.config.recovery_grace);
         if let Err(e) = self
+            .core
             .store
             .renew_session_lease(&session.lease_id, worker_id, until, now)
             .await
@@ -148,7 +153,7 @@ impl Engine {
 
     /// The worker has room for `workflows` more workflows and `steps` more remote step attempts.
     pub fn grant_credits(&self, session: &WorkerSession, workflows: u32, steps: u32) {
-        session.touch(self.now());
+        session.touch(self.core.now());
         session.grant(workflows);
         session.grant_steps(steps);
         if workflows > 0 || steps > 0 {
@@ -160,11 +165,12 @@ impl Engine {
     /// what it lost: a workflow dispatched to it that it no longer lists would otherwise stay
     /// PENDING for as long as the worker stays healthy.
     pub async fn heartbeat(&self, session: &WorkerSession, held: Option<Held>) -> EngineResult<()> {
-        let now = self.now();
+        let now = self.core.now();
         session.touch(now);
-        let until = now + Self::ms(self.config.worker_lease);
+        let until = now + Self::ms(self.core.config.worker_lease);
         let load = super::worker_list::Load::of(session).json();
-        self.store
+        self.core
+            .store
             .heartbeat_session(&session.lease_id, &session.registration.worker_id, until, &load, now)
             .await?;
         let Some(held) = held else { return Ok(()) };
@@ -178,10 +184,12 @@ impl Engine {
             return Ok(());
         }
         let released = self
+            .core
             .store
-            .release_lost(&lost, self.config.max_recovery_attempts, self.now())
+            .release_lost(&lost, self.core.config.max_recovery_attempts, self.core.now())
             .await?;
-        self.counters
+        self.core
+            .counters
             .recovered(released.requeued.len(), released.dead_lettered.len());
         let worker_id = &session.registration.worker_id;
         for id in &released.requeued {
@@ -192,7 +200,7 @@ impl Engine {
             self.announce_finished(id, None);
         }
         if !released.requeued.is_empty() {
-            self.work_enqueued();
+            self.core.work_enqueued();
         }
         Ok(())
     }
@@ -209,7 +217,7 @@ impl Engine {
     /// once its write is durable (`grow_history`), so a write refused by a database that is
     /// away, and resent, is not counted once per attempt.
     pub(crate) async fn worker_write(&self, session: &WorkerSession, fence: &Fence, adds: usize) -> EngineResult<()> {
-        session.touch(self.now());
+        session.touch(self.core.now());
         validate::name("workflow_id", &fence.workflow_id)?;
         if !session.holds(&fence.workflow_id, fence.epoch) {
             return Err(EngineError::new(
@@ -222,7 +230,7 @@ impl Engine {
             ));
         }
         let history = session.history_bytes(&fence.workflow_id).saturating_add(adds);
-        if history > self.config.max_history_bytes {
+        if history > self.core.config.max_history_bytes {
             return Err(self.fail_history_too_large(session, fence, history).await);
         }
         Ok(())
@@ -237,7 +245,7 @@ impl Engine {
         if session.registration.name_patterns.is_empty() {
             return Ok(());
         }
-        match self.store.get_workflow(target).await? {
+        match self.core.store.get_workflow(target).await? {
             Some(w) if !session.registration.reaches(&w.workflow_name) => Err(out_of_reach(&w.workflow_name)),
             _ => Ok(()),
         }
@@ -246,7 +254,7 @@ impl Engine {
     /// Fails a workflow whose history a write would take past `max_history_bytes`, and says so
     /// to its worker.
     async fn fail_history_too_large(&self, session: &WorkerSession, fence: &Fence, history: usize) -> EngineError {
-        let most = self.config.max_history_bytes;
+        let most = self.core.config.max_history_bytes;
         let message = format!(
             "this write would take the workflow's recorded history to {history} bytes; a workflow may record at most {most}"
         );
@@ -257,8 +265,9 @@ impl Engine {
         tracing::warn!(workflow_id = %fence.workflow_id, history, "history cap reached; workflow failed");
         session.let_go(fence);
         if let Ok(done) = self
+            .core
             .store
-            .complete_workflow(fence, Outcome::Failure(failure), self.now())
+            .complete_workflow(fence, Outcome::Failure(failure), self.core.now())
             .await
         {
             self.finished_here(done.workflow);
@@ -284,24 +293,24 @@ impl Engine {
         let history = session.history_bytes(&fence.workflow_id).saturating_add(adds);
         // Past the cap, unless this is a resend of a step already recorded (and counted): a
         // reply lost, or a database that was away, is never the workflow's failure.
-        if history > self.config.max_history_bytes {
-            let recorded = self.store.list_steps(&fence.workflow_id).await?;
+        if history > self.core.config.max_history_bytes {
+            let recorded = self.core.store.list_steps(&fence.workflow_id).await?;
             if !recorded.iter().any(|s| s.step_id == step.step_id) {
                 return Err(self.fail_history_too_large(session, &fence, history).await);
             }
         }
         validate::name("step name", &step.name)?;
         if let Outcome::Output(o) = &step.outcome {
-            validate::payload("step output", o, self.config.max_payload_bytes)?;
+            validate::payload("step output", o, self.core.config.max_payload_bytes)?;
         }
         let step_id = step.step_id;
-        match self.store.record_step(&fence, step, self.now()).await {
+        match self.core.store.record_step(&fence, step, self.core.now()).await {
             Ok(r) => {
                 tracing::debug!(workflow_id = %fence.workflow_id, step_id, "step recorded");
                 // A resend of a step already recorded adds nothing.
                 if r == Recorded::New {
                     session.grow_history(&fence.workflow_id, adds);
-                    self.counters.steps(1);
+                    self.core.counters.steps(1);
                 }
                 Ok(r)
             }
@@ -341,8 +350,9 @@ impl Engine {
             };
             tracing::warn!(workflow_id = %fence.workflow_id, "{}", err.message);
             let failed = self
+                .core
                 .store
-                .complete_workflow(fence, Outcome::Failure(failure), self.now())
+                .complete_workflow(fence, Outcome::Failure(failure), self.core.now())
                 .await;
             if let Ok(done) = failed {
                 self.finished_here(done.workflow);
@@ -365,18 +375,25 @@ impl Engine {
         // An output over the limit is the workflow's own doing and will not shrink on a retry:
         // the workflow fails with PAYLOAD_TOO_LARGE rather than being refused and run again.
         let outcome = match outcome {
-            Outcome::Output(o) => match validate::payload("the workflow's output", &o, self.config.max_payload_bytes) {
-                Ok(()) => Outcome::Output(o),
-                Err(e) => Outcome::Failure(Failure {
-                    kind: e.reason.to_string(),
-                    message: e.message,
-                }),
-            },
+            Outcome::Output(o) => {
+                match validate::payload("the workflow's output", &o, self.core.config.max_payload_bytes) {
+                    Ok(()) => Outcome::Output(o),
+                    Err(e) => Outcome::Failure(Failure {
+                        kind: e.reason.to_string(),
+                        message: e.message,
+                    }),
+                }
+            }
             failed => failed,
         };
-        validate::held_steps(&steps, self.config.max_payload_bytes)?;
+        validate::held_steps(&steps, self.core.config.max_payload_bytes)?;
         let steps_sent = steps.len();
-        let done = match self.store.complete_with_steps(&fence, steps, outcome, self.now()).await {
+        let done = match self
+            .core
+            .store
+            .complete_with_steps(&fence, steps, outcome, self.core.now())
+            .await
+        {
             Ok(done) => done,
             Err(e) => return Err(self.refused_ending(session, &fence, e).await),
         };
@@ -386,7 +403,7 @@ impl Engine {
             // A resend of a completion already made: counted the first time.
             self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
         } else {
-            self.counters.steps(steps_sent);
+            self.core.counters.steps(steps_sent);
             self.finished_here(done.workflow.clone());
         }
         Ok(done)

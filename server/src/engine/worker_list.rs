@@ -86,7 +86,11 @@ impl Engine {
             .into_iter()
             .map(|s| (s.lease_id.clone(), s))
             .collect();
-        let stored = self.store.live_sessions(self.now(), MAX_LISTED_WORKERS).await?;
+        let stored = self
+            .core
+            .store
+            .live_sessions(self.core.now(), MAX_LISTED_WORKERS)
+            .await?;
         let views = stored
             .into_iter()
             .map(|s| view(s, &local))

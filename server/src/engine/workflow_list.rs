@@ -103,10 +103,10 @@ impl Engine {
             }
         }
         let total = match req.include_total && query.after.is_none() {
-            true => Some(self.store.count_workflows(&query).await?),
+            true => Some(self.core.store.count_workflows(&query).await?),
             false => None,
         };
-        let mut workflows = self.store.list_workflows(&query).await?;
+        let mut workflows = self.core.store.list_workflows(&query).await?;
         // Inputs and outputs can be large: the page also ends before its payloads pass the
         // budget (at least one workflow, which always fits a response).
         let budget = self.page_budget();

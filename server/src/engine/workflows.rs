@@ -114,7 +114,7 @@ impl Engine {
     /// for a start that allowed an unregistered name: it waits until a worker registers it).
     pub async fn start_workflow_reporting(&self, req: StartRequest) -> EngineResult<(waymark_store::Started, bool)> {
         let (new, name_registered, direct) = self.prepare_start(req, true).await?;
-        let started = match self.store.start_workflow(new, self.now()).await {
+        let started = match self.core.store.start_workflow(new, self.core.now()).await {
             Ok(started) => started,
             Err(e) => {
                 if let Some(p) = &direct {
@@ -127,7 +127,7 @@ impl Engine {
             }
         };
         tracing::debug!(workflow_id = %started.workflow.workflow_id, created = started.created, direct = direct.is_some(), "start");
-        self.counters.start(&started, name_registered);
+        self.core.counters.start(&started, name_registered);
         // The store refuses a direct dispatch on a queue that has limits by now (set through
         // another replica): the workflow is then ENQUEUED for its queue's claim.
         let dispatched = started.workflow.status == WorkflowStatus::Pending && started.workflow.epoch == 1;
@@ -138,16 +138,18 @@ impl Engine {
                     steps: Vec::new(),
                 };
                 // If the stream is gone, the workflow is recovered when its lease ends.
-                self.counters.dispatched(&claimed.workflow);
+                self.core.counters.dispatched(&claimed.workflow);
                 session.send(ToWorker::Dispatch(Box::new(claimed))).await;
             }
             (Some(session), false) => {
                 session.grant(1);
                 if started.created {
-                    self.work_enqueued();
+                    self.core.work_enqueued();
                 }
             }
-            (None, _) if started.created && started.workflow.status == WorkflowStatus::Enqueued => self.work_enqueued(),
+            (None, _) if started.created && started.workflow.status == WorkflowStatus::Enqueued => {
+                self.core.work_enqueued()
+            }
             (None, _) => {}
         }
         Ok((started, name_registered))
@@ -161,21 +163,21 @@ impl Engine {
         req: StartRequest,
         may_dispatch: bool,
     ) -> EngineResult<(NewWorkflow, bool, Option<super::sessions::Placing>)> {
-        if self.is_shutting_down() {
+        if self.core.is_shutting_down() {
             return Err(EngineError::shutting_down());
         }
         validate::name("workflow_name", &req.workflow_name)?;
         validate::optional_name("workflow_id", &req.workflow_id)?;
         validate::optional_name("queue_name", &req.queue_name)?;
         validate::optional_name("app_version", &req.app_version)?;
-        validate::payload("input", &req.input, self.config.max_payload_bytes)?;
+        validate::payload("input", &req.input, self.core.config.max_payload_bytes)?;
         super::tags::validate("tags", &req.tags)?;
         if let Some(t) = req.timeout_ms {
             if !(1..=MAX_TIMEOUT_MS).contains(&t) {
                 return Err(EngineError::invalid("timeout must be between 1 ms and ten years"));
             }
         }
-        let flow = validate_flow(&req, self.now())?;
+        let flow = validate_flow(&req, self.core.now())?;
         let name_registered = self.is_known_name(&req.workflow_name).await?;
         if !name_registered && !req.allow_unregistered {
             return Err(EngineError::new(
@@ -202,7 +204,7 @@ impl Engine {
             app_version: non_empty(&req.app_version),
             input: req.input,
             parent_workflow_id: None,
-            deadline_at: req.timeout_ms.map(|t| self.now() + t),
+            deadline_at: req.timeout_ms.map(|t| self.core.now() + t),
             priority: req.priority,
             assign: direct.as_ref().map(|p| p.session()).map(|s| Assignment {
                 worker_id: s.registration.worker_id.clone(),
@@ -230,11 +232,11 @@ impl Engine {
         queue: &str,
         app_version: &str,
     ) -> Option<super::sessions::Placing> {
-        if self.is_shutting_down() || self.dispatch.backlog.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.core.is_shutting_down() || self.dispatch.backlog.load(std::sync::atomic::Ordering::Relaxed) {
             return None;
         }
-        let now = self.now();
-        let lease = Self::ms(self.config.worker_lease);
+        let now = self.core.now();
+        let lease = Self::ms(self.core.config.worker_lease);
         self.sessions.all().into_iter().find_map(|s| {
             if s.credits() == 0 || now - s.last_seen() > lease || !s.serves(workflow_name, queue, app_version) {
                 return None;
@@ -248,7 +250,7 @@ impl Engine {
         if self.catalog.names.read().unwrap().contains(name) {
             return Ok(true);
         }
-        let known = self.store.is_workflow_name_known(name).await?;
+        let known = self.core.store.is_workflow_name_known(name).await?;
         if known {
             self.catalog.names.write().unwrap().insert(name.to_string());
         }
@@ -257,7 +259,8 @@ impl Engine {
 
     pub async fn get_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {
         validate::name("workflow_id", workflow_id)?;
-        self.store
+        self.core
+            .store
             .get_workflow(workflow_id)
             .await?
             .ok_or_else(|| EngineError::not_found(workflow_id))
@@ -265,7 +268,7 @@ impl Engine {
 
     pub async fn list_steps(&self, workflow_id: &str) -> EngineResult<Vec<StepRecord>> {
         validate::name("workflow_id", workflow_id)?;
-        Ok(self.store.list_steps(workflow_id).await?)
+        Ok(self.core.store.list_steps(workflow_id).await?)
     }
 
     /// Waits until the workflow is terminal. Completions through this replica wake the wait at
@@ -273,7 +276,7 @@ impl Engine {
     pub async fn await_workflow(&self, workflow_id: &str, timeout: Option<Duration>) -> EngineResult<WorkflowRecord> {
         validate::name("workflow_id", workflow_id)?;
         let wait = async {
-            let mut shutdown = self.shutdown_signal();
+            let mut shutdown = self.core.shutdown_signal();
             let mut place = None;
             loop {
                 let woken = self.waits.workflows.wait(workflow_id.to_string());
@@ -282,11 +285,11 @@ impl Engine {
                     return Ok(w);
                 }
                 if place.is_none() {
-                    place = Some(self.begin_wait()?);
+                    place = Some(self.core.begin_wait()?);
                 }
                 // Completions through other replicas are not announced here: look again now
                 // and then.
-                let poll = tokio::time::sleep(self.poll_interval().max(Duration::from_millis(200)));
+                let poll = tokio::time::sleep(self.core.poll_interval().max(Duration::from_millis(200)));
                 tokio::select! {
                     _ = poll => {}
                     _ = shutdown.wait_for(|v| *v) => return Err(EngineError::shutting_down()),
@@ -320,8 +323,8 @@ impl Engine {
         if !(0..=MAX_DELAY_MS).contains(&delay_ms) {
             return Err(EngineError::invalid("delay must be between 0 and a year"));
         }
-        let now = self.now();
-        let w = self.store.set_start_time(workflow_id, now + delay_ms, now).await?;
+        let now = self.core.now();
+        let w = self.core.store.set_start_time(workflow_id, now + delay_ms, now).await?;
         if delay_ms == 0 {
             crate::engine::recovery::wake_parked_once(self).await;
         }
@@ -332,7 +335,7 @@ impl Engine {
     /// attached elsewhere learns at its next write, which is refused.
     pub async fn cancel_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {
         validate::name("workflow_id", workflow_id)?;
-        let w = self.store.cancel_workflow(workflow_id, self.now()).await?;
+        let w = self.core.store.cancel_workflow(workflow_id, self.core.now()).await?;
         if w.status == WorkflowStatus::Cancelled {
             if let Some(worker) = &w.worker_id {
                 for s in self.sessions.by_worker(worker) {
@@ -346,8 +349,8 @@ impl Engine {
 
     pub async fn resume_workflow(&self, workflow_id: &str) -> EngineResult<WorkflowRecord> {
         validate::name("workflow_id", workflow_id)?;
-        let w = self.store.resume_workflow(workflow_id, self.now()).await?;
-        self.work_enqueued();
+        let w = self.core.store.resume_workflow(workflow_id, self.core.now()).await?;
+        self.core.work_enqueued();
         Ok(w)
     }
 }

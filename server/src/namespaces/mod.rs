@@ -97,7 +97,7 @@ impl Namespaces {
     }
 
     fn list_store(&self) -> &Arc<dyn Store> {
-        &self.default.store
+        &self.default.core.store
     }
 
     /// The engine of namespace `name`, opening it here if another replica made it.
@@ -133,9 +133,9 @@ impl Namespaces {
             ..self.config.clone()
         };
         // Its places come from the replica's caps, shared with every other namespace.
-        let engine = Engine::sharing(store, self.clock.clone(), config, self.default.shared.clone());
+        let engine = Engine::sharing(store, self.clock.clone(), config, self.default.core.shared.clone());
         if let Some(record) = self.list_store().get_namespace(name).await? {
-            engine.quota.set(record.limits);
+            engine.core.quota.set(record.limits);
         }
         let tasks = engine.spawn_background();
         tracing::info!(namespace = name, "namespace opened");
@@ -185,7 +185,7 @@ impl Namespaces {
             .await?
             .ok_or_else(|| not_found(name))?;
         let engine = self.engine(name).await?;
-        Ok((record, holds_unfinished(&engine.store).await?))
+        Ok((record, holds_unfinished(&engine.core.store).await?))
     }
 
     /// Deletes a namespace and everything in it. Refused for `default`, and while it holds
@@ -256,9 +256,9 @@ impl Namespaces {
 
     async fn apply_limits(&self, name: &str, limits: NamespaceLimits) {
         if name == DEFAULT {
-            self.default.quota.set(limits);
+            self.default.core.quota.set(limits);
         } else if let Some(o) = self.open.read().await.get(name) {
-            o.engine.quota.set(limits);
+            o.engine.core.quota.set(limits);
         }
     }
 

@@ -53,7 +53,7 @@ pub(crate) async fn run(
         .waits
         .children
         .add(child_id.clone(), StepWaiter::new(session, &fence, step_id));
-    Ok(await_child(engine.store(), &fence, step_id, &child_id, engine.now()).await?)
+    Ok(await_child(engine.store(), &fence, step_id, &child_id, engine.core.now()).await?)
 }
 
 /// If `child_id` has finished, records how as step `step_id` of the fenced workflow and

@@ -77,11 +77,14 @@ pub(crate) async fn run(
     let key = (fence.workflow_id.clone(), step_id);
     let waits = &engine.waits.steps;
     waits.add(key.clone(), StepWaiter::new(session, &fence, step_id));
-    let result = engine.store().call_step(&fence, step_id, &task, engine.now()).await;
+    let result = engine
+        .store()
+        .call_step(&fence, step_id, &task, engine.core.now())
+        .await;
     if !matches!(result, Ok(None)) {
         waits.forget(&key);
     } else {
-        engine.work_enqueued();
+        engine.core.work_enqueued();
     }
     Ok(result?)
 }

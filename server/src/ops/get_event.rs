@@ -51,7 +51,7 @@ pub(crate) async fn run(
     key: &str,
     deadline: Millis,
 ) -> EngineResult<Received> {
-    let now = engine.now();
+    let now = engine.core.now();
     engine.worker_write(session, &fence, 0).await?;
     validate::name("target_workflow_id", target)?;
     validate::name("key", key)?;

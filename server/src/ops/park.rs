@@ -38,7 +38,7 @@ impl Command for v1::Park {
                 validate::name("key", key)?;
             }
         }
-        let (store, now) = (engine.store(), engine.now());
+        let (store, now) = (engine.store(), engine.core.now());
         let parked = store.park(&fence, self.step_id, self.wake_at_ms, &on, now).await?;
         if parked {
             session.let_go(&fence);

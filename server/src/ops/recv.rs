@@ -38,7 +38,7 @@ pub(crate) async fn run(
     topic: String,
     deadline: Millis,
 ) -> EngineResult<Received> {
-    let now = engine.now();
+    let now = engine.core.now();
     engine.worker_write(session, &fence, 0).await?;
     validate::optional_name("topic", &topic)?;
     validate::wait_deadline("recv", deadline, now)?;

@@ -79,6 +79,6 @@ async fn run(
             ),
         }
     }
-    let (store, now) = (engine.store(), engine.now());
+    let (store, now) = (engine.store(), engine.core.now());
     Ok(store.select_step(&fence, step_id, &targets, mode, now).await?)
 }

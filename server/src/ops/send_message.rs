@@ -57,9 +57,9 @@ async fn run(
     // The store sends and records in one transaction (one round trip on either backend).
     let id = engine
         .store()
-        .send_message_step(&fence, step_id, new, engine.now())
+        .send_message_step(&fence, step_id, new, engine.core.now())
         .await?;
     engine.wake_receiver(&destination_id, &topic).await;
-    engine.work_enqueued();
+    engine.core.work_enqueued();
     Ok(id)
 }

@@ -26,11 +26,19 @@ impl Command for v1::SetEvent {
         engine.worker_write(session, &fence, adds).await?;
         validate::name("key", &self.key)?;
         validate::payload("event value", &value, engine.config().max_payload_bytes)?;
-        set_event(engine.store(), &fence, self.step_id, &self.key, &value, engine.now()).await?;
+        set_event(
+            engine.store(),
+            &fence,
+            self.step_id,
+            &self.key,
+            &value,
+            engine.core.now(),
+        )
+        .await?;
         session.grow_history(&fence.workflow_id, adds);
         engine.wake_event(&fence.workflow_id, &self.key).await;
         // Readers parked on it are back in their queue now.
-        engine.work_enqueued();
+        engine.core.work_enqueued();
         Ok(reply::Result::StepRecorded(v1::StepRecorded {}))
     }
 }

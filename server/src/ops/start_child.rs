@@ -92,11 +92,11 @@ async fn run(
         ..Default::default()
     };
     let labels = metrics::WorkflowLabels::of(engine.namespace(), &child.workflow_name, &child.queue_name);
-    let (id, created) = start_child(engine.store(), &fence, step_id, child, engine.now()).await?;
+    let (id, created) = start_child(engine.store(), &fence, step_id, child, engine.core.now()).await?;
     if created {
         metrics::metrics().workflows_started.get_or_create(&labels).inc();
     }
-    engine.work_enqueued();
+    engine.core.work_enqueued();
     Ok(id)
 }
 

@@ -45,13 +45,13 @@ pub(crate) async fn run(
     attempt: StepAttempt,
     outcome: Outcome,
 ) -> EngineResult<()> {
-    session.touch(engine.now());
+    session.touch(engine.core.now());
     validate::name("workflow_id", &attempt.workflow_id)?;
     if let Outcome::Output(o) = &outcome {
         validate::payload("step output", o, engine.config().max_payload_bytes)?;
     }
     let store = engine.store();
-    let finished = match store.finish_step_task(&attempt, outcome, engine.now()).await {
+    let finished = match store.finish_step_task(&attempt, outcome, engine.core.now()).await {
         Err(StoreError::StepAttemptStale { .. }) if !session.registration.name_patterns.is_empty() => {
             // Refused either way; a key that could never serve this step is told so.
             let call = store.step_call(&attempt.workflow_id, attempt.step_id).await?;

@@ -31,7 +31,7 @@ impl Command for v1::WriteStream {
         if let Some(v) = &value {
             validate::payload("stream value", v, engine.config().max_payload_bytes)?;
         }
-        let (store, now) = (engine.store(), engine.now());
+        let (store, now) = (engine.store(), engine.core.now());
         let offset = write_stream(store, &fence, self.step_id, &self.key, value.as_deref(), now).await?;
         session.grow_history(&fence.workflow_id, adds);
         engine.waits.streams.wake(&fence.workflow_id, Some(&self.key));

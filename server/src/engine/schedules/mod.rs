@@ -9,10 +9,10 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{watch, Notify};
-use waymark_store::{Millis, NewWorkflow, ScheduleRecord, ScheduleSpec, ScheduleState, Started, Store};
+use tokio::sync::Notify;
+use waymark_store::{Millis, NewWorkflow, ScheduleRecord, ScheduleSpec, ScheduleState, Started};
 
-use super::{queues::Queues, validate, Clock, EngineError, EngineResult, ErrorCode, WorkSignal};
+use super::{queues::Queues, validate, Core, EngineError, EngineResult, ErrorCode};
 
 pub mod cron;
 pub mod scheduler;
@@ -134,37 +134,19 @@ impl ScheduleChanges {
 
 /// Schedules: the operators' calls, and what wakes this replica's scheduler.
 pub struct Schedules {
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
+    core: Arc<Core>,
     /// Every schedule's queue must exist.
     queues: Arc<Queues>,
-    /// Largest input a schedule may carry.
-    max_payload: usize,
     /// Wakes the scheduler: a schedule was created or changed through this replica.
     changed: Notify,
-    /// Told when a trigger or backfill (or the scheduler's fire) started workflows.
-    work: WorkSignal,
-    /// True once the replica drains: nothing more is started.
-    shutdown: watch::Receiver<bool>,
 }
 
 impl Schedules {
-    pub(crate) fn new(
-        store: Arc<dyn Store>,
-        clock: Arc<dyn Clock>,
-        queues: Arc<Queues>,
-        max_payload: usize,
-        work: WorkSignal,
-        shutdown: watch::Receiver<bool>,
-    ) -> Schedules {
+    pub(crate) fn new(core: Arc<Core>, queues: Arc<Queues>) -> Schedules {
         Schedules {
-            store,
-            clock,
+            core,
             queues,
-            max_payload,
             changed: Notify::new(),
-            work,
-            shutdown,
         }
     }
 
@@ -174,7 +156,7 @@ impl Schedules {
     }
 
     fn now(&self) -> Millis {
-        self.clock.now()
+        self.core.now()
     }
 
     pub async fn create(&self, new: NewSchedule) -> EngineResult<ScheduleRecord> {
@@ -186,7 +168,7 @@ impl Schedules {
             input: new.input,
             queue_name: new.queue_name,
         };
-        let (spec, timetable) = prepare(spec, self.max_payload)?;
+        let (spec, timetable) = prepare(spec, self.core.config.max_payload_bytes)?;
         self.queues.check(&spec.queue_name).await?;
         let now = self.now();
         let first = first_fire(&spec, &timetable, now)?;
@@ -195,7 +177,7 @@ impl Schedules {
             paused: new.paused,
             next_fire_at: (!new.paused).then_some(first),
         };
-        let created = self.store.create_schedule(&new.name, &state, now).await?;
+        let created = self.core.store.create_schedule(&new.name, &state, now).await?;
         self.changed.notify_one();
         Ok(created)
     }
@@ -204,9 +186,12 @@ impl Schedules {
     /// first time after now; other changes leave the planned next fire as it is.
     pub async fn update(&self, name: &str, changes: ScheduleChanges) -> EngineResult<ScheduleRecord> {
         let current = self.get(name).await?;
-        let (spec, _) = prepare(changes.apply_to(&current.state.spec), self.max_payload)?;
+        let (spec, _) = prepare(
+            changes.apply_to(&current.state.spec),
+            self.core.config.max_payload_bytes,
+        )?;
         self.queues.check(&spec.queue_name).await?;
-        let (max_payload, now) = (self.max_payload, self.now());
+        let (max_payload, now) = (self.core.config.max_payload_bytes, self.now());
         self.change(name, |s| {
             // Applied to the schedule as it is at each round, so fields nobody named stay.
             let (spec, timetable) = prepare(changes.apply_to(&s.state.spec), max_payload)?;
@@ -264,6 +249,7 @@ impl Schedules {
                 return Ok(current);
             }
             if let Some(done) = self
+                .core
                 .store
                 .update_schedule(name, current.version, &state, self.now())
                 .await?
@@ -281,19 +267,20 @@ impl Schedules {
 
     pub async fn get(&self, name: &str) -> EngineResult<ScheduleRecord> {
         check_name(name)?;
-        self.store
+        self.core
+            .store
             .get_schedule(name)
             .await?
             .ok_or_else(|| schedule_not_found(name))
     }
 
     pub async fn list(&self) -> EngineResult<Vec<ScheduleRecord>> {
-        Ok(self.store.list_schedules().await?)
+        Ok(self.core.store.list_schedules().await?)
     }
 
     pub async fn delete(&self, name: &str) -> EngineResult<()> {
         check_name(name)?;
-        if self.store.delete_schedule(name).await? {
+        if self.core.store.delete_schedule(name).await? {
             Ok(())
         } else {
             Err(schedule_not_found(name))
@@ -346,12 +333,12 @@ impl Schedules {
     }
 
     async fn start(&self, name: &str, starts: Vec<NewWorkflow>) -> EngineResult<Vec<Started>> {
-        if *self.shutdown.borrow() {
+        if self.core.is_shutting_down() {
             return Err(EngineError::shutting_down());
         }
-        let started = self.store.start_scheduled(name, &starts, self.now()).await?;
+        let started = self.core.store.start_scheduled(name, &starts, self.now()).await?;
         if started.iter().any(|s| s.created) {
-            self.work.notify();
+            self.core.work_enqueued();
         }
         Ok(started)
     }

@@ -26,9 +26,9 @@ pub async fn run(engine: Arc<Engine>) {
             return;
         }
         let next = fire_due(&engine).await;
-        let mut wait = engine.poll_interval();
+        let mut wait = engine.core.poll_interval();
         if let Some(at) = next {
-            wait = wait.min(Duration::from_millis((at - engine.now()).max(0) as u64));
+            wait = wait.min(Duration::from_millis((at - engine.core.now()).max(0) as u64));
         }
         tokio::select! {
             _ = engine.schedules.changed() => {}
@@ -42,8 +42,8 @@ pub async fn run(engine: Arc<Engine>) {
 /// knows (`None`: nothing scheduled, or the database could not be read).
 pub async fn fire_due(engine: &Engine) -> Option<Millis> {
     loop {
-        let now = engine.now();
-        let upcoming = match engine.store.upcoming_schedules(BATCH).await {
+        let now = engine.core.now();
+        let upcoming = match engine.core.store.upcoming_schedules(BATCH).await {
             Ok(u) => u,
             Err(e) => {
                 tracing::warn!(error = %e, "reading the schedules failed");
@@ -90,7 +90,7 @@ async fn fire(engine: &Engine, s: &ScheduleRecord, due: Millis, now: Millis) -> 
     };
     let plan = plan_fire(s, &timetable, due, now);
     let next = plan.next_fire_at;
-    let moved = match engine.store.fire_schedule(&plan, now).await {
+    let moved = match engine.core.store.fire_schedule(&plan, now).await {
         Ok(Some(started)) => {
             let w = &started.workflow;
             if w.workflow_name != spec.workflow_name {
@@ -100,7 +100,7 @@ async fn fire(engine: &Engine, s: &ScheduleRecord, due: Millis, now: Millis) -> 
                 tracing::info!(schedule = %s.name, workflow_id = %w.workflow_id, created = started.created, "schedule fired");
             }
             if started.created {
-                engine.work_enqueued();
+                engine.core.work_enqueued();
             }
             true
         }

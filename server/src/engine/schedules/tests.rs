@@ -34,6 +34,7 @@ fn every_10s(name: &str) -> NewSchedule {
 
 async fn workflow_ids(engine: &Engine) -> Vec<String> {
     let mut ids: Vec<String> = engine
+        .core
         .store
         .list_workflows(&ListQuery {
             limit: 1000,
@@ -151,7 +152,7 @@ async fn due_schedules_fire_once_and_missed_times_are_skipped() {
     );
     let first = fire_workflow_id("tick", T0 + 10 * SEC);
     assert_eq!(workflow_ids(&engine).await, std::slice::from_ref(&first));
-    let w = engine.store.get_workflow(&first).await.unwrap().unwrap();
+    let w = engine.core.store.get_workflow(&first).await.unwrap().unwrap();
     assert_eq!(
         (
             w.status,

@@ -7,7 +7,7 @@ pub mod poller;
 pub mod step_waits;
 pub mod wait_map;
 
-use super::{events, messages, streams, Engine, EngineResult, Finished};
+use super::{events, messages, streams, Finished};
 
 #[derive(Default)]
 pub struct Waits {
@@ -27,17 +27,5 @@ pub struct Waits {
 
 /// A client call's place among the waits this replica holds, given back when dropped.
 pub struct WaitPermit {
-    _place: super::quota::Place,
-}
-
-impl Engine {
-    /// Takes a place for a call about to wait (AwaitWorkflow, GetEvent with a timeout,
-    /// ReadStream). Past the namespace's limit or the replica's
-    /// [`max_waits`](super::super::EngineConfig::max_waits) the call is refused with
-    /// RESOURCE_EXHAUSTED rather than held: each wait costs memory until it ends.
-    pub(crate) fn begin_wait(&self) -> EngineResult<WaitPermit> {
-        Ok(WaitPermit {
-            _place: self.quota.wait_place(&self.shared, self.namespace())?,
-        })
-    }
+    pub(crate) _place: super::quota::Place,
 }

@@ -10,7 +10,7 @@ use crate::engine::Engine;
 pub async fn poll_waits(engine: &Engine) {
     let keys = engine.waits.recv.keys();
     if !keys.is_empty() {
-        match engine.store.pending_messages(&keys).await {
+        match engine.core.store.pending_messages(&keys).await {
             Ok(ready) => {
                 for (workflow_id, topic) in ready {
                     engine.wake_receiver(&workflow_id, &topic).await;
@@ -21,7 +21,7 @@ pub async fn poll_waits(engine: &Engine) {
     }
     let awaited = engine.waits.children.keys();
     if !awaited.is_empty() {
-        match engine.store.finished_among(&awaited).await {
+        match engine.core.store.finished_among(&awaited).await {
             Ok(done) => {
                 for id in done {
                     engine.announce_finished(&id, None);
@@ -32,7 +32,7 @@ pub async fn poll_waits(engine: &Engine) {
     }
     let keys = engine.waits.steps.keys();
     if !keys.is_empty() {
-        match engine.store.steps_recorded(&keys).await {
+        match engine.core.store.steps_recorded(&keys).await {
             Ok(done) => {
                 for (workflow_id, step_id) in done {
                     engine.step_recorded(&workflow_id, step_id).await;
@@ -43,7 +43,7 @@ pub async fn poll_waits(engine: &Engine) {
     }
     let keys = engine.waits.events.keys();
     if !keys.is_empty() {
-        match engine.store.events_set(&keys).await {
+        match engine.core.store.events_set(&keys).await {
             Ok(ready) => {
                 for (workflow_id, key) in ready {
                     engine.wake_event(&workflow_id, &key).await;
@@ -59,7 +59,7 @@ pub async fn run_poller(engine: Arc<Engine>) {
     let mut shutdown = engine.shutdown_signal();
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(engine.poll_interval()) => {}
+            _ = tokio::time::sleep(engine.core.poll_interval()) => {}
             _ = shutdown.wait_for(|v| *v) => return,
         }
         poll_waits(&engine).await;
