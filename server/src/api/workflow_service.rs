@@ -54,6 +54,7 @@ impl WorkflowService for WorkflowApi {
         let r = req.into_inner();
         // Answer NOT_FOUND / INVALID_ARGUMENT up front rather than as a broken stream.
         let place = engine
+            .messaging()
             .open_stream_reader(&r.workflow_id, &r.key)
             .await
             .map_err(to_status)?;
@@ -72,7 +73,7 @@ impl WorkflowService for WorkflowApi {
             tokio::pin!(revoked);
             loop {
                 let next = tokio::select! {
-                    n = engine.next_stream_entries(&r.workflow_id, &r.key, from) => n,
+                    n = engine.messaging().next_stream_entries(&r.workflow_id, &r.key, from) => n,
                     // The reader went away.
                     _ = tx.closed() => return,
                     // Its key was revoked: a follower may otherwise read on for hours.
@@ -280,6 +281,7 @@ impl WorkflowService for WorkflowApi {
         note_workflow_id(&r.workflow_id);
         let message = convert::payload_text("message", r.message.as_ref())?;
         let sent = engine
+            .messaging()
             .send_message(SendRequest {
                 workflow_id: r.workflow_id,
                 topic: r.topic,
@@ -386,6 +388,7 @@ impl WorkflowService for WorkflowApi {
             timeout = timeout.min(d.saturating_sub(d.min(Duration::from_millis(50)) / 2));
         }
         let value = engine
+            .messaging()
             .get_event(&r.workflow_id, &r.key, timeout)
             .await
             .map_err(to_status)?;
@@ -419,7 +422,11 @@ impl WorkflowService for WorkflowApi {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         note_workflow_id(&r.workflow_id);
-        let streams = engine.list_streams(&r.workflow_id).await.map_err(to_status)?;
+        let streams = engine
+            .messaging()
+            .list_streams(&r.workflow_id)
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(v1::ListStreamsResponse {
             streams: streams
                 .into_iter()

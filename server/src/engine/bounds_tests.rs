@@ -70,9 +70,13 @@ async fn waits_on_what_does_not_exist_or_never_comes_leave_nothing_behind() {
         let id = format!("missing-{i}");
         let e = engine.await_workflow(&id, None).await.unwrap_err();
         assert_eq!(e.reason, "WORKFLOW_NOT_FOUND");
-        let e = engine.get_event(&id, "k", Duration::from_secs(3600)).await.unwrap_err();
+        let e = engine
+            .messaging()
+            .get_event(&id, "k", Duration::from_secs(3600))
+            .await
+            .unwrap_err();
         assert_eq!(e.reason, "WORKFLOW_NOT_FOUND");
-        assert!(engine.open_stream_reader(&id, "k").await.is_err());
+        assert!(engine.messaging().open_stream_reader(&id, "k").await.is_err());
     }
     // Waits on a real workflow that end unanswered (their deadline, or the caller gone).
     for i in 0..200 {
@@ -82,14 +86,19 @@ async fn waits_on_what_does_not_exist_or_never_comes_leave_nothing_behind() {
             .unwrap_err();
         assert_eq!(e.reason, "DEADLINE_EXCEEDED");
         let got = engine
+            .messaging()
             .get_event("real", &format!("never-{i}"), Duration::from_millis(1))
             .await
             .unwrap();
         assert_eq!(got, None);
-        let reader = engine.open_stream_reader("real", &format!("s-{i}")).await.unwrap();
+        let reader = engine
+            .messaging()
+            .open_stream_reader("real", &format!("s-{i}"))
+            .await
+            .unwrap();
         let read = tokio::time::timeout(
             Duration::from_millis(1),
-            engine.next_stream_entries("real", &format!("s-{i}"), 0),
+            engine.messaging().next_stream_entries("real", &format!("s-{i}"), 0),
         )
         .await;
         assert!(read.is_err(), "nothing was written");
@@ -113,12 +122,13 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
                 match i {
                     0 => engine.await_workflow("slow", None).await.map(|_| ()),
                     1 => engine
+                        .messaging()
                         .get_event("slow", "k", Duration::from_secs(3600))
                         .await
                         .map(|_| ()),
                     _ => {
-                        let _place = engine.open_stream_reader("slow", "s").await?;
-                        engine.next_stream_entries("slow", "s", 0).await.map(|_| ())
+                        let _place = engine.messaging().open_stream_reader("slow", "s").await?;
+                        engine.messaging().next_stream_entries("slow", "s", 0).await.map(|_| ())
                     }
                 }
             })
@@ -134,8 +144,12 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
     };
     for refused in [
         engine.await_workflow("slow", None).await.map(|_| ()),
-        engine.get_event("slow", "k", Duration::from_secs(60)).await.map(|_| ()),
-        engine.open_stream_reader("slow", "s").await.map(|_| ()),
+        engine
+            .messaging()
+            .get_event("slow", "k", Duration::from_secs(60))
+            .await
+            .map(|_| ()),
+        engine.messaging().open_stream_reader("slow", "s").await.map(|_| ()),
         engine.update_workflow(update.clone()).await.map(|_| ()),
     ] {
         let e = refused.unwrap_err();
@@ -144,7 +158,10 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
     // An update refused for want of a place sent nothing.
     assert!(engine.core.store.list_messages("slow").await.unwrap().is_empty());
     // A read that answers at once is not a wait and still gets through.
-    assert_eq!(engine.get_event("slow", "k", Duration::ZERO).await.unwrap(), None);
+    assert_eq!(
+        engine.messaging().get_event("slow", "k", Duration::ZERO).await.unwrap(),
+        None
+    );
     for h in &holders {
         h.abort();
     }
@@ -218,10 +235,10 @@ async fn an_unread_inbox_is_bounded() {
         idempotency_key: String::new(),
     };
     for n in 0..5 {
-        engine.send_message(send(n)).await.unwrap();
+        engine.messaging().send_message(send(n)).await.unwrap();
     }
     for n in 5..50 {
-        let e = engine.send_message(send(n)).await.unwrap_err();
+        let e = engine.messaging().send_message(send(n)).await.unwrap_err();
         assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "INBOX_FULL"));
     }
     assert_eq!(engine.core.store.list_messages("deaf").await.unwrap().len(), 5);

@@ -44,11 +44,11 @@ async fn apply(engine: &Engine, change: Change) {
     match change {
         // Either may also have put a parked workflow back in its queue.
         Change::Message { workflow_id, topic } => {
-            engine.wake_receiver(&workflow_id, &topic).await;
+            engine.messaging().wake_receiver(&workflow_id, &topic).await;
             engine.core.work_enqueued();
         }
         Change::Event { workflow_id, key } => {
-            engine.wake_event(&workflow_id, &key).await;
+            engine.messaging().wake_event(&workflow_id, &key).await;
             engine.core.work_enqueued();
         }
         Change::Stream { workflow_id, key } => engine.waits.streams.wake(&workflow_id, Some(&key)),

@@ -8,7 +8,7 @@ use waymark_store::EventRecord;
 
 use super::waits::step_waits::{StepWaiter, StepWaits};
 use super::waits::wait_map::{Wait, WaitMap};
-use super::{validate, Engine, EngineError, EngineResult};
+use super::{messaging::Messaging, validate, EngineError, EngineResult};
 
 /// About what a built-in step's name and JSON add to a history besides the key it names.
 pub(crate) const BUILTIN_STEP_BYTES: usize = 40;
@@ -69,7 +69,7 @@ pub(crate) fn validate_key(key: &str) -> EngineResult<()> {
     validate::name("key", key)
 }
 
-impl Engine {
+impl Messaging {
     /// A client's read, waiting up to `timeout` for the event to be set. `None`: not set (in
     /// time).
     pub async fn get_event(&self, workflow_id: &str, key: &str, timeout: Duration) -> EngineResult<Option<String>> {
@@ -104,7 +104,7 @@ impl Engine {
                 return Ok(EventWait::Set(v));
             }
             // (A workflow that does not exist was answered NOT_FOUND by the read above.)
-            if until_ended && self.get_workflow(workflow_id).await?.status.is_terminal() {
+            if until_ended && self.workflow(workflow_id).await?.status.is_terminal() {
                 // It may have set it just before it ended.
                 return Ok(match self.core.store.get_event(workflow_id, key).await? {
                     Some(v) => EventWait::Set(v),

@@ -40,7 +40,7 @@ impl Engine {
     }
 
     pub async fn messages_page(&self, workflow_id: &str, req: &PageRequest) -> EngineResult<Page<MessageRecord>> {
-        let messages = self.list_messages(workflow_id).await?;
+        let messages = self.messaging.list_messages(workflow_id).await?;
         // Oldest first, as sent; the id breaks ties within a millisecond.
         let key = |m: &MessageRecord| format!("{}:{}", numeric_key(m.sent_at.max(0) as u64), m.message_id);
         page(
@@ -54,7 +54,7 @@ impl Engine {
     }
 
     pub async fn events_page(&self, workflow_id: &str, req: &PageRequest) -> EngineResult<Page<EventRecord>> {
-        let events = self.list_events(workflow_id).await?;
+        let events = self.messaging.list_events(workflow_id).await?;
         let bytes =
             |e: &EventRecord| e.key.len() + e.value.len() + e.history.iter().map(|h| h.value.len()).sum::<usize>();
         page(events, |e| e.key.clone(), bytes, req, MOST_PER_PAGE, self.page_budget())

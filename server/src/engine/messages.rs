@@ -12,7 +12,7 @@ use std::{
 
 use waymark_store::{Fence, MessageRecord, Millis, NewMessage, RecvWaiter, Sent};
 
-use super::{validate, Engine, EngineError, EngineResult, ToWorker, WorkerSession};
+use super::{messaging::Messaging, validate, EngineError, EngineResult, ToWorker, WorkerSession};
 
 #[derive(Debug, Clone, Default)]
 pub struct SendRequest {
@@ -114,7 +114,7 @@ impl RecvWaits {
 }
 
 pub(crate) fn validate_message(
-    engine: &Engine,
+    max_payload: usize,
     workflow_field: &str,
     workflow_id: &str,
     topic: &str,
@@ -130,13 +130,19 @@ pub(crate) fn validate_message(
             super::updates::PREFIX
         )));
     }
-    validate::payload("message", message, engine.core.config.max_payload_bytes)
+    validate::payload("message", message, max_payload)
 }
 
-impl Engine {
+impl Messaging {
     /// Sends from outside any workflow.
     pub async fn send_message(&self, req: SendRequest) -> EngineResult<Sent> {
-        validate_message(self, "workflow_id", &req.workflow_id, &req.topic, &req.message)?;
+        validate_message(
+            self.core.config.max_payload_bytes,
+            "workflow_id",
+            &req.workflow_id,
+            &req.topic,
+            &req.message,
+        )?;
         validate::optional_name("idempotency_key", &req.idempotency_key)?;
         self.deliver(req).await
     }

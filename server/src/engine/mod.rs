@@ -33,6 +33,7 @@ pub mod in_doubt;
 pub mod lifecycle;
 pub mod lists;
 pub mod messages;
+pub mod messaging;
 pub mod observe;
 pub mod pages;
 pub mod queues;
@@ -78,7 +79,7 @@ pub struct Engine {
     /// What tells the dispatcher there is work (see `dispatch.rs`).
     pub(crate) dispatch: Arc<dispatch::Signals>,
     /// Everything waiting on this replica (see `waits/`).
-    pub(crate) waits: waits::Waits,
+    pub(crate) waits: Arc<waits::Waits>,
     /// Workflow names known here (see `catalog.rs`).
     pub(crate) catalog: catalog::Catalog,
     /// Whether the database answers; health checks and recovery follow it.
@@ -89,6 +90,8 @@ pub struct Engine {
     pub(crate) queues: Arc<queues::Queues>,
     /// The schedules service (see `schedules/`).
     pub(crate) schedules: schedules::Schedules,
+    /// The messaging service: messages, events, streams (see `messaging.rs`).
+    pub(crate) messaging: messaging::Messaging,
 }
 
 impl Engine {
@@ -122,13 +125,15 @@ impl Engine {
             quota: Default::default(),
         });
         let queues = Arc::new(queues::Queues::new(core.clone()));
+        let waits: Arc<waits::Waits> = Default::default();
         Arc::new(Engine {
             schedules: schedules::Schedules::new(core.clone(), queues.clone()),
+            messaging: messaging::Messaging::new(core.clone(), waits.clone()),
             queues,
             core,
             sessions,
             dispatch,
-            waits: Default::default(),
+            waits,
             catalog: Default::default(),
             store_health: Default::default(),
             queue_counts: Default::default(),
@@ -148,6 +153,11 @@ impl Engine {
     /// Schedules: created, changed, paused, triggered and backfilled by operators.
     pub fn schedules(&self) -> &schedules::Schedules {
         &self.schedules
+    }
+
+    /// Messages, events and streams: sends and reads from outside a workflow.
+    pub fn messaging(&self) -> &messaging::Messaging {
+        &self.messaging
     }
 
     pub fn config(&self) -> &EngineConfig {

@@ -28,7 +28,13 @@ impl Engine {
         }
         // Not straight to a worker: the workflow is dispatched once the message is in.
         let (new, name_registered, _) = self.prepare_start(start, false).await?;
-        validate_message(self, "workflow_id", &new.workflow_id, &message.topic, &message.message)?;
+        validate_message(
+            self.core.config.max_payload_bytes,
+            "workflow_id",
+            &new.workflow_id,
+            &message.topic,
+            &message.message,
+        )?;
         validate::optional_name("idempotency_key", &message.idempotency_key)?;
         let topic = message.topic.clone();
         let m = NewMessage {
@@ -42,7 +48,9 @@ impl Engine {
         let (started, sent) = self.core.store.start_and_send(new, m, self.core.now()).await?;
         self.core.counters.start(&started, name_registered);
         if !sent.duplicate {
-            self.wake_receiver(&started.workflow.workflow_id, &topic).await;
+            self.messaging
+                .wake_receiver(&started.workflow.workflow_id, &topic)
+                .await;
         }
         // The new workflow, or a receiver the message took off its park, is in its queue.
         self.core.work_enqueued();

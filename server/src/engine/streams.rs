@@ -7,7 +7,7 @@ use std::time::Duration;
 use waymark_store::StreamEntry;
 
 use super::waits::wait_map::{Wait, WaitMap};
-use super::{validate, Engine, EngineError, EngineResult};
+use super::{messaging::Messaging, validate, EngineError, EngineResult};
 
 /// Most entries handed to a reader at once.
 const READ_BATCH: u32 = 256;
@@ -47,7 +47,7 @@ pub enum StreamNext {
     End,
 }
 
-impl Engine {
+impl Messaging {
     /// Checks that a reader may follow the stream (the workflow exists) and takes its place
     /// among the server's waits, held for as long as the reader follows.
     /// A workflow's streams, by key (at most [`MAX_LISTED`]).
@@ -58,7 +58,7 @@ impl Engine {
 
     pub async fn open_stream_reader(&self, workflow_id: &str, key: &str) -> EngineResult<super::waits::WaitPermit> {
         validate::name("key", key)?;
-        self.get_workflow(workflow_id).await?;
+        self.workflow(workflow_id).await?;
         self.core.begin_wait()
     }
 
@@ -77,7 +77,7 @@ impl Engine {
             if !entries.is_empty() {
                 return Ok(StreamNext::Entries(entries));
             }
-            if self.get_workflow(workflow_id).await?.status.is_terminal() {
+            if self.workflow(workflow_id).await?.status.is_terminal() {
                 // Anything written before the finish is visible now: read once more.
                 let last = self.core.store.read_stream(workflow_id, key, from, READ_BATCH).await?;
                 return Ok(if last.is_empty() || last[0].closed {

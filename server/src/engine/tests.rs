@@ -537,7 +537,7 @@ async fn a_send_hands_the_message_to_the_waiting_receive_with_the_wakeup() {
         message: m.into(),
         idempotency_key: String::new(),
     };
-    engine.send_message(send("\"hi\"")).await.unwrap();
+    engine.messaging().send_message(send("\"hi\"")).await.unwrap();
     match rx.try_recv() {
         Ok(ToWorker::Delivered {
             workflow_id,
@@ -551,7 +551,7 @@ async fn a_send_hands_the_message_to_the_waiting_receive_with_the_wakeup() {
         .await
         .unwrap();
     assert_eq!(again, waymark_store::Received::Delivered("\"hi\"".into()));
-    engine.send_message(send("2")).await.unwrap();
+    engine.messaging().send_message(send("2")).await.unwrap();
     assert!(rx.try_recv().is_err(), "nothing waits now");
 }
 

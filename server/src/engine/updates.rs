@@ -78,14 +78,15 @@ impl Engine {
             serde_json::Value::String(update_id.clone()),
             req.args
         );
-        self.deliver(SendRequest {
-            workflow_id: req.workflow_id.clone(),
-            topic: topic(&req.name),
-            message,
-            idempotency_key: key.clone(),
-        })
-        .await?;
-        match self.wait_for_event(&req.workflow_id, &key, timeout, Some(place), true).await? {
+        self.messaging
+            .deliver(SendRequest {
+                workflow_id: req.workflow_id.clone(),
+                topic: topic(&req.name),
+                message,
+                idempotency_key: key.clone(),
+            })
+            .await?;
+        match self.messaging.wait_for_event(&req.workflow_id, &key, timeout, Some(place), true).await? {
             EventWait::Set(answer) => answered(update_id, &answer),
             EventWait::Ended => Err(EngineError::new(
                 ErrorCode::FailedPrecondition,

@@ -44,7 +44,13 @@ async fn run(
     message: String,
 ) -> EngineResult<String> {
     engine.worker_write(session, &fence, 0).await?;
-    validate_message(engine, "destination_id", &destination_id, &topic, &message)?;
+    validate_message(
+        engine.config().max_payload_bytes,
+        "destination_id",
+        &destination_id,
+        &topic,
+        &message,
+    )?;
     engine.check_reach(session, &destination_id).await?;
     let new = NewMessage {
         message_id: uuid::Uuid::now_v7().to_string(),
@@ -59,7 +65,7 @@ async fn run(
         .store()
         .send_message_step(&fence, step_id, new, engine.core.now())
         .await?;
-    engine.wake_receiver(&destination_id, &topic).await;
+    engine.messaging.wake_receiver(&destination_id, &topic).await;
     engine.core.work_enqueued();
     Ok(id)
 }

@@ -36,7 +36,7 @@ impl Command for v1::SetEvent {
         )
         .await?;
         session.grow_history(&fence.workflow_id, adds);
-        engine.wake_event(&fence.workflow_id, &self.key).await;
+        engine.messaging.wake_event(&fence.workflow_id, &self.key).await;
         // Readers parked on it are back in their queue now.
         engine.core.work_enqueued();
         Ok(reply::Result::StepRecorded(v1::StepRecorded {}))

@@ -13,7 +13,7 @@ pub async fn poll_waits(engine: &Engine) {
         match engine.core.store.pending_messages(&keys).await {
             Ok(ready) => {
                 for (workflow_id, topic) in ready {
-                    engine.wake_receiver(&workflow_id, &topic).await;
+                    engine.messaging().wake_receiver(&workflow_id, &topic).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not check waiting receives"),
@@ -46,7 +46,7 @@ pub async fn poll_waits(engine: &Engine) {
         match engine.core.store.events_set(&keys).await {
             Ok(ready) => {
                 for (workflow_id, key) in ready {
-                    engine.wake_event(&workflow_id, &key).await;
+                    engine.messaging().wake_event(&workflow_id, &key).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not check waiting event reads"),
