@@ -21,6 +21,7 @@ pub async fn delete(
 ) -> Result<Response<v1::DeleteWorkflowResponse>, Status> {
     note_workflow_id(&r.workflow_id);
     let deleted_workflow_ids = engine
+        .lifecycle()
         .delete_workflow(&r.workflow_id, r.cascade)
         .await
         .map_err(to_status)?;
@@ -36,7 +37,7 @@ pub async fn fork(engine: &Engine, r: v1::ForkWorkflowRequest) -> Result<Respons
         app_version: non_empty(r.app_version),
         queue_name: non_empty(r.queue_name),
     };
-    let w = engine.fork_workflow(fork).await.map_err(to_status)?;
+    let w = engine.lifecycle().fork_workflow(fork).await.map_err(to_status)?;
     note_workflow(&w);
     Ok(Response::new(v1::ForkWorkflowResponse {
         workflow: Some(convert::workflow(w)),
@@ -49,6 +50,7 @@ pub async fn set_version(
 ) -> Result<Response<v1::SetWorkflowVersionResponse>, Status> {
     note_workflow_id(&r.workflow_id);
     let w = engine
+        .lifecycle()
         .set_workflow_version(&r.workflow_id, &r.app_version, r.allow_unserved)
         .await
         .map_err(to_status)?;

@@ -69,7 +69,7 @@ impl Engine {
             BulkAction::SetVersion {
                 app_version,
                 allow_unserved: false,
-            } => Some(self.served_names(app_version).await?),
+            } => Some(super::worker_list::served_names(&self.core, app_version).await?),
             _ => None,
         };
         let mut out = BulkOutcome {
@@ -104,7 +104,7 @@ impl Engine {
                 Ok((after.status != WorkflowStatus::Cancelled).then_some("WORKFLOW_FINISHED"))
             }
             BulkAction::Resume => self.resume_workflow(id).await.map(|_| None),
-            BulkAction::Delete => self.delete_workflow(id, false).await.map(|_| None),
+            BulkAction::Delete => self.lifecycle.delete_workflow(id, false).await.map(|_| None),
             BulkAction::SetVersion { app_version, .. } => {
                 if w.app_version.as_deref() == Some(app_version.as_str()) {
                     return Ok(Some("UNCHANGED"));

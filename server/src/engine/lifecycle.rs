@@ -1,13 +1,25 @@
-//! A workflow's records after its run: deleting finished workflows on request, and forking a
-//! workflow into a new one that replays part of its history.
+//! The lifecycle service: a workflow's records after (or beside) its run — deleting finished
+//! workflows on request and by the retention collector (`retention.rs`), forking a workflow
+//! into a new one that replays part of its history, and re-pinning an unfinished one to
+//! another version.
 
-use std::collections::HashSet;
+use std::sync::Arc;
 
 use waymark_store::{Fork, WorkflowRecord};
 
-use super::{validate, Engine, EngineError, EngineResult, ErrorCode};
+use super::{queues::Queues, validate, worker_list, Core, EngineError, EngineResult, ErrorCode};
 
-impl Engine {
+pub struct Lifecycle {
+    pub(super) core: Arc<Core>,
+    /// A fork onto another queue needs that queue to exist.
+    queues: Arc<Queues>,
+}
+
+impl Lifecycle {
+    pub(crate) fn new(core: Arc<Core>, queues: Arc<Queues>) -> Lifecycle {
+        Lifecycle { core, queues }
+    }
+
     /// Deletes the finished workflow `workflow_id` (with `cascade`, its descendants too) and
     /// everything recorded for it. Returns the ids deleted, the one asked for first.
     pub async fn delete_workflow(&self, workflow_id: &str, cascade: bool) -> EngineResult<Vec<String>> {
@@ -40,9 +52,7 @@ impl Engine {
         self.core.work_enqueued();
         Ok(w)
     }
-}
 
-impl Engine {
     /// Re-pins the unfinished `workflow_id` to `app_version`. Unless `allow_unserved`, a
     /// connected worker of that version must register the workflow's name.
     pub async fn set_workflow_version(
@@ -54,8 +64,16 @@ impl Engine {
         validate::name("workflow_id", workflow_id)?;
         validate::name("app_version", app_version)?;
         if !allow_unserved {
-            let w = self.get_workflow(workflow_id).await?;
-            if !self.served_names(app_version).await?.contains(&w.workflow_name) {
+            let w = self
+                .core
+                .store
+                .get_workflow(workflow_id)
+                .await?
+                .ok_or_else(|| EngineError::not_found(workflow_id))?;
+            if !worker_list::served_names(&self.core, app_version)
+                .await?
+                .contains(&w.workflow_name)
+            {
                 return Err(EngineError::new(
                     ErrorCode::FailedPrecondition,
                     "VERSION_NOT_SERVED",
@@ -74,16 +92,5 @@ impl Engine {
         tracing::info!(workflow_id, app_version, "re-pinned");
         self.core.work_enqueued();
         Ok(w)
-    }
-
-    /// The workflow names the connected workers of `app_version` register (any replica's).
-    pub(crate) async fn served_names(&self, app_version: &str) -> EngineResult<HashSet<String>> {
-        Ok(self
-            .list_workers("")
-            .await?
-            .into_iter()
-            .filter(|w| w.declared.app_version == app_version)
-            .flat_map(|w| w.declared.workflow_names)
-            .collect())
     }
 }

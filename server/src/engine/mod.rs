@@ -92,6 +92,8 @@ pub struct Engine {
     pub(crate) schedules: schedules::Schedules,
     /// The messaging service: messages, events, streams (see `messaging.rs`).
     pub(crate) messaging: messaging::Messaging,
+    /// The lifecycle service: deletes, retention, forks, re-pins (see `lifecycle.rs`).
+    pub(crate) lifecycle: lifecycle::Lifecycle,
 }
 
 impl Engine {
@@ -129,6 +131,7 @@ impl Engine {
         Arc::new(Engine {
             schedules: schedules::Schedules::new(core.clone(), queues.clone()),
             messaging: messaging::Messaging::new(core.clone(), waits.clone()),
+            lifecycle: lifecycle::Lifecycle::new(core.clone(), queues.clone()),
             queues,
             core,
             sessions,
@@ -158,6 +161,11 @@ impl Engine {
     /// Messages, events and streams: sends and reads from outside a workflow.
     pub fn messaging(&self) -> &messaging::Messaging {
         &self.messaging
+    }
+
+    /// Deleting, forking and re-pinning workflows, and the retention collector's turns.
+    pub fn lifecycle(&self) -> &lifecycle::Lifecycle {
+        &self.lifecycle
     }
 
     pub fn config(&self) -> &EngineConfig {

@@ -14,7 +14,7 @@ use std::{sync::Arc, time::Duration};
 
 use waymark_store::{Collect, Covered, Millis, WorkflowStatus};
 
-use super::Engine;
+use super::{lifecycle::Lifecycle, Engine};
 
 /// Most workflows one transaction deletes.
 pub const BATCH: u32 = 100;
@@ -158,7 +158,7 @@ pub async fn run(engine: Arc<Engine>) {
         let mut pause = IDLE;
         if engine.store_health.is_reachable() {
             let started = tokio::time::Instant::now();
-            let collected = engine.collect_once(&policy, pace.batch()).await;
+            let collected = engine.lifecycle.collect_once(&policy, pace.batch()).await;
             pause = pace.pause(collected, started.elapsed());
             if collected > 0 {
                 engine.core.counters.deleted("retention", collected);
@@ -213,12 +213,12 @@ impl Pace {
     }
 }
 
-impl Engine {
+impl Lifecycle {
     /// One turn of the collector: at most `budget` deleted. Returns how many.
     pub(crate) async fn collect_once(&self, policy: &Retention, budget: usize) -> usize {
         let mut budget = budget;
         let mut collected = 0;
-        for pass in policy.passes(self.namespace(), self.core.now()) {
+        for pass in policy.passes(self.core.namespace(), self.core.now()) {
             while budget > 0 {
                 let limit = budget.min(BATCH as usize) as u32;
                 let batch = Collect {

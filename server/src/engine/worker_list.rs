@@ -5,12 +5,15 @@
 //! any replica can list the whole fleet from the database. For streams attached to the replica
 //! that answers, the load is read live instead.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use serde::{Deserialize, Serialize};
 use waymark_store::{Millis, SessionRecord};
 
-use super::{Engine, EngineResult, Registration, WorkerSession};
+use super::{Core, Engine, EngineResult, Registration, WorkerSession};
 
 /// Most workers one listing returns.
 pub const MAX_LISTED_WORKERS: u32 = 10_000;
@@ -100,15 +103,30 @@ impl Engine {
     }
 }
 
+/// The workflow names the connected workers of `app_version` register (any replica's).
+pub(crate) async fn served_names(core: &Core, app_version: &str) -> EngineResult<HashSet<String>> {
+    let stored = core.store.live_sessions(core.now(), MAX_LISTED_WORKERS).await?;
+    Ok(stored
+        .iter()
+        .map(declared)
+        .filter(|d| d.app_version == app_version)
+        .flat_map(|d| d.workflow_names)
+        .collect())
+}
+
+/// What a stream declared, as written with its lease.
+fn declared(s: &SessionRecord) -> Declared {
+    s.info
+        .as_deref()
+        .and_then(|i| serde_json::from_str(i).ok())
+        .unwrap_or_default()
+}
+
 fn view(s: SessionRecord, local: &HashMap<String, Arc<WorkerSession>>) -> WorkerView {
     let here = local.get(&s.session_id);
     // A stream attached here is described from what it holds now; another replica's from what
     // it wrote last (its declaration, its last heartbeat's load).
-    let declared = s
-        .info
-        .as_deref()
-        .and_then(|i| serde_json::from_str(i).ok())
-        .unwrap_or_default();
+    let declared = declared(&s);
     let load = match here {
         Some(l) => Load::of(l),
         None => s
