@@ -52,8 +52,8 @@ async fn apply(engine: &Engine, change: Change) {
             engine.core.work_enqueued();
         }
         Change::Stream { workflow_id, key } => engine.waits.streams.wake(&workflow_id, Some(&key)),
-        Change::Finished { workflow_id } => engine.announce_finished(&workflow_id, None),
-        Change::StepDone { workflow_id, step_id } => engine.step_recorded(&workflow_id, step_id).await,
+        Change::Finished { workflow_id } => engine.waits.announce_finished(&workflow_id, None),
+        Change::StepDone { workflow_id, step_id } => engine.waits.step_recorded(&workflow_id, step_id).await,
         Change::Enqueued => engine.core.work_enqueued(),
         Change::QueuesChanged => {
             engine.queues.refresh().await;

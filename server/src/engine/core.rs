@@ -97,4 +97,9 @@ impl WorkSignal {
         self.sessions.want_claims_everywhere();
         self.dispatch.wanted.notify_one();
     }
+
+    /// Wakes the dispatcher alone: room may have opened in a limited queue.
+    pub(crate) fn wake_dispatcher(&self) {
+        self.dispatch.wanted.notify_one();
+    }
 }

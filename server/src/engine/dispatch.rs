@@ -197,7 +197,7 @@ impl Engine {
             .complete_workflow(&fence, waymark_store::Outcome::Failure(failure), self.core.now())
             .await
         {
-            Ok(done) => self.finished_here(done.workflow),
+            Ok(done) => self.waits.finished_here(done.workflow),
             // Still PENDING for this worker, which never got it: recovered when the lease ends,
             // and failed here again then.
             Err(e) => {

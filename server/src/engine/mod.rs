@@ -9,10 +9,7 @@
 //! back workflows from workers whose lease ended), [`waits`] (everything waiting on this
 //! replica), [`schedules`] (cron schedules and the scheduler that fires them).
 
-use std::sync::{
-    atomic::{AtomicBool, Ordering},
-    Arc,
-};
+use std::sync::{atomic::AtomicBool, Arc};
 
 use tokio::sync::watch;
 use waymark_store::Store;
@@ -127,7 +124,7 @@ impl Engine {
             quota: Default::default(),
         });
         let queues = Arc::new(queues::Queues::new(core.clone()));
-        let waits: Arc<waits::Waits> = Default::default();
+        let waits = Arc::new(waits::Waits::new(core.clone()));
         Arc::new(Engine {
             schedules: schedules::Schedules::new(core.clone(), queues.clone()),
             messaging: messaging::Messaging::new(core.clone(), waits.clone()),
@@ -210,46 +207,6 @@ impl Engine {
     /// Resolves (via `wait_for(|v| *v)`) once the replica starts draining.
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
         self.core.shutdown_signal()
-    }
-
-    /// Something may have been enqueued: see [`Core::work_enqueued`].
-    pub(crate) fn work_enqueued(&self) {
-        self.core.work_enqueued();
-    }
-
-    /// A workflow reached a terminal status through this replica: wake whoever waits on it
-    /// here (awaiters get the record when there is one; stream readers look again).
-    /// A workflow this replica just finished (completed, failed, cancelled, timed out): counted
-    /// in the metrics, then announced.
-    pub(crate) fn finished_here(&self, w: waymark_store::WorkflowRecord) {
-        self.core.counters.finished(&w);
-        let id = w.workflow_id.clone();
-        self.announce_finished(&id, Some(Arc::new(w)));
-    }
-
-    pub(crate) fn announce_finished(&self, workflow_id: &str, record: Finished) {
-        // A workflow parked awaiting this one is back in its queue. With announcements live the
-        // store announces that wake itself (only when there was one to wake), so an ordinary
-        // completion costs no claim; a limited queue may have room again either way.
-        if self.core.changes_live.load(Ordering::Relaxed) {
-            self.dispatch.wanted.notify_one();
-        } else {
-            self.work_enqueued();
-        }
-        self.waits.workflows.wake(&workflow_id.to_string(), record);
-        self.waits.streams.wake(workflow_id, None);
-        let wakeups = self.waits.children.take(&workflow_id.to_string());
-        for _ in &wakeups {
-            self.core.counters.wakeup("child");
-        }
-        // Waking sends on worker streams, which may wait; do it off the caller's path.
-        if !wakeups.is_empty() {
-            tokio::spawn(async move {
-                for w in wakeups {
-                    w.send().await;
-                }
-            });
-        }
     }
 
     /// The engine's clock, for replies that tell a worker the server's time.

@@ -54,7 +54,7 @@ pub async fn expire_once(engine: &Engine) {
                         s.send(super::ToWorker::Cancel(w.workflow_id.clone())).await;
                     }
                 }
-                engine.finished_here(w);
+                engine.waits.finished_here(w);
             }
         }
         Err(e) => tracing::warn!(error = %e, "deadline pass failed"),
@@ -85,7 +85,7 @@ pub async fn recover_once(engine: &Engine) {
             }
             for id in &r.dead_lettered {
                 tracing::warn!(workflow_id = %id, "workflow exceeded its recovery attempts; dead-lettered");
-                engine.announce_finished(id, None);
+                engine.waits.announce_finished(id, None);
             }
         }
         Err(e) => tracing::warn!(error = %e, "recovery pass failed"),

@@ -39,15 +39,6 @@ impl Engine {
         self.core.work_enqueued();
     }
 
-    /// A step was recorded (here or on another replica): wake whoever waits on it here. Its
-    /// caller may also have been parked on it, and is back in its queue.
-    pub(crate) async fn step_recorded(&self, workflow_id: &str, step_id: u32) {
-        if self.waits.steps.wake(&(workflow_id.to_string(), step_id)).await > 0 {
-            self.core.counters.wakeup("step");
-        }
-        self.core.work_enqueued();
-    }
-
     /// Claims due attempts for one worker stream that runs remote steps and sends them.
     pub(crate) async fn dispatch_steps(&self, session: &WorkerSession, now: Millis) {
         let names = &session.registration.step_names;
@@ -98,7 +89,7 @@ impl Engine {
                 }
                 for (workflow_id, step_id) in expired.recorded {
                     tracing::info!(%workflow_id, step_id, "remote step out of attempts after a timeout");
-                    self.step_recorded(&workflow_id, step_id).await;
+                    self.waits.step_recorded(&workflow_id, step_id).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "remote step timeout pass failed"),

@@ -124,7 +124,7 @@ async fn credits_alone_do_not_claim_news_of_enqueued_work_does() {
     here.grant_credits(&session, 1, 0);
     dispatch::dispatch_once(&here).await;
     assert!(dispatched(&mut rx).is_empty(), "credits alone claimed");
-    here.work_enqueued();
+    here.core.work_enqueued();
     dispatch::dispatch_once(&here).await;
     assert_eq!(
         dispatched(&mut rx)

@@ -197,7 +197,7 @@ impl Engine {
         }
         for id in &released.dead_lettered {
             tracing::warn!(%worker_id, workflow_id = %id, "workflow lost by its worker too often; dead-lettered");
-            self.announce_finished(id, None);
+            self.waits.announce_finished(id, None);
         }
         if !released.requeued.is_empty() {
             self.core.work_enqueued();
@@ -270,7 +270,7 @@ impl Engine {
             .complete_workflow(fence, Outcome::Failure(failure), self.core.now())
             .await
         {
-            self.finished_here(done.workflow);
+            self.waits.finished_here(done.workflow);
         }
         // (Had the database not answered, the workflow is recovered and fails at dispatch.)
         EngineError::new(super::ErrorCode::ResourceExhausted, "HISTORY_TOO_LARGE", message)
@@ -355,7 +355,7 @@ impl Engine {
                 .complete_workflow(fence, Outcome::Failure(failure), self.core.now())
                 .await;
             if let Ok(done) = failed {
-                self.finished_here(done.workflow);
+                self.waits.finished_here(done.workflow);
             }
         }
         err
@@ -401,10 +401,11 @@ impl Engine {
         tracing::debug!(workflow_id = %fence.workflow_id, adopted = done.adopted, "complete");
         if done.adopted {
             // A resend of a completion already made: counted the first time.
-            self.announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
+            self.waits
+                .announce_finished(&fence.workflow_id, Some(Arc::new(done.workflow.clone())));
         } else {
             self.core.counters.steps(steps_sent);
-            self.finished_here(done.workflow.clone());
+            self.waits.finished_here(done.workflow.clone());
         }
         Ok(done)
     }

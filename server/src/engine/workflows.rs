@@ -342,7 +342,7 @@ impl Engine {
                     s.send(ToWorker::Cancel(workflow_id.to_string())).await;
                 }
             }
-            self.finished_here(w.clone());
+            self.waits.finished_here(w.clone());
         }
         Ok(w)
     }

@@ -72,7 +72,7 @@ pub(crate) async fn run(
     match finished {
         StepFinished::Recorded => {
             tracing::debug!(workflow_id = %attempt.workflow_id, step_id = attempt.step_id, "remote step recorded");
-            engine.step_recorded(&attempt.workflow_id, attempt.step_id).await;
+            engine.waits.step_recorded(&attempt.workflow_id, attempt.step_id).await;
         }
         StepFinished::Retrying { at } => {
             tracing::debug!(workflow_id = %attempt.workflow_id, step_id = attempt.step_id, attempt = attempt.attempt, "remote step failed; retrying");

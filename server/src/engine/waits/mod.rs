@@ -7,10 +7,12 @@ pub mod poller;
 pub mod step_waits;
 pub mod wait_map;
 
-use super::{events, messages, streams, Finished};
+use std::sync::{atomic::Ordering, Arc};
 
-#[derive(Default)]
+use super::{events, messages, streams, Core, Finished};
+
 pub struct Waits {
+    core: Arc<Core>,
     /// AwaitWorkflow calls, woken when a workflow finishes through this replica.
     pub(crate) workflows: wait_map::WaitMap<String, Finished>,
     /// Receives waiting for a message.
@@ -23,6 +25,65 @@ pub struct Waits {
     pub(crate) children: step_waits::StepWaits<String>,
     /// Workflows waiting for a remote step's result (or a select over steps).
     pub(crate) steps: step_waits::StepWaits<(String, u32)>,
+}
+
+impl Waits {
+    pub(crate) fn new(core: Arc<Core>) -> Waits {
+        Waits {
+            core,
+            workflows: Default::default(),
+            recv: Default::default(),
+            events: Default::default(),
+            streams: Default::default(),
+            children: Default::default(),
+            steps: Default::default(),
+        }
+    }
+
+    /// A workflow this replica just finished (completed, failed, cancelled, timed out): counted
+    /// in the metrics, then announced.
+    pub(crate) fn finished_here(&self, w: waymark_store::WorkflowRecord) {
+        self.core.counters.finished(&w);
+        let id = w.workflow_id.clone();
+        self.announce_finished(&id, Some(Arc::new(w)));
+    }
+
+    /// A workflow reached a terminal status (here, or on another replica as announced or
+    /// polled): wake whoever waits on it here (awaiters get the record when there is one;
+    /// stream readers look again; workflows awaiting it as a child or a select target).
+    pub(crate) fn announce_finished(&self, workflow_id: &str, record: Finished) {
+        // A workflow parked awaiting this one is back in its queue. With announcements live the
+        // store announces that wake itself (only when there was one to wake), so an ordinary
+        // completion costs no claim; a limited queue may have room again either way.
+        if self.core.changes_live.load(Ordering::Relaxed) {
+            self.core.work.wake_dispatcher();
+        } else {
+            self.core.work_enqueued();
+        }
+        self.workflows.wake(&workflow_id.to_string(), record);
+        self.streams.wake(workflow_id, None);
+        let wakeups = self.children.take(&workflow_id.to_string());
+        for _ in &wakeups {
+            self.core.counters.wakeup("child");
+        }
+        // Waking sends on worker streams, which may wait; do it off the caller's path.
+        if !wakeups.is_empty() {
+            tokio::spawn(async move {
+                for w in wakeups {
+                    w.send().await;
+                }
+            });
+        }
+    }
+
+    /// A step was recorded (here or on another replica): wake whoever waits on it here. Its
+    /// caller may also have been parked on it, and is back in its queue.
+    pub(crate) async fn step_recorded(&self, workflow_id: &str, step_id: u32) {
+        if self.steps.wake(&(workflow_id.to_string(), step_id)).await > 0 {
+            self.core.counters.wakeup("step");
+        }
+        self.core.work_enqueued();
+    }
 }
 
 /// A client call's place among the waits this replica holds, given back when dropped.

@@ -24,7 +24,7 @@ pub async fn poll_waits(engine: &Engine) {
         match engine.core.store.finished_among(&awaited).await {
             Ok(done) => {
                 for id in done {
-                    engine.announce_finished(&id, None);
+                    engine.waits.announce_finished(&id, None);
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not check awaited workflows"),
@@ -35,7 +35,7 @@ pub async fn poll_waits(engine: &Engine) {
         match engine.core.store.steps_recorded(&keys).await {
             Ok(done) => {
                 for (workflow_id, step_id) in done {
-                    engine.step_recorded(&workflow_id, step_id).await;
+                    engine.waits.step_recorded(&workflow_id, step_id).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not check awaited remote steps"),
