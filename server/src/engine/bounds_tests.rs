@@ -27,9 +27,9 @@ async fn running(engine: &Engine, id: &str) -> (Arc<WorkerSession>, mpsc::Receiv
         name_patterns: Vec::new(),
         ..Default::default()
     };
-    let session = engine.attach_worker(registration, tx).await.unwrap();
+    let session = engine.workers.attach_worker(registration, tx).await.unwrap();
     super::tests::start(engine, id).await;
-    engine.grant_credits(&session, 1, 0);
+    engine.workers.grant_credits(&session, 1, 0);
     dispatch::dispatch_once(engine).await;
     let Ok(ToWorker::Dispatch(w)) = rx.try_recv() else {
         panic!("{id} was not dispatched")
@@ -199,14 +199,26 @@ async fn a_history_growing_past_its_cap_fails_the_workflow_at_the_write() {
         started_at: None,
     };
     for id in 0..3 {
-        engine.record_step(&session, fence.clone(), step(id)).await.unwrap();
+        engine
+            .workers
+            .record_step(&session, fence.clone(), step(id))
+            .await
+            .unwrap();
     }
     // Resends of a recorded step (a reply lost, a database that was away) are not counted again.
     for _ in 0..10 {
-        let again = engine.record_step(&session, fence.clone(), step(2)).await.unwrap();
+        let again = engine
+            .workers
+            .record_step(&session, fence.clone(), step(2))
+            .await
+            .unwrap();
         assert_eq!(again, waymark_store::Recorded::AlreadyRecorded);
     }
-    let e = engine.record_step(&session, fence.clone(), step(3)).await.unwrap_err();
+    let e = engine
+        .workers
+        .record_step(&session, fence.clone(), step(3))
+        .await
+        .unwrap_err();
     assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "HISTORY_TOO_LARGE"));
     let w = engine.get_workflow("grows").await.unwrap();
     assert_eq!(w.status, WorkflowStatus::Error);
@@ -215,7 +227,11 @@ async fn a_history_growing_past_its_cap_fails_the_workflow_at_the_write() {
     };
     assert_eq!(failure.kind, "HISTORY_TOO_LARGE");
     // The run is over on this stream: later writes are refused, not recorded.
-    let e = engine.record_step(&session, fence.clone(), step(4)).await.unwrap_err();
+    let e = engine
+        .workers
+        .record_step(&session, fence.clone(), step(4))
+        .await
+        .unwrap_err();
     assert_eq!(e.reason, "STALE_EPOCH");
     assert_eq!(engine.core.store.list_steps("grows").await.unwrap().len(), 3);
 }
@@ -273,6 +289,7 @@ async fn waits_of_workflows_that_moved_on_are_dropped() {
     assert_eq!(waiting(&engine), (1, 1, 1));
     // The workflow finishes without anything it waited for happening.
     engine
+        .workers
         .complete_workflow(&session, fence, vec![], Outcome::Output("1".into()))
         .await
         .unwrap();

@@ -72,7 +72,7 @@ pub async fn dispatch_once(engine: &Engine) -> bool {
         }
         engine.dispatch_steps(&session, now).await;
         // A claim whose answer was lost may have given it workflows it never got.
-        if !engine.settle_doubt(&session).await {
+        if !engine.workers.settle_doubt(&session).await {
             continue;
         }
         if session.credits() == 0 {

@@ -240,7 +240,7 @@ impl World {
                     return;
                 }
                 let (tx, rx) = mpsc::channel(1_000);
-                if let Ok(session) = self.engine.attach_worker(Self::registration(w), tx).await {
+                if let Ok(session) = self.engine.workers.attach_worker(Self::registration(w), tx).await {
                     self.streams.insert(
                         w,
                         Stream {
@@ -253,12 +253,12 @@ impl World {
             }
             Op::Detach(w) => {
                 if let Some(s) = self.streams.remove(&w) {
-                    self.engine.detach_worker(&s.session).await;
+                    self.engine.workers.detach_worker(&s.session).await;
                 }
             }
             Op::Credit(w, n) => {
                 if let Some(s) = self.streams.get(&w) {
-                    self.engine.grant_credits(&s.session, n as u32, 0);
+                    self.engine.workers.grant_credits(&s.session, n as u32, 0);
                 }
             }
             Op::Dispatch => {
@@ -285,6 +285,7 @@ impl World {
                 };
                 if self
                     .engine
+                    .workers
                     .record_step(&session, fence.clone(), step.clone())
                     .await
                     .is_ok()
@@ -321,6 +322,7 @@ impl World {
                 };
                 if let Ok(done) = self
                     .engine
+                    .workers
                     .complete_workflow(&session, fence.clone(), vec![], outcome)
                     .await
                 {
@@ -337,6 +339,7 @@ impl World {
                 let dispatches_received = (received as u64).min(s.received);
                 let _ = self
                     .engine
+                    .workers
                     .heartbeat(
                         &s.session,
                         Some(Held {
@@ -399,7 +402,7 @@ impl World {
                     started_at: None,
                 };
                 assert!(
-                    self.engine.record_step(&session, fence, step).await.is_err(),
+                    self.engine.workers.record_step(&session, fence, step).await.is_err(),
                     "a malformed write was accepted"
                 );
             }
@@ -409,7 +412,7 @@ impl World {
     /// Every worker gone and its lease run out: nothing may be left PENDING.
     async fn settle(&mut self) {
         for (_, s) in self.streams.drain() {
-            self.engine.detach_worker(&s.session).await;
+            self.engine.workers.detach_worker(&s.session).await;
         }
         self.clock.advance(60_000);
         recovery::recover_once(&self.engine).await;

@@ -11,9 +11,9 @@
 //! While in doubt the stream takes no direct dispatches, and the settling waits for those
 //! already under way, so nothing sent is taken for lost.
 
-use super::{Engine, WorkerSession};
+use super::{worker::Workers, WorkerSession};
 
-impl Engine {
+impl Workers {
     /// Settles `session`'s doubt, if it has one. False while it cannot yet (a start is still
     /// dispatching to it, or the database is away): no claim for it until then.
     pub(crate) async fn settle_doubt(&self, session: &WorkerSession) -> bool {

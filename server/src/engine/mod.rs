@@ -91,6 +91,8 @@ pub struct Engine {
     pub(crate) messaging: messaging::Messaging,
     /// The lifecycle service: deletes, retention, forks, re-pins (see `lifecycle.rs`).
     pub(crate) lifecycle: lifecycle::Lifecycle,
+    /// The workers service: the streams attached here and what they write (see `worker.rs`).
+    pub(crate) workers: worker::Workers,
 }
 
 impl Engine {
@@ -129,6 +131,7 @@ impl Engine {
             schedules: schedules::Schedules::new(core.clone(), queues.clone()),
             messaging: messaging::Messaging::new(core.clone(), waits.clone()),
             lifecycle: lifecycle::Lifecycle::new(core.clone(), queues.clone()),
+            workers: worker::Workers::new(core.clone(), sessions.clone(), waits.clone()),
             queues,
             core,
             sessions,
@@ -163,6 +166,11 @@ impl Engine {
     /// Deleting, forking and re-pinning workflows, and the retention collector's turns.
     pub fn lifecycle(&self) -> &lifecycle::Lifecycle {
         &self.lifecycle
+    }
+
+    /// The worker streams attached here: attach, credits, heartbeats, checkpoints, completions.
+    pub fn workers(&self) -> &worker::Workers {
+        &self.workers
     }
 
     pub fn config(&self) -> &EngineConfig {

@@ -4,9 +4,9 @@
 
 use waymark_store::{ContinuedAsNew, Fence, NewStep, Outcome};
 
-use super::{validate, Engine, EngineResult, WorkerSession};
+use super::{validate, worker::Workers, EngineResult, WorkerSession};
 
-impl Engine {
+impl Workers {
     /// Records the run's held-back `steps`, then ends the run and enqueues the next with
     /// `input`. An input over the payload limit fails the workflow instead (it would not
     /// shrink on a retry), as an oversized output does.
@@ -29,7 +29,7 @@ impl Engine {
         self.worker_write(
             session,
             &fence,
-            input.len() + steps.iter().map(Self::step_bytes).sum::<usize>(),
+            input.len() + steps.iter().map(Workers::step_bytes).sum::<usize>(),
         )
         .await?;
         validate::held_steps(&steps, self.core.config.max_payload_bytes)?;

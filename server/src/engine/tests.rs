@@ -44,8 +44,8 @@ fn registration(worker_id: &str) -> Registration {
 
 async fn attach(engine: &Engine, worker_id: &str, credits: u32) -> (Arc<WorkerSession>, mpsc::Receiver<ToWorker>) {
     let (tx, rx) = mpsc::channel(100);
-    let s = engine.attach_worker(registration(worker_id), tx).await.unwrap();
-    engine.grant_credits(&s, credits, 0);
+    let s = engine.workers.attach_worker(registration(worker_id), tx).await.unwrap();
+    engine.workers.grant_credits(&s, credits, 0);
     (s, rx)
 }
 
@@ -102,7 +102,7 @@ async fn dispatch_never_exceeds_credits() {
         ["wf-0", "wf-1"]
     );
     assert_eq!(session.credits(), 0);
-    engine.grant_credits(&session, 1, 0);
+    engine.workers.grant_credits(&session, 1, 0);
     dispatch::dispatch_once(&engine).await;
     assert_eq!(dispatched(&mut rx).len(), 1);
 }
@@ -121,7 +121,7 @@ async fn credits_alone_do_not_claim_news_of_enqueued_work_does() {
     assert!(dispatched(&mut rx).is_empty());
     // Enqueued through the other replica, which has no worker; this one is not told.
     start(&elsewhere, "quiet").await;
-    here.grant_credits(&session, 1, 0);
+    here.workers.grant_credits(&session, 1, 0);
     dispatch::dispatch_once(&here).await;
     assert!(dispatched(&mut rx).is_empty(), "credits alone claimed");
     here.core.work_enqueued();
@@ -164,8 +164,8 @@ async fn detached_worker_loses_its_workflows_after_the_grace_period_and_the_next
         attempts: 1,
         started_at: None,
     };
-    engine.record_step(&a, fence.clone(), step).await.unwrap();
-    engine.detach_worker(&a).await;
+    engine.workers.record_step(&a, fence.clone(), step).await.unwrap();
+    engine.workers.detach_worker(&a).await;
 
     // Within the grace period nothing moves.
     clock.advance(1_000);
@@ -195,7 +195,7 @@ async fn detached_worker_loses_its_workflows_after_the_grace_period_and_the_next
         started_at: None,
     };
     assert_eq!(
-        engine.record_step(&a, fence, late).await.unwrap_err().reason,
+        engine.workers.record_step(&a, fence, late).await.unwrap_err().reason,
         "STALE_EPOCH"
     );
 }
@@ -208,7 +208,7 @@ async fn recovered_too_often_is_dead_lettered() {
         let (s, mut rx) = attach(&engine, &format!("w{round}"), 1).await;
         dispatch::dispatch_once(&engine).await;
         assert_eq!(dispatched(&mut rx).len(), 1, "round {round}");
-        engine.detach_worker(&s).await;
+        engine.workers.detach_worker(&s).await;
         clock.advance(3_000);
         recovery::recover_once(&engine).await;
     }
@@ -227,7 +227,7 @@ async fn recovered_too_often_is_dead_lettered() {
 async fn start_with_worker(engine: &Engine, id: &str) {
     let (s, _rx) = attach(engine, "registrar", 0).await;
     start(engine, id).await;
-    engine.detach_worker(&s).await;
+    engine.workers.detach_worker(&s).await;
 }
 
 #[tokio::test]
@@ -248,8 +248,12 @@ async fn a_different_step_at_a_recorded_position_fails_the_workflow() {
         attempts: 1,
         started_at: None,
     };
-    engine.record_step(&s, fence.clone(), step("charge")).await.unwrap();
-    let e = engine.record_step(&s, fence, step("refund")).await.unwrap_err();
+    engine
+        .workers
+        .record_step(&s, fence.clone(), step("charge"))
+        .await
+        .unwrap();
+    let e = engine.workers.record_step(&s, fence, step("refund")).await.unwrap_err();
     assert_eq!(e.reason, "NON_DETERMINISM");
     let w = engine.get_workflow("wf-1").await.unwrap();
     assert_eq!(w.status, WorkflowStatus::Error);
@@ -277,6 +281,7 @@ async fn cancel_tells_the_worker_and_later_writes_are_refused() {
         started_at: None,
     };
     let e = engine
+        .workers
         .record_step(
             &s,
             Fence {
@@ -349,11 +354,11 @@ async fn a_start_goes_straight_to_a_worker_with_room_unless_work_is_queued() {
     clock.advance(1);
     start(&engine, "third").await;
     assert!(dispatched(&mut rx).is_empty());
-    engine.grant_credits(&session, 1, 0);
+    engine.workers.grant_credits(&session, 1, 0);
     dispatch::dispatch_once(&engine).await;
     assert_eq!(dispatched(&mut rx)[0].workflow.workflow_id, "second");
     // With work queued, a new start does not jump ahead even when a credit is free.
-    engine.grant_credits(&session, 1, 0);
+    engine.workers.grant_credits(&session, 1, 0);
     clock.advance(1);
     start(&engine, "fourth").await;
     assert!(dispatched(&mut rx).is_empty());
@@ -373,7 +378,7 @@ async fn workflows_a_failed_claim_gave_a_worker_unsent_are_dispatched_anew() {
     assert_eq!(dispatched(&mut rx).len(), 1);
     clock.advance(1);
     start(&engine, "lost").await;
-    engine.grant_credits(&session, 5, 0);
+    engine.workers.grant_credits(&session, 5, 0);
     // What the failed claim wrote: "lost" is the stream's now, and nothing went down it.
     let claim = waymark_store::Claim {
         worker_id: "w1".into(),
@@ -475,7 +480,7 @@ async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_tim
     // No step credits yet: nothing is dispatched; then only as many as granted.
     dispatch::dispatch_once(&engine).await;
     assert!(steps_dispatched(&mut runner_rx).is_empty());
-    engine.grant_credits(&runner, 0, 2);
+    engine.workers.grant_credits(&runner, 0, 2);
     dispatch::dispatch_once(&engine).await;
     let running = steps_dispatched(&mut runner_rx);
     assert_eq!(running.iter().map(|t| t.step_id).collect::<Vec<_>>(), [0, 1]);
@@ -496,7 +501,7 @@ async fn remote_steps_respect_step_credits_wake_the_caller_and_retry_after_a_tim
     clock.advance(1_001);
     engine.expire_steps().await;
     clock.advance(2_000);
-    engine.grant_credits(&runner, 0, 2);
+    engine.workers.grant_credits(&runner, 0, 2);
     dispatch::dispatch_once(&engine).await;
     let mut again: Vec<_> = steps_dispatched(&mut runner_rx)
         .iter()
@@ -571,7 +576,7 @@ async fn workers_declare_queues_and_starts_need_an_existing_queue() {
     let (tx, _rx) = mpsc::channel(10);
     let mut r = registration("w1");
     r.queues = vec!["emails".into()];
-    engine.attach_worker(r, tx).await.unwrap();
+    engine.workers.attach_worker(r, tx).await.unwrap();
     assert_eq!(
         engine.queues().get("emails").await.unwrap().limits,
         waymark_store::QueueLimits::default()
@@ -596,22 +601,23 @@ async fn a_worker_id_is_bound_to_its_key_live_or_quiet() {
         ..registration("w1")
     };
     let (tx, _rx1) = mpsc::channel(100);
-    engine.attach_worker(keyed("k1"), tx).await.unwrap();
+    engine.workers.attach_worker(keyed("k1"), tx).await.unwrap();
     let refused = |r: EngineResult<Arc<WorkerSession>>| match r {
         Err(e) => assert_eq!(e.reason, "WORKER_ID_IN_USE"),
         Ok(_) => panic!("another key took the worker id over"),
     };
     let (tx, _rx2) = mpsc::channel(100);
-    refused(engine.attach_worker(keyed("k2"), tx).await);
+    refused(engine.workers.attach_worker(keyed("k2"), tx).await);
     // Quiet well past two heartbeats: the same key's reconnect replaces the stream, and
     // another key is still refused.
     clock.advance(60_000);
     let (tx, _rx3) = mpsc::channel(100);
-    refused(engine.attach_worker(keyed("k2"), tx).await);
+    refused(engine.workers.attach_worker(keyed("k2"), tx).await);
     let (tx, _rx4) = mpsc::channel(100);
-    refused(engine.attach_worker(registration("w1"), tx).await);
+    refused(engine.workers.attach_worker(registration("w1"), tx).await);
     let (tx, _rx5) = mpsc::channel(100);
     engine
+        .workers
         .attach_worker(keyed("k1"), tx)
         .await
         .expect("the owner reconnects");

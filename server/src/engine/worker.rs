@@ -1,5 +1,7 @@
-//! What a connected worker asks of the engine: attach, credits, heartbeats, step checkpoints,
-//! completions, and what happens when its stream ends.
+//! The workers service: the worker streams attached to this replica — attach, credits,
+//! heartbeats, the checks every write a worker makes goes through, step checkpoints,
+//! completions, and what happens when a stream ends. It owns the attached streams
+//! ([`Sessions`]); the dispatcher pairs them with enqueued work.
 
 use std::sync::Arc;
 
@@ -7,7 +9,8 @@ use tokio::sync::mpsc;
 use waymark_store::{Completed, Failure, Fence, NewStep, Outcome, Recorded, StoreError};
 
 use super::{
-    validate, workflows::DEFAULT_QUEUE, Engine, EngineError, EngineResult, Registration, ToWorker, WorkerSession,
+    sessions::Sessions, validate, waits::Waits, workflows::DEFAULT_QUEUE, Core, Engine, EngineError, EngineResult,
+    Registration, ToWorker, WorkerSession,
 };
 
 /// Most workflow names (and, apart, remote step names) one worker may register.
@@ -34,7 +37,19 @@ fn worker_id_in_use(worker_id: &str) -> EngineError {
     )
 }
 
-impl Engine {
+pub struct Workers {
+    pub(super) core: Arc<Core>,
+    /// The streams attached here.
+    pub(super) sessions: Arc<Sessions>,
+    /// What a finished or lost workflow wakes.
+    pub(super) waits: Arc<Waits>,
+}
+
+impl Workers {
+    pub(crate) fn new(core: Arc<Core>, sessions: Arc<Sessions>, waits: Arc<Waits>) -> Workers {
+        Workers { core, sessions, waits }
+    }
+
     /// Attaches a worker's stream. Whatever an earlier stream of the same worker still owned goes
     /// back to its queue at once: the worker dropped it when that stream broke.
     pub async fn attach_worker(
@@ -60,12 +75,12 @@ impl Engine {
             }
         }
         // A place under the namespace's limit and the replica's cap, held while attached.
-        let place = self.core.quota.stream_place(&self.core.shared, self.namespace())?;
+        let place = self.core.quota.stream_place(&self.core.shared, self.core.namespace())?;
         // A worker id belongs to one live stream. A stream that has spoken within two heartbeat
         // intervals is live: a second hello with its id (another process, or an impostor) is
         // refused rather than handed its workflows. One that has gone quiet is presumed dead (a
         // reconnect after a network break the server had not noticed yet) and is replaced.
-        let live_after = self.core.now() - 2 * Self::ms(self.core.config.heartbeat_interval);
+        let live_after = self.core.now() - 2 * Engine::ms(self.core.config.heartbeat_interval);
         for old in self.sessions.by_worker(&registration.worker_id) {
             // Another key never takes a worker id over, live or quiet: the id's workflows and
             // their histories would go to whoever guessed it.
@@ -90,7 +105,7 @@ impl Engine {
         }
         let now = self.core.now();
         let lease_id = uuid::Uuid::new_v4().to_string();
-        let until = now + Self::ms(self.core.config.worker_lease);
+        let until = now + Engine::ms(self.core.config.worker_lease);
         let held = self
             .core
             .store
@@ -140,7 +155,7 @@ impl Engine {
         let worker_id = &session.registration.worker_id;
         tracing::info!(%worker_id, session = session.session_id, "worker detached");
         let now = self.core.now();
-        let until = now + Self::ms(self.core.config.recovery_grace);
+        let until = now + Engine::ms(self.core.config.recovery_grace);
         if let Err(e) = self
             .core
             .store
@@ -157,7 +172,7 @@ impl Engine {
         session.grant(workflows);
         session.grant_steps(steps);
         if workflows > 0 || steps > 0 {
-            self.dispatch.wanted.notify_one();
+            self.core.work.wake_dispatcher();
         }
     }
 
@@ -167,7 +182,7 @@ impl Engine {
     pub async fn heartbeat(&self, session: &WorkerSession, held: Option<Held>) -> EngineResult<()> {
         let now = self.core.now();
         session.touch(now);
-        let until = now + Self::ms(self.core.config.worker_lease);
+        let until = now + Engine::ms(self.core.config.worker_lease);
         let load = super::worker_list::Load::of(session).json();
         self.core
             .store
@@ -289,7 +304,7 @@ impl Engine {
     /// that is running is not the code that ran, and carrying on would corrupt its history.
     pub async fn record_step(&self, session: &WorkerSession, fence: Fence, step: NewStep) -> EngineResult<Recorded> {
         self.worker_write(session, &fence, 0).await?;
-        let adds = Self::step_bytes(&step);
+        let adds = Workers::step_bytes(&step);
         let history = session.history_bytes(&fence.workflow_id).saturating_add(adds);
         // Past the cap, unless this is a resend of a step already recorded (and counted): a
         // reply lost, or a database that was away, is never the workflow's failure.
@@ -370,7 +385,7 @@ impl Engine {
         steps: Vec<NewStep>,
         outcome: Outcome,
     ) -> EngineResult<Completed> {
-        self.worker_write(session, &fence, steps.iter().map(Self::step_bytes).sum())
+        self.worker_write(session, &fence, steps.iter().map(Workers::step_bytes).sum())
             .await?;
         // An output over the limit is the workflow's own doing and will not shrink on a retry:
         // the workflow fails with PAYLOAD_TOO_LARGE rather than being refused and run again.

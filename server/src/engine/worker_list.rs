@@ -13,7 +13,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 use waymark_store::{Millis, SessionRecord};
 
-use super::{Core, Engine, EngineResult, Registration, WorkerSession};
+use super::{worker::Workers, Core, EngineResult, Registration, WorkerSession};
 
 /// Most workers one listing returns.
 pub const MAX_LISTED_WORKERS: u32 = 10_000;
@@ -79,7 +79,7 @@ impl Load {
     }
 }
 
-impl Engine {
+impl Workers {
     /// The live worker streams of this namespace (every replica's), those taking from `queue`
     /// when it is given.
     pub async fn list_workers(&self, queue: &str) -> EngineResult<Vec<WorkerView>> {

@@ -46,9 +46,9 @@ pub(crate) async fn run(
     step_id: u32,
     child_id: String,
 ) -> EngineResult<Option<ChildOutcome>> {
-    engine.worker_write(session, &fence, 0).await?;
+    engine.workers.worker_write(session, &fence, 0).await?;
     validate::name("child_workflow_id", &child_id)?;
-    engine.check_reach(session, &child_id).await?;
+    engine.workers.check_reach(session, &child_id).await?;
     engine
         .waits
         .children

@@ -70,7 +70,7 @@ pub(crate) async fn run(
     step_id: u32,
     task: NewStepTask,
 ) -> EngineResult<Option<StepRecord>> {
-    engine.worker_write(session, &fence, 0).await?;
+    engine.workers.worker_write(session, &fence, 0).await?;
     validate::name("step_name", &task.step_name)?;
     validate::payload("step input", &task.input, engine.config().max_payload_bytes)?;
     validate_policy(&task.policy)?;

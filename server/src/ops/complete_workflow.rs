@@ -53,7 +53,7 @@ async fn complete(
             .into_iter()
             .map(|r| new_step(r, now))
             .collect::<Result<Vec<NewStep>, _>>()?;
-        let status = match engine.continue_as_new(session, fence, steps, input).await? {
+        let status = match engine.workers.continue_as_new(session, fence, steps, input).await? {
             Some(_) => v1::WorkflowStatus::ContinuedAsNew,
             // Its input was too large: the workflow failed instead.
             None => v1::WorkflowStatus::Error,
@@ -75,6 +75,6 @@ async fn complete(
         .into_iter()
         .map(|r| new_step(r, now))
         .collect::<Result<Vec<NewStep>, _>>()?;
-    let done = engine.complete_workflow(session, fence, steps, outcome).await?;
+    let done = engine.workers.complete_workflow(session, fence, steps, outcome).await?;
     Ok(reply::Result::WorkflowCompleted(completed(done)))
 }

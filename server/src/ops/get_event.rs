@@ -52,10 +52,10 @@ pub(crate) async fn run(
     deadline: Millis,
 ) -> EngineResult<Received> {
     let now = engine.core.now();
-    engine.worker_write(session, &fence, 0).await?;
+    engine.workers.worker_write(session, &fence, 0).await?;
     validate::name("target_workflow_id", target)?;
     validate::name("key", key)?;
-    engine.check_reach(session, target).await?;
+    engine.workers.check_reach(session, target).await?;
     validate::wait_deadline("get_event", deadline, now)?;
     engine
         .waits

@@ -28,7 +28,7 @@ impl Command for v1::Park {
             Some(v1::park::On::AwaitedWorkflowId(id)) => ParkedOn::Workflow(id),
             Some(v1::park::On::Timer(_)) | None => ParkedOn::Timer,
         };
-        engine.worker_write(session, &fence, 0).await?;
+        engine.workers.worker_write(session, &fence, 0).await?;
         match &on {
             ParkedOn::Timer | ParkedOn::Step(_) => {}
             ParkedOn::Workflow(id) => validate::name("awaited workflow_id", id)?,

@@ -54,6 +54,7 @@ impl Command for v1::RecordStep {
     async fn apply(mut self, engine: &Engine, session: &Arc<WorkerSession>) -> Answer {
         let fence = take_fence(&mut self.workflow_id, self.epoch);
         engine
+            .workers
             .record_step(session, fence, new_step(self, engine.now_ms())?)
             .await?;
         Ok(reply::Result::StepRecorded(v1::StepRecorded {}))

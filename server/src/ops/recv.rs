@@ -39,7 +39,7 @@ pub(crate) async fn run(
     deadline: Millis,
 ) -> EngineResult<Received> {
     let now = engine.core.now();
-    engine.worker_write(session, &fence, 0).await?;
+    engine.workers.worker_write(session, &fence, 0).await?;
     validate::optional_name("topic", &topic)?;
     validate::wait_deadline("recv", deadline, now)?;
     let waits = &engine.waits.recv;

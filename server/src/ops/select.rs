@@ -57,7 +57,7 @@ async fn run(
     targets: Vec<WaitTarget>,
     mode: WaitFor,
 ) -> EngineResult<Option<u32>> {
-    engine.worker_write(session, &fence, 0).await?;
+    engine.workers.worker_write(session, &fence, 0).await?;
     if targets.is_empty() || targets.len() > MAX_TARGETS {
         return Err(EngineError::invalid(format!(
             "a wait for the first of needs between 1 and {MAX_TARGETS} targets"
@@ -67,7 +67,7 @@ async fn run(
         match t {
             WaitTarget::Workflow(id) => {
                 validate::name("target workflow_id", id)?;
-                engine.check_reach(session, id).await?;
+                engine.workers.check_reach(session, id).await?;
                 engine
                     .waits
                     .children

@@ -43,7 +43,7 @@ async fn run(
     topic: String,
     message: String,
 ) -> EngineResult<String> {
-    engine.worker_write(session, &fence, 0).await?;
+    engine.workers.worker_write(session, &fence, 0).await?;
     validate_message(
         engine.config().max_payload_bytes,
         "destination_id",
@@ -51,7 +51,7 @@ async fn run(
         &topic,
         &message,
     )?;
-    engine.check_reach(session, &destination_id).await?;
+    engine.workers.check_reach(session, &destination_id).await?;
     let new = NewMessage {
         message_id: uuid::Uuid::now_v7().to_string(),
         workflow_id: destination_id.clone(),

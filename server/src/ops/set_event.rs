@@ -23,7 +23,7 @@ impl Command for v1::SetEvent {
         let value = payload_text("event value", self.value.as_ref())?;
         // The step records the key ({"key": …}); the value lives with the event.
         let adds = BUILTIN_STEP_BYTES + self.key.len();
-        engine.worker_write(session, &fence, adds).await?;
+        engine.workers.worker_write(session, &fence, adds).await?;
         validate::name("key", &self.key)?;
         validate::payload("event value", &value, engine.config().max_payload_bytes)?;
         set_event(

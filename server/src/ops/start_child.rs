@@ -43,7 +43,7 @@ async fn run(
     input: String,
     trace: Option<waymark_store::TraceContext>,
 ) -> EngineResult<String> {
-    engine.worker_write(session, &fence, 0).await?;
+    engine.workers.worker_write(session, &fence, 0).await?;
     validate::name("workflow_name", &req.workflow_name)?;
     if !session.registration.reaches(&req.workflow_name) {
         return Err(crate::engine::worker::out_of_reach(&req.workflow_name));

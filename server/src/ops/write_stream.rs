@@ -26,7 +26,7 @@ impl Command for v1::WriteStream {
         };
         // The step records the offset ({"offset": N}); the value lives with the stream.
         let adds = BUILTIN_STEP_BYTES + self.key.len();
-        engine.worker_write(session, &fence, adds).await?;
+        engine.workers.worker_write(session, &fence, adds).await?;
         validate::name("key", &self.key)?;
         if let Some(v) = &value {
             validate::payload("stream value", v, engine.config().max_payload_bytes)?;

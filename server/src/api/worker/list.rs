@@ -12,7 +12,7 @@ pub async fn list_workers(
 ) -> Result<Response<v1::ListWorkersResponse>, Status> {
     let engine = crate::api::engine_for(namespaces, &req).await?;
     let queue = req.into_inner().queue_name;
-    let workers = engine.list_workers(&queue).await.map_err(to_status)?;
+    let workers = engine.workers().list_workers(&queue).await.map_err(to_status)?;
     let namespace = engine.namespace().to_string();
     Ok(Response::new(v1::ListWorkersResponse {
         workers: workers.into_iter().map(|w| info(w, &namespace)).collect(),

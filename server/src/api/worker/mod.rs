@@ -99,6 +99,7 @@ impl WorkerService for WorkerApi {
         let (push_tx, push_rx) = mpsc::channel::<ToWorker>(1024);
         let (out, out_rx) = mpsc::channel(4096);
         let session = engine
+            .workers()
             .attach_worker(registration, push_tx)
             .await
             .map_err(status::to_status)?;
@@ -179,7 +180,7 @@ impl WorkerService for WorkerApi {
                 let _ = out.send(Err(status::to_status(unauthenticated()))).await;
             }
             tasks.shutdown().await;
-            engine.detach_worker(&session).await;
+            engine.workers().detach_worker(&session).await;
         });
 
         // Replies and the engine's pushes go out as one stream, the pushes converted as the
@@ -214,7 +215,7 @@ fn accept(
     kind: worker_message::Kind,
 ) {
     if let worker_message::Kind::Credit(c) = &kind {
-        engine.grant_credits(session, c.workflows, c.steps);
+        engine.workers().grant_credits(session, c.workflows, c.steps);
         return;
     }
     tasks.spawn(route::handle(

@@ -88,7 +88,7 @@ async fn answer(
             workflow_ids: h.held_workflow_ids,
             dispatches_received: h.dispatches_received,
         });
-        if let Err(err) = engine.heartbeat(&session, held).await {
+        if let Err(err) = engine.workers().heartbeat(&session, held).await {
             tracing::warn!(error = %err, "heartbeat not recorded");
         }
         return;
