@@ -92,6 +92,7 @@ pub async fn bulk(engine: &Engine, r: v1::BulkWorkflowsRequest) -> Result<Respon
         include_total: false,
     };
     let out = engine
+        .workflows()
         .bulk_workflows(BulkRequest {
             filter,
             action,

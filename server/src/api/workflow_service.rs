@@ -118,6 +118,7 @@ impl WorkflowService for WorkflowApi {
         engine.core.quota.take_start(engine.namespace()).map_err(to_status)?;
         let trace = crate::telemetry::context::for_work(IncomingTrace::of(&req));
         let started = engine
+            .workflows()
             .start_workflow_reporting(start_request(req.into_inner(), trace)?)
             .await
             .map_err(to_status)?;
@@ -136,11 +137,12 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<v1::GetWorkflowResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let w = engine
+            .workflows()
             .get_workflow(&req.into_inner().workflow_id)
             .await
             .map_err(to_status)?;
         note_workflow(&w);
-        let waiting_on = engine.waiting_on(&w).await.map_err(to_status)?;
+        let waiting_on = engine.workflows().waiting_on(&w).await.map_err(to_status)?;
         Ok(Response::new(v1::GetWorkflowResponse {
             workflow: Some(v1::Workflow {
                 waiting_on: waiting_on.map(convert::waiting_on),
@@ -157,6 +159,7 @@ impl WorkflowService for WorkflowApi {
         let r = req.into_inner();
         let statuses = convert::statuses_from_wire(&r.statuses)?;
         let page = engine
+            .workflows()
             .list_workflows(ListRequest {
                 statuses,
                 workflow_name: r.workflow_name,
@@ -190,6 +193,7 @@ impl WorkflowService for WorkflowApi {
         // deadline error from its own side.
         let timeout = grpc_timeout(&req).map(|t| t.saturating_sub(t.min(Duration::from_millis(50)) / 2));
         let w = engine
+            .workflows()
             .await_workflow(&req.into_inner().workflow_id, timeout)
             .await
             .map_err(to_status)?;
@@ -219,7 +223,11 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<v1::CancelWorkflowResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
-        let w = engine.cancel_tree(&r.workflow_id, r.cascade).await.map_err(to_status)?;
+        let w = engine
+            .workflows()
+            .cancel_tree(&r.workflow_id, r.cascade)
+            .await
+            .map_err(to_status)?;
         note_workflow(&w);
         Ok(Response::new(v1::CancelWorkflowResponse {
             workflow: Some(convert::workflow(w)),
@@ -265,7 +273,11 @@ impl WorkflowService for WorkflowApi {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let r = req.into_inner();
         let delay = convert::duration_ms("delay", r.delay.as_ref())?.unwrap_or(0);
-        let w = engine.delay_workflow(&r.workflow_id, delay).await.map_err(to_status)?;
+        let w = engine
+            .workflows()
+            .delay_workflow(&r.workflow_id, delay)
+            .await
+            .map_err(to_status)?;
         note_workflow(&w);
         Ok(Response::new(v1::DelayWorkflowResponse {
             workflow: Some(convert::workflow(w)),
@@ -314,6 +326,7 @@ impl WorkflowService for WorkflowApi {
             idempotency_key: r.idempotency_key,
         };
         let (started, name_registered, sent) = engine
+            .workflows()
             .start_and_send(start_request(start, trace)?, message)
             .await
             .map_err(to_status)?;
@@ -339,6 +352,7 @@ impl WorkflowService for WorkflowApi {
             ms => ms.map(|ms| Duration::from_millis(ms as u64)),
         };
         let (update_id, result) = engine
+            .workflows()
             .update_workflow(UpdateRequest {
                 workflow_id: r.workflow_id,
                 name: r.name,
@@ -446,6 +460,7 @@ impl WorkflowService for WorkflowApi {
     ) -> Result<Response<v1::ResumeWorkflowResponse>, Status> {
         let engine = super::engine_for(&self.namespaces, &req).await?;
         let w = engine
+            .workflows()
             .resume_workflow(&req.into_inner().workflow_id)
             .await
             .map_err(to_status)?;

@@ -68,7 +68,7 @@ async fn waits_on_what_does_not_exist_or_never_comes_leave_nothing_behind() {
     let _ = running(&engine, "real").await;
     for i in 0..2_000 {
         let id = format!("missing-{i}");
-        let e = engine.await_workflow(&id, None).await.unwrap_err();
+        let e = engine.workflows.await_workflow(&id, None).await.unwrap_err();
         assert_eq!(e.reason, "WORKFLOW_NOT_FOUND");
         let e = engine
             .messaging()
@@ -81,6 +81,7 @@ async fn waits_on_what_does_not_exist_or_never_comes_leave_nothing_behind() {
     // Waits on a real workflow that end unanswered (their deadline, or the caller gone).
     for i in 0..200 {
         let e = engine
+            .workflows
             .await_workflow("real", Some(Duration::from_millis(1)))
             .await
             .unwrap_err();
@@ -120,7 +121,7 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
             let engine = engine.clone();
             tokio::spawn(async move {
                 match i {
-                    0 => engine.await_workflow("slow", None).await.map(|_| ()),
+                    0 => engine.workflows.await_workflow("slow", None).await.map(|_| ()),
                     1 => engine
                         .messaging()
                         .get_event("slow", "k", Duration::from_secs(3600))
@@ -143,14 +144,14 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
         timeout: Some(Duration::from_secs(60)),
     };
     for refused in [
-        engine.await_workflow("slow", None).await.map(|_| ()),
+        engine.workflows.await_workflow("slow", None).await.map(|_| ()),
         engine
             .messaging()
             .get_event("slow", "k", Duration::from_secs(60))
             .await
             .map(|_| ()),
         engine.messaging().open_stream_reader("slow", "s").await.map(|_| ()),
-        engine.update_workflow(update.clone()).await.map(|_| ()),
+        engine.workflows.update_workflow(update.clone()).await.map(|_| ()),
     ] {
         let e = refused.unwrap_err();
         assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "TOO_MANY_WAITS"));
@@ -169,10 +170,14 @@ async fn waits_past_the_cap_are_refused_and_places_come_back() {
         let _ = h.await;
     }
     assert_eq!(registered_waits(&engine), (0, 0, 0, 0));
-    let again = engine.await_workflow("slow", Some(Duration::from_millis(1))).await;
+    let again = engine
+        .workflows
+        .await_workflow("slow", Some(Duration::from_millis(1)))
+        .await;
     assert_eq!(again.unwrap_err().reason, "DEADLINE_EXCEEDED", "a place is free again");
     // An update waits in a place too, and gives it back when it gives up unanswered.
     let pending = engine
+        .workflows
         .update_workflow(super::updates::UpdateRequest {
             timeout: Some(Duration::from_millis(1)),
             ..update
@@ -220,7 +225,7 @@ async fn a_history_growing_past_its_cap_fails_the_workflow_at_the_write() {
         .await
         .unwrap_err();
     assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "HISTORY_TOO_LARGE"));
-    let w = engine.get_workflow("grows").await.unwrap();
+    let w = engine.workflows.get_workflow("grows").await.unwrap();
     assert_eq!(w.status, WorkflowStatus::Error);
     let Some(Outcome::Failure(failure)) = w.outcome else {
         panic!("not failed: {:?}", w.outcome)

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use waymark_store::{WorkflowRecord, WorkflowStatus};
 
-use super::{workflow_list::ListRequest, Engine, EngineResult};
+use super::{workflow_list::ListRequest, workflows::Workflows, EngineResult};
 
 /// What a bulk operation does to each workflow it matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct BulkOutcome {
     pub total: Option<u64>,
 }
 
-impl Engine {
+impl Workflows {
     pub async fn bulk_workflows(&self, req: BulkRequest) -> EngineResult<BulkOutcome> {
         if let BulkAction::SetVersion { app_version, .. } = &req.action {
             super::validate::name("app_version", app_version)?;

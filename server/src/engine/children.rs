@@ -3,9 +3,9 @@
 
 use waymark_store::{WorkflowRecord, WorkflowStatus};
 
-use super::{Engine, EngineResult};
+use super::{workflows::Workflows, EngineResult};
 
-impl Engine {
+impl Workflows {
     /// Cancels a workflow and, with `cascade`, its children and theirs, level by level.
     pub async fn cancel_tree(&self, workflow_id: &str, cascade: bool) -> EngineResult<WorkflowRecord> {
         let root = self.cancel_workflow(workflow_id).await?;

@@ -44,6 +44,12 @@ impl Core {
         &self.config.namespace
     }
 
+    /// Payload bytes one page of a listing may carry: two payloads' worth, well inside what a
+    /// response may be, so at worst a page holds one large item.
+    pub(crate) fn page_budget(&self) -> usize {
+        2 * self.config.max_payload_bytes
+    }
+
     pub(crate) fn is_shutting_down(&self) -> bool {
         *self.shutdown.borrow()
     }

@@ -172,7 +172,13 @@ impl World {
     }
 
     async fn fence(&self, wf: u8, pick: Epoch) -> Fence {
-        let current = self.engine.get_workflow(&wf_id(wf)).await.map(|w| w.epoch).unwrap_or(0);
+        let current = self
+            .engine
+            .workflows
+            .get_workflow(&wf_id(wf))
+            .await
+            .map(|w| w.epoch)
+            .unwrap_or(0);
         let epoch = match pick {
             Epoch::Current => current,
             Epoch::Stale => current.saturating_sub(1),
@@ -204,6 +210,7 @@ impl World {
 
     async fn state(&self, wf: u8) -> Option<(WorkflowStatus, u64, Option<String>)> {
         self.engine
+            .workflows
             .get_workflow(&wf_id(wf))
             .await
             .ok()
@@ -227,6 +234,7 @@ impl World {
             Op::Start(i) => {
                 let _ = self
                     .engine
+                    .workflows
                     .start_workflow(StartRequest {
                         workflow_name: "wf".into(),
                         workflow_id: wf_id(i),
@@ -350,12 +358,12 @@ impl World {
                     .await;
             }
             Op::Cancel(i) => {
-                let _ = self.engine.cancel_workflow(&wf_id(i)).await;
+                let _ = self.engine.workflows.cancel_workflow(&wf_id(i)).await;
             }
             Op::Resume(i) => {
                 // A resumed workflow runs again, so it may reach an outcome again: one outcome
                 // per run, not per workflow.
-                if self.engine.resume_workflow(&wf_id(i)).await.is_ok() {
+                if self.engine.workflows.resume_workflow(&wf_id(i)).await.is_ok() {
                     self.outcomes.remove(&wf_id(i));
                 }
             }
@@ -417,7 +425,7 @@ impl World {
         self.clock.advance(60_000);
         recovery::recover_once(&self.engine).await;
         for i in 0..WORKFLOWS {
-            if let Ok(w) = self.engine.get_workflow(&wf_id(i)).await {
+            if let Ok(w) = self.engine.workflows.get_workflow(&wf_id(i)).await {
                 assert_ne!(
                     w.status,
                     WorkflowStatus::Pending,
@@ -431,7 +439,7 @@ impl World {
         }
         // What the store holds is what was first accepted.
         for i in 0..WORKFLOWS {
-            for s in self.engine.list_steps(&wf_id(i)).await.unwrap_or_default() {
+            for s in self.engine.workflows.list_steps(&wf_id(i)).await.unwrap_or_default() {
                 if let (Some(first), Outcome::Output(o)) = (self.steps.get(&(wf_id(i), s.step_id)), &s.outcome) {
                     assert_eq!(first, o, "step {} of wf-{i} changed", s.step_id);
                 }

@@ -14,14 +14,8 @@ pub const MOST_PER_PAGE: usize = 10_000;
 pub const MOST_RESOURCES_PER_PAGE: usize = 1_000;
 
 impl Engine {
-    /// Payload bytes one page may carry: two payloads' worth, well inside what a response may
-    /// be, so at worst a page holds one large item.
-    pub(crate) fn page_budget(&self) -> usize {
-        2 * self.core.config.max_payload_bytes
-    }
-
     pub async fn steps_page(&self, workflow_id: &str, req: &PageRequest) -> EngineResult<Page<StepRecord>> {
-        let steps = self.list_steps(workflow_id).await?;
+        let steps = self.workflows.list_steps(workflow_id).await?;
         let bytes = |s: &StepRecord| {
             s.name.len()
                 + match &s.outcome {
@@ -35,7 +29,7 @@ impl Engine {
             bytes,
             req,
             MOST_PER_PAGE,
-            self.page_budget(),
+            self.core.page_budget(),
         )
     }
 
@@ -49,7 +43,7 @@ impl Engine {
             |m| m.payload.len() + m.topic.len(),
             req,
             MOST_PER_PAGE,
-            self.page_budget(),
+            self.core.page_budget(),
         )
     }
 
@@ -57,7 +51,14 @@ impl Engine {
         let events = self.messaging.list_events(workflow_id).await?;
         let bytes =
             |e: &EventRecord| e.key.len() + e.value.len() + e.history.iter().map(|h| h.value.len()).sum::<usize>();
-        page(events, |e| e.key.clone(), bytes, req, MOST_PER_PAGE, self.page_budget())
+        page(
+            events,
+            |e| e.key.clone(),
+            bytes,
+            req,
+            MOST_PER_PAGE,
+            self.core.page_budget(),
+        )
     }
 
     pub async fn queues_page(&self, req: &PageRequest) -> EngineResult<Page<QueueRecord>> {
@@ -68,7 +69,7 @@ impl Engine {
             |q| q.name.len() + 64,
             req,
             MOST_RESOURCES_PER_PAGE,
-            self.page_budget(),
+            self.core.page_budget(),
         )
     }
 
@@ -81,7 +82,7 @@ impl Engine {
             bytes,
             req,
             MOST_RESOURCES_PER_PAGE,
-            self.page_budget(),
+            self.core.page_budget(),
         )
     }
 }

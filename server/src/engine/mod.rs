@@ -77,8 +77,6 @@ pub struct Engine {
     pub(crate) dispatch: Arc<dispatch::Signals>,
     /// Everything waiting on this replica (see `waits/`).
     pub(crate) waits: Arc<waits::Waits>,
-    /// Workflow names known here (see `catalog.rs`).
-    pub(crate) catalog: catalog::Catalog,
     /// Whether the database answers; health checks and recovery follow it.
     pub(crate) store_health: health::StoreHealth,
     /// The last queue depth read for the metrics (see `observe.rs`).
@@ -88,11 +86,13 @@ pub struct Engine {
     /// The schedules service (see `schedules/`).
     pub(crate) schedules: schedules::Schedules,
     /// The messaging service: messages, events, streams (see `messaging.rs`).
-    pub(crate) messaging: messaging::Messaging,
+    pub(crate) messaging: Arc<messaging::Messaging>,
     /// The lifecycle service: deletes, retention, forks, re-pins (see `lifecycle.rs`).
-    pub(crate) lifecycle: lifecycle::Lifecycle,
+    pub(crate) lifecycle: Arc<lifecycle::Lifecycle>,
     /// The workers service: the streams attached here and what they write (see `worker.rs`).
     pub(crate) workers: worker::Workers,
+    /// The workflows service: start, read, await, cancel, … (see `workflows.rs`).
+    pub(crate) workflows: workflows::Workflows,
 }
 
 impl Engine {
@@ -127,17 +127,28 @@ impl Engine {
         });
         let queues = Arc::new(queues::Queues::new(core.clone()));
         let waits = Arc::new(waits::Waits::new(core.clone()));
+        let messaging = Arc::new(messaging::Messaging::new(core.clone(), waits.clone()));
+        let lifecycle = Arc::new(lifecycle::Lifecycle::new(core.clone(), queues.clone()));
         Arc::new(Engine {
             schedules: schedules::Schedules::new(core.clone(), queues.clone()),
-            messaging: messaging::Messaging::new(core.clone(), waits.clone()),
-            lifecycle: lifecycle::Lifecycle::new(core.clone(), queues.clone()),
             workers: worker::Workers::new(core.clone(), sessions.clone(), waits.clone()),
+            workflows: workflows::Workflows {
+                core: core.clone(),
+                queues: queues.clone(),
+                messaging: messaging.clone(),
+                lifecycle: lifecycle.clone(),
+                waits: waits.clone(),
+                sessions: sessions.clone(),
+                dispatch: dispatch.clone(),
+                catalog: Default::default(),
+            },
+            messaging,
+            lifecycle,
             queues,
             core,
             sessions,
             dispatch,
             waits,
-            catalog: Default::default(),
             store_health: Default::default(),
             queue_counts: Default::default(),
         })
@@ -171,6 +182,11 @@ impl Engine {
     /// The worker streams attached here: attach, credits, heartbeats, checkpoints, completions.
     pub fn workers(&self) -> &worker::Workers {
         &self.workers
+    }
+
+    /// Workflows: start, read, list, await, delay, cancel, resume, update, act in bulk.
+    pub fn workflows(&self) -> &workflows::Workflows {
+        &self.workflows
     }
 
     pub fn config(&self) -> &EngineConfig {

@@ -19,7 +19,7 @@ pub async fn run(engine: Arc<Engine>) {
         }
         recover_once(&engine).await;
         expire_once(&engine).await;
-        wake_parked_once(&engine).await;
+        wake_parked_once(&engine.core).await;
         engine.expire_steps().await;
         ticks += 1;
         if ticks.is_multiple_of(60) {
@@ -32,12 +32,12 @@ pub async fn run(engine: Arc<Engine>) {
 }
 
 /// Puts parked workflows whose wake time came back in their queue.
-pub async fn wake_parked_once(engine: &Engine) {
-    match engine.core.store.wake_due(engine.core.now()).await {
+pub async fn wake_parked_once(core: &super::Core) {
+    match core.store.wake_due(core.now()).await {
         Ok(0) => {}
         Ok(n) => {
             tracing::debug!(count = n, "parked workflows due");
-            engine.core.work_enqueued();
+            core.work_enqueued();
         }
         Err(e) => tracing::warn!(error = %e, "waking parked workflows failed"),
     }

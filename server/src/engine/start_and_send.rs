@@ -4,7 +4,12 @@
 
 use waymark_store::{NewMessage, Sent, Started};
 
-use super::{messages::validate_message, validate, workflows::StartRequest, Engine, EngineError, EngineResult};
+use super::{
+    messages::validate_message,
+    validate,
+    workflows::{StartRequest, Workflows},
+    EngineError, EngineResult,
+};
 
 /// The message a start-and-send delivers.
 #[derive(Debug, Clone, Default)]
@@ -16,7 +21,7 @@ pub struct Message {
     pub idempotency_key: String,
 }
 
-impl Engine {
+impl Workflows {
     /// Starts `start` unless its id is taken and delivers `message` to the workflow started or
     /// found; also says whether a worker has registered its name. A debounced start is refused:
     /// collapsed onto another start, it would never run as itself.

@@ -51,6 +51,7 @@ async fn attach(engine: &Engine, worker_id: &str, credits: u32) -> (Arc<WorkerSe
 
 pub(super) async fn start(engine: &Engine, id: &str) {
     engine
+        .workflows
         .start_workflow(StartRequest {
             workflow_name: "wf".into(),
             workflow_id: id.into(),
@@ -75,6 +76,7 @@ fn dispatched(rx: &mut mpsc::Receiver<ToWorker>) -> Vec<waymark_store::ClaimedWo
 async fn unknown_workflow_names_are_refused_until_a_worker_registers_them() {
     let (engine, _) = engine().await;
     let e = engine
+        .workflows
         .start_workflow(StartRequest {
             workflow_name: "wf".into(),
             input: "1".into(),
@@ -171,13 +173,13 @@ async fn detached_worker_loses_its_workflows_after_the_grace_period_and_the_next
     clock.advance(1_000);
     recovery::recover_once(&engine).await;
     assert_eq!(
-        engine.get_workflow("wf-1").await.unwrap().status,
+        engine.workflows.get_workflow("wf-1").await.unwrap().status,
         WorkflowStatus::Pending
     );
 
     clock.advance(1_500);
     recovery::recover_once(&engine).await;
-    let w = engine.get_workflow("wf-1").await.unwrap();
+    let w = engine.workflows.get_workflow("wf-1").await.unwrap();
     assert_eq!((w.status, w.recovery_attempts), (WorkflowStatus::Enqueued, 1));
 
     let (_b, mut b_rx) = attach(&engine, "b", 1).await;
@@ -212,12 +214,12 @@ async fn recovered_too_often_is_dead_lettered() {
         clock.advance(3_000);
         recovery::recover_once(&engine).await;
     }
-    let w = engine.get_workflow("wf-1").await.unwrap();
+    let w = engine.workflows.get_workflow("wf-1").await.unwrap();
     assert_eq!(
         (w.status, w.recovery_attempts),
         (WorkflowStatus::MaxRecoveryAttemptsExceeded, 3)
     );
-    let resumed = engine.resume_workflow("wf-1").await.unwrap();
+    let resumed = engine.workflows.resume_workflow("wf-1").await.unwrap();
     assert_eq!(
         (resumed.status, resumed.recovery_attempts),
         (WorkflowStatus::Enqueued, 0)
@@ -255,7 +257,7 @@ async fn a_different_step_at_a_recorded_position_fails_the_workflow() {
         .unwrap();
     let e = engine.workers.record_step(&s, fence, step("refund")).await.unwrap_err();
     assert_eq!(e.reason, "NON_DETERMINISM");
-    let w = engine.get_workflow("wf-1").await.unwrap();
+    let w = engine.workflows.get_workflow("wf-1").await.unwrap();
     assert_eq!(w.status, WorkflowStatus::Error);
     match w.outcome {
         Some(Outcome::Failure(f)) => assert_eq!(f.kind, "NonDeterminism"),
@@ -270,7 +272,7 @@ async fn cancel_tells_the_worker_and_later_writes_are_refused() {
     start(&engine, "wf-1").await;
     dispatch::dispatch_once(&engine).await;
     assert_eq!(dispatched(&mut rx).len(), 1);
-    let w = engine.cancel_workflow("wf-1").await.unwrap();
+    let w = engine.workflows.cancel_workflow("wf-1").await.unwrap();
     assert_eq!(w.status, WorkflowStatus::Cancelled);
     assert!(matches!(rx.try_recv(), Ok(ToWorker::Cancel(id)) if id == "wf-1"));
     let step = NewStep {
@@ -301,6 +303,7 @@ async fn oversized_and_malformed_requests_are_refused() {
     let _s = attach(&engine, "w", 0).await;
     let big = format!("\"{}\"", "x".repeat(engine.config().max_payload_bytes));
     let e = engine
+        .workflows
         .start_workflow(StartRequest {
             workflow_name: "wf".into(),
             input: big,
@@ -309,11 +312,12 @@ async fn oversized_and_malformed_requests_are_refused() {
         .await
         .unwrap_err();
     assert_eq!((e.code, e.reason), (ErrorCode::ResourceExhausted, "PAYLOAD_TOO_LARGE"));
-    let e = engine.get_workflow("").await.unwrap_err();
+    let e = engine.workflows.get_workflow("").await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
-    let e = engine.get_workflow(&"x".repeat(300)).await.unwrap_err();
+    let e = engine.workflows.get_workflow(&"x".repeat(300)).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     let e = engine
+        .workflows
         .list_workflows(workflows::ListRequest {
             page_size: -1,
             ..Default::default()
@@ -322,6 +326,7 @@ async fn oversized_and_malformed_requests_are_refused() {
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     let e = engine
+        .workflows
         .list_workflows(workflows::ListRequest {
             page_token: "%%".into(),
             ..Default::default()
@@ -344,7 +349,7 @@ async fn a_start_goes_straight_to_a_worker_with_room_unless_work_is_queued() {
         ("first", 1)
     );
     assert_eq!(
-        engine.get_workflow("first").await.unwrap().status,
+        engine.workflows.get_workflow("first").await.unwrap().status,
         WorkflowStatus::Pending
     );
     assert_eq!(session.credits(), 0);
@@ -404,9 +409,12 @@ async fn workflows_a_failed_claim_gave_a_worker_unsent_are_dispatched_anew() {
         ("lost", 2)
     );
     assert!(!session.in_doubt());
-    let sent = engine.get_workflow("sent").await.unwrap();
+    let sent = engine.workflows.get_workflow("sent").await.unwrap();
     assert_eq!((sent.status, sent.epoch), (WorkflowStatus::Pending, 1));
-    assert_eq!(engine.get_workflow("lost").await.unwrap().recovery_attempts, 0);
+    assert_eq!(
+        engine.workflows.get_workflow("lost").await.unwrap().recovery_attempts,
+        0
+    );
 }
 
 /// A start does not dispatch straight to a stream in doubt (the settling could take its row
@@ -419,7 +427,7 @@ async fn a_stream_in_doubt_takes_no_direct_dispatch_until_settled() {
     start(&engine, "queued").await;
     assert!(dispatched(&mut rx).is_empty());
     assert_eq!(
-        engine.get_workflow("queued").await.unwrap().status,
+        engine.workflows.get_workflow("queued").await.unwrap().status,
         WorkflowStatus::Enqueued
     );
     dispatch::dispatch_once(&engine).await;
@@ -564,6 +572,7 @@ async fn a_send_hands_the_message_to_the_waiting_receive_with_the_wakeup() {
 async fn workers_declare_queues_and_starts_need_an_existing_queue() {
     let (engine, _) = engine().await;
     let e = engine
+        .workflows
         .start_workflow(StartRequest {
             workflow_name: "wf".into(),
             input: "1".into(),
@@ -587,8 +596,8 @@ async fn workers_declare_queues_and_starts_need_an_existing_queue() {
         queue_name: queue.into(),
         ..Default::default()
     };
-    engine.start_workflow(start("emails")).await.unwrap();
-    let e = engine.start_workflow(start("nowhere")).await.unwrap_err();
+    engine.workflows.start_workflow(start("emails")).await.unwrap();
+    let e = engine.workflows.start_workflow(start("nowhere")).await.unwrap_err();
     assert_eq!((e.code, e.reason), (ErrorCode::NotFound, "QUEUE_NOT_FOUND"));
 }
 

@@ -11,7 +11,9 @@ use std::time::Duration;
 use super::{
     events::{EventWait, MAX_CLIENT_WAIT},
     messages::SendRequest,
-    validate, Engine, EngineError, EngineResult, ErrorCode,
+    validate,
+    workflows::Workflows,
+    EngineError, EngineResult, ErrorCode,
 };
 
 pub use waymark_journal::updates::PREFIX;
@@ -42,7 +44,7 @@ enum Answer {
     Rejected(String),
 }
 
-impl Engine {
+impl Workflows {
     /// Sends the update and waits for the workflow's answer: its id and the result (JSON text).
     pub async fn update_workflow(&self, req: UpdateRequest) -> EngineResult<(String, String)> {
         validate::name("workflow_id", &req.workflow_id)?;

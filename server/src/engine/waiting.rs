@@ -6,7 +6,7 @@
 
 use waymark_store::{Millis, ParkedOn, WorkflowRecord, WorkflowStatus};
 
-use super::{Engine, EngineResult};
+use super::{workflows::Workflows, EngineResult};
 
 /// What a waiting workflow waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub struct WaitingOn {
     pub until: Option<Millis>,
 }
 
-impl Engine {
+impl Workflows {
     pub async fn waiting_on(&self, w: &WorkflowRecord) -> EngineResult<Option<WaitingOn>> {
         let id = w.workflow_id.as_str();
         let wait = match w.status {

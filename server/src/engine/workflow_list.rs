@@ -5,7 +5,7 @@
 use base64::Engine as _;
 use waymark_store::{ListQuery, Millis, WorkflowRecord, WorkflowStatus};
 
-use super::{Engine, EngineError, EngineResult, ErrorCode};
+use super::{workflows::Workflows, EngineError, EngineResult, ErrorCode};
 
 const DEFAULT_PAGE_SIZE: u32 = 100;
 const MAX_PAGE_SIZE: u32 = 1000;
@@ -65,7 +65,7 @@ fn decode_token(token: &str) -> EngineResult<(Millis, String)> {
     Ok((at.parse().map_err(|_| bad())?, id.to_string()))
 }
 
-impl Engine {
+impl Workflows {
     pub async fn list_workflows(&self, req: ListRequest) -> EngineResult<Page> {
         let limit = super::pages::page_size(req.page_size, DEFAULT_PAGE_SIZE as usize, MAX_PAGE_SIZE as usize)? as u32;
         let after = if req.page_token.is_empty() {
@@ -109,7 +109,7 @@ impl Engine {
         let mut workflows = self.core.store.list_workflows(&query).await?;
         // Inputs and outputs can be large: the page also ends before its payloads pass the
         // budget (at least one workflow, which always fits a response).
-        let budget = self.page_budget();
+        let budget = self.core.page_budget();
         let mut used = 0usize;
         let fits = workflows
             .iter()

@@ -1,12 +1,18 @@
-//! The client and operator API: start, read, list, await, cancel, resume.
+//! The workflows service: the client and operator API over workflows — start, read, list,
+//! await, delay, cancel, resume, act on many at once (`bulk.rs`), start and send in one call
+//! (`start_and_send.rs`), update a running one (`updates.rs`), and what one waits for
+//! (`waiting.rs`). It owns what this replica knows of workflow names (the catalog).
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use waymark_store::{
     Assignment, ClaimedWorkflow, Millis, NewWorkflow, StepRecord, TraceContext, WorkflowRecord, WorkflowStatus,
 };
 
-use super::{validate, Engine, EngineError, EngineResult, ErrorCode, ToWorker};
+use super::{
+    catalog::Catalog, dispatch, lifecycle::Lifecycle, messaging::Messaging, queues::Queues, sessions::Sessions,
+    validate, waits::Waits, Core, Engine, EngineError, EngineResult, ErrorCode, ToWorker,
+};
 
 pub const DEFAULT_QUEUE: &str = "default";
 
@@ -105,7 +111,26 @@ fn non_empty(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
-impl Engine {
+pub struct Workflows {
+    pub(super) core: Arc<Core>,
+    /// Every start's queue must exist.
+    pub(super) queues: Arc<Queues>,
+    /// Start-and-send delivers its message, an update sends and waits for its answer.
+    pub(super) messaging: Arc<Messaging>,
+    /// A bulk delete deletes through it.
+    pub(super) lifecycle: Arc<Lifecycle>,
+    /// AwaitWorkflow waits; what a workflow waits on is read from here.
+    pub(super) waits: Arc<Waits>,
+    /// A start may go straight to an attached worker with room, and a cancel is pushed to the
+    /// stream running the workflow.
+    pub(super) sessions: Arc<Sessions>,
+    /// Whether the dispatcher has a backlog (starts then queue behind it).
+    pub(super) dispatch: Arc<dispatch::Signals>,
+    /// Workflow names known here (see `catalog.rs`).
+    pub(super) catalog: Catalog,
+}
+
+impl Workflows {
     pub async fn start_workflow(&self, req: StartRequest) -> EngineResult<waymark_store::Started> {
         Ok(self.start_workflow_reporting(req).await?.0)
     }
@@ -236,7 +261,7 @@ impl Engine {
             return None;
         }
         let now = self.core.now();
-        let lease = Self::ms(self.core.config.worker_lease);
+        let lease = Engine::ms(self.core.config.worker_lease);
         self.sessions.all().into_iter().find_map(|s| {
             if s.credits() == 0 || now - s.last_seen() > lease || !s.serves(workflow_name, queue, app_version) {
                 return None;
@@ -326,7 +351,7 @@ impl Engine {
         let now = self.core.now();
         let w = self.core.store.set_start_time(workflow_id, now + delay_ms, now).await?;
         if delay_ms == 0 {
-            crate::engine::recovery::wake_parked_once(self).await;
+            crate::engine::recovery::wake_parked_once(&self.core).await;
         }
         Ok(w)
     }

@@ -65,7 +65,7 @@ async fn run(
         req.queue_name
     };
     validate::payload("child input", &input, engine.config().max_payload_bytes)?;
-    if !engine.is_known_name(&req.workflow_name).await? {
+    if !engine.workflows.is_known_name(&req.workflow_name).await? {
         return Err(EngineError::new(
             ErrorCode::NotFound,
             "WORKFLOW_NAME_UNKNOWN",
