@@ -2,7 +2,8 @@
 //!
 //! No driver types and no SQL cross this boundary. Two implementations live beside it —
 //! [`sqlite::SqliteStore`] (the embedded default) and [`postgres::PostgresStore`] (production,
-//! shared by any number of server replicas) — sharing the SQL written once in `sql/`, and one
+//! shared by any number of server replicas) — sharing the SQL written and compiled once in `shared/` (generic over
+//! the [`dialect`] traits each backend implements), and one
 //! conformance suite (crate `waymark-store-conformance`, in `conformance/`) runs the same cases
 //! against both. The contract is one
 //! trait per concern (`contract/`) plus a transaction handle ([`Transaction`]).
@@ -10,18 +11,13 @@
 //! Time is passed in by the caller as milliseconds since the Unix epoch, so the engine's clock
 //! can be injected and every time-based decision (lease expiry, recovery) tested without waiting.
 
-// The files in `sql/` hold the SQL both backends run, written once: each backend module loads
-// them as its own modules, compiled against its driver (`Db`) and its store (`Backend`), with
-// its dialect's macros (`sqlite/dialect.rs`, `postgres/dialect.rs`). Loading a file twice is
-// the point, not an accident.
-#![allow(clippy::duplicate_mod)]
-
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 mod batch;
 pub mod changes;
 mod contract;
+mod dialect;
 mod messaging;
 pub mod postgres;
 pub mod queues;
@@ -30,6 +26,7 @@ mod remote;
 mod rows;
 pub mod schedules;
 pub mod schema;
+mod shared;
 pub mod sqlite;
 
 pub use contract::{

@@ -13,15 +13,10 @@ use std::time::Duration;
 
 use sqlx::{postgres::PgPoolOptions, PgPool};
 
-/// The driver the shared SQL in `sql/` runs on here, and the store it is written for.
-type Db = sqlx::Postgres;
-/// Which backend, for logs.
-const NAME: &str = "postgres";
-
-type Backend = PostgresStore;
-
-#[macro_use]
 mod dialect;
+
+use crate::changes::Change;
+use crate::dialect::Conn;
 
 // What PostgreSQL does its own way.
 mod announcer;
@@ -32,10 +27,6 @@ mod messages;
 #[cfg(test)]
 mod plan_tests;
 mod remote_steps;
-
-// Written once for both backends.
-#[path = "sql/mod.rs"]
-mod sql;
 
 use crate::batch::Batcher;
 use crate::rows::{db_error, WorkflowRow};
@@ -172,7 +163,7 @@ impl PostgresStore {
             .await
             .map_err(db_error)?;
         // sqlx holds an advisory lock while migrating, so replicas starting together are safe.
-        sql::prepare_schema(&pool, policy).await?;
+        crate::shared::prepare_schema::<PostgresStore>(&pool, policy).await?;
         let writer = pool.clone();
         let steps = Batcher::spawn(STEP_LANES, MAX_STEP_BATCH, move |batch| {
             commit::insert_steps_fenced(writer.clone(), batch)
@@ -226,14 +217,89 @@ impl PostgresStore {
         }
         Ok(())
     }
+}
 
-    /// Writes and reads share one pool: PostgreSQL runs them side by side.
+/// What the shared SQL needs of this store; each method's work is in the file named for it.
+impl crate::dialect::Backend for PostgresStore {
+    fn reader(&self) -> &PgPool {
+        &self.pool
+    }
+
     fn writer(&self) -> &PgPool {
         &self.pool
     }
 
-    fn reader(&self) -> &PgPool {
-        &self.pool
+    fn announce_soon(&self, change: Change) {
+        PostgresStore::announce_soon(self, change)
+    }
+
+    async fn announce(&self, conn: &mut Conn<Self>, change: Change) -> StoreResult<()> {
+        PostgresStore::announce(self, &mut *conn, change).await
+    }
+
+    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>> {
+        PostgresStore::changes(self).await
+    }
+
+    async fn lock_worker_id(conn: &mut Conn<Self>, worker_id: &str) -> StoreResult<()> {
+        dialect::lock_worker_id(conn, worker_id).await
+    }
+
+    async fn try_lock_collector(conn: &mut Conn<Self>) -> StoreResult<bool> {
+        dialect::try_lock_collector(conn).await
+    }
+
+    async fn lock_wait_key(conn: &mut Conn<Self>, workflow_id: Option<&str>, on: &ParkedOn) -> StoreResult<()> {
+        dialect::lock_wait_key(conn, workflow_id, on).await
+    }
+
+    async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
+        PostgresStore::start(self, new, now).await
+    }
+
+    async fn insert_workflow(conn: &mut Conn<Self>, new: &NewWorkflow, now: Millis) -> StoreResult<Started> {
+        insert_workflow(conn, new, now).await
+    }
+
+    async fn partition_heads(
+        conn: &mut Conn<Self>,
+        queue: &str,
+        claim: &Claim,
+        keys: &[String],
+        rooms: &[i64],
+    ) -> StoreResult<Vec<(String, String, bool)>> {
+        PostgresStore::partition_heads(conn, queue, claim, keys, rooms).await
+    }
+
+    async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
+        PostgresStore::record(self, fence, step, now).await
+    }
+
+    async fn finish_fenced(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Option<WorkflowRow>> {
+        PostgresStore::finish_fenced(self, fence, outcome, now).await
+    }
+
+    async fn complete_in_one(
+        &self,
+        fence: &Fence,
+        steps: &[NewStep],
+        outcome: &Outcome,
+        now: Millis,
+    ) -> StoreResult<Option<Completed>> {
+        PostgresStore::complete_in_one(self, fence, steps, outcome, now).await
+    }
+
+    async fn send_delivering(
+        &self,
+        m: NewMessage,
+        waiter: &RecvWaiter,
+        now: Millis,
+    ) -> StoreResult<(Sent, Option<String>)> {
+        PostgresStore::send_delivering(self, m, waiter, now).await
+    }
+
+    async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
+        PostgresStore::claim_attempts(self, claim, now).await
     }
 }
 
@@ -247,7 +313,7 @@ pub(crate) async fn insert_workflow(
     new: &NewWorkflow,
     now: Millis,
 ) -> StoreResult<Started> {
-    sql::starts::try_start(conn, new, now)
+    crate::shared::starts::try_start::<PostgresStore>(conn, new, now)
         .await?
         .ok_or_else(|| StoreError::Unavailable(format!("workflow {:?} was neither started nor found", new.workflow_id)))
 }

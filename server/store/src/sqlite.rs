@@ -12,15 +12,11 @@ use sqlx::{
     SqlitePool,
 };
 
-/// The driver the shared SQL in `sql/` runs on here, and the store it is written for.
-type Db = sqlx::Sqlite;
-/// Which backend, for logs.
-const NAME: &str = "sqlite";
-
-type Backend = SqliteStore;
-
-#[macro_use]
 mod dialect;
+
+use crate::changes::Change;
+use crate::dialect::Conn;
+use crate::rows::WorkflowRow;
 
 // What SQLite does its own way.
 pub mod backup;
@@ -28,10 +24,6 @@ mod commit;
 mod flow;
 mod messages;
 mod remote_steps;
-
-// Written once for both backends.
-#[path = "sql/mod.rs"]
-mod sql;
 
 use crate::batch::Batcher;
 use crate::rows::db_error;
@@ -147,7 +139,7 @@ impl SqliteStore {
             .connect_with(options.clone())
             .await
             .map_err(db_error)?;
-        sql::prepare_schema(&write, policy).await?;
+        crate::shared::prepare_schema::<SqliteStore>(&write, policy).await?;
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))
@@ -166,18 +158,92 @@ impl SqliteStore {
         })
     }
 
-    /// Writes: the one writer connection.
-    fn writer(&self) -> &SqlitePool {
-        &self.write
-    }
+    /// One process owns the file: there are no other replicas to tell.
+    fn announce_soon(&self, _change: crate::changes::Change) {}
+}
 
-    /// Reads: their own pool, never waiting for the writer (WAL).
+/// What the shared SQL needs of this store; each method's work is in the file named for it.
+impl crate::dialect::Backend for SqliteStore {
     fn reader(&self) -> &SqlitePool {
         &self.read
     }
 
-    /// One process owns the file: there are no other replicas to tell.
-    fn announce_soon(&self, _change: crate::changes::Change) {}
+    fn writer(&self) -> &SqlitePool {
+        &self.write
+    }
+
+    fn announce_soon(&self, change: Change) {
+        SqliteStore::announce_soon(self, change)
+    }
+
+    async fn announce(&self, conn: &mut Conn<Self>, change: Change) -> StoreResult<()> {
+        SqliteStore::announce(self, &mut *conn, change).await
+    }
+
+    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>> {
+        SqliteStore::changes(self).await
+    }
+
+    async fn lock_worker_id(conn: &mut Conn<Self>, worker_id: &str) -> StoreResult<()> {
+        dialect::lock_worker_id(conn, worker_id).await
+    }
+
+    async fn try_lock_collector(conn: &mut Conn<Self>) -> StoreResult<bool> {
+        dialect::try_lock_collector(conn).await
+    }
+
+    async fn lock_wait_key(conn: &mut Conn<Self>, workflow_id: Option<&str>, on: &ParkedOn) -> StoreResult<()> {
+        dialect::lock_wait_key(conn, workflow_id, on).await
+    }
+
+    async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
+        SqliteStore::start(self, new, now).await
+    }
+
+    async fn insert_workflow(conn: &mut Conn<Self>, new: &NewWorkflow, now: Millis) -> StoreResult<Started> {
+        insert_workflow(conn, new, now).await
+    }
+
+    async fn partition_heads(
+        conn: &mut Conn<Self>,
+        queue: &str,
+        claim: &Claim,
+        keys: &[String],
+        rooms: &[i64],
+    ) -> StoreResult<Vec<(String, String, bool)>> {
+        SqliteStore::partition_heads(conn, queue, claim, keys, rooms).await
+    }
+
+    async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
+        SqliteStore::record(self, fence, step, now).await
+    }
+
+    async fn finish_fenced(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Option<WorkflowRow>> {
+        SqliteStore::finish_fenced(self, fence, outcome, now).await
+    }
+
+    async fn complete_in_one(
+        &self,
+        fence: &Fence,
+        steps: &[NewStep],
+        outcome: &Outcome,
+        now: Millis,
+    ) -> StoreResult<Option<Completed>> {
+        SqliteStore::complete_in_one(self, fence, steps, outcome, now).await
+    }
+
+    async fn send_delivering(
+        &self,
+        m: NewMessage,
+        waiter: &RecvWaiter,
+        now: Millis,
+    ) -> StoreResult<(Sent, Option<String>)> {
+        SqliteStore::send_delivering(self, m, waiter, now).await
+    }
+
+    async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
+        SqliteStore::claim_attempts(self, claim, now).await
+    }
 }
 
 impl SqliteStore {

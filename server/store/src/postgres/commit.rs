@@ -4,15 +4,15 @@
 
 use sqlx::PgPool;
 
-use super::sql::fencing::recorded_step;
 use super::PostgresStore;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
+use crate::shared::fencing::recorded_step;
 use crate::*;
 
 /// Steps and completion in one statement (see `complete_in_one`).
 pub(super) const COMPLETE: &str = concat!(
     "WITH fence AS (SELECT workflow_id FROM workflows WHERE workflow_id = $5 AND ",
-    status_is!("PENDING"),
+    "(status = 'PENDING') IS TRUE",
     " AND epoch = $6 FOR SHARE), \
      ins AS (INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
        SELECT fence.workflow_id, v.step_id, v.name, v.output, v.failure, v.attempts, $6, $4, v.started_at \
@@ -21,7 +21,7 @@ pub(super) const COMPLETE: &str = concat!(
        ON CONFLICT (workflow_id, step_id) DO NOTHING RETURNING 1) \
      UPDATE workflows SET status = $1, output = $2, failure = $3, updated_at = $4 \
      WHERE workflow_id = $5 AND ",
-    status_is!("PENDING"),
+    "(status = 'PENDING') IS TRUE",
     " AND epoch = $6 AND (SELECT count(*) FROM ins) = $12 RETURNING ",
     workflow_columns!()
 );
@@ -103,13 +103,13 @@ impl PostgresStore {
         // Nothing written: either the fence failed or the step is already there. Steps are
         // never removed while their workflow runs, and epochs only grow, so these reads explain
         // the failed insert without a transaction.
-        let current = self.workflow(&fence.workflow_id).await?;
+        let current = crate::shared::fencing::workflow_on::<PostgresStore>(&self.pool, &fence.workflow_id).await?;
         match &current {
             Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
             _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
         }
         let mut conn = self.pool.acquire().await.map_err(db_error)?;
-        match recorded_step(&mut conn, &fence.workflow_id, step.step_id).await? {
+        match recorded_step::<PostgresStore>(&mut conn, &fence.workflow_id, step.step_id).await? {
             Some(existing) => rows::check_existing_step(&fence.workflow_id, &existing, &step),
             None => Err(StoreError::Unavailable(format!(
                 "step {} of workflow {:?} was neither written nor found",
@@ -146,7 +146,7 @@ pub(super) const INSERT_STEPS: &str = concat!(
                  $9::bigint[]) \
        AS v(workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
      JOIN workflows w ON w.workflow_id = v.workflow_id AND ",
-    status_is!("w.", "PENDING"),
+    "(w.status = 'PENDING') IS TRUE",
     " AND w.epoch = v.epoch FOR SHARE OF w \
      ON CONFLICT (workflow_id, step_id) DO NOTHING \
      RETURNING workflow_id, step_id",

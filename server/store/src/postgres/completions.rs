@@ -21,7 +21,7 @@ pub(super) const COMPLETE_BATCH: &str = concat!(
        AS v(v_id, v_epoch, v_status, v_output, v_failure, v_at)) \
      UPDATE workflows SET status = v_status, output = v_output, failure = v_failure, updated_at = v_at \
      FROM v WHERE workflow_id = v_id AND ",
-    status_is!("PENDING"),
+    "(status = 'PENDING') IS TRUE",
     " AND epoch = v_epoch RETURNING ",
     workflow_columns!()
 );

@@ -1,93 +1,11 @@
-//! What the shared SQL in `sql/` says differently on PostgreSQL: the row locks that keep
+//! What the shared SQL in `shared/` says differently on PostgreSQL: the row locks that keep
 //! replicas writing the same rows from interleaving.
-
-/// Locks the rows read for the transaction's writes.
-macro_rules! for_update {
-    () => {
-        " FOR UPDATE"
-    };
-}
-
-/// Locks the rows read against writers, not against other readers: a fence that lets
-/// concurrent writes of one workflow's steps through and holds off an epoch bump.
-macro_rules! for_share {
-    () => {
-        " FOR SHARE"
-    };
-}
-
-/// Locks the rows read for writes that change no key: two such transactions on one row take
-/// turns (a stream append computing `MAX + 1`), while `FOR SHARE` fences still pass.
-macro_rules! for_no_key_update {
-    () => {
-        " FOR NO KEY UPDATE"
-    };
-}
-
-/// Locks the rows read, skipping those another transaction holds, so concurrent claimers split
-/// the work instead of queueing behind each other.
-macro_rules! skip_locked {
-    () => {
-        " FOR UPDATE SKIP LOCKED"
-    };
-}
-
-/// A status test on a workflow found by its id: `status_is!("PENDING")`, or with a table
-/// alias, `status_is!("w.", "PENDING")`.
-///
-/// Written so that the planner cannot prove a partial index's predicate from it. From a plain
-/// `status = 'PENDING'` it can, and it then weighs reading the one row through a partial index
-/// on that status (scanning all of it) against the primary key. It takes the partial index
-/// whenever its statistics say that index is empty — as they do after a vacuum taken while
-/// nothing ran, on a table whose finished rows make the key look dear — and each lookup then
-/// reads every running workflow. The bench's `--collecting` workload found this: beside a
-/// million finished workflows, PostgreSQL's throughput fell by a third.
-macro_rules! status_is {
-    ($status:literal) => {
-        concat!("(status = '", $status, "') IS TRUE")
-    };
-    ($alias:literal, $status:literal) => {
-        concat!("(", $alias, "status = '", $status, "') IS TRUE")
-    };
-}
-
-/// A schedule that is not paused, in the words of the partial index `schedules_due`.
-macro_rules! unpaused {
-    () => {
-        "NOT paused"
-    };
-}
 
 /// A list of strings bound as one parameter: a `text[]`.
 pub(super) type List = Vec<String>;
 
 pub(super) fn list<T: AsRef<str>>(items: &[T]) -> List {
     items.iter().map(|s| s.as_ref().to_string()).collect()
-}
-
-/// `IN` the list bound at the placeholder.
-macro_rules! in_list {
-    ($p:literal) => {
-        concat!(" = ANY(", $p, ")")
-    };
-}
-
-/// Two lists bound at the placeholders, zipped into a table `k(first, second)`.
-macro_rules! pairs {
-    ($a:literal, $b:literal) => {
-        concat!("unnest(", $a, "::text[], ", $b, "::text[]) AS k(first, second)")
-    };
-}
-
-/// `IN` the rows of the subquery, each locked and skipped when another transaction holds it.
-/// `= ANY(ARRAY(subquery))` rather than `IN (subquery)`: the ARRAY form is an InitPlan, run
-/// exactly once. With `IN`, the planner may pick a nested-loop semi-join that re-scans the
-/// locking subquery per outer row, and with SKIP LOCKED each re-scan can see a different set,
-/// taking more rows than the subquery's LIMIT. Callers re-check the status on the locked row.
-macro_rules! in_locked {
-    ($($sub:tt)*) => {
-        concat!(" = ANY(ARRAY(", $($sub)*, " FOR UPDATE SKIP LOCKED))")
-    };
 }
 
 /// Parking and the writes that resolve a wait take turns on the wait's key, so a park never
@@ -130,38 +48,69 @@ pub(super) async fn lock_wait_key(
     Ok(())
 }
 
-/// The list bound at the placeholder as a table `l(value)`.
-macro_rules! list_rows {
-    ($p:literal) => {
-        concat!("unnest(", $p, "::text[]) AS l(value)")
-    };
-}
+impl crate::dialect::Dialect for super::PostgresStore {
+    type Db = sqlx::Postgres;
+    const NAME: &'static str = "postgres";
+    const MIGRATOR: &'static sqlx::migrate::Migrator = &super::MIGRATOR;
+    const INDEX: usize = 1;
 
-/// Locks the rows read of the named table only, skipping those another transaction holds.
-macro_rules! skip_locked_of {
-    ($t:literal) => {
-        concat!(" FOR UPDATE OF ", $t, " SKIP LOCKED")
-    };
-}
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const FOR_SHARE: &'static str = " FOR SHARE";
+    const FOR_NO_KEY_UPDATE: &'static str = " FOR NO KEY UPDATE";
+    const FOR_KEY_SHARE: &'static str = " FOR KEY SHARE";
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    const UNPAUSED: &'static str = "NOT paused";
+    const LEAST: &'static str = "LEAST";
 
-/// Locks the rows read against their deletion (and key changes) only, not against ordinary
-/// updates.
-macro_rules! for_key_share {
-    () => {
-        " FOR KEY SHARE"
-    };
-}
+    /// Written so that the planner cannot prove a partial index's predicate from it. From a
+    /// plain `status = 'PENDING'` it can, and it then weighs reading the one row through a
+    /// partial index on that status (scanning all of it) against the primary key. It takes the
+    /// partial index whenever its statistics say that index is empty — as they do after a
+    /// vacuum taken while nothing ran, on a table whose finished rows make the key look dear —
+    /// and each lookup then reads every running workflow. The bench's `--collecting` workload
+    /// found this: beside a million finished workflows, PostgreSQL's throughput fell by a third.
+    fn status_is(alias: &str, status: &str) -> String {
+        format!("({alias}status = '{status}') IS TRUE")
+    }
 
-/// Not among the rows of the subquery, which runs once (`<> ALL(ARRAY(…))`, an InitPlan).
-macro_rules! not_in_once {
-    ($($sub:tt)*) => {
-        concat!(" <> ALL(ARRAY(", $($sub)*, "))")
-    };
-}
+    /// Lists are `text[]`.
+    fn in_list(p: &str) -> String {
+        format!(" = ANY({p})")
+    }
 
-/// The smaller of two values.
-macro_rules! least {
-    () => {
-        "LEAST"
-    };
+    fn pairs(a: &str, b: &str) -> String {
+        format!("unnest({a}::text[], {b}::text[]) AS k(first, second)")
+    }
+
+    fn list_rows(p: &str) -> String {
+        format!("unnest({p}::text[]) AS l(value)")
+    }
+
+    /// `= ANY(ARRAY(subquery))` rather than `IN (subquery)`: the ARRAY form is an InitPlan, run
+    /// exactly once. With `IN`, the planner may pick a nested-loop semi-join that re-scans the
+    /// locking subquery per outer row, and with SKIP LOCKED each re-scan can see a different
+    /// set, taking more rows than the subquery's LIMIT.
+    fn in_locked(parts: &[&str]) -> String {
+        let sub = parts.concat();
+        format!(" = ANY(ARRAY({sub} FOR UPDATE SKIP LOCKED))")
+    }
+
+    /// `<> ALL(ARRAY(…))`, an InitPlan.
+    fn not_in_once(parts: &[&str]) -> String {
+        let sub = parts.concat();
+        format!(" <> ALL(ARRAY({sub}))")
+    }
+
+    fn skip_locked_of(table: &str) -> String {
+        format!(" FOR UPDATE OF {table} SKIP LOCKED")
+    }
+
+    fn add_list<T: AsRef<str>>(
+        args: &mut sqlx::postgres::PgArguments,
+        items: Option<&[T]>,
+    ) -> Result<(), sqlx::error::BoxDynError> {
+        sqlx::Arguments::add(args, items.map(list))
+    }
+
+    crate::dialect::runs_on!(sqlx::Postgres);
 }

@@ -5,9 +5,9 @@
 //! that queue — on any replica — takes its turn, and the counts read by the next statement (a
 //! fresh snapshot under read committed) include everything the previous holder admitted.
 
-use super::sql::starts::{debounce_onto, insert_row, try_start};
 use super::PostgresStore;
 use crate::rows::{self, db_error};
+use crate::shared::starts::{debounce_onto, insert_row, try_start};
 use crate::*;
 
 impl PostgresStore {
@@ -19,7 +19,7 @@ impl PostgresStore {
         // nothing to report: insert again.
         for _ in 0..3 {
             let mut conn = self.pool.acquire().await.map_err(db_error)?;
-            if let Some(started) = try_start(&mut conn, &new, now).await? {
+            if let Some(started) = try_start::<PostgresStore>(&mut conn, &new, now).await? {
                 if started.created && started.workflow.status == WorkflowStatus::Enqueued {
                     self.announce_soon(crate::changes::Change::Enqueued);
                 }
@@ -37,7 +37,7 @@ impl PostgresStore {
         let d = new.debounce.clone().expect("debounced start");
         for _ in 0..3 {
             let mut tx = self.pool.begin().await.map_err(db_error)?;
-            let updated = debounce_onto(&mut tx, &new, &d.key, now).await?;
+            let updated = debounce_onto::<PostgresStore>(&mut tx, &new, &d.key, now).await?;
             if let Some(row) = updated {
                 tx.commit().await.map_err(db_error)?;
                 return Ok(Started {
@@ -45,7 +45,7 @@ impl PostgresStore {
                     created: false,
                 });
             }
-            let inserted = insert_row(&mut *tx, &new, now).await?;
+            let inserted = insert_row::<PostgresStore>(&mut *tx, &new, now).await?;
             tx.commit().await.map_err(db_error)?;
             if let Some(row) = inserted {
                 return Ok(Started {
@@ -53,7 +53,9 @@ impl PostgresStore {
                     created: true,
                 });
             }
-            if let Some(existing) = self.workflow(&new.workflow_id).await? {
+            if let Some(existing) =
+                crate::shared::fencing::workflow_on::<PostgresStore>(&self.pool, &new.workflow_id).await?
+            {
                 return rows::existing_start(&new, existing);
             }
             // Another start with this key inserted first: collapse onto it.

@@ -1,7 +1,7 @@
 //! The send that ends a waiting receive, on PostgreSQL: one round trip, because it is the
 //! latency between them. The statements run inside the function `waymark_send_delivering`
 //! (migration 0015), which documents them; they are the ones the shared send and receive
-//! (`sql/messages.rs`) send one by one.
+//! (`shared/messages.rs`) send one by one.
 
 use super::PostgresStore;
 use crate::changes::Change;

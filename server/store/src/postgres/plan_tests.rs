@@ -151,7 +151,7 @@ async fn a_retention_batch_reads_no_whole_table() {
         finished_before: 150_000,
         limit: 100,
     };
-    let (text, binds) = super::sql::lifecycle::collect_statement(&batch);
+    let (text, binds) = crate::shared::lifecycle::collect_statement::<super::PostgresStore>(&batch);
     let mut query = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {text}")));
     for b in binds {
         query = query.bind(b);

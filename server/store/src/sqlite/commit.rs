@@ -4,9 +4,9 @@
 
 use sqlx::SqlitePool;
 
-use super::sql::fencing::recorded_step;
 use super::SqliteStore;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
+use crate::shared::fencing::recorded_step;
 use crate::*;
 
 /// Records a batch of steps in one transaction on the single writer connection. Each step is
@@ -36,12 +36,12 @@ async fn record_step_in(
     step: NewStep,
     now: Millis,
 ) -> StoreResult<Recorded> {
-    let current = SqliteStore::workflow_on(&mut **tx, &fence.workflow_id).await?;
+    let current = crate::shared::fencing::workflow_on::<SqliteStore>(&mut **tx, &fence.workflow_id).await?;
     match &current {
         Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
         _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
     }
-    if let Some(existing) = recorded_step(tx, &fence.workflow_id, step.step_id).await? {
+    if let Some(existing) = recorded_step::<SqliteStore>(tx, &fence.workflow_id, step.step_id).await? {
         return rows::check_existing_step(&fence.workflow_id, &existing, &step);
     }
     let (output, failure) = rows::outcome_columns(&step.outcome);

@@ -1,87 +1,11 @@
-//! What the shared SQL in `sql/` says differently on SQLite. Row locks are no-ops here: every
+//! What the shared SQL in `shared/` says differently on SQLite. Row locks are no-ops here: every
 //! write runs on the one writer connection, so a transaction is never interleaved with another.
-
-/// Locks the rows read for the transaction's writes (PostgreSQL's `FOR UPDATE`).
-macro_rules! for_update {
-    () => {
-        ""
-    };
-}
-
-/// Locks the rows read against writers, not against other readers (`FOR SHARE`).
-macro_rules! for_share {
-    () => {
-        ""
-    };
-}
-
-/// Locks the rows read for writes that change no key (`FOR NO KEY UPDATE`): two such
-/// transactions on one row take turns.
-macro_rules! for_no_key_update {
-    () => {
-        ""
-    };
-}
-
-/// A status test on a workflow found by its id (see PostgreSQL's `status_is!`). SQLite plans an
-/// equality on the unique key as a one-row lookup, so the test stays plain here.
-macro_rules! status_is {
-    ($status:literal) => {
-        concat!("status = '", $status, "'")
-    };
-    ($alias:literal, $status:literal) => {
-        concat!($alias, "status = '", $status, "'")
-    };
-}
-
-/// Locks the rows read, skipping those another transaction holds (`FOR UPDATE SKIP LOCKED`).
-macro_rules! skip_locked {
-    () => {
-        ""
-    };
-}
-
-/// A schedule that is not paused, in the very words of the partial index `schedules_due`, which
-/// SQLite uses only when the query repeats its condition.
-macro_rules! unpaused {
-    () => {
-        "paused = 0"
-    };
-}
 
 /// A list of strings bound as one parameter: JSON array text, read with `json_each`.
 pub(super) type List = String;
 
 pub(super) fn list<T: AsRef<str>>(items: &[T]) -> List {
     serde_json::to_string(&items.iter().map(|s| s.as_ref()).collect::<Vec<_>>()).expect("strings serialize")
-}
-
-/// `IN` the list bound at the placeholder.
-macro_rules! in_list {
-    ($p:literal) => {
-        concat!(" IN (SELECT value FROM json_each(", $p, "))")
-    };
-}
-
-/// Two lists bound at the placeholders, zipped into a table `k(first, second)`.
-macro_rules! pairs {
-    ($a:literal, $b:literal) => {
-        concat!(
-            "(SELECT f.value AS first, s.value AS second FROM json_each(",
-            $a,
-            ") f JOIN json_each(",
-            $b,
-            ") s ON f.key = s.key) AS k"
-        )
-    };
-}
-
-/// `IN` the rows of the subquery, each locked and skipped when another transaction holds it.
-/// (The single writer holds no row locks: a plain `IN`.)
-macro_rules! in_locked {
-    ($($sub:tt)*) => {
-        concat!(" IN (", $($sub)*, ")")
-    };
 }
 
 /// Parking and the writes that resolve a wait take turns on the wait's key on PostgreSQL; the
@@ -108,20 +32,6 @@ pub(super) async fn lock_wait_key(
     Ok(())
 }
 
-/// The list bound at the placeholder as a table `l(value)`.
-macro_rules! list_rows {
-    ($p:literal) => {
-        concat!("json_each(", $p, ") AS l")
-    };
-}
-
-/// Locks the rows read of the named table only, skipping those another transaction holds.
-macro_rules! skip_locked_of {
-    ($t:literal) => {
-        ""
-    };
-}
-
 impl super::SqliteStore {
     /// Tells the other replicas of a change inside a transaction: there are none.
     pub(crate) async fn announce<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
@@ -133,23 +43,60 @@ impl super::SqliteStore {
     }
 }
 
-/// Locks the rows read against their deletion only (`FOR KEY SHARE`).
-macro_rules! for_key_share {
-    () => {
-        ""
-    };
-}
+impl crate::dialect::Dialect for super::SqliteStore {
+    type Db = sqlx::Sqlite;
+    const NAME: &'static str = "sqlite";
+    const MIGRATOR: &'static sqlx::migrate::Migrator = &super::MIGRATOR;
+    const INDEX: usize = 0;
 
-/// Not among the rows of the subquery, which runs once.
-macro_rules! not_in_once {
-    ($($sub:tt)*) => {
-        concat!(" NOT IN (", $($sub)*, ")")
-    };
-}
+    // Row locks are no-ops: every write runs on the one writer connection.
+    const FOR_UPDATE: &'static str = "";
+    const FOR_SHARE: &'static str = "";
+    const FOR_NO_KEY_UPDATE: &'static str = "";
+    const FOR_KEY_SHARE: &'static str = "";
+    const SKIP_LOCKED: &'static str = "";
+    const UNPAUSED: &'static str = "paused = 0";
+    const LEAST: &'static str = "MIN";
 
-/// The smaller of two values.
-macro_rules! least {
-    () => {
-        "MIN"
-    };
+    /// SQLite plans an equality on the unique key as a one-row lookup: the test stays plain.
+    fn status_is(alias: &str, status: &str) -> String {
+        format!("{alias}status = '{status}'")
+    }
+
+    /// Lists are JSON array text, read with `json_each`.
+    fn in_list(p: &str) -> String {
+        format!(" IN (SELECT value FROM json_each({p}))")
+    }
+
+    fn pairs(a: &str, b: &str) -> String {
+        format!("(SELECT f.value AS first, s.value AS second FROM json_each({a}) f JOIN json_each({b}) s ON f.key = s.key) AS k")
+    }
+
+    fn list_rows(p: &str) -> String {
+        format!("json_each({p}) AS l")
+    }
+
+    /// The single writer holds no row locks: a plain `IN`.
+    fn in_locked(parts: &[&str]) -> String {
+        let sub = parts.concat();
+        format!(" IN ({sub})")
+    }
+
+    fn not_in_once(parts: &[&str]) -> String {
+        let sub = parts.concat();
+        format!(" NOT IN ({sub})")
+    }
+
+    fn skip_locked_of(_table: &str) -> String {
+        String::new()
+    }
+
+    fn add_list<T: AsRef<str>>(
+        args: &mut sqlx::sqlite::SqliteArguments,
+        items: Option<&[T]>,
+    ) -> Result<(), sqlx::error::BoxDynError> {
+        sqlx::Arguments::add(args, items.map(list))
+    }
+
+    crate::dialect::runs_on!(sqlx::Sqlite);
 }

@@ -2,9 +2,9 @@
 //! of a queue with limits. Every write runs on the single writer connection, so a transaction
 //! here sees and counts everything before it; no row locks are needed.
 
-use super::sql::starts::{debounce_onto, try_start};
 use super::{dialect, SqliteStore};
 use crate::rows::db_error;
+use crate::shared::starts::{debounce_onto, try_start};
 use crate::*;
 
 impl SqliteStore {
@@ -21,7 +21,7 @@ impl SqliteStore {
         now: Millis,
     ) -> StoreResult<Started> {
         if let Some(d) = &new.debounce {
-            let updated = debounce_onto(tx, new, &d.key, now).await?;
+            let updated = debounce_onto::<SqliteStore>(tx, new, &d.key, now).await?;
             if let Some(row) = updated {
                 return Ok(Started {
                     workflow: row.try_into()?,
@@ -29,7 +29,7 @@ impl SqliteStore {
                 });
             }
         }
-        try_start(tx, new, now).await?.ok_or_else(|| {
+        try_start::<SqliteStore>(tx, new, now).await?.ok_or_else(|| {
             StoreError::Unavailable(format!("workflow {:?} was neither started nor found", new.workflow_id))
         })
     }

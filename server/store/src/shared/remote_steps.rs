@@ -5,21 +5,19 @@
 
 use super::fencing::{fenced_step, insert_step};
 use super::parking::wake_parked;
-use super::{Backend, Db};
 use crate::changes::Change;
+use crate::dialect::{sql, Backend, Conn, Dialect};
 use crate::remote::{self, expired_select, task_columns, ExpiredRow, Next, TaskRow};
 use crate::rows::{self, db_error};
 use crate::*;
 
-type Conn = <Db as sqlx::Database>::Connection;
-
 /// The call at this position, locked for the transaction.
-async fn locked_task(conn: &mut Conn, workflow_id: &str, step_id: u32) -> StoreResult<Option<TaskRow>> {
-    sqlx::query_as(concat!(
+async fn locked_task<B: Dialect>(conn: &mut Conn<B>, workflow_id: &str, step_id: u32) -> StoreResult<Option<TaskRow>> {
+    B::query_as(sql!(B:
         "SELECT ",
         task_columns!(),
         " FROM step_tasks WHERE workflow_id = $1 AND step_id = $2",
-        for_update!()
+        B::FOR_UPDATE
     ))
     .bind(workflow_id)
     .bind(step_id as i64)
@@ -28,73 +26,77 @@ async fn locked_task(conn: &mut Conn, workflow_id: &str, step_id: u32) -> StoreR
     .map_err(db_error)
 }
 
-impl Backend {
-    /// Applies what a finished attempt leads to. True when the result was recorded.
-    async fn apply(&self, conn: &mut Conn, task: &TaskRow, next: Next, now: Millis) -> StoreResult<bool> {
-        match next {
-            Next::Retry { at, failure } => {
-                sqlx::query(
-                    "UPDATE step_tasks SET status = 'QUEUED', available_at = $1, last_failure = $2, worker_id = NULL, \
-                     session_id = NULL, attempt_deadline_at = NULL, updated_at = $3 WHERE workflow_id = $4 AND step_id = $5",
-                )
-                .bind(at)
-                .bind(failure)
-                .bind(now)
-                .bind(&task.workflow_id)
-                .bind(task.step_id)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error)?;
-                Ok(false)
+/// Applies what a finished attempt leads to. True when the result was recorded.
+async fn apply<B: Backend>(
+    store: &B,
+    conn: &mut Conn<B>,
+    task: &TaskRow,
+    next: Next,
+    now: Millis,
+) -> StoreResult<bool> {
+    match next {
+        Next::Retry { at, failure } => {
+            B::query(
+                "UPDATE step_tasks SET status = 'QUEUED', available_at = $1, last_failure = $2, worker_id = NULL, \
+                 session_id = NULL, attempt_deadline_at = NULL, updated_at = $3 WHERE workflow_id = $4 AND step_id = $5",
+            )
+            .bind(at)
+            .bind(failure)
+            .bind(now)
+            .bind(&task.workflow_id)
+            .bind(task.step_id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            Ok(false)
+        }
+        Next::Close { outcome, attempts } => {
+            let (output, failure) = rows::outcome_columns(&outcome);
+            B::query(
+                "UPDATE step_tasks SET status = 'DONE', attempt_deadline_at = NULL, updated_at = $1 \
+                 WHERE workflow_id = $2 AND step_id = $3",
+            )
+            .bind(now)
+            .bind(&task.workflow_id)
+            .bind(task.step_id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            // Recorded under the caller's current epoch: the caller may have been recovered
+            // since it made the call, and its new run reads this record.
+            B::query(
+                "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
+                 SELECT $1, $2, $3, $4, $5, $6, epoch, $7, \
+                        (SELECT created_at FROM step_tasks WHERE workflow_id = $1 AND step_id = $2) \
+                 FROM workflows WHERE workflow_id = $1 \
+                 ON CONFLICT (workflow_id, step_id) DO NOTHING",
+            )
+            .bind(&task.workflow_id)
+            .bind(task.step_id)
+            .bind(&task.step_name)
+            .bind(output)
+            .bind(failure)
+            .bind(attempts as i64)
+            .bind(now)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            let on = ParkedOn::Step(task.step_id as u32);
+            if wake_parked::<B>(conn, Some(&task.workflow_id), &on, now).await? > 0 {
+                store.announce(&mut *conn, Change::Enqueued).await?;
             }
-            Next::Close { outcome, attempts } => {
-                let (output, failure) = rows::outcome_columns(&outcome);
-                sqlx::query(
-                    "UPDATE step_tasks SET status = 'DONE', attempt_deadline_at = NULL, updated_at = $1 \
-                     WHERE workflow_id = $2 AND step_id = $3",
-                )
-                .bind(now)
-                .bind(&task.workflow_id)
-                .bind(task.step_id)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error)?;
-                // Recorded under the caller's current epoch: the caller may have been recovered
-                // since it made the call, and its new run reads this record.
-                sqlx::query(
-                    "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
-                     SELECT $1, $2, $3, $4, $5, $6, epoch, $7, \
-                            (SELECT created_at FROM step_tasks WHERE workflow_id = $1 AND step_id = $2) \
-                     FROM workflows WHERE workflow_id = $1 \
-                     ON CONFLICT (workflow_id, step_id) DO NOTHING",
-                )
-                .bind(&task.workflow_id)
-                .bind(task.step_id)
-                .bind(&task.step_name)
-                .bind(output)
-                .bind(failure)
-                .bind(attempts as i64)
-                .bind(now)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error)?;
-                let on = ParkedOn::Step(task.step_id as u32);
-                if wake_parked(conn, Some(&task.workflow_id), &on, now).await? > 0 {
-                    self.announce(&mut *conn, Change::Enqueued).await?;
-                }
-                let done = Change::StepDone {
-                    workflow_id: task.workflow_id.clone(),
-                    step_id: task.step_id as u32,
-                };
-                self.announce(&mut *conn, done).await?;
-                Ok(true)
-            }
+            let done = Change::StepDone {
+                workflow_id: task.workflow_id.clone(),
+                step_id: task.step_id as u32,
+            };
+            store.announce(&mut *conn, done).await?;
+            Ok(true)
         }
     }
 }
 
 #[async_trait::async_trait]
-impl RemoteSteps for Backend {
+impl<B: Backend> RemoteSteps for B {
     #[tracing::instrument(name = "store.call_step", level = "debug", target = "waymark::store", skip_all)]
     async fn call_step(
         &self,
@@ -104,13 +106,13 @@ impl RemoteSteps for Backend {
         now: Millis,
     ) -> StoreResult<Option<StepRecord>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = held!(tx, fenced_step(&mut tx, fence, step_id).await) {
+        if let Some(done) = held!(tx, fenced_step::<B>(&mut tx, fence, step_id).await) {
             let answer = remote::check_call(&fence.workflow_id, &done, &task.step_name).map(|()| Some(done));
             return super::let_go(tx, answer).await;
         }
         let p = &task.policy;
         let (traceparent, tracestate) = crate::rows::trace_columns(task.trace.as_ref());
-        let inserted: Option<String> = sqlx::query_scalar(
+        let inserted: Option<String> = B::query_scalar(
             "INSERT INTO step_tasks (workflow_id, step_id, step_name, input, status, max_attempts, initial_backoff_ms, \
                backoff_coefficient, max_backoff_ms, timeout_ms, available_at, created_at, updated_at, traceparent, \
                tracestate) \
@@ -135,7 +137,7 @@ impl RemoteSteps for Backend {
         // Queued before (the call is asked again, by a replay): it must be the same call.
         if inserted.is_none() {
             let queued: String =
-                sqlx::query_scalar("SELECT step_name FROM step_tasks WHERE workflow_id = $1 AND step_id = $2")
+                B::query_scalar("SELECT step_name FROM step_tasks WHERE workflow_id = $1 AND step_id = $2")
                     .bind(&fence.workflow_id)
                     .bind(step_id as i64)
                     .fetch_one(&mut *tx)
@@ -161,7 +163,7 @@ impl RemoteSteps for Backend {
     #[tracing::instrument(name = "store.step_call", level = "debug", target = "waymark::store", skip_all)]
     async fn step_call(&self, workflow_id: &str, step_id: u32) -> StoreResult<Option<(String, u32)>> {
         let row: Option<(String, i64)> =
-            sqlx::query_as("SELECT step_name, attempt FROM step_tasks WHERE workflow_id = $1 AND step_id = $2")
+            B::query_as("SELECT step_name, attempt FROM step_tasks WHERE workflow_id = $1 AND step_id = $2")
                 .bind(workflow_id)
                 .bind(step_id as i64)
                 .fetch_optional(self.reader())
@@ -198,7 +200,7 @@ impl RemoteSteps for Backend {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         let task = held!(
             tx,
-            locked_task(&mut tx, &attempt.workflow_id, attempt.step_id)
+            locked_task::<B>(&mut tx, &attempt.workflow_id, attempt.step_id)
                 .await?
                 .ok_or_else(|| StoreError::StepAttemptStale {
                     workflow_id: attempt.workflow_id.clone(),
@@ -214,7 +216,7 @@ impl RemoteSteps for Backend {
             Next::Retry { at, .. } => StepFinished::Retrying { at: *at },
             Next::Close { .. } => StepFinished::Recorded,
         };
-        self.apply(&mut tx, &task, next, now).await?;
+        apply(self, &mut tx, &task, next, now).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(finished)
     }
@@ -227,7 +229,7 @@ impl RemoteSteps for Backend {
     )]
     async fn expire_step_tasks(&self, now: Millis) -> StoreResult<ExpiredSteps> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        sqlx::query(
+        B::query(
             "UPDATE step_tasks SET status = 'CANCELLED', updated_at = $1 WHERE status IN ('QUEUED', 'RUNNING') \
              AND NOT EXISTS (SELECT 1 FROM workflows w WHERE w.workflow_id = step_tasks.workflow_id \
                AND w.status IN ('ENQUEUED', 'DELAYED', 'PENDING'))",
@@ -236,7 +238,7 @@ impl RemoteSteps for Backend {
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-        let expired: Vec<ExpiredRow> = sqlx::query_as(concat!(expired_select!("$1"), skip_locked_of!("t")))
+        let expired: Vec<ExpiredRow> = B::query_as(sql!(B:expired_select!("$1"), B::skip_locked_of("t")))
             .bind(now)
             .fetch_all(&mut *tx)
             .await
@@ -247,7 +249,7 @@ impl RemoteSteps for Backend {
             if let Next::Retry { at, .. } = &next {
                 out.retrying.push(*at);
             }
-            if self.apply(&mut tx, &task, next, now).await? {
+            if apply(self, &mut tx, &task, next, now).await? {
                 out.recorded.push((task.workflow_id.clone(), task.step_id as u32));
             }
         }
@@ -268,7 +270,7 @@ impl RemoteSteps for Backend {
         now: Millis,
     ) -> StoreResult<Option<u32>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = held!(tx, fenced_step(&mut tx, fence, step_id).await) {
+        if let Some(done) = held!(tx, fenced_step::<B>(&mut tx, fence, step_id).await) {
             let answer = remote::replay_select(&fence.workflow_id, &done, mode).map(Some);
             return super::let_go(tx, answer).await;
         }
@@ -277,7 +279,7 @@ impl RemoteSteps for Backend {
             let at: Option<i64> = match target {
                 WaitTarget::Workflow(id) => {
                     let row: Option<(String, i64)> =
-                        sqlx::query_as("SELECT status, updated_at FROM workflows WHERE workflow_id = $1")
+                        B::query_as("SELECT status, updated_at FROM workflows WHERE workflow_id = $1")
                             .bind(id)
                             .fetch_optional(&mut *tx)
                             .await
@@ -288,7 +290,7 @@ impl RemoteSteps for Backend {
                         .then_some(at)
                 }
                 WaitTarget::Step(s) => {
-                    sqlx::query_scalar("SELECT recorded_at FROM steps WHERE workflow_id = $1 AND step_id = $2")
+                    B::query_scalar("SELECT recorded_at FROM steps WHERE workflow_id = $1 AND step_id = $2")
                         .bind(&fence.workflow_id)
                         .bind(*s as i64)
                         .fetch_optional(&mut *tx)
@@ -301,7 +303,7 @@ impl RemoteSteps for Backend {
         let Some(winner) = mode.decide(&done_at) else {
             return super::let_go(tx, Ok(None)).await;
         };
-        if !insert_step(
+        if !insert_step::<B>(
             &mut tx,
             fence,
             step_id,

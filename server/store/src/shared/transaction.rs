@@ -1,45 +1,44 @@
 //! The transaction handle the engine composes durable operations with: each table operation is
 //! the statement (or two) it names, on one database transaction.
 
+use super::fencing::workflow_on;
 use super::fencing::{fenced_step, fenced_step_alone, insert_step};
-use super::{Backend, Db};
 use crate::changes::Change;
+use crate::dialect::Backend;
 use crate::rows::db_error;
 use crate::*;
 
 /// A transaction of `store`, begun at `now`.
-pub(crate) struct Tx<'s> {
-    store: &'s Backend,
-    tx: sqlx::Transaction<'static, Db>,
+pub(crate) struct Tx<'s, B: Backend> {
+    store: &'s B,
+    tx: sqlx::Transaction<'static, B::Db>,
     now: Millis,
 }
 
-impl Backend {
-    pub(crate) async fn begin_at(&self, now: Millis) -> StoreResult<Box<dyn Transaction + '_>> {
-        let tx = self.writer().begin().await.map_err(db_error)?;
-        Ok(Box::new(Tx { store: self, tx, now }))
-    }
+pub(crate) async fn begin_at<B: Backend>(store: &B, now: Millis) -> StoreResult<Box<dyn Transaction + '_>> {
+    let tx = store.writer().begin().await.map_err(db_error)?;
+    Ok(Box::new(Tx { store, tx, now }))
 }
 
 #[async_trait::async_trait]
-impl<'s> Transaction for Tx<'s> {
+impl<'s, B: Backend> Transaction for Tx<'s, B> {
     async fn fence(&mut self, fence: &Fence, step_id: u32, lock: FenceLock) -> StoreResult<Option<StepRecord>> {
         match lock {
-            FenceLock::Shared => fenced_step(&mut self.tx, fence, step_id).await,
-            FenceLock::Alone => fenced_step_alone(&mut self.tx, fence, step_id).await,
+            FenceLock::Shared => fenced_step::<B>(&mut self.tx, fence, step_id).await,
+            FenceLock::Alone => fenced_step_alone::<B>(&mut self.tx, fence, step_id).await,
         }
     }
 
     async fn record_step(&mut self, fence: &Fence, step_id: u32, name: &str, output: &str) -> StoreResult<bool> {
-        insert_step(&mut self.tx, fence, step_id, name, output, self.now).await
+        insert_step::<B>(&mut self.tx, fence, step_id, name, output, self.now).await
     }
 
     async fn workflow(&mut self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
-        Backend::workflow_on(&mut *self.tx, workflow_id).await
+        workflow_on::<B>(&mut *self.tx, workflow_id).await
     }
 
     async fn set_event(&mut self, workflow_id: &str, key: &str, value: &str, step_id: u32) -> StoreResult<()> {
-        sqlx::query(
+        B::query(
             "INSERT INTO events (workflow_id, event_key, value, updated_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (workflow_id, event_key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         )
@@ -50,7 +49,7 @@ impl<'s> Transaction for Tx<'s> {
         .execute(&mut *self.tx)
         .await
         .map_err(db_error)?;
-        sqlx::query(
+        B::query(
             "INSERT INTO event_history (workflow_id, event_key, value, step_id, set_at) VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(workflow_id)
@@ -65,11 +64,11 @@ impl<'s> Transaction for Tx<'s> {
     }
 
     async fn event(&mut self, workflow_id: &str, key: &str) -> StoreResult<Option<String>> {
-        super::events::event_value(&mut *self.tx, workflow_id, key).await
+        crate::shared::events::event_value::<B>(&mut *self.tx, workflow_id, key).await
     }
 
     async fn append_stream(&mut self, workflow_id: &str, key: &str, value: Option<&str>) -> StoreResult<u64> {
-        let offset: i64 = sqlx::query_scalar(
+        let offset: i64 = B::query_scalar(
             "SELECT COALESCE(MAX(position) + 1, 0) FROM streams WHERE workflow_id = $1 AND stream_key = $2",
         )
         .bind(workflow_id)
@@ -77,7 +76,7 @@ impl<'s> Transaction for Tx<'s> {
         .fetch_one(&mut *self.tx)
         .await
         .map_err(db_error)?;
-        sqlx::query(
+        B::query(
             "INSERT INTO streams (workflow_id, stream_key, position, value, closed, written_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
         )
@@ -95,7 +94,7 @@ impl<'s> Transaction for Tx<'s> {
 
     async fn insert_child(&mut self, parent: &str, child: &NewWorkflow) -> StoreResult<bool> {
         let (traceparent, tracestate) = crate::rows::trace_columns(child.trace.as_ref());
-        let done = sqlx::query(
+        let done = B::query(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, created_at, \
                updated_at, parent_workflow_id, deadline_at, priority, traceparent, tracestate, tags) \
              VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6, $7, \
@@ -123,7 +122,7 @@ impl<'s> Transaction for Tx<'s> {
     }
 
     async fn wake_parked(&mut self, workflow_id: Option<&str>, on: &ParkedOn) -> StoreResult<u64> {
-        super::parking::wake_parked(&mut self.tx, workflow_id, on, self.now).await
+        super::parking::wake_parked::<B>(&mut self.tx, workflow_id, on, self.now).await
     }
 
     async fn commit(self: Box<Self>, changes: Vec<Change>) -> StoreResult<()> {

@@ -2,18 +2,20 @@
 //! events and their history, stream values, remote-step attempts) reference it with
 //! `ON DELETE CASCADE` on both backends, so deleting its row deletes them in the same statement.
 
-use super::{dialect, Backend, Db};
+use super::fencing::workflow_on;
+use super::runs::continue_run;
 use crate::changes::Change;
+use crate::dialect::{sql, Backend, Conn, Dialect};
 use crate::rows::{db_error, workflow_columns, WorkflowRow};
 use crate::*;
 
 #[async_trait::async_trait]
-impl Lifecycle for Backend {
+impl<B: Backend> Lifecycle for B {
     #[tracing::instrument(name = "store.delete_workflow", level = "debug", target = "waymark::store", skip_all)]
     async fn delete_workflow(&self, workflow_id: &str, cascade: bool) -> StoreResult<Vec<String>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         let target: Option<(String, Option<String>)> =
-            sqlx::query_as("SELECT status, parent_workflow_id FROM workflows WHERE workflow_id = $1")
+            B::query_as("SELECT status, parent_workflow_id FROM workflows WHERE workflow_id = $1")
                 .bind(workflow_id)
                 .fetch_optional(&mut *tx)
                 .await
@@ -22,7 +24,7 @@ impl Lifecycle for Backend {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         };
         if let Some(parent) = parent {
-            let status: Option<String> = sqlx::query_scalar("SELECT status FROM workflows WHERE workflow_id = $1")
+            let status: Option<String> = B::query_scalar("SELECT status FROM workflows WHERE workflow_id = $1")
                 .bind(&parent)
                 .fetch_optional(&mut *tx)
                 .await
@@ -40,7 +42,7 @@ impl Lifecycle for Backend {
         }
         let ids: Vec<String> = if cascade {
             // The tree below it, one more than the bound so a larger one is seen.
-            sqlx::query_scalar(
+            B::query_scalar(
                 "WITH RECURSIVE tree(workflow_id) AS ( \
                    SELECT workflow_id FROM workflows WHERE workflow_id = $1 \
                    UNION SELECT w.workflow_id FROM workflows w JOIN tree t ON w.parent_workflow_id = t.workflow_id \
@@ -60,12 +62,12 @@ impl Lifecycle for Backend {
                 limit: MAX_DELETE,
             });
         }
-        let unfinished: Option<(String, String)> = sqlx::query_as(concat!(
+        let unfinished: Option<(String, String)> = B::query_as(sql!(B:
             "SELECT workflow_id, status FROM workflows WHERE workflow_id",
-            in_list!("$1"),
+            B::in_list("$1"),
             " AND status IN ('ENQUEUED', 'DELAYED', 'PENDING') LIMIT 1"
         ))
-        .bind(dialect::list(&ids))
+        .bind_list(&ids)
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -76,12 +78,12 @@ impl Lifecycle for Backend {
             });
         }
         // Still only while finished: one resumed since the check above stays.
-        let deleted: Vec<String> = sqlx::query_scalar(concat!(
+        let deleted: Vec<String> = B::query_scalar(sql!(B:
             "DELETE FROM workflows WHERE workflow_id",
-            in_list!("$1"),
+            B::in_list("$1"),
             " AND status NOT IN ('ENQUEUED', 'DELAYED', 'PENDING') RETURNING workflow_id"
         ))
-        .bind(dialect::list(&ids))
+        .bind_list(&ids)
         .fetch_all(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -97,11 +99,11 @@ impl Lifecycle for Backend {
     )]
     async fn collect_finished(&self, batch: &Collect) -> StoreResult<Option<Vec<String>>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if !dialect::try_lock_collector(&mut tx).await? {
+        if !B::try_lock_collector(&mut tx).await? {
             return Ok(None);
         }
-        let (text, binds) = collect_statement(batch);
-        let mut q = sqlx::query_scalar(sqlx::AssertSqlSafe(text));
+        let (text, binds) = collect_statement::<B>(batch);
+        let mut q = B::query_scalar(sqlx::AssertSqlSafe(text));
         for b in &binds {
             q = q.bind(b);
         }
@@ -118,10 +120,10 @@ impl Lifecycle for Backend {
     #[tracing::instrument(name = "store.fork_workflow", level = "debug", target = "waymark::store", skip_all)]
     async fn fork_workflow(&self, fork: &Fork, now: Millis) -> StoreResult<WorkflowRecord> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        let source = Self::workflow_on(&mut *tx, &fork.source)
+        let source = workflow_on::<B>(&mut *tx, &fork.source)
             .await?
             .ok_or_else(|| StoreError::WorkflowNotFound(fork.source.clone()))?;
-        let last: Option<i64> = sqlx::query_scalar("SELECT MAX(step_id) FROM steps WHERE workflow_id = $1")
+        let last: Option<i64> = B::query_scalar("SELECT MAX(step_id) FROM steps WHERE workflow_id = $1")
             .bind(&fork.source)
             .fetch_one(&mut *tx)
             .await
@@ -130,7 +132,7 @@ impl Lifecycle for Backend {
             .from_step
             .map(i64::from)
             .unwrap_or_else(|| last.map_or(0, |l| l + 1));
-        let inserted: Option<WorkflowRow> = sqlx::query_as(concat!(
+        let inserted: Option<WorkflowRow> = B::query_as(concat!(
             "INSERT INTO workflows (workflow_id, workflow_name, status, queue_name, app_version, input, \
                created_at, updated_at, epoch, priority, partition_key, forked_from, forked_from_step, tags) \
              VALUES ($1, $2, 'ENQUEUED', $3, $4, $5, $6, $6, 0, $7, $8, $9, $10, $11) \
@@ -153,7 +155,7 @@ impl Lifecycle for Backend {
         .map_err(db_error)?;
         let Some(row) = inserted else {
             // Taken: by this same fork made before (a retried call), or by anything else.
-            let existing = Self::workflow_on(&mut *tx, &fork.new_workflow_id).await?;
+            let existing = workflow_on::<B>(&mut *tx, &fork.new_workflow_id).await?;
             return match existing {
                 Some(w) if w.forked_from.as_ref().is_some_and(|l| l.workflow_id == fork.source) => Ok(w),
                 Some(w) => Err(StoreError::WorkflowIdConflict {
@@ -165,7 +167,7 @@ impl Lifecycle for Backend {
                 )),
             };
         };
-        Self::copy_history(&mut tx, &fork.source, &fork.new_workflow_id, from).await?;
+        copy_history::<B>(&mut tx, &fork.source, &fork.new_workflow_id, from).await?;
         tx.commit().await.map_err(db_error)?;
         self.announce_soon(Change::Enqueued);
         row.try_into()
@@ -173,12 +175,12 @@ impl Lifecycle for Backend {
 
     #[tracing::instrument(name = "store.continue_as_new", level = "debug", target = "waymark::store", skip_all)]
     async fn continue_as_new(&self, fence: &Fence, input: &str, now: Millis) -> StoreResult<ContinuedAsNew> {
-        self.continue_run(fence, input, now).await
+        continue_run(self, fence, input, now).await
     }
 
     #[tracing::instrument(name = "store.set_app_version", level = "debug", target = "waymark::store", skip_all)]
     async fn set_app_version(&self, workflow_id: &str, app_version: &str, now: Millis) -> StoreResult<WorkflowRecord> {
-        let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+        let row: Option<WorkflowRow> = B::query_as(concat!(
             "UPDATE workflows SET app_version = $2, updated_at = $3 WHERE workflow_id = $1 \
                AND status IN ('ENQUEUED', 'DELAYED', 'PENDING') RETURNING ",
             workflow_columns!()
@@ -198,7 +200,7 @@ impl Lifecycle for Backend {
                 }
                 Ok(w)
             }
-            None => match self.workflow(workflow_id).await? {
+            None => match workflow_on::<B>(self.reader(), workflow_id).await? {
                 None => Err(StoreError::WorkflowNotFound(workflow_id.to_string())),
                 Some(w) => Err(StoreError::Finished {
                     workflow_id: workflow_id.to_string(),
@@ -209,63 +211,56 @@ impl Lifecycle for Backend {
     }
 }
 
-impl Backend {
-    /// [`Lifecycle::fork_workflow`]'s copy, inside its transaction: the steps before `from`,
-    /// the events set by then, the stream values written by the last copied step.
-    async fn copy_history(
-        conn: &mut <Db as sqlx::Database>::Connection,
-        source: &str,
-        fork: &str,
-        from: i64,
-    ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
-             SELECT $1, step_id, name, output, failure, attempts, 0, recorded_at, started_at FROM steps \
-             WHERE workflow_id = $2 AND step_id < $3",
-        )
-        .bind(fork)
-        .bind(source)
-        .bind(from)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-        sqlx::query(
-            "INSERT INTO event_history (workflow_id, event_key, value, step_id, set_at) \
-             SELECT $1, event_key, value, step_id, set_at FROM event_history \
-             WHERE workflow_id = $2 AND step_id < $3 ORDER BY seq",
-        )
-        .bind(fork)
-        .bind(source)
-        .bind(from)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-        // Each key's current value is the last it was set to before the fork point — not the
-        // source's current one, which may have been set after it.
-        sqlx::query(
-            "INSERT INTO events (workflow_id, event_key, value, updated_at) \
-             SELECT h.workflow_id, h.event_key, h.value, h.set_at FROM event_history h \
-             WHERE h.workflow_id = $1 AND h.seq = (SELECT MAX(seq) FROM event_history l \
-               WHERE l.workflow_id = $1 AND l.event_key = h.event_key)",
-        )
-        .bind(fork)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-        // A stream write is recorded in the transaction that appends it, at the same time:
-        // the values written by the last copied step are those no later than its record.
-        sqlx::query(
-            "INSERT INTO streams (workflow_id, stream_key, position, value, closed, written_at) \
-             SELECT $1, stream_key, position, value, closed, written_at FROM streams \
-             WHERE workflow_id = $2 AND written_at <= (SELECT MAX(recorded_at) FROM steps WHERE workflow_id = $1)",
-        )
-        .bind(fork)
-        .bind(source)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-        Ok(())
-    }
+/// [`Lifecycle::fork_workflow`]'s copy, inside its transaction: the steps before `from`,
+/// the events set by then, the stream values written by the last copied step.
+async fn copy_history<B: Backend>(conn: &mut Conn<B>, source: &str, fork: &str, from: i64) -> StoreResult<()> {
+    B::query(
+        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at, started_at) \
+         SELECT $1, step_id, name, output, failure, attempts, 0, recorded_at, started_at FROM steps \
+         WHERE workflow_id = $2 AND step_id < $3",
+    )
+    .bind(fork)
+    .bind(source)
+    .bind(from)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    B::query(
+        "INSERT INTO event_history (workflow_id, event_key, value, step_id, set_at) \
+         SELECT $1, event_key, value, step_id, set_at FROM event_history \
+         WHERE workflow_id = $2 AND step_id < $3 ORDER BY seq",
+    )
+    .bind(fork)
+    .bind(source)
+    .bind(from)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    // Each key's current value is the last it was set to before the fork point — not the
+    // source's current one, which may have been set after it.
+    B::query(
+        "INSERT INTO events (workflow_id, event_key, value, updated_at) \
+         SELECT h.workflow_id, h.event_key, h.value, h.set_at FROM event_history h \
+         WHERE h.workflow_id = $1 AND h.seq = (SELECT MAX(seq) FROM event_history l \
+           WHERE l.workflow_id = $1 AND l.event_key = h.event_key)",
+    )
+    .bind(fork)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    // A stream write is recorded in the transaction that appends it, at the same time:
+    // the values written by the last copied step are those no later than its record.
+    B::query(
+        "INSERT INTO streams (workflow_id, stream_key, position, value, closed, written_at) \
+         SELECT $1, stream_key, position, value, closed, written_at FROM streams \
+         WHERE workflow_id = $2 AND written_at <= (SELECT MAX(recorded_at) FROM steps WHERE workflow_id = $1)",
+    )
+    .bind(fork)
+    .bind(source)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
 }
 
 /// The finished statuses, as SQL.
@@ -278,7 +273,7 @@ const FINISHED: &str = "('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS
 /// by its key, as a scalar subquery the planner cannot turn into a join. As `NOT EXISTS` it was
 /// planned as one scan of the whole table for unfinished workflows per batch (estimated to find
 /// none, so cheap), 150 ms per batch of 100 beside a million finished rows.
-pub(crate) fn collect_statement(batch: &Collect) -> (String, Vec<String>) {
+pub(crate) fn collect_statement<B: Dialect>(batch: &Collect) -> (String, Vec<String>) {
     let mut binds: Vec<String> = Vec::new();
     let covered = covered_sql(&batch.covered, &mut binds);
     let except: String = batch
@@ -294,7 +289,7 @@ pub(crate) fn collect_statement(batch: &Collect) -> (String, Vec<String>) {
              NOT IN ('ENQUEUED', 'DELAYED', 'PENDING') \
            ORDER BY w.updated_at, w.workflow_id LIMIT ${limit}{}) \
          AND status IN {FINISHED} RETURNING workflow_id",
-        skip_locked_of!("w")
+        B::skip_locked_of("w")
     );
     (text, binds)
 }

@@ -1,12 +1,10 @@
-//! The SQL both backends run, written once. Each backend loads this folder as its own module
-//! `sql`, so every file here is compiled twice: against the backend's driver (`Db`), for its
-//! store (`Backend`), with its dialect's macros (`for_share!`, `in_list!`, `pairs!`,
-//! `in_locked!`, … from `sqlite/dialect.rs` or `postgres/dialect.rs`). Placeholders are `$N`
-//! on both drivers. What a backend does its own way (group commit, claims, starts, sends and
-//! receives, remote steps) stays in its own folder, and each concern's trait is implemented
-//! here with a call into it where it differs.
+//! The SQL both backends run, written once and compiled once: generic over the backend
+//! ([`Backend`]), saying what differs through its [`Dialect`] (row locks, lists bound as one
+//! parameter). Placeholders are `$N` on both drivers. What a backend does its own way (group
+//! commit, starts, sends that deliver at once, claims of remote steps) stays in its own folder,
+//! behind the `Backend` trait's methods.
 
-use super::{dialect, insert_workflow, Backend, Db};
+use crate::dialect::{Backend, Dialect};
 use crate::rows::db_error;
 use crate::*;
 
@@ -15,7 +13,7 @@ use crate::*;
 /// connection back, and until then the rows the transaction locked stay locked, so a claim
 /// (`SKIP LOCKED`) passes a requeued workflow by as if it were taken. Every early return of a
 /// transaction that read under a lock goes through here.
-pub(crate) async fn let_go<T>(tx: sqlx::Transaction<'_, Db>, answer: T) -> T {
+pub(crate) async fn let_go<DB: sqlx::Database, T>(tx: sqlx::Transaction<'_, DB>, answer: T) -> T {
     // A rollback that fails leaves a broken connection, which the pool closes on its return.
     let _ = tx.rollback().await;
     answer
@@ -34,14 +32,13 @@ macro_rules! held {
 
 /// Brings the schema of the database `pool` reaches to what this build needs, as `policy`
 /// says (see [`crate::schema`]).
-pub(crate) async fn prepare_schema(pool: &sqlx::Pool<Db>, policy: SchemaPolicy) -> StoreResult<()> {
+pub(crate) async fn prepare_schema<B: Dialect>(pool: &sqlx::Pool<B::Db>, policy: SchemaPolicy) -> StoreResult<()> {
     match policy {
-        SchemaPolicy::Migrate => super::MIGRATOR
-            .run(pool)
+        SchemaPolicy::Migrate => B::migrate(pool)
             .await
             .map_err(|e| StoreError::Unavailable(format!("applying migrations: {e}"))),
         SchemaPolicy::Expect => {
-            let read = sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations WHERE success")
+            let read = B::query_as("SELECT version, checksum FROM _sqlx_migrations WHERE success")
                 .fetch_all(pool)
                 .await;
             let applied = match read {
@@ -54,40 +51,40 @@ pub(crate) async fn prepare_schema(pool: &sqlx::Pool<Db>, policy: SchemaPolicy) 
                 }
                 Err(e) => return Err(db_error(e)),
             };
-            crate::schema::expect_applied(&super::MIGRATOR, applied)
+            crate::schema::expect_applied(B::MIGRATOR, applied)
         }
     }
 }
 
-pub(super) mod children;
-pub(super) mod events;
-pub(super) mod fencing;
-pub(super) mod keys;
-pub(super) mod lifecycle;
-pub(super) mod limited;
-pub(super) mod messages;
-pub(super) mod namespaces;
-pub(super) mod parking;
-pub(super) mod queues;
-pub(super) mod remote_steps;
-pub(super) mod runs;
-pub(super) mod schedules;
-pub(super) mod starts;
-pub(super) mod steps;
-pub(super) mod streams;
-pub(super) mod transaction;
-pub(super) mod workers;
-pub(super) mod workflows;
+pub(crate) mod children;
+pub(crate) mod events;
+pub(crate) mod fencing;
+pub(crate) mod keys;
+pub(crate) mod lifecycle;
+pub(crate) mod limited;
+pub(crate) mod messages;
+pub(crate) mod namespaces;
+pub(crate) mod parking;
+pub(crate) mod queues;
+pub(crate) mod remote_steps;
+pub(crate) mod runs;
+pub(crate) mod schedules;
+pub(crate) mod starts;
+pub(crate) mod steps;
+pub(crate) mod streams;
+pub(crate) mod transaction;
+pub(crate) mod workers;
+pub(crate) mod workflows;
 
 #[async_trait::async_trait]
-impl Store for Backend {
+impl<B: Backend> Store for B {
     fn backend(&self) -> &'static str {
-        super::NAME
+        B::NAME
     }
 
     #[tracing::instrument(name = "store.ping", level = "debug", target = "waymark::store", skip_all)]
     async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(self.reader()).await.map_err(db_error)?;
+        B::query("SELECT 1").execute(self.reader()).await.map_err(db_error)?;
         Ok(())
     }
 
@@ -98,11 +95,11 @@ impl Store for Backend {
         skip_all
     )]
     async fn pending_migrations(&self) -> StoreResult<usize> {
-        let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+        let applied: Vec<i64> = B::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
             .fetch_all(self.reader())
             .await
             .map_err(db_error)?;
-        Ok(super::MIGRATOR.iter().filter(|m| !applied.contains(&m.version)).count())
+        Ok(B::MIGRATOR.iter().filter(|m| !applied.contains(&m.version)).count())
     }
 
     fn connections(&self) -> Connections {
@@ -125,6 +122,6 @@ impl Store for Backend {
 
     #[tracing::instrument(name = "store.begin", level = "debug", target = "waymark::store", skip_all)]
     async fn begin(&self, now: Millis) -> StoreResult<Box<dyn Transaction + '_>> {
-        self.begin_at(now).await
+        transaction::begin_at(self, now).await
     }
 }

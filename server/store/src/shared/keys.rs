@@ -1,6 +1,6 @@
 //! API keys: a row per key, the secret only as a hash.
 
-use super::Backend;
+use crate::dialect::Backend;
 use crate::rows::db_error;
 use crate::*;
 
@@ -40,10 +40,10 @@ fn from_row(r: KeyRow) -> ApiKeyRecord {
 }
 
 #[async_trait::async_trait]
-impl ApiKeys for Backend {
+impl<B: Backend> ApiKeys for B {
     #[tracing::instrument(name = "store.create_api_key", level = "debug", target = "waymark::store", skip_all)]
     async fn create_api_key(&self, key: &ApiKeyRecord) -> StoreResult<()> {
-        let done = sqlx::query(
+        let done = B::query(
             "INSERT INTO api_keys (key_id, secret_sha256, name, role, namespaces, name_patterns, created_at, expires_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key_id) DO NOTHING",
         )
@@ -66,18 +66,17 @@ impl ApiKeys for Backend {
 
     #[tracing::instrument(name = "store.get_api_key", level = "debug", target = "waymark::store", skip_all)]
     async fn get_api_key(&self, key_id: &str) -> StoreResult<Option<ApiKeyRecord>> {
-        let row: Option<KeyRow> =
-            sqlx::query_as(concat!("SELECT ", key_columns!(), " FROM api_keys WHERE key_id = $1"))
-                .bind(key_id)
-                .fetch_optional(self.reader())
-                .await
-                .map_err(db_error)?;
+        let row: Option<KeyRow> = B::query_as(concat!("SELECT ", key_columns!(), " FROM api_keys WHERE key_id = $1"))
+            .bind(key_id)
+            .fetch_optional(self.reader())
+            .await
+            .map_err(db_error)?;
         Ok(row.map(from_row))
     }
 
     #[tracing::instrument(name = "store.list_api_keys", level = "debug", target = "waymark::store", skip_all)]
     async fn list_api_keys(&self, limit: u32) -> StoreResult<Vec<ApiKeyRecord>> {
-        let rows: Vec<KeyRow> = sqlx::query_as(concat!(
+        let rows: Vec<KeyRow> = B::query_as(concat!(
             "SELECT ",
             key_columns!(),
             " FROM api_keys ORDER BY created_at DESC, key_id LIMIT $1"
@@ -91,7 +90,7 @@ impl ApiKeys for Backend {
 
     #[tracing::instrument(name = "store.revoke_api_key", level = "debug", target = "waymark::store", skip_all)]
     async fn revoke_api_key(&self, key_id: &str, now: Millis) -> StoreResult<bool> {
-        let done = sqlx::query("UPDATE api_keys SET revoked_at = $2 WHERE key_id = $1 AND revoked_at IS NULL")
+        let done = B::query("UPDATE api_keys SET revoked_at = $2 WHERE key_id = $1 AND revoked_at IS NULL")
             .bind(key_id)
             .bind(now)
             .execute(self.writer())
@@ -107,7 +106,7 @@ impl ApiKeys for Backend {
         skip_all
     )]
     async fn set_api_key_namespaces(&self, key_id: &str, namespaces: &[String]) -> StoreResult<bool> {
-        let done = sqlx::query("UPDATE api_keys SET namespaces = $2 WHERE key_id = $1")
+        let done = B::query("UPDATE api_keys SET namespaces = $2 WHERE key_id = $1")
             .bind(key_id)
             .bind(serde_json::to_string(namespaces).expect("a list of strings serializes"))
             .execute(self.writer())
@@ -123,7 +122,7 @@ impl ApiKeys for Backend {
         skip_all
     )]
     async fn any_api_key_with_role(&self, role: &str) -> StoreResult<bool> {
-        let found: Option<(String,)> = sqlx::query_as("SELECT key_id FROM api_keys WHERE role = $1 LIMIT 1")
+        let found: Option<(String,)> = B::query_as("SELECT key_id FROM api_keys WHERE role = $1 LIMIT 1")
             .bind(role)
             .fetch_optional(self.reader())
             .await

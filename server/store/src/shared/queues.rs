@@ -1,16 +1,16 @@
 //! Queues: a row per queue with its limits.
 
-use super::Backend;
+use crate::dialect::{sql, Backend};
 use crate::queues::{self, limit_columns, queue_columns, QueueRow};
 use crate::rows::db_error;
 use crate::*;
 
 #[async_trait::async_trait]
-impl Queues for Backend {
+impl<B: Backend> Queues for B {
     #[tracing::instrument(name = "store.create_queue", level = "debug", target = "waymark::store", skip_all)]
     async fn create_queue(&self, name: &str, limits: &QueueLimits, now: Millis) -> StoreResult<QueueRecord> {
         let [worker, global, rate, period, partition] = limit_columns(limits);
-        let row: Option<QueueRow> = sqlx::query_as(concat!(
+        let row: Option<QueueRow> = B::query_as(concat!(
             "INSERT INTO queues (queue_name, worker_concurrency, global_concurrency, rate_limit, rate_period_ms, \
                partition_concurrency, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
              ON CONFLICT (queue_name) DO NOTHING RETURNING ",
@@ -38,11 +38,11 @@ impl Queues for Backend {
     #[tracing::instrument(name = "store.update_queue", level = "debug", target = "waymark::store", skip_all)]
     async fn update_queue(&self, name: &str, update: &QueueUpdate, now: Millis) -> StoreResult<QueueRecord> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        let current: Option<QueueRow> = sqlx::query_as(concat!(
+        let current: Option<QueueRow> = B::query_as(sql!(B:
             "SELECT ",
             queue_columns!(),
             " FROM queues WHERE queue_name = $1",
-            for_update!()
+            B::FOR_UPDATE
         ))
         .bind(name)
         .fetch_optional(&mut *tx)
@@ -50,7 +50,7 @@ impl Queues for Backend {
         .map_err(db_error)?;
         let current: QueueRecord = current.ok_or_else(|| queues::not_found(name))?.into();
         let [worker, global, rate, period, partition] = limit_columns(&update.apply_to(&current.limits));
-        let row: QueueRow = sqlx::query_as(concat!(
+        let row: QueueRow = B::query_as(concat!(
             "UPDATE queues SET worker_concurrency = $2, global_concurrency = $3, rate_limit = $4, \
                rate_period_ms = $5, partition_concurrency = $6, updated_at = $7 WHERE queue_name = $1 RETURNING ",
             queue_columns!()
@@ -72,7 +72,7 @@ impl Queues for Backend {
 
     #[tracing::instrument(name = "store.get_queue", level = "debug", target = "waymark::store", skip_all)]
     async fn get_queue(&self, name: &str) -> StoreResult<Option<QueueRecord>> {
-        let row: Option<QueueRow> = sqlx::query_as(concat!(
+        let row: Option<QueueRow> = B::query_as(concat!(
             "SELECT ",
             queue_columns!(),
             " FROM queues WHERE queue_name = $1"
@@ -86,17 +86,16 @@ impl Queues for Backend {
 
     #[tracing::instrument(name = "store.list_queues", level = "debug", target = "waymark::store", skip_all)]
     async fn list_queues(&self) -> StoreResult<Vec<QueueRecord>> {
-        let rows: Vec<QueueRow> =
-            sqlx::query_as(concat!("SELECT ", queue_columns!(), " FROM queues ORDER BY queue_name"))
-                .fetch_all(self.reader())
-                .await
-                .map_err(db_error)?;
+        let rows: Vec<QueueRow> = B::query_as(concat!("SELECT ", queue_columns!(), " FROM queues ORDER BY queue_name"))
+            .fetch_all(self.reader())
+            .await
+            .map_err(db_error)?;
         Ok(rows.into_iter().map(Into::into).collect())
     }
 
     #[tracing::instrument(name = "store.delete_queue", level = "debug", target = "waymark::store", skip_all)]
     async fn delete_queue(&self, name: &str) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM queues WHERE queue_name = $1")
+        let done = B::query("DELETE FROM queues WHERE queue_name = $1")
             .bind(name)
             .execute(self.writer())
             .await
@@ -108,7 +107,7 @@ impl Queues for Backend {
     #[tracing::instrument(name = "store.queue_counts", level = "debug", target = "waymark::store", skip_all)]
     async fn queue_counts(&self, queue: Option<&str>) -> StoreResult<Vec<QueueCounts>> {
         // One branch per status, each matching its partial index's condition exactly.
-        let rows: Vec<(String, String, i64, Option<i64>, i64)> = sqlx::query_as(
+        let rows: Vec<(String, String, i64, Option<i64>, i64)> = B::query_as(
             "SELECT queue_name, 'ENQUEUED', COUNT(*), MIN(created_at), COUNT(DISTINCT NULLIF(partition_key, '')) \
                FROM workflows WHERE status = 'ENQUEUED' AND (CAST($1 AS TEXT) IS NULL OR queue_name = $1) \
                GROUP BY queue_name \
@@ -143,7 +142,7 @@ impl Queues for Backend {
     #[tracing::instrument(name = "store.ensure_queues", level = "debug", target = "waymark::store", skip_all)]
     async fn ensure_queues(&self, names: &[String], now: Millis) -> StoreResult<()> {
         for name in names {
-            sqlx::query(
+            B::query(
                 "INSERT INTO queues (queue_name, created_at, updated_at) VALUES ($1, $2, $2) \
                  ON CONFLICT (queue_name) DO NOTHING",
             )

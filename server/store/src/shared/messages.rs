@@ -6,23 +6,21 @@
 //! them one at a time). The send that ends a waiting receive differs by backend
 //! (`messages.rs` in each).
 
-use super::dialect;
+use super::fencing::workflow_on;
 use super::fencing::{fenced_step, insert_step, recorded_step};
-use super::{Backend, Db};
 use crate::changes::Change;
+use crate::dialect::{sql, Backend, Conn, Dialect};
 use crate::messaging::MessageRow;
 use crate::recorded;
 use crate::rows::db_error;
 use crate::*;
 
-type Conn = <Db as sqlx::Database>::Connection;
-
-pub(crate) async fn insert_message(conn: &mut Conn, m: &NewMessage, now: Millis) -> StoreResult<Sent> {
+pub(crate) async fn insert_message<B: Backend>(conn: &mut Conn<B>, m: &NewMessage, now: Millis) -> StoreResult<Sent> {
     // KEY SHARE keeps the receiver from being deleted under the insert without blocking its
     // ordinary updates.
-    let status: Option<String> = sqlx::query_scalar(concat!(
+    let status: Option<String> = B::query_scalar(sql!(B:
         "SELECT status FROM workflows WHERE workflow_id = $1",
-        for_key_share!()
+        B::FOR_KEY_SHARE
     ))
     .bind(&m.workflow_id)
     .fetch_optional(&mut *conn)
@@ -34,7 +32,7 @@ pub(crate) async fn insert_message(conn: &mut Conn, m: &NewMessage, now: Millis)
         // grow its inbox. (A cancelled or dead-lettered one may be resumed, and read them then.)
         Some(Some(s)) if s.has_outcome() => {
             // (A resend of a message it did get is still answered as the duplicate it is.)
-            if let Some(sent) = already_sent(conn, m).await? {
+            if let Some(sent) = already_sent::<B>(conn, m).await? {
                 return Ok(sent);
             }
             return Err(StoreError::NotRunning {
@@ -45,7 +43,7 @@ pub(crate) async fn insert_message(conn: &mut Conn, m: &NewMessage, now: Millis)
         Some(_) => {}
     }
     // The inbox limit is checked in the insert itself: a send costs no extra round trip.
-    let inserted = sqlx::query(
+    let inserted = B::query(
         "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at) \
          SELECT $1, $2, $3, $4, $5, $6 \
           WHERE $7 = 0 OR (SELECT COUNT(*) FROM (SELECT 1 FROM messages \
@@ -66,17 +64,17 @@ pub(crate) async fn insert_message(conn: &mut Conn, m: &NewMessage, now: Millis)
         == 1;
     if inserted {
         // A workflow parked waiting for this goes back to its queue.
-        super::parking::wake_parked(conn, Some(&m.workflow_id), &ParkedOn::Message(m.topic.clone()), now).await?;
+        super::parking::wake_parked::<B>(conn, Some(&m.workflow_id), &ParkedOn::Message(m.topic.clone()), now).await?;
         return Ok(Sent {
             message_id: m.message_id.clone(),
             duplicate: false,
         });
     }
     // Nothing inserted: a resend of a message it got, a full inbox, or a taken message id.
-    if let Some(sent) = already_sent(conn, m).await? {
+    if let Some(sent) = already_sent::<B>(conn, m).await? {
         return Ok(sent);
     }
-    if m.max_unread > 0 && unread(conn, &m.workflow_id, m.max_unread).await? >= m.max_unread as i64 {
+    if m.max_unread > 0 && unread::<B>(conn, &m.workflow_id, m.max_unread).await? >= m.max_unread as i64 {
         return Err(StoreError::InboxFull {
             workflow_id: m.workflow_id.clone(),
             limit: m.max_unread,
@@ -89,8 +87,8 @@ pub(crate) async fn insert_message(conn: &mut Conn, m: &NewMessage, now: Millis)
 }
 
 /// Unread messages of `workflow_id`, counted up to `most`.
-async fn unread(conn: &mut Conn, workflow_id: &str, most: u32) -> StoreResult<i64> {
-    sqlx::query_scalar(
+async fn unread<B: Dialect>(conn: &mut Conn<B>, workflow_id: &str, most: u32) -> StoreResult<i64> {
+    B::query_scalar(
         "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE workflow_id = $1 AND consumed_at IS NULL LIMIT $2) t",
     )
     .bind(workflow_id)
@@ -101,9 +99,9 @@ async fn unread(conn: &mut Conn, workflow_id: &str, most: u32) -> StoreResult<i6
 }
 
 /// The message sent before under `m`'s idempotency key, if any.
-async fn already_sent(conn: &mut Conn, m: &NewMessage) -> StoreResult<Option<Sent>> {
+async fn already_sent<B: Dialect>(conn: &mut Conn<B>, m: &NewMessage) -> StoreResult<Option<Sent>> {
     let existing: Option<String> =
-        sqlx::query_scalar("SELECT message_id FROM messages WHERE workflow_id = $1 AND idempotency_key = $2")
+        B::query_scalar("SELECT message_id FROM messages WHERE workflow_id = $1 AND idempotency_key = $2")
             .bind(&m.workflow_id)
             .bind(&m.idempotency_key)
             .fetch_optional(&mut *conn)
@@ -116,11 +114,11 @@ async fn already_sent(conn: &mut Conn, m: &NewMessage) -> StoreResult<Option<Sen
 }
 
 #[async_trait::async_trait]
-impl Messages for Backend {
+impl<B: Backend> Messages for B {
     #[tracing::instrument(name = "store.send_message", level = "debug", target = "waymark::store", skip_all)]
     async fn send_message(&self, m: NewMessage, now: Millis) -> StoreResult<Sent> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        let sent = held!(tx, insert_message(&mut tx, &m, now).await);
+        let sent = held!(tx, insert_message::<B>(&mut tx, &m, now).await);
         tx.commit().await.map_err(db_error)?;
         if !sent.duplicate {
             self.announce_soon(Change::Message {
@@ -142,7 +140,7 @@ impl Messages for Backend {
         // nothing to report: start again.
         for _ in 0..3 {
             let mut tx = self.writer().begin().await.map_err(db_error)?;
-            let Some(started) = held!(tx, super::starts::try_start(&mut tx, &start, now).await) else {
+            let Some(started) = held!(tx, super::starts::try_start::<B>(&mut tx, &start, now).await) else {
                 super::let_go(tx, ()).await;
                 continue;
             };
@@ -150,7 +148,7 @@ impl Messages for Backend {
                 workflow_id: started.workflow.workflow_id.clone(),
                 ..message
             };
-            let sent = held!(tx, insert_message(&mut tx, &m, now).await);
+            let sent = held!(tx, insert_message::<B>(&mut tx, &m, now).await);
             tx.commit().await.map_err(db_error)?;
             if started.created && started.workflow.status == WorkflowStatus::Enqueued {
                 self.announce_soon(Change::Enqueued);
@@ -176,11 +174,11 @@ impl Messages for Backend {
     )]
     async fn send_message_step(&self, fence: &Fence, step_id: u32, m: NewMessage, now: Millis) -> StoreResult<String> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = held!(tx, fenced_step(&mut tx, fence, step_id).await) {
+        if let Some(done) = held!(tx, fenced_step::<B>(&mut tx, fence, step_id).await) {
             return super::let_go(tx, recorded::replay_send(&fence.workflow_id, &done)).await;
         }
-        let sent = held!(tx, insert_message(&mut tx, &m, now).await);
-        if !insert_step(
+        let sent = held!(tx, insert_message::<B>(&mut tx, &m, now).await);
+        if !insert_step::<B>(
             &mut tx,
             fence,
             step_id,
@@ -192,7 +190,7 @@ impl Messages for Backend {
         {
             // A concurrent request recorded this step first: undo ours, answer with theirs.
             tx.rollback().await.map_err(db_error)?;
-            return self.replayed(fence, step_id, recorded::replay_send).await;
+            return replayed(self, fence, step_id, recorded::replay_send).await;
         }
         tx.commit().await.map_err(db_error)?;
         self.announce_soon(Change::Message {
@@ -212,10 +210,10 @@ impl Messages for Backend {
         now: Millis,
     ) -> StoreResult<Received> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = held!(tx, fenced_step(&mut tx, fence, step_id).await) {
+        if let Some(done) = held!(tx, fenced_step::<B>(&mut tx, fence, step_id).await) {
             return super::let_go(tx, recorded::replay_recv(&fence.workflow_id, &done)).await;
         }
-        match take_oldest(&mut tx, fence, step_id, topic, deadline, now).await? {
+        match take_oldest::<B>(&mut tx, fence, step_id, topic, deadline, now).await? {
             Some(Received::Waiting) => super::let_go(tx, Ok(Received::Waiting)).await,
             Some(received) => {
                 tx.commit().await.map_err(db_error)?;
@@ -223,7 +221,7 @@ impl Messages for Backend {
             }
             None => {
                 tx.rollback().await.map_err(db_error)?;
-                self.replayed(fence, step_id, recorded::replay_recv).await
+                replayed(self, fence, step_id, recorded::replay_recv).await
             }
         }
     }
@@ -245,10 +243,10 @@ impl Messages for Backend {
 
     #[tracing::instrument(name = "store.list_messages", level = "debug", target = "waymark::store", skip_all)]
     async fn list_messages(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>> {
-        if self.workflow(workflow_id).await?.is_none() {
+        if workflow_on::<B>(self.reader(), workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         }
-        let rows: Vec<MessageRow> = sqlx::query_as(
+        let rows: Vec<MessageRow> = B::query_as(
             "SELECT message_id, workflow_id, topic, payload, idempotency_key, sent_at, consumed_at, consumed_by_step \
              FROM messages WHERE workflow_id = $1 ORDER BY seq",
         )
@@ -270,13 +268,13 @@ impl Messages for Backend {
             return Ok(Vec::new());
         }
         let (ids, topics): (Vec<&str>, Vec<&str>) = waits.iter().map(|(w, t)| (w.as_str(), t.as_str())).unzip();
-        sqlx::query_as(concat!(
+        B::query_as(sql!(B:
             "SELECT DISTINCT m.workflow_id, m.topic FROM messages m JOIN ",
-            pairs!("$1", "$2"),
+            B::pairs("$1", "$2"),
             " ON m.workflow_id = k.first AND m.topic = k.second WHERE m.consumed_at IS NULL"
         ))
-        .bind(dialect::list(&ids))
-        .bind(dialect::list(&topics))
+        .bind_list(&ids)
+        .bind_list(&topics)
         .fetch_all(self.reader())
         .await
         .map_err(db_error)
@@ -285,17 +283,17 @@ impl Messages for Backend {
 
 /// Marks the oldest unconsumed message of (workflow, topic) consumed by step `step_id`, in one
 /// statement; concurrent receivers skip the row it locks. Returns its sequence and payload.
-async fn consume_oldest(
-    tx: &mut Conn,
+async fn consume_oldest<B: Dialect>(
+    tx: &mut Conn<B>,
     workflow_id: &str,
     topic: &str,
     step_id: u32,
     now: Millis,
 ) -> StoreResult<Option<(i64, String)>> {
-    sqlx::query_as(concat!(
+    B::query_as(sql!(B:
         "UPDATE messages SET consumed_at = $1, consumed_by_step = $2 WHERE seq = (SELECT seq FROM messages \
          WHERE workflow_id = $3 AND topic = $4 AND consumed_at IS NULL ORDER BY seq LIMIT 1",
-        skip_locked!(),
+        B::SKIP_LOCKED,
         ") RETURNING seq, payload"
     ))
     .bind(now)
@@ -310,15 +308,15 @@ async fn consume_oldest(
 /// Takes the oldest unconsumed message of `topic` for the fenced workflow (fence checked and held,
 /// step not recorded) and records it — or, past `deadline`, the timeout — as step `step_id`.
 /// `None` when a concurrent request recorded the step first: roll back.
-pub(crate) async fn take_oldest(
-    tx: &mut Conn,
+pub(crate) async fn take_oldest<B: Dialect>(
+    tx: &mut Conn<B>,
     fence: &Fence,
     step_id: u32,
     topic: &str,
     deadline: Millis,
     now: Millis,
 ) -> StoreResult<Option<Received>> {
-    let (received, output) = match consume_oldest(tx, &fence.workflow_id, topic, step_id, now).await? {
+    let (received, output) = match consume_oldest::<B>(tx, &fence.workflow_id, topic, step_id, now).await? {
         Some((_, payload)) => {
             let output = recorded::recv_output(Some(&payload));
             (Received::Delivered(payload), output)
@@ -326,23 +324,21 @@ pub(crate) async fn take_oldest(
         None if now >= deadline => (Received::TimedOut, recorded::recv_output(None)),
         None => return Ok(Some(Received::Waiting)),
     };
-    if !insert_step(tx, fence, step_id, RECV_STEP, &output, now).await? {
+    if !insert_step::<B>(tx, fence, step_id, RECV_STEP, &output, now).await? {
         return Ok(None);
     }
     Ok(Some(received))
 }
 
-impl Backend {
-    pub(crate) async fn replayed<T>(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        read: fn(&str, &StepRecord) -> StoreResult<T>,
-    ) -> StoreResult<T> {
-        let mut conn = self.writer().acquire().await.map_err(db_error)?;
-        let step = recorded_step(&mut conn, &fence.workflow_id, step_id)
-            .await?
-            .ok_or_else(|| StoreError::Unavailable("a concurrently recorded step vanished".into()))?;
-        read(&fence.workflow_id, &step)
-    }
+pub(crate) async fn replayed<B: Backend, T>(
+    store: &B,
+    fence: &Fence,
+    step_id: u32,
+    read: fn(&str, &StepRecord) -> StoreResult<T>,
+) -> StoreResult<T> {
+    let mut conn = store.writer().acquire().await.map_err(db_error)?;
+    let step = recorded_step::<B>(&mut conn, &fence.workflow_id, step_id)
+        .await?
+        .ok_or_else(|| StoreError::Unavailable("a concurrently recorded step vanished".into()))?;
+    read(&fence.workflow_id, &step)
 }

@@ -2,16 +2,16 @@
 //! completing — is group-committed differently by each backend (`steps.rs` in each); reads are
 //! the same.
 
-use super::dialect;
-use super::Backend;
+use super::fencing::workflow_on;
+use crate::dialect::{sql, Backend};
 use crate::rows::{self, db_error, step_columns, StepRow};
 use crate::*;
 
 #[async_trait::async_trait]
-impl Steps for Backend {
+impl<B: Backend> Steps for B {
     #[tracing::instrument(name = "store.list_steps", level = "debug", target = "waymark::store", skip_all)]
     async fn list_steps(&self, workflow_id: &str) -> StoreResult<Vec<StepRecord>> {
-        let rows: Vec<StepRow> = sqlx::query_as(concat!(
+        let rows: Vec<StepRow> = B::query_as(concat!(
             "SELECT ",
             step_columns!(),
             " FROM steps WHERE workflow_id = $1 ORDER BY step_id"
@@ -20,7 +20,7 @@ impl Steps for Backend {
         .fetch_all(self.reader())
         .await
         .map_err(db_error)?;
-        if rows.is_empty() && self.workflow(workflow_id).await?.is_none() {
+        if rows.is_empty() && workflow_on::<B>(self.reader(), workflow_id).await?.is_none() {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         }
         rows::steps(rows)
@@ -49,7 +49,7 @@ impl Steps for Backend {
         }
         // Terminal is terminal until an operator resumes, so the outcome read here is the one
         // that beat us.
-        match Self::workflow_on(self.writer(), &fence.workflow_id).await? {
+        match workflow_on::<B>(self.writer(), &fence.workflow_id).await? {
             Some(w) if w.status.is_terminal() => Ok(Completed {
                 workflow: w,
                 adopted: true,
@@ -88,13 +88,13 @@ impl Steps for Backend {
         }
         let ids: Vec<&str> = keys.iter().map(|(w, _)| w.as_str()).collect();
         let steps: Vec<String> = keys.iter().map(|(_, s)| s.to_string()).collect();
-        let found: Vec<(String, i64)> = sqlx::query_as(concat!(
+        let found: Vec<(String, i64)> = B::query_as(sql!(B:
             "SELECT s.workflow_id, s.step_id FROM steps s JOIN ",
-            pairs!("$1", "$2"),
+            B::pairs("$1", "$2"),
             " ON s.workflow_id = k.first AND s.step_id = CAST(k.second AS BIGINT)"
         ))
-        .bind(dialect::list(&ids))
-        .bind(dialect::list(&steps))
+        .bind_list(&ids)
+        .bind_list(&steps)
         .fetch_all(self.reader())
         .await
         .map_err(db_error)?;

@@ -1,6 +1,6 @@
 //! The list of namespaces: a row per namespace.
 
-use super::Backend;
+use crate::dialect::Backend;
 use crate::rows::db_error;
 use crate::*;
 
@@ -28,16 +28,15 @@ fn from_row((name, created_at, start_rate, max_worker_streams, max_waits): Names
 }
 
 #[async_trait::async_trait]
-impl NamespaceList for Backend {
+impl<B: Backend> NamespaceList for B {
     #[tracing::instrument(name = "store.add_namespace", level = "debug", target = "waymark::store", skip_all)]
     async fn add_namespace(&self, name: &str, now: Millis) -> StoreResult<NamespaceRecord> {
-        let done =
-            sqlx::query("INSERT INTO namespaces (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
-                .bind(name)
-                .bind(now)
-                .execute(self.writer())
-                .await
-                .map_err(db_error)?;
+        let done = B::query("INSERT INTO namespaces (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
+            .bind(name)
+            .bind(now)
+            .execute(self.writer())
+            .await
+            .map_err(db_error)?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NamespaceExists(name.to_string()));
         }
@@ -50,7 +49,7 @@ impl NamespaceList for Backend {
 
     #[tracing::instrument(name = "store.get_namespace", level = "debug", target = "waymark::store", skip_all)]
     async fn get_namespace(&self, name: &str) -> StoreResult<Option<NamespaceRecord>> {
-        let row: Option<NamespaceRow> = sqlx::query_as(concat!(
+        let row: Option<NamespaceRow> = B::query_as(concat!(
             "SELECT ",
             namespace_columns!(),
             " FROM namespaces WHERE name = $1"
@@ -64,7 +63,7 @@ impl NamespaceList for Backend {
 
     #[tracing::instrument(name = "store.list_namespaces", level = "debug", target = "waymark::store", skip_all)]
     async fn list_namespaces(&self, limit: u32) -> StoreResult<Vec<NamespaceRecord>> {
-        let rows: Vec<NamespaceRow> = sqlx::query_as(concat!(
+        let rows: Vec<NamespaceRow> = B::query_as(concat!(
             "SELECT ",
             namespace_columns!(),
             " FROM namespaces ORDER BY name LIMIT $1"
@@ -83,16 +82,15 @@ impl NamespaceList for Backend {
         skip_all
     )]
     async fn set_namespace_limits(&self, name: &str, limits: &NamespaceLimits) -> StoreResult<bool> {
-        let done = sqlx::query(
-            "UPDATE namespaces SET start_rate = $2, max_worker_streams = $3, max_waits = $4 WHERE name = $1",
-        )
-        .bind(name)
-        .bind(limits.start_rate.map(i64::from))
-        .bind(limits.max_worker_streams.map(i64::from))
-        .bind(limits.max_waits.map(i64::from))
-        .execute(self.writer())
-        .await
-        .map_err(db_error)?;
+        let done =
+            B::query("UPDATE namespaces SET start_rate = $2, max_worker_streams = $3, max_waits = $4 WHERE name = $1")
+                .bind(name)
+                .bind(limits.start_rate.map(i64::from))
+                .bind(limits.max_worker_streams.map(i64::from))
+                .bind(limits.max_waits.map(i64::from))
+                .execute(self.writer())
+                .await
+                .map_err(db_error)?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -103,7 +101,7 @@ impl NamespaceList for Backend {
         skip_all
     )]
     async fn remove_namespace(&self, name: &str) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM namespaces WHERE name = $1")
+        let done = B::query("DELETE FROM namespaces WHERE name = $1")
             .bind(name)
             .execute(self.writer())
             .await

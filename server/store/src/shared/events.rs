@@ -1,34 +1,39 @@
 //! Events: reads from outside a workflow, and which waits have theirs set. (Setting an event and
 //! a workflow's recorded read are composed by the engine from table operations.)
 
-use super::dialect;
-use super::{Backend, Db};
+use crate::dialect::{sql, Backend, Dialect, Exec};
 use crate::messaging::{self, EventHistoryRow, EventRow};
 use crate::rows::db_error;
 use crate::*;
 
 #[async_trait::async_trait]
-impl Events for Backend {
+impl<B: Backend> Events for B {
     #[tracing::instrument(name = "store.get_event", level = "debug", target = "waymark::store", skip_all)]
     async fn get_event(&self, workflow_id: &str, key: &str) -> StoreResult<Option<String>> {
-        if self.workflow(workflow_id).await?.is_none() {
+        if crate::shared::fencing::workflow_on::<B>(self.reader(), workflow_id)
+            .await?
+            .is_none()
+        {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         }
-        event_value(self.reader(), workflow_id, key).await
+        event_value::<B>(self.reader(), workflow_id, key).await
     }
 
     #[tracing::instrument(name = "store.list_events", level = "debug", target = "waymark::store", skip_all)]
     async fn list_events(&self, workflow_id: &str) -> StoreResult<Vec<EventRecord>> {
-        if self.workflow(workflow_id).await?.is_none() {
+        if crate::shared::fencing::workflow_on::<B>(self.reader(), workflow_id)
+            .await?
+            .is_none()
+        {
             return Err(StoreError::WorkflowNotFound(workflow_id.to_string()));
         }
         let current: Vec<EventRow> =
-            sqlx::query_as("SELECT event_key, value, updated_at FROM events WHERE workflow_id = $1 ORDER BY event_key")
+            B::query_as("SELECT event_key, value, updated_at FROM events WHERE workflow_id = $1 ORDER BY event_key")
                 .bind(workflow_id)
                 .fetch_all(self.reader())
                 .await
                 .map_err(db_error)?;
-        let history: Vec<EventHistoryRow> = sqlx::query_as(
+        let history: Vec<EventHistoryRow> = B::query_as(
             "SELECT event_key, value, step_id, set_at FROM event_history WHERE workflow_id = $1 ORDER BY seq",
         )
         .bind(workflow_id)
@@ -44,13 +49,13 @@ impl Events for Backend {
             return Ok(Vec::new());
         }
         let (ids, keys): (Vec<&str>, Vec<&str>) = keys.iter().map(|(w, k)| (w.as_str(), k.as_str())).unzip();
-        sqlx::query_as(concat!(
+        B::query_as(sql!(B:
             "SELECT e.workflow_id, e.event_key FROM events e JOIN ",
-            pairs!("$1", "$2"),
+            B::pairs("$1", "$2"),
             " ON e.workflow_id = k.first AND e.event_key = k.second"
         ))
-        .bind(dialect::list(&ids))
-        .bind(dialect::list(&keys))
+        .bind_list(&ids)
+        .bind_list(&keys)
         .fetch_all(self.reader())
         .await
         .map_err(db_error)
@@ -58,12 +63,12 @@ impl Events for Backend {
 }
 
 /// The current value of an event, read on `exec`.
-pub(crate) async fn event_value<'e, E: sqlx::Executor<'e, Database = Db>>(
-    exec: E,
+pub(crate) async fn event_value<'e, D: Dialect>(
+    exec: impl Exec<'e, D>,
     workflow_id: &str,
     key: &str,
 ) -> StoreResult<Option<String>> {
-    sqlx::query_scalar("SELECT value FROM events WHERE workflow_id = $1 AND event_key = $2")
+    D::query_scalar("SELECT value FROM events WHERE workflow_id = $1 AND event_key = $2")
         .bind(workflow_id)
         .bind(key)
         .fetch_optional(exec)

@@ -1,23 +1,21 @@
 //! Starting a workflow: the one insert every start makes (a client's, a child's, a schedule's),
 //! and what a start that inserted nothing finds in its way.
 
-use super::Db;
+use crate::dialect::{sql, Conn, Dialect, Exec};
 use crate::queues::has_limits;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::*;
 
-type Conn = <Db as sqlx::Database>::Connection;
-
 /// Inserts `new` unless a unique key (its id, its live dedup id, its debounce key) is taken.
 /// A direct dispatch applies only on a queue without limits and without a delay.
-pub(crate) async fn insert_row<'e, E: sqlx::Executor<'e, Database = Db>>(
-    exec: E,
+pub(crate) async fn insert_row<'e, B: Dialect>(
+    exec: impl Exec<'e, B>,
     new: &NewWorkflow,
     now: Millis,
 ) -> StoreResult<Option<WorkflowRow>> {
     let a = new.assign.as_ref();
     let (traceparent, tracestate) = rows::trace_columns(new.trace.as_ref());
-    sqlx::query_as(concat!(
+    B::query_as(concat!(
         "WITH a AS (SELECT CASE WHEN CAST($7 AS TEXT) IS NOT NULL AND CAST($13 AS BIGINT) IS NULL AND NOT EXISTS \
            (SELECT 1 FROM queues WHERE queue_name = $3 AND ",
         has_limits!(),
@@ -61,8 +59,12 @@ pub(crate) async fn insert_row<'e, E: sqlx::Executor<'e, Database = Db>>(
 /// same start again, or `WorkflowIdConflict`), or the unfinished holder of its dedup id
 /// (`Duplicate`, or the holder when asked). `None`: neither — the holder finished between the
 /// insert and the read; the caller may try again.
-pub(crate) async fn try_start(conn: &mut Conn, new: &NewWorkflow, now: Millis) -> StoreResult<Option<Started>> {
-    if let Some(row) = insert_row(&mut *conn, new, now).await? {
+pub(crate) async fn try_start<B: Dialect>(
+    conn: &mut Conn<B>,
+    new: &NewWorkflow,
+    now: Millis,
+) -> StoreResult<Option<Started>> {
+    if let Some(row) = insert_row::<B>(&mut *conn, new, now).await? {
         return Ok(Some(Started {
             workflow: row.try_into()?,
             created: true,
@@ -70,7 +72,7 @@ pub(crate) async fn try_start(conn: &mut Conn, new: &NewWorkflow, now: Millis) -
     }
     // ON CONFLICT waited for any concurrent insert of these keys to commit, so the row is
     // visible to this next statement (read committed takes a fresh snapshot).
-    let row: Option<WorkflowRow> = sqlx::query_as(concat!(
+    let row: Option<WorkflowRow> = B::query_as(concat!(
         "SELECT ",
         workflow_columns!(),
         " FROM workflows WHERE workflow_id = $1 OR (queue_name = $2 AND dedup_id = $3 \
@@ -92,21 +94,21 @@ pub(crate) async fn try_start(conn: &mut Conn, new: &NewWorkflow, now: Millis) -
 /// Collapses `new` onto the not-yet-started workflow with its name and debounce key, if there
 /// is one: that workflow takes this input, and this start time capped by its own `until`. The
 /// row is locked first (PostgreSQL), so the wake pass cannot start it mid-update.
-pub(crate) async fn debounce_onto(
-    conn: &mut Conn,
+pub(crate) async fn debounce_onto<B: Dialect>(
+    conn: &mut Conn<B>,
     new: &NewWorkflow,
     key: &str,
     now: Millis,
 ) -> StoreResult<Option<WorkflowRow>> {
-    sqlx::query_as(concat!(
+    B::query_as(sql!(B:
         "UPDATE workflows SET input = $3, wake_at = ",
-        least!(),
+        B::LEAST,
         "($4, COALESCE(debounce_until, $4)), updated_at = $5 \
          WHERE workflow_id = (SELECT workflow_id FROM workflows WHERE workflow_name = $1 AND debounce_key = $2 \
            AND status = 'DELAYED' AND epoch = 0",
-        for_update!(),
+        B::FOR_UPDATE,
         ") AND ",
-        status_is!("DELAYED"),
+        B::status_is("", "DELAYED"),
         " AND epoch = 0 RETURNING ",
         workflow_columns!()
     ))

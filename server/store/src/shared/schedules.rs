@@ -4,17 +4,17 @@
 //! finds the version moved. The workflow insert and the schedule's move commit together. (On
 //! SQLite the one writer connection keeps the three statements from interleaving with others.)
 
-use super::{insert_workflow, Backend};
+use crate::dialect::{sql, Backend};
 use crate::rows::db_error;
 use crate::schedules::{self, schedule_columns, ScheduleRow};
 use crate::*;
 
 #[async_trait::async_trait]
-impl Schedules for Backend {
+impl<B: Backend> Schedules for B {
     #[tracing::instrument(name = "store.create_schedule", level = "debug", target = "waymark::store", skip_all)]
     async fn create_schedule(&self, name: &str, state: &ScheduleState, now: Millis) -> StoreResult<ScheduleRecord> {
         let sp = &state.spec;
-        let row: Option<ScheduleRow> = sqlx::query_as(concat!(
+        let row: Option<ScheduleRow> = B::query_as(concat!(
             "INSERT INTO schedules (schedule_name, cron, timezone, workflow_name, input, queue_name, paused, \
                next_fire_at, version, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $9) \
              ON CONFLICT (schedule_name) DO NOTHING RETURNING ",
@@ -44,7 +44,7 @@ impl Schedules for Backend {
         now: Millis,
     ) -> StoreResult<Option<ScheduleRecord>> {
         let sp = &state.spec;
-        let row: Option<ScheduleRow> = sqlx::query_as(concat!(
+        let row: Option<ScheduleRow> = B::query_as(concat!(
             "UPDATE schedules SET cron = $3, timezone = $4, workflow_name = $5, input = $6, queue_name = $7, \
                paused = $8, next_fire_at = $9, version = version + 1, updated_at = $10 \
              WHERE schedule_name = $1 AND version = $2 RETURNING ",
@@ -75,7 +75,7 @@ impl Schedules for Backend {
 
     #[tracing::instrument(name = "store.get_schedule", level = "debug", target = "waymark::store", skip_all)]
     async fn get_schedule(&self, name: &str) -> StoreResult<Option<ScheduleRecord>> {
-        let row: Option<ScheduleRow> = sqlx::query_as(concat!(
+        let row: Option<ScheduleRow> = B::query_as(concat!(
             "SELECT ",
             schedule_columns!(),
             " FROM schedules WHERE schedule_name = $1"
@@ -89,7 +89,7 @@ impl Schedules for Backend {
 
     #[tracing::instrument(name = "store.list_schedules", level = "debug", target = "waymark::store", skip_all)]
     async fn list_schedules(&self) -> StoreResult<Vec<ScheduleRecord>> {
-        let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
+        let rows: Vec<ScheduleRow> = B::query_as(concat!(
             "SELECT ",
             schedule_columns!(),
             " FROM schedules ORDER BY schedule_name"
@@ -102,7 +102,7 @@ impl Schedules for Backend {
 
     #[tracing::instrument(name = "store.delete_schedule", level = "debug", target = "waymark::store", skip_all)]
     async fn delete_schedule(&self, name: &str) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM schedules WHERE schedule_name = $1")
+        let done = B::query("DELETE FROM schedules WHERE schedule_name = $1")
             .bind(name)
             .execute(self.writer())
             .await
@@ -118,11 +118,11 @@ impl Schedules for Backend {
     )]
     async fn upcoming_schedules(&self, limit: u32) -> StoreResult<Vec<ScheduleRecord>> {
         // The WHERE clause repeats the partial index's condition so the planner uses it.
-        let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
+        let rows: Vec<ScheduleRow> = B::query_as(sql!(B:
             "SELECT ",
             schedule_columns!(),
             " FROM schedules WHERE ",
-            unpaused!(),
+            B::UNPAUSED,
             " AND next_fire_at IS NOT NULL ORDER BY next_fire_at LIMIT $1"
         ))
         .bind(limit as i64)
@@ -135,10 +135,10 @@ impl Schedules for Backend {
     #[tracing::instrument(name = "store.fire_schedule", level = "debug", target = "waymark::store", skip_all)]
     async fn fire_schedule(&self, fire: &ScheduleFire, now: Millis) -> StoreResult<Option<Started>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        let held: Option<i64> = sqlx::query_scalar(concat!(
+        let held: Option<i64> = B::query_scalar(sql!(B:
             "SELECT version FROM schedules WHERE schedule_name = $1 AND version = $2 AND ",
-            unpaused!(),
-            skip_locked!()
+            B::UNPAUSED,
+            B::SKIP_LOCKED
         ))
         .bind(&fire.name)
         .bind(fire.version as i64)
@@ -148,8 +148,8 @@ impl Schedules for Backend {
         if held.is_none() {
             return Ok(None);
         }
-        let started = insert_workflow(&mut tx, &fire.workflow, now).await?;
-        sqlx::query(
+        let started = B::insert_workflow(&mut tx, &fire.workflow, now).await?;
+        B::query(
             "UPDATE schedules SET last_fire_at = $2, next_fire_at = $3, version = version + 1, updated_at = $4 \
              WHERE schedule_name = $1",
         )
@@ -170,9 +170,9 @@ impl Schedules for Backend {
     #[tracing::instrument(name = "store.start_scheduled", level = "debug", target = "waymark::store", skip_all)]
     async fn start_scheduled(&self, name: &str, workflows: &[NewWorkflow], now: Millis) -> StoreResult<Vec<Started>> {
         let mut tx = self.writer().begin().await.map_err(db_error)?;
-        let exists: Option<i64> = sqlx::query_scalar(concat!(
+        let exists: Option<i64> = B::query_scalar(sql!(B:
             "SELECT CAST(1 AS BIGINT) FROM schedules WHERE schedule_name = $1",
-            for_share!()
+            B::FOR_SHARE
         ))
         .bind(name)
         .fetch_optional(&mut *tx)
@@ -183,7 +183,7 @@ impl Schedules for Backend {
         }
         let mut started = Vec::with_capacity(workflows.len());
         for new in workflows {
-            started.push(insert_workflow(&mut tx, new, now).await?);
+            started.push(B::insert_workflow(&mut tx, new, now).await?);
         }
         tx.commit().await.map_err(db_error)?;
         if started

@@ -7,39 +7,37 @@
 //! writes of one workflow's steps do not block each other. On SQLite the one writer connection
 //! does the same by running one transaction at a time.
 
-use super::{Backend, Db};
+use crate::dialect::{sql, Dialect, Exec};
 use crate::rows::{self, db_error, step_columns, workflow_columns, StepRow, WorkflowRow};
 use crate::*;
 
-type Conn = <Db as sqlx::Database>::Connection;
+/// A connection of dialect `B`'s driver.
+pub(crate) type Conn<B> = <<B as Dialect>::Db as sqlx::Database>::Connection;
 
-impl Backend {
-    /// The workflow as stored, read on `exec`.
-    pub(crate) async fn workflow_on<'e, E: sqlx::Executor<'e, Database = Db>>(
-        exec: E,
-        workflow_id: &str,
-    ) -> StoreResult<Option<WorkflowRecord>> {
-        let row: Option<WorkflowRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            workflow_columns!(),
-            " FROM workflows WHERE workflow_id = $1"
-        ))
-        .bind(workflow_id)
-        .fetch_optional(exec)
-        .await
-        .map_err(db_error)?;
-        row.map(WorkflowRecord::try_from).transpose()
-    }
-
-    /// The workflow as stored, read outside any transaction.
-    pub(crate) async fn workflow(&self, workflow_id: &str) -> StoreResult<Option<WorkflowRecord>> {
-        Self::workflow_on(self.reader(), workflow_id).await
-    }
+/// The workflow as stored, read on `exec`.
+pub(crate) async fn workflow_on<'e, B: Dialect>(
+    exec: impl Exec<'e, B>,
+    workflow_id: &str,
+) -> StoreResult<Option<WorkflowRecord>> {
+    let row: Option<WorkflowRow> = B::query_as(concat!(
+        "SELECT ",
+        workflow_columns!(),
+        " FROM workflows WHERE workflow_id = $1"
+    ))
+    .bind(workflow_id)
+    .fetch_optional(exec)
+    .await
+    .map_err(db_error)?;
+    row.map(WorkflowRecord::try_from).transpose()
 }
 
 /// The step recorded at `step_id` of a workflow, read on `conn`.
-pub(crate) async fn recorded_step(conn: &mut Conn, workflow_id: &str, step_id: u32) -> StoreResult<Option<StepRecord>> {
-    let row: Option<StepRow> = sqlx::query_as(concat!(
+pub(crate) async fn recorded_step<B: Dialect>(
+    conn: &mut Conn<B>,
+    workflow_id: &str,
+    step_id: u32,
+) -> StoreResult<Option<StepRecord>> {
+    let row: Option<StepRow> = B::query_as(concat!(
         "SELECT ",
         step_columns!(),
         " FROM steps WHERE workflow_id = $1 AND step_id = $2"
@@ -55,35 +53,43 @@ pub(crate) async fn recorded_step(conn: &mut Conn, workflow_id: &str, step_id: u
 /// Checks the fence, holding the workflow row until commit, and returns the step already
 /// recorded at `step_id`, if any (a replay). Refused with `StaleEpoch`, `NotRunning` or
 /// `WorkflowNotFound` otherwise.
-pub(crate) async fn fenced_step(conn: &mut Conn, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
-    const SHARED: &str = concat!(
+pub(crate) async fn fenced_step<B: Dialect>(
+    conn: &mut Conn<B>,
+    fence: &Fence,
+    step_id: u32,
+) -> StoreResult<Option<StepRecord>> {
+    let shared = sql!(B:
         "SELECT ",
         workflow_columns!(),
         " FROM workflows WHERE workflow_id = $1",
-        for_share!()
+        B::FOR_SHARE
     );
-    fence_with(conn, SHARED, fence, step_id).await
+    fence_with::<B>(conn, shared, fence, step_id).await
 }
 
 /// Like [`fenced_step`], and two such fences of one workflow take turns: for a write that
 /// reads what the last one wrote (a stream append computing `MAX + 1`).
-pub(crate) async fn fenced_step_alone(conn: &mut Conn, fence: &Fence, step_id: u32) -> StoreResult<Option<StepRecord>> {
-    const ALONE: &str = concat!(
+pub(crate) async fn fenced_step_alone<B: Dialect>(
+    conn: &mut Conn<B>,
+    fence: &Fence,
+    step_id: u32,
+) -> StoreResult<Option<StepRecord>> {
+    let alone = sql!(B:
         "SELECT ",
         workflow_columns!(),
         " FROM workflows WHERE workflow_id = $1",
-        for_no_key_update!()
+        B::FOR_NO_KEY_UPDATE
     );
-    fence_with(conn, ALONE, fence, step_id).await
+    fence_with::<B>(conn, alone, fence, step_id).await
 }
 
-async fn fence_with(
-    conn: &mut Conn,
+async fn fence_with<B: Dialect>(
+    conn: &mut Conn<B>,
     read: &'static str,
     fence: &Fence,
     step_id: u32,
 ) -> StoreResult<Option<StepRecord>> {
-    let row: Option<WorkflowRow> = sqlx::query_as(read)
+    let row: Option<WorkflowRow> = B::query_as(read)
         .bind(&fence.workflow_id)
         .fetch_optional(&mut *conn)
         .await
@@ -93,21 +99,21 @@ async fn fence_with(
         Some(w) if w.status == WorkflowStatus::Pending && w.epoch == fence.epoch => {}
         _ => return Err(rows::refusal(&fence.workflow_id, current, fence.epoch)),
     }
-    recorded_step(conn, &fence.workflow_id, step_id).await
+    recorded_step::<B>(conn, &fence.workflow_id, step_id).await
 }
 
 /// Records a built-in step (an output, one attempt) of the fenced workflow, after
 /// [`fenced_step`] in the same transaction. False when a concurrent request for the same step
 /// got there first.
-pub(crate) async fn insert_step(
-    conn: &mut Conn,
+pub(crate) async fn insert_step<B: Dialect>(
+    conn: &mut Conn<B>,
     fence: &Fence,
     step_id: u32,
     name: &str,
     output: &str,
     now: Millis,
 ) -> StoreResult<bool> {
-    let done = sqlx::query(
+    let done = B::query(
         "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
          VALUES ($1, $2, $3, $4, NULL, 1, $5, $6) ON CONFLICT (workflow_id, step_id) DO NOTHING",
     )
