@@ -357,8 +357,7 @@ pub(crate) use runs_on;
 pub(crate) type Conn<B> = <<B as Dialect>::Db as Database>::Connection;
 
 /// What one store of a SQL dialect holds and does its own way, for the shared SQL. The
-/// methods that write differently (group commit, starts, the sends that deliver at once,
-/// claims of remote steps) are here because each backend has its own fastest shape for them;
+/// methods that write differently (group commit, starts, claims of remote steps) are here because each backend has its own fastest shape for them;
 /// the operation they carry out is the same.
 pub(crate) trait Backend: Dialect + crate::Store {
     /// Where reads go (on SQLite, a pool that never waits for the writer).
@@ -420,13 +419,6 @@ pub(crate) trait Backend: Dialect + crate::Store {
         outcome: &Outcome,
         now: Millis,
     ) -> impl Future<Output = StoreResult<Option<Completed>>> + Send;
-    /// Sends a message to a workflow waiting on its topic and hands it over at once.
-    fn send_delivering(
-        &self,
-        m: NewMessage,
-        waiter: &RecvWaiter,
-        now: Millis,
-    ) -> impl Future<Output = StoreResult<(Sent, Option<String>)>> + Send;
     /// Claims attempts of remote steps.
     fn claim_attempts(&self, claim: &StepClaim, now: Millis)
         -> impl Future<Output = StoreResult<Vec<StepTask>>> + Send;

@@ -23,7 +23,6 @@ mod announcer;
 mod commit;
 mod completions;
 mod flow;
-mod messages;
 #[cfg(test)]
 mod plan_tests;
 mod remote_steps;
@@ -287,15 +286,6 @@ impl crate::dialect::Backend for PostgresStore {
         now: Millis,
     ) -> StoreResult<Option<Completed>> {
         PostgresStore::complete_in_one(self, fence, steps, outcome, now).await
-    }
-
-    async fn send_delivering(
-        &self,
-        m: NewMessage,
-        waiter: &RecvWaiter,
-        now: Millis,
-    ) -> StoreResult<(Sent, Option<String>)> {
-        PostgresStore::send_delivering(self, m, waiter, now).await
     }
 
     async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {

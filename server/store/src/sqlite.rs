@@ -22,7 +22,6 @@ use crate::rows::WorkflowRow;
 pub mod backup;
 mod commit;
 mod flow;
-mod messages;
 mod remote_steps;
 
 use crate::batch::Batcher;
@@ -230,15 +229,6 @@ impl crate::dialect::Backend for SqliteStore {
         now: Millis,
     ) -> StoreResult<Option<Completed>> {
         SqliteStore::complete_in_one(self, fence, steps, outcome, now).await
-    }
-
-    async fn send_delivering(
-        &self,
-        m: NewMessage,
-        waiter: &RecvWaiter,
-        now: Millis,
-    ) -> StoreResult<(Sent, Option<String>)> {
-        SqliteStore::send_delivering(self, m, waiter, now).await
     }
 
     async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {

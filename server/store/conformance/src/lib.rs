@@ -125,6 +125,7 @@ macro_rules! conformance_tests {
             send_step_is_recorded_once,
             concurrent_receivers_take_each_message_once,
             a_send_completes_a_waiting_receive_in_its_transaction,
+            a_delivering_send_refuses_what_a_plain_send_refuses,
             events_are_read_back_with_their_history,
             streams_are_read_from_an_offset,
             a_workflows_streams_are_listed_with_their_length,

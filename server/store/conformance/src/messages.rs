@@ -385,3 +385,46 @@ pub async fn a_send_completes_a_waiting_receive_in_its_transaction(s: Arc<dyn St
         "{err:?}"
     );
 }
+
+/// The send that ends a waiting receive refuses what a plain send refuses: a receiver that
+/// ended with an outcome, and a full inbox when the receive no longer waits.
+pub async fn a_delivering_send_refuses_what_a_plain_send_refuses(s: Arc<dyn Store>) {
+    let s = &*s;
+    let later = T + 60_000;
+    let waiter = |id: &str, epoch, step_id| RecvWaiter {
+        fence: fence(id, epoch),
+        step_id,
+        deadline: later,
+    };
+    running(s, "done").await;
+    s.complete_workflow(&fence("done", 1), Outcome::Output("1".into()), T + 1)
+        .await
+        .unwrap();
+    let e = s
+        .send_message_delivering(msg("late", "done", "t", "1"), &waiter("done", 1, 0), T + 2)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, StoreError::NotRunning { workflow_id, status } if workflow_id == "done" && *status == WorkflowStatus::Success),
+        "{e:?}"
+    );
+    assert!(s.list_messages("done").await.unwrap().is_empty(), "nothing was added");
+
+    running(s, "full").await;
+    let capped = |id: &str| NewMessage {
+        max_unread: 1,
+        ..msg(id, "full", "t", "1")
+    };
+    s.send_message(capped("m1"), T + 3).await.unwrap();
+    // The waiter moved on (another dispatch's fence): the send is a plain one, and the inbox
+    // is full.
+    let e = s
+        .send_message_delivering(capped("m2"), &waiter("full", 7, 0), T + 4)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, StoreError::InboxFull { workflow_id, limit: 1 } if workflow_id == "full"),
+        "{e:?}"
+    );
+    assert_eq!(s.list_messages("full").await.unwrap().len(), 1, "nothing was added");
+}

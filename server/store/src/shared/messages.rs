@@ -3,8 +3,8 @@
 //! re-dispatch waits for it, or it sees the new epoch and is refused); a receive takes the
 //! oldest message `FOR UPDATE SKIP LOCKED` on PostgreSQL, so concurrent receivers — a zombie
 //! and its successor, or two replicas — never take the same message (SQLite's one writer runs
-//! them one at a time). The send that ends a waiting receive differs by backend
-//! (`messages.rs` in each).
+//! them one at a time). The send that ends a receive waiting on this replica is the send and
+//! the receive in one transaction.
 
 use super::fencing::workflow_on;
 use super::fencing::{fenced_step, insert_step, recorded_step};
@@ -238,7 +238,44 @@ impl<B: Backend> Messages for B {
         waiter: &RecvWaiter,
         now: Millis,
     ) -> StoreResult<(Sent, Option<String>)> {
-        self.send_delivering(m, waiter, now).await
+        if waiter.fence.workflow_id != m.workflow_id || waiter.deadline <= now {
+            return Ok((self.send_message(m, now).await?, None));
+        }
+        let mut tx = self.writer().begin().await.map_err(db_error)?;
+        let sent = held!(tx, insert_message::<B>(&mut tx, &m, now).await);
+        // Does the receive still wait: its workflow PENDING at its epoch (held until commit, so
+        // no re-dispatch slips in), its step unrecorded? The send took the wait key's lock, so
+        // a park racing this waits for it and then finds the step recorded.
+        let waiting = !sent.duplicate
+            && match fenced_step::<B>(&mut tx, &waiter.fence, waiter.step_id).await {
+                Ok(recorded) => recorded.is_none(),
+                Err(StoreError::Unavailable(e)) => return super::let_go(tx, Err(StoreError::Unavailable(e))).await,
+                // Another dispatch's, or finished: the message waits for a later receive.
+                Err(_) => false,
+            };
+        let mut delivered = None;
+        if waiting {
+            match take_oldest::<B>(&mut tx, &waiter.fence, waiter.step_id, &m.topic, waiter.deadline, now).await {
+                Ok(Some(Received::Delivered(payload))) => delivered = Some(payload),
+                // Every unconsumed message of the topic is being taken by other receives.
+                Ok(Some(_)) => {}
+                // The worker's own receive recorded the step first (its timeout): what this
+                // transaction consumed is given back by sending again, as a plain send.
+                Ok(None) => {
+                    tx.rollback().await.map_err(db_error)?;
+                    return Ok((self.send_message(m, now).await?, None));
+                }
+                Err(e) => return super::let_go(tx, Err(e)).await,
+            }
+        }
+        tx.commit().await.map_err(db_error)?;
+        if delivered.is_none() && !sent.duplicate {
+            self.announce_soon(Change::Message {
+                workflow_id: m.workflow_id.clone(),
+                topic: m.topic.clone(),
+            });
+        }
+        Ok((sent, delivered))
     }
 
     #[tracing::instrument(name = "store.list_messages", level = "debug", target = "waymark::store", skip_all)]
