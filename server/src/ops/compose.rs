@@ -4,7 +4,7 @@
 //! store's conformance suite holds each table operation to the same behaviour on both backends.
 
 use waymark_store::changes::Change;
-use waymark_store::{Fence, StoreError, StoreResult, Transaction};
+use waymark_store::{Fence, FenceLock, Millis, StepRecord, Store, StoreError, StoreResult, Transaction};
 
 /// How a composed operation ends its transaction: committed, with what the other replicas are
 /// told, or let go of with nothing written (a replay, a wait, a refusal).
@@ -43,5 +43,23 @@ pub(crate) async fn record(tx: Tx<'_, '_>, fence: &Fence, step_id: u32, name: &s
         Ok(())
     } else {
         Err(StoreError::Unavailable(format!("{name} step recorded concurrently")))
+    }
+}
+
+/// The answer to a call whose step a concurrent request for the same step recorded first,
+/// read from that record with `replay` (as a later replay of it would be answered).
+pub(crate) async fn answer_from_record<T>(
+    store: &dyn Store,
+    fence: &Fence,
+    step_id: u32,
+    now: Millis,
+    replay: fn(&str, &StepRecord) -> StoreResult<T>,
+) -> StoreResult<T> {
+    let mut tx = store.begin(now).await?;
+    let recorded = tx.fence(fence, step_id, FenceLock::Shared).await;
+    tx.rollback().await;
+    match recorded? {
+        Some(step) => replay(&fence.workflow_id, &step),
+        None => Err(StoreError::Unavailable("a concurrently recorded step vanished".into())),
     }
 }

@@ -31,3 +31,15 @@ pub(crate) async fn running(s: &dyn Store, id: &str) {
     s.renew_session_lease(&session("A"), "A", T + 60_000, T).await.unwrap();
     claim_one(s, "A", "E", id, T).await;
 }
+
+/// A message `id` to workflow `to` on `topic`, with no idempotency key and no inbox limit.
+pub(crate) fn message(id: &str, to: &str, topic: &str, payload: &str) -> waymark_store::NewMessage {
+    waymark_store::NewMessage {
+        message_id: id.to_string(),
+        workflow_id: to.to_string(),
+        topic: topic.to_string(),
+        payload: payload.to_string(),
+        idempotency_key: None,
+        max_unread: 0,
+    }
+}

@@ -603,18 +603,18 @@ pub async fn refused_writes_leave_the_workflow_claimable_at_once(s: Arc<dyn Stor
         s.release_worker("A", 1000, now + 1).await.unwrap();
         let stale = fence("w", epoch);
         let refused = match round % 6 {
-            0 => {
-                let m = NewMessage {
-                    message_id: format!("m{round}"),
-                    workflow_id: "w".into(),
-                    topic: "t".into(),
-                    payload: "1".into(),
-                    idempotency_key: None,
-                    max_unread: 0,
+            0 | 1 => {
+                // What every composed write begins with, either way it holds the row.
+                let lock = if round % 6 == 0 {
+                    FenceLock::Shared
+                } else {
+                    FenceLock::Alone
                 };
-                s.send_message_step(&stale, 0, m, now + 2).await.err()
+                let mut tx = s.begin(now + 2).await.unwrap();
+                let refused = tx.fence(&stale, 0, lock).await.err();
+                tx.rollback().await;
+                refused
             }
-            1 => s.recv(&stale, 0, "t", now + 60_000, now + 2).await.err(),
             2 => s.continue_as_new(&stale, "{}", now + 2).await.err(),
             3 => {
                 let targets = [WaitTarget::Step(0)];

@@ -13,6 +13,22 @@ fn msg(id: &str, to: &str, topic: &str, payload: &str) -> NewMessage {
     }
 }
 
+/// Takes the oldest unread message on `topic` for the fenced workflow and records it as its
+/// step `step_id`, with the table operations a receive is made of, and commits.
+pub async fn take(s: &dyn Store, f: &Fence, step_id: u32, topic: &str, now: Millis) -> Option<String> {
+    let mut tx = s.begin(now).await.unwrap();
+    assert_eq!(
+        tx.fence(f, step_id, FenceLock::Shared).await.unwrap(),
+        None,
+        "step {step_id} is recorded"
+    );
+    let taken = tx.take_message(&f.workflow_id, topic, step_id).await.unwrap();
+    let output = recorded::recv_output(taken.as_deref());
+    assert!(tx.record_step(f, step_id, RECV_STEP, &output).await.unwrap());
+    tx.commit(Vec::new()).await.unwrap();
+    taken
+}
+
 /// A running workflow `id` (epoch 1) to receive on.
 async fn running(s: &dyn Store, id: &str) {
     start(s, wf(id, "R", "q"), T).await;
@@ -94,11 +110,7 @@ pub async fn a_full_inbox_refuses_sends_until_one_is_read(s: Arc<dyn Store>) {
     assert!(matches!(e, StoreError::InboxFull { .. }), "{e:?}");
     assert_eq!(s.list_messages("full").await.unwrap().len(), 2, "nothing was added");
     // Reading one makes room for one.
-    let later = T + 60_000;
-    assert_eq!(
-        s.recv(&fence("full", 1), 0, "a", later, T + 5).await.unwrap(),
-        Received::Delivered("1".into())
-    );
+    assert_eq!(take(s, &fence("full", 1), 0, "a", T + 5).await.as_deref(), Some("1"));
     let sent = s.send_message(keyed.clone(), T + 6).await.unwrap();
     assert!(!sent.duplicate);
     let again = s
@@ -115,63 +127,6 @@ pub async fn a_full_inbox_refuses_sends_until_one_is_read(s: Arc<dyn Store>) {
     // Without a limit nothing is counted.
     s.send_message(msg("m6", "full", "a", "1"), T + 8).await.unwrap();
     assert_eq!(s.list_messages("full").await.unwrap().len(), 4);
-}
-
-pub async fn recv_takes_oldest_per_topic_and_records_it(s: Arc<dyn Store>) {
-    let s = &*s;
-    running(s, "r").await;
-    s.send_message(msg("m1", "r", "t", r#"{"n":1}"#), T + 1).await.unwrap();
-    s.send_message(msg("m2", "r", "t", "null"), T + 2).await.unwrap();
-    s.send_message(msg("m3", "r", "other", "3"), T + 3).await.unwrap();
-    let f = fence("r", 1);
-    let later = T + 60_000;
-    assert_eq!(
-        s.recv(&f, 0, "t", later, T + 4).await.unwrap(),
-        Received::Delivered(r#"{"n":1}"#.into())
-    );
-    assert_eq!(
-        s.recv(&f, 1, "t", later, T + 5).await.unwrap(),
-        Received::Delivered("null".into())
-    );
-    assert_eq!(s.recv(&f, 2, "t", later, T + 6).await.unwrap(), Received::Waiting);
-    // A replay of a recorded receive gets the same message and consumes nothing more.
-    assert_eq!(
-        s.recv(&f, 0, "t", later, T + 7).await.unwrap(),
-        Received::Delivered(r#"{"n":1}"#.into())
-    );
-    // Past the deadline with nothing to take: the timeout is recorded, and replays as such.
-    assert_eq!(s.recv(&f, 2, "t", T + 8, T + 8).await.unwrap(), Received::TimedOut);
-    s.send_message(msg("m4", "r", "t", "4"), T + 9).await.unwrap();
-    assert_eq!(s.recv(&f, 2, "t", later, T + 10).await.unwrap(), Received::TimedOut);
-    let listed = s.list_messages("r").await.unwrap();
-    let summary: Vec<(&str, Option<u32>)> = listed
-        .iter()
-        .map(|m| (m.message_id.as_str(), m.consumed_by_step))
-        .collect();
-    assert_eq!(summary, [("m1", Some(0)), ("m2", Some(1)), ("m3", None), ("m4", None)]);
-    assert_eq!(listed[0].consumed_at, Some(T + 4));
-    let steps = s.list_steps("r").await.unwrap();
-    assert_eq!(
-        steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
-        [RECV_STEP, RECV_STEP, RECV_STEP]
-    );
-    // A different step at a recorded receive is non-determinism.
-    s.record_step(&f, step(3, "x", "1"), T + 11).await.unwrap();
-    assert!(matches!(
-        s.recv(&f, 3, "t", later, T + 12).await,
-        Err(StoreError::NonDeterminism { .. })
-    ));
-    assert_eq!(
-        s.pending_messages(&[
-            ("r".into(), "t".into()),
-            ("r".into(), "other".into()),
-            ("r".into(), "none".into())
-        ])
-        .await
-        .unwrap()
-        .len(),
-        2
-    );
 }
 
 pub async fn sends_with_one_idempotency_key_deliver_once(s: Arc<dyn Store>) {
@@ -201,57 +156,6 @@ pub async fn sends_with_one_idempotency_key_deliver_once(s: Arc<dyn Store>) {
     assert!(!other.duplicate);
 }
 
-pub async fn recv_and_send_steps_are_fenced(s: Arc<dyn Store>) {
-    let s = &*s;
-    running(s, "r").await;
-    s.send_message(msg("m1", "r", "t", "1"), T).await.unwrap();
-    let stale = s.recv(&fence("r", 7), 0, "t", T + 60_000, T + 1).await.unwrap_err();
-    assert!(matches!(stale, StoreError::StaleEpoch { .. }));
-    let e = s
-        .send_message_step(&fence("r", 7), 0, msg("m2", "r", "t", "2"), T + 1)
-        .await
-        .unwrap_err();
-    assert!(matches!(e, StoreError::StaleEpoch { .. }));
-    s.cancel_workflow("r", T + 2).await.unwrap();
-    assert!(matches!(
-        s.recv(&fence("r", 1), 0, "t", T + 60_000, T + 3).await,
-        Err(StoreError::NotRunning { .. })
-    ));
-    // Nothing was consumed or sent by the refused calls.
-    let listed = s.list_messages("r").await.unwrap();
-    assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].consumed_at, None);
-}
-
-pub async fn send_step_is_recorded_once(s: Arc<dyn Store>) {
-    let s = &*s;
-    running(s, "sender").await;
-    running(s, "receiver").await;
-    let f = fence("sender", 1);
-    let id = s
-        .send_message_step(&f, 0, msg("m1", "receiver", "t", "1"), T)
-        .await
-        .unwrap();
-    assert_eq!(id, "m1");
-    // A replay (a new message id, as a new run would make) sends nothing more.
-    let again = s
-        .send_message_step(&f, 0, msg("m9", "receiver", "t", "1"), T + 1)
-        .await
-        .unwrap();
-    assert_eq!(again, "m1");
-    assert_eq!(s.list_messages("receiver").await.unwrap().len(), 1);
-    let missing = s
-        .send_message_step(&f, 1, msg("m2", "nobody", "t", "1"), T + 2)
-        .await
-        .unwrap_err();
-    assert!(matches!(missing, StoreError::WorkflowNotFound(_)));
-    assert_eq!(
-        s.list_steps("sender").await.unwrap().len(),
-        1,
-        "a failed send records no step"
-    );
-}
-
 /// Many receivers at once (distinct steps of one workflow, as concurrent recv calls or a
 /// zombie and its successor would be): every message is taken exactly once.
 pub async fn concurrent_receivers_take_each_message_once(s: Arc<dyn Store>) {
@@ -269,10 +173,9 @@ pub async fn concurrent_receivers_take_each_message_once(s: Arc<dyn Store>) {
             let mut got = Vec::new();
             loop {
                 let step_id = next_step.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                match s.recv(&fence("r", 1), step_id, "t", T + 60_000, T + 100).await.unwrap() {
-                    Received::Delivered(p) => got.push(p),
-                    Received::Waiting => return got,
-                    Received::TimedOut => panic!("deadline is ahead"),
+                match take(&*s, &fence("r", 1), step_id, "t", T + 100).await {
+                    Some(p) => got.push(p),
+                    None => return got,
                 }
             }
         }));
@@ -301,7 +204,6 @@ pub async fn a_send_completes_a_waiting_receive_in_its_transaction(s: Arc<dyn St
         step_id,
         deadline: later,
     };
-    assert_eq!(s.recv(&f, 0, "t", later, T + 1).await.unwrap(), Received::Waiting);
     let (sent, delivered) = s
         .send_message_delivering(msg("m1", "r", "t", "1"), &waiter(0), T + 2)
         .await
@@ -312,10 +214,11 @@ pub async fn a_send_completes_a_waiting_receive_in_its_transaction(s: Arc<dyn St
     // A park racing the delivery (the worker had decided to let go) sees it resolved.
     let on = ParkedOn::Message("t".into());
     assert!(!s.park(&f, 0, later, &on, T + 2).await.unwrap());
-    // The worker asking again gets the recorded receipt.
+    // The receipt is recorded as the receive's step.
+    let recorded = &s.list_steps("r").await.unwrap()[0];
     assert_eq!(
-        s.recv(&f, 0, "t", later, T + 3).await.unwrap(),
-        Received::Delivered("1".into())
+        (recorded.step_id, recorded.name.as_str(), &recorded.outcome),
+        (0, RECV_STEP, &Outcome::Output(recorded::recv_output(Some("1"))))
     );
     // An older message on the topic goes first; the new one waits for the next receive.
     s.send_message(msg("m2", "r", "t", "2"), T + 4).await.unwrap();
@@ -324,10 +227,7 @@ pub async fn a_send_completes_a_waiting_receive_in_its_transaction(s: Arc<dyn St
         .await
         .unwrap();
     assert_eq!(delivered.as_deref(), Some("2"));
-    assert_eq!(
-        s.recv(&f, 2, "t", later, T + 6).await.unwrap(),
-        Received::Delivered("3".into())
-    );
+    assert_eq!(take(s, &f, 2, "t", T + 6).await.as_deref(), Some("3"));
     // Nothing is delivered to a waiter that moved on: its step is recorded, its deadline passed,
     // or it is another dispatch's. The message is still sent.
     let stale = [

@@ -97,30 +97,6 @@ pub trait Messages: Send + Sync {
         now: Millis,
     ) -> StoreResult<(Started, Sent)>;
 
-    /// Delivers a message from a workflow, recording the send as its step `step_id` in the same
-    /// transaction (fenced). On replay (the step is already recorded) nothing is sent again and
-    /// the recorded message id is returned.
-    async fn send_message_step(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        message: NewMessage,
-        now: Millis,
-    ) -> StoreResult<String>;
-
-    /// Takes the oldest unconsumed message of `topic` for the fenced workflow, marking it
-    /// consumed and recording it as step `step_id` in one transaction; past `deadline` with
-    /// nothing to take, records the timeout instead. A recorded step is answered from the
-    /// record. Concurrent receivers never take the same message.
-    async fn recv(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        topic: &str,
-        deadline: Millis,
-        now: Millis,
-    ) -> StoreResult<Received>;
-
     /// Every message sent to a workflow, oldest first. `WorkflowNotFound` when it does not exist.
     async fn list_messages(&self, workflow_id: &str) -> StoreResult<Vec<MessageRecord>>;
 

@@ -1,8 +1,8 @@
 //! One transaction, for the durable operations the engine composes out of table operations:
 //! check the fence, write what the operation writes, record it as the workflow's step, wake
-//! what waited for it — all in one commit. Hot paths whose backends answer with one statement
-//! of their own (step records, completions, claims, sends and receives) stay whole operations
-//! of their concern's trait.
+//! what waited for it — all in one commit. Hot paths with a faster shape of their own (step
+//! records and completions, group-committed; claims) stay whole operations of their concern's
+//! trait.
 
 use async_trait::async_trait;
 
@@ -52,6 +52,17 @@ pub trait Transaction: Send {
     /// Inserts `child` ENQUEUED as a child of `parent` (its deadline capped by the parent's),
     /// unless its id is taken; true when it was inserted.
     async fn insert_child(&mut self, parent: &str, child: &NewWorkflow) -> StoreResult<bool>;
+
+    /// Sends a message: puts it in its receiver's inbox (refused with `WorkflowNotFound`, with
+    /// `NotRunning` for a receiver that ended with an outcome, with `InboxFull` past the
+    /// message's `max_unread`; a resend under its idempotency key is answered as the duplicate
+    /// it is), and puts a receiver parked on its topic back in its queue.
+    async fn send(&mut self, message: &NewMessage) -> StoreResult<Sent>;
+
+    /// Takes the oldest unread message on `topic` of a workflow's inbox, marking it read by
+    /// step `step_id`; concurrent takers never take the same one (the row is locked and
+    /// skipped). `None` when there is none to take.
+    async fn take_message(&mut self, workflow_id: &str, topic: &str, step_id: u32) -> StoreResult<Option<String>>;
 
     /// Puts back in its queue every workflow parked on `on` (for a message or a step result:
     /// only `workflow_id`, the one that waits); returns how many.

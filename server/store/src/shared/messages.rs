@@ -7,7 +7,7 @@
 //! the receive in one transaction.
 
 use super::fencing::workflow_on;
-use super::fencing::{fenced_step, insert_step, recorded_step};
+use super::fencing::{fenced_step, insert_step};
 use crate::changes::Change;
 use crate::dialect::{sql, Backend, Conn, Dialect};
 use crate::messaging::MessageRow;
@@ -167,66 +167,6 @@ impl<B: Backend> Messages for B {
     }
 
     #[tracing::instrument(
-        name = "store.send_message_step",
-        level = "debug",
-        target = "waymark::store",
-        skip_all
-    )]
-    async fn send_message_step(&self, fence: &Fence, step_id: u32, m: NewMessage, now: Millis) -> StoreResult<String> {
-        let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = held!(tx, fenced_step::<B>(&mut tx, fence, step_id).await) {
-            return super::let_go(tx, recorded::replay_send(&fence.workflow_id, &done)).await;
-        }
-        let sent = held!(tx, insert_message::<B>(&mut tx, &m, now).await);
-        if !insert_step::<B>(
-            &mut tx,
-            fence,
-            step_id,
-            SEND_STEP,
-            &recorded::send_output(&sent.message_id),
-            now,
-        )
-        .await?
-        {
-            // A concurrent request recorded this step first: undo ours, answer with theirs.
-            tx.rollback().await.map_err(db_error)?;
-            return replayed(self, fence, step_id, recorded::replay_send).await;
-        }
-        tx.commit().await.map_err(db_error)?;
-        self.announce_soon(Change::Message {
-            workflow_id: m.workflow_id.clone(),
-            topic: m.topic.clone(),
-        });
-        Ok(sent.message_id)
-    }
-
-    #[tracing::instrument(name = "store.recv", level = "debug", target = "waymark::store", skip_all)]
-    async fn recv(
-        &self,
-        fence: &Fence,
-        step_id: u32,
-        topic: &str,
-        deadline: Millis,
-        now: Millis,
-    ) -> StoreResult<Received> {
-        let mut tx = self.writer().begin().await.map_err(db_error)?;
-        if let Some(done) = held!(tx, fenced_step::<B>(&mut tx, fence, step_id).await) {
-            return super::let_go(tx, recorded::replay_recv(&fence.workflow_id, &done)).await;
-        }
-        match take_oldest::<B>(&mut tx, fence, step_id, topic, deadline, now).await? {
-            Some(Received::Waiting) => super::let_go(tx, Ok(Received::Waiting)).await,
-            Some(received) => {
-                tx.commit().await.map_err(db_error)?;
-                Ok(received)
-            }
-            None => {
-                tx.rollback().await.map_err(db_error)?;
-                replayed(self, fence, step_id, recorded::replay_recv).await
-            }
-        }
-    }
-
-    #[tracing::instrument(
         name = "store.send_message_delivering",
         level = "debug",
         target = "waymark::store",
@@ -320,7 +260,7 @@ impl<B: Backend> Messages for B {
 
 /// Marks the oldest unconsumed message of (workflow, topic) consumed by step `step_id`, in one
 /// statement; concurrent receivers skip the row it locks. Returns its sequence and payload.
-async fn consume_oldest<B: Dialect>(
+pub(crate) async fn consume_oldest<B: Dialect>(
     tx: &mut Conn<B>,
     workflow_id: &str,
     topic: &str,
@@ -365,17 +305,4 @@ pub(crate) async fn take_oldest<B: Dialect>(
         return Ok(None);
     }
     Ok(Some(received))
-}
-
-pub(crate) async fn replayed<B: Backend, T>(
-    store: &B,
-    fence: &Fence,
-    step_id: u32,
-    read: fn(&str, &StepRecord) -> StoreResult<T>,
-) -> StoreResult<T> {
-    let mut conn = store.writer().acquire().await.map_err(db_error)?;
-    let step = recorded_step::<B>(&mut conn, &fence.workflow_id, step_id)
-        .await?
-        .ok_or_else(|| StoreError::Unavailable("a concurrently recorded step vanished".into()))?;
-    read(&fence.workflow_id, &step)
 }

@@ -121,6 +121,15 @@ impl<'s, B: Backend> Transaction for Tx<'s, B> {
         Ok(done.rows_affected() == 1)
     }
 
+    async fn send(&mut self, message: &NewMessage) -> StoreResult<Sent> {
+        super::messages::insert_message::<B>(&mut self.tx, message, self.now).await
+    }
+
+    async fn take_message(&mut self, workflow_id: &str, topic: &str, step_id: u32) -> StoreResult<Option<String>> {
+        let taken = super::messages::consume_oldest::<B>(&mut self.tx, workflow_id, topic, step_id, self.now).await?;
+        Ok(taken.map(|(_, payload)| payload))
+    }
+
     async fn wake_parked(&mut self, workflow_id: Option<&str>, on: &ParkedOn) -> StoreResult<u64> {
         super::parking::wake_parked::<B>(&mut self.tx, workflow_id, on, self.now).await
     }
