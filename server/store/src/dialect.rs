@@ -356,10 +356,10 @@ pub(crate) use runs_on;
 /// A connection of dialect `B`'s driver.
 pub(crate) type Conn<B> = <<B as Dialect>::Db as Database>::Connection;
 
-/// What one store of a SQL dialect holds and does its own way, for the shared SQL. The
-/// methods that write differently (group commit, starts, claims of remote steps) are here because each backend has its own fastest shape for them;
-/// the operation they carry out is the same.
-pub(crate) trait Backend: Dialect + crate::Store {
+/// What one store of a SQL dialect holds, and what it does its own way: the traits below,
+/// each implemented in the backend's file of that name, because each backend has its own
+/// fastest shape for them; the operation they carry out is the same.
+pub(crate) trait Backend: Dialect + Locks + GroupCommit + Starts + StepClaims + crate::Store {
     /// Where reads go (on SQLite, a pool that never waits for the writer).
     fn reader(&self) -> &sqlx::Pool<Self::Db>;
     /// Where writes go (on SQLite, the one writer connection).
@@ -371,7 +371,11 @@ pub(crate) trait Backend: Dialect + crate::Store {
     fn announce(&self, conn: &mut Conn<Self>, change: Change) -> impl Future<Output = StoreResult<()>> + Send;
     /// Changes other replicas commit, as they commit; see [`crate::Store::subscribe`].
     fn changes(&self) -> impl Future<Output = StoreResult<Option<UnboundedReceiver<Change>>>> + Send;
+}
 
+/// How transactions take turns on a key: advisory locks on PostgreSQL; nothing on SQLite, whose
+/// one writer connection runs them one at a time (`dialect.rs` of each backend).
+pub(crate) trait Locks: Dialect {
     /// Serializes the transactions that hand out worker id `worker_id`.
     fn lock_worker_id(conn: &mut Conn<Self>, worker_id: &str) -> impl Future<Output = StoreResult<()>> + Send;
     /// Whether this transaction may run the retention collector's batch now.
@@ -383,7 +387,33 @@ pub(crate) trait Backend: Dialect + crate::Store {
         workflow_id: Option<&str>,
         on: &ParkedOn,
     ) -> impl Future<Output = StoreResult<()>> + Send;
+}
 
+/// Step checkpoints and completions, group-committed: concurrent ones share a transaction
+/// (`commit.rs` of each backend).
+pub(crate) trait GroupCommit {
+    /// Records a step checkpoint.
+    fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> impl Future<Output = StoreResult<Recorded>> + Send;
+    /// Finishes a workflow with no steps to record; the row as finished, `None` when refused.
+    fn finish_fenced(
+        &self,
+        fence: &Fence,
+        outcome: Outcome,
+        now: Millis,
+    ) -> impl Future<Output = StoreResult<Option<WorkflowRow>>> + Send;
+    /// Records the last steps and the outcome together; `None`, writing nothing, when any of
+    /// it is refused (the caller then goes one by one to explain why).
+    fn complete_in_one(
+        &self,
+        fence: &Fence,
+        steps: &[NewStep],
+        outcome: &Outcome,
+        now: Millis,
+    ) -> impl Future<Output = StoreResult<Option<Completed>>> + Send;
+}
+
+/// Starts, and the reading of a limited queue's partition heads (`flow.rs` of each backend).
+pub(crate) trait Starts: Dialect {
     /// Starts a workflow (see [`crate::Workflows::start_workflow`]).
     fn start(&self, new: NewWorkflow, now: Millis) -> impl Future<Output = StoreResult<Started>> + Send;
     /// Inserts a workflow as a start does, inside the caller's transaction, or finds the one
@@ -393,8 +423,8 @@ pub(crate) trait Backend: Dialect + crate::Store {
         new: &NewWorkflow,
         now: Millis,
     ) -> impl Future<Output = StoreResult<Started>> + Send;
-    /// The first enqueued workflow of each of partition keys `keys` of queue `queue` that
-    /// `claim` may take, with room `rooms` per key: `(workflow_id, key, over its limit)`.
+    /// The first enqueued workflows of each of partition keys `keys` of queue `queue` that
+    /// `claim` may take, at most `rooms[i]` of `keys[i]`: `(workflow_id, key, started before)`.
     fn partition_heads(
         conn: &mut Conn<Self>,
         queue: &str,
@@ -402,24 +432,10 @@ pub(crate) trait Backend: Dialect + crate::Store {
         keys: &[String],
         rooms: &[i64],
     ) -> impl Future<Output = StoreResult<Vec<(String, String, bool)>>> + Send;
-    /// Records a step checkpoint (group-committed).
-    fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> impl Future<Output = StoreResult<Recorded>> + Send;
-    /// Finishes a workflow with no steps to record (group-committed); the row as finished.
-    fn finish_fenced(
-        &self,
-        fence: &Fence,
-        outcome: Outcome,
-        now: Millis,
-    ) -> impl Future<Output = StoreResult<Option<WorkflowRow>>> + Send;
-    /// Records the last steps and the outcome together.
-    fn complete_in_one(
-        &self,
-        fence: &Fence,
-        steps: &[NewStep],
-        outcome: &Outcome,
-        now: Millis,
-    ) -> impl Future<Output = StoreResult<Option<Completed>>> + Send;
-    /// Claims attempts of remote steps.
+}
+
+/// Claiming attempts of remote steps (`remote_steps.rs` of each backend).
+pub(crate) trait StepClaims {
     fn claim_attempts(&self, claim: &StepClaim, now: Millis)
         -> impl Future<Output = StoreResult<Vec<StepTask>>> + Send;
 }

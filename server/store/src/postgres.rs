@@ -188,37 +188,10 @@ impl PostgresStore {
         self.notify = notify;
         self
     }
-
-    /// NOTIFYs the other replicas of a change already committed, off the caller's path and
-    /// batched with others (see `announcer.rs`). Not inside the write's transaction on purpose:
-    /// PostgreSQL serializes the commits of transactions that NOTIFY, which on hot paths
-    /// (completions, starts) would undo group commit. Lost, it is found by the others' polling.
-    pub(crate) fn announce_soon(&self, change: crate::changes::Change) {
-        if self.notify {
-            self.announcer.announce(change);
-        }
-    }
-
-    /// NOTIFYs the other replicas, inside the caller's transaction when given one (delivered on
-    /// commit).
-    pub(crate) async fn announce<'e, E: sqlx::Executor<'e, Database = sqlx::Postgres>>(
-        &self,
-        exec: E,
-        change: crate::changes::Change,
-    ) -> StoreResult<()> {
-        if self.notify {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(&self.channel)
-                .bind(change.encode())
-                .execute(exec)
-                .await
-                .map_err(db_error)?;
-        }
-        Ok(())
-    }
 }
 
-/// What the shared SQL needs of this store; each method's work is in the file named for it.
+/// What the shared SQL needs of this store (the rest is in `dialect.rs`, `commit.rs`, `flow.rs`
+/// and `remote_steps.rs`).
 impl crate::dialect::Backend for PostgresStore {
     fn reader(&self) -> &PgPool {
         &self.pool
@@ -228,89 +201,31 @@ impl crate::dialect::Backend for PostgresStore {
         &self.pool
     }
 
+    /// NOTIFYs the other replicas of a change already committed, off the caller's path and
+    /// batched with others (see `announcer.rs`). Not inside the write's transaction on purpose:
+    /// PostgreSQL serializes the commits of transactions that NOTIFY, which on hot paths
+    /// (completions, starts) would undo group commit. Lost, it is found by the others' polling.
     fn announce_soon(&self, change: Change) {
-        PostgresStore::announce_soon(self, change)
+        if self.notify {
+            self.announcer.announce(change);
+        }
     }
 
+    /// NOTIFYs the other replicas when the transaction on `conn` commits.
     async fn announce(&self, conn: &mut Conn<Self>, change: Change) -> StoreResult<()> {
-        PostgresStore::announce(self, &mut *conn, change).await
+        if self.notify {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(&self.channel)
+                .bind(change.encode())
+                .execute(&mut *conn)
+                .await
+                .map_err(db_error)?;
+        }
+        Ok(())
     }
 
+    /// Changes other replicas commit, as they commit: LISTEN on a connection of its own.
     async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>> {
-        PostgresStore::changes(self).await
-    }
-
-    async fn lock_worker_id(conn: &mut Conn<Self>, worker_id: &str) -> StoreResult<()> {
-        dialect::lock_worker_id(conn, worker_id).await
-    }
-
-    async fn try_lock_collector(conn: &mut Conn<Self>) -> StoreResult<bool> {
-        dialect::try_lock_collector(conn).await
-    }
-
-    async fn lock_wait_key(conn: &mut Conn<Self>, workflow_id: Option<&str>, on: &ParkedOn) -> StoreResult<()> {
-        dialect::lock_wait_key(conn, workflow_id, on).await
-    }
-
-    async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
-        PostgresStore::start(self, new, now).await
-    }
-
-    async fn insert_workflow(conn: &mut Conn<Self>, new: &NewWorkflow, now: Millis) -> StoreResult<Started> {
-        insert_workflow(conn, new, now).await
-    }
-
-    async fn partition_heads(
-        conn: &mut Conn<Self>,
-        queue: &str,
-        claim: &Claim,
-        keys: &[String],
-        rooms: &[i64],
-    ) -> StoreResult<Vec<(String, String, bool)>> {
-        PostgresStore::partition_heads(conn, queue, claim, keys, rooms).await
-    }
-
-    async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
-        PostgresStore::record(self, fence, step, now).await
-    }
-
-    async fn finish_fenced(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Option<WorkflowRow>> {
-        PostgresStore::finish_fenced(self, fence, outcome, now).await
-    }
-
-    async fn complete_in_one(
-        &self,
-        fence: &Fence,
-        steps: &[NewStep],
-        outcome: &Outcome,
-        now: Millis,
-    ) -> StoreResult<Option<Completed>> {
-        PostgresStore::complete_in_one(self, fence, steps, outcome, now).await
-    }
-
-    async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
-        PostgresStore::claim_attempts(self, claim, now).await
-    }
-}
-
-/// Inserts a workflow as a start does, inside the caller's transaction, or finds the one already
-/// under its id (of another workflow name: `WorkflowIdConflict`) or holding its dedup id.
-/// Schedules start this way, with the same insert as every start, so queues, limits, names and
-/// app versions behave the same whoever starts. Announcing the new work is the caller's (after
-/// its commit).
-pub(crate) async fn insert_workflow(
-    conn: &mut sqlx::PgConnection,
-    new: &NewWorkflow,
-    now: Millis,
-) -> StoreResult<Started> {
-    crate::shared::starts::try_start::<PostgresStore>(conn, new, now)
-        .await?
-        .ok_or_else(|| StoreError::Unavailable(format!("workflow {:?} was neither started nor found", new.workflow_id)))
-}
-
-impl PostgresStore {
-    /// Changes other replicas commit, as they commit; see [`Store::subscribe`].
-    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
         if !self.notify {
             return Ok(None);
         }

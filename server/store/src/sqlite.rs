@@ -16,7 +16,6 @@ mod dialect;
 
 use crate::changes::Change;
 use crate::dialect::Conn;
-use crate::rows::WorkflowRow;
 
 // What SQLite does its own way.
 pub mod backup;
@@ -45,17 +44,6 @@ pub struct SqliteStore {
     steps: Batcher<(Fence, NewStep, Millis), StoreResult<Recorded>>,
     /// Senders of the change channels handed out; kept so the channels stay open.
     silent: std::sync::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<crate::changes::Change>>>,
-}
-
-/// Inserts a workflow as a start does, inside the caller's transaction, or finds the one already
-/// under its id (of another workflow name: `WorkflowIdConflict`) or holding its dedup id.
-/// Schedules start this way, with the same insert as every start.
-pub(crate) async fn insert_workflow(
-    tx: &mut sqlx::SqliteConnection,
-    new: &NewWorkflow,
-    now: Millis,
-) -> StoreResult<Started> {
-    SqliteStore::start_in(tx, new, now).await
 }
 
 /// The URL of namespace `name`'s database: `dir/waymark.db` becomes `dir/waymark.<name>.db`
@@ -156,12 +144,10 @@ impl SqliteStore {
             silent: Default::default(),
         })
     }
-
-    /// One process owns the file: there are no other replicas to tell.
-    fn announce_soon(&self, _change: crate::changes::Change) {}
 }
 
-/// What the shared SQL needs of this store; each method's work is in the file named for it.
+/// What the shared SQL needs of this store (the rest is in `dialect.rs`, `commit.rs`, `flow.rs`
+/// and `remote_steps.rs`).
 impl crate::dialect::Backend for SqliteStore {
     fn reader(&self) -> &SqlitePool {
         &self.read
@@ -171,74 +157,14 @@ impl crate::dialect::Backend for SqliteStore {
         &self.write
     }
 
-    fn announce_soon(&self, change: Change) {
-        SqliteStore::announce_soon(self, change)
-    }
+    /// One process owns the file: there are no other replicas to tell.
+    fn announce_soon(&self, _change: Change) {}
 
-    async fn announce(&self, conn: &mut Conn<Self>, change: Change) -> StoreResult<()> {
-        SqliteStore::announce(self, &mut *conn, change).await
+    async fn announce(&self, _conn: &mut Conn<Self>, _change: Change) -> StoreResult<()> {
+        Ok(())
     }
 
     async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>> {
-        SqliteStore::changes(self).await
-    }
-
-    async fn lock_worker_id(conn: &mut Conn<Self>, worker_id: &str) -> StoreResult<()> {
-        dialect::lock_worker_id(conn, worker_id).await
-    }
-
-    async fn try_lock_collector(conn: &mut Conn<Self>) -> StoreResult<bool> {
-        dialect::try_lock_collector(conn).await
-    }
-
-    async fn lock_wait_key(conn: &mut Conn<Self>, workflow_id: Option<&str>, on: &ParkedOn) -> StoreResult<()> {
-        dialect::lock_wait_key(conn, workflow_id, on).await
-    }
-
-    async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
-        SqliteStore::start(self, new, now).await
-    }
-
-    async fn insert_workflow(conn: &mut Conn<Self>, new: &NewWorkflow, now: Millis) -> StoreResult<Started> {
-        insert_workflow(conn, new, now).await
-    }
-
-    async fn partition_heads(
-        conn: &mut Conn<Self>,
-        queue: &str,
-        claim: &Claim,
-        keys: &[String],
-        rooms: &[i64],
-    ) -> StoreResult<Vec<(String, String, bool)>> {
-        SqliteStore::partition_heads(conn, queue, claim, keys, rooms).await
-    }
-
-    async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
-        SqliteStore::record(self, fence, step, now).await
-    }
-
-    async fn finish_fenced(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Option<WorkflowRow>> {
-        SqliteStore::finish_fenced(self, fence, outcome, now).await
-    }
-
-    async fn complete_in_one(
-        &self,
-        fence: &Fence,
-        steps: &[NewStep],
-        outcome: &Outcome,
-        now: Millis,
-    ) -> StoreResult<Option<Completed>> {
-        SqliteStore::complete_in_one(self, fence, steps, outcome, now).await
-    }
-
-    async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
-        SqliteStore::claim_attempts(self, claim, now).await
-    }
-}
-
-impl SqliteStore {
-    /// Changes other replicas commit, as they commit; see [`Store::subscribe`].
-    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
         // One process owns the file: every change happens through this replica, so there is
         // nothing to announce, and nothing to poll for. The channel stays open and silent.
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();

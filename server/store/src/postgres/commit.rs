@@ -5,6 +5,7 @@
 use sqlx::PgPool;
 
 use super::PostgresStore;
+use crate::dialect::{Backend, GroupCommit};
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::shared::fencing::recorded_step;
 use crate::*;
@@ -26,11 +27,11 @@ pub(super) const COMPLETE: &str = concat!(
     workflow_columns!()
 );
 
-impl PostgresStore {
+impl GroupCommit for PostgresStore {
     /// One statement, one commit: insert every step and complete, only if the workflow is
     /// PENDING at this epoch (held `FOR SHARE` for the statement, as the step batch does) and
     /// every step went in. `None` when nothing was written.
-    pub(crate) async fn complete_in_one(
+    async fn complete_in_one(
         &self,
         fence: &Fence,
         steps: &[NewStep],
@@ -81,22 +82,7 @@ impl PostgresStore {
         }))
     }
 
-    /// The fast path of `record_step`: one statement that inserts the step only if the workflow
-    /// is PENDING at this epoch. `FOR SHARE` locks the workflow row for the statement, so a
-    /// concurrent claim or recovery either waits for us or makes the WHERE clause fail on
-    /// re-check. Returns whether a row was written.
-    async fn insert_step_fenced(&self, fence: &Fence, step: &NewStep, now: Millis) -> StoreResult<bool> {
-        self.steps
-            .submit(StepWrite {
-                workflow_id: fence.workflow_id.clone(),
-                epoch: fence.epoch,
-                step: step.clone(),
-                now,
-            })
-            .await
-    }
-
-    pub(super) async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
+    async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
         if self.insert_step_fenced(fence, &step, now).await? {
             return Ok(Recorded::New);
         }
@@ -120,13 +106,25 @@ impl PostgresStore {
 
     /// Finishes the workflow if it is PENDING at the fence's epoch: status-gated and fenced in
     /// the UPDATE itself, and group-committed with concurrent completions. `None` when refused.
-    pub(crate) async fn finish_fenced(
-        &self,
-        fence: &Fence,
-        outcome: Outcome,
-        now: Millis,
-    ) -> StoreResult<Option<WorkflowRow>> {
+    async fn finish_fenced(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Option<WorkflowRow>> {
         self.completions.submit((fence.clone(), outcome, now)).await
+    }
+}
+
+impl PostgresStore {
+    /// The fast path of `record_step`: one statement that inserts the step only if the workflow
+    /// is PENDING at this epoch. `FOR SHARE` locks the workflow row for the statement, so a
+    /// concurrent claim or recovery either waits for us or makes the WHERE clause fail on
+    /// re-check. Returns whether a row was written.
+    async fn insert_step_fenced(&self, fence: &Fence, step: &NewStep, now: Millis) -> StoreResult<bool> {
+        self.steps
+            .submit(StepWrite {
+                workflow_id: fence.workflow_id.clone(),
+                epoch: fence.epoch,
+                step: step.clone(),
+                now,
+            })
+            .await
     }
 }
 

@@ -8,46 +8,6 @@ pub(super) fn list<T: AsRef<str>>(items: &[T]) -> List {
     items.iter().map(|s| s.as_ref().to_string()).collect()
 }
 
-/// Parking and the writes that resolve a wait take turns on the wait's key, so a park never
-/// misses a resolution committed between its check and its update (a lost wakeup).
-/// The key names the waiting workflow too when the resolving write knows it (a message, a
-/// remote step's result), so unrelated workflows do not queue on one lock.
-/// Serializes the transactions that hand out worker id `worker_id` (see `hold_worker_id`).
-pub(super) async fn lock_worker_id(conn: &mut sqlx::PgConnection, worker_id: &str) -> crate::StoreResult<()> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind(format!("worker\n{worker_id}"))
-        .execute(&mut *conn)
-        .await
-        .map_err(crate::rows::db_error)?;
-    Ok(())
-}
-
-/// Whether this transaction may run the retention collector's batch: one replica at a time
-/// per schema (namespace), the others skip their turn instead of waiting.
-pub(super) async fn try_lock_collector(conn: &mut sqlx::PgConnection) -> crate::StoreResult<bool> {
-    sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtextextended('collector ' || current_schema(), 0))")
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(crate::rows::db_error)
-}
-
-pub(super) async fn lock_wait_key(
-    conn: &mut sqlx::PgConnection,
-    workflow_id: Option<&str>,
-    on: &crate::ParkedOn,
-) -> crate::StoreResult<()> {
-    let key = match workflow_id {
-        Some(w) => format!("{w}\n{}", on.key()),
-        None => on.key(),
-    };
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind(key)
-        .execute(&mut *conn)
-        .await
-        .map_err(crate::rows::db_error)?;
-    Ok(())
-}
-
 impl crate::dialect::Dialect for super::PostgresStore {
     type Db = sqlx::Postgres;
     const NAME: &'static str = "postgres";
@@ -113,4 +73,46 @@ impl crate::dialect::Dialect for super::PostgresStore {
     }
 
     crate::dialect::runs_on!(sqlx::Postgres);
+}
+
+impl crate::dialect::Locks for super::PostgresStore {
+    /// Parking and the writes that resolve a wait take turns on the wait's key, so a park never
+    /// misses a resolution committed between its check and its update (a lost wakeup).
+    /// The key names the waiting workflow too when the resolving write knows it (a message, a
+    /// remote step's result), so unrelated workflows do not queue on one lock.
+    /// Serializes the transactions that hand out worker id `worker_id` (see `hold_worker_id`).
+    async fn lock_worker_id(conn: &mut sqlx::PgConnection, worker_id: &str) -> crate::StoreResult<()> {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("worker\n{worker_id}"))
+            .execute(&mut *conn)
+            .await
+            .map_err(crate::rows::db_error)?;
+        Ok(())
+    }
+
+    /// Whether this transaction may run the retention collector's batch: one replica at a time
+    /// per schema (namespace), the others skip their turn instead of waiting.
+    async fn try_lock_collector(conn: &mut sqlx::PgConnection) -> crate::StoreResult<bool> {
+        sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtextextended('collector ' || current_schema(), 0))")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(crate::rows::db_error)
+    }
+
+    async fn lock_wait_key(
+        conn: &mut sqlx::PgConnection,
+        workflow_id: Option<&str>,
+        on: &crate::ParkedOn,
+    ) -> crate::StoreResult<()> {
+        let key = match workflow_id {
+            Some(w) => format!("{w}\n{}", on.key()),
+            None => on.key(),
+        };
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(key)
+            .execute(&mut *conn)
+            .await
+            .map_err(crate::rows::db_error)?;
+        Ok(())
+    }
 }

@@ -2,12 +2,13 @@
 //! two replicas never start the same attempt.
 
 use super::PostgresStore;
+use crate::dialect::StepClaims;
 use crate::remote::{claimed_columns, ClaimedRow};
 use crate::rows::db_error;
 use crate::*;
 
-impl PostgresStore {
-    pub(super) async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
+impl StepClaims for PostgresStore {
+    async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
         // The locking subquery sits in FROM with a LIMIT, so it runs once (see claim_workflows
         // for why that matters with SKIP LOCKED); `OF q` keeps the workflow rows unlocked.
         let claimed: Vec<ClaimedRow> = sqlx::query_as(concat!(

@@ -5,6 +5,7 @@
 use sqlx::SqlitePool;
 
 use super::SqliteStore;
+use crate::dialect::GroupCommit;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::shared::fencing::recorded_step;
 use crate::*;
@@ -89,24 +90,19 @@ async fn finish_row<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
     .map_err(db_error)
 }
 
-impl SqliteStore {
-    pub(super) async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
+impl GroupCommit for SqliteStore {
+    async fn record(&self, fence: &Fence, step: NewStep, now: Millis) -> StoreResult<Recorded> {
         self.steps.submit((fence.clone(), step, now)).await?
     }
 
     /// Finishes the workflow if it is PENDING at the fence's epoch. `None` when refused.
-    pub(crate) async fn finish_fenced(
-        &self,
-        fence: &Fence,
-        outcome: Outcome,
-        now: Millis,
-    ) -> StoreResult<Option<WorkflowRow>> {
+    async fn finish_fenced(&self, fence: &Fence, outcome: Outcome, now: Millis) -> StoreResult<Option<WorkflowRow>> {
         finish_row(&self.write, fence, &outcome, now).await
     }
 
     /// Records every step and finishes, in one transaction (one fsync). `None`, writing
     /// nothing, when any of it is refused: the caller then goes one by one to explain why.
-    pub(crate) async fn complete_in_one(
+    async fn complete_in_one(
         &self,
         fence: &Fence,
         steps: &[NewStep],

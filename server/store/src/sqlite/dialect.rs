@@ -8,41 +8,6 @@ pub(super) fn list<T: AsRef<str>>(items: &[T]) -> List {
     serde_json::to_string(&items.iter().map(|s| s.as_ref()).collect::<Vec<_>>()).expect("strings serialize")
 }
 
-/// Parking and the writes that resolve a wait take turns on the wait's key on PostgreSQL; the
-/// single writer connection already runs them one at a time.
-/// Serializes the transactions that hand out worker id `worker_id` (see `hold_worker_id`).
-pub(super) async fn lock_worker_id(conn: &mut sqlx::SqliteConnection, worker_id: &str) -> crate::StoreResult<()> {
-    // One writer: the transaction alone is the lock.
-    let _ = (conn, worker_id);
-    Ok(())
-}
-
-/// Whether this transaction may run the retention collector's batch: always, as the single
-/// writer connection runs batches one at a time.
-pub(super) async fn try_lock_collector(conn: &mut sqlx::SqliteConnection) -> crate::StoreResult<bool> {
-    let _ = conn;
-    Ok(true)
-}
-
-pub(super) async fn lock_wait_key(
-    _conn: &mut sqlx::SqliteConnection,
-    _workflow_id: Option<&str>,
-    _on: &crate::ParkedOn,
-) -> crate::StoreResult<()> {
-    Ok(())
-}
-
-impl super::SqliteStore {
-    /// Tells the other replicas of a change inside a transaction: there are none.
-    pub(crate) async fn announce<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
-        &self,
-        _exec: E,
-        _change: crate::changes::Change,
-    ) -> crate::StoreResult<()> {
-        Ok(())
-    }
-}
-
 impl crate::dialect::Dialect for super::SqliteStore {
     type Db = sqlx::Sqlite;
     const NAME: &'static str = "sqlite";
@@ -99,4 +64,30 @@ impl crate::dialect::Dialect for super::SqliteStore {
     }
 
     crate::dialect::runs_on!(sqlx::Sqlite);
+}
+
+impl crate::dialect::Locks for super::SqliteStore {
+    /// Parking and the writes that resolve a wait take turns on the wait's key on PostgreSQL; the
+    /// single writer connection already runs them one at a time.
+    /// Serializes the transactions that hand out worker id `worker_id` (see `hold_worker_id`).
+    async fn lock_worker_id(conn: &mut sqlx::SqliteConnection, worker_id: &str) -> crate::StoreResult<()> {
+        // One writer: the transaction alone is the lock.
+        let _ = (conn, worker_id);
+        Ok(())
+    }
+
+    /// Whether this transaction may run the retention collector's batch: always, as the single
+    /// writer connection runs batches one at a time.
+    async fn try_lock_collector(conn: &mut sqlx::SqliteConnection) -> crate::StoreResult<bool> {
+        let _ = conn;
+        Ok(true)
+    }
+
+    async fn lock_wait_key(
+        _conn: &mut sqlx::SqliteConnection,
+        _workflow_id: Option<&str>,
+        _on: &crate::ParkedOn,
+    ) -> crate::StoreResult<()> {
+        Ok(())
+    }
 }

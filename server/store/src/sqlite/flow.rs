@@ -3,23 +3,20 @@
 //! here sees and counts everything before it; no row locks are needed.
 
 use super::{dialect, SqliteStore};
+use crate::dialect::Starts;
 use crate::rows::db_error;
 use crate::shared::starts::{debounce_onto, try_start};
 use crate::*;
 
-impl SqliteStore {
-    pub(super) async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
+impl Starts for SqliteStore {
+    async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
         let mut tx = self.write.begin().await.map_err(db_error)?;
-        let started = Self::start_in(&mut tx, &new, now).await?;
+        let started = Self::insert_workflow(&mut tx, &new, now).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(started)
     }
 
-    pub(super) async fn start_in(
-        tx: &mut sqlx::SqliteConnection,
-        new: &NewWorkflow,
-        now: Millis,
-    ) -> StoreResult<Started> {
+    async fn insert_workflow(tx: &mut sqlx::SqliteConnection, new: &NewWorkflow, now: Millis) -> StoreResult<Started> {
         if let Some(d) = &new.debounce {
             let updated = debounce_onto::<SqliteStore>(tx, new, &d.key, now).await?;
             if let Some(row) = updated {
@@ -36,7 +33,7 @@ impl SqliteStore {
 
     /// The heads of each partition's backlog, at most `rooms[i]` of partition `keys[i]`: one
     /// indexed read per partition (the one writer runs the claim alone; nothing to skip).
-    pub(super) async fn partition_heads(
+    async fn partition_heads(
         tx: &mut sqlx::SqliteConnection,
         queue: &str,
         claim: &Claim,

@@ -2,12 +2,13 @@
 //! connection runs each claim alone).
 
 use super::{dialect, SqliteStore};
+use crate::dialect::StepClaims;
 use crate::remote::{claimed_columns, ClaimedRow};
 use crate::rows::db_error;
 use crate::*;
 
-impl SqliteStore {
-    pub(super) async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
+impl StepClaims for SqliteStore {
+    async fn claim_attempts(&self, claim: &StepClaim, now: Millis) -> StoreResult<Vec<StepTask>> {
         let claimed: Vec<ClaimedRow> = sqlx::query_as(concat!(
             "UPDATE step_tasks SET status = 'RUNNING', attempt = attempt + 1, worker_id = $1, session_id = $2, \
                attempt_deadline_at = $3 + timeout_ms, updated_at = $3 \
