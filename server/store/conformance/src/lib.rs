@@ -122,6 +122,7 @@ macro_rules! conformance_tests {
             start_and_send_refused_writes_nothing,
             concurrent_receivers_take_each_message_once,
             a_send_completes_a_waiting_receive_in_its_transaction,
+            concurrent_delivering_sends_complete_a_receive_once,
             a_delivering_send_refuses_what_a_plain_send_refuses,
             events_are_read_back_with_their_history,
             streams_are_read_from_an_offset,

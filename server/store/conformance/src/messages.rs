@@ -286,8 +286,48 @@ pub async fn a_send_completes_a_waiting_receive_in_its_transaction(s: Arc<dyn St
     );
 }
 
+/// Many sends at once to one waiting receive: exactly one of them completes it, with the
+/// payload its step records; every other message stays unread for the receives after it.
+pub async fn concurrent_delivering_sends_complete_a_receive_once(s: Arc<dyn Store>) {
+    running(&*s, "r").await;
+    let waiter = RecvWaiter {
+        fence: fence("r", 1),
+        step_id: 0,
+        deadline: T + 60_000,
+    };
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let (s, waiter) = (s.clone(), waiter.clone());
+        tasks.push(tokio::spawn(async move {
+            let m = msg(&format!("m{i}"), "r", "t", &i.to_string());
+            s.send_message_delivering(m, &waiter, T + 1).await.unwrap()
+        }));
+    }
+    let mut delivered = Vec::new();
+    for t in tasks {
+        let (sent, got) = t.await.unwrap();
+        assert!(!sent.duplicate);
+        delivered.extend(got);
+    }
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    let steps = s.list_steps("r").await.unwrap();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(
+        steps[0].outcome,
+        Outcome::Output(recorded::recv_output(Some(&delivered[0])))
+    );
+    let messages = s.list_messages("r").await.unwrap();
+    assert_eq!(messages.len(), 8);
+    let consumed: Vec<_> = messages.iter().filter(|m| m.consumed_at.is_some()).collect();
+    assert_eq!(consumed.len(), 1);
+    assert_eq!(
+        (consumed[0].payload.as_str(), consumed[0].consumed_by_step),
+        (delivered[0].as_str(), Some(0))
+    );
+}
+
 /// The send that ends a waiting receive refuses what a plain send refuses: a receiver that
-/// ended with an outcome, and a full inbox when the receive no longer waits.
+/// ended with an outcome, and a full inbox whether or not the receive still waits.
 pub async fn a_delivering_send_refuses_what_a_plain_send_refuses(s: Arc<dyn Store>) {
     let s = &*s;
     let later = T + 60_000;
@@ -327,4 +367,23 @@ pub async fn a_delivering_send_refuses_what_a_plain_send_refuses(s: Arc<dyn Stor
         "{e:?}"
     );
     assert_eq!(s.list_messages("full").await.unwrap().len(), 1, "nothing was added");
+    // The same when the receive does wait, on a topic with nothing unread: the inbox counts
+    // every topic.
+    let other_topic = NewMessage {
+        max_unread: 1,
+        ..msg("m3", "full", "u", "1")
+    };
+    let e = s
+        .send_message_delivering(other_topic, &waiter("full", 1, 0), T + 5)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, StoreError::InboxFull { workflow_id, limit: 1 } if workflow_id == "full"),
+        "{e:?}"
+    );
+    assert_eq!(s.list_messages("full").await.unwrap().len(), 1, "nothing was added");
+    assert!(
+        s.list_steps("full").await.unwrap().is_empty(),
+        "the receive still waits"
+    );
 }

@@ -86,6 +86,72 @@ pub(crate) async fn insert_message<B: Backend>(conn: &mut Conn<B>, m: &NewMessag
     )))
 }
 
+/// The send that ends a waiting receive when nothing stands in its way: the receiving workflow
+/// held at the waiter's epoch with the step unrecorded (one statement), the wait key locked (a
+/// park racing this waits for it, then finds the step recorded), the message inserted already
+/// consumed by the step when the topic has no unread message older than it and the inbox has
+/// room (one statement), and the step recorded. The workflow is running, so it is not parked
+/// and nothing else needs waking. `None` when anything else is the case (another epoch, the
+/// step recorded, an older message, a full inbox, a resend, a step recorded concurrently):
+/// nothing was written, and the general path decides.
+async fn deliver_at_once<B: Backend>(
+    store: &B,
+    m: &NewMessage,
+    waiter: &RecvWaiter,
+    now: Millis,
+) -> StoreResult<Option<(Sent, Option<String>)>> {
+    let fence = &waiter.fence;
+    let mut tx = store.writer().begin().await.map_err(db_error)?;
+    let held: Option<(String, i64, bool)> = B::query_as(sql!(B:
+        "SELECT status, epoch, EXISTS (SELECT 1 FROM steps WHERE workflow_id = $1 AND step_id = $2) \
+           FROM workflows WHERE workflow_id = $1",
+        B::FOR_SHARE
+    ))
+    .bind(&fence.workflow_id)
+    .bind(waiter.step_id as i64)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    let waiting = matches!(held, Some((status, epoch, false))
+        if WorkflowStatus::parse(&status) == Some(WorkflowStatus::Pending) && epoch == fence.epoch as i64);
+    if !waiting {
+        return Ok(super::let_go(tx, None).await);
+    }
+    B::lock_wait_key(&mut tx, Some(&m.workflow_id), &ParkedOn::Message(m.topic.clone())).await?;
+    let inserted = B::query(
+        "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at, \
+                               consumed_at, consumed_by_step) \
+         SELECT $1, $2, $3, $4, $5, $6, $6, $8 \
+          WHERE NOT EXISTS (SELECT 1 FROM messages WHERE workflow_id = $2 AND topic = $3 AND consumed_at IS NULL) \
+            AND ($7 = 0 OR (SELECT COUNT(*) FROM (SELECT 1 FROM messages \
+                              WHERE workflow_id = $2 AND consumed_at IS NULL LIMIT $7) t) < $7) \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&m.message_id)
+    .bind(&m.workflow_id)
+    .bind(&m.topic)
+    .bind(&m.payload)
+    .bind(&m.idempotency_key)
+    .bind(now)
+    .bind(m.max_unread as i64)
+    .bind(waiter.step_id as i64)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?
+    .rows_affected()
+        == 1;
+    let output = recorded::recv_output(Some(&m.payload));
+    if !inserted || !insert_step::<B>(&mut tx, fence, waiter.step_id, RECV_STEP, &output, now).await? {
+        return Ok(super::let_go(tx, None).await);
+    }
+    tx.commit().await.map_err(db_error)?;
+    let sent = Sent {
+        message_id: m.message_id.clone(),
+        duplicate: false,
+    };
+    Ok(Some((sent, Some(m.payload.clone()))))
+}
+
 /// Unread messages of `workflow_id`, counted up to `most`.
 async fn unread<B: Dialect>(conn: &mut Conn<B>, workflow_id: &str, most: u32) -> StoreResult<i64> {
     B::query_scalar(
@@ -180,6 +246,11 @@ impl<B: Backend> Messages for B {
     ) -> StoreResult<(Sent, Option<String>)> {
         if waiter.fence.workflow_id != m.workflow_id || waiter.deadline <= now {
             return Ok((self.send_message(m, now).await?, None));
+        }
+        // The common case first, in as few round trips as it takes: this is the latency between
+        // a send and the wakeup it causes.
+        if let Some(delivered) = deliver_at_once::<B>(self, &m, waiter, now).await? {
+            return Ok(delivered);
         }
         let mut tx = self.writer().begin().await.map_err(db_error)?;
         let sent = held!(tx, insert_message::<B>(&mut tx, &m, now).await);
