@@ -86,14 +86,16 @@ pub(crate) async fn insert_message<B: Backend>(conn: &mut Conn<B>, m: &NewMessag
     )))
 }
 
-/// The send that ends a waiting receive when nothing stands in its way: the receiving workflow
-/// held at the waiter's epoch with the step unrecorded (one statement), the wait key locked (a
-/// park racing this waits for it, then finds the step recorded), the message inserted already
-/// consumed by the step when the topic has no unread message older than it and the inbox has
-/// room (one statement), and the step recorded. The workflow is running, so it is not parked
-/// and nothing else needs waking. `None` when anything else is the case (another epoch, the
-/// step recorded, an older message, a full inbox, a resend, a step recorded concurrently):
-/// nothing was written, and the general path decides.
+/// The send that ends a waiting receive when nothing stands in its way, in two statements:
+/// - the receive's step, recorded only if its workflow runs at the waiter's epoch and the step
+///   is unrecorded, holding the workflow's row exclusively until commit. That is what keeps a
+///   racing park out without the wait key's lock: the park's fence waits for this commit, then
+///   finds the step recorded. (The row is running, so it is not parked: nothing to wake.)
+/// - the message, inserted already consumed by that step, if the topic has no unread message
+///   older than it and the inbox has room.
+///
+/// `None` when anything else is the case (another epoch, the step recorded, an older message, a
+/// full inbox, a resend, a taken id): nothing was written, and the general path decides.
 async fn deliver_at_once<B: Backend>(
     store: &B,
     m: &NewMessage,
@@ -102,22 +104,27 @@ async fn deliver_at_once<B: Backend>(
 ) -> StoreResult<Option<(Sent, Option<String>)>> {
     let fence = &waiter.fence;
     let mut tx = store.writer().begin().await.map_err(db_error)?;
-    let held: Option<(String, i64, bool)> = B::query_as(sql!(B:
-        "SELECT status, epoch, EXISTS (SELECT 1 FROM steps WHERE workflow_id = $1 AND step_id = $2) \
-           FROM workflows WHERE workflow_id = $1",
-        B::FOR_SHARE
+    let recorded = B::query(sql!(B:
+        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+         SELECT workflow_id, $2, $3, $4, NULL, 1, epoch, $5 FROM workflows \
+          WHERE workflow_id = $1 AND status = 'PENDING' AND epoch = $6",
+        B::FOR_NO_KEY_UPDATE,
+        " ON CONFLICT (workflow_id, step_id) DO NOTHING"
     ))
     .bind(&fence.workflow_id)
     .bind(waiter.step_id as i64)
-    .fetch_optional(&mut *tx)
+    .bind(RECV_STEP)
+    .bind(recorded::recv_output(Some(&m.payload)))
+    .bind(now)
+    .bind(fence.epoch as i64)
+    .execute(&mut *tx)
     .await
-    .map_err(db_error)?;
-    let waiting = matches!(held, Some((status, epoch, false))
-        if WorkflowStatus::parse(&status) == Some(WorkflowStatus::Pending) && epoch == fence.epoch as i64);
-    if !waiting {
+    .map_err(db_error)?
+    .rows_affected()
+        == 1;
+    if !recorded {
         return Ok(super::let_go(tx, None).await);
     }
-    B::lock_wait_key(&mut tx, Some(&m.workflow_id), &ParkedOn::Message(m.topic.clone())).await?;
     let inserted = B::query(
         "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at, \
                                consumed_at, consumed_by_step) \
@@ -140,8 +147,7 @@ async fn deliver_at_once<B: Backend>(
     .map_err(db_error)?
     .rows_affected()
         == 1;
-    let output = recorded::recv_output(Some(&m.payload));
-    if !inserted || !insert_step::<B>(&mut tx, fence, waiter.step_id, RECV_STEP, &output, now).await? {
+    if !inserted {
         return Ok(super::let_go(tx, None).await);
     }
     tx.commit().await.map_err(db_error)?;
