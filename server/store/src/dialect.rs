@@ -215,7 +215,8 @@ pub(crate) trait Dialect: Sized + Send + Sync + 'static {
     /// concurrent writes of one workflow's steps through and holds off an epoch bump.
     const FOR_SHARE: &'static str;
     /// Locks the rows read for writes that change no key: two such transactions on one row
-    /// take turns (a stream append computing `MAX + 1`), while `FOR SHARE` fences still pass.
+    /// take turns (a stream append computing `MAX + 1`), and so do they with `FOR SHARE` fences;
+    /// `FOR KEY SHARE` reads still pass.
     const FOR_NO_KEY_UPDATE: &'static str;
     /// Locks the rows read against their deletion (and key changes) only.
     const FOR_KEY_SHARE: &'static str;
@@ -226,6 +227,9 @@ pub(crate) trait Dialect: Sized + Send + Sync + 'static {
     const UNPAUSED: &'static str;
     /// The function giving the smaller of two values.
     const LEAST: &'static str;
+    /// Whether a `WITH` clause may hold an `INSERT ... RETURNING` whose rows the statement
+    /// after it reads: two writes in one statement, one round trip, committed together.
+    const WRITES_IN_WITH: bool;
 
     /// A test of a workflow's status where the row is found by its id; `alias` is `""` or a
     /// table alias with its dot (`"w."`).

@@ -21,6 +21,7 @@ impl crate::dialect::Dialect for super::PostgresStore {
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const UNPAUSED: &'static str = "NOT paused";
     const LEAST: &'static str = "LEAST";
+    const WRITES_IN_WITH: bool = true;
 
     /// Written so that the planner cannot prove a partial index's predicate from it. From a
     /// plain `status = 'PENDING'` it can, and it then weighs reading the one row through a

@@ -86,13 +86,17 @@ pub(crate) async fn insert_message<B: Backend>(conn: &mut Conn<B>, m: &NewMessag
     )))
 }
 
-/// The send that ends a waiting receive when nothing stands in its way, in two statements:
-/// - the receive's step, recorded only if its workflow runs at the waiter's epoch and the step
-///   is unrecorded, holding the workflow's row exclusively until commit. That is what keeps a
-///   racing park out without the wait key's lock: the park's fence waits for this commit, then
-///   finds the step recorded. (The row is running, so it is not parked: nothing to wake.)
-/// - the message, inserted already consumed by that step, if the topic has no unread message
-///   older than it and the inbox has room.
+/// The send that ends a waiting receive when nothing stands in its way: the message, inserted
+/// already consumed by the receive's step, and the step. Written in two statements (the second
+/// reads what the first returned), which PostgreSQL runs as one, in one round trip: this is the
+/// latency between a send and the wakeup it causes.
+/// - The message goes in only if its workflow runs at the waiter's epoch with the step
+///   unrecorded, the topic has no unread message older than it, and the inbox has room. It
+///   holds the workflow's row exclusively until commit. That is what keeps a racing park out
+///   without the wait key's lock: the park's fence waits for this commit, then finds the step
+///   recorded. (The row is running, so it is not parked: nothing to wake.)
+/// - The step has no `ON CONFLICT`: if a concurrent request recorded it first, the insert fails
+///   and takes the message with it.
 ///
 /// `None` when anything else is the case (another epoch, the step recorded, an older message, a
 /// full inbox, a resend, a taken id): nothing was written, and the general path decides.
@@ -102,55 +106,78 @@ async fn deliver_at_once<B: Backend>(
     waiter: &RecvWaiter,
     now: Millis,
 ) -> StoreResult<Option<(Sent, Option<String>)>> {
+    macro_rules! message {
+        () => {
+            "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at, \
+                                   consumed_at, consumed_by_step) \
+             SELECT $1, workflow_id, $3, $4, $5, $6, $6, $7 FROM workflows \
+              WHERE workflow_id = $2 AND status = 'PENDING' AND epoch = $8 \
+                AND NOT EXISTS (SELECT 1 FROM steps WHERE workflow_id = $2 AND step_id = $7) \
+                AND NOT EXISTS (SELECT 1 FROM messages WHERE workflow_id = $2 AND topic = $3 AND consumed_at IS NULL) \
+                AND ($9 = 0 OR (SELECT COUNT(*) FROM (SELECT 1 FROM messages \
+                                  WHERE workflow_id = $2 AND consumed_at IS NULL LIMIT $9) t) < $9)"
+        };
+    }
+    macro_rules! step {
+        () => {
+            "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
+             SELECT workflow_id, $7, $10, $11, NULL, 1, $8, $6 FROM "
+        };
+    }
     let fence = &waiter.fence;
-    let mut tx = store.writer().begin().await.map_err(db_error)?;
-    let recorded = B::query(sql!(B:
-        "INSERT INTO steps (workflow_id, step_id, name, output, failure, attempts, epoch, recorded_at) \
-         SELECT workflow_id, $2, $3, $4, NULL, 1, epoch, $5 FROM workflows \
-          WHERE workflow_id = $1 AND status = 'PENDING' AND epoch = $6",
-        B::FOR_NO_KEY_UPDATE,
-        " ON CONFLICT (workflow_id, step_id) DO NOTHING"
-    ))
-    .bind(&fence.workflow_id)
-    .bind(waiter.step_id as i64)
-    .bind(RECV_STEP)
-    .bind(recorded::recv_output(Some(&m.payload)))
-    .bind(now)
-    .bind(fence.epoch as i64)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_error)?
-    .rows_affected()
-        == 1;
-    if !recorded {
-        return Ok(super::let_go(tx, None).await);
+    let output = recorded::recv_output(Some(&m.payload));
+    let run = |text| {
+        B::query(text)
+            .bind(&m.message_id)
+            .bind(&m.workflow_id)
+            .bind(&m.topic)
+            .bind(&m.payload)
+            .bind(&m.idempotency_key)
+            .bind(now)
+            .bind(waiter.step_id as i64)
+            .bind(fence.epoch as i64)
+            .bind(m.max_unread as i64)
+    };
+    let done = if B::WRITES_IN_WITH {
+        let one = sql!(B:
+            "WITH delivered AS (",
+            message!(),
+            B::FOR_NO_KEY_UPDATE,
+            " ON CONFLICT DO NOTHING RETURNING workflow_id) ",
+            step!(),
+            "delivered"
+        );
+        run(one).bind(RECV_STEP).bind(&output).execute(store.writer()).await
+    } else {
+        let mut tx = store.writer().begin().await.map_err(db_error)?;
+        let inserted = run(sql!(B: message!(), B::FOR_NO_KEY_UPDATE, " ON CONFLICT DO NOTHING"))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?
+            .rows_affected();
+        if inserted == 0 {
+            return Ok(super::let_go(tx, None).await);
+        }
+        let done = run(concat!(step!(), "(SELECT CAST($2 AS TEXT) AS workflow_id) d"))
+            .bind(RECV_STEP)
+            .bind(&output)
+            .execute(&mut *tx)
+            .await;
+        match done {
+            Ok(done) => {
+                tx.commit().await.map_err(db_error)?;
+                Ok(done)
+            }
+            Err(e) => super::let_go(tx, Err(e)).await,
+        }
+    };
+    match done {
+        Ok(done) if done.rows_affected() == 1 => {}
+        Ok(_) => return Ok(None),
+        // The step was recorded first: the message went with the failed insert.
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => return Ok(None),
+        Err(e) => return Err(db_error(e)),
     }
-    let inserted = B::query(
-        "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at, \
-                               consumed_at, consumed_by_step) \
-         SELECT $1, $2, $3, $4, $5, $6, $6, $8 \
-          WHERE NOT EXISTS (SELECT 1 FROM messages WHERE workflow_id = $2 AND topic = $3 AND consumed_at IS NULL) \
-            AND ($7 = 0 OR (SELECT COUNT(*) FROM (SELECT 1 FROM messages \
-                              WHERE workflow_id = $2 AND consumed_at IS NULL LIMIT $7) t) < $7) \
-         ON CONFLICT DO NOTHING",
-    )
-    .bind(&m.message_id)
-    .bind(&m.workflow_id)
-    .bind(&m.topic)
-    .bind(&m.payload)
-    .bind(&m.idempotency_key)
-    .bind(now)
-    .bind(m.max_unread as i64)
-    .bind(waiter.step_id as i64)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_error)?
-    .rows_affected()
-        == 1;
-    if !inserted {
-        return Ok(super::let_go(tx, None).await);
-    }
-    tx.commit().await.map_err(db_error)?;
     let sent = Sent {
         message_id: m.message_id.clone(),
         duplicate: false,

@@ -22,6 +22,7 @@ impl crate::dialect::Dialect for super::SqliteStore {
     const SKIP_LOCKED: &'static str = "";
     const UNPAUSED: &'static str = "paused = 0";
     const LEAST: &'static str = "MIN";
+    const WRITES_IN_WITH: bool = false;
 
     /// SQLite plans an equality on the unique key as a one-row lookup: the test stays plain.
     fn status_is(alias: &str, status: &str) -> String {
