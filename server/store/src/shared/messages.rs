@@ -111,7 +111,7 @@ async fn deliver_at_once<B: Backend>(
             "INSERT INTO messages (message_id, workflow_id, topic, payload, idempotency_key, sent_at, \
                                    consumed_at, consumed_by_step) \
              SELECT $1, workflow_id, $3, $4, $5, $6, $6, $7 FROM workflows \
-              WHERE workflow_id = $2 AND status = 'PENDING' AND epoch = $8 \
+              WHERE workflow_id = $2 AND epoch = $8 \
                 AND NOT EXISTS (SELECT 1 FROM steps WHERE workflow_id = $2 AND step_id = $7) \
                 AND NOT EXISTS (SELECT 1 FROM messages WHERE workflow_id = $2 AND topic = $3 AND consumed_at IS NULL) \
                 AND ($9 = 0 OR (SELECT COUNT(*) FROM (SELECT 1 FROM messages \
@@ -142,6 +142,8 @@ async fn deliver_at_once<B: Backend>(
         let one = sql!(B:
             "WITH delivered AS (",
             message!(),
+            " AND ",
+            B::status_is("", "PENDING"),
             B::FOR_NO_KEY_UPDATE,
             " ON CONFLICT DO NOTHING RETURNING workflow_id) ",
             step!(),
@@ -150,11 +152,13 @@ async fn deliver_at_once<B: Backend>(
         run(one).bind(RECV_STEP).bind(&output).execute(store.writer()).await
     } else {
         let mut tx = store.writer().begin().await.map_err(db_error)?;
-        let inserted = run(sql!(B: message!(), B::FOR_NO_KEY_UPDATE, " ON CONFLICT DO NOTHING"))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?
-            .rows_affected();
+        let inserted = run(
+            sql!(B: message!(), " AND ", B::status_is("", "PENDING"), B::FOR_NO_KEY_UPDATE, " ON CONFLICT DO NOTHING"),
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?
+        .rows_affected();
         if inserted == 0 {
             return Ok(super::let_go(tx, None).await);
         }
