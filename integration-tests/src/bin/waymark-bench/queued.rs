@@ -20,7 +20,8 @@ use futures::StreamExt;
 use tokio::sync::Notify;
 use waymark_integration_tests::Backend;
 use waymark_sdk::{
-    Client, ListOptions, QueueLimits, StartOptions, Worker, WorkflowContext, WorkflowError, WorkflowStatus,
+    Client, ListOptions, QueueLimits, StartOptions, Worker, WorkflowContext, WorkflowError, WorkflowInfo,
+    WorkflowStatus,
 };
 
 use crate::verify::{expect_output, thousands};
@@ -76,8 +77,13 @@ const NOT_SUCCESS: [WorkflowStatus; 6] = [
     WorkflowStatus::MaxRecoveryAttemptsExceeded,
 ];
 
-/// Whether `queue` holds any workflow in one of `statuses` (a page of one is enough).
-async fn any_in_queue(client: &Client, queue: &str, statuses: &[WorkflowStatus]) -> anyhow::Result<bool> {
+/// A workflow of `queue` in one of `statuses`, if it holds any (a page of one is enough): the
+/// whole row, so a failed check can say which workflow it found and what state it was in.
+async fn first_in_queue(
+    client: &Client,
+    queue: &str,
+    statuses: &[WorkflowStatus],
+) -> anyhow::Result<Option<WorkflowInfo>> {
     let (page, _) = client
         .list(ListOptions {
             statuses: statuses.to_vec(),
@@ -86,7 +92,24 @@ async fn any_in_queue(client: &Client, queue: &str, statuses: &[WorkflowStatus])
             ..Default::default()
         })
         .await?;
-    Ok(!page.is_empty())
+    Ok(page.into_iter().next())
+}
+
+/// One line naming a workflow a check did not expect: id, status, attempts, owner, failure.
+fn describe(w: &WorkflowInfo) -> String {
+    let failure = w
+        .failure
+        .as_ref()
+        .map(|f| format!(", failure {}: {}", f.kind, f.message))
+        .unwrap_or_default();
+    format!(
+        "{} is {} (recovery attempts {}, epoch {}, worker {:?}{failure})",
+        w.workflow_id,
+        w.status.as_str(),
+        w.recovery_attempts,
+        w.epoch,
+        w.worker_id
+    )
 }
 
 /// Runs two fresh workers on `queue` until `want` workflows have arrived, and returns the first
@@ -154,10 +177,11 @@ async fn take(client: &Client, addr: &str, queue: &str, want: usize) -> anyhow::
         let _ = w.await;
     }
     let t = Instant::now();
-    while any_in_queue(client, queue, &[WorkflowStatus::Pending]).await? {
+    while let Some(w) = first_in_queue(client, queue, &[WorkflowStatus::Pending]).await? {
         anyhow::ensure!(
             t.elapsed() < Duration::from_secs(120),
-            "workflows of the stopped workers still PENDING after 120 s"
+            "queue {queue}: workflows of the stopped workers still PENDING after 120 s, {}",
+            describe(&w)
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -271,11 +295,13 @@ pub async fn run(backend: Backend, url: &str, addr: &str, limited: usize, deep: 
         ("bench-deep", Some(WorkflowStatus::Enqueued)),
     ] {
         let bad: Vec<_> = NOT_SUCCESS.into_iter().filter(|s| Some(*s) != allowed).collect();
-        anyhow::ensure!(
-            !any_in_queue(&client, queue, &bad).await?,
-            "queue {queue}: holds workflows that did not end SUCCESS (statuses looked for: {})",
-            bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-        );
+        if let Some(w) = first_in_queue(&client, queue, &bad).await? {
+            anyhow::bail!(
+                "queue {queue}: holds workflows that did not end SUCCESS, {} (statuses looked for: {})",
+                describe(&w),
+                bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            );
+        }
     }
     eprintln!("  first {WINDOW} dispatches/s, shallow {shallow:?}, deep {deep_rates:?}");
     Ok(Queued {
