@@ -22,7 +22,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Minutes of sustained load in `make soak`.
 SOAK_MINUTES ?= 10
 
-.PHONY: help run build deps test test-sdks test-console test-fast test-dist test-deploy dist lint proto bench bench-console soak golden fmt clean
+.PHONY: help run build deps test test-sdks test-console test-fast test-dist test-deploy dist lint proto bench profile bench-console soak golden fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -98,6 +98,11 @@ bench: ## Load generator on SQLite and PostgreSQL (release build); prints rates 
 	set -e; for s in $(SDKS); do $(MAKE) -C sdk-clients/$$s bench-worker; done
 	bash integration-tests/with-postgres.sh $(TARGET_DIR)/release/waymark-bench
 	$(MAKE) bench-console
+
+profile: ## Where a one-step workflow's and a throughput step's time goes on PostgreSQL: gRPC calls, worker commands, store calls and SQL statements per workflow (release build)
+	$(CARGO) build --release -p waymark-cli -p waymark-integration-tests --bins
+	WAYMARK_TEST_PG_SETTINGS="-c shared_preload_libraries=pg_stat_statements" \
+	  bash integration-tests/with-postgres.sh $(TARGET_DIR)/release/waymark-bench profile
 
 # The browser test, run on the release build for its timings: the list and a workflow page,
 # from navigation to painted, on a database of a million workflows (reported, not a pass mark).

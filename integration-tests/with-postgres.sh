@@ -76,9 +76,11 @@ fi
 
 # Tests open a pool per case and run cases in parallel, hence the connection headroom.
 # fsync stays on: the suite should see the same durability costs production pays.
+# WAYMARK_TEST_PG_SETTINGS adds server settings (`-c name=value ...`), as `make profile` does to
+# load pg_stat_statements.
 "${as_pg[@]}" "$PG_CTL" -D "$DIR/data" -l "$DIR/postgres.log" -w -t 60 \
     -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$DIR \
-        -c max_connections=300 -c shared_buffers=64MB" \
+        -c max_connections=300 -c shared_buffers=64MB ${WAYMARK_TEST_PG_SETTINGS:-}" \
     start >/dev/null || {
     cat "$DIR/postgres.log" >&2 2>/dev/null || true
     exit 1

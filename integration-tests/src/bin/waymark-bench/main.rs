@@ -56,6 +56,7 @@ mod machine;
 mod observed;
 mod parked;
 mod polyglot;
+mod profile;
 mod queued;
 mod raw;
 mod report;
@@ -103,6 +104,9 @@ enum Mode {
     /// A long run on PostgreSQL at half the maximum rate with worker processes killed under it;
     /// fails if a workflow is lost, stuck or failed (see soak.rs).
     Soak(soak::SoakArgs),
+    /// Where a one-step workflow's time and a throughput step's go on PostgreSQL: each gRPC
+    /// call, worker command, store call and SQL statement per workflow (see profile.rs).
+    Profile(profile::ProfileArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -442,8 +446,10 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    if let Some(Mode::Soak(soak)) = cli.mode {
-        return soak::run(soak).await;
+    match cli.mode {
+        Some(Mode::Soak(soak)) => return soak::run(soak).await,
+        Some(Mode::Profile(p)) => return profile::run(p).await,
+        None => {}
     }
     let args = cli.bench;
     let machine = machine::describe();

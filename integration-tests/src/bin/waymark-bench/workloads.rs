@@ -74,6 +74,11 @@ async fn any_unfinished(client: &Client, since_ms: i64) -> anyhow::Result<bool> 
 /// returns (seconds until every start was acknowledged, seconds until all were done). Fails
 /// unless every one ended SUCCESS with output K.
 pub async fn throughput(args: &Args, connect: &ConnectOptions) -> anyhow::Result<(f64, f64)> {
+    throughput_as(args, connect, "tp-").await
+}
+
+/// [`throughput`] with workflow ids `{prefix}{i}`, for a second run on the same server.
+pub async fn throughput_as(args: &Args, connect: &ConnectOptions, prefix: &'static str) -> anyhow::Result<(f64, f64)> {
     let mut clients = Vec::new();
     for _ in 0..args.clients.clamp(1, 8) {
         clients.push(Client::connect_with(connect).await?);
@@ -100,7 +105,7 @@ pub async fn throughput(args: &Args, connect: &ConnectOptions) -> anyhow::Result
                     .start_json(
                         "bench",
                         serde_json::json!({"steps": k}),
-                        StartOptions::id(format!("tp-{i}")),
+                        StartOptions::id(format!("{prefix}{i}")),
                     )
                     .await?;
             }
@@ -121,7 +126,7 @@ pub async fn throughput(args: &Args, connect: &ConnectOptions) -> anyhow::Result
         workflow_name: Some("bench"),
         queue: None,
         statuses: vec![],
-        prefix: "tp-",
+        prefix,
     };
     let found = read_all(poller, &select).await?;
     expect_output(args.workflows, &found, &serde_json::json!(args.steps))?;
