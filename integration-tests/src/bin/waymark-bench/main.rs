@@ -26,7 +26,9 @@
 //!     an OTLP receiver and scraped every second (see `observed.rs`); the plain server (export
 //!     off) gives the figures it is compared with;
 //! 11. the cost of an open console: workloads 1 and 2 again while a console's list page is
-//!     refreshed every second over gRPC-web (see `console.rs`).
+//!     refreshed every second over gRPC-web (see `console.rs`);
+//! 12. the unary API: StartWorkflow and GetWorkflow from 1 caller and from 50, calls/s, the
+//!     starts as a ratio of the raw commit rate (see `unary.rs`).
 //!
 //! ```text
 //! make bench
@@ -63,6 +65,7 @@ mod report;
 mod secured;
 mod soak;
 mod soak_stats;
+mod unary;
 mod variant;
 mod verify;
 mod workloads;
@@ -152,6 +155,10 @@ struct Args {
     /// Workflows parked while the server's memory is read (0 skips the workload).
     #[arg(long, default_value_t = 100_000)]
     parked: usize,
+    /// StartWorkflow calls from 50 concurrent callers (a tenth as many from one caller first),
+    /// then as many GetWorkflow calls; 0 skips the unary workload.
+    #[arg(long, default_value_t = 10_000)]
+    unary_starts: usize,
     /// Workflows dispatched through a queue with limits (0 skips the queue workloads).
     #[arg(long, default_value_t = 20_000)]
     queued: usize,
@@ -355,6 +362,22 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         None
     };
 
+    let unary = if args.unary_starts > 0 {
+        eprintln!(
+            "[{name}] unary workload: {} starts from 50 callers, a tenth from one",
+            args.unary_starts
+        );
+        let u = unary::run(&server.connect, args.unary_starts)
+            .await
+            .context("unary API")?;
+        for r in &u.rates {
+            eprintln!("[{name}] {} x {}: {:.0}/s", r.rpc, r.callers, r.per_s);
+        }
+        Some(u)
+    } else {
+        None
+    };
+
     let _ = stop_tx.send(true);
     for w in workers {
         let _ = w.await;
@@ -438,6 +461,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         idle_db_tx_raw: idle.pg.map(|(_, raw, own)| (raw, own)),
         parked,
         queued,
+        unary,
         polyglot,
         variants,
     }))

@@ -1,6 +1,6 @@
 //! The figures of one backend's run: a table for people and a one-line summary for scripts.
 
-use super::{parked, polyglot, queued, raw, variant::Variant};
+use super::{parked, polyglot, queued, raw, unary, variant::Variant};
 
 pub struct Report {
     pub backend: &'static str,
@@ -31,6 +31,7 @@ pub struct Report {
     pub idle_db_tx_raw: Option<(i64, i64)>,
     pub parked: Option<parked::Parked>,
     pub queued: Option<queued::Queued>,
+    pub unary: Option<unary::Unary>,
     pub polyglot: Vec<polyglot::Polyglot>,
     /// The throughput and latency workloads again with TLS and API keys on.
     /// Workloads 1 and 2 on servers set up other ways (TLS and keys; traces and metrics).
@@ -173,6 +174,29 @@ impl Report {
                 },
             );
         }
+        if let Some(u) = &self.unary {
+            for r in &u.rates {
+                row(
+                    &format!(
+                        "unary: {}/s, {} caller{}",
+                        r.rpc,
+                        r.callers,
+                        if r.callers == 1 { "" } else { "s" }
+                    ),
+                    format!("{:.0}", r.per_s),
+                    &format!("{} calls, p50 {:.2} ms, p99 {:.2} ms", r.calls, r.p50_ms, r.p99_ms),
+                );
+                if r.rpc == "StartWorkflow" {
+                    let ratio = r.per_s / raw.per_s();
+                    let note = match (r.callers, pg) {
+                        (50, true) => target(ratio >= 1.0, ">= 1.0x raw (PG)"),
+                        (50, false) => target(ratio >= 3.0, ">= 3x raw (SQLite)"),
+                        _ => "every start read back: once, ENQUEUED, its input".to_string(),
+                    };
+                    row("  ratio to raw inserts/s", format!("{ratio:.2}"), &note);
+                }
+            }
+        }
         for p in &self.polyglot {
             let ratio = p.steps_per_s / self.steps_per_s;
             row(
@@ -251,7 +275,7 @@ impl Report {
         format!(
             "backend={} fs={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} raw_before={} raw_after={} ratio={:.3} \
              wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={} \
-             limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={}{}",
+             limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={} start_c50_per_s={}{}",
             self.backend,
             self.filesystem.split_whitespace().next().unwrap_or("unknown"),
             self.steps_per_s,
@@ -282,6 +306,11 @@ impl Report {
             self.queued
                 .as_ref()
                 .map(|q| format!("{:.0}", q.deep_per_s))
+                .unwrap_or_else(|| "n/a".into()),
+            self.unary
+                .as_ref()
+                .and_then(|u| u.rate("StartWorkflow", 50))
+                .map(|r| format!("{:.0}", r.per_s))
                 .unwrap_or_else(|| "n/a".into()),
             self.variants
                 .iter()
