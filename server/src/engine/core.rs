@@ -66,6 +66,12 @@ impl Core {
         self.work.notify();
     }
 
+    /// Workflow `w` was enqueued: only the workers attached here that can run it claim, and the
+    /// dispatcher looks only if there is one. Call after the write committed.
+    pub(crate) fn workflow_enqueued(&self, w: &waymark_store::WorkflowRecord) {
+        self.work.enqueued(w);
+    }
+
     /// How often to look for what other replicas did: the configured interval, or ten times it
     /// (at least 5 s) while their changes are announced.
     pub(crate) fn poll_interval(&self) -> std::time::Duration {
@@ -102,6 +108,20 @@ impl WorkSignal {
     pub(crate) fn notify(&self) {
         self.sessions.want_claims_everywhere();
         self.dispatch.wanted.notify_one();
+    }
+
+    /// Workflow `w` was enqueued: the workers attached here that serve its name, queue and
+    /// version claim at their next chance, and the dispatcher looks if any does. A start for
+    /// a queue no worker here serves costs no claim (other replicas hear of it through the
+    /// store's announcement). Call after the write committed.
+    pub(crate) fn enqueued(&self, w: &waymark_store::WorkflowRecord) {
+        let version = w.app_version.as_deref().unwrap_or("");
+        if self
+            .sessions
+            .want_claims_serving(&w.workflow_name, &w.queue_name, version)
+        {
+            self.dispatch.wanted.notify_one();
+        }
     }
 
     /// Wakes the dispatcher alone: room may have opened in a limited queue.

@@ -423,6 +423,19 @@ impl Sessions {
         }
     }
 
+    /// Marks the attached workers that can run `workflow_name` from `queue` at `app_version`
+    /// as having a claim to make; whether there was one.
+    pub(crate) fn want_claims_serving(&self, workflow_name: &str, queue: &str, app_version: &str) -> bool {
+        let mut any = false;
+        for s in self.by_id.lock().unwrap().values() {
+            if s.serves(workflow_name, queue, app_version) {
+                s.want_claims();
+                any = true;
+            }
+        }
+        any
+    }
+
     pub fn count(&self) -> usize {
         self.by_id.lock().unwrap().len()
     }

@@ -90,3 +90,37 @@ fn a_new_dispatch_of_the_same_workflow_replaces_the_old_one() {
     assert!(s.lost(&[], 1).is_empty());
     assert_eq!(ids(&s.lost(&[], 2)), [("a", 2)]);
 }
+
+#[test]
+fn an_enqueued_workflow_asks_only_the_workers_that_can_run_it_to_claim() {
+    let sessions = Sessions::default();
+    let attach = |worker: &str, version: &str, queue: &str| {
+        let registration = Registration {
+            worker_id: worker.into(),
+            app_version: version.into(),
+            workflow_names: vec!["wf".into()],
+            queues: vec![queue.into()],
+            ..Default::default()
+        };
+        let (tx, _rx) = mpsc::channel(1);
+        let s = sessions.attach(registration, format!("lease-{worker}"), 0, tx);
+        // Attached: wanting its first claim. Taken, as the dispatcher would.
+        assert!(s.take_claim_wanted());
+        s
+    };
+    let (a, b, c) = (
+        attach("a", "v1", "default"),
+        attach("b", "v2", "default"),
+        attach("c", "v1", "other"),
+    );
+    // Another queue, another name: nobody is asked.
+    assert!(!sessions.want_claims_serving("wf", "nobody-serves", ""));
+    assert!(!sessions.want_claims_serving("other-name", "default", ""));
+    assert!(![&a, &b, &c].iter().any(|s| s.take_claim_wanted()));
+    // Pinned to v2 on the default queue: only b.
+    assert!(sessions.want_claims_serving("wf", "default", "v2"));
+    assert_eq!([&a, &b, &c].map(|s| s.take_claim_wanted()), [false, true, false]);
+    // Not pinned: every version on that queue.
+    assert!(sessions.want_claims_serving("wf", "default", ""));
+    assert_eq!([&a, &b, &c].map(|s| s.take_claim_wanted()), [true, true, false]);
+}

@@ -173,7 +173,7 @@ impl Workflows {
                 }
             }
             (None, _) if started.created && started.workflow.status == WorkflowStatus::Enqueued => {
-                self.core.work_enqueued()
+                self.core.workflow_enqueued(&started.workflow)
             }
             (None, _) => {}
         }

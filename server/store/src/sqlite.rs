@@ -42,6 +42,8 @@ pub struct SqliteStore {
     read: SqlitePool,
     /// Group commit for step checkpoints: concurrent ones share one transaction, so one fsync.
     steps: Batcher<(Fence, NewStep, Millis), StoreResult<Recorded>>,
+    /// Group commit for starts (see [`crate::shared::starts::start_group`]).
+    starts: Batcher<(NewWorkflow, Millis), StoreResult<Started>>,
     /// Senders of the change channels handed out; kept so the channels stay open.
     silent: std::sync::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<crate::changes::Change>>>,
 }
@@ -137,10 +139,15 @@ impl SqliteStore {
         let steps = Batcher::spawn(1, MAX_STEP_BATCH, move |batch| {
             commit::record_steps(writer.clone(), batch)
         });
+        let writer = write.clone();
+        let starts = Batcher::spawn(1, crate::shared::starts::MAX_GROUP, move |group| {
+            crate::shared::starts::start_group::<SqliteStore>(writer.clone(), group)
+        });
         Ok(SqliteStore {
             write,
             read,
             steps,
+            starts,
             silent: Default::default(),
         })
     }

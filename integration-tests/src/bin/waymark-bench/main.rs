@@ -181,6 +181,11 @@ struct Args {
     /// workloads run again on a second server (0 skips it).
     #[arg(long, default_value_t = 1_000_000)]
     collecting: usize,
+    /// A flag for the main server of each backend (repeat for more), to compare a setting:
+    /// `--server-arg=--access-log=false`. The other servers (TLS, traces, console, retention)
+    /// do not get it.
+    #[arg(long, allow_hyphen_values = true)]
+    server_arg: Vec<String>,
     /// Other-language bench workers run through the throughput workload (empty: none).
     #[arg(long, value_delimiter = ',', default_value = "python,typescript,go")]
     languages: Vec<String>,
@@ -278,7 +283,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     eprintln!("[{name}] raw inserts/s before: {raw_before:.0?}");
     let filesystem = machine::database_filesystem(backend, &db.url, &db.dir).await;
     eprintln!("[{name}] database {} on {filesystem}; starting server", db.url);
-    let mut server = ServerProcess::start(&db, &[]).await;
+    let mut server = ServerProcess::start(&db, &args.server_arg).await;
     eprintln!("[{name}] server at {} (log: {})", server.addr, server.log.display());
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

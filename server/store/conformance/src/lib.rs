@@ -74,6 +74,7 @@ macro_rules! conformance_tests {
     ($fresh:path) => {
         $crate::conformance_tests!(@each $fresh;
             start_is_idempotent_on_id,
+            concurrent_starts_each_get_their_own_answer,
             trace_context_travels_with_the_work,
             a_parked_workflow_says_what_it_waits_on,
             queues_are_counted_by_status,

@@ -389,3 +389,107 @@ pub async fn ids_are_filtered_by_prefix(s: Arc<dyn Store>) {
     q.workflow_name = Some("W".into());
     assert_eq!(list_ids(&s.list_workflows(&q).await.unwrap()), ["order-1"]);
 }
+
+/// Starts that arrive together share a transaction (group commit), yet each gets the answer it
+/// would get alone: one workflow per id, a repeat finds it, another name under a taken id is
+/// refused, one holder per dedup id, and a start the database rejects (a NUL byte, which
+/// PostgreSQL's text refuses and SQLite keeps) fails alone, its neighbours started.
+pub async fn concurrent_starts_each_get_their_own_answer(s: Arc<dyn Store>) {
+    const IDS: usize = 120;
+    let mut starts = Vec::new();
+    for i in 0..IDS {
+        starts.push(wf(&format!("g{i:03}"), "G", "q"));
+    }
+    // Repeats of the first 40 ids, and another name racing for the next 20.
+    for i in 0..40 {
+        starts.push(wf(&format!("g{i:03}"), "G", "q"));
+    }
+    for i in 40..60 {
+        starts.push(wf(&format!("g{i:03}"), "H", "q"));
+    }
+    // Thirty starts of one dedup id.
+    for i in 0..30 {
+        starts.push(NewWorkflow {
+            dedup_id: Some("once".into()),
+            ..wf(&format!("d{i:02}"), "G", "q")
+        });
+    }
+    for i in 0..5 {
+        starts.push(NewWorkflow {
+            input: "\"nul \u{0}\"".into(),
+            ..wf(&format!("bad{i}"), "G", "q")
+        });
+    }
+    let mut tasks = Vec::new();
+    for new in starts {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let asked = (new.workflow_id.clone(), new.workflow_name.clone());
+            (asked, s.start_workflow(new, T).await)
+        }));
+    }
+    let mut created = std::collections::BTreeMap::<String, String>::new();
+    let mut answers = Vec::new();
+    for t in tasks {
+        let ((id, name), answer) = t.await.unwrap();
+        if let Ok(started) = &answer {
+            if started.created {
+                let before = created.insert(id.clone(), name.clone());
+                assert!(before.is_none(), "{id} was created twice");
+            }
+        }
+        answers.push((id, name, answer));
+    }
+    let mut bad_refused = 0;
+    let mut dedup_refused = 0;
+    for (id, name, answer) in &answers {
+        match answer {
+            Ok(started) => {
+                assert_eq!(&started.workflow.workflow_id, id);
+                assert_eq!(
+                    created.get(id),
+                    Some(&started.workflow.workflow_name),
+                    "{id}: answered another workflow"
+                );
+                assert_eq!(
+                    &started.workflow.workflow_name, name,
+                    "{id}: a start of another name was not refused"
+                );
+            }
+            Err(StoreError::WorkflowIdConflict {
+                workflow_id,
+                existing_name,
+            }) => {
+                assert_eq!(workflow_id, id);
+                assert_ne!(existing_name, name);
+                assert_eq!(created.get(id), Some(existing_name));
+            }
+            Err(StoreError::Duplicate { dedup_id, holder }) => {
+                assert_eq!(dedup_id, "once");
+                assert!(id.starts_with('d') && holder.starts_with('d') && holder != id);
+                dedup_refused += 1;
+            }
+            Err(StoreError::Unavailable(_)) if id.starts_with("bad") => bad_refused += 1,
+            Err(e) => panic!("{id}: unexpected {e:?}"),
+        }
+    }
+    // Every id but the rejected ones has its one workflow, of the name that won it.
+    for i in 0..IDS {
+        let id = format!("g{i:03}");
+        let w = get(&*s, &id).await;
+        assert_eq!(created.get(&id), Some(&w.workflow_name));
+        assert_eq!(w.status, WorkflowStatus::Enqueued);
+        if i < 40 || i >= 60 {
+            assert_eq!(w.workflow_name, "G");
+        }
+    }
+    assert_eq!(created.keys().filter(|k| k.starts_with('d')).count(), 1);
+    assert_eq!(dedup_refused, 29);
+    // A rejected start left nothing; an accepted one is there.
+    for i in 0..5 {
+        let id = format!("bad{i}");
+        let found = s.get_workflow(&id).await.unwrap();
+        assert_eq!(found.is_some(), created.contains_key(&id));
+    }
+    assert_eq!(bad_refused + created.keys().filter(|k| k.starts_with("bad")).count(), 5);
+}

@@ -10,20 +10,27 @@ use crate::dialect::{Backend, Starts};
 use crate::rows::{self, db_error};
 use crate::shared::starts::{debounce_onto, insert_row, try_start};
 use crate::*;
+use sqlx::PgPool;
 
 impl Starts for PostgresStore {
     async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
         if new.debounce.is_some() {
             return self.start_debounced(new, now).await;
         }
+        let started = self.starts.submit((new, now)).await??;
+        if started.created && started.workflow.status == WorkflowStatus::Enqueued {
+            self.announce_soon(crate::changes::Change::Enqueued);
+        }
+        Ok(started)
+    }
+
+    /// One statement, autocommit.
+    async fn start_alone(pool: &PgPool, new: &NewWorkflow, now: Millis) -> StoreResult<Started> {
         // A conflict on the dedup id with a workflow that finishes before we read it leaves
         // nothing to report: insert again.
         for _ in 0..3 {
-            let mut conn = self.pool.acquire().await.map_err(db_error)?;
-            if let Some(started) = try_start::<PostgresStore>(&mut conn, &new, now).await? {
-                if started.created && started.workflow.status == WorkflowStatus::Enqueued {
-                    self.announce_soon(crate::changes::Change::Enqueued);
-                }
+            let mut conn = pool.acquire().await.map_err(db_error)?;
+            if let Some(started) = try_start::<PostgresStore>(&mut conn, new, now).await? {
                 return Ok(started);
             }
         }

@@ -1,7 +1,8 @@
 //! Starting a workflow: the one insert every start makes (a client's, a child's, a schedule's),
-//! and what a start that inserted nothing finds in its way.
+//! what a start that inserted nothing finds in its way, and group commit for the starts that
+//! arrive together.
 
-use crate::dialect::{sql, Conn, Dialect, Exec};
+use crate::dialect::{sql, Conn, Dialect, Exec, Starts};
 use crate::queues::has_limits;
 use crate::rows::{self, db_error, workflow_columns, WorkflowRow};
 use crate::*;
@@ -120,4 +121,54 @@ pub(crate) async fn debounce_onto<B: Dialect>(
     .fetch_optional(&mut *conn)
     .await
     .map_err(db_error)
+}
+
+/// The most starts one transaction takes.
+pub(crate) const MAX_GROUP: usize = 128;
+
+/// Group commit for starts: the starts that arrive while the previous group commits go into one
+/// transaction and one commit, so concurrent callers share the disk's flush instead of queueing
+/// for one each. Each start still gets its own answer, refusals included (its id taken by
+/// another workflow name, its dedup id held), and each is answered only after the commit.
+///
+/// A start alone goes in a transaction of its own, as it would without grouping. If anything
+/// fails the shared transaction (a database error, or a start that must be tried again), it is
+/// rolled back and every start of the group is made on its own: one bad start fails alone.
+pub(crate) async fn start_group<B: Starts>(
+    pool: sqlx::Pool<B::Db>,
+    group: Vec<(NewWorkflow, Millis)>,
+) -> StoreResult<Vec<StoreResult<Started>>> {
+    if group.len() > 1 {
+        if let Some(answers) = in_one_transaction::<B>(&pool, &group).await {
+            return Ok(answers);
+        }
+    }
+    let mut answers = Vec::with_capacity(group.len());
+    for (new, now) in &group {
+        answers.push(B::start_alone(&pool, new, *now).await);
+    }
+    Ok(answers)
+}
+
+/// The group in one transaction, inserted in workflow id order (two groups holding the same
+/// ids then wait for each other in the same order rather than deadlock); `None`, having
+/// written nothing, when any start met a database error or the commit failed.
+async fn in_one_transaction<B: Starts>(
+    pool: &sqlx::Pool<B::Db>,
+    group: &[(NewWorkflow, Millis)],
+) -> Option<Vec<StoreResult<Started>>> {
+    let mut order: Vec<usize> = (0..group.len()).collect();
+    order.sort_by(|&a, &b| group[a].0.workflow_id.cmp(&group[b].0.workflow_id));
+    let mut answers: Vec<Option<StoreResult<Started>>> = group.iter().map(|_| None).collect();
+    let mut tx = pool.begin().await.ok()?;
+    for i in order {
+        let (new, now) = &group[i];
+        match B::insert_workflow(&mut *tx, new, *now).await {
+            // Dropping the transaction rolls it back.
+            Err(StoreError::Unavailable(_)) => return None,
+            answer => answers[i] = Some(answer),
+        }
+    }
+    tx.commit().await.ok()?;
+    answers.into_iter().collect()
 }

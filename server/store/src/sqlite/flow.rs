@@ -10,8 +10,12 @@ use crate::*;
 
 impl Starts for SqliteStore {
     async fn start(&self, new: NewWorkflow, now: Millis) -> StoreResult<Started> {
-        let mut tx = self.write.begin().await.map_err(db_error)?;
-        let started = Self::insert_workflow(&mut tx, &new, now).await?;
+        self.starts.submit((new, now)).await?
+    }
+
+    async fn start_alone(write: &sqlx::SqlitePool, new: &NewWorkflow, now: Millis) -> StoreResult<Started> {
+        let mut tx = write.begin().await.map_err(db_error)?;
+        let started = Self::insert_workflow(&mut tx, new, now).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(started)
     }
