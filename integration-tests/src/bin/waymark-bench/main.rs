@@ -367,6 +367,11 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         None
     };
 
+    let _ = stop_tx.send(true);
+    for w in workers {
+        let _ = w.await;
+    }
+    // With no worker attached: the starts are the start's cost alone, no claim follows them.
     let unary = if args.unary_starts > 0 {
         eprintln!(
             "[{name}] unary workload: {} starts from 50 callers, a tenth from one",
@@ -383,10 +388,6 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         None
     };
 
-    let _ = stop_tx.send(true);
-    for w in workers {
-        let _ = w.await;
-    }
     let mut variants = Vec::new();
     if args.secured {
         eprintln!("[{name}] the throughput and latency workloads again with TLS and API keys");

@@ -1,9 +1,10 @@
 //! The unary API under load: StartWorkflow and GetWorkflow from 1 caller and from 50 concurrent
 //! callers (over 8 connections, as a service with a client pool would), calls per second.
 //!
-//! The started workflows are `noop` ones (a name the bench's workers register) on a queue of
-//! their own that no worker serves, so they wait ENQUEUED and nothing runs them: the figure is
-//! the start itself (checks, the insert, its commit, the answer), not the work behind it. Every start is read back
+//! It runs after the bench's workers have left. The started workflows are `noop` ones (a name
+//! those workers registered) on a queue of their own, so they wait ENQUEUED and nothing claims
+//! or runs them: the figure is the start itself (checks, the insert, its commit, the answer),
+//! not the work behind it. Every start is read back
 //! afterwards (each id once, ENQUEUED, with its own input) and every GetWorkflow answer is
 //! checked against the id it asked for; a figure is printed only then.
 
