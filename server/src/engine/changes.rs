@@ -54,7 +54,9 @@ async fn apply(engine: &Engine, change: Change) {
         Change::Stream { workflow_id, key } => engine.waits.streams.wake(&workflow_id, Some(&key)),
         Change::Finished { workflow_id } => engine.waits.announce_finished(&workflow_id, None),
         Change::StepDone { workflow_id, step_id } => engine.waits.step_recorded(&workflow_id, step_id).await,
-        Change::Enqueued => engine.core.work_enqueued(),
+        Change::Enqueued { queue: None } => engine.core.work_enqueued(),
+        // A start: only the workers here that serve its queue (which may be none) claim.
+        Change::Enqueued { queue: Some(queue) } => engine.core.work.enqueued_on(None, &queue, ""),
         Change::QueuesChanged => {
             engine.queues.refresh().await;
             engine.core.work_enqueued();

@@ -116,10 +116,14 @@ impl WorkSignal {
     /// store's announcement). Call after the write committed.
     pub(crate) fn enqueued(&self, w: &waymark_store::WorkflowRecord) {
         let version = w.app_version.as_deref().unwrap_or("");
-        if self
-            .sessions
-            .want_claims_serving(&w.workflow_name, &w.queue_name, version)
-        {
+        self.enqueued_on(Some(&w.workflow_name), &w.queue_name, version);
+    }
+
+    /// Work was enqueued on `queue` (of `workflow_name` and pinned to `app_version` when they
+    /// are known; `None` and "" when not): the workers here that could run it claim at their
+    /// next chance, and the dispatcher looks if any could.
+    pub(crate) fn enqueued_on(&self, workflow_name: Option<&str>, queue: &str, app_version: &str) {
+        if self.sessions.want_claims_serving(workflow_name, queue, app_version) {
             self.dispatch.wanted.notify_one();
         }
     }

@@ -160,6 +160,12 @@ impl WorkerSession {
             && r.queues.iter().any(|q| q == queue)
             && (app_version.is_empty() || app_version == r.app_version)
     }
+    /// Whether this worker takes work from `queue` at `app_version` (empty: not pinned), for
+    /// some workflow name.
+    pub fn serves_queue(&self, queue: &str, app_version: &str) -> bool {
+        let r = &self.registration;
+        r.queues.iter().any(|q| q == queue) && (app_version.is_empty() || app_version == r.app_version)
+    }
     /// Marks that a claim may find something for this worker.
     pub(crate) fn want_claims(&self) {
         self.claim_wanted.store(true, Ordering::SeqCst);
@@ -423,12 +429,16 @@ impl Sessions {
         }
     }
 
-    /// Marks the attached workers that can run `workflow_name` from `queue` at `app_version`
-    /// as having a claim to make; whether there was one.
-    pub(crate) fn want_claims_serving(&self, workflow_name: &str, queue: &str, app_version: &str) -> bool {
+    /// Marks the attached workers that can run `workflow_name` (any name when `None`) from
+    /// `queue` at `app_version` (any when empty) as having a claim to make; whether there was one.
+    pub(crate) fn want_claims_serving(&self, workflow_name: Option<&str>, queue: &str, app_version: &str) -> bool {
         let mut any = false;
         for s in self.by_id.lock().unwrap().values() {
-            if s.serves(workflow_name, queue, app_version) {
+            let serves = match workflow_name {
+                Some(name) => s.serves(name, queue, app_version),
+                None => s.serves_queue(queue, app_version),
+            };
+            if serves {
                 s.want_claims();
                 any = true;
             }

@@ -114,13 +114,17 @@ fn an_enqueued_workflow_asks_only_the_workers_that_can_run_it_to_claim() {
         attach("c", "v1", "other"),
     );
     // Another queue, another name: nobody is asked.
-    assert!(!sessions.want_claims_serving("wf", "nobody-serves", ""));
-    assert!(!sessions.want_claims_serving("other-name", "default", ""));
+    assert!(!sessions.want_claims_serving(Some("wf"), "nobody-serves", ""));
+    assert!(!sessions.want_claims_serving(Some("other-name"), "default", ""));
+    assert!(!sessions.want_claims_serving(None, "nobody-serves", ""));
     assert!(![&a, &b, &c].iter().any(|s| s.take_claim_wanted()));
     // Pinned to v2 on the default queue: only b.
-    assert!(sessions.want_claims_serving("wf", "default", "v2"));
+    assert!(sessions.want_claims_serving(Some("wf"), "default", "v2"));
     assert_eq!([&a, &b, &c].map(|s| s.take_claim_wanted()), [false, true, false]);
     // Not pinned: every version on that queue.
-    assert!(sessions.want_claims_serving("wf", "default", ""));
+    assert!(sessions.want_claims_serving(Some("wf"), "default", ""));
     assert_eq!([&a, &b, &c].map(|s| s.take_claim_wanted()), [true, true, false]);
+    // Another replica's start names only its queue: every worker on it.
+    assert!(sessions.want_claims_serving(None, "other", ""));
+    assert_eq!([&a, &b, &c].map(|s| s.take_claim_wanted()), [false, false, true]);
 }

@@ -139,7 +139,7 @@ async fn start_child_in(
     }
     let output = journal::child_started_output(&child.workflow_id);
     record(tx, fence, step_id, START_CHILD_STEP, &output).await?;
-    let changes = if inserted { vec![Change::Enqueued] } else { Vec::new() };
+    let changes = if inserted { vec![Change::enqueued()] } else { Vec::new() };
     Ok(End::Commit((child.workflow_id, inserted), changes))
 }
 

@@ -32,13 +32,25 @@ pub enum Change {
     Finished { workflow_id: String },
     /// Step `step_id` of `workflow_id` (a remote step's result) was recorded.
     StepDone { workflow_id: String, step_id: u32 },
-    /// Work was enqueued (a start, a resume, a recovery): dispatchers should look.
-    Enqueued,
+    /// Work was enqueued (a start, a resume, a recovery): dispatchers should look. `queue`
+    /// names the one queue it went to when that is known (a start): only workers that serve it
+    /// need to claim. Left out of the payload when unknown, so `{"kind":"enqueued"}` (the wake
+    /// trigger's, and older replicas') still reads as work anywhere; replicas older than the
+    /// field read one that has it as that too (serde passes over a field it does not know).
+    Enqueued {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        queue: Option<String>,
+    },
     /// A queue was created, changed or deleted: replicas re-read their queues' limits.
     QueuesChanged,
 }
 
 impl Change {
+    /// Work enqueued on a queue not named (a resume, a recovery, a wake, several at once).
+    pub fn enqueued() -> Change {
+        Change::Enqueued { queue: None }
+    }
+
     pub fn encode(&self) -> String {
         serde_json::to_string(self).expect("changes serialize")
     }
@@ -79,7 +91,42 @@ mod tests {
         assert!(migration.contains(&format!("THEN '{CHANNEL}'")));
         assert!(migration.contains(&format!("ELSE '{CHANNEL}_' || current_schema()")));
         assert_eq!(channel(Some("wm_a")), "waymark_changes_wm_a");
-        assert_eq!(Change::decode_all(payload), vec![Change::Enqueued]);
+        assert_eq!(Change::decode_all(payload), vec![Change::enqueued()]);
+    }
+
+    /// A replica of the build before `queue` was added reads a change that has it as plain
+    /// `enqueued`, alone or in a batch (one unreadable element would drop the whole batch).
+    #[test]
+    fn an_enqueued_change_naming_its_queue_reads_as_before_on_an_older_replica() {
+        #[derive(Debug, PartialEq, Deserialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        enum Older {
+            Finished { workflow_id: String },
+            Enqueued,
+        }
+        let named = Change::Enqueued {
+            queue: Some("emails".into()),
+        };
+        assert_eq!(named.encode(), r#"{"kind":"enqueued","queue":"emails"}"#);
+        assert_eq!(Change::enqueued().encode(), r#"{"kind":"enqueued"}"#);
+        let older: Older = serde_json::from_str(&named.encode()).unwrap();
+        assert_eq!(older, Older::Enqueued);
+        let batch = Change::encode_batch(&[
+            named,
+            Change::Finished {
+                workflow_id: "w".into(),
+            },
+        ]);
+        let older: Vec<Older> = serde_json::from_str(&batch).unwrap();
+        assert_eq!(
+            older,
+            [
+                Older::Enqueued,
+                Older::Finished {
+                    workflow_id: "w".into()
+                }
+            ]
+        );
     }
 
     #[test]
@@ -104,14 +151,17 @@ mod tests {
                 workflow_id: "w".into(),
                 step_id: 3,
             },
-            Change::Enqueued,
+            Change::enqueued(),
+            Change::Enqueued {
+                queue: Some("q".into()),
+            },
             Change::QueuesChanged,
         ] {
             assert_eq!(Change::decode(&c.encode()), Some(c));
         }
         assert_eq!(Change::decode("garbage"), None);
         let batch = [
-            Change::Enqueued,
+            Change::enqueued(),
             Change::Finished {
                 workflow_id: "w".into(),
             },
@@ -119,7 +169,7 @@ mod tests {
         assert_eq!(Change::decode_all(&Change::encode_batch(&batch)), batch);
         assert_eq!(
             Change::decode_all(&Change::encode_batch(&batch[..1])),
-            [Change::Enqueued]
+            [Change::enqueued()]
         );
         assert!(Change::decode_all("[garbage").is_empty());
     }

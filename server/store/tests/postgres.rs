@@ -137,7 +137,7 @@ async fn a_finish_that_wakes_a_parked_workflow_announces_enqueued_work() {
                 .unwrap_or_else(|_| panic!("no Finished announcement for {id} within 30 s"))
                 .expect("the listener stays up");
             match change {
-                Change::Enqueued => enqueued = true,
+                Change::Enqueued { .. } => enqueued = true,
                 Change::Finished { workflow_id } if workflow_id == id => return enqueued,
                 _ => {}
             }

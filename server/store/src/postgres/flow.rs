@@ -19,7 +19,9 @@ impl Starts for PostgresStore {
         }
         let started = self.starts.submit((new, now)).await??;
         if started.created && started.workflow.status == WorkflowStatus::Enqueued {
-            self.announce_soon(crate::changes::Change::Enqueued);
+            self.announce_soon(crate::changes::Change::Enqueued {
+                queue: Some(started.workflow.queue_name.clone()),
+            });
         }
         Ok(started)
     }

@@ -169,7 +169,7 @@ impl<B: Backend> Lifecycle for B {
         };
         copy_history::<B>(&mut tx, &fork.source, &fork.new_workflow_id, from).await?;
         tx.commit().await.map_err(db_error)?;
-        self.announce_soon(Change::Enqueued);
+        self.announce_soon(Change::enqueued());
         row.try_into()
     }
 
@@ -196,7 +196,7 @@ impl<B: Backend> Lifecycle for B {
                 let w: WorkflowRecord = r.try_into()?;
                 if w.status == WorkflowStatus::Enqueued {
                     // Claimers of the new version may be idle: tell them.
-                    self.announce_soon(Change::Enqueued);
+                    self.announce_soon(Change::enqueued());
                 }
                 Ok(w)
             }

@@ -127,7 +127,7 @@ pub(crate) async fn wake_parked_due<B: Backend>(store: &B, now: Millis) -> Store
     .await
     .map_err(db_error)?;
     if done.rows_affected() > 0 {
-        store.announce_soon(crate::changes::Change::Enqueued);
+        store.announce_soon(crate::changes::Change::enqueued());
     }
     Ok(done.rows_affected())
 }

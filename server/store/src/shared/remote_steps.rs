@@ -83,7 +83,7 @@ async fn apply<B: Backend>(
             .map_err(db_error)?;
             let on = ParkedOn::Step(task.step_id as u32);
             if wake_parked::<B>(conn, Some(&task.workflow_id), &on, now).await? > 0 {
-                store.announce(&mut *conn, Change::Enqueued).await?;
+                store.announce(&mut *conn, Change::enqueued()).await?;
             }
             let done = Change::StepDone {
                 workflow_id: task.workflow_id.clone(),
@@ -155,7 +155,7 @@ impl<B: Backend> RemoteSteps for B {
         }
         tx.commit().await.map_err(db_error)?;
         if inserted.is_some() {
-            self.announce_soon(Change::Enqueued);
+            self.announce_soon(Change::enqueued());
         }
         Ok(None)
     }
@@ -255,7 +255,7 @@ impl<B: Backend> RemoteSteps for B {
         }
         tx.commit().await.map_err(db_error)?;
         if !out.retrying.is_empty() {
-            self.announce_soon(Change::Enqueued);
+            self.announce_soon(Change::enqueued());
         }
         Ok(out)
     }

@@ -94,7 +94,7 @@ pub(crate) async fn continue_run<B: Backend>(
     .await
     .map_err(db_error)?;
     tx.commit().await.map_err(db_error)?;
-    store.announce_soon(crate::changes::Change::Enqueued);
+    store.announce_soon(crate::changes::Change::enqueued());
     Ok(ContinuedAsNew {
         workflow: row.try_into()?,
         ended_run: ended,

@@ -162,7 +162,7 @@ impl<B: Backend> Schedules for B {
         .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         if started.created && started.workflow.status == WorkflowStatus::Enqueued {
-            self.announce_soon(crate::changes::Change::Enqueued);
+            self.announce_soon(crate::changes::Change::enqueued());
         }
         Ok(Some(started))
     }
@@ -190,7 +190,7 @@ impl<B: Backend> Schedules for B {
             .iter()
             .any(|s| s.created && s.workflow.status == WorkflowStatus::Enqueued)
         {
-            self.announce_soon(crate::changes::Change::Enqueued);
+            self.announce_soon(crate::changes::Change::enqueued());
         }
         Ok(started)
     }

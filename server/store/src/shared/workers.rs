@@ -23,7 +23,7 @@ macro_rules! recover_set {
 pub(crate) fn recovered<B: Backend>(store: &B, rows: Vec<(String, String)>) -> Recovery {
     let recovery = rows::recovery(rows);
     if !recovery.requeued.is_empty() {
-        store.announce_soon(Change::Enqueued);
+        store.announce_soon(Change::enqueued());
     }
     recovery
 }

@@ -177,7 +177,7 @@ impl<B: Backend> Workflows for B {
         .map_err(db_error)?;
         match resumed {
             Some(row) => {
-                self.announce_soon(Change::Enqueued);
+                self.announce_soon(Change::enqueued());
                 row.try_into()
             }
             None => match workflow_on::<B>(self.writer(), workflow_id).await? {
@@ -341,6 +341,6 @@ async fn rerun_failed<B: Backend>(store: &B, workflow_id: &str, now: Millis) -> 
         }
     }
     tx.commit().await.map_err(db_error)?;
-    store.announce_soon(Change::Enqueued);
+    store.announce_soon(Change::enqueued());
     row.try_into()
 }
