@@ -50,8 +50,6 @@ pub struct PostgresStore {
     steps: Batcher<commit::StepWrite, bool>,
     /// Group commit for completions with no steps to record.
     completions: Batcher<completions::Completion, Option<WorkflowRow>>,
-    /// Group commit for starts (see [`crate::shared::starts::start_group`]).
-    starts: Batcher<(NewWorkflow, Millis), StoreResult<Started>>,
     /// Sends committed changes to the other replicas, batched (see `announcer.rs`).
     announcer: announcer::Announcer,
     /// The changes channel of this store's namespace (see [`crate::changes::channel`]).
@@ -87,8 +85,6 @@ pub async fn drop_namespace(url: &str, name: &str) -> StoreResult<()> {
 /// Step-writing lanes: batches in flight at once. More lanes than one keep the database busy
 /// while a batch commits; a few suffice because each batch holds everything that queued.
 const STEP_LANES: usize = 4;
-/// Groups of starts written at once.
-const START_LANES: usize = 4;
 /// Largest batch of step writes in one statement.
 const MAX_STEP_BATCH: usize = 512;
 
@@ -175,14 +171,9 @@ impl PostgresStore {
         let completions = Batcher::spawn(completions::LANES, completions::MAX_BATCH, move |batch| {
             completions::write(writer.clone(), batch)
         });
-        let writer = pool.clone();
-        let starts = Batcher::spawn(START_LANES, crate::shared::starts::MAX_GROUP, move |group| {
-            crate::shared::starts::start_group::<PostgresStore>(writer.clone(), group)
-        });
         let channel = crate::changes::channel(schema.as_deref());
         Ok(PostgresStore {
             completions,
-            starts,
             announcer: announcer::Announcer::spawn(pool.clone(), channel.clone()),
             channel,
             pool,
