@@ -418,8 +418,9 @@ pub(crate) trait GroupCommit {
 
 /// Starts, and the reading of a limited queue's partition heads (`flow.rs` of each backend).
 pub(crate) trait Starts: Dialect {
-    /// Starts a workflow (see [`crate::Workflows::start_workflow`]); on SQLite group-committed
-    /// with the starts that arrive with it (see [`crate::shared::starts::start_group`]).
+    /// Starts a workflow (see [`crate::Workflows::start_workflow`]), group-committed with the
+    /// starts that arrive with it (SQLite: [`crate::shared::starts::start_group`]; PostgreSQL:
+    /// one multi-row statement, `postgres/starts.rs`).
     fn start(&self, new: NewWorkflow, now: Millis) -> impl Future<Output = StoreResult<Started>> + Send;
     /// Starts one workflow in a transaction of its own: a start that came alone, or one of a
     /// group whose shared transaction failed.

@@ -26,6 +26,7 @@ mod flow;
 #[cfg(test)]
 mod plan_tests;
 mod remote_steps;
+mod starts;
 
 use crate::batch::Batcher;
 use crate::rows::{db_error, WorkflowRow};
@@ -50,6 +51,8 @@ pub struct PostgresStore {
     steps: Batcher<commit::StepWrite, bool>,
     /// Group commit for completions with no steps to record.
     completions: Batcher<completions::Completion, Option<WorkflowRow>>,
+    /// Group commit for starts, one multi-row statement a group (see `postgres/starts.rs`).
+    starts: Batcher<(NewWorkflow, Millis), StoreResult<Started>>,
     /// Sends committed changes to the other replicas, batched (see `announcer.rs`).
     announcer: announcer::Announcer,
     /// The changes channel of this store's namespace (see [`crate::changes::channel`]).
@@ -171,9 +174,14 @@ impl PostgresStore {
         let completions = Batcher::spawn(completions::LANES, completions::MAX_BATCH, move |batch| {
             completions::write(writer.clone(), batch)
         });
+        let writer = pool.clone();
+        let starts = Batcher::spawn(starts::LANES, crate::shared::starts::MAX_GROUP, move |group| {
+            starts::write(writer.clone(), group)
+        });
         let channel = crate::changes::channel(schema.as_deref());
         Ok(PostgresStore {
             completions,
+            starts,
             announcer: announcer::Announcer::spawn(pool.clone(), channel.clone()),
             channel,
             pool,

@@ -17,11 +17,8 @@ impl Starts for PostgresStore {
         if new.debounce.is_some() {
             return self.start_debounced(new, now).await;
         }
-        // Not grouped here: concurrent single-statement starts on their own connections already
-        // share PostgreSQL's WAL flushes, and a group written statement by statement in one
-        // transaction measured no faster (docs/benchmarks.md). A group as one multi-row
-        // statement is what would pay.
-        let started = Self::start_alone(&self.pool, &new, now).await?;
+        // Group-committed, as one multi-row statement (see `starts.rs`).
+        let started = self.starts.submit((new, now)).await??;
         if started.created && started.workflow.status == WorkflowStatus::Enqueued {
             self.announce_soon(crate::changes::Change::Enqueued {
                 queue: Some(started.workflow.queue_name.clone()),
