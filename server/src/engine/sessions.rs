@@ -155,10 +155,7 @@ impl WorkerSession {
     /// Whether this worker can run `workflow_name` from `queue`, pinned to `app_version` (empty:
     /// not pinned).
     pub fn serves(&self, workflow_name: &str, queue: &str, app_version: &str) -> bool {
-        let r = &self.registration;
-        r.workflow_names.iter().any(|n| n == workflow_name)
-            && r.queues.iter().any(|q| q == queue)
-            && (app_version.is_empty() || app_version == r.app_version)
+        self.registration.workflow_names.iter().any(|n| n == workflow_name) && self.serves_queue(queue, app_version)
     }
     /// Whether this worker takes work from `queue` at `app_version` (empty: not pinned), for
     /// some workflow name.
