@@ -8,6 +8,7 @@
 use clap::{Args, Parser, Subcommand};
 
 use waymark_server::{
+    api::observe::AccessLog,
     duration::parse_duration,
     server::{ServerOptions, DEFAULT_DATABASE_URL, DEFAULT_LISTEN},
 };
@@ -169,10 +170,11 @@ pub struct ServerArgs {
     /// Log format: text or json.
     #[arg(long, default_value = "text", value_parser = ["text", "json"], env = "WAYMARK_LOG_FORMAT")]
     pub log_format: String,
-    /// One `info` log line per call answered (method, status, latency, peer, trace and workflow
-    /// ids); `--access-log false` turns it off.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "WAYMARK_ACCESS_LOG", value_parser = clap::builder::BoolishValueParser::new())]
-    pub access_log: bool,
+    /// Which calls leave an `info` log line when answered (method, status, latency, peer, trace
+    /// and workflow ids): `all`, `errors` (those answered with a status other than OK) or
+    /// `off`. Every call is counted in the metrics either way.
+    #[arg(long, value_name = "WHICH", default_value = "errors", env = "WAYMARK_ACCESS_LOG", value_parser = AccessLog::parse)]
+    pub access_log: AccessLog,
     /// Export spans over OTLP/gRPC to this collector (`http://127.0.0.1:4317`); none exported
     /// without it.
     #[arg(long, value_name = "URL", env = "WAYMARK_OTLP_ENDPOINT")]

@@ -236,6 +236,7 @@ pub fn mask(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use waymark_server::api::observe::AccessLog;
 
     fn argv(args: &[&str]) -> Vec<OsString> {
         std::iter::once("waymark")
@@ -308,7 +309,7 @@ mod tests {
         let (args, settings) = server(&["server", "--config", path, "--listen", "127.0.0.1:1"]);
         assert_eq!(args.worker_lease, std::time::Duration::from_secs(5400));
         assert_eq!(args.max_waits, 7);
-        assert!(args.auth && !args.access_log);
+        assert!(args.auth && args.access_log == AccessLog::Off);
         assert_eq!(args.retention_rules.len(), 2);
         assert_eq!(args.listen, "127.0.0.1:1", "the flag wins over the file");
         let shown = settings.render();
@@ -332,7 +333,7 @@ mod tests {
             (args2.listen.as_str(), args2.worker_lease, args2.max_waits),
             ("127.0.0.1:1", args.worker_lease, 7)
         );
-        assert!(args2.auth && !args2.access_log);
+        assert!(args2.auth && args2.access_log == AccessLog::Off);
     }
 
     #[test]

@@ -346,7 +346,9 @@ fn remote_parent(trace: &str, span: &str) -> Context {
 }
 
 async fn a_callers_trace_context_is_kept_and_its_calls_are_logged(backend: Backend) {
-    let Some(s) = setup(backend, &[]).await else { return };
+    let Some(s) = setup(backend, &["--access-log", "all"]).await else {
+        return;
+    };
     let c = &s.client;
     let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     c.start("echo", &json!(1), StartOptions::id("traced"))
@@ -458,24 +460,55 @@ async fn a_database_missing_a_migration_is_not_ready(backend: Backend) {
     .await;
 }
 
-/// `--access-log false` leaves no line per call.
-async fn the_access_log_can_be_turned_off(backend: Backend) {
-    let Some(s) = setup(backend, &["--access-log", "false"]).await else {
-        return;
-    };
-    s.client
-        .start("echo", &json!(1), StartOptions::id("quiet"))
-        .await
-        .unwrap();
-    s.client.await_workflow("quiet", Some(PATIENCE)).await.unwrap();
-    let log = std::fs::read_to_string(&s.server.log).unwrap();
-    assert!(log.contains("waymark server ready"), "the log is the server's");
-    assert!(!log.contains("call answered"), "{log}");
+/// By default only a call answered with an error leaves an access line; `--access-log off`
+/// (or its older spelling `false`) leaves none.
+async fn the_access_log_has_the_errors_by_default_and_can_be_turned_off(backend: Backend) {
+    let modes: [(&[&str], bool); 3] = [
+        (&[], true),
+        (&["--access-log", "off"], false),
+        (&["--access-log", "false"], false),
+    ];
+    for (extra, errors_logged) in modes {
+        let Some(s) = setup(backend, extra).await else {
+            return;
+        };
+        let e = s.client.get("nobody-started-this").await.unwrap_err();
+        assert_eq!(e.reason(), Some("WORKFLOW_NOT_FOUND"));
+        s.client
+            .start("echo", &json!(1), StartOptions::id("quiet"))
+            .await
+            .unwrap();
+        s.client.await_workflow("quiet", Some(PATIENCE)).await.unwrap();
+        // Lines are written in the order calls are answered, a call's access line before its
+        // audit line: once the start's audit line is there, every line before it is too.
+        wait_for("the start's audit line", PATIENCE, || async {
+            let log = std::fs::read_to_string(&s.server.log).unwrap_or_default();
+            log.lines()
+                .any(|l| l.contains("call audited") && l.contains("StartWorkflow") && l.contains("quiet"))
+                .then_some(())
+        })
+        .await;
+        let log = std::fs::read_to_string(&s.server.log).unwrap();
+        let answered: Vec<_> = log.lines().filter(|l| l.contains("call answered")).collect();
+        assert!(
+            answered.iter().all(|l| !l.contains("status=Ok")),
+            "{extra:?}: a call answered OK left a line: {answered:?}"
+        );
+        if errors_logged {
+            let line = answered
+                .iter()
+                .find(|l| l.contains("GetWorkflow"))
+                .unwrap_or_else(|| panic!("no access line for the call answered NOT_FOUND: {log}"));
+            assert!(line.contains("status=NotFound"), "{line}");
+        } else {
+            assert!(answered.is_empty(), "{extra:?}: {answered:?}");
+        }
+    }
 }
 
 on_both_stores!(
     a_database_missing_a_migration_is_not_ready,
-    the_access_log_can_be_turned_off,
+    the_access_log_has_the_errors_by_default_and_can_be_turned_off,
     metrics_count_what_happened_and_health_answers,
     workers_are_listed_with_what_they_declared,
     a_waiting_workflow_says_what_it_waits_on,

@@ -21,8 +21,8 @@ pub struct ServerOptions {
     pub listen: String,
     /// Where `/metrics`, `/healthz` and `/readyz` are served (off: none).
     pub metrics_listen: Option<String>,
-    /// An `info` line per call answered.
-    pub access_log: bool,
+    /// Which answered calls leave an access line.
+    pub access_log: crate::api::observe::AccessLog,
     pub database_url: String,
     /// Announce changes to other replicas with PostgreSQL NOTIFY (off: they poll).
     pub notify: bool,

@@ -82,8 +82,8 @@ pub fn contract_methods() -> &'static [String] {
 pub struct Security {
     pub tls: Option<ServerTlsConfig>,
     pub auth: Arc<Authenticator>,
-    /// An `info` line per call answered.
-    pub access_log: bool,
+    /// Which answered calls leave an access line.
+    pub access_log: observe::AccessLog,
 }
 
 /// The web console's port ([`crate::console`]): the app's files and the API over gRPC-web.

@@ -50,10 +50,60 @@ pub fn note_workflow_id(id: &str) {
     tracing::Span::current().record("waymark.workflow.id", id);
 }
 
+/// Which answered calls leave an access line (`info` on `waymark::access`: method, status,
+/// latency, peer, key id, in the call's span).
+///
+/// `Errors` is the default: a busy server answers tens of thousands of calls a second, and a
+/// line for each costs it about 8 % of its throughput (docs/benchmarks.md) and its operators a
+/// log nobody reads, while the calls worth a look (refused, failed, timed out) still leave one.
+/// Every call is counted and timed by the RPC metrics either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AccessLog {
+    /// A line for every call.
+    All,
+    /// A line for every call answered with a status other than OK.
+    #[default]
+    Errors,
+    /// No line.
+    Off,
+}
+
+impl AccessLog {
+    /// `all`, `errors` or `off`; `true` and `false` (the flag's older values) are `all` and
+    /// `off`.
+    pub fn parse(text: &str) -> Result<AccessLog, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "all" | "true" | "on" | "yes" | "1" => Ok(AccessLog::All),
+            "errors" => Ok(AccessLog::Errors),
+            "off" | "false" | "no" | "0" | "none" => Ok(AccessLog::Off),
+            _ => Err(format!("{text:?} is not one of all, errors, off")),
+        }
+    }
+
+    /// Whether a call answered with gRPC status `code` leaves a line.
+    pub fn logs(self, code: i32) -> bool {
+        match self {
+            AccessLog::All => true,
+            AccessLog::Errors => code != 0,
+            AccessLog::Off => false,
+        }
+    }
+}
+
+impl std::fmt::Display for AccessLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AccessLog::All => "all",
+            AccessLog::Errors => "errors",
+            AccessLog::Off => "off",
+        })
+    }
+}
+
 #[derive(Clone)]
 pub struct ObserveLayer {
-    /// One `info` line per call (method, status, latency, peer).
-    pub access_log: bool,
+    /// Which calls leave an access line.
+    pub access_log: AccessLog,
 }
 
 impl<S> Layer<S> for ObserveLayer {
@@ -69,7 +119,7 @@ impl<S> Layer<S> for ObserveLayer {
 #[derive(Clone)]
 pub struct Observe<S> {
     inner: S,
-    access_log: bool,
+    access_log: AccessLog,
 }
 
 impl<S, B, R> Service<http::Request<B>> for Observe<S>
@@ -165,7 +215,7 @@ where
                 m.rpc_requests.get_or_create(&labels).inc();
                 m.rpc_duration.get_or_create(&labels).observe(latency.as_secs_f64());
                 let notes = notes.lock().unwrap().clone();
-                if access_log {
+                if access_log.logs(code) {
                     tracing::info!(
                         target: "waymark::access",
                         method = %path,

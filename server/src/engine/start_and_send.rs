@@ -57,8 +57,13 @@ impl Workflows {
                 .wake_receiver(&started.workflow.workflow_id, &topic)
                 .await;
         }
-        // The new workflow, or a receiver the message took off its park, is in its queue.
-        self.core.work_enqueued();
+        // The new workflow is in its queue (only the workers that serve it claim), or the message
+        // took a receiver off its park, into a queue not known here.
+        if !started.created {
+            self.core.work_enqueued();
+        } else if started.workflow.status == waymark_store::WorkflowStatus::Enqueued {
+            self.core.workflow_enqueued(&started.workflow);
+        }
         Ok((started, name_registered, sent))
     }
 }

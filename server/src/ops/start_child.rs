@@ -92,11 +92,13 @@ async fn run(
         ..Default::default()
     };
     let labels = metrics::WorkflowLabels::of(engine.namespace(), &child.workflow_name, &child.queue_name);
+    let (name, queue) = (child.workflow_name.clone(), child.queue_name.clone());
     let (id, created) = start_child(engine.store(), &fence, step_id, child, engine.core.now()).await?;
     if created {
         metrics::metrics().workflows_started.get_or_create(&labels).inc();
+        // Only the workers here that could run the child claim (a child is pinned to no version).
+        engine.core.work.enqueued_on(Some(&name), &queue, "");
     }
-    engine.core.work_enqueued();
     Ok(id)
 }
 
@@ -139,7 +141,11 @@ async fn start_child_in(
     }
     let output = journal::child_started_output(&child.workflow_id);
     record(tx, fence, step_id, START_CHILD_STEP, &output).await?;
-    let changes = if inserted { vec![Change::enqueued()] } else { Vec::new() };
+    let changes = if inserted {
+        vec![Change::enqueued_on(&child.queue_name)]
+    } else {
+        Vec::new()
+    };
     Ok(End::Commit((child.workflow_id, inserted), changes))
 }
 

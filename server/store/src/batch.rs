@@ -6,6 +6,10 @@
 //! request. A lone request goes straight through as a batch of one, so an idle system pays
 //! nothing in latency; under load, requests that arrive while a batch is being written form
 //! the next one.
+//!
+//! The queue in front of the lanes is bounded ([`QUEUED_BATCHES`] batches per lane): past it,
+//! a caller waits to be queued, so a burst larger than the database can take is held by its
+//! callers (each already holding its request) rather than by a list that grows in the server.
 
 use std::{future::Future, sync::Arc};
 
@@ -15,8 +19,12 @@ use crate::{StoreError, StoreResult};
 
 type Job<Req, Resp> = (Req, oneshot::Sender<StoreResult<Resp>>);
 
+/// Full batches per lane the queue holds before a caller waits to be queued: enough that the
+/// next batches are ready while one is written, far below what would cost memory.
+pub(crate) const QUEUED_BATCHES: usize = 8;
+
 pub(crate) struct Batcher<Req, Resp> {
-    tx: mpsc::UnboundedSender<Job<Req, Resp>>,
+    tx: mpsc::Sender<Job<Req, Resp>>,
 }
 
 impl<Req: Send + 'static, Resp: Send + 'static> Batcher<Req, Resp> {
@@ -27,7 +35,17 @@ impl<Req: Send + 'static, Resp: Send + 'static> Batcher<Req, Resp> {
         F: Fn(Vec<Req>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = StoreResult<Vec<Resp>>> + Send + 'static,
     {
-        let (tx, rx) = mpsc::unbounded_channel::<Job<Req, Resp>>();
+        let queue = lanes.max(1) * max_batch.max(1) * QUEUED_BATCHES;
+        Self::spawn_with_queue(lanes, max_batch, queue, write)
+    }
+
+    /// [`Batcher::spawn`] with a queue of `queue` requests.
+    fn spawn_with_queue<F, Fut>(lanes: usize, max_batch: usize, queue: usize, write: F) -> Self
+    where
+        F: Fn(Vec<Req>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = StoreResult<Vec<Resp>>> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel::<Job<Req, Resp>>(queue.max(1));
         let rx = Arc::new(Mutex::new(rx));
         let write = Arc::new(write);
         for _ in 0..lanes.max(1) {
@@ -80,6 +98,7 @@ impl<Req: Send + 'static, Resp: Send + 'static> Batcher<Req, Resp> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send((req, reply))
+            .await
             .map_err(|_| StoreError::Unavailable("the store's writer has stopped".into()))?;
         answer
             .await
@@ -114,6 +133,61 @@ mod tests {
         let sizes = sizes.lock().unwrap();
         assert_eq!(sizes.iter().sum::<usize>(), 200);
         assert!(sizes.iter().all(|s| *s <= 64));
+    }
+
+    // Attempt: with the writer stuck, far more requests than the queue holds. Outcome: the
+    // queue holds its bound and no more, the rest wait to be queued (none is refused or lost),
+    // and once the writer moves every request is answered.
+    #[tokio::test]
+    async fn the_queue_holds_its_bound_and_callers_wait_past_it() {
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let open = gate.clone();
+        let b = Arc::new(Batcher::spawn_with_queue(1, 1, 4, move |reqs: Vec<u32>| {
+            let gate = gate.clone();
+            async move {
+                gate.acquire().await.unwrap().forget();
+                Ok(reqs)
+            }
+        }));
+        let answered = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for i in 0..20u32 {
+            let (b, answered) = (b.clone(), answered.clone());
+            tasks.push(tokio::spawn(async move {
+                let r = b.submit(i).await.unwrap();
+                answered.lock().unwrap().push(r);
+            }));
+        }
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        while b.tx.capacity() > 0 {
+            assert!(tokio::time::Instant::now() < deadline, "the queue never filled");
+            tokio::task::yield_now().await;
+        }
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(b.tx.capacity(), 0, "the queue is full");
+        assert_eq!(b.tx.max_capacity(), 4, "and holds no more than its bound");
+        assert!(
+            answered.lock().unwrap().is_empty(),
+            "nothing answered while the writer is stuck"
+        );
+        assert_eq!(
+            tasks.iter().filter(|t| t.is_finished()).count(),
+            0,
+            "no caller was refused"
+        );
+        open.add_permits(1_000);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let mut answered = answered.lock().unwrap().clone();
+        answered.sort();
+        assert_eq!(
+            answered,
+            (0..20).collect::<Vec<_>>(),
+            "every request answered, each its own"
+        );
     }
 
     #[tokio::test]

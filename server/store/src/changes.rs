@@ -10,6 +10,36 @@ use serde::{Deserialize, Serialize};
 /// The PostgreSQL channel replicas listen on, for the `default` namespace (the public schema).
 pub const CHANNEL: &str = "waymark_changes";
 
+/// Changes a queue of them holds (announced by the other replicas and not yet applied here, or
+/// made here and not yet announced). An announcement only makes a change known sooner than
+/// polling would, so past this the newest are dropped rather than held in a list that grows.
+pub const MAX_QUEUED: usize = 10_000;
+
+/// Puts `change` on `tx` if there is room; drops it when the queue is full, saying so once per
+/// run of drops (`dropping` remembers whether one is under way). False when nobody reads `tx`
+/// any more.
+pub fn offer(tx: &tokio::sync::mpsc::Sender<Change>, change: Change, dropping: &mut bool) -> bool {
+    match tx.try_send(change) {
+        Ok(()) => {
+            if std::mem::take(dropping) {
+                tracing::info!("changes are queued again; the dropped ones are found by polling");
+            }
+            true
+        }
+        Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => {
+            if !std::mem::replace(dropping, true) {
+                tracing::warn!(
+                    queued = MAX_QUEUED,
+                    "changes arrive faster than they are applied: dropping the newest until there is room \
+                     (polling finds them, later)"
+                );
+            }
+            true
+        }
+        Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => false,
+    }
+}
+
 /// The channel of the namespace whose data is in `schema` (`None`: the public schema). The
 /// database's `waymark_channel()` (migration 0017) names the same one from inside a trigger.
 pub fn channel(schema: Option<&str>) -> String {
@@ -51,6 +81,13 @@ impl Change {
         Change::Enqueued { queue: None }
     }
 
+    /// A workflow started on `queue`: only workers that serve it need to claim.
+    pub fn enqueued_on(queue: &str) -> Change {
+        Change::Enqueued {
+            queue: Some(queue.to_string()),
+        }
+    }
+
     pub fn encode(&self) -> String {
         serde_json::to_string(self).expect("changes serialize")
     }
@@ -80,6 +117,35 @@ impl Change {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Attempt: many more changes than the queue holds, nobody reading. Outcome: it holds its
+    // bound, the rest are dropped without an error; read, there is room again; with no reader
+    // left, the sender hears so.
+    #[test]
+    fn a_queue_of_changes_holds_its_bound_and_drops_past_it() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(MAX_QUEUED);
+        let mut dropping = false;
+        for i in 0..MAX_QUEUED + 500 {
+            let c = Change::Finished {
+                workflow_id: format!("w{i}"),
+            };
+            assert!(offer(&tx, c, &mut dropping));
+        }
+        assert!(dropping);
+        assert_eq!(rx.len(), MAX_QUEUED);
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            Change::Finished {
+                workflow_id: "w0".into()
+            },
+            "the oldest are kept"
+        );
+        assert!(offer(&tx, Change::enqueued(), &mut dropping));
+        assert!(!dropping, "room again");
+        assert_eq!(rx.len(), MAX_QUEUED);
+        drop(rx);
+        assert!(!offer(&tx, Change::enqueued(), &mut dropping));
+    }
 
     /// The payload the PostgreSQL trigger that wakes awaiting workflows sends (migration 0017,
     /// on the schema's channel), and the channel names the trigger computes.

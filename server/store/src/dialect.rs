@@ -20,7 +20,7 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Database, Encode, Postgres, Sqlite, Type};
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::Receiver;
 
 use crate::changes::Change;
 use crate::rows::WorkflowRow;
@@ -374,7 +374,7 @@ pub(crate) trait Backend: Dialect + Locks + GroupCommit + Starts + StepClaims + 
     /// Tells the other replicas of a change when the transaction on `conn` commits.
     fn announce(&self, conn: &mut Conn<Self>, change: Change) -> impl Future<Output = StoreResult<()>> + Send;
     /// Changes other replicas commit, as they commit; see [`crate::Store::subscribe`].
-    fn changes(&self) -> impl Future<Output = StoreResult<Option<UnboundedReceiver<Change>>>> + Send;
+    fn changes(&self) -> impl Future<Output = StoreResult<Option<Receiver<Change>>>> + Send;
 }
 
 /// How transactions take turns on a key: advisory locks on PostgreSQL; nothing on SQLite, whose

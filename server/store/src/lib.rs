@@ -298,8 +298,9 @@ pub trait Store:
 
     /// Changes other replicas commit, as they commit (see [`changes`]). `None` when this
     /// backend cannot announce them; the engine then polls. A single-process backend returns a
-    /// channel that stays silent: there are no other replicas.
-    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<changes::Change>>>;
+    /// channel that stays silent: there are no other replicas. The channel holds at most
+    /// [`changes::MAX_QUEUED`] changes; past that, new ones are dropped and found by polling.
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<changes::Change>>>;
 
     /// Begins a transaction at `now`, for an operation composed of table operations (see
     /// [`Transaction`]).

@@ -233,7 +233,7 @@ impl crate::dialect::Backend for PostgresStore {
     }
 
     /// Changes other replicas commit, as they commit: LISTEN on a connection of its own.
-    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>> {
+    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
         if !self.notify {
             return Ok(None);
         }
@@ -241,13 +241,14 @@ impl crate::dialect::Backend for PostgresStore {
             .await
             .map_err(db_error)?;
         listener.listen(&self.channel).await.map_err(db_error)?;
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = tokio::sync::mpsc::channel(crate::changes::MAX_QUEUED);
         tokio::spawn(async move {
+            let mut dropping = false;
             loop {
                 match listener.recv().await {
                     Ok(n) => {
                         for change in crate::changes::Change::decode_all(n.payload()) {
-                            if tx.send(change).is_err() {
+                            if !crate::changes::offer(&tx, change, &mut dropping) {
                                 return;
                             }
                         }

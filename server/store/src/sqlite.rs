@@ -45,7 +45,7 @@ pub struct SqliteStore {
     /// Group commit for starts (see [`crate::shared::starts::start_group`]).
     starts: Batcher<(NewWorkflow, Millis), StoreResult<Started>>,
     /// Senders of the change channels handed out; kept so the channels stay open.
-    silent: std::sync::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<crate::changes::Change>>>,
+    silent: std::sync::Mutex<Vec<tokio::sync::mpsc::Sender<crate::changes::Change>>>,
 }
 
 /// The URL of namespace `name`'s database: `dir/waymark.db` becomes `dir/waymark.<name>.db`
@@ -171,10 +171,10 @@ impl crate::dialect::Backend for SqliteStore {
         Ok(())
     }
 
-    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<Change>>> {
+    async fn changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
         // One process owns the file: every change happens through this replica, so there is
         // nothing to announce, and nothing to poll for. The channel stays open and silent.
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
         self.silent.lock().unwrap().push(tx);
         Ok(Some(rx))
     }

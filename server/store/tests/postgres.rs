@@ -129,7 +129,7 @@ async fn a_finish_that_wakes_a_parked_workflow_announces_enqueued_work() {
         epoch: 1,
     };
     // Collects announcements until `id`'s Finished; whether an Enqueued came before it.
-    async fn enqueued_before_finished(changes: &mut tokio::sync::mpsc::UnboundedReceiver<Change>, id: &str) -> bool {
+    async fn enqueued_before_finished(changes: &mut tokio::sync::mpsc::Receiver<Change>, id: &str) -> bool {
         let mut enqueued = false;
         loop {
             let change = tokio::time::timeout(Duration::from_secs(30), changes.recv())

@@ -182,7 +182,7 @@ struct Args {
     #[arg(long, default_value_t = 1_000_000)]
     collecting: usize,
     /// A flag for the main server of each backend (repeat for more), to compare a setting:
-    /// `--server-arg=--access-log=false`. The other servers (TLS, traces, console, retention)
+    /// `--server-arg=--access-log=all`. The other servers (TLS, traces, console, retention)
     /// do not get it.
     #[arg(long, allow_hyphen_values = true)]
     server_arg: Vec<String>,

@@ -17,24 +17,32 @@ const MAX_PAYLOAD: usize = 7900;
 
 #[derive(Clone)]
 pub(crate) struct Announcer {
-    tx: mpsc::UnboundedSender<Change>,
+    tx: mpsc::Sender<Change>,
+    /// Whether changes are being dropped (the queue is full), so that is said once per run.
+    dropping: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Announcer {
     pub(crate) fn spawn(pool: PgPool, channel: String) -> Announcer {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(crate::changes::MAX_QUEUED);
         tokio::spawn(run(pool, channel, rx));
-        Announcer { tx }
+        Announcer {
+            tx,
+            dropping: Default::default(),
+        }
     }
 
-    /// Queues `change` (already committed) for the next NOTIFY. Lost (the send fails), it is
-    /// found by the other replicas' polling.
+    /// Queues `change` (already committed) for the next NOTIFY. Lost (the queue is full, or
+    /// the NOTIFY fails), it is found by the other replicas' polling.
     pub(crate) fn announce(&self, change: Change) {
-        let _ = self.tx.send(change);
+        use std::sync::atomic::Ordering;
+        let mut dropping = self.dropping.load(Ordering::Relaxed);
+        let _ = crate::changes::offer(&self.tx, change, &mut dropping);
+        self.dropping.store(dropping, Ordering::Relaxed);
     }
 }
 
-async fn run(pool: PgPool, channel: String, mut rx: mpsc::UnboundedReceiver<Change>) {
+async fn run(pool: PgPool, channel: String, mut rx: mpsc::Receiver<Change>) {
     let mut held: Option<Change> = None;
     loop {
         let first = match held.take() {

@@ -20,9 +20,7 @@ impl Starts for PostgresStore {
         // Group-committed, as one multi-row statement (see `starts.rs`).
         let started = self.starts.submit((new, now)).await??;
         if started.created && started.workflow.status == WorkflowStatus::Enqueued {
-            self.announce_soon(crate::changes::Change::Enqueued {
-                queue: Some(started.workflow.queue_name.clone()),
-            });
+            self.announce_soon(crate::changes::Change::enqueued_on(&started.workflow.queue_name));
         }
         Ok(started)
     }

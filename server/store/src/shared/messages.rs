@@ -254,7 +254,7 @@ impl<B: Backend> Messages for B {
             let sent = held!(tx, insert_message::<B>(&mut tx, &m, now).await);
             tx.commit().await.map_err(db_error)?;
             if started.created && started.workflow.status == WorkflowStatus::Enqueued {
-                self.announce_soon(Change::enqueued());
+                self.announce_soon(Change::enqueued_on(&started.workflow.queue_name));
             }
             if !sent.duplicate {
                 self.announce_soon(Change::Message {

@@ -116,7 +116,7 @@ impl<B: Backend> Store for B {
     }
 
     #[tracing::instrument(name = "store.subscribe", level = "debug", target = "waymark::store", skip_all)]
-    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<crate::changes::Change>>> {
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<crate::changes::Change>>> {
         self.changes().await
     }
 
