@@ -125,6 +125,11 @@ pub struct ServerArgs {
     /// How often to look for work enqueued through other replicas.
     #[arg(long, default_value = "500ms", value_parser = parse_duration, env = "WAYMARK_DISPATCH_POLL_INTERVAL")]
     pub dispatch_poll_interval: std::time::Duration,
+    /// How often the database is pinged for health (`/readyz`, the gRPC health service, and
+    /// pausing recovery while it is away); every tenth ping also checks that the database has
+    /// every migration this build needs.
+    #[arg(long, default_value = "1s", value_parser = parse_period, env = "WAYMARK_HEALTH_INTERVAL")]
+    pub health_interval: std::time::Duration,
     /// Largest JSON payload accepted, in bytes.
     #[arg(long, default_value_t = 4 * 1024 * 1024, env = "WAYMARK_MAX_PAYLOAD_BYTES")]
     pub max_payload_bytes: usize,
@@ -297,6 +302,7 @@ impl ServerArgs {
                 recovery_interval: self.recovery_interval,
                 max_recovery_attempts: self.max_recovery_attempts,
                 dispatch_poll_interval: self.dispatch_poll_interval,
+                health_interval: self.health_interval,
                 max_payload_bytes: self.max_payload_bytes,
                 max_worker_streams: self.max_worker_streams,
                 max_requests_per_stream: self.max_requests_per_stream as usize,
@@ -526,4 +532,13 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
         _ => Err(format!("{s:?} is not KEY=VALUE")),
     }
+}
+
+/// The period of a loop the server runs (a duration above zero: a zero would make it spin).
+pub fn parse_period(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("{s:?} is no period: it must be above zero"));
+    }
+    Ok(d)
 }

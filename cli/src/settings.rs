@@ -365,4 +365,19 @@ mod tests {
         assert_eq!(args.worker_lease, std::time::Duration::from_secs(5400));
         assert_eq!(args.recovery_grace, std::time::Duration::from_secs(125));
     }
+
+    #[test]
+    fn a_loop_period_must_be_above_zero() {
+        let (args, _) = server(&["server", "--health-interval", "100ms"]);
+        assert_eq!(args.health_interval, std::time::Duration::from_millis(100));
+        let (args, _) = server(&["server"]);
+        assert_eq!(args.health_interval, std::time::Duration::from_secs(1), "the default");
+        for zero in ["0s", "0ms", "0"] {
+            let e = parse(argv(&["server", "--health-interval", zero]))
+                .err()
+                .expect(zero)
+                .to_string();
+            assert!(e.contains("must be above zero"), "{zero}: {e}");
+        }
+    }
 }

@@ -404,7 +404,8 @@ async fn a_callers_trace_context_is_kept_and_its_calls_are_logged(backend: Backe
 async fn a_database_missing_a_migration_is_not_ready(backend: Backend) {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let Some(s) = setup(backend, &["--metrics-listen", &listen]).await else {
+    // The schema is checked every tenth ping: every second here, not every ten.
+    let Some(s) = setup(backend, &["--metrics-listen", &listen, "--health-interval", "100ms"]).await else {
         return;
     };
     assert_eq!(http_get(port, "/readyz").await.0, 200);

@@ -10,9 +10,12 @@
 //! dead-letter them — an infrastructure fault turned into workflow failures. Recovery therefore
 //! waits one lease after the database is back, long enough for every live worker to heartbeat.
 
-use std::sync::{
-    atomic::{AtomicI64, AtomicUsize, Ordering},
-    Arc,
+use std::{
+    sync::{
+        atomic::{AtomicI64, AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Duration,
 };
 
 use tokio::sync::watch;
@@ -93,12 +96,23 @@ impl Engine {
     }
 }
 
+/// How long one ping may take before the database counts as not answering: five periods, and
+/// never less than five seconds, so a short period (as tests set) does not call a busy database
+/// gone.
+fn ping_timeout(period: Duration) -> Duration {
+    (period * 5).max(Duration::from_secs(5))
+}
+
 /// Pings the database every `health_interval` until the replica shuts down.
 pub async fn run(engine: Arc<Engine>) {
     let mut shutdown = engine.shutdown_signal();
     let mut pings = 0u32;
     loop {
-        let mut ok = match tokio::time::timeout(engine.core.config.health_interval * 5, engine.core.store.ping()).await
+        let mut ok = match tokio::time::timeout(
+            ping_timeout(engine.core.config.health_interval),
+            engine.core.store.ping(),
+        )
+        .await
         {
             Ok(Ok(())) => true,
             Ok(Err(e)) => {
@@ -141,6 +155,13 @@ pub async fn run(engine: Arc<Engine>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_period_keeps_a_patient_ping() {
+        assert_eq!(ping_timeout(Duration::from_millis(100)), Duration::from_secs(5));
+        assert_eq!(ping_timeout(Duration::from_secs(1)), Duration::from_secs(5));
+        assert_eq!(ping_timeout(Duration::from_secs(3)), Duration::from_secs(15));
+    }
 
     #[test]
     fn leases_are_trusted_one_lease_after_the_database_is_back() {
