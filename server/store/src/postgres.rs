@@ -90,6 +90,9 @@ pub async fn drop_namespace(url: &str, name: &str) -> StoreResult<()> {
 const STEP_LANES: usize = 4;
 /// Largest batch of step writes in one statement.
 const MAX_STEP_BATCH: usize = 512;
+/// Longest a store call waits for a pooled connection: as long as a health ping waits before
+/// the database counts as not answering.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl PostgresStore {
     /// Connects to `url` (`postgres://user@host:port/db`) and applies the embedded migrations.
@@ -153,8 +156,12 @@ impl PostgresStore {
                 })
             })
             .max_connections(max_connections.max(1))
-            // A saturated pool should surface as Unavailable, not hang a request forever.
-            .acquire_timeout(Duration::from_secs(30))
+            // How long a call waits for a connection before it is answered Unavailable (which
+            // clients and workers resend). While the database cannot be reached, every call
+            // waits this long: 30 s held each request (and its stream's command) half a minute
+            // to say what the health check said after 5. A pool saturated this long is
+            // overloaded, and refusing is the right answer there too.
+            .acquire_timeout(ACQUIRE_TIMEOUT)
             // No ping before each use: it is a round trip on every store call, most of a hot
             // path's latency. A connection that broke while idle fails its next statement
             // instead (Unavailable, which callers retry) and is replaced; connections are also
