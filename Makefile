@@ -85,7 +85,9 @@ lint: $(BUF) ## rustfmt, clippy (tests included, warnings are errors), the serve
 	$(MAKE) -C $(POLYGLOT) lint
 	$(MAKE) -C console lint
 	$(CARGO) package --workspace --exclude waymark-integration-tests --no-verify --allow-dirty --quiet
-	$(CARGO) build -p waymark-cli --bin waymark
+	# The same build as `make build`, so the one after this is no work: the CLI alone unifies
+	# its dependencies' features differently, and `make build` then compiled a dozen again.
+	$(CARGO) build --workspace --bins --examples
 	python3 docs/gen.py --check $(TARGET_DIR)/debug/waymark
 
 proto: $(BUF) ## Lint the contract and regenerate code from proto/ (Rust at build time; each SDK's committed code)
