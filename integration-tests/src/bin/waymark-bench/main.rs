@@ -321,6 +321,10 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
     eprintln!("[{name}] wakeup workload {} runs", args.wakeup_runs);
     let (wake, wake_done) = wakeup(args.wakeup_runs, &server.addr).await.context("wakeup")?;
     let wake_mean = wake.iter().sum::<f64>() / wake.len().max(1) as f64;
+    // What the server keeps after the load, its workflows done: a figure to compare between
+    // builds (grown caches, maps that kept what they should have let go).
+    let rss_loaded_mb = parked::rss_mb(server.pid()).context("server RSS after the load")?;
+    eprintln!("[{name}] server RSS after the throughput, latency and wakeup workloads: {rss_loaded_mb:.1} MiB");
 
     let capacity = args.workers.max(1) * args.worker_capacity as usize;
     anyhow::ensure!(
@@ -461,6 +465,7 @@ async fn run_backend(args: &Args, backend: Backend) -> anyhow::Result<Option<Rep
         wakeup_p99_ms: percentile(&wake, 99.0),
         wakeup_mean_ms: wake_mean,
         wakeup_done_p50_ms: percentile(&wake_done, 50.0),
+        rss_loaded_mb,
         idle_waiters: args.idle_waiters,
         idle_window_s: idle.window_s,
         idle_db_tx_per_s: idle.pg.map(|(tps, _, _)| tps),

@@ -23,6 +23,8 @@ pub struct Report {
     pub wakeup_mean_ms: f64,
     /// Send until the workflow is done and `await_workflow` has returned.
     pub wakeup_done_p50_ms: f64,
+    /// The server's resident memory after the throughput, latency and wakeup workloads.
+    pub rss_loaded_mb: f64,
     pub idle_waiters: usize,
     pub idle_window_s: f64,
     /// None on SQLite (no transaction counter).
@@ -164,6 +166,11 @@ impl Report {
             "incl. completion and AwaitWorkflow",
         );
         row(
+            "memory after load: server RSS (MiB)",
+            format!("{:.1}", self.rss_loaded_mb),
+            "after the throughput, latency and wakeup workloads",
+        );
+        row(
             "idle: waiters blocked in recv",
             self.idle_waiters.to_string(),
             &format!("window {:.1} s", self.idle_window_s),
@@ -300,7 +307,7 @@ impl Report {
         let slashed = |v: &[f64]| v.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join("/");
         format!(
             "backend={} fs={} steps_per_s={:.1} workflows_per_s={:.1} p50_ms={:.2} p99_ms={:.2} raw_inserts_per_s={:.1} raw_before={} raw_after={} ratio={:.3} \
-             wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} idle_db_tx_per_s={} parked_rss_mb={} \
+             wakeup_p50_ms={:.2} wakeup_p99_ms={:.2} rss_loaded_mb={:.1} idle_db_tx_per_s={} parked_rss_mb={} \
              limited_dispatch_per_s={} backlog_shallow_per_s={} backlog_deep_per_s={} start_c50_per_s={}{}",
             self.backend,
             self.filesystem.split_whitespace().next().unwrap_or("unknown"),
@@ -314,6 +321,7 @@ impl Report {
             self.ratio(),
             self.wakeup_p50_ms,
             self.wakeup_p99_ms,
+            self.rss_loaded_mb,
             self.idle_db_tx_per_s
                 .map(|v| format!("{v:.2}"))
                 .unwrap_or_else(|| "n/a".into()),
