@@ -66,8 +66,6 @@ impl Report {
     pub fn print_table(&self) {
         let pg = self.backend == "postgres";
         let target = |met: bool, what: &str| format!("target {what}: {}", if met { "met" } else { "NOT met" });
-        let at_least = |value: f64, floor: f64, what: &str| at_least(value, floor, what);
-        let at_most = |value: f64, ceiling: f64, what: &str| at_most(value, ceiling, what);
         let row = |metric: &str, value: String, note: &str| println!("{metric:<36} {value:>14}  {note}");
         println!();
         println!("== {} ==", self.backend);
